@@ -1,0 +1,29 @@
+# The two commands of the README: `make demo` and `make test`. Each creates .venv if missing.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+
+.PHONY: demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	rm -f $(VENV)/.installed-* && touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m symgrad demo
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+lint: $(STAMP)
+	$(PY) -m ruff check symgrad tests benchmarks
+
+bench: $(STAMP)
+	$(PY) -m pip install --quiet -e '.[test,bench]'
+	$(PY) -m benchmarks.run
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

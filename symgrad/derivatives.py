@@ -1,0 +1,169 @@
+"""grad, vjp, jacobian, hessian, hvp and derivative(n), all on top of :mod:`symgrad.reverse`.
+
+Every function returns Exprs in the output's graph, so results can be evaluated, printed,
+turned into source, or differentiated again.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence, Union
+
+import numpy as np
+
+from .errors import DifferentiationError
+from .graph import Expr, build
+from .ops.registry import REGISTRY, F
+from .reverse import backprop
+from .shapes import fmt, is_float
+
+Wrt = Union[Expr, str]
+
+
+def grad(f: Expr, wrt: Wrt | Sequence[Wrt]) -> Expr | tuple[Expr, ...]:
+    """The gradient of scalar ``f`` with respect to one variable or a list of them.
+
+    ``wrt`` may be Exprs or variable names. A variable ``f`` does not depend on gets zeros.
+
+    >>> import symgrad as sg
+    >>> x = sg.var("x")
+    >>> dx = sg.grad(sg.sin(x) * x, x)
+    >>> round(sg.evaluate(dx, {"x": 1.0}), 6)
+    1.381773
+    """
+    if f.shape != ():
+        raise DifferentiationError(
+            f"grad needs a scalar output, but f has shape {fmt(f.shape)}; use "
+            "sg.jacobian(f, wrt) for the full derivative or sg.vjp(f, wrt, g) for a product"
+        )
+    return vjp(f, wrt, _const(1.0, f))
+
+
+def vjp(f: Expr, wrt: Wrt | Sequence[Wrt], g: Expr | str) -> Expr | tuple[Expr, ...]:
+    """The vector-Jacobian product ``g^T (df/dwrt)``: the adjoint of ``wrt`` for seed ``g``.
+
+    ``g`` (an Expr or the name of a new variable) has ``f``'s shape, or extra leading axes
+    that are carried through as a batch.
+
+    >>> import symgrad as sg
+    >>> x = sg.var("x", shape=(3,))
+    >>> sg.evaluate(sg.vjp(x * x, x, "g"), {"x": [1.0, 2.0, 3.0], "g": [1.0, 0.0, 1.0]})
+    array([2., 0., 6.])
+    """
+    many = isinstance(wrt, (list, tuple))
+    targets = [_resolve(f, w) for w in (wrt if many else [wrt])]
+    if isinstance(g, str):
+        g = _var_like(f, g, f.shape)
+    g = _join(f, g)
+    if g.shape[g.ndim - f.ndim:] != f.shape:
+        raise DifferentiationError(
+            f"the cotangent has shape {fmt(g.shape)}; it must end with f's shape {fmt(f.shape)}"
+        )
+    batch = g.shape[: g.ndim - f.ndim]
+    result = backprop(f, targets, g)
+    out = []
+    for w in targets:
+        node = result.adjoint_of.get(w.node)
+        out.append(Expr(f.graph, node) if node is not None else _zeros(f, batch + w.shape))
+    return tuple(out) if many else out[0]
+
+
+def jacobian(f: Expr, wrt: Wrt) -> Expr:
+    """The Jacobian, shape ``f.shape + wrt.shape``, built in ONE reverse pass.
+
+    The seed is the identity with a batch axis per output element, so every backprop rule
+    runs once on a batched adjoint instead of once per output element.
+
+    >>> import symgrad as sg
+    >>> x = sg.var("x", shape=(2,))
+    >>> sg.evaluate(sg.jacobian(x * x, x), {"x": [1.0, 3.0]})
+    array([[2., 0.],
+           [0., 6.]])
+    """
+    seed = _const(np.eye(max(f.size, 1)).reshape(f.shape + f.shape), f)
+    return vjp(f, wrt, seed)
+
+
+def hessian(f: Expr, wrt: Wrt) -> Expr:
+    """The Hessian of scalar ``f``: the Jacobian of its gradient, shape ``wrt.shape * 2``.
+
+    >>> import symgrad as sg
+    >>> x = sg.var("x", shape=(2,))
+    >>> sg.evaluate(sg.hessian(x[0] ** 2 * x[1], x), {"x": [1.0, 2.0]})
+    array([[4., 2.],
+           [2., 0.]])
+    """
+    return jacobian(grad(f, wrt), wrt)
+
+
+def hvp(f: Expr, wrt: Wrt, v: Expr | str) -> Expr:
+    """The Hessian-vector product ``H v`` without building ``H`` (reverse-over-reverse).
+
+    >>> import symgrad as sg
+    >>> x = sg.var("x", shape=(2,))
+    >>> hv = sg.hvp(x[0] ** 2 * x[1], x, "v")
+    >>> sg.evaluate(hv, {"x": [1.0, 2.0], "v": [1.0, 0.0]})
+    array([4., 2.])
+    """
+    w = _resolve(f, wrt)
+    v = _var_like(f, v, w.shape) if isinstance(v, str) else _join(f, v)
+    if v.shape != w.shape:
+        raise DifferentiationError(f"hvp: v has shape {fmt(v.shape)}, wrt has {fmt(w.shape)}")
+    return grad(F.sum(grad(f, w) * v), w)
+
+
+def derivative(f: Expr, wrt: Wrt, n: int = 1) -> Expr:
+    """The ``n``-th derivative of scalar ``f``; for a non-scalar ``wrt`` the derivative
+    tensor of shape ``wrt.shape * n``.
+
+    >>> import symgrad as sg
+    >>> x = sg.var("x")
+    >>> sg.evaluate(sg.derivative(x ** 4, x, 3), {"x": 2.0})
+    48.0
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise DifferentiationError(f"derivative order must be a non-negative int, got {n!r}")
+    w = _resolve(f, wrt)
+    out = f
+    for k in range(n):
+        out = grad(out, w) if k == 0 else jacobian(out, w)
+    return out
+
+
+# -- helpers ------------------------------------------------------------------------------
+
+
+def _resolve(f: Expr, w: Wrt) -> Expr:
+    """A wrt given as an Expr or a name, as a float variable of ``f``'s graph."""
+    graph = f.graph
+    if isinstance(w, str):
+        if w not in graph.variables:
+            known = ", ".join(sorted(graph.variables)) or "none"
+            raise DifferentiationError(f"'{w}' is not a variable of this expression "
+                                       f"(its variables: {known})")
+        w = Expr(graph, graph.variables[w])
+    elif not isinstance(w, Expr):
+        raise DifferentiationError(f"wrt must be an Expr or a variable name, got {w!r}")
+    elif w.graph is not graph:
+        w = Expr(graph, graph.import_node(w.graph, w.node))
+    if graph.nodes[w.node].op != "var":
+        raise DifferentiationError(f"wrt must be a variable, got the expression {w}")
+    if not is_float(w.dtype):
+        raise DifferentiationError(f"cannot differentiate with respect to '{w.name}': it has "
+                                   f"dtype {w.dtype} (only float variables carry gradients)")
+    return w
+
+
+def _join(f: Expr, e: Expr) -> Expr:
+    return e if e.graph is f.graph else Expr(f.graph, f.graph.import_node(e.graph, e.node))
+
+
+def _const(value, like: Expr) -> Expr:
+    return Expr(like.graph, like.graph.const(value))
+
+
+def _var_like(f: Expr, name: str, shape) -> Expr:
+    return Expr(f.graph, f.graph.var(name, shape, f.dtype))
+
+
+def _zeros(f: Expr, shape) -> Expr:
+    return build(REGISTRY["broadcast_to"], [_const(0.0, f)], {"shape": tuple(shape)})

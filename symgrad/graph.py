@@ -1,0 +1,522 @@
+"""The graph: a networkx DAG of nodes with ordered operands, built by hash-consing.
+
+Invariants (checked by :meth:`Graph.verify`):
+
+* node ids are ints in creation order, so ascending id order is a topological order;
+* ``node.args`` (an ordered tuple of ids) is the truth about operands; the networkx edges are
+  derived from it for traversal (``x*x`` has one edge but two operands);
+* identical ``(op, args, attrs)`` are built once; a variable is identified by its name;
+* every node has ``role`` ``"forward"`` or ``"adjoint"``; an adjoint node records in
+  ``origin`` the forward node whose backprop rule built it.
+
+:class:`Expr` is a light handle ``(graph, node)`` with Python operators. Exprs from different
+graphs combine: the smaller graph's part is imported into the larger one.
+"""
+
+from __future__ import annotations
+
+import keyword
+import weakref
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator, Sequence
+
+import networkx as nx
+import numpy as np
+
+from .errors import NameConflictError, ShapeError, SymgradError
+from .ops.registry import REGISTRY, F, Op
+from .shapes import DTYPES, Shape, fmt
+
+_ROLES = ("forward", "adjoint")
+
+
+class GraphError(SymgradError):
+    """A graph that breaks one of the invariants (found by ``verify``)."""
+
+
+class Node:
+    """One node's data; immutable once built."""
+
+    __slots__ = ("id", "op", "args", "attrs", "shape", "dtype", "name", "role", "origin")
+
+    def __init__(self, id, op, args, attrs, shape, dtype, name, role, origin):
+        self.id, self.op, self.args, self.attrs = id, op, args, attrs
+        self.shape, self.dtype, self.name, self.role, self.origin = shape, dtype, name, role, origin
+
+    def fields(self) -> dict:
+        return {k: getattr(self, k) for k in self.__slots__ if k != "id"}
+
+    def __repr__(self) -> str:
+        return f"Node({self.id}, {self.op}, args={self.args}, shape={self.shape})"
+
+
+def freeze(value: Any) -> Any:
+    """A hashable key for an attribute value that tells 1 from 1.0 and 0.0 from -0.0."""
+    if isinstance(value, np.ndarray):
+        return ("nd", value.dtype.str, value.shape, value.tobytes())
+    if isinstance(value, (bool, np.bool_)):
+        return ("b", bool(value))
+    if isinstance(value, (float, np.floating)):
+        return ("f", float(value).hex())
+    if isinstance(value, (int, np.integer)):
+        return ("i", int(value))
+    if isinstance(value, dict):
+        return tuple((k, freeze(v)) for k, v in sorted(value.items()))
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__,) + tuple(freeze(v) for v in value)
+    if isinstance(value, slice):
+        return ("slice", freeze(value.start), freeze(value.stop), freeze(value.step))
+    return value
+
+
+class Graph:
+    """A DAG of symgrad nodes backed by ``networkx.DiGraph`` (``graph.nx``).
+
+    >>> import symgrad as sg
+    >>> x = sg.var("x")
+    >>> f = x * x
+    >>> f.graph.nodes[f.node].args   # two operands, one edge
+    (0, 0)
+    >>> f.graph.nx.number_of_edges()
+    1
+    """
+
+    def __init__(self) -> None:
+        self.nx = nx.DiGraph()
+        self.nodes: list[Node] = []
+        self.adjoint_of: dict[int, int] = {}
+        self.variables: dict[str, int] = {}
+        self._keys: dict[tuple, int] = {}
+        self._imported: weakref.WeakKeyDictionary[Graph, dict[int, int]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._role = "forward"
+        self._origin: int | None = None
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __repr__(self) -> str:
+        return f"<symgrad.Graph with {len(self.nodes)} nodes>"
+
+    def __str__(self) -> str:
+        from .printing import listing
+
+        return listing(self)
+
+    def expr(self, node: int) -> Expr:
+        """The Expr handle of node id ``node``."""
+        return Expr(self, node)
+
+    # -- building -------------------------------------------------------------------------
+
+    def add(self, op: Op, args: tuple[int, ...], attrs: dict) -> int:
+        """The node ``op(*args, **attrs)``: found if it exists, else shape-checked and built."""
+        key = (op.name, args, freeze(attrs))
+        found = self._keys.get(key)
+        if found is not None:
+            return found
+        nodes = self.nodes
+        shapes = tuple(nodes[a].shape for a in args)
+        dtypes = tuple(nodes[a].dtype for a in args)
+        if op.prepare is not None:
+            attrs = op.prepare(shapes, dtypes, attrs)
+            key2 = (op.name, args, freeze(attrs))
+            found = self._keys.get(key2)
+            if found is not None:
+                self._keys[key] = found
+                return found
+            key = key2
+        shape, dtype = op.infer(shapes, dtypes, attrs)
+        if args and all(nodes[a].op == "const" for a in args) and _small(shape):
+            folded = self.const(_fold_constants(op, [nodes[a].attrs["value"] for a in args], attrs))
+            self._keys[key] = folded
+            return folded
+        if op.fold is not None:
+            folded = op.fold(self, args, attrs, shape, dtype)
+            if folded is not None:
+                self._keys[key] = folded
+                return folded
+        return self._new(key, op.name, args, attrs, tuple(shape), dtype, None)
+
+    def _new(self, key, op, args, attrs, shape, dtype, name) -> int:
+        i = len(self.nodes)
+        node = Node(i, op, args, attrs, shape, dtype, name, self._role, self._origin)
+        self.nodes.append(node)
+        self._keys[key] = i
+        self.nx.add_node(i, **node.fields())
+        self.nx.add_edges_from((a, i) for a in args)
+        return i
+
+    def var(self, name: str, shape: Shape = (), dtype: str = "float64") -> int:
+        """The variable ``name``; the same name with another shape or dtype is an error."""
+        check_name(name)
+        shape = check_shape(shape, f"variable '{name}'")
+        dtype = check_dtype(dtype, f"variable '{name}'")
+        found = self.variables.get(name)
+        if found is not None:
+            node = self.nodes[found]
+            if node.shape != shape or node.dtype != dtype:
+                raise NameConflictError(
+                    f"variable '{name}' already has shape {fmt(node.shape)} and dtype "
+                    f"{node.dtype}; it cannot also have shape {fmt(shape)} and dtype {dtype}"
+                )
+            return found
+        i = self._new(("var", name), "var", (), {"name": name}, shape, dtype, name)
+        self.variables[name] = i
+        return i
+
+    def const(self, value: Any) -> int:
+        """A constant node holding ``value`` (a number or an array)."""
+        return self.add(REGISTRY["const"], (), {"value": as_constant(value)})
+
+    @contextmanager
+    def provenance(self, origin: int) -> Iterator[None]:
+        """Nodes built inside are adjoint nodes made for forward node ``origin``."""
+        saved = self._role, self._origin
+        self._role, self._origin = "adjoint", origin
+        try:
+            yield
+        finally:
+            self._role, self._origin = saved
+
+    def import_node(self, other: Graph, node: int) -> int:
+        """Copy ``node`` and its ancestors from ``other``; returns the id here."""
+        memo = self._imported.setdefault(other, {})
+        if node in memo:
+            return memo[node]
+        for i in other.ancestors([node]):
+            if i in memo:
+                continue
+            n = other.nodes[i]
+            if n.op == "var":
+                memo[i] = self.var(n.name, n.shape, n.dtype)
+            else:
+                memo[i] = self.add(REGISTRY[n.op], tuple(memo[a] for a in n.args), n.attrs)
+        return memo[node]
+
+    # -- walking --------------------------------------------------------------------------
+
+    def ancestors(self, outputs: Iterable[int]) -> list[int]:
+        """Ids of ``outputs`` and everything they depend on, in topological order."""
+        seen: set[int] = set()
+        stack = list(outputs)
+        nodes = self.nodes
+        while stack:
+            i = stack.pop()
+            if i not in seen:
+                seen.add(i)
+                stack.extend(nodes[i].args)
+        return sorted(seen)
+
+    def descendants(self, sources: Iterable[int], within: Iterable[int]) -> set[int]:
+        """Nodes of ``within`` (topologically sorted) that depend on any of ``sources``."""
+        reached = set(sources)
+        nodes = self.nodes
+        for i in within:
+            if i not in reached and any(a in reached for a in nodes[i].args):
+                reached.add(i)
+        return reached
+
+    # -- checking -------------------------------------------------------------------------
+
+    def verify(self) -> None:
+        """Check every invariant; raise :class:`GraphError` naming the first broken one."""
+        for n in self.nodes:
+            self._verify_node(n)
+        for f, a in self.adjoint_of.items():
+            if not (0 <= f < len(self.nodes) and 0 <= a < len(self.nodes)):
+                raise GraphError(f"adjoint_of[{f}] = {a} names a missing node")
+        edges = {(a, n.id) for n in self.nodes for a in n.args}
+        if set(self.nx.edges) != edges or self.nx.number_of_nodes() != len(self.nodes):
+            raise GraphError("networkx edges do not match the nodes' operands")
+
+    def _verify_node(self, n: Node) -> None:
+        where = f"node {n.id} ({n.op})"
+        op = REGISTRY.get(n.op)
+        if op is None:
+            raise GraphError(f"{where}: unknown op")
+        if any(not (0 <= a < n.id) for a in n.args):
+            raise GraphError(f"{where}: an operand does not precede its user: {n.args}")
+        if op.arity is not None and len(n.args) != op.arity:
+            raise GraphError(f"{where}: takes {op.arity} operands, has {len(n.args)}")
+        if n.role not in _ROLES or (n.role == "adjoint") != (n.origin is not None):
+            raise GraphError(f"{where}: role {n.role!r} with origin {n.origin!r}")
+        if n.origin is not None and not 0 <= n.origin < n.id:
+            raise GraphError(f"{where}: origin {n.origin} is not an earlier node")
+        if n.op == "var":
+            return
+        shapes = tuple(self.nodes[a].shape for a in n.args)
+        dtypes = tuple(self.nodes[a].dtype for a in n.args)
+        try:
+            shape, dtype = op.infer(shapes, dtypes, n.attrs)
+        except ShapeError as e:
+            raise GraphError(f"{where}: {e}") from None
+        if tuple(shape) != n.shape or dtype != n.dtype:
+            raise GraphError(
+                f"{where}: recorded {fmt(n.shape)} {n.dtype}, rule gives {fmt(shape)} {dtype}"
+            )
+
+
+_FOLD_LIMIT = 64
+
+
+def _small(shape: Shape) -> bool:
+    return int(np.prod(shape, dtype=np.int64)) <= _FOLD_LIMIT
+
+
+def _fold_constants(op: Op, values: list, attrs: dict) -> np.ndarray:
+    """An op on small constants, computed now (what the evaluator would compute later)."""
+    with np.errstate(all="ignore"):
+        return np.asarray(op.impl(*values, **attrs))
+
+
+# -- validation helpers -------------------------------------------------------------------
+
+_RESERVED = {"np", "numpy"}
+
+
+def check_name(name: Any) -> None:
+    """Variable names are Python identifiers, not keywords, not dunders."""
+    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+        raise NameConflictError(f"{name!r} is not a valid variable name (use a Python identifier)")
+    if name.startswith("__") or name in _RESERVED:
+        raise NameConflictError(f"{name!r} is reserved; choose another variable name")
+
+
+def check_shape(shape: Any, what: str) -> Shape:
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        shape = (shape,)
+    try:
+        out = tuple(int(d) for d in shape)
+    except (TypeError, ValueError):
+        raise ShapeError(f"{what}: shape must be a tuple of ints, got {shape!r}") from None
+    if any(d < 0 for d in out) or len(out) > 32:
+        raise ShapeError(f"{what}: invalid shape {shape!r}")
+    return out
+
+
+def check_dtype(dtype: Any, what: str) -> str:
+    try:
+        name = np.dtype(dtype).name
+    except TypeError:
+        name = str(dtype)
+    if name not in DTYPES:
+        raise ShapeError(f"{what}: dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    return name
+
+
+def as_constant(value: Any) -> np.ndarray:
+    """A constant's canonical value: a read-only NumPy array of a supported dtype."""
+    arr = np.array(value)
+    if arr.dtype.kind == "f":
+        arr = arr.astype(np.float64 if arr.dtype != np.float32 else np.float32)
+    elif arr.dtype.kind in "iu":
+        arr = arr.astype(np.int64)
+    elif arr.dtype.kind != "b":
+        raise ShapeError(f"cannot use {type(value).__name__} {value!r} as a constant")
+    arr.setflags(write=False)
+    return arr
+
+
+# -- Expr ---------------------------------------------------------------------------------
+
+
+class Expr:
+    """A handle on one node of a :class:`Graph`, with NumPy-like operators.
+
+    >>> import symgrad as sg
+    >>> x, y = sg.var("x"), sg.var("y")
+    >>> str(x * (y + 1))
+    'x * (y + 1)'
+    >>> (x * y).shape
+    ()
+    """
+
+    __slots__ = ("graph", "node")
+    __array_ufunc__ = None  # make NumPy defer: ndarray * Expr -> Expr.__rmul__
+
+    def __init__(self, graph: Graph, node: int) -> None:
+        self.graph = graph
+        self.node = node
+
+    @property
+    def data(self) -> Node:
+        return self.graph.nodes[self.node]
+
+    @property
+    def shape(self) -> Shape:
+        return self.graph.nodes[self.node].shape
+
+    @property
+    def dtype(self) -> str:
+        return self.graph.nodes[self.node].dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def op(self) -> str:
+        return self.graph.nodes[self.node].op
+
+    @property
+    def name(self) -> str | None:
+        return self.graph.nodes[self.node].name
+
+    @property
+    def T(self) -> Expr:
+        return F.transpose(self)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise ShapeError("len() of a scalar expression")
+        return self.shape[0]
+
+    def __iter__(self):
+        raise TypeError("symgrad expressions are not iterable; index them explicitly")
+
+    def __bool__(self) -> bool:
+        raise SymgradError(
+            "the truth value of a symbolic expression is unknown; use sg.where(cond, a, b)"
+        )
+
+    def __hash__(self) -> int:
+        return hash((id(self.graph), self.node))
+
+    def __str__(self) -> str:
+        from .printing import infix
+
+        return infix(self)
+
+    def __repr__(self) -> str:
+        return f"<Expr {self} : {self.dtype}{list(self.shape)}>"
+
+    def __add__(self, o):
+        return F.add(self, o)
+
+    def __radd__(self, o):
+        return F.add(o, self)
+
+    def __sub__(self, o):
+        return F.subtract(self, o)
+
+    def __rsub__(self, o):
+        return F.subtract(o, self)
+
+    def __mul__(self, o):
+        return F.multiply(self, o)
+
+    def __rmul__(self, o):
+        return F.multiply(o, self)
+
+    def __truediv__(self, o):
+        return F.divide(self, o)
+
+    def __rtruediv__(self, o):
+        return F.divide(o, self)
+
+    def __pow__(self, o):
+        return F.power(self, o)
+
+    def __rpow__(self, o):
+        return F.power(o, self)
+
+    def __matmul__(self, o):
+        return F.matmul(self, o)
+
+    def __rmatmul__(self, o):
+        return F.matmul(o, self)
+
+    def __neg__(self):
+        return F.negative(self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return F.abs(self)
+
+    def __lt__(self, o):
+        return F.less(self, o)
+
+    def __le__(self, o):
+        return F.less_equal(self, o)
+
+    def __gt__(self, o):
+        return F.greater(self, o)
+
+    def __ge__(self, o):
+        return F.greater_equal(self, o)
+
+    def __eq__(self, o):  # type: ignore[override]
+        return F.equal(self, o)
+
+    def __ne__(self, o):  # type: ignore[override]
+        return F.not_equal(self, o)
+
+    def __getitem__(self, key):
+        from .ops.indexing import getitem
+
+        return getitem(self, key)
+
+    def sum(self, axis=None, keepdims=False) -> Expr:
+        return F.sum(self, axis=axis, keepdims=keepdims)
+
+    def mean(self, axis=None, keepdims=False) -> Expr:
+        return F.mean(self, axis=axis, keepdims=keepdims)
+
+    def max(self, axis=None, keepdims=False) -> Expr:
+        return F.max(self, axis=axis, keepdims=keepdims)
+
+    def reshape(self, *shape) -> Expr:
+        return F.reshape(self, shape[0] if len(shape) == 1 else shape)
+
+
+def build(op: Op, operands: Sequence[Any], attrs: dict) -> Expr:
+    """Apply ``op`` to operands (Exprs, numbers, arrays), merging graphs as needed."""
+    graph = _home(operands)
+    args = tuple(_operand(graph, o) for o in operands)
+    return Expr(graph, graph.add(op, args, attrs))
+
+
+def _home(operands: Sequence[Any]) -> Graph:
+    graphs = [o.graph for o in operands if isinstance(o, Expr)]
+    if not graphs:
+        return Graph()
+    return max(graphs, key=len) if len(graphs) > 1 else graphs[0]
+
+
+def _operand(graph: Graph, o: Any) -> int:
+    if isinstance(o, Expr):
+        return o.node if o.graph is graph else graph.import_node(o.graph, o.node)
+    if isinstance(o, (int, float, bool, np.ndarray, np.number, np.bool_, list)):
+        return graph.const(o)
+    raise SymgradError(f"cannot use {type(o).__name__} {o!r} in a symgrad expression")
+
+
+def var(name: str, shape: Shape | int = (), dtype: str = "float64") -> Expr:
+    """A named input variable; a scalar float64 unless ``shape``/``dtype`` say otherwise.
+
+    >>> import symgrad as sg
+    >>> W = sg.var("W", shape=(4, 3))
+    >>> W.shape, W.dtype
+    ((4, 3), 'float64')
+    """
+    g = Graph()
+    return Expr(g, g.var(name, shape, dtype))
+
+
+def const(value: Any, like: Expr | None = None) -> Expr:
+    """A constant expression (a number or an array), in ``like``'s graph if given.
+
+    >>> import symgrad as sg
+    >>> sg.const([1.0, 2.0]).shape
+    (2,)
+    """
+    g = like.graph if like is not None else Graph()
+    return Expr(g, g.const(value))

@@ -1,0 +1,194 @@
+"""Elementwise ops with NumPy broadcasting: arithmetic, functions, comparisons, ``where``.
+
+Each stanza is one call to :func:`unary`, :func:`binary` or :func:`register`. Backprop rules
+return contributions with the *output's* shape (plus leading batch axes); the reverse pass
+sums them back to each operand's shape.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ..errors import ShapeError
+from ..shapes import broadcast, float_dtype, result_dtype
+from .registry import F, Op, register
+
+
+def _same(shapes, dtypes, attrs):
+    return shapes[0], dtypes[0]
+
+
+def _floating(shapes, dtypes, attrs):
+    return shapes[0], float_dtype(dtypes[0])
+
+
+def _arith(name: str) -> Callable:
+    def infer(shapes, dtypes, attrs):
+        return broadcast(name, *shapes), result_dtype(*dtypes)
+
+    return infer
+
+
+def _true_div(shapes, dtypes, attrs):
+    return broadcast("divide", *shapes), float_dtype(result_dtype(*dtypes))
+
+
+def _compare(name: str) -> Callable:
+    def infer(shapes, dtypes, attrs):
+        return broadcast(name, *shapes), "bool"
+
+    return infer
+
+
+def unary(name, impl, source, backprop, *, sympy=None, domain=(-2.0, 2.0), keep_dtype=False,
+          differentiable=True, aliases=(), doc=""):
+    """Register a one-operand elementwise op."""
+    return register(Op(
+        name=name, arity=1, infer=_same if keep_dtype else _floating, impl=impl, source=source,
+        backprop=backprop, sympy=sympy, domain=domain, differentiable=differentiable,
+        aliases=aliases, doc=doc, params=("x",),
+    ))
+
+
+def binary(name, impl, source, backprop, *, infer=None, infix=None, sympy=None,
+           domain=(-2.0, 2.0), differentiable=True, fold=None, aliases=(), doc=""):
+    """Register a two-operand broadcasting op."""
+    return register(Op(
+        name=name, arity=2, infer=infer or _arith(name), impl=impl, source=source,
+        backprop=backprop, infix=infix, sympy=sympy, domain=domain, fold=fold,
+        differentiable=differentiable, aliases=aliases, doc=doc, params=("x", "y"),
+    ))
+
+
+def _is_const(graph, i, value) -> bool:
+    n = graph.nodes[i]
+    return n.op == "const" and n.attrs["value"].size == 1 and bool(n.attrs["value"] == value)
+
+
+def _identity(value, positions=(1,)) -> Callable:
+    """Fold ``op(x, value)`` to ``x`` (the constant at any of ``positions``) when exact."""
+
+    def fold(graph, args, attrs, shape, dtype):
+        for p in positions:
+            x = graph.nodes[args[1 - p]]
+            if _is_const(graph, args[p], value) and x.shape == shape and x.dtype == dtype:
+                return x.id
+        return None
+
+    return fold
+
+
+def _where_zero(cond, value):
+    """``value`` where ``cond`` is false, exact zero where it is true (for kinks/poles)."""
+    return F.where(cond, 0.0, value)
+
+
+# -- arithmetic ---------------------------------------------------------------------------
+
+binary("add", np.add, "{0} + {1}", lambda n, g: (g, g),
+       infix=("+", 11), sympy="Add")
+binary("subtract", np.subtract, "{0} - {1}", lambda n, g: (g, -g),
+       infix=("-", 11), sympy="Sub", aliases=("sub",))
+binary("multiply", np.multiply, "{0} * {1}",
+       lambda n, g: (g * n.args[1], g * n.args[0]),
+       infix=("*", 12), sympy="Mul", fold=_identity(1.0, (0, 1)), aliases=("mul",))
+binary("divide", np.true_divide, "{0} / {1}",
+       lambda n, g: (g / n.args[1], -(g * n.out) / n.args[1]),
+       infer=_true_div, infix=("/", 12), sympy="Div", domain=(0.5, 2.0),
+       fold=_identity(1.0), aliases=("div", "true_divide"))
+binary("power", np.power, "{0} ** {1}",
+       lambda n, g: (
+           g * _where_zero(n.args[1] == 0, n.args[1] * n.args[0] ** (n.args[1] - 1)),
+           g * _where_zero(n.args[0] == 0, n.out * F.log(n.args[0])),
+       ),
+       infix=("**", 14), sympy="Pow", domain=(0.5, 2.0), fold=_identity(1), aliases=("pow",))
+unary("negative", np.negative, "-{0}", lambda n, g: (-g,), keep_dtype=True, sympy="Neg",
+      aliases=("neg",))
+unary("square", np.square, "np.square({0})", lambda n, g: (g * (2.0 * n.args[0]),),
+      keep_dtype=True, sympy="square")
+binary("maximum", np.maximum, "np.maximum({0}, {1})",
+       lambda n, g: _split(g, n.args[0] > n.args[1], n.args[0] == n.args[1]), sympy="Max")
+binary("minimum", np.minimum, "np.minimum({0}, {1})",
+       lambda n, g: _split(g, n.args[0] < n.args[1], n.args[0] == n.args[1]), sympy="Min")
+
+
+def _split(g, wins, ties):
+    """Gradient of max/min of two operands: ties split the adjoint equally."""
+    w = F.where(wins, 1.0, F.where(ties, 0.5, 0.0))
+    return g * w, g * (1.0 - w)
+
+
+# -- functions ----------------------------------------------------------------------------
+
+unary("exp", np.exp, "np.exp({0})", lambda n, g: (g * n.out,), sympy="exp")
+unary("log", np.log, "np.log({0})", lambda n, g: (g / n.args[0],), sympy="log",
+      domain=(0.2, 3.0))
+unary("log1p", np.log1p, "np.log1p({0})", lambda n, g: (g / (1.0 + n.args[0]),),
+      sympy="log1p", domain=(-0.5, 3.0))
+unary("expm1", np.expm1, "np.expm1({0})", lambda n, g: (g * (n.out + 1.0),), sympy="expm1")
+unary("sqrt", np.sqrt, "np.sqrt({0})", lambda n, g: (g / (2.0 * n.out),), sympy="sqrt",
+      domain=(0.2, 3.0))
+unary("sin", np.sin, "np.sin({0})", lambda n, g: (g * F.cos(n.args[0]),), sympy="sin")
+unary("cos", np.cos, "np.cos({0})", lambda n, g: (-(g * F.sin(n.args[0])),), sympy="cos")
+unary("tan", np.tan, "np.tan({0})", lambda n, g: (g * (1.0 + n.out * n.out),), sympy="tan",
+      domain=(-1.2, 1.2))
+unary("tanh", np.tanh, "np.tanh({0})", lambda n, g: (g * (1.0 - n.out * n.out),),
+      sympy="tanh")
+
+
+def _sigmoid(x):
+    return np.exp(-np.logaddexp(0.0, -x))
+
+
+unary("sigmoid", _sigmoid, "np.exp(-np.logaddexp(0.0, -{0}))",
+      lambda n, g: (g * (n.out * (1.0 - n.out)),), sympy="sigmoid", domain=(-4.0, 4.0),
+      doc="logistic function 1 / (1 + exp(-x)), computed without overflow")
+unary("softplus", lambda x: np.logaddexp(0.0, x), "np.logaddexp(0.0, {0})",
+      lambda n, g: (g * F.sigmoid(n.args[0]),), sympy="softplus", domain=(-4.0, 4.0),
+      doc="log(1 + exp(x)), computed without overflow")
+unary("relu", lambda x: np.maximum(x, 0), "np.maximum({0}, 0)",
+      lambda n, g: (F.where(n.args[0] > 0, g, 0.0),), keep_dtype=True, sympy="relu",
+      domain=(0.2, 2.0), doc="max(x, 0); relu'(0) = 0")
+unary("abs", np.abs, "np.abs({0})", lambda n, g: (g * F.sign(n.args[0]),), keep_dtype=True,
+      sympy="Abs", domain=(0.2, 2.0), aliases=("absolute",), doc="|x|; abs'(0) = 0")
+unary("sign", np.sign, "np.sign({0})", None, keep_dtype=True, sympy="sign",
+      differentiable=False)
+
+# -- comparisons and selection ------------------------------------------------------------
+
+for _name, _fn, _sym, _src in (
+    ("less", np.less, "<", "{0} < {1}"), ("less_equal", np.less_equal, "<=", "{0} <= {1}"),
+    ("greater", np.greater, ">", "{0} > {1}"),
+    ("greater_equal", np.greater_equal, ">=", "{0} >= {1}"),
+    ("equal", np.equal, "==", "{0} == {1}"), ("not_equal", np.not_equal, "!=", "{0} != {1}"),
+):
+    binary(_name, _fn, _src, None, infer=_compare(_name), infix=(_sym, 6),
+           differentiable=False)
+
+
+def _where_infer(shapes, dtypes, attrs):
+    if dtypes[0] != "bool":
+        raise ShapeError(f"where: the condition must be boolean, got dtype {dtypes[0]}")
+    return broadcast("where", *shapes), result_dtype(dtypes[1], dtypes[2])
+
+
+def _where_fold(graph, args, attrs, shape, dtype):
+    """A constant all-true / all-false condition selects a branch outright."""
+    c = graph.nodes[args[0]]
+    if c.op != "const" or not (c.attrs["value"].all() or not c.attrs["value"].any()):
+        return None
+    pick = args[1] if c.attrs["value"].all() else args[2]
+    n = graph.nodes[pick]
+    return pick if n.shape == shape and n.dtype == dtype else None
+
+
+register(Op(
+    name="where", arity=3, params=("condition", "x", "y"), infer=_where_infer, impl=np.where,
+    source="np.where({0}, {1}, {2})", fold=_where_fold, sympy="Piecewise",
+    backprop=lambda n, g: (None, F.where(n.args[0], g, 0.0), F.where(n.args[0], 0.0, g)),
+    doc="x where condition else y; the unselected branch gets an exact zero gradient",
+))
+
+del _name, _fn, _sym, _src

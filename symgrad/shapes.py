@@ -1,0 +1,111 @@
+"""Shape and dtype rules shared by the ops, and ``sum_to_shape`` used by the reverse pass."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .errors import ShapeError
+
+if TYPE_CHECKING:
+    from .graph import Expr
+
+Shape = tuple[int, ...]
+DTYPES = ("float64", "float32", "int64", "int32", "bool")
+
+
+def fmt(shape: Shape) -> str:
+    """A shape as people read it: ``(3, 4)``, ``()`` for a scalar."""
+    return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
+
+
+@lru_cache(maxsize=4096)
+def broadcast(op: str, *shapes: Shape) -> Shape:
+    """NumPy broadcasting of ``shapes``; a :class:`ShapeError` naming ``op`` if impossible."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for i in range(-ndim, 0):
+        dims = {s[i] for s in shapes if len(s) >= -i} - {1}
+        if len(dims) > 1:
+            listed = " and ".join(fmt(s) for s in shapes)
+            raise ShapeError(f"{op}: shapes {listed} cannot be broadcast together")
+        out.append(dims.pop() if dims else 1)
+    return tuple(out)
+
+
+@lru_cache(maxsize=1024)
+def result_dtype(*dtypes: str) -> str:
+    """NumPy's type promotion over dtype names."""
+    return np.result_type(*dtypes).name
+
+
+def float_dtype(dtype: str) -> str:
+    """The floating dtype a transcendental function returns for ``dtype``."""
+    return dtype if dtype in ("float64", "float32") else "float64"
+
+
+def is_float(dtype: str) -> bool:
+    """Whether values of ``dtype`` can carry a gradient."""
+    return dtype in ("float64", "float32")
+
+
+def norm_axes(op: str, axis, ndim: int) -> tuple[int, ...]:
+    """``axis`` (None, int or tuple) as a sorted tuple of negative axes of an ``ndim`` array."""
+    if axis is None:
+        return tuple(range(-ndim, 0))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out = set()
+    for a in axes:
+        if isinstance(a, bool) or not isinstance(a, (int, np.integer)):
+            raise ShapeError(f"{op}: axis must be an int or a tuple of ints, got {axis!r}")
+        if not -ndim <= a < ndim:
+            raise ShapeError(f"{op}: axis {a} is out of range for an array of rank {ndim}")
+        out.add(int(a) - ndim if a >= 0 else int(a))
+    if len(out) != len(axes):
+        raise ShapeError(f"{op}: repeated axis in {axis!r}")
+    return tuple(sorted(out))
+
+
+def norm_axis(op: str, axis, ndim: int) -> int:
+    """A single axis as a negative int."""
+    if axis is None or isinstance(axis, (tuple, list)):
+        raise ShapeError(f"{op}: axis must be a single int, got {axis!r}")
+    return norm_axes(op, axis, ndim)[0]
+
+
+def reduced(shape: Shape, axes: tuple[int, ...], keepdims: bool) -> Shape:
+    """The shape after reducing negative ``axes`` of ``shape``."""
+    n = len(shape)
+    keep = [1 if (i - n) in axes else d for i, d in enumerate(shape)]
+    return tuple(keep) if keepdims else tuple(d for i, d in enumerate(shape) if (i - n) not in axes)
+
+
+def sum_to_shape(g: Expr, shape: Shape, batch: int) -> Expr:
+    """Undo broadcasting: sum ``g`` (shape ``batch-axes + S``) down to ``batch-axes + shape``.
+
+    No node is built when nothing needs summing.
+    """
+    from .ops.registry import F
+
+    lead = g.ndim - batch - len(shape)
+    if lead < 0:
+        g = F.reshape(g, g.shape[:batch] + (1,) * -lead + g.shape[batch:])
+        lead = 0
+    if lead > 0:
+        g = F.sum(g, axis=tuple(range(-len(shape) - lead, -len(shape))))
+    ones = tuple(i - len(shape) for i, d in enumerate(shape) if d == 1 and g.shape[batch + i] != 1)
+    if ones:
+        g = F.sum(g, axis=ones, keepdims=True)
+    target = g.shape[:batch] + tuple(shape)
+    if g.shape != target:
+        g = F.broadcast_to(g, target)
+    return g
+
+
+def check_int(op: str, what: str, value, lo: int = 0, hi: int = 1 << 31) -> int:
+    """A static integer argument, range-checked (a ShapeError otherwise)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not lo <= value < hi:
+        raise ShapeError(f"{op}: {what} must be an integer in [{lo}, {hi}), got {value!r}")
+    return int(value)
