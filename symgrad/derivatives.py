@@ -6,7 +6,7 @@ turned into source, or differentiated again.
 
 from __future__ import annotations
 
-from typing import Sequence, Union
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -16,7 +16,7 @@ from .ops.registry import REGISTRY, F
 from .reverse import backprop
 from .shapes import fmt, is_float
 
-Wrt = Union[Expr, str]
+Wrt = Expr | str
 
 
 def grad(f: Expr, wrt: Wrt | Sequence[Wrt]) -> Expr | tuple[Expr, ...]:

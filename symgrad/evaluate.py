@@ -6,7 +6,8 @@ last consumer, so peak memory follows the live set, not the graph size.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

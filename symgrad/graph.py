@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import keyword
 import weakref
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any
 
 import networkx as nx
 import numpy as np

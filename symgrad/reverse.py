@@ -11,9 +11,9 @@ The seed may carry leading *batch* axes (an identity seed gives a whole Jacobian
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import reduce
-from typing import Sequence
 
 from .graph import Expr, Graph, Node
 from .ops.registry import REGISTRY

@@ -7,7 +7,7 @@ sums them back to each operand's shape.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -43,12 +43,12 @@ def _compare(name: str) -> Callable:
 
 
 def unary(name, impl, source, backprop, *, sympy=None, domain=(-2.0, 2.0), keep_dtype=False,
-          differentiable=True, aliases=(), doc=""):
-    """Register a one-operand elementwise op."""
+          differentiable=True, aliases=(), doc="", infix=None):
+    """Register a one-operand elementwise op (``infix`` makes it a prefix operator)."""
     return register(Op(
         name=name, arity=1, infer=_same if keep_dtype else _floating, impl=impl, source=source,
         backprop=backprop, sympy=sympy, domain=domain, differentiable=differentiable,
-        aliases=aliases, doc=doc, params=("x",),
+        aliases=aliases, doc=doc, params=("x",), elementwise=True, infix=infix,
     ))
 
 
@@ -59,6 +59,7 @@ def binary(name, impl, source, backprop, *, infer=None, infix=None, sympy=None,
         name=name, arity=2, infer=infer or _arith(name), impl=impl, source=source,
         backprop=backprop, infix=infix, sympy=sympy, domain=domain, fold=fold,
         differentiable=differentiable, aliases=aliases, doc=doc, params=("x", "y"),
+        elementwise=True,
     ))
 
 
@@ -90,13 +91,13 @@ def _where_zero(cond, value):
 binary("add", np.add, "{0} + {1}", lambda n, g: (g, g),
        infix=("+", 11), sympy="Add")
 binary("subtract", np.subtract, "{0} - {1}", lambda n, g: (g, -g),
-       infix=("-", 11), sympy="Sub", aliases=("sub",))
+       infix=("-", 11), sympy=lambda sp, x, y: x - y, aliases=("sub",))
 binary("multiply", np.multiply, "{0} * {1}",
        lambda n, g: (g * n.args[1], g * n.args[0]),
        infix=("*", 12), sympy="Mul", fold=_identity(1.0, (0, 1)), aliases=("mul",))
 binary("divide", np.true_divide, "{0} / {1}",
        lambda n, g: (g / n.args[1], -(g * n.out) / n.args[1]),
-       infer=_true_div, infix=("/", 12), sympy="Div", domain=(0.5, 2.0),
+       infer=_true_div, infix=("/", 12), sympy=lambda sp, x, y: x / y, domain=(0.5, 2.0),
        fold=_identity(1.0), aliases=("div", "true_divide"))
 binary("power", np.power, "{0} ** {1}",
        lambda n, g: (
@@ -104,10 +105,10 @@ binary("power", np.power, "{0} ** {1}",
            g * _where_zero(n.args[0] == 0, n.out * F.log(n.args[0])),
        ),
        infix=("**", 14), sympy="Pow", domain=(0.5, 2.0), fold=_identity(1), aliases=("pow",))
-unary("negative", np.negative, "-{0}", lambda n, g: (-g,), keep_dtype=True, sympy="Neg",
-      aliases=("neg",))
+unary("negative", np.negative, "-{0}", lambda n, g: (-g,), keep_dtype=True, sympy=lambda sp, x: -x,
+      aliases=("neg",), infix=("-", 13))
 unary("square", np.square, "np.square({0})", lambda n, g: (g * (2.0 * n.args[0]),),
-      keep_dtype=True, sympy="square")
+      keep_dtype=True, sympy=lambda sp, x: x**2)
 binary("maximum", np.maximum, "np.maximum({0}, {1})",
        lambda n, g: _split(g, n.args[0] > n.args[1], n.args[0] == n.args[1]), sympy="Max")
 binary("minimum", np.minimum, "np.minimum({0}, {1})",
@@ -126,8 +127,8 @@ unary("exp", np.exp, "np.exp({0})", lambda n, g: (g * n.out,), sympy="exp")
 unary("log", np.log, "np.log({0})", lambda n, g: (g / n.args[0],), sympy="log",
       domain=(0.2, 3.0))
 unary("log1p", np.log1p, "np.log1p({0})", lambda n, g: (g / (1.0 + n.args[0]),),
-      sympy="log1p", domain=(-0.5, 3.0))
-unary("expm1", np.expm1, "np.expm1({0})", lambda n, g: (g * (n.out + 1.0),), sympy="expm1")
+      sympy=lambda sp, x: sp.log(1 + x), domain=(-0.5, 3.0))
+unary("expm1", np.expm1, "np.expm1({0})", lambda n, g: (g * (n.out + 1.0),), sympy=lambda sp, x: sp.exp(x) - 1)
 unary("sqrt", np.sqrt, "np.sqrt({0})", lambda n, g: (g / (2.0 * n.out),), sympy="sqrt",
       domain=(0.2, 3.0))
 unary("sin", np.sin, "np.sin({0})", lambda n, g: (g * F.cos(n.args[0]),), sympy="sin")
@@ -143,13 +144,13 @@ def _sigmoid(x):
 
 
 unary("sigmoid", _sigmoid, "np.exp(-np.logaddexp(0.0, -{0}))",
-      lambda n, g: (g * (n.out * (1.0 - n.out)),), sympy="sigmoid", domain=(-4.0, 4.0),
+      lambda n, g: (g * (n.out * (1.0 - n.out)),), sympy=lambda sp, x: 1 / (1 + sp.exp(-x)), domain=(-4.0, 4.0),
       doc="logistic function 1 / (1 + exp(-x)), computed without overflow")
 unary("softplus", lambda x: np.logaddexp(0.0, x), "np.logaddexp(0.0, {0})",
-      lambda n, g: (g * F.sigmoid(n.args[0]),), sympy="softplus", domain=(-4.0, 4.0),
+      lambda n, g: (g * F.sigmoid(n.args[0]),), sympy=lambda sp, x: sp.log(1 + sp.exp(x)), domain=(-4.0, 4.0),
       doc="log(1 + exp(x)), computed without overflow")
 unary("relu", lambda x: np.maximum(x, 0), "np.maximum({0}, 0)",
-      lambda n, g: (F.where(n.args[0] > 0, g, 0.0),), keep_dtype=True, sympy="relu",
+      lambda n, g: (F.where(n.args[0] > 0, g, 0.0),), keep_dtype=True, sympy=lambda sp, x: sp.Max(x, 0),
       domain=(0.2, 2.0), doc="max(x, 0); relu'(0) = 0")
 unary("abs", np.abs, "np.abs({0})", lambda n, g: (g * F.sign(n.args[0]),), keep_dtype=True,
       sympy="Abs", domain=(0.2, 2.0), aliases=("absolute",), doc="|x|; abs'(0) = 0")
@@ -186,7 +187,7 @@ def _where_fold(graph, args, attrs, shape, dtype):
 
 register(Op(
     name="where", arity=3, params=("condition", "x", "y"), infer=_where_infer, impl=np.where,
-    source="np.where({0}, {1}, {2})", fold=_where_fold, sympy="Piecewise",
+    source="np.where({0}, {1}, {2})", fold=_where_fold, elementwise=True,
     backprop=lambda n, g: (None, F.where(n.args[0], g, 0.0), F.where(n.args[0], 0.0, g)),
     doc="x where condition else y; the unselected branch gets an exact zero gradient",
 ))

@@ -24,6 +24,9 @@ Conventions for a stanza
     The NumPy source template used by codegen: a ``str.format`` pattern over operand names
     ``{0} {1} ...`` and attributes ``{axis}`` (formatted with ``repr``), or a callable
     ``(names, attrs) -> str``.
+``sympy``
+    For elementwise ops: the sympy function's name (``"sin"``: translated both ways), or
+    ``lambda sp, *args: ...`` building the sympy expression (one way).
 ``examples(rng) -> [(operand arrays, attrs), ...]``
     Test cases for the registry-driven tests (values inside the op's domain). When absent,
     an elementwise op is tested over ``domain`` and the broadcasting shape families.
@@ -37,8 +40,9 @@ Conventions for a stanza
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import SymgradError
 
@@ -64,7 +68,8 @@ class Op:
     prepare: Callable[..., dict] | None = None
     fold: Callable[..., Any] | None = None
     infix: tuple[str, int] | None = None
-    sympy: str | None = None
+    sympy: str | Callable[..., Any] | None = None
+    elementwise: bool = False
     domain: tuple[float, float] | None = (-2.0, 2.0)
     differentiable: bool = True
     public: bool = True
