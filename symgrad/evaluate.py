@@ -91,11 +91,12 @@ def check_input(node, inputs: Mapping[str, Any]) -> np.ndarray:
 
 
 def _common_graph(outs: list[Expr]) -> tuple[Graph, list[int]]:
-    graph = max((e.graph for e in outs), key=len)
-    ids = []
     for e in outs:
         if not isinstance(e, Expr):
             raise EvaluationError(f"can only evaluate symgrad expressions, got {type(e).__name__}")
+    graph = max((e.graph for e in outs), key=len)
+    ids = []
+    for e in outs:
         ids.append(e.node if e.graph is graph else graph.import_node(e.graph, e.node))
     return graph, ids
 

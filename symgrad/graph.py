@@ -83,7 +83,7 @@ class Graph:
     """
 
     def __init__(self) -> None:
-        self.nx = nx.DiGraph()
+        self._nx = nx.DiGraph()
         self.nodes: list[Node] = []
         self.adjoint_of: dict[int, int] = {}
         self.variables: dict[str, int] = {}
@@ -109,11 +109,23 @@ class Graph:
         """The Expr handle of node id ``node``."""
         return Expr(self, node)
 
+    @property
+    def nx(self) -> nx.DiGraph:
+        """The graph as a ``networkx.DiGraph`` with the node attributes; edges arg -> user.
+
+        Kept in step with ``nodes`` on access (building does not pay for networkx).
+        """
+        g = self._nx
+        for n in self.nodes[g.number_of_nodes():]:
+            g.add_node(n.id, **n.fields())
+            g.add_edges_from((a, n.id) for a in n.args)
+        return g
+
     # -- building -------------------------------------------------------------------------
 
     def add(self, op: Op, args: tuple[int, ...], attrs: dict) -> int:
         """The node ``op(*args, **attrs)``: found if it exists, else shape-checked and built."""
-        key = (op.name, args, freeze(attrs))
+        key = (op.name, args, freeze(attrs) if attrs else ())
         found = self._keys.get(key)
         if found is not None:
             return found
@@ -129,7 +141,7 @@ class Graph:
                 return found
             key = key2
         shape, dtype = op.infer(shapes, dtypes, attrs)
-        if args and all(nodes[a].op == "const" for a in args) and _small(shape):
+        if args and nodes[args[0]].op == "const" and _all_const(nodes, args) and _small(shape):
             folded = self.const(_fold_constants(op, [nodes[a].attrs["value"] for a in args], attrs))
             self._keys[key] = folded
             return folded
@@ -145,8 +157,6 @@ class Graph:
         node = Node(i, op, args, attrs, shape, dtype, name, self._role, self._origin)
         self.nodes.append(node)
         self._keys[key] = i
-        self.nx.add_node(i, **node.fields())
-        self.nx.add_edges_from((a, i) for a in args)
         return i
 
     def var(self, name: str, shape: Shape = (), dtype: str = "float64") -> int:
@@ -229,7 +239,8 @@ class Graph:
             if not (0 <= f < len(self.nodes) and 0 <= a < len(self.nodes)):
                 raise GraphError(f"adjoint_of[{f}] = {a} names a missing node")
         edges = {(a, n.id) for n in self.nodes for a in n.args}
-        if set(self.nx.edges) != edges or self.nx.number_of_nodes() != len(self.nodes):
+        g = self.nx
+        if set(g.edges) != edges or g.number_of_nodes() != len(self.nodes):
             raise GraphError("networkx edges do not match the nodes' operands")
 
     def _verify_node(self, n: Node) -> None:
@@ -260,6 +271,10 @@ class Graph:
 
 
 _FOLD_LIMIT = 64
+
+
+def _all_const(nodes: list[Node], args: tuple[int, ...]) -> bool:
+    return all(nodes[a].op == "const" for a in args)
 
 
 def _small(shape: Shape) -> bool:

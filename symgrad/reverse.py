@@ -11,7 +11,9 @@ The seed may carry leading *batch* axes (an identity seed gives a whole Jacobian
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import gc
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import reduce
 
@@ -64,6 +66,22 @@ class Backprop:
 
 def backprop(output: Expr, wrt: Sequence[Expr], seed: Expr) -> Backprop:
     """Append B for ``output`` with adjoint ``seed`` (shape ``batch + output.shape``)."""
+    with _gc_paused():  # the transform allocates many small objects and creates no cycles
+        return _backprop(output, wrt, seed)
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr) -> Backprop:
     graph = output.graph
     batch = seed.ndim - output.ndim
     before = len(graph)

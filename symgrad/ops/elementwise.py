@@ -43,12 +43,12 @@ def _compare(name: str) -> Callable:
 
 
 def unary(name, impl, source, backprop, *, sympy=None, domain=(-2.0, 2.0), keep_dtype=False,
-          differentiable=True, aliases=(), doc="", infix=None):
+          differentiable=True, aliases=(), doc="", infix=None, fold=None):
     """Register a one-operand elementwise op (``infix`` makes it a prefix operator)."""
     return register(Op(
         name=name, arity=1, infer=_same if keep_dtype else _floating, impl=impl, source=source,
         backprop=backprop, sympy=sympy, domain=domain, differentiable=differentiable,
-        aliases=aliases, doc=doc, params=("x",), elementwise=True, infix=infix,
+        aliases=aliases, doc=doc, params=("x",), elementwise=True, infix=infix, fold=fold,
     ))
 
 
@@ -81,6 +81,72 @@ def _identity(value, positions=(1,)) -> Callable:
     return fold
 
 
+def _masked(name: str, positions: tuple[int, ...]) -> Callable:
+    """Fold for ``multiply``/``divide``/``negative`` inside B, e.g.
+    ``where(c, g, 0) * d -> where(c, g * d, 0)``.
+
+    A ``where`` rule hands its unselected branch an exact-zero adjoint; the next rule would
+    multiply that zero by a local derivative that may be inf or NaN there (``sqrt'(0)``,
+    ``exp(1000)``). Re-applying the mask after the product keeps the zero exact. Forward
+    nodes are never rewritten.
+    """
+
+    def fold(graph, args, attrs, shape, dtype):
+        if graph._role != "adjoint":
+            return None
+        for p in positions:
+            w = graph.nodes[args[p]]
+            if w.op != "where":
+                continue
+            c, a, b = (graph.expr(i) for i in w.args)
+            operands = [graph.expr(i) for i in args]
+
+            def apply(v, p=p, operands=operands):
+                operands[p] = v
+                return F.__getattr__(name)(*operands)
+
+            if _is_const(graph, b.node, 0.0):
+                out = F.where(c, apply(a), b)
+            elif _is_const(graph, a.node, 0.0):
+                out = F.where(c, a, apply(b))
+            else:
+                continue
+            if out.shape == shape and out.dtype == dtype:
+                return out.node
+        return None
+
+    return fold
+
+
+def _masked_sum(graph, args, attrs, shape, dtype):
+    """Inside B: ``where(c, a, 0) + where(c, b, 0) -> where(c, a + b, 0)`` keeps the mask
+    visible to the next rule when a masked node's contributions are summed."""
+    if graph._role != "adjoint":
+        return None
+    u, v = (graph.nodes[i] for i in args)
+    if u.op != "where" or v.op != "where" or u.args[0] != v.args[0]:
+        return None
+    for k in (1, 2):
+        if _is_const(graph, u.args[k], 0.0) and _is_const(graph, v.args[k], 0.0):
+            c, live = graph.expr(u.args[0]), 3 - k
+            total = graph.expr(u.args[live]) + graph.expr(v.args[live])
+            zero = graph.expr(u.args[k])
+            out = F.where(c, total, zero) if k == 2 else F.where(c, zero, total)
+            return out.node if out.shape == shape and out.dtype == dtype else None
+    return None
+
+
+def _folds(*folds: Callable) -> Callable:
+    def fold(*args):
+        for f in folds:
+            out = f(*args)
+            if out is not None:
+                return out
+        return None
+
+    return fold
+
+
 def _where_zero(cond, value):
     """``value`` where ``cond`` is false, exact zero where it is true (for kinks/poles)."""
     return F.where(cond, 0.0, value)
@@ -89,24 +155,26 @@ def _where_zero(cond, value):
 # -- arithmetic ---------------------------------------------------------------------------
 
 binary("add", np.add, "{0} + {1}", lambda n, g: (g, g),
-       infix=("+", 11), sympy="Add")
+       infix=("+", 11), sympy="Add", fold=_masked_sum)
 binary("subtract", np.subtract, "{0} - {1}", lambda n, g: (g, -g),
        infix=("-", 11), sympy=lambda sp, x, y: x - y, aliases=("sub",))
 binary("multiply", np.multiply, "{0} * {1}",
        lambda n, g: (g * n.args[1], g * n.args[0]),
-       infix=("*", 12), sympy="Mul", fold=_identity(1.0, (0, 1)), aliases=("mul",))
+       infix=("*", 12), sympy="Mul", fold=_folds(_identity(1.0, (0, 1)), _masked("multiply", (0, 1))),
+       aliases=("mul",))
 binary("divide", np.true_divide, "{0} / {1}",
-       lambda n, g: (g / n.args[1], -(g * n.out) / n.args[1]),
+       lambda n, g: (g / n.args[1], -(g * (n.out / n.args[1]))),
        infer=_true_div, infix=("/", 12), sympy=lambda sp, x, y: x / y, domain=(0.5, 2.0),
-       fold=_identity(1.0), aliases=("div", "true_divide"))
+       fold=_folds(_identity(1.0), _masked("divide", (0,))),
+       aliases=("div", "true_divide"))
 binary("power", np.power, "{0} ** {1}",
        lambda n, g: (
            g * _where_zero(n.args[1] == 0, n.args[1] * n.args[0] ** (n.args[1] - 1)),
            g * _where_zero(n.args[0] == 0, n.out * F.log(n.args[0])),
        ),
        infix=("**", 14), sympy="Pow", domain=(0.5, 2.0), fold=_identity(1), aliases=("pow",))
-unary("negative", np.negative, "-{0}", lambda n, g: (-g,), keep_dtype=True, sympy=lambda sp, x: -x,
-      aliases=("neg",), infix=("-", 13))
+unary("negative", np.negative, "-{0}", lambda n, g: (-g,), keep_dtype=True,
+      sympy=lambda sp, x: -x, aliases=("neg",), infix=("-", 13), fold=_masked("negative", (0,)))
 unary("square", np.square, "np.square({0})", lambda n, g: (g * (2.0 * n.args[0]),),
       keep_dtype=True, sympy=lambda sp, x: x**2)
 binary("maximum", np.maximum, "np.maximum({0}, {1})",

@@ -1,1 +1,246 @@
-"""(being written)"""
+"""Reductions over axes: ``sum mean max min`` and the stable ``logsumexp softmax log_softmax``.
+
+Axes are stored as sorted tuples of NEGATIVE ints (``prepare``), so the same attributes
+describe the same axes of a cotangent that carries extra leading batch axes.
+
+Conventions (each one is tested):
+
+* ``max``/``min`` ties split the adjoint equally: ``grad(max([1, 3, 3])) = [0, .5, .5]``
+  (a NaN in the slice makes the value and its gradient NaN).
+* ``logsumexp``, ``softmax`` and ``log_softmax`` subtract the maximum first, so values and
+  gradients are finite for inputs like ``[1000, 0]`` or ``[-1000, 0]``.
+* ``logsumexp`` of an all ``-inf`` slice (or an empty one) is ``-inf`` and its gradient there
+  is zero; ``softmax``/``log_softmax`` of an all ``-inf`` slice are NaN (0/0: undefined).
+
+>>> import symgrad as sg
+>>> x = sg.var("x", shape=(3,))
+>>> sg.evaluate(sg.grad(sg.max(x), x), {"x": [1.0, 3.0, 3.0]})
+array([0. , 0.5, 0.5])
+>>> sg.evaluate(sg.logsumexp(x), {"x": [1000.0, 0.0, -1000.0]})
+1000.0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ..errors import ShapeError
+from ..shapes import float_dtype, fmt, norm_axes, norm_axis, reduced
+from .registry import F, Op, SignatureError, register
+
+_NEG_INF = float("-inf")
+
+
+# -- shared attribute and shape rules ------------------------------------------------------
+
+
+def _check_keepdims(name: str, keepdims) -> bool:
+    if not isinstance(keepdims, (bool, np.bool_)):
+        raise SignatureError(f"{name}: keepdims must be True or False, got {keepdims!r}")
+    return bool(keepdims)
+
+
+def _prepare_axes(name: str) -> Callable:
+    def prepare(shapes, dtypes, attrs):
+        axes = norm_axes(name, attrs["axis"], len(shapes[0]))
+        return {"axis": axes, "keepdims": _check_keepdims(name, attrs["keepdims"])}
+
+    return prepare
+
+
+def _prepare_one_axis(name: str) -> Callable:
+    def prepare(shapes, dtypes, attrs):
+        return {"axis": norm_axis(name, attrs["axis"], len(shapes[0]))}
+
+    return prepare
+
+
+def _sum_dtype(dtype: str) -> str:
+    return dtype if dtype in ("float64", "float32") else "int64"
+
+
+def _reduce_infer(name: str, dtype_rule: Callable[[str], str], nonempty: bool = False):
+    def infer(shapes, dtypes, attrs):
+        shape, axes = shapes[0], attrs["axis"]
+        if nonempty and any(shape[a] == 0 for a in axes):
+            raise ShapeError(f"{name}: cannot reduce a zero-size axis of shape {fmt(shape)} "
+                             f"(axis {axes!r}): the {name} of nothing has no value")
+        return reduced(shape, axes, attrs["keepdims"]), dtype_rule(dtypes[0])
+
+    return infer
+
+
+def _no_axes_fold(graph, args, attrs, shape, dtype):
+    """A reduction over no axes (``sum`` of a scalar) is its operand when dtypes agree."""
+    x = graph.nodes[args[0]]
+    return x.id if not attrs["axis"] and x.shape == shape and x.dtype == dtype else None
+
+
+def _one_axis_infer(shapes, dtypes, attrs):
+    return shapes[0], float_dtype(dtypes[0])
+
+
+def _keep(x, n, axes: tuple[int, ...]):
+    """``x`` (``batch + n.shape``) reshaped so the reduced ``axes`` are size-1 again."""
+    operand = n.args[0].shape
+    batch = x.ndim - len(n.shape)
+    target = x.shape[:batch] + reduced(operand, axes, True)
+    return x if x.shape == target else F.reshape(x, target)
+
+
+def _spread(g, n):
+    """The sum rule: ``g`` with its reduced axes restored, broadcast to the operand's shape."""
+    axes = n.attrs["axis"]
+    kept = _keep(g, n, axes)
+    target = kept.shape[: kept.ndim - len(n.args[0].shape)] + n.args[0].shape
+    return kept if kept.shape == target else F.broadcast_to(kept, target)
+
+
+def _same_dtype(dtype: str) -> str:
+    return dtype
+
+
+def _count(shape, axes) -> int:
+    return int(np.prod([shape[a] for a in axes], dtype=np.int64))
+
+
+def _reduce_examples(rng) -> list:
+    x3 = rng.standard_normal((2, 3, 4))
+    return [
+        ([rng.standard_normal(5)], {"axis": None, "keepdims": False}),
+        ([rng.standard_normal((3, 4))], {"axis": 0, "keepdims": False}),
+        ([rng.standard_normal((3, 4))], {"axis": -1, "keepdims": True}),
+        ([x3], {"axis": (0, 2), "keepdims": False}),
+        ([x3], {"axis": None, "keepdims": True}),
+        ([rng.standard_normal(())], {"axis": None, "keepdims": False}),
+    ]
+
+
+def _one_axis_examples(rng) -> list:
+    return [
+        ([rng.standard_normal(4)], {"axis": -1}),
+        ([rng.standard_normal((3, 4))], {"axis": 0}),
+        ([rng.standard_normal((2, 3, 4))], {"axis": 1}),
+    ]
+
+
+def _reduction(name, impl, source, backprop, dtype_rule, *, nonempty=False, aliases=(), doc=""):
+    """Register a reduction with NumPy's ``(x, axis=None, keepdims=False)`` signature."""
+    return register(Op(
+        name=name, arity=1, params=("x", "=axis", "=keepdims"),
+        attrs={"axis": None, "keepdims": False}, prepare=_prepare_axes(name),
+        infer=_reduce_infer(name, dtype_rule, nonempty), impl=impl, source=source,
+        fold=_no_axes_fold,
+        backprop=backprop, examples=_reduce_examples, aliases=aliases, doc=doc,
+    ))
+
+
+# -- sum, mean, max, min --------------------------------------------------------------------
+
+
+def _mean_rule(n, g):
+    count = _count(n.args[0].shape, n.attrs["axis"])
+    return (_spread(g, n) / float(max(count, 1)),)
+
+
+def _extreme_rule(n, g):
+    """max/min: the adjoint goes to the extreme elements, split equally among ties."""
+    x, axes = n.args[0], n.attrs["axis"]
+    hit = F.where(x == _keep(n.out, n, axes), 1.0, 0.0)
+    share = hit / F.sum(hit, axis=axes, keepdims=True)
+    return (_keep(g, n, axes) * share,)
+
+
+_SUM_SRC = "np.sum({0}, axis={axis!r}, keepdims={keepdims!r})"
+_reduction("sum", np.sum, _SUM_SRC, lambda n, g: (_spread(g, n),), _sum_dtype,
+           doc="sum over axis (all axes when None)")
+_reduction("mean", np.mean, "np.mean({0}, axis={axis!r}, keepdims={keepdims!r})", _mean_rule,
+           float_dtype, doc="arithmetic mean over axis (all axes when None)")
+_reduction("max", np.max, "np.max({0}, axis={axis!r}, keepdims={keepdims!r})", _extreme_rule,
+           _same_dtype, nonempty=True, aliases=("amax",),
+           doc="maximum over axis; tied maxima share the gradient equally")
+_reduction("min", np.min, "np.min({0}, axis={axis!r}, keepdims={keepdims!r})", _extreme_rule,
+           _same_dtype, nonempty=True, aliases=("amin",),
+           doc="minimum over axis; tied minima share the gradient equally")
+
+
+# -- logsumexp, softmax, log_softmax ------------------------------------------------------
+
+
+def _shift(x, axis):
+    """The maximum over ``axis`` (kept), with non-finite maxima replaced by 0."""
+    m = np.max(x, axis=axis, keepdims=True, initial=-np.inf)
+    return np.nan_to_num(m, nan=0.0, posinf=0.0, neginf=0.0)
+
+
+def _logsumexp(x, axis=None, keepdims=False):
+    axes = norm_axes("logsumexp", axis, np.ndim(x))
+    m = _shift(x, axes)
+    out = np.log(np.sum(np.exp(x - m), axis=axes, keepdims=keepdims))
+    return out + (m if keepdims else np.squeeze(m, axis=axes))
+
+
+def _logsumexp_source(names: list[str], attrs: dict) -> str:
+    axis, keep = attrs["axis"], attrs["keepdims"]
+    m = "m" if keep else f"np.squeeze(m, axis={axis!r})"
+    return (f"(lambda m: np.log(np.sum(np.exp({names[0]} - m), axis={axis!r}, "
+            f"keepdims={keep!r})) + {m})(np.nan_to_num(np.max({names[0]}, axis={axis!r}, "
+            "keepdims=True, initial=-np.inf), nan=0.0, posinf=0.0, neginf=0.0))")
+
+
+def _logsumexp_rule(n, g):
+    """g * softmax(x), with a zero gradient where the whole slice is -inf."""
+    x, axes = n.args[0], n.attrs["axis"]
+    out = _keep(n.out, n, axes)
+    safe = F.where(out == _NEG_INF, 0.0, out)
+    return (_keep(g, n, axes) * F.exp(x - safe),)
+
+
+def _softmax(x, axis=-1):
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True, initial=-np.inf))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def _log_softmax(x, axis=-1):
+    s = x - np.max(x, axis=axis, keepdims=True, initial=-np.inf)
+    return s - np.log(np.sum(np.exp(s), axis=axis, keepdims=True))
+
+
+_SOFTMAX_SRC = ("(lambda e: e / np.sum(e, axis={axis!r}, keepdims=True))(np.exp({0} - "
+                "np.max({0}, axis={axis!r}, keepdims=True, initial=-np.inf)))")
+_LOG_SOFTMAX_SRC = ("(lambda s: s - np.log(np.sum(np.exp(s), axis={axis!r}, keepdims=True)))"
+                    "({0} - np.max({0}, axis={axis!r}, keepdims=True, initial=-np.inf))")
+
+
+def _softmax_rule(n, g):
+    p, axis = n.out, n.attrs["axis"]
+    return (p * (g - F.sum(g * p, axis=axis, keepdims=True)),)
+
+
+def _log_softmax_rule(n, g):
+    axis = n.attrs["axis"]
+    return (g - F.exp(n.out) * F.sum(g, axis=axis, keepdims=True),)
+
+
+register(Op(
+    name="logsumexp", arity=1, params=("x", "=axis", "=keepdims"),
+    attrs={"axis": None, "keepdims": False}, prepare=_prepare_axes("logsumexp"),
+    infer=_reduce_infer("logsumexp", float_dtype), impl=_logsumexp, source=_logsumexp_source,
+    fold=_no_axes_fold,
+    backprop=_logsumexp_rule, examples=_reduce_examples,
+    doc="log(sum(exp(x), axis)) computed stably; -inf for an all -inf slice",
+))
+register(Op(
+    name="softmax", arity=1, params=("x", "=axis"), attrs={"axis": -1},
+    prepare=_prepare_one_axis("softmax"), infer=_one_axis_infer, impl=_softmax,
+    source=_SOFTMAX_SRC, backprop=_softmax_rule, examples=_one_axis_examples,
+    doc="exp(x) / sum(exp(x), axis) computed stably (the maximum is subtracted first)",
+))
+register(Op(
+    name="log_softmax", arity=1, params=("x", "=axis"), attrs={"axis": -1},
+    prepare=_prepare_one_axis("log_softmax"), infer=_one_axis_infer, impl=_log_softmax,
+    source=_LOG_SOFTMAX_SRC, backprop=_log_softmax_rule, examples=_one_axis_examples,
+    doc="x - logsumexp(x, axis, keepdims=True) computed stably",
+))

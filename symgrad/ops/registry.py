@@ -95,6 +95,8 @@ class Op:
                 if not isinstance(seq, (list, tuple)) or not seq:
                     raise SignatureError(f"{self.name}() takes a non-empty list of arrays")
                 operands.extend(seq)
+            elif p.startswith("=") and p[1:] in kwargs:
+                continue  # given by keyword: einsum(a, b, spec="i,i->")
             elif p.startswith("="):
                 attrs[p[1:]] = args.pop(0)
             else:
@@ -135,11 +137,21 @@ def lookup(name: str) -> Op:
 
 def call(name: str, *args: Any, **kwargs: Any):
     """Build op ``name`` applied to ``args`` (Exprs, numbers or arrays); returns an Expr."""
-    from ..graph import build
-
     op = REGISTRY[name]
     operands, attrs = op.bind(args, kwargs)
-    return build(op, operands, attrs)
+    return _builder()(op, operands, attrs)
+
+
+def _builder() -> Callable:
+    global _build
+    if _build is None:
+        from ..graph import build
+
+        _build = build
+    return _build
+
+
+_build: Callable | None = None
 
 
 class _OpFunctions:
