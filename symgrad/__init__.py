@@ -14,7 +14,6 @@ against a namespace parameter traces unchanged: ``loss(W, x, np=sg)``.
 
 from __future__ import annotations
 
-import importlib
 import math as _math
 
 from . import ops as _ops
@@ -45,24 +44,19 @@ for _name in [*_ops.REGISTRY, *_ops.ALIASES]:
     if _op.public and _name not in globals():
         globals()[_name] = function_for(_name)
 
-# Imported on first use, so that `import symgrad` stays cheap (no sympy, no matplotlib).
-_LAZY = {
-    "parse": "parse", "to_source": "codegen", "compile": "codegen",
-    "scipy_functions": "codegen", "to_dot": "printing", "draw": "printing",
-    "listing": "printing", "explain": "explain", "check_grads": "testing",
-    "simplify": "simplify",
-}
-
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-    raise AttributeError(f"module 'symgrad' has no attribute {name!r}")
-
+# Bound after the submodules load, so ``sg.parse`` is the function, not the module. None of
+# these imports sympy, matplotlib or hypothesis at import time.
+from .codegen import compile, scipy_functions, to_source  # noqa: E402, A004
+from .explain import explain  # noqa: E402
+from .parse import parse  # noqa: E402
+from .printing import draw, listing, to_dot  # noqa: E402
+from .simplify import simplify  # noqa: E402
+from .testing import check_grads  # noqa: E402
 
 __all__ = [
     "DifferentiationError", "EvaluationError", "Expr", "Graph", "InputError", "LimitError",
     "NameConflictError", "ParseError", "ShapeError", "SymgradError", "const", "derivative",
     "evaluate", "getitem", "grad", "hessian", "hvp", "jacobian", "var", "vjp", "pi", "e",
-    "inf", "nan", "newaxis", *_LAZY,
+    "inf", "nan", "newaxis", "parse", "to_source", "compile", "scipy_functions",
+    "to_dot", "draw", "listing", "explain", "check_grads", "simplify",
 ]

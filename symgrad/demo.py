@@ -57,8 +57,8 @@ def main(out_dir: str = "demo_out") -> int:
     print("check_grads(order=2): gradients and second derivatives match finite differences")
 
     _section("3. standalone NumPy source for the value and the gradients")
-    source = sg.to_source([f, *grads], inputs=INPUTS,
-                          name="network_value_and_grad")
+    source = sg.to_source([f, *grads], inputs=INPUTS, name="network_value_and_grad",
+                          output_names=["loss"] + [f"d{w}" for w in WRT])
     print(source)
     path = Path(out_dir) / "network_grad.py"
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -35,7 +35,7 @@ def grad(f: Expr, wrt: Wrt | Sequence[Wrt]) -> Expr | tuple[Expr, ...]:
             f"grad needs a scalar output, but f has shape {fmt(f.shape)}; use "
             "sg.jacobian(f, wrt) for the full derivative or sg.vjp(f, wrt, g) for a product"
         )
-    return vjp(f, wrt, _const(1.0, f))
+    return vjp(f, wrt, _seed(1.0, f))
 
 
 def vjp(f: Expr, wrt: Wrt | Sequence[Wrt], g: Expr | str) -> Expr | tuple[Expr, ...]:
@@ -79,8 +79,7 @@ def jacobian(f: Expr, wrt: Wrt) -> Expr:
     array([[2., 0.],
            [0., 6.]])
     """
-    seed = _const(np.eye(max(f.size, 1)).reshape(f.shape + f.shape), f)
-    return vjp(f, wrt, seed)
+    return vjp(f, wrt, _seed(np.eye(max(f.size, 1)).reshape(f.shape + f.shape), f))
 
 
 def hessian(f: Expr, wrt: Wrt) -> Expr:
@@ -159,6 +158,12 @@ def _join(f: Expr, e: Expr) -> Expr:
 
 def _const(value, like: Expr) -> Expr:
     return Expr(like.graph, like.graph.const(value))
+
+
+def _seed(value, f: Expr) -> Expr:
+    """The output's own adjoint (dz/dz = 1, or the identity): an adjoint node of ``f``."""
+    with f.graph.provenance(f.node):
+        return _const(value, f)
 
 
 def _var_like(f: Expr, name: str, shape) -> Expr:

@@ -109,6 +109,30 @@ class Graph:
         """The Expr handle of node id ``node``."""
         return Expr(self, node)
 
+    def find(self, e: Expr) -> int:
+        """The id in this graph of ``e`` (an Expr built in this graph or in another one).
+
+        >>> import symgrad as sg
+        >>> u1, u2 = sg.var("u1"), sg.var("u2")
+        >>> u4 = u2 * (u1 + u2)
+        >>> u4.graph.find(u2) == u4.graph.variables["u2"]
+        True
+        """
+        return e.node if e.graph is self else self.import_node(e.graph, e.node)
+
+    def adjoint(self, e: Expr) -> Expr | None:
+        """The adjoint node (from the latest transform) of forward expression ``e``, or None.
+
+        >>> import symgrad as sg
+        >>> u1, u2 = sg.var("u1"), sg.var("u2")
+        >>> u4 = u2 * (u1 + u2)
+        >>> _ = sg.grad(u4, [u1, u2])
+        >>> sg.evaluate(u4.graph.adjoint(u1 + u2), {"u1": 2.0, "u2": 3.0})   # Collins' P3
+        3.0
+        """
+        i = self.adjoint_of.get(self.find(e))
+        return None if i is None else Expr(self, i)
+
     @property
     def nx(self) -> nx.DiGraph:
         """The graph as a ``networkx.DiGraph`` with the node attributes; edges arg -> user.

@@ -123,7 +123,7 @@ def check_source_matches_impl(graph, inputs):
         names = [f"a{j}" for j in range(len(n.args))]
         text = op.source.format(*names, **n.attrs) if isinstance(op.source, str) else \
             op.source(names, n.attrs)
-        env = {"np": np, **{nm: values[a] for nm, a in zip(names, n.args)}}
+        env = {**REGISTRY[n.op].namespace(), **{nm: values[a] for nm, a in zip(names, n.args)}}
         got = eval(text, env)  # noqa: S307  (our own generated text)
         np.testing.assert_array_equal(np.asarray(got), np.asarray(values[i]), err_msg=text)
     return len(ids)

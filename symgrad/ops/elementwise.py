@@ -64,8 +64,14 @@ def binary(name, impl, source, backprop, *, infer=None, infix=None, sympy=None,
 
 
 def _is_const(graph, i, value) -> bool:
+    """Whether node ``i`` is ``value`` everywhere: a uniform constant, maybe broadcast."""
     n = graph.nodes[i]
-    return n.op == "const" and n.attrs["value"].size == 1 and bool(n.attrs["value"] == value)
+    if n.op == "broadcast_to":
+        n = graph.nodes[n.args[0]]
+    if n.op != "const":
+        return False
+    v = n.attrs["value"]
+    return v.size > 0 and bool(v.flat[0] == value) and (v.size == 1 or bool(np.all(v == value)))
 
 
 def _identity(value, positions=(1,)) -> Callable:
@@ -147,6 +153,14 @@ def _folds(*folds: Callable) -> Callable:
     return fold
 
 
+def _zero_at_origin(x, y, value):
+    """``value``, but exactly 0 where ``x == 0`` and ``y == 0`` (``d/dx x**0`` at 0 is 0).
+
+    Nested so that a constant exponent folds the guard away (``x**2`` gets no ``where``).
+    """
+    return F.where(y == 0, _where_zero(x == 0, value), value)
+
+
 def _where_zero(cond, value):
     """``value`` where ``cond`` is false, exact zero where it is true (for kinks/poles)."""
     return F.where(cond, 0.0, value)
@@ -160,7 +174,8 @@ binary("subtract", np.subtract, "{0} - {1}", lambda n, g: (g, -g),
        infix=("-", 11), sympy=lambda sp, x, y: x - y, aliases=("sub",))
 binary("multiply", np.multiply, "{0} * {1}",
        lambda n, g: (g * n.args[1], g * n.args[0]),
-       infix=("*", 12), sympy="Mul", fold=_folds(_identity(1.0, (0, 1)), _masked("multiply", (0, 1))),
+       infix=("*", 12), sympy="Mul",
+       fold=_folds(_identity(1.0, (0, 1)), _masked("multiply", (0, 1))),
        aliases=("mul",))
 binary("divide", np.true_divide, "{0} / {1}",
        lambda n, g: (g / n.args[1], -(g * (n.out / n.args[1]))),
@@ -169,7 +184,7 @@ binary("divide", np.true_divide, "{0} / {1}",
        aliases=("div", "true_divide"))
 binary("power", np.power, "{0} ** {1}",
        lambda n, g: (
-           g * _where_zero(n.args[1] == 0, n.args[1] * n.args[0] ** (n.args[1] - 1)),
+           g * _zero_at_origin(n.args[0], n.args[1], n.args[1] * n.args[0] ** (n.args[1] - 1)),
            g * _where_zero(n.args[0] == 0, n.out * F.log(n.args[0])),
        ),
        infix=("**", 14), sympy="Pow", domain=(0.5, 2.0), fold=_identity(1), aliases=("pow",))
@@ -196,7 +211,8 @@ unary("log", np.log, "np.log({0})", lambda n, g: (g / n.args[0],), sympy="log",
       domain=(0.2, 3.0))
 unary("log1p", np.log1p, "np.log1p({0})", lambda n, g: (g / (1.0 + n.args[0]),),
       sympy=lambda sp, x: sp.log(1 + x), domain=(-0.5, 3.0))
-unary("expm1", np.expm1, "np.expm1({0})", lambda n, g: (g * (n.out + 1.0),), sympy=lambda sp, x: sp.exp(x) - 1)
+unary("expm1", np.expm1, "np.expm1({0})", lambda n, g: (g * (n.out + 1.0),),
+      sympy=lambda sp, x: sp.exp(x) - 1)
 unary("sqrt", np.sqrt, "np.sqrt({0})", lambda n, g: (g / (2.0 * n.out),), sympy="sqrt",
       domain=(0.2, 3.0))
 unary("sin", np.sin, "np.sin({0})", lambda n, g: (g * F.cos(n.args[0]),), sympy="sin")
@@ -212,13 +228,16 @@ def _sigmoid(x):
 
 
 unary("sigmoid", _sigmoid, "np.exp(-np.logaddexp(0.0, -{0}))",
-      lambda n, g: (g * (n.out * (1.0 - n.out)),), sympy=lambda sp, x: 1 / (1 + sp.exp(-x)), domain=(-4.0, 4.0),
+      lambda n, g: (g * (n.out * (1.0 - n.out)),), sympy=lambda sp, x: 1 / (1 + sp.exp(-x)),
+      domain=(-4.0, 4.0),
       doc="logistic function 1 / (1 + exp(-x)), computed without overflow")
 unary("softplus", lambda x: np.logaddexp(0.0, x), "np.logaddexp(0.0, {0})",
-      lambda n, g: (g * F.sigmoid(n.args[0]),), sympy=lambda sp, x: sp.log(1 + sp.exp(x)), domain=(-4.0, 4.0),
+      lambda n, g: (g * F.sigmoid(n.args[0]),), sympy=lambda sp, x: sp.log(1 + sp.exp(x)),
+      domain=(-4.0, 4.0),
       doc="log(1 + exp(x)), computed without overflow")
 unary("relu", lambda x: np.maximum(x, 0), "np.maximum({0}, 0)",
-      lambda n, g: (F.where(n.args[0] > 0, g, 0.0),), keep_dtype=True, sympy=lambda sp, x: sp.Max(x, 0),
+      lambda n, g: (F.where(n.args[0] > 0, g, 0.0),), keep_dtype=True,
+      sympy=lambda sp, x: sp.Max(x, 0),
       domain=(0.2, 2.0), doc="max(x, 0); relu'(0) = 0")
 unary("abs", np.abs, "np.abs({0})", lambda n, g: (g * F.sign(n.args[0]),), keep_dtype=True,
       sympy="Abs", domain=(0.2, 2.0), aliases=("absolute",), doc="|x|; abs'(0) = 0")

@@ -361,7 +361,8 @@ def _scatter_prepare(shapes, dtypes, attrs):
     if batch < 0 or tuple(shapes[0][batch:]) != part:
         raise ShapeError(f"index_add: the values have shape {fmt(shapes[0])}, but indexing "
                          f"shape {fmt(shape)} by this key gives {fmt(part)}")
-    return {"key": key, "shape": shape, "batch": batch}
+    accumulate = any(len(s) > 0 for s in shapes[1:])  # only index arrays can repeat a position
+    return {"key": key, "shape": shape, "batch": batch, "accumulate": accumulate}
 
 
 def _scatter_infer(shapes, dtypes, attrs):
@@ -375,23 +376,26 @@ def _scatter_infer(shapes, dtypes, attrs):
     return tuple(shapes[0][:batch]) + attrs["shape"], dtypes[0]
 
 
-@_guarded
-def _scatter_impl(g, *indices, key, shape, batch):
-    g = np.asarray(g)
-    z = np.zeros(g.shape[:batch] + shape, dtype=g.dtype)
-    k = numpy_key(key, indices, batch)
-    if indices:
-        np.add.at(z, k, g)  # duplicate indices accumulate
+def _sg_index_add(g, key, shape, accumulate):
+    z = np.zeros(shape, np.result_type(g))
+    if accumulate:
+        np.add.at(z, key, g)  # duplicate indices accumulate
     else:
-        z[k] = g  # basic indexing never selects a position twice
+        z[key] = g  # this key never selects a position twice
     return z
+
+
+@_guarded
+def _scatter_impl(g, *indices, key, shape, batch, accumulate):
+    g = np.asarray(g)
+    return _sg_index_add(g, numpy_key(key, indices, batch), g.shape[:batch] + shape, accumulate)
 
 
 def _scatter_source(names, attrs):
     g, batch, shape = names[0], attrs["batch"], attrs["shape"]
-    size = repr(shape) if batch == 0 else f"{g}.shape[:{batch}] + {shape!r}"
+    size = repr(shape) if batch == 0 else f"np.shape({g})[:{batch}] + {shape!r}"
     key = key_source(attrs["key"], names[1:], batch)
-    return f"(lambda z: (np.add.at(z, np.s_[{key}], {g}), z)[1])(np.zeros({size}, {g}.dtype))"
+    return f"_sg_index_add({g}, np.s_[{key}], {size}, {attrs['accumulate']!r})"
 
 
 def _scatter_rule(n, g):
@@ -411,7 +415,7 @@ def _examples_scatter(rng):
 register(Op(
     name="index_add", arity=None, params=("g", "*indices"), attrs={"key": (), "shape": None},
     prepare=_scatter_prepare, infer=_scatter_infer, impl=_scatter_impl,
-    source=_scatter_source, backprop=_scatter_rule, examples=_examples_scatter, public=False,
+    source=_scatter_source, helpers=(_sg_index_add,), backprop=_scatter_rule, examples=_examples_scatter, public=False,
     domain=None,
     doc="zeros of `shape` with g added at [key] (np.add.at: duplicate indices accumulate)",
 ))

@@ -169,25 +169,11 @@ _reduction("min", np.min, "np.min({0}, axis={axis!r}, keepdims={keepdims!r})", _
 # -- logsumexp, softmax, log_softmax ------------------------------------------------------
 
 
-def _shift(x, axis):
-    """The maximum over ``axis`` (kept), with non-finite maxima replaced by 0."""
+def _sg_logsumexp(x, axis, keepdims):
     m = np.max(x, axis=axis, keepdims=True, initial=-np.inf)
-    return np.nan_to_num(m, nan=0.0, posinf=0.0, neginf=0.0)
-
-
-def _logsumexp(x, axis=None, keepdims=False):
-    axes = norm_axes("logsumexp", axis, np.ndim(x))
-    m = _shift(x, axes)
-    out = np.log(np.sum(np.exp(x - m), axis=axes, keepdims=keepdims))
-    return out + (m if keepdims else np.squeeze(m, axis=axes))
-
-
-def _logsumexp_source(names: list[str], attrs: dict) -> str:
-    axis, keep = attrs["axis"], attrs["keepdims"]
-    m = "m" if keep else f"np.squeeze(m, axis={axis!r})"
-    return (f"(lambda m: np.log(np.sum(np.exp({names[0]} - m), axis={axis!r}, "
-            f"keepdims={keep!r})) + {m})(np.nan_to_num(np.max({names[0]}, axis={axis!r}, "
-            "keepdims=True, initial=-np.inf), nan=0.0, posinf=0.0, neginf=0.0))")
+    m = np.where(np.isfinite(m), m, 0.0)  # an all -inf (or inf) slice: shift by nothing
+    out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+    return out if keepdims else np.squeeze(out, axis=axis)
 
 
 def _logsumexp_rule(n, g):
@@ -198,20 +184,14 @@ def _logsumexp_rule(n, g):
     return (_keep(g, n, axes) * F.exp(x - safe),)
 
 
-def _softmax(x, axis=-1):
+def _sg_softmax(x, axis):
     e = np.exp(x - np.max(x, axis=axis, keepdims=True, initial=-np.inf))
     return e / np.sum(e, axis=axis, keepdims=True)
 
 
-def _log_softmax(x, axis=-1):
+def _sg_log_softmax(x, axis):
     s = x - np.max(x, axis=axis, keepdims=True, initial=-np.inf)
     return s - np.log(np.sum(np.exp(s), axis=axis, keepdims=True))
-
-
-_SOFTMAX_SRC = ("(lambda e: e / np.sum(e, axis={axis!r}, keepdims=True))(np.exp({0} - "
-                "np.max({0}, axis={axis!r}, keepdims=True, initial=-np.inf)))")
-_LOG_SOFTMAX_SRC = ("(lambda s: s - np.log(np.sum(np.exp(s), axis={axis!r}, keepdims=True)))"
-                    "({0} - np.max({0}, axis={axis!r}, keepdims=True, initial=-np.inf))")
 
 
 def _softmax_rule(n, g):
@@ -227,20 +207,21 @@ def _log_softmax_rule(n, g):
 register(Op(
     name="logsumexp", arity=1, params=("x", "=axis", "=keepdims"),
     attrs={"axis": None, "keepdims": False}, prepare=_prepare_axes("logsumexp"),
-    infer=_reduce_infer("logsumexp", float_dtype), impl=_logsumexp, source=_logsumexp_source,
+    infer=_reduce_infer("logsumexp", float_dtype), impl=_sg_logsumexp,
+    source="_sg_logsumexp({0}, {axis!r}, {keepdims!r})", helpers=(_sg_logsumexp,),
     fold=_no_axes_fold,
     backprop=_logsumexp_rule, examples=_reduce_examples,
     doc="log(sum(exp(x), axis)) computed stably; -inf for an all -inf slice",
 ))
 register(Op(
     name="softmax", arity=1, params=("x", "=axis"), attrs={"axis": -1},
-    prepare=_prepare_one_axis("softmax"), infer=_one_axis_infer, impl=_softmax,
-    source=_SOFTMAX_SRC, backprop=_softmax_rule, examples=_one_axis_examples,
+    prepare=_prepare_one_axis("softmax"), infer=_one_axis_infer, impl=_sg_softmax,
+    source="_sg_softmax({0}, {axis!r})", helpers=(_sg_softmax,), backprop=_softmax_rule, examples=_one_axis_examples,
     doc="exp(x) / sum(exp(x), axis) computed stably (the maximum is subtracted first)",
 ))
 register(Op(
     name="log_softmax", arity=1, params=("x", "=axis"), attrs={"axis": -1},
-    prepare=_prepare_one_axis("log_softmax"), infer=_one_axis_infer, impl=_log_softmax,
-    source=_LOG_SOFTMAX_SRC, backprop=_log_softmax_rule, examples=_one_axis_examples,
+    prepare=_prepare_one_axis("log_softmax"), infer=_one_axis_infer, impl=_sg_log_softmax,
+    source="_sg_log_softmax({0}, {axis!r})", helpers=(_sg_log_softmax,), backprop=_log_softmax_rule, examples=_one_axis_examples,
     doc="x - logsumexp(x, axis, keepdims=True) computed stably",
 ))

@@ -24,6 +24,10 @@ Conventions for a stanza
     The NumPy source template used by codegen: a ``str.format`` pattern over operand names
     ``{0} {1} ...`` and attributes ``{axis}`` (formatted with ``repr``), or a callable
     ``(names, attrs) -> str``.
+``helpers``
+    NumPy-only functions named ``_sg_*`` that the ``source`` template calls: codegen emits
+    their source once at the top of a generated module. Using the same function as ``impl``
+    makes the evaluator and the emitted code agree by construction.
 ``sympy``
     For elementwise ops: the sympy function's name (``"sin"``: translated both ways), or
     ``lambda sp, *args: ...`` building the sympy expression (one way).
@@ -74,6 +78,7 @@ class Op:
     differentiable: bool = True
     public: bool = True
     aliases: tuple[str, ...] = ()
+    helpers: tuple[Callable, ...] = ()
     examples: Callable[[Any], list[tuple[list, dict]]] | None = None
     doc: str = ""
 
@@ -109,6 +114,12 @@ class Op:
                 raise SignatureError(f"{self.name}() got an unexpected keyword '{k}' (takes {ok})")
             attrs[k] = v
         return operands, attrs
+
+    def namespace(self) -> dict[str, Any]:
+        """The names this op's ``source`` template may use: ``np`` and its helpers."""
+        import numpy
+
+        return {"np": numpy, **{fn.__name__: fn for fn in self.helpers}}
 
     def _describe(self) -> str:
         return "(" + ", ".join(p.lstrip("=") for p in self.params) + ")"

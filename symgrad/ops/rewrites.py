@@ -9,7 +9,7 @@ precision (``log(1 + x)`` -> ``log1p(x)``), or by the sign of a zero (``x + 0`` 
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from .registry import F
 

@@ -1,0 +1,307 @@
+"""The ``symgrad`` command: derivatives, NumPy source, DOT graphs and backprop tables.
+
+Subcommands: ``grad``, ``source``, ``dot``, ``explain``, ``demo`` (``symgrad CMD --help``).
+User mistakes (bad expression text, shapes, options) exit with status 2 and a short message
+on stderr, never a traceback.
+
+>>> main(["grad", "x * y + sin(x)", "--wrt", "x,y"])  # doctest: +SKIP
+d/dx = cos(x) + y
+d/dy = x
+0
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from .errors import SymgradError
+
+_SHAPE = re.compile(r"\s*([^\W\d]\w*)\s*=\s*(\(\s*\)|\d+(?:\s*x\s*\d+)*)?\s*\Z")
+_DTYPE = re.compile(r"\s*([^\W\d]\w*)\s*=\s*(\w+)\s*\Z")
+
+
+class UsageError(SymgradError):
+    """A command-line option that cannot be understood."""
+
+
+# -- option parsing ------------------------------------------------------------------------
+
+
+def _split_top(text: str) -> list[str]:
+    """Split on commas outside brackets: ``x=[1,2],y=3`` -> ``["x=[1,2]", "y=3"]``."""
+    parts, depth, cur = [], 0, []
+    for c in text:
+        if c in "([":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+        if c == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+    parts.append("".join(cur))
+    return [p for p in parts if p.strip()]
+
+
+def parse_shapes(items: Sequence[str]) -> dict[str, tuple[int, ...]]:
+    """``["W=4x3", "x=3", "s="]`` -> ``{"W": (4, 3), "x": (3,), "s": ()}``.
+
+    >>> parse_shapes(["W=4x3,x=3", "s="])
+    {'W': (4, 3), 'x': (3,), 's': ()}
+    """
+    out: dict[str, tuple[int, ...]] = {}
+    for item in items:
+        for part in _split_top(item):
+            m = _SHAPE.match(part)
+            if not m:
+                raise UsageError(f"bad --shape {part!r}: write NAME=4x3 for a 4 by 3 array, "
+                                 "NAME=3 for a vector, NAME= for a scalar")
+            dims = m.group(2) or ""
+            out[m.group(1)] = tuple(int(d) for d in re.findall(r"\d+", dims))
+    return out
+
+
+def parse_dtypes(items: Sequence[str]) -> dict[str, str]:
+    """``["y=int64"]`` -> ``{"y": "int64"}``.
+
+    >>> parse_dtypes(["y=int64,m=bool"])
+    {'y': 'int64', 'm': 'bool'}
+    """
+    out: dict[str, str] = {}
+    for item in items:
+        for part in _split_top(item):
+            m = _DTYPE.match(part)
+            if not m:
+                raise UsageError(f"bad --dtype {part!r}: write NAME=int64 (or float64, "
+                                 "float32, int32, bool)")
+            out[m.group(1)] = m.group(2)
+    return out
+
+
+def parse_values(items: Sequence[str]) -> dict[str, Any]:
+    """``["x1=2,x2=3", "v=[1,2]"]`` -> ``{"x1": 2, "x2": 3, "v": [1, 2]}`` (literals only).
+
+    >>> parse_values(["x1=2,x2=-3.5", "v=[1, 2]"])
+    {'x1': 2, 'x2': -3.5, 'v': [1, 2]}
+    """
+    out: dict[str, Any] = {}
+    for item in items:
+        for part in _split_top(item):
+            name, sep, text = part.partition("=")
+            name = name.strip()
+            if not sep or not name.isidentifier():
+                raise UsageError(f"bad --at {part!r}: write NAME=VALUE, e.g. x1=2,x2=3 "
+                                 "or v=[1,2,3]")
+            out[name] = _literal(name, text)
+    return out
+
+
+def _literal(name: str, text: str) -> Any:
+    if len(text) > 100_000:
+        raise UsageError(f"--at value for {name!r} is too long")
+    try:
+        value = ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        value = None
+    stack = [value]
+    while stack:  # numbers or (nested) lists of numbers only
+        v = stack.pop()
+        if isinstance(v, (list, tuple)):
+            stack.extend(v)
+        elif isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise UsageError(f"--at value for {name!r} must be a number or a list of "
+                             f"numbers, got {text.strip()!r}")
+    return value
+
+
+def _wrt_names(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    names = [w.strip() for w in text.split(",") if w.strip()]
+    if not names:
+        raise UsageError("--wrt needs at least one variable name, e.g. --wrt x,y")
+    return names
+
+
+# -- building the expression -----------------------------------------------------------------
+
+
+def _expression(args: argparse.Namespace, values: dict[str, Any] | None = None):
+    import numpy as np
+
+    from .parse import parse
+
+    shapes = parse_shapes(args.shape)
+    dtypes = parse_dtypes(args.dtype)
+    for name, v in (values or {}).items():  # --at arrays declare their own shapes
+        if name not in shapes:
+            shapes[name] = np.shape(v)
+    return parse(args.expr, shapes=shapes, dtypes=dtypes)
+
+
+def _targets(f, names: list[str] | None) -> list[str]:
+    from .shapes import is_float
+
+    if names is not None:
+        return names
+    g = f.graph
+    found = sorted(n.name for i in g.ancestors([f.node]) if (n := g.nodes[i]).op == "var"
+                   and is_float(n.dtype))
+    if not found:
+        raise UsageError("the expression has no float variables to differentiate")
+    return found
+
+
+def _simplified(exprs: list, on: bool) -> list:
+    if not on:
+        return exprs
+    from .simplify import simplify
+
+    return list(simplify(exprs))
+
+
+def _write(text: str, path: str | None) -> None:
+    if path is None:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text if text.endswith("\n") else text + "\n")
+    except OSError as e:
+        raise UsageError(f"cannot write {path}: {e.strerror or e}") from None
+
+
+# -- subcommands -----------------------------------------------------------------------------
+
+
+def cmd_grad(args: argparse.Namespace) -> int:
+    from .derivatives import grad
+
+    f = _expression(args)
+    names = _targets(f, _wrt_names(args.wrt))
+    grads = _simplified(list(grad(f, names)), args.simplify)
+    lines = [f"d/d{name} = {g}" for name, g in zip(names, grads)]
+    _write("\n".join(lines), None)
+    return 0
+
+
+def cmd_source(args: argparse.Namespace) -> int:
+    from .codegen import to_source
+    from .derivatives import grad, hessian
+
+    f = _expression(args)
+    names = _targets(f, _wrt_names(args.wrt))
+    outs = [f, *grad(f, names)]
+    labels = ["value", *(f"d{n}" for n in names)]
+    if args.hessian:
+        outs += [hessian(f, n) for n in names]
+        labels += [f"hess_{n}" for n in names]
+    outs = _simplified(outs, args.simplify)
+    _write(to_source(outs, name=args.name, output_names=labels), args.output)
+    return 0
+
+
+def cmd_dot(args: argparse.Namespace) -> int:
+    from .derivatives import grad
+    from .printing import to_dot
+
+    f = _expression(args)
+    exprs = [f]
+    if args.wrt is not None:
+        exprs += list(grad(f, _wrt_names(args.wrt)))
+    _write(to_dot(_simplified(exprs, args.simplify)), args.output)
+    return 0
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from .explain import explain
+
+    values = parse_values(args.at)
+    f = _expression(args, values)
+    wrt = _wrt_names(args.wrt)
+    _write(str(explain(f, wrt, at=values or None)), None)
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import main as demo
+
+    return int(demo() if args.out is None else demo(args.out) or 0)
+
+
+# -- the parser ------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser of the ``symgrad`` command."""
+    p = argparse.ArgumentParser(
+        prog="symgrad",
+        description="Symbolic differentiation of NumPy expressions: derivatives as text, "
+                    "standalone NumPy source, DOT graphs and backprop tables.",
+        epilog="Example: symgrad source '-log_softmax(V @ tanh(W @ x + b) + g)[y]' "
+               "--wrt W,b,V,g --shape W=4x3,x=3,b=4,V=2x4,g=2 --dtype y=int64",
+    )
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def command(name: str, run, help: str, expr: bool = True) -> argparse.ArgumentParser:
+        c = sub.add_parser(name, help=help, description=help)
+        c.set_defaults(run=run)
+        if expr:
+            c.add_argument("expr", metavar="EXPR", help="the expression, e.g. 'x * y + sin(x)'")
+            c.add_argument("--shape", action="append", default=[], metavar="NAME=DIMS",
+                           help="a variable's shape: W=4x3, x=3, s= (scalar); repeatable or "
+                                "comma-separated. Undeclared variables are scalars")
+            c.add_argument("--dtype", action="append", default=[], metavar="NAME=DTYPE",
+                           help="a variable's dtype, e.g. y=int64 (default float64)")
+        return c
+
+    c = command("grad", cmd_grad, "print the derivative of EXPR for each --wrt variable")
+    c.add_argument("--wrt", metavar="X,Y", help="variables (default: every float variable)")
+    c.add_argument("--simplify", action="store_true", help="simplify the derivatives")
+
+    c = command("source", cmd_source,
+                "emit a NumPy-only Python module computing EXPR and its gradients")
+    c.add_argument("--wrt", metavar="X,Y", help="variables (default: every float variable)")
+    c.add_argument("--hessian", action="store_true",
+                   help="also return the Hessian of EXPR for each --wrt variable")
+    c.add_argument("--simplify", action="store_true", help="simplify before emitting")
+    c.add_argument("--name", default="f", help="name of the generated function (default f)")
+    c.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+
+    c = command("dot", cmd_dot, "print the graph of EXPR (and its gradients) in DOT format")
+    c.add_argument("--wrt", metavar="X,Y", help="also include the gradient w.r.t. these")
+    c.add_argument("--simplify", action="store_true", help="simplify first")
+    c.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+
+    c = command("explain", cmd_explain,
+                "print the forward and backward (adjoint) table of EXPR, course-notes style")
+    c.add_argument("--at", action="append", default=[], metavar="X=V,...",
+                   help="input values, e.g. x1=2,x2=3 or v=[1,2,3]")
+    c.add_argument("--wrt", metavar="X,Y", help="variables (default: every float variable)")
+
+    c = command("demo", cmd_demo, "run the guided tour on the notes' network example",
+                expr=False)
+    c.add_argument("--out", metavar="DIR", help="directory for the tour's files")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``symgrad`` command; returns the exit status (2 for user mistakes)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.run(args) or 0)
+    except SymgradError as e:
+        message = str(e) or type(e).__name__
+        print(f"symgrad {args.command}: error: {message}", file=sys.stderr)
+        return 2
+    except RecursionError:
+        print(f"symgrad {args.command}: error: the expression is nested too deeply",
+              file=sys.stderr)
+        return 2

@@ -1,0 +1,752 @@
+"""Standalone NumPy source for symgrad graphs, and ``compile()`` to a callable.
+
+The emitted module imports only ``numpy as np`` and defines one straight-line function: one
+assignment per node of the outputs' ancestors, in id order (a topological order), so every
+forward value is computed once and reused by the adjoint lines. Names are readable and never
+spliced from user text without checking: user variables keep their names when those are safe
+identifiers (else they are renamed deterministically), the adjoint of variable ``x`` is
+``dx``, the adjoint of temporary ``t3`` is ``d_t3``, other temporaries are ``t1, t2, ...``.
+Every adjoint line carries a comment naming the forward line it differentiates.
+
+Small 0-d constants are inlined as exact literals; array constants are hoisted to module
+level (built once at import, read-only). Large temporaries are released with ``del`` after
+their last use. The text depends only on the graph: no set order, no hash seed, no addresses.
+
+>>> import symgrad as sg
+>>> x, y = sg.var("x"), sg.var("y")
+>>> f = x * y + sg.sin(x)
+>>> fn = sg.compile([f, *sg.grad(f, [x, y])])
+>>> [round(float(v), 6) for v in fn(2.0, 3.0)]
+[6.909297, 2.583853, 2.0]
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import functools
+import hashlib
+import inspect
+import keyword
+import linecache
+import math
+import re
+import textwrap
+import types
+import unicodedata
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .errors import DifferentiationError, InputError, SymgradError
+from .evaluate import check_input
+from .graph import Expr, Graph
+from .ops.creation import constant_source, scalar_source
+from .ops.registry import REGISTRY
+from .shapes import fmt
+
+__all__ = ["to_source", "compile", "scipy_functions", "CompiledFunction", "ScipyFunctions"]
+
+_BUILTINS = frozenset(dir(builtins))
+_SOFT_KEYWORDS = frozenset(getattr(keyword, "softkwlist", ())) | {"_", "case", "match", "type"}
+_RESERVED = frozenset({"np", "numpy"})
+_DEL_MIN_SIZE = 1000  # temporaries with at least this many elements are released early
+_LINE = 100  # maximum line length of the emitted text (ruff's limit for this project)
+_PRINT_LIMIT = 400  # expression-tree size up to which the docstring prints an expression
+_TEXT_LIMIT = 200  # characters of a printed expression kept in the docstring
+_NUMPY_TYPE = {"float64": "np.float64", "float32": "np.float32", "int64": "np.int64",
+               "int32": "np.int32", "bool": "np.bool_"}
+
+
+# -- names ----------------------------------------------------------------------------------
+
+
+def is_safe_name(name: Any) -> bool:
+    """Whether ``name`` can be emitted as-is: an identifier that shadows nothing we use.
+
+    >>> [is_safe_name(n) for n in ("W", "x_1", "sum", "lambda", "np", "__x", "a-b")]
+    [True, True, False, False, False, False, False]
+    """
+    return (
+        isinstance(name, str)
+        and name.isidentifier()
+        and unicodedata.normalize("NFKC", name) == name
+        and not keyword.iskeyword(name)
+        and name not in _SOFT_KEYWORDS
+        and name not in _BUILTINS
+        and name not in _RESERVED
+        and not name.startswith("__")
+    )
+
+
+def _sanitize(name: Any) -> str:
+    """A safe base for a user name: the name itself, or its word characters (``x_1`` style)."""
+    if is_safe_name(name):
+        return name
+    text = name if isinstance(name, str) else "v"
+    text = re.sub(r"[^0-9A-Za-z_]", "_", text)[:64].strip("_")
+    if not text or text[0].isdigit():
+        text = "v_" + text if text else "v"
+    return text
+
+
+class _Namer:
+    """Hands out unique safe names: ``fresh("dx")`` gives ``dx``, then ``dx_1``, ..."""
+
+    def __init__(self, taken: Sequence[str] = ()) -> None:
+        self.taken: set[str] = set(taken)
+
+    def fresh(self, base: str) -> str:
+        cand, k = base, 0
+        while cand in self.taken or not is_safe_name(cand):
+            k += 1
+            cand = f"{base}_{k}"
+        self.taken.add(cand)
+        return cand
+
+    def counter(self, prefix: str, start: int) -> tuple[str, int]:
+        k = start
+        while f"{prefix}{k}" in self.taken:
+            k += 1
+        self.taken.add(f"{prefix}{k}")
+        return f"{prefix}{k}", k + 1
+
+
+# -- planning one function -------------------------------------------------------------------
+
+
+@dataclass
+class _Plan:
+    """Everything needed to render one function: what to compute and what to call it."""
+
+    name: str
+    params: list[int]
+    outputs: list[int]
+    single: bool
+    order: list[int]  # ancestors of the outputs, in id order
+    names: dict[int, str]
+    aliases: dict[int, str] = field(default_factory=dict)  # output variable -> adjoint name
+    alias_of: dict[int, int] = field(default_factory=dict)  # output variable -> its forward
+
+
+def _output_list(outputs: Any) -> tuple[Graph, list[int], bool]:
+    """The outputs as node ids of one graph (imported into the largest one if needed)."""
+    single = isinstance(outputs, Expr)
+    outs = [outputs] if single else list(outputs) if isinstance(outputs, (list, tuple)) else None
+    if not outs:
+        raise SymgradError("to_source needs an Expr or a non-empty list of Exprs to emit")
+    for e in outs:
+        if not isinstance(e, Expr):
+            raise SymgradError(f"can only emit symgrad expressions, got {type(e).__name__}")
+    graph = max((e.graph for e in outs), key=len)
+    ids = [e.node if e.graph is graph else graph.import_node(e.graph, e.node) for e in outs]
+    return graph, ids, single
+
+
+def _resolve_inputs(graph: Graph, inputs: Any, used: list[int]) -> list[int]:
+    """Parameter node ids in call order; every used variable must be among them."""
+    nodes = graph.nodes
+    if inputs is None:
+        return sorted(used, key=lambda i: (str(nodes[i].name), i))
+    if isinstance(inputs, (str, Expr)):
+        inputs = [inputs]
+    params: list[int] = []
+    for item in inputs:
+        if isinstance(item, Expr):
+            if item.op != "var":
+                raise SymgradError(f"inputs must be variables, got the expression {_text(item)}")
+            item = item.name
+        if not isinstance(item, str):
+            raise SymgradError(f"inputs are variable Exprs or names, got {item!r}")
+        if item not in graph.variables:
+            known = ", ".join(sorted(graph.variables)) or "none"
+            raise SymgradError(f"input '{item}' is not a variable of these expressions "
+                               f"(their variables: {known})")
+        i = graph.variables[item]
+        if i in params:
+            raise SymgradError(f"input '{item}' is listed twice")
+        params.append(i)
+    missing = [nodes[i].name for i in used if i not in params]
+    if missing:
+        listed = ", ".join(str(nodes[i].name) for i in params) or "none"
+        raise SymgradError(
+            f"the outputs use variable(s) {', '.join(map(repr, missing))} that are not in "
+            f"inputs (inputs: {listed}); add them to inputs or leave inputs=None"
+        )
+    return params
+
+
+def _plan(graph: Graph, name: str, outs: list[int], inputs: Any, single: bool,
+          labels: Sequence[str] | None = None) -> _Plan:
+    nodes = graph.nodes
+    order = graph.ancestors(outs)
+    for i in order:
+        if nodes[i].op not in REGISTRY:
+            raise SymgradError(f"node {i} has unknown op {nodes[i].op!r}; cannot emit it")
+    used = [i for i in order if nodes[i].op == "var"]
+    params = _resolve_inputs(graph, inputs, used)
+    # Forward nodes named in the comments of adjoint lines get names too (maybe no line).
+    emitted = set(order)
+    extra = [nodes[i].origin for i in order if nodes[i].origin is not None]
+    extra += [f for f, a in sorted(graph.adjoint_of.items()) if a in emitted]
+    named = graph.ancestors([*outs, *extra])
+    plan = _Plan(name, params, outs, single, order, {})
+    if labels is not None:
+        labels = list(labels)
+        if len(labels) != len(outs):
+            raise SymgradError(f"output_names has {len(labels)} names for {len(outs)} outputs")
+    _assign_names(graph, plan, named, labels or [])
+    return plan
+
+
+_BINDERS = re.compile(r"\blambda\b|:=|\bfor\b")
+
+
+def _helpers(graph: Graph, order: Sequence[int]) -> list[Callable]:
+    """The registry helper functions the ops of ``order`` call, sorted by name."""
+    found = {fn.__name__: fn for op in {graph.nodes[i].op for i in order}
+             for fn in REGISTRY[op].helpers}
+    return [found[k] for k in sorted(found)]
+
+
+def _helper_source(fn: Callable) -> list[str]:
+    return textwrap.dedent(inspect.getsource(fn)).rstrip().splitlines()
+
+
+def _template_bound_names(graph: Graph, order: list[int]) -> list[str]:
+    """Names the op templates bind themselves (``lambda z: ...``, comprehension variables).
+
+    No variable or temporary may take one: inside the template it would be captured.
+    """
+    bound: set[str] = {fn.__name__ for fn in _helpers(graph, order)}
+    seen: set[tuple] = set()
+    for i in order:
+        n = graph.nodes[i]
+        if n.op in ("var", "const"):
+            continue
+        src = REGISTRY[n.op].source
+        key = (n.op, len(n.args))
+        if isinstance(src, str) and key in seen:
+            continue
+        seen.add(key)
+        text = _render(src, [f"_SGPROBE{k}_" for k in range(len(n.args))], n.attrs)
+        if not _BINDERS.search(text):
+            continue
+        for node in ast.walk(ast.parse(text, mode="eval")):
+            if isinstance(node, ast.arg):
+                bound.add(node.arg)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                bound.add(node.id)
+    return sorted(bound)
+
+
+def _assign_names(graph: Graph, plan: _Plan, named: list[int], labels: list[str]) -> None:
+    """Fill ``plan.names`` (every named node) and ``plan.aliases`` (outputs that are inputs)."""
+    nodes, params, outputs = graph.nodes, plan.params, set(plan.outputs)
+    namer = _Namer(_template_bound_names(graph, plan.order))
+    names = plan.names
+    for i in params + [i for i in named if nodes[i].op == "var"]:
+        if i not in names:
+            names[i] = namer.fresh(_sanitize(nodes[i].name))
+    for i, label in zip(plan.outputs, labels):  # requested output names come next
+        if nodes[i].op == "var" and i not in plan.aliases:
+            plan.aliases[i] = namer.fresh(_sanitize(label))
+        elif nodes[i].op != "var" and i not in names:
+            names[i] = namer.fresh(_sanitize(label))
+    adjoint_for: dict[int, int] = {}  # adjoint node -> the forward node it is the adjoint of
+    for f, a in sorted(graph.adjoint_of.items()):
+        prev = adjoint_for.get(a)
+        if prev is None or (nodes[f].op == "var" and nodes[prev].op != "var"):
+            adjoint_for[a] = f
+    k = 1
+    for i in named:
+        n = nodes[i]
+        if n.op == "var" or (n.op == "const" and i not in outputs) or i in names:
+            continue
+        f = adjoint_for.get(i)
+        if f is not None and f in names:
+            names[i] = namer.fresh(("d" if nodes[f].op == "var" else "d_") + names[f])
+        else:
+            names[i], k = namer.counter("t", k)
+    for i in sorted(outputs):
+        f = adjoint_for.get(i)
+        if nodes[i].op == "var" and f is not None and f in names and i not in plan.aliases:
+            plan.aliases[i] = namer.fresh(("d" if nodes[f].op == "var" else "d_") + names[f])
+            plan.alias_of[i] = f
+
+
+# -- constants -------------------------------------------------------------------------------
+
+
+def _inline(value: np.ndarray, user: Any, nodes: list, node_id: int, strong: bool = False) -> str:
+    """A 0-d constant as a literal in ``user``'s expression, typed exactly as the graph says.
+
+    Python literals are "weak" under NumPy's promotion rules (``float32 * 2.0`` stays float32)
+    while the graph's constant is a float64 array; where that would change the result dtype
+    the literal is wrapped (``np.float64(2.0)``).
+    """
+    dtype = value.dtype.name
+    py = value.item()
+    if dtype in ("float64", "int64", "bool"):
+        others = [nodes[b].dtype for b in user.args if b != node_id]
+        weak_ok = not others or np.result_type(*others, dtype) == np.result_type(*others, py)
+        if weak_ok and not strong:
+            text = constant_source(value)
+        else:
+            text = f"{_NUMPY_TYPE[dtype]}({scalar_source(py)})"
+    elif dtype in _NUMPY_TYPE:
+        text = f"{_NUMPY_TYPE[dtype]}({scalar_source(py)})"
+    else:
+        raise SymgradError(f"cannot emit a constant of dtype {dtype}")
+    return f"({text})" if text.startswith("-") else text
+
+
+def _array_source(value: np.ndarray, indent: str = "") -> str:
+    """Source that rebuilds array ``value`` bit for bit, wrapped to the line limit."""
+    dtype = value.dtype.name
+    if dtype not in _NUMPY_TYPE:
+        raise SymgradError(f"cannot emit a constant of dtype {dtype}")
+    typ = _NUMPY_TYPE[dtype]
+    raw = value.tobytes()
+    size, item = value.size, value.dtype.itemsize
+    if size > 1 and raw == raw[:item] * size:
+        first = scalar_source(value.reshape(-1)[0].item())
+        return f"np.full({value.shape!r}, {first}, dtype={typ})"
+    k = int(round(size ** 0.5))
+    if dtype == "float64" and size > 1 and k * k == size and raw == np.eye(k).tobytes():
+        half = value.shape[: value.ndim // 2]
+        if value.ndim % 2 == 0 and int(np.prod(half)) == k:
+            tail = "" if value.shape == (k, k) else f".reshape({value.shape!r})"
+            return f"np.eye({k}){tail}"
+    text = constant_source(value)
+    if len(indent) + len(text) <= _LINE - 10:
+        return text
+    items = [scalar_source(v) for v in value.ravel().tolist()]
+    body = textwrap.wrap(", ".join(items), width=_LINE - 8, break_long_words=False,
+                         break_on_hyphens=False)
+    inner = "\n".join(f"    {line}" for line in body)
+    tail = f"], dtype={typ})" + ("" if value.ndim == 1 else f".reshape({value.shape!r})")
+    return f"np.array([\n{inner}\n{tail}"
+
+
+# -- rendering -------------------------------------------------------------------------------
+
+
+class _Module:
+    """A generated module: functions over one graph sharing hoisted constants."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.plans: list[_Plan] = []
+
+    def add(self, name: str, outs: list[int], inputs: Any, single: bool,
+            labels: Sequence[str] | None = None) -> _Plan:
+        _check_function_name(name)
+        if any(p.name == name for p in self.plans):
+            raise SymgradError(f"two generated functions named {name!r}")
+        plan = _plan(self.graph, name, outs, inputs, single, labels)
+        self.plans.append(plan)
+        return plan
+
+    def render(self) -> str:
+        nodes = self.graph.nodes
+        hoisted = sorted({i for p in self.plans for i in p.order
+                          if nodes[i].op == "const" and nodes[i].shape != ()})
+        namer = _Namer([p.name for p in self.plans])
+        for p in self.plans:
+            namer.taken.update(p.names.values())
+        self.consts = {}
+        self._inlined = {i for p in self.plans for i in p.order
+                         if nodes[i].op == "const" and nodes[i].shape == ()}
+        self._literals: dict[tuple, str] = {}
+        self._probes: dict[tuple, list[bool]] = {}
+        self._comments: dict[tuple, list[str]] = {}
+        k = 1
+        for i in hoisted:
+            self.consts[i], k = namer.counter("_c", k)
+        out = ["# Generated by symgrad. Requires only NumPy.", "import numpy as np"]
+        if hoisted:
+            out.append("")
+        for i in hoisted:
+            out.append(f"{self.consts[i]} = {_array_source(nodes[i].attrs['value'])}")
+            out.append(f"{self.consts[i]}.flags.writeable = False")
+        helpers = _helpers(self.graph, [i for p in self.plans for i in p.order])
+        for fn in helpers:
+            out += ["", "", *_helper_source(fn)]
+        uses_np = bool(hoisted) or bool(helpers)
+        for p in self.plans:
+            lines, code = self._function(p)
+            uses_np = uses_np or any("np." in ln.split("#")[0] for ln in code)
+            out += ["", "", *lines]
+        if not uses_np:  # e.g. only arithmetic: keep the import, quiet the linter
+            out[1] += "  # noqa: F401"
+        return "\n".join(out) + "\n"
+
+    def _operand(self, a: int, user: Any, names: dict[int, str]) -> str:
+        name = names.get(a)
+        if name is not None and a not in self._inlined:
+            return name
+        if a in self.consts:
+            return self.consts[a]
+        nodes = self.graph.nodes
+        key = (a, tuple(nodes[b].dtype for b in user.args if b != a))
+        text = self._literals.get(key)
+        if text is None:
+            text = self._literals[key] = _inline(nodes[a].attrs["value"], user, nodes, a)
+        return text
+
+    def _expr(self, i: int, names: dict[int, str]) -> str:
+        n = self.graph.nodes[i]
+        if n.op == "var":
+            return names[i]
+        if n.op == "const":
+            return self.consts.get(i) or _inline(n.attrs["value"], n, self.graph.nodes, i)
+        src = REGISTRY[n.op].source
+        texts = [self._operand(a, n, names) for a in n.args]
+        if any(k in self._inlined for k in n.args):
+            texts = self._typed_scalars(n, src, texts)
+        text = _render(src, texts, n.attrs)
+        if not isinstance(text, str) or "\n" in text:
+            raise SymgradError(f"op {n.op!r} has a source template that gives no one-line text")
+        return text
+
+    def _typed_scalars(self, n: Any, src: Any, texts: list[str]) -> list[str]:
+        """Inline constants the template uses as arrays (``{0}.dtype``, ``{0}[i]``) as NumPy
+        scalars (``np.float64(1.0)``), which have those attributes; plain literals do not."""
+        key = (n.op, len(texts)) if isinstance(src, str) else None
+        used = self._probes.get(key) if key else None
+        if used is None:
+            probes = [f"_SGPROBE{k}_" for k in range(len(texts))]
+            probe = _render(src, probes, n.attrs)
+            used = [bool(re.search(rf"{p}\s*[.\[(]", probe)) for p in probes]
+            if key:
+                self._probes[key] = used
+        out = list(texts)
+        for k, a in enumerate(n.args):
+            if a in self._inlined and used[k]:
+                out[k] = _inline(self.graph.nodes[a].attrs["value"], n, self.graph.nodes, a,
+                                 strong=True)
+        return out
+
+    def _function(self, p: _Plan) -> tuple[list[str], list[str]]:
+        """The function's lines, and the same without its docstring."""
+        nodes, names = self.graph.nodes, p.names
+        lines = [f"def {p.name}({', '.join(names[i] for i in p.params)}):"]
+        doc = _docstring(self.graph, p)
+        lines += doc
+        outputs = set(p.outputs)
+        releases = _releases(nodes, p.order, outputs)
+        for i in p.order:
+            n = nodes[i]
+            if n.op == "var" or (n.op == "const" and i not in outputs):
+                continue
+            expr = self._expr(i, names)
+            if n.op == "const" and i in self.consts:
+                expr += ".copy()"  # never hand out the shared module constant
+            lines.append(self._line(f"    {names[i]} = {expr}", n, names))
+            lines += _del_lines([names[a] for a in releases.get(i, ())])
+        for i, alias in sorted(p.aliases.items()):
+            code = f"    {alias} = {names[i]}"
+            lines.append(self._line(code, nodes[i], names, p.alias_of.get(i)))
+        results = [p.aliases.get(i) or names.get(i) or self._expr(i, names) for i in p.outputs]
+        ret = results[0] if p.single else ", ".join(results) + ("," if len(results) == 1 else "")
+        lines.append(f"    return {ret}" if p.single or len(results) > 1 else f"    return ({ret})")
+        lines = [_fit(line) for line in lines]
+        return lines, [lines[0], *lines[1 + len(doc):]]
+
+    def _line(self, code: str, n: Any, names: dict[int, str], of: int | None = None) -> str:
+        """``code`` plus, for an adjoint line, ``# backprop of: <forward line>`` (shortened)."""
+        if of is None and (n.role != "adjoint" or n.origin is None):
+            return code
+        o = self.graph.nodes[n.origin if of is None else of]
+        target = names.get(o.id, f"node {o.id}")
+        for what in self._forward_texts(o, target, names):
+            line = f"{code}  # backprop of: {what}"
+            if len(line) <= _LINE:
+                return line
+        return f"{code}  # backprop of: {target}"
+
+    def _forward_texts(self, o: Any, target: str, names: dict[int, str]) -> list[str]:
+        """Ways to name forward node ``o`` in a comment, longest first."""
+        if o.op == "var":
+            return [f"{target} (input)"]
+        if o.op == "const":
+            return [target]
+        key = (id(names), o.id)
+        texts = self._comments.get(key)
+        if texts is None:
+            args = ", ".join(names.get(a) or self._expr(a, names) for a in o.args)
+            full = self._expr(o.id, names)
+            texts = [f"{target} = {full}"] if len(full) <= 48 else []
+            texts.append(f"{target} = {o.op}({args})")
+            self._comments[key] = texts
+        return texts
+
+
+def _render(src: Any, texts: list[str], attrs: dict) -> str:
+    return src(texts, dict(attrs)) if callable(src) else src.format(*texts, **attrs)
+
+
+def _releases(nodes: list, order: list[int], outputs: set[int]) -> dict[int, list[int]]:
+    """``{line node: [temporaries whose last use is that line]}`` for large temporaries."""
+    last: dict[int, int] = {}
+    for i in order:
+        for a in nodes[i].args:
+            last[a] = i
+    out: dict[int, list[int]] = {}
+    for a, i in sorted(last.items()):
+        n = nodes[a]
+        if n.op in ("var", "const") or a in outputs:
+            continue
+        if math.prod(n.shape) >= _DEL_MIN_SIZE:
+            out.setdefault(i, []).append(a)
+    return out
+
+
+def _del_lines(names: list[str]) -> list[str]:
+    lines, cur = [], []
+    for name in names:
+        if cur and len("    del " + ", ".join(cur + [name])) > _LINE:
+            lines.append("    del " + ", ".join(cur))
+            cur = []
+        cur.append(name)
+    if cur:
+        lines.append("    del " + ", ".join(cur))
+    return lines
+
+
+def _fit(line: str) -> str:
+    """Mark the rare line no wrapping can shorten (a long op template) for the linter."""
+    return line if len(line) <= _LINE or "\n" in line else f"{line}  # noqa: E501"
+
+
+def _check_function_name(name: Any) -> None:
+    if not is_safe_name(name) or (isinstance(name, str) and name.startswith("_")):
+        raise SymgradError(
+            f"function name {name!r} cannot be used: give a Python identifier that is not a "
+            "keyword, a builtin, 'np'/'numpy', or private (leading underscore)"
+        )
+
+
+# -- the docstring ---------------------------------------------------------------------------
+
+
+def _tree_sizes(graph: Graph, ids: list[int]) -> dict[int, int]:
+    """Size of each node's expression when written out as a tree (sharing unfolded)."""
+    size: dict[int, int] = {}
+    for i in graph.ancestors(ids):
+        size[i] = min(1 + sum(size[a] for a in graph.nodes[i].args), 1 << 40)
+    return size
+
+
+def _text(e: Expr, limit: int = _TEXT_LIMIT) -> str:
+    """``str(e)``, shortened; a placeholder if the printer fails or the tree is huge."""
+    if _tree_sizes(e.graph, [e.node])[e.node] > _PRINT_LIMIT:
+        return f"(an expression of {len(e.graph.ancestors([e.node]))} nodes)"
+    try:
+        text = str(e)
+    except Exception:  # the printer is optional here: never let it break codegen
+        return f"({e.op} node {e.node})"
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _escape(text: str) -> str:
+    """Text that is safe inside a triple-quoted docstring, whatever the user wrote."""
+    text = text.replace("\\", "\\\\")
+    text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+    return text.replace('"""', '\\"\\"\\"')
+
+
+def _docstring(graph: Graph, p: _Plan) -> list[str]:
+    nodes, names = graph.nodes, p.names
+    body = ["Generated by symgrad (NumPy only).", "", "Parameters:"]
+    for i in p.params:
+        n = nodes[i]
+        note = "" if names[i] == n.name else f" (variable {n.name!r})"
+        body.append(f"    {names[i]}: {n.dtype} {fmt(n.shape)}{note}")
+    body += ["", "Returns:" if p.single else f"Returns a tuple of {len(p.outputs)}:"]
+    labels = {i: p.aliases.get(i) or names.get(i) or nodes[i].op for i in p.outputs}
+    of_var = {a: nodes[f].name for f, a in sorted(graph.adjoint_of.items())
+              if nodes[f].op == "var"}
+    for i in p.outputs:
+        n = nodes[i]
+        if n.role == "adjoint" and i in of_var:
+            text = f"adjoint of {of_var[i]} (derivative of the expression w.r.t. {of_var[i]})"
+        else:  # derivatives written out are long and the code below says it better
+            text = _text(Expr(graph, i), _TEXT_LIMIT if n.role == "forward" else 80)
+        body.append(f"    {labels[i]}: {n.dtype} {fmt(n.shape)} = {text}")
+    wrapped: list[str] = []
+    for line in body:
+        indent = "        " if line.startswith("    ") else "    "
+        wrapped += textwrap.wrap(_escape(line), width=_LINE - 4, initial_indent="    ",
+                                 subsequent_indent=indent, break_long_words=True,
+                                 replace_whitespace=False) or [""]
+    wrapped[0] = '    """' + wrapped[0].lstrip()
+    return [line.rstrip() for line in wrapped] + ['    """']
+
+
+# -- public API ------------------------------------------------------------------------------
+
+
+def to_source(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None = None,
+              name: str = "f", *, output_names: Sequence[str] | None = None) -> str:
+    """The text of a module, importing only NumPy, that defines ``def name(*inputs)``.
+
+    The function returns the outputs (a tuple when a list was given, one value when one
+    Expr was given). ``inputs`` are variable Exprs or names in call order (default: every
+    variable the outputs use, sorted by name). ``output_names`` optionally names the results
+    in the code (otherwise: ``dx`` for the adjoint of ``x``, ``t1, t2, ...`` for the rest).
+
+    >>> import symgrad as sg
+    >>> x = sg.var("x")
+    >>> src = sg.to_source([sg.sin(x), sg.grad(sg.sin(x), x)], name="sin_and_grad")
+    >>> print(src.split('"' * 3)[-1].strip())
+    t1 = np.sin(x)
+        dx = np.cos(x)  # backprop of: t1 = np.sin(x)
+        return t1, dx
+    """
+    graph, outs, single = _output_list(outputs)
+    module = _Module(graph)
+    module.add(name, outs, inputs, single, output_names)
+    return module.render()
+
+
+class CompiledFunction:
+    """The callable ``compile()`` returns: checks and converts inputs, then calls ``raw``.
+
+    Attributes: ``source`` (the module text), ``inputs`` (variable names in call order),
+    ``raw`` (the generated function itself, without checks), ``filename``.
+    """
+
+    def __init__(self, raw: Callable, params: list, source: str, filename: str) -> None:
+        self.raw = raw
+        self.source = source
+        self.filename = filename
+        self._nodes = params
+        self.inputs = tuple(n.name for n in params)
+        self._index = {name: k for k, name in enumerate(self.inputs)}
+        functools.update_wrapper(self, raw)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if len(args) > len(self._nodes):
+            raise InputError(f"{self.__name__}() takes {len(self._nodes)} inputs "
+                             f"({', '.join(self.inputs)}), got {len(args)}")
+        given = dict(zip(self.inputs, args))
+        for k, v in kwargs.items():
+            if k not in self._index:
+                raise InputError(f"{self.__name__}() has no input {k!r} "
+                                 f"(inputs: {', '.join(self.inputs) or 'none'})")
+            if k in given:
+                raise InputError(f"{self.__name__}() got input {k!r} twice")
+            given[k] = v
+        return self.raw(*[check_input(n, given) for n in self._nodes])
+
+    def __repr__(self) -> str:
+        return f"<symgrad compiled function {self.__name__}({', '.join(self.inputs)})>"
+
+
+def _load(source: str, tag: str) -> tuple[dict, str]:
+    """Execute generated ``source`` as a fresh module registered with ``linecache``."""
+    digest = hashlib.sha1(source.encode()).hexdigest()[:12]
+    filename = f"<symgrad:{tag}-{digest}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    code = builtins.compile(source, filename, "exec", dont_inherit=True)
+    module = types.ModuleType(f"symgrad_generated_{tag}_{digest}")
+    module.__file__ = filename
+    exec(code, module.__dict__)  # our own generated text: names and literals are checked
+    return module.__dict__, filename
+
+
+def compile(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None = None,
+            name: str = "f", check_inputs: bool = True, *,
+            output_names: Sequence[str] | None = None) -> Callable:
+    """Emit the source of ``outputs`` (see :func:`to_source`) and load it as a function.
+
+    The source is registered under a fake filename, so ``inspect.getsource``, tracebacks
+    and pdb show the generated code. With ``check_inputs`` the returned callable checks each
+    input's shape and dtype (like ``sg.evaluate``) and converts lists; ``fn.raw`` is the
+    unchecked generated function (fastest; pass NumPy arrays).
+
+    >>> import symgrad as sg
+    >>> x = sg.var("x", shape=(3,))
+    >>> fn = sg.compile(sg.grad(sg.sum(x * x), x))
+    >>> fn([1.0, 2.0, 3.0])
+    array([2., 4., 6.])
+    >>> fn.inputs
+    ('x',)
+    """
+    graph, outs, single = _output_list(outputs)
+    module = _Module(graph)
+    plan = module.add(name, outs, inputs, single, output_names)
+    source = module.render()
+    namespace, filename = _load(source, name)
+    raw = namespace[name]
+    params = [graph.nodes[i] for i in plan.params]
+    raw.source, raw.inputs, raw.filename = source, tuple(n.name for n in params), filename
+    if not check_inputs:
+        raw.raw = raw
+        return raw
+    return CompiledFunction(raw, params, source, filename)
+
+
+@dataclass(frozen=True)
+class ScipyFunctions:
+    """``fun(x, *args) -> (value, gradient)`` and ``hessp(x, p, *args)`` for SciPy.
+
+    Use as ``scipy.optimize.minimize(s.fun, x0, args=..., jac=True, hessp=s.hessp,
+    method="trust-ncg")``. ``args`` names the extra arguments in order; ``source`` is the
+    module text (NumPy only).
+    """
+
+    fun: Callable
+    hessp: Callable
+    source: str
+    args: tuple[str, ...]
+
+
+def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | None = None
+                    ) -> ScipyFunctions:
+    """Generated NumPy functions for ``scipy.optimize.minimize(jac=True, hessp=...)``.
+
+    ``f`` is a scalar expression of one vector variable ``wrt``; its other variables become
+    SciPy's extra ``args``, in the order ``inputs`` gives (default: sorted by name).
+
+    >>> import numpy as np, symgrad as sg
+    >>> x = sg.var("x", shape=(2,))
+    >>> s = sg.scipy_functions(sg.sum((x - 1.0) ** 2), x)
+    >>> value, grad = s.fun(np.array([0.0, 3.0]))
+    >>> float(value), grad
+    (5.0, array([-2.,  4.]))
+    >>> s.hessp(np.zeros(2), np.array([1.0, 0.0]))
+    array([2., 0.])
+    """
+    from .derivatives import _resolve, grad, hvp
+
+    if not isinstance(f, Expr) or f.shape != ():
+        shape = fmt(f.shape) if isinstance(f, Expr) else type(f).__name__
+        raise DifferentiationError(f"scipy_functions needs a scalar expression, got {shape}")
+    x = _resolve(f, wrt)
+    if x.ndim != 1:
+        raise DifferentiationError(
+            f"scipy_functions needs a 1-D variable (SciPy optimises vectors); '{x.name}' has "
+            f"shape {fmt(x.shape)}: declare it as a vector and reshape inside the expression"
+        )
+    graph = f.graph
+    used = [i for i in graph.ancestors([f.node]) if graph.nodes[i].op == "var" and i != x.node]
+    extra = _resolve_inputs(graph, inputs, used)
+    if x.node in extra:
+        raise SymgradError(f"'{x.name}' is the optimisation variable; do not list it in inputs")
+    pname = _Namer(graph.variables).fresh("p")
+    g = grad(f, x)
+    hv = hvp(f, x, pname)
+    p = graph.variables[pname]
+    extra_names = [graph.nodes[i].name for i in extra]
+    module = _Module(graph)
+    module.add("fun", [f.node, g.node], [x.name, *extra_names], False, ["value", "grad"])
+    module.add("hessp", [hv.node], [x.name, graph.nodes[p].name, *extra_names], True, ["hvp"])
+    source = module.render()
+    namespace, _ = _load(source, "scipy")
+    return ScipyFunctions(namespace["fun"], namespace["hessp"], source, tuple(extra_names))

@@ -1,0 +1,259 @@
+"""The backprop table: forward values and adjoints, in the style of Collins' course notes.
+
+``explain(f, wrt, at)`` numbers the nodes of ``f``'s graph ``u1 ... un`` (input variables
+first, as the notes do), lists each node's definition and value (the forward algorithm),
+then runs the reverse-mode transform and lists, in reverse topological order, each
+adjoint ``P_i = d u_n / d u_i`` as the sum over the consumers ``j`` of ``u_i`` of
+``P_j J(i->j)``, with the local derivative values where the consumer is a scalar.
+
+The transform runs on a private copy of the graph, so explaining does not add nodes to
+the caller's graph.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .derivatives import Wrt, _resolve
+from .evaluate import _by_name, run
+from .graph import Expr, Graph
+from .ops.registry import REGISTRY
+from .reverse import NodeView, backprop
+from .shapes import fmt, is_float, sum_to_shape
+
+_FORWARD_COLUMNS = ("node", "definition", "op", "shape", "value")
+_ADJOINT_COLUMNS = ("adjoint", "sum over consumers", "local terms", "value")
+
+
+class Table:
+    """A backprop table: ``rows`` (list of dicts), aligned text by ``str()``, and HTML.
+
+    Forward rows have ``section="forward"``, ``label`` (``u3``), ``id`` (node id),
+    ``definition``, ``op``, ``shape`` and ``value``; adjoint rows have
+    ``section="adjoint"``, ``label`` (``P3``), ``of`` (``u3``), ``id`` (the adjoint node),
+    ``definition``, ``terms`` (one dict per consumer edge: ``consumer``, ``local``,
+    ``contribution``), ``local terms`` and ``value``. Values are ``None`` without ``at``.
+    """
+
+    def __init__(self, rows: list[dict], title: str, at_text: str) -> None:
+        self.rows = rows
+        self.title = title
+        self.at_text = at_text
+
+    def section(self, name: str) -> list[dict]:
+        """The rows of one section, ``"forward"`` or ``"adjoint"``."""
+        return [r for r in self.rows if r["section"] == name]
+
+    def _cells(self) -> list[tuple[str, tuple[str, ...], list[list[str]]]]:
+        fwd = [[r["label"], r["definition"], r["op"], fmt(r["shape"]), _text(r["value"])]
+               for r in self.section("forward")]
+        adj = [[r["label"], r["definition"], r["local terms"], _text(r["value"])]
+               for r in self.section("adjoint")]
+        at = f" at {self.at_text}" if self.at_text else ""
+        return [(f"Forward pass{at}", _FORWARD_COLUMNS, fwd),
+                (f"Backward pass: {self.title}, in reverse topological order",
+                 _ADJOINT_COLUMNS, adj)]
+
+    def __str__(self) -> str:
+        out = []
+        for heading, columns, body in self._cells():
+            out.append(heading)
+            widths = [max(len(c), *(len(row[k]) for row in body)) if body else len(c)
+                      for k, c in enumerate(columns)]
+            for row in [list(columns), *body]:
+                out.append("  " + "  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip())
+            out.append("")
+        return "\n".join(out).rstrip()
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_html_(self) -> str:
+        parts = []
+        for heading, columns, body in self._cells():
+            head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+            rows = "".join("<tr>" + "".join(f"<td><code>{html.escape(v)}</code></td>"
+                                            for v in row) + "</tr>" for row in body)
+            parts.append(f"<p><b>{html.escape(heading)}</b></p>"
+                         f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
+        return "\n".join(parts)
+
+
+def explain(
+    f: Expr | str,
+    wrt: Wrt | Sequence[Wrt] | None = None,
+    at: Mapping[Any, Any] | None = None,
+) -> Table:
+    """The forward and backward (adjoint) table of ``f``, with values at ``at`` if given.
+
+    ``wrt`` defaults to every float variable of ``f``. ``f`` may be expression text.
+
+    >>> import symgrad as sg
+    >>> u1, u2 = sg.var("u1"), sg.var("u2")
+    >>> u3 = u1 + u2
+    >>> print(sg.explain(u2 * u3, at={"u1": 2.0, "u2": 3.0}))
+    Forward pass at u1=2, u2=3
+      node  definition  op        shape  value
+      u1    u1          var       ()     2
+      u2    u2          var       ()     3
+      u3    u1 + u2     add       ()     5
+      u4    u2 * u3     multiply  ()     15
+    <BLANKLINE>
+    Backward pass: P_i = d u4 / d u_i, in reverse topological order
+      adjoint  sum over consumers       local terms  value
+      P4       1 (seed)                              1
+      P3       P4 J(3->4)               1*3          3
+      P2       P3 J(2->3) + P4 J(2->4)  3*1 + 1*5    8
+      P1       P3 J(1->3)               3*1          3
+    """
+    if isinstance(f, str):
+        from .parse import parse
+
+        f = parse(f)
+    if not isinstance(f, Expr):
+        raise TypeError(f"explain needs a symgrad expression, got {type(f).__name__}")
+    graph = Graph()
+    out = Expr(graph, graph.import_node(f.graph, f.node))
+    forward = graph.ancestors([out.node])
+    nodes = graph.nodes
+    if wrt is None:
+        wrt = [nodes[i].name for i in forward if nodes[i].op == "var" and is_float(nodes[i].dtype)]
+    many = isinstance(wrt, (list, tuple))
+    targets = [_resolve(out, w) for w in (wrt if many else [wrt])]
+    labels = _labels(graph, forward)
+    seed = np.eye(max(out.size, 1)).reshape(out.shape * 2) if out.shape else 1.0
+    result = backprop(out, targets, Expr(graph, graph.const(seed)))
+    adjoint = result.adjoint_of
+    terms = _terms(graph, forward, adjoint, result.batch)
+    values = _values(graph, forward, adjoint, terms, at)
+    order = sorted(labels, key=lambda i: int(labels[i][1:]))  # u1 ... un: topological
+    rows = [_forward_row(graph, i, labels, values) for i in order]
+    rows += [_adjoint_row(i, adjoint, labels, terms.get(i, []), values, out.node, out.shape)
+             for i in reversed(order) if i in adjoint]
+    n = labels[out.node]
+    title = f"P_i = d {n} / d u_i" + ("" if not out.shape else f" (shape {fmt(out.shape)} + u_i)")
+    at_text = ", ".join(f"{k}={_text(v) if np.ndim(v) == 0 else 'array' + fmt(np.shape(v))}"
+                        for k, v in _by_name(at or {}).items() if k in graph.variables)
+    return Table(rows, title, at_text)
+
+
+def _labels(graph: Graph, forward: list[int]) -> dict[int, str]:
+    """``u1 ... un``: input variables first (in id order), then the other nodes; scalar
+    constants get no label (they are written inline)."""
+    nodes = graph.nodes
+    leaves = [i for i in forward if nodes[i].op == "var"]
+    rest = [i for i in forward if nodes[i].op != "var" and not _inline(nodes[i])]
+    return {i: f"u{k}" for k, i in enumerate(leaves + rest, start=1)}
+
+
+def _inline(node) -> bool:
+    return node.op == "const" and node.attrs["value"].size == 1
+
+
+def _name(graph: Graph, i: int, labels: dict[int, str]) -> str:
+    node = graph.nodes[i]
+    if i in labels:
+        return labels[i]
+    return _text(node.attrs["value"].reshape(()))
+
+
+def _definition(graph: Graph, i: int, labels: dict[int, str]) -> str:
+    node = graph.nodes[i]
+    if node.op == "var":
+        return node.name
+    if node.op == "const":
+        return _text(node.attrs["value"])
+    op = REGISTRY[node.op]
+    args = [_name(graph, a, labels) for a in node.args]
+    if op.infix is not None and len(args) == 2:
+        return f"{args[0]} {op.infix[0]} {args[1]}"
+    attrs = [f"{k}={v!r}" for k, v in node.attrs.items() if v is not None]
+    return f"{node.op}(" + ", ".join(args + attrs) + ")"
+
+
+def _terms(graph: Graph, forward: list[int], adjoint: dict[int, int], batch: int) -> dict:
+    """For each forward node with an adjoint: one entry per (consumer, operand position),
+    with the contribution Expr (the same hash-consed node the transform built) and, for a
+    scalar consumer, the local derivative ``J(i->j)`` (the rule applied to a seed of 1)."""
+    nodes = graph.nodes
+    out: dict[int, list[dict]] = {}
+    one = Expr(graph, graph.const(1.0))
+    for j in forward:
+        if j not in adjoint or not nodes[j].args:
+            continue
+        rule = REGISTRY[nodes[j].op].backprop
+        if rule is None:
+            continue
+        view = NodeView(graph, nodes[j])
+        contribs = rule(view, Expr(graph, adjoint[j]))
+        local = rule(view, one) if nodes[j].shape == () else [None] * len(nodes[j].args)
+        for a, c, jac in zip(nodes[j].args, contribs, local):
+            if c is None or a not in adjoint:
+                continue
+            shape = nodes[a].shape
+            out.setdefault(a, []).append({
+                "consumer": j,
+                "contribution": sum_to_shape(c, shape, batch).node,
+                "local": None if jac is None else sum_to_shape(jac, shape, 0).node,
+            })
+    return out
+
+
+def _values(graph, forward, adjoint, terms, at) -> dict[int, Any]:
+    if at is None:
+        return {}
+    wanted = set(forward) | set(adjoint.values())
+    for ts in terms.values():
+        wanted.update(t["contribution"] for t in ts)
+        wanted.update(t["local"] for t in ts if t["local"] is not None)
+    inputs = _by_name(at)
+    return run(graph, sorted(wanted), inputs)
+
+
+def _forward_row(graph, i, labels, values) -> dict:
+    node = graph.nodes[i]
+    return {"section": "forward", "label": labels[i], "id": i,
+            "definition": _definition(graph, i, labels), "op": node.op,
+            "shape": node.shape, "value": _value(values, i)}
+
+
+def _adjoint_row(i, adjoint, labels, terms, values, output, value_shape) -> dict:
+    parts, nums = [], []
+    for t in terms:
+        j = t["consumer"]
+        parts.append(f"P{labels[j][1:]} J({labels[i][1:]}->{labels[j][1:]})")
+        if t["local"] is not None and values:
+            nums.append(f"{_text(values[adjoint[j]])}*{_text(values[t['local']])}")
+    if i == output:
+        definition = "1 (seed)" if value_shape == () else "I (seed)"
+    else:
+        definition = " + ".join(parts)
+    local = " + ".join(nums) if nums and len(nums) == len(parts) else ""
+    rows_terms = [{"consumer": labels[t["consumer"]], "local": _value(values, t["local"]),
+                   "contribution": _value(values, t["contribution"])} for t in terms]
+    return {"section": "adjoint", "label": "P" + labels[i][1:], "of": labels[i], "id": adjoint[i],
+            "definition": definition, "terms": rows_terms, "local terms": local,
+            "value": _value(values, adjoint[i])}
+
+
+def _value(values: dict, i: int | None) -> Any:
+    if i is None or i not in values:
+        return None
+    v = np.asarray(values[i])
+    return v.item() if v.ndim == 0 else v
+
+
+def _text(value: Any) -> str:
+    """Short text for a value: ``15``, ``0.333333``, ``[1, 2, 3]``; empty for None."""
+    if value is None:
+        return ""
+    v = np.asarray(value)
+    if v.ndim == 0:
+        x = v.item()
+        return f"{x:.6g}" if isinstance(x, float) else str(x)
+    return np.array2string(v, precision=4, separator=", ", threshold=8,
+                           max_line_width=10**6).replace("\n", "")

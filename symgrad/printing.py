@@ -1,0 +1,585 @@
+"""Printing: readable infix text, a jaxpr-style listing, Graphviz DOT and a drawing.
+
+Everything here reads the op registry: an op with ``infix=(symbol, precedence)`` prints as
+an operator (Python precedences; arity 1 means a prefix operator), every other op as a call
+``name(args, keyword=value)`` with attributes that differ from their defaults. The infix text
+of a forward graph of public ops parses back (:func:`symgrad.parse`) to the same graph.
+
+All walks are iterative. Infix text of a DAG with sharing can be exponentially long, so its
+size is computed first (linear, saturating); past :data:`INFIX_LIMIT` characters the text
+becomes a ``let`` listing that names shared and large subexpressions.
+
+Conventions (what does not round-trip through ``parse``): float32 constants print as plain
+numbers; constants with more than :data:`ARRAY_LIMIT` elements print as ``const(f64[...])``;
+internal ops (``index_add``, ...) print as calls the parser refuses; variables named ``pi``,
+``e``, ``inf`` or ``nan`` need ``shapes``/``dtypes`` to be read back as variables.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any, Union
+
+import numpy as np
+
+from .errors import SymgradError
+from .graph import Expr, Graph, Node, freeze
+from .ops.registry import REGISTRY, Op
+
+INFIX_LIMIT = 20_000  # characters of fully expanded infix text before the let fallback
+LINE_LIMIT = 200  # characters per binding in the let fallback
+ARRAY_LIMIT = 100  # elements of a constant printed inline
+DRAW_LIMIT = 2_000  # nodes draw() will lay out
+
+_ATOM = 100  # precedence of names, literals, calls and subscripts
+_UNARY = 13  # Python's unary minus: binds looser than ** on its left, tighter on its right
+_COMPARE = 6  # Python's comparisons: non-associative (a < b < c is a chain)
+_RIGHT_ASSOC = {"**"}
+_NAMED_CONSTANTS = {"pi": math.pi, "e": math.e}
+_SHORT_DTYPE = {"float64": "f64", "float32": "f32", "int64": "i64", "int32": "i32",
+                "bool": "bool"}
+
+# text, or (operand position, minimum precedence)
+Piece = Union[str, tuple[int, int]]  # noqa: UP007 (a runtime alias on 3.10)
+Form = tuple[int, list[Piece]]
+
+
+# -- infix ------------------------------------------------------------------------------
+
+
+def infix(expr: Expr) -> str:
+    """Readable infix text with minimal parentheses; parses back to the same graph.
+
+    Parameters
+    ----------
+    expr : Expr
+        The expression to print.
+
+    Returns
+    -------
+    str
+        Infix text, or a ``let ... in ...`` listing when the fully expanded text would be
+        longer than :data:`INFIX_LIMIT` characters (shared subexpressions repeat in infix).
+
+    Examples
+    --------
+    >>> import symgrad as sg
+    >>> a, b, c = sg.var("a"), sg.var("b"), sg.var("c")
+    >>> infix(a - (b - c))
+    'a - (b - c)'
+    >>> x = sg.var("x", shape=(3,))
+    >>> infix(-a ** 2 + sg.sum(sg.exp(a * x), keepdims=True))
+    '-a ** 2 + sum(exp(a * x), keepdims=True)'
+    """
+    graph, root = expr.graph, expr.node
+    order = graph.ancestors([root])
+    reserved = set(graph.variables)
+    forms = {i: node_form(graph, graph.nodes[i], reserved) for i in order}
+    if _expanded_size(graph, forms, order) <= INFIX_LIMIT:
+        return _emit(graph, forms, root, {})
+    return _let(graph, forms, order, root)
+
+
+def node_form(graph: Graph, n: Node, reserved: set[str] = frozenset()) -> Form:
+    """How node ``n`` prints: its precedence and its pieces (text and operand slots).
+
+    Examples
+    --------
+    >>> import symgrad as sg
+    >>> a, b = sg.var("a"), sg.var("b")
+    >>> f = a - b
+    >>> node_form(f.graph, f.data)   # left operand at precedence >= 11, right > 11
+    (11, [(0, 11), ' - ', (1, 12)])
+    """
+    if n.op == "var":
+        return _ATOM, [n.name]
+    if n.op == "const":
+        return const_text(n.attrs["value"], reserved)
+    op = REGISTRY[n.op]
+    if n.op == "index":
+        return _index_form(n)
+    if op.infix is not None and len(n.args) == 2 and not _reflected(graph, n, op):
+        symbol, prec = op.infix
+        left, right = prec, prec + 1
+        if symbol in _RIGHT_ASSOC:
+            left, right = prec + 1, _UNARY
+        elif prec == _COMPARE:
+            left = right = prec + 1
+        return prec, [(0, left), f" {symbol} ", (1, right)]
+    if op.infix is not None and len(n.args) == 1:
+        symbol, prec = op.infix
+        return prec, [symbol, (0, prec + 1)]  # -(-a), not --a
+    return _ATOM, _call_pieces(graph, n, op)
+
+
+def _reflected(graph: Graph, n: Node, op: Op) -> bool:
+    """``2 < x`` reads back as ``x > 2`` (Python reflects comparisons): print a call."""
+    return op.infix[1] == _COMPARE and graph.nodes[n.args[0]].op == "const"
+
+
+def const_text(value: np.ndarray, reserved: Iterable[str] = ()) -> Form:
+    """A constant as a literal the parser reads back: ``2.0``, ``-1``, ``pi``, ``[1.0, 2.0]``.
+
+    Returns ``(precedence, [text])``: negative numbers bind like unary minus.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> const_text(np.array(-2.5)), const_text(np.array(np.pi)), const_text(np.array([1, 2]))
+    ((13, ['-2.5']), (100, ['pi']), (100, ['[1, 2]']))
+    """
+    if value.ndim == 0:
+        v = value.item()
+        if isinstance(v, float):
+            for name, c in _NAMED_CONSTANTS.items():
+                if v == c and name not in reserved:
+                    return _ATOM, [name]
+            if math.isnan(v):
+                return _ATOM, ["nan"]
+            if math.isinf(v):
+                return (_ATOM, ["inf"]) if v > 0 else (_UNARY, ["-inf"])
+        text = repr(v)
+        return (_UNARY if text.startswith("-") else _ATOM), [text]
+    if value.size > ARRAY_LIMIT:
+        dims = ",".join(map(str, value.shape))
+        return _ATOM, [f"const({_SHORT_DTYPE.get(value.dtype.name, value.dtype.name)}[{dims}])"]
+    return _ATOM, [repr(value.tolist())]
+
+
+def _call_pieces(graph: Graph, n: Node, op: Op) -> list[Piece]:
+    """``name(operands, static, keyword=value)`` following the op's ``params``."""
+    if not op.attrs and len(op.params) == len(n.args):  # the common case, fast
+        return [f"{op.name}(", *_joined([(j, 0) for j in range(len(n.args))]), ")"]
+    parts: list[list[Piece]] = []
+    nargs, pos = len(n.args), 0
+    shown: set[str] = set()
+    for k, p in enumerate(op.params):
+        later = sum(1 for q in op.params[k + 1:] if not q.startswith(("=", "*", "[")))
+        if p.startswith("="):
+            if any(not q.startswith("=") for q in op.params[k + 1:]):
+                parts.append([_value_text(n.attrs.get(p[1:]))])  # must stay positional
+                shown.add(p[1:])
+        elif p.startswith(("*", "[")):
+            count = max(nargs - pos - later, 0)
+            slots: list[Piece] = [(pos + j, 0) for j in range(count)]
+            if p.startswith("*"):
+                parts.extend([s] for s in slots)
+            else:
+                parts.append(["[", *_joined(slots), "]"])
+            pos += count
+        elif pos < nargs:
+            parts.append([(pos, 0)])
+            pos += 1
+    parts.extend([(j, 0)] for j in range(pos, nargs))
+    parts.extend([f"{k}={text}"] for k, text in _keywords(graph, n, op, shown))
+    return [f"{op.name}(", *_joined(parts, flat=True), ")"]
+
+
+def _joined(items: list, flat: bool = False) -> list[Piece]:
+    out: list[Piece] = []
+    for k, item in enumerate(items):
+        if k:
+            out.append(", ")
+        out.extend(item if flat else [item])
+    return out
+
+
+def _keywords(graph: Graph, n: Node, op: Op, shown: set[str]) -> list[tuple[str, str]]:
+    """Attributes printed as keywords: those whose value is not equivalent to the default."""
+    if not op.attrs:
+        return []
+    shapes = tuple(graph.nodes[a].shape for a in n.args)
+    dtypes = tuple(graph.nodes[a].dtype for a in n.args)
+    out = []
+    for k, default in op.attrs.items():
+        if k in shown or k not in n.attrs:
+            continue
+        value = n.attrs[k]
+        if _equivalent(op, shapes, dtypes, n.attrs, k, default):
+            continue
+        if (isinstance(value, tuple) and len(value) == 1
+                and _equivalent(op, shapes, dtypes, n.attrs, k, value[0])):
+            value = value[0]
+        out.append((k, _value_text(value)))
+    return out
+
+
+def _equivalent(op: Op, shapes, dtypes, attrs: dict, key: str, value: Any) -> bool:
+    """Whether setting ``attrs[key] = value`` gives the same node after ``prepare``."""
+    if freeze(attrs[key]) == freeze(value):
+        return True
+    if op.prepare is None:
+        return False
+    try:
+        again = op.prepare(shapes, dtypes, {**attrs, key: value})
+    except Exception:  # the candidate is not valid for this node: not equivalent
+        return False
+    return freeze(again) == freeze(attrs)
+
+
+def _value_text(v: Any) -> str:
+    """An attribute value as source text (einsum specs in double quotes)."""
+    if isinstance(v, str) and '"' not in v and "\\" not in v and v.isprintable():
+        return f'"{v}"'
+    if isinstance(v, np.ndarray):
+        return f"<{_type(v.shape, v.dtype.name)} array>"
+    if isinstance(v, slice):
+        return _slice_text(v)
+    if isinstance(v, tuple) and any(isinstance(e, slice) for e in v):
+        return "(" + ", ".join(_slice_text(e) if isinstance(e, slice) else repr(e)
+                               for e in v) + ("," if len(v) == 1 else "") + ")"
+    return repr(v)
+
+
+def _slice_text(s: slice) -> str:
+    text = ":".join("" if p is None else str(p) for p in (s.start, s.stop))
+    return text if s.step is None else f"{text}:{s.step}"
+
+
+def _index_form(n: Node) -> Form:
+    """``x[key]`` with the key text of the indexing module; operands fill its slots."""
+    from .ops.indexing import key_source
+
+    marks = [f"\0{j}\0" for j in range(1, len(n.args))]
+    text = key_source(n.attrs["key"], marks, n.attrs.get("batch", 0))
+    pieces: list[Piece] = [(0, _ATOM), "["]
+    for k, part in enumerate(text.split("\0")):
+        if k % 2:
+            pieces.append((int(part), 0))
+        elif part:
+            pieces.append(part)
+    pieces.append("]")
+    return _ATOM, pieces
+
+
+def _expanded_size(graph: Graph, forms: dict[int, Form], order: list[int]) -> int:
+    """Length of the fully expanded text (saturating at ``INFIX_LIMIT + 1``)."""
+    cap = INFIX_LIMIT + 1
+    size: dict[int, int] = {}
+    for i in order:
+        args = graph.nodes[i].args
+        total = 2
+        for piece in forms[i][1]:
+            total += len(piece) if isinstance(piece, str) else size[args[piece[0]]]
+            if total >= cap:
+                total = cap
+                break
+        size[i] = total
+    return size[order[-1]] if order else 0
+
+
+def _emit(graph: Graph, forms: dict[int, Form], root: int, names: dict[int, str]) -> str:
+    """Expand ``root`` into text; nodes in ``names`` (other than root) print as names."""
+    out: list[str] = []
+    stack: list[Any] = [(root, 0)]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            out.append(item)
+            continue
+        i, min_prec = item
+        if i in names and i != root:
+            out.append(names[i])
+            continue
+        prec, pieces = forms[i]
+        args = graph.nodes[i].args
+        paren = prec < min_prec
+        if paren:
+            stack.append(")")
+        for piece in reversed(pieces):
+            stack.append(piece if isinstance(piece, str) else (args[piece[0]], piece[1]))
+        if paren:
+            stack.append("(")
+    return "".join(out)
+
+
+def _let(graph: Graph, forms: dict[int, Form], order: list[int], root: int) -> str:
+    """``let %1 = ...; ... in ...``: names shared subexpressions and long ones."""
+    uses: Counter[int] = Counter()
+    for i in order:
+        args = graph.nodes[i].args
+        uses.update(args[p[0]] for p in forms[i][1] if not isinstance(p, str))
+    names: dict[int, str] = {}
+    local: dict[int, int] = {}
+    for i in order:
+        args = graph.nodes[i].args
+        size = sum(len(p) if isinstance(p, str) else local[args[p[0]]] for p in forms[i][1])
+        if i != root and args and (uses[i] > 1 or size > LINE_LIMIT):
+            names[i] = f"%{len(names) + 1}"
+            size = len(names[i])
+        local[i] = size + 2
+    lines = ["let"]
+    lines.extend(f"  {names[i]} = {_emit(graph, forms, i, names)}" for i in order if i in names)
+    lines.append(f"in {_emit(graph, forms, root, names)}")
+    return "\n".join(lines)
+
+
+# -- listing ------------------------------------------------------------------------------
+
+
+def listing(graph_or_exprs: Graph | Expr | Sequence[Expr]) -> str:
+    """A jaxpr-style text listing: one line per node, adjoint nodes marked, outputs last.
+
+    Variables appear by name and small constants inline; each line is
+    ``v7:f64[4,3] = op operands attr=value``. Lines of the derivative subgraph end with
+    ``# adjoint of v3`` (the adjoint of forward node ``v3``) or ``# backprop of v3`` (an
+    intermediate built by ``v3``'s backprop rule). Given a Graph, every node is listed and
+    the outputs are the nodes nothing uses.
+
+    Examples
+    --------
+    >>> import symgrad as sg
+    >>> x = sg.var("x", shape=(3,))
+    >>> print(listing(sg.sum(sg.exp(x) * 2.0)))
+    inputs  x:f64[3]
+    v1:f64[3] = exp x
+    v3:f64[3] = multiply v1 2.0
+    v4:f64[] = sum v3 axis=(-1,) keepdims=False
+    outputs  v4
+    """
+    graph, ids, outputs = _select(graph_or_exprs)
+    nodes = graph.nodes
+    reserved = set(graph.variables)
+    made_for: dict[int, list[int]] = {}
+    for f, a in sorted(graph.adjoint_of.items()):
+        made_for.setdefault(a, []).append(f)
+    inline = {i: _inline(nodes[i], reserved) for i in ids
+              if nodes[i].op == "var" or (nodes[i].op == "const" and i not in made_for)}
+    inline = {i: t for i, t in inline.items() if t is not None}
+    lines = []
+    inputs = [f"{nodes[i].name}:{_type(nodes[i].shape, nodes[i].dtype)}"
+              for i in ids if nodes[i].op == "var"]
+    if inputs:
+        lines.append("inputs  " + "  ".join(inputs))
+    for i in ids:
+        if i in inline:
+            continue
+        n = nodes[i]
+        operands = " ".join(inline.get(a, f"v{a}") for a in n.args)
+        if n.op == "const":
+            attrs = _inline(n, reserved) or f"<{n.attrs['value'].size} values>"
+        else:
+            attrs = " ".join(f"{k}={_value_text(v)}" for k, v in n.attrs.items() if k != "batch")
+        line = f"v{i}:{_type(n.shape, n.dtype)} = {n.op}"
+        line += "".join(f" {part}" for part in (operands, attrs) if part)
+        if i in made_for:
+            line += "  # adjoint of " + ", ".join(_ref(nodes, f) for f in made_for[i])
+        elif n.role == "adjoint" and n.origin is not None:
+            line += f"  # backprop of {_ref(nodes, n.origin)}"
+        lines.append(line)
+    lines.append("outputs  " + "  ".join(inline.get(i, f"v{i}") for i in outputs))
+    return "\n".join(lines)
+
+
+def _inline(n: Node, reserved: set[str]) -> str | None:
+    if n.op == "var":
+        return n.name
+    value = n.attrs["value"]
+    return const_text(value, reserved)[1][0] if value.size <= 8 else None
+
+
+def _ref(nodes: list[Node], i: int) -> str:
+    return nodes[i].name if nodes[i].op == "var" else f"v{i}"
+
+
+def _type(shape: tuple[int, ...], dtype: str) -> str:
+    return f"{_SHORT_DTYPE.get(dtype, dtype)}[{','.join(map(str, shape))}]"
+
+
+def _select(obj: Graph | Expr | Sequence[Expr]) -> tuple[Graph, list[int], list[int]]:
+    """(graph, node ids to show in order, output ids) for a Graph or some Exprs."""
+    if isinstance(obj, Graph):
+        used = {a for n in obj.nodes for a in n.args}
+        outs = [n.id for n in obj.nodes if n.id not in used and n.op not in ("var", "const")]
+        return obj, list(range(len(obj.nodes))), outs
+    exprs = [obj] if isinstance(obj, Expr) else list(obj)
+    if not exprs or not all(isinstance(e, Expr) for e in exprs):
+        raise SymgradError("expected a Graph, an Expr or a non-empty list of Exprs")
+    graph = max((e.graph for e in exprs), key=len)
+    outs = [e.node if e.graph is graph else graph.import_node(e.graph, e.node) for e in exprs]
+    return graph, graph.ancestors(outs), outs
+
+
+# -- DOT ----------------------------------------------------------------------------------
+
+
+def to_dot(exprs: Graph | Expr | Sequence[Expr]) -> str:
+    """Graphviz DOT text of the forward graph and its derivative subgraph B.
+
+    Forward nodes sit in a ``forward`` cluster; adjoint nodes in an ``adjoint`` cluster,
+    filled and dashed. Operand edges are labelled with the operand position when a node has
+    more than one operand, and a dotted edge joins each forward node to its adjoint
+    (``graph.adjoint_of``). The text is deterministic.
+
+    Examples
+    --------
+    >>> import symgrad as sg
+    >>> x = sg.var("x")
+    >>> f = sg.sin(x) * x
+    >>> dot = to_dot([f, sg.grad(f, x)])
+    >>> dot.startswith("digraph symgrad {")
+    True
+    >>> "style=dotted" in dot and 'label="adjoint' in dot
+    True
+    """
+    graph, ids, outputs = _select(exprs)
+    nodes = graph.nodes
+    chosen = set(ids)
+    lines = ["digraph symgrad {", "  rankdir=TB;",
+             '  node [shape=box, style=rounded, fontname="Helvetica", fontsize=11];',
+             '  edge [fontname="Helvetica", fontsize=9];']
+    for role, title, style in (("forward", "forward", "color=gray70"),
+                               ("adjoint", "adjoint (B)", "style=dashed, color=firebrick")):
+        members = [i for i in ids if nodes[i].role == role]
+        if not members:
+            continue
+        lines.append(f"  subgraph cluster_{role} {{")
+        lines.append(f'    label="{title}"; {style};')
+        lines.extend(f"    {_dot_node(graph, nodes[i], i in outputs)}" for i in members)
+        lines.append("  }")
+    for i in ids:
+        args = nodes[i].args
+        for k, a in enumerate(args):
+            label = f' [label="{k}"]' if len(args) > 1 else ""
+            lines.append(f"  n{a} -> n{i}{label};")
+    for f, a in sorted(graph.adjoint_of.items()):
+        if f in chosen and a in chosen:
+            lines.append(f"  n{f} -> n{a} [style=dotted, color=royalblue, constraint=false, "
+                         'arrowhead=open, label="adjoint"];')
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def _dot_node(graph: Graph, n: Node, is_output: bool) -> str:
+    if n.op == "var":
+        label, shape = n.name, "ellipse"
+    elif n.op == "const":
+        label, shape = _clip(const_text(n.attrs["value"], set(graph.variables))[1][0]), "plain"
+    else:
+        attrs = ", ".join(f"{k}={_value_text(v)}" for k, v in n.attrs.items() if k != "batch")
+        label, shape = n.op + (f"\n{_clip(attrs)}" if attrs else ""), "box"
+    label += f"\nv{n.id}: {_type(n.shape, n.dtype)}"
+    extra = ', style="filled,dashed", fillcolor="#fde0dc"' if n.role == "adjoint" else ""
+    if is_output:
+        extra += ", penwidth=2"
+    return f'n{n.id} [label="{_escape(label)}", shape={shape}{extra}];'
+
+
+def _clip(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _escape(text: str) -> str:
+    """Text safe inside a double-quoted DOT string."""
+    text = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return "".join(c if c.isprintable() else "?" for c in text)
+
+
+# -- drawing ------------------------------------------------------------------------------
+
+
+def draw(exprs: Graph | Expr | Sequence[Expr], path: str = "graph.png") -> str:
+    """Draw the graph (forward and adjoint nodes) to an image file with matplotlib.
+
+    Nodes are placed in layers by longest path from the inputs; adjoint nodes are drawn in
+    a different colour and dotted lines join forward nodes to their adjoints.
+
+    Parameters
+    ----------
+    exprs : Graph, Expr or list of Expr
+        What to draw.
+    path : str
+        The output file; its suffix picks the format (``.png``, ``.svg``, ``.pdf``).
+
+    Returns
+    -------
+    str
+        ``path``.
+
+    Examples
+    --------
+    >>> import symgrad as sg, tempfile, os
+    >>> x = sg.var("x")
+    >>> out = os.path.join(tempfile.mkdtemp(), "g.png")
+    >>> draw(sg.grad(sg.exp(x) * x, x), out) == out  # doctest: +SKIP
+    True
+    """
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise SymgradError(
+            "draw() needs matplotlib (pip install 'symgrad[plot]'); "
+            "or write DOT text with sg.to_dot(exprs) and render it with Graphviz"
+        ) from None
+    graph, ids, outputs = _select(exprs)
+    if len(ids) > DRAW_LIMIT:
+        raise SymgradError(f"draw() lays out at most {DRAW_LIMIT} nodes; this graph has "
+                           f"{len(ids)}: use sg.to_dot(exprs) with Graphviz instead")
+    pos = _layered_positions(graph, ids)
+    width = max((x for x, _ in pos.values()), default=1.0) + 1
+    height = max((-y for _, y in pos.values()), default=1.0) + 1
+    fig = Figure(figsize=(min(2 + 1.6 * width, 60), min(2 + 1.0 * height, 60)))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    ax.set_axis_off()
+    _draw_edges(ax, graph, ids, pos)
+    _draw_nodes(ax, graph, ids, pos, set(outputs))
+    ax.set_xlim(-1, width)
+    ax.set_ylim(-height, 1)
+    fig.savefig(path, bbox_inches="tight")
+    return path
+
+
+def _layered_positions(graph: Graph, ids: list[int]) -> dict[int, tuple[float, float]]:
+    layer: dict[int, int] = {}
+    for i in ids:  # ids ascend: a topological order
+        args = graph.nodes[i].args
+        layer[i] = 1 + max((layer[a] for a in args), default=-1)
+    rows: dict[int, list[int]] = {}
+    for i in ids:
+        rows.setdefault(layer[i], []).append(i)
+    widest = max(len(r) for r in rows.values())
+    pos = {}
+    for depth, row in rows.items():
+        offset = (widest - len(row)) / 2
+        for k, i in enumerate(row):
+            pos[i] = (offset + k, -float(depth))
+    return pos
+
+
+def _draw_edges(ax, graph: Graph, ids: list[int], pos) -> None:
+    for i in ids:
+        for a in set(graph.nodes[i].args):
+            ax.annotate("", xy=pos[i], xytext=pos[a],
+                        arrowprops={"arrowstyle": "->", "color": "0.45", "lw": 0.8,
+                                    "shrinkA": 12, "shrinkB": 12})
+    chosen = set(ids)
+    for f, a in sorted(graph.adjoint_of.items()):
+        if f in chosen and a in chosen:
+            ax.annotate("", xy=pos[a], xytext=pos[f],
+                        arrowprops={"arrowstyle": "->", "color": "royalblue", "lw": 0.8,
+                                    "linestyle": ":", "connectionstyle": "arc3,rad=0.25",
+                                    "shrinkA": 12, "shrinkB": 12})
+
+
+def _draw_nodes(ax, graph: Graph, ids: list[int], pos, outputs: set[int]) -> None:
+    reserved = set(graph.variables)
+    for i in ids:
+        n = graph.nodes[i]
+        if n.op == "var":
+            text = n.name
+        elif n.op == "const":
+            text = _clip(const_text(n.attrs["value"], reserved)[1][0], 16)
+        else:
+            text = n.op
+        colour = "#fde0dc" if n.role == "adjoint" else ("#dbe9f6" if n.op != "var" else "white")
+        ax.text(*pos[i], f"{text}\nv{i}", ha="center", va="center", fontsize=8,
+                bbox={"boxstyle": "round", "fc": colour, "ec": "black",
+                      "lw": 2.0 if i in outputs else 0.8,
+                      "ls": "--" if n.role == "adjoint" else "-"})
+
+
+__all__ = ["infix", "listing", "to_dot", "draw", "node_form", "const_text"]

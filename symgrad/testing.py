@@ -1,0 +1,363 @@
+"""Gradient checking: symbolic derivatives against float64 central finite differences.
+
+:func:`check_grads` is the method of JAX's and autograd's checkers: draw a random cotangent
+``u`` (shape of ``f``) and a random direction ``v`` (shape of a ``wrt`` variable), and
+compare the symbolic vector-Jacobian product contracted with ``v``, ``<v, vjp(f, x, u)>``,
+with the central difference of ``<u, f(x + h v)>`` in ``h``. One reverse pass and two
+forward evaluations check any shape. Order ``k`` recurses: the symbolic VJP graph is
+itself checked the same way, so order 2 tests the derivative of the derivative graph.
+
+:func:`numeric_jacobian` is the element-by-element finite-difference Jacobian (for small
+inputs, where it localises a wrong entry), and :func:`random_expressions` is a hypothesis
+strategy for random well-typed expressions built from the op registry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .derivatives import Wrt, _resolve, vjp
+from .errors import InputError, SymgradError
+from .evaluate import evaluate
+from .graph import Expr, build
+from .ops.registry import REGISTRY, F, Op
+from .shapes import broadcast, fmt, is_float
+
+# Central differences have truncation error ~h^2 |f'''| and rounding error ~eps_mach |f| / h;
+# the sum is smallest near h = eps_mach^(1/3) ~ 6e-6 (relative to the size of x). h = 1e-5
+# gives a difference quotient good to ~1e-10 relative on smooth functions, so rtol = 1e-5
+# at order 1 leaves five orders of margin while still catching any wrong rule (a wrong
+# rule is off by O(1)). Each further order differentiates a larger graph whose values have
+# a wider dynamic range, so the default rtol loosens tenfold per order.
+DEFAULT_EPS = 1e-5
+DEFAULT_RTOL = 1e-5
+DEFAULT_ATOL = 1e-8
+_EPS_MACH = np.finfo(np.float64).eps
+
+
+class GradientCheckError(SymgradError, AssertionError):
+    """A symbolic derivative that disagrees with finite differences (or is not finite)."""
+
+
+def check_grads(
+    f: Expr,
+    wrt: Wrt | Sequence[Wrt],
+    at: Mapping[Any, Any],
+    order: int = 2,
+    *,
+    eps: float = DEFAULT_EPS,
+    rtol: float | None = None,
+    atol: float | None = None,
+    seed: int = 0,
+) -> None:
+    """Check the symbolic derivatives of ``f`` against finite differences, up to ``order``.
+
+    Parameters
+    ----------
+    f
+        Scalar or tensor expression (float).
+    wrt
+        One variable or a list of them (Exprs or names); each is checked separately so a
+        failure names it.
+    at
+        Input values, keyed by variable name or variable Expr (all of ``f``'s inputs).
+    order
+        1 checks the gradient; 2 also checks the derivative of the gradient graph, etc.
+    eps
+        Finite-difference step, scaled by ``max(1, max |x|)``.
+    rtol, atol
+        Tolerances on each directional derivative. ``rtol`` defaults to ``1e-5`` at order 1
+        and ten times looser per further order; ``atol`` defaults to ``1e-8``. An estimate
+        of the rounding error of the difference quotient is always added.
+    seed
+        Seed of the random cotangents and directions.
+
+    Raises
+    ------
+    GradientCheckError
+        Naming the variable, the order, and the symbolic and numeric values.
+
+    Examples
+    --------
+    >>> import symgrad as sg
+    >>> x, W = sg.var("x", shape=(3,)), sg.var("W", shape=(2, 3))
+    >>> f = sg.tanh(W @ x) * 2.0
+    >>> at = {"x": [0.1, -0.4, 0.3], "W": [[1.0, 2.0, 0.5], [-1.0, 0.3, 0.2]]}
+    >>> sg.check_grads(f, [x, W], at, order=2)   # passes silently
+    >>> sg.check_grads(sg.sin(x), x, {"x": [3.0, 4.0, 5.0]}, order=1)
+    """
+    if isinstance(order, bool) or not isinstance(order, int) or order < 1:
+        raise ValueError(f"order must be a positive int, got {order!r}")
+    if not isinstance(f, Expr):
+        raise TypeError(f"check_grads needs a symgrad expression, got {type(f).__name__}")
+    many = isinstance(wrt, (list, tuple))
+    targets = [_resolve(f, w) for w in (wrt if many else [wrt])]
+    inputs = _inputs(at)
+    for w in targets:
+        if w.name not in inputs:
+            raise InputError(f"check_grads: no value given for variable '{w.name}'")
+        if w.dtype != "float64":
+            raise SymgradError(f"check_grads needs float64 variables (finite differences in "
+                               f"{w.dtype} are too coarse); '{w.name}' is {w.dtype}")
+    rng = np.random.default_rng(seed)
+    stack = [(f, 1, "f")]
+    try:
+        while stack:  # iterative over orders: each entry is one function to check
+            g, level, what = stack.pop()
+            derivs = _check_one(g, targets, inputs, level, what, eps, rtol, atol, rng)
+            if level < order:
+                for w, d in zip(targets, derivs):
+                    stack.append((d, level + 1, f"d({what})/d{w.name}"))
+    except GradientCheckError as e:
+        text = str(f)
+        text = text if len(text) <= 120 else text[:117] + "..."
+        raise GradientCheckError(f"{e}\n  where f = {text}") from None
+
+
+def _check_one(f, targets, inputs, level, what, eps, rtol, atol, rng) -> tuple[Expr, ...]:
+    """Check every target's directional derivative of ``f``; return the VJP Exprs."""
+    if not is_float(f.dtype):
+        raise GradientCheckError(f"{what} has dtype {f.dtype}; only float outputs have gradients")
+    u = rng.standard_normal(f.shape)
+    derivs = vjp(f, list(targets), Expr(f.graph, f.graph.const(u)))
+    for w, d in zip(targets, derivs):
+        if d.shape != w.shape or d.dtype != w.dtype:
+            raise GradientCheckError(
+                f"order {level}: the derivative of {what} with respect to '{w.name}' has shape "
+                f"{fmt(d.shape)} and dtype {d.dtype}; the variable has {fmt(w.shape)} {w.dtype}"
+            )
+    values = evaluate(list(derivs), inputs)
+    rtol = DEFAULT_RTOL * 10.0 ** (level - 1) if rtol is None else rtol
+    atol = DEFAULT_ATOL if atol is None else atol
+    for w, d in zip(targets, values):
+        v = rng.standard_normal(w.shape)
+        symbolic = float(np.sum(v * d))
+        numeric, noise = _directional(f, u, w.name, v, inputs, eps)
+        scale = max(abs(symbolic), abs(numeric), float(np.sum(np.abs(v * d))))
+        if not (np.isfinite(symbolic) and np.isfinite(numeric)):
+            bad = "symbolic" if not np.isfinite(symbolic) else "numeric"
+            raise GradientCheckError(
+                f"order {level}: the {bad} derivative of {what} with respect to '{w.name}' is "
+                f"not finite (symbolic {symbolic!r}, numeric {numeric!r}); is the point inside "
+                "the function's domain?"
+            )
+        if abs(symbolic - numeric) > atol + rtol * scale + noise:
+            raise GradientCheckError(
+                f"order {level}: the derivative of {what} with respect to '{w.name}' disagrees "
+                f"with finite differences along a random direction: symbolic {symbolic!r}, "
+                f"numeric {numeric!r} (difference {abs(symbolic - numeric):.3g}, allowed "
+                f"{atol + rtol * scale + noise:.3g})"
+            )
+    return derivs
+
+
+def _directional(f, u, name, v, inputs, eps) -> tuple[float, float]:
+    """Central difference of ``<u, f>`` along ``v`` in variable ``name``, and its rounding
+    error estimate (a few ulps of the evaluated terms, divided by the step)."""
+    x = inputs[name]
+    h = eps * max(1.0, float(np.max(np.abs(x), initial=0.0)))
+    plus = np.asarray(evaluate(f, {**inputs, name: x + h * v}), dtype=np.float64)
+    minus = np.asarray(evaluate(f, {**inputs, name: x - h * v}), dtype=np.float64)
+    numeric = float(np.sum(u * plus) - np.sum(u * minus)) / (2.0 * h)
+    noise = 16.0 * _EPS_MACH * float(np.sum(np.abs(u * plus)) + np.sum(np.abs(u * minus))) / h
+    return numeric, noise
+
+
+def numeric_jacobian(
+    f: Expr, wrt: Wrt, at: Mapping[Any, Any], eps: float = DEFAULT_EPS
+) -> np.ndarray:
+    """The finite-difference Jacobian of ``f`` with respect to one variable, entry by entry.
+
+    Shape ``f.shape + wrt.shape``. Costs two evaluations per element of ``wrt``: for small
+    inputs, where the full matrix localises a wrong entry.
+
+    >>> import symgrad as sg
+    >>> x = sg.var("x", shape=(2,))
+    >>> J = numeric_jacobian(x * x, x, {"x": [1.0, 3.0]})
+    >>> np.round(J, 6)
+    array([[2., 0.],
+           [0., 6.]])
+    """
+    w = _resolve(f, wrt)
+    inputs = _inputs(at)
+    x = inputs[w.name]
+    h = eps * max(1.0, float(np.max(np.abs(x), initial=0.0)))
+    out = np.zeros(f.shape + w.shape)
+    for k in np.ndindex(*w.shape):
+        step = np.zeros(w.shape)
+        step[k] = h
+        plus = evaluate(f, {**inputs, w.name: x + step})
+        minus = evaluate(f, {**inputs, w.name: x - step})
+        out[(Ellipsis, *k)] = (np.asarray(plus) - np.asarray(minus)) / (2.0 * h)
+    return out
+
+
+def _inputs(at: Mapping[Any, Any]) -> dict[str, Any]:
+    """Inputs keyed by name; float values as float64 arrays (so they can be perturbed)."""
+    if not isinstance(at, Mapping):
+        raise TypeError(f"at must be a dict of input values, got {type(at).__name__}")
+    out = {}
+    for k, value in at.items():
+        name = k.name if isinstance(k, Expr) else k
+        arr = np.asarray(value)
+        out[name] = arr.astype(np.float64) if arr.dtype.kind == "f" else arr
+    return out
+
+
+# -- random expressions (hypothesis) --------------------------------------------------------
+
+DEFAULT_SHAPES: dict[str, tuple[int, ...]] = {"x": (), "v": (3,), "M": (2, 3)}
+
+
+@dataclass
+class RandomCase:
+    """A random expression with its inputs: ``expr``, ``inputs`` (name -> array), ``wrt``
+    (the variable names it uses) and ``steps`` (how it was built, for failure reports)."""
+
+    expr: Expr
+    inputs: dict[str, np.ndarray]
+    wrt: list[str]
+    steps: list[str] = field(default_factory=list)
+
+    def __repr__(self) -> str:
+        values = ", ".join(f"{k}={np.array2string(v, precision=17)}"
+                           for k, v in self.inputs.items())
+        return "RandomCase(\n  " + "\n  ".join(self.steps) + f"\n  at {values}\n)"
+
+
+def smooth_ops() -> list[Op]:
+    """Registry ops usable in random expressions: differentiable elementwise ops (arity 1
+    or 2, no ``examples``, a sampling ``domain``)."""
+    return [op for op in REGISTRY.values()
+            if op.differentiable and op.public and op.examples is None
+            and op.domain is not None and op.arity in (1, 2)]
+
+
+def comparison_ops() -> list[Op]:
+    """Registry ops that compare two floats elementwise into a boolean (for ``where``)."""
+    out = []
+    for op in REGISTRY.values():
+        if op.arity == 2 and not op.differentiable and op.public:
+            try:
+                if op.infer(((), ()), ("float64", "float64"), dict(op.attrs))[1] == "bool":
+                    out.append(op)
+            except SymgradError:
+                pass
+    return out
+
+
+def _into_domain(t: Expr, domain: tuple[float, float]) -> Expr:
+    """Map any real ``t`` strictly inside ``domain`` (mid + 0.95 half tanh t)."""
+    lo, hi = domain
+    return F.tanh(t) * (0.475 * (hi - lo)) + 0.5 * (lo + hi)
+
+
+def random_expressions(
+    max_steps: int = 6,
+    shapes: Mapping[str, tuple[int, ...]] | None = None,
+    ops: Sequence[Op] | None = None,
+    where: bool = True,
+):
+    """A hypothesis strategy of :class:`RandomCase`: random well-typed expressions.
+
+    An expression is a short program over the variables of ``shapes`` (default: a scalar
+    ``x``, a vector ``v`` of 3 and a 2x3 matrix ``M``): each step applies a registry op to
+    values already built (so subterms are shared), mapping every operand into the op's
+    ``domain`` first. Steps also use ``where`` with a comparison, ``sum`` and ``@`` when
+    registered; a step whose operand shapes do not fit is skipped. Input values are drawn
+    in [-2, 2].
+
+    Kinks (``maximum`` ties, ``where`` switching) make finite differences meaningless at
+    some points; pass ``ops`` without ``maximum``/``minimum`` and ``where=False`` for
+    expressions that are smooth everywhere.
+
+    >>> import symgrad as sg
+    >>> from hypothesis import given, settings
+    >>> smooth = [REGISTRY[n] for n in ("add", "multiply", "tanh", "exp", "log")]
+    >>> @settings(max_examples=5, deadline=None, derandomize=True)
+    ... @given(random_expressions(ops=smooth, where=False))
+    ... def test(case):
+    ...     if case.wrt:
+    ...         check_grads(sg.sin(case.expr), case.wrt, case.inputs, order=1)
+    >>> test()
+    """
+    from hypothesis import strategies as st
+    from hypothesis.extra import numpy as hnp
+
+    shapes = dict(DEFAULT_SHAPES if shapes is None else shapes)
+    pool_ops = list(smooth_ops() if ops is None else ops)
+    compares = comparison_ops()
+    extras = [n for n in ("sum", "matmul") if n in REGISTRY]
+    use_where = where and "where" in REGISTRY and compares
+    kinds = ["op"] * 4 + (["where"] if use_where else []) + extras
+
+    @st.composite
+    def strategy(draw: Callable) -> RandomCase:
+        from . import var
+
+        names = list(shapes)
+        pool: list[Expr] = [var(n, shapes[n]) for n in names]
+        labels = list(names)
+        steps: list[str] = []
+        out = pool[0]
+        wanted = draw(st.integers(1, max_steps))
+        for _ in range(4 * wanted):
+            if len(steps) == wanted:
+                break
+            pick = st.integers(0, len(pool) - 1)
+            if draw(st.integers(0, 5)) == 0:  # sometimes a constant operand
+                c = draw(st.floats(-2.0, 2.0, allow_nan=False, width=64))
+                pool.append(_const(c))
+                labels.append(repr(c))
+                continue
+            kind = draw(st.sampled_from(kinds))
+            try:
+                out, text = _step(draw, kind, pool, labels, pick, pool_ops, compares)
+            except SymgradError:  # shapes that do not fit this op: skip the step
+                continue
+            labels.append(f"t{len(pool)}")
+            steps.append(f"t{len(pool)} = {text}")
+            pool.append(out)
+        nodes = out.graph.nodes
+        used = [nodes[i].name for i in out.graph.ancestors([out.node]) if nodes[i].op == "var"]
+        inputs = {n: draw(hnp.arrays(np.float64, shapes[n],
+                                     elements=st.floats(-2.0, 2.0, allow_nan=False, width=64)))
+                  for n in names}
+        return RandomCase(out, inputs, used, steps or [f"t = {labels[0]}"])
+
+    return strategy()
+
+
+def _const(c: float) -> Expr:
+    from .graph import const
+
+    return const(c)
+
+
+def _step(draw, kind, pool, labels, pick, ops, compares) -> tuple[Expr, str]:
+    """One random step: returns the new Expr and a text describing it."""
+    from hypothesis import strategies as st
+
+    i = draw(pick)
+    if kind == "sum":
+        axis = draw(st.sampled_from([None, -1, 0])) if pool[i].ndim else None
+        return F.sum(pool[i], axis=axis), f"sum({labels[i]}, axis={axis})"
+    if kind == "matmul":
+        j = draw(pick)
+        return F.matmul(pool[i], pool[j]), f"{labels[i]} @ {labels[j]}"
+    if kind == "where":
+        cmp = draw(st.sampled_from(compares))
+        j, k, m = draw(pick), draw(pick), draw(pick)
+        cond = build(cmp, [pool[i], pool[j]], dict(cmp.attrs))
+        broadcast("where", cond.shape, pool[k].shape, pool[m].shape)
+        text = f"where({cmp.name}({labels[i]}, {labels[j]}), {labels[k]}, {labels[m]})"
+        return F.where(cond, pool[k], pool[m]), text
+    op = draw(st.sampled_from(ops))
+    idx = [i] + [draw(pick) for _ in range(op.arity - 1)]
+    operands = [_into_domain(pool[a], op.domain) for a in idx]
+    text = f"{op.name}(" + ", ".join(f"in{op.domain}({labels[a]})" for a in idx) + ")"
+    return build(op, operands, dict(op.attrs)), text

@@ -1,0 +1,27 @@
+"""Shared test setup: a seeded ``rng`` fixture and the hypothesis profiles."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+# Modest example counts and no deadline: graph building is Python, and CI has two cores
+# shared with other test files. `HYPOTHESIS_PROFILE=thorough pytest` runs many more.
+settings.register_profile(
+    "default", max_examples=40, deadline=None, derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+settings.register_profile(
+    "thorough", max_examples=1000, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    """A NumPy generator with a fixed seed: every run draws the same numbers."""
+    return np.random.default_rng(20240601)

@@ -1,0 +1,173 @@
+"""The ``symgrad`` command, run as ``python -m symgrad`` in a subprocess (and in-process for
+the option parsers): every subcommand, and user mistakes exit 2 without a traceback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import symgrad as sg
+from symgrad.cli import UsageError, main, parse_dtypes, parse_shapes, parse_values
+
+REPO = Path(__file__).resolve().parents[1]
+NETWORK = "-log_softmax(V @ tanh(W @ x + b) + g)[y]"
+NET_SHAPES = ["--shape", "W=4x3,x=3,b=4", "--shape", "V=2x4", "--shape", "g=2"]
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "symgrad", *args], capture_output=True,
+                          text=True, cwd=cwd or REPO, env=env, timeout=300)
+
+
+def assert_user_error(proc: subprocess.CompletedProcess, *fragments: str) -> None:
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    assert proc.stdout == ""
+    for frag in fragments:
+        assert frag in proc.stderr, proc.stderr
+
+
+def _load(path: Path, name: str = "f"):
+    ns: dict = {}
+    exec(compile(path.read_text(), str(path), "exec"), ns)  # the command's own output
+    return ns[name]
+
+
+# -- subcommands ------------------------------------------------------------------------------
+
+
+def test_grad_prints_one_line_per_variable():
+    proc = run("grad", "x * y + sin(x)", "--wrt", "x,y")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert [ln.split(" = ")[0] for ln in lines] == ["d/dx", "d/dy"]
+    # The printed derivatives are expressions again: check their values.
+    dx = sg.parse(lines[0].split(" = ", 1)[1])
+    dy = sg.parse(lines[1].split(" = ", 1)[1])
+    at = {"x": 0.7, "y": -1.3}
+    assert sg.evaluate(dx, at) == pytest.approx(np.cos(0.7) - 1.3, rel=1e-15)
+    assert sg.evaluate(dy, at) == pytest.approx(0.7, rel=1e-15)
+
+
+def test_source_network_module(tmp_path):
+    out = tmp_path / "net.py"
+    proc = run("source", NETWORK, "--wrt", "W,b,V,g", *NET_SHAPES, "--dtype", "y=int64",
+               "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text()
+    assert "import numpy as np" in text and "def f(V, W, b, g, x, y):" in text
+    assert "return value, dW, db, dV, dg" in text
+    rng = np.random.default_rng(0)
+    shapes = {"V": (2, 4), "W": (4, 3), "b": (4,), "g": (2,), "x": (3,)}
+    inputs = {k: rng.normal(size=s) for k, s in shapes.items()}
+    inputs["y"] = np.int64(0)
+    got = _load(out)(*[inputs[k] for k in ("V", "W", "b", "g", "x", "y")])
+    f = sg.parse(NETWORK, shapes=shapes, dtypes={"y": "int64"})
+    want = sg.evaluate([f, *sg.grad(f, ["W", "b", "V", "g"])], inputs)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_source_hessian_and_simplify(tmp_path):
+    out = tmp_path / "h.py"
+    proc = run("source", "sum(exp(x) * x) + x[0] * x[1]", "--shape", "x=3", "--hessian",
+               "--simplify", "--name", "newton", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    value, dx, hess = _load(out, "newton")(np.array([0.1, 0.2, -0.3]))
+    v = np.array([0.1, 0.2, -0.3])
+    ref_h = np.diag(np.exp(v) * (v + 2)) + np.array([[0, 1, 0], [1, 0, 0], [0, 0, 0]])
+    np.testing.assert_allclose(value, np.sum(np.exp(v) * v) + v[0] * v[1], rtol=1e-14)
+    np.testing.assert_allclose(dx, np.exp(v) * (v + 1) + [v[1], v[0], 0], rtol=1e-14)
+    np.testing.assert_allclose(hess, ref_h, rtol=1e-14, atol=1e-15)
+
+
+def test_source_to_stdout_scalar_shape():
+    proc = run("source", "s * t", "--shape", "s=", "--wrt", "s")
+    assert proc.returncode == 0, proc.stderr
+    assert "def f(s, t):" in proc.stdout and "return value, ds" in proc.stdout
+
+
+def test_dot_includes_gradient_nodes():
+    proc = run("dot", "x * y + sin(x)", "--wrt", "x")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.lstrip().startswith("digraph")
+    assert proc.stdout.rstrip().endswith("}")
+    assert "cos" in proc.stdout  # the derivative's node is part of the picture
+
+
+def test_explain_prints_the_notes_table():
+    proc = run("explain", "x1 * x2 + sin(x1)", "--at", "x1=2,x2=3")
+    assert proc.returncode == 0, proc.stderr
+    assert "Forward pass" in proc.stdout and "Backward pass" in proc.stdout
+    # d/dx1 = x2 + cos(x1) = 3 + cos(2) = 2.58385
+    assert "2.58385" in proc.stdout
+
+
+def test_demo_runs(tmp_path):
+    proc = run("demo", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip()
+
+
+def test_help_everywhere():
+    for args in ([], ["grad"], ["source"], ["dot"], ["explain"], ["demo"]):
+        proc = run(*args, "--help")
+        assert proc.returncode == 0, proc.stderr
+        assert "usage: symgrad" in proc.stdout
+
+
+# -- user mistakes: exit 2, one message, no traceback ----------------------------------------
+
+
+def test_parse_error_exits_2_with_caret():
+    assert_user_error(run("grad", "x ** 2 +", "--wrt", "x"), "error", "^")
+
+
+def test_bad_shape_syntax_exits_2():
+    assert_user_error(run("source", "sum(x)", "--shape", "x=3y"), "--shape", "NAME=4x3")
+
+
+def test_unknown_wrt_and_non_scalar_exit_2():
+    assert_user_error(run("grad", "x * y", "--wrt", "z"), "'z'")
+    assert_user_error(run("grad", "x * 2", "--shape", "x=3", "--wrt", "x"), "jacobian")
+
+
+def test_shape_mismatch_and_bad_at_exit_2(capsys):
+    assert main(["source", "W @ x", "--shape", "W=2x3,x=4"]) == 2
+    assert main(["explain", "x * y", "--at", "x=__import__('os')"]) == 2
+    assert main(["source", "x", "--dtype", "x=complex128"]) == 2
+    assert main(["source", "x", "--name", "lambda"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.count("error:") == 4
+
+
+def test_unwritable_output_exits_2(tmp_path, capsys):
+    assert main(["source", "x * x", "-o", str(tmp_path / "missing" / "f.py")]) == 2
+    assert "cannot write" in capsys.readouterr().err
+
+
+def test_argparse_mistakes_exit_2():
+    proc = run("frobnicate")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+# -- option parsers ---------------------------------------------------------------------------
+
+
+def test_option_parsers():
+    assert parse_shapes(["W=4x3", "x=3,s=", "u=()"]) == {"W": (4, 3), "x": (3,), "s": (),
+                                                         "u": ()}
+    assert parse_dtypes(["y=int64"]) == {"y": "int64"}
+    assert parse_values(["a=1,b=[1, 2],c=-2.5e3"]) == {"a": 1, "b": [1, 2], "c": -2500.0}
+    for bad in (["W=4*3"], ["=3"], ["3=3"], ["W"]):
+        with pytest.raises(UsageError):
+            parse_shapes(bad)
+    for bad in (["x=open('f')"], ["x"], ["x=True"], ["x='a'"]):
+        with pytest.raises(UsageError):
+            parse_values(bad)
