@@ -23,7 +23,7 @@ import numpy as np
 from .derivatives import Wrt, _resolve, vjp
 from .errors import InputError, SymgradError
 from .evaluate import evaluate
-from .graph import Expr, build
+from .graph import Expr, Graph, build
 from .ops.registry import REGISTRY, F, Op
 from .shapes import broadcast, fmt, is_float
 
@@ -95,6 +95,7 @@ def check_grads(
     if not isinstance(f, Expr):
         raise TypeError(f"check_grads needs a symgrad expression, got {type(f).__name__}")
     many = isinstance(wrt, (list, tuple))
+    f = _private_copy(f)  # the checks add nodes and transforms: keep the caller's graph as is
     targets = [_resolve(f, w) for w in (wrt if many else [wrt])]
     inputs = _inputs(at)
     for w in targets:
@@ -116,6 +117,11 @@ def check_grads(
         text = str(f)
         text = text if len(text) <= 120 else text[:117] + "..."
         raise GradientCheckError(f"{e}\n  where f = {text}") from None
+
+
+def _private_copy(f: Expr) -> Expr:
+    graph = Graph()
+    return Expr(graph, graph.import_node(f.graph, f.node))
 
 
 def _check_one(f, targets, inputs, level, what, eps, rtol, atol, rng) -> tuple[Expr, ...]:

@@ -278,7 +278,8 @@ def test_source_equals_impl_on_special_values(name):
     x = np.array([[-np.inf, -np.inf, -np.inf], [1000.0, 0.0, -1000.0], [np.inf, 0.0, 1.0]])
     out = getattr(sg, name)(sg.var("x", shape=(3, 3)), axis=-1)
     with np.errstate(all="ignore"):
-        got = eval(_source_of(REGISTRY[name], ["x"], out.data.attrs), {**REGISTRY[name].namespace(), "x": x})  # noqa: S307
+        text = _source_of(REGISTRY[name], ["x"], out.data.attrs)
+        got = eval(text, {**REGISTRY[name].namespace(), "x": x})  # noqa: S307
         want = REGISTRY[name].impl(x, **out.data.attrs)
     np.testing.assert_array_equal(got, want)
 

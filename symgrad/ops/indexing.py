@@ -415,7 +415,8 @@ def _examples_scatter(rng):
 register(Op(
     name="index_add", arity=None, params=("g", "*indices"), attrs={"key": (), "shape": None},
     prepare=_scatter_prepare, infer=_scatter_infer, impl=_scatter_impl,
-    source=_scatter_source, helpers=(_sg_index_add,), backprop=_scatter_rule, examples=_examples_scatter, public=False,
+    source=_scatter_source, helpers=(_sg_index_add,), backprop=_scatter_rule,
+    examples=_examples_scatter, public=False,
     domain=None,
     doc="zeros of `shape` with g added at [key] (np.add.at: duplicate indices accumulate)",
 ))

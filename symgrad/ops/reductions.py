@@ -216,12 +216,14 @@ register(Op(
 register(Op(
     name="softmax", arity=1, params=("x", "=axis"), attrs={"axis": -1},
     prepare=_prepare_one_axis("softmax"), infer=_one_axis_infer, impl=_sg_softmax,
-    source="_sg_softmax({0}, {axis!r})", helpers=(_sg_softmax,), backprop=_softmax_rule, examples=_one_axis_examples,
+    source="_sg_softmax({0}, {axis!r})", helpers=(_sg_softmax,), backprop=_softmax_rule,
+    examples=_one_axis_examples,
     doc="exp(x) / sum(exp(x), axis) computed stably (the maximum is subtracted first)",
 ))
 register(Op(
     name="log_softmax", arity=1, params=("x", "=axis"), attrs={"axis": -1},
     prepare=_prepare_one_axis("log_softmax"), infer=_one_axis_infer, impl=_sg_log_softmax,
-    source="_sg_log_softmax({0}, {axis!r})", helpers=(_sg_log_softmax,), backprop=_log_softmax_rule, examples=_one_axis_examples,
+    source="_sg_log_softmax({0}, {axis!r})", helpers=(_sg_log_softmax,),
+    backprop=_log_softmax_rule, examples=_one_axis_examples,
     doc="x - logsumexp(x, axis, keepdims=True) computed stably",
 ))
