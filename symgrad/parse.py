@@ -253,6 +253,10 @@ class _Parser:
             if e.lineno is not None and e.offset is not None:
                 line0 = self.pos.starts[min(max(e.lineno, 1), len(self.pos.starts)) - 1]
                 off = min(line0 + max(e.offset - 1, 0), len(text))
+            if off in (None, 0) and _completes(text[lead:]):
+                # CPython points at column 0 when the text stops mid-expression
+                raise ParseError("the expression ends too early (an operand is missing)",
+                                 self.shown, len(text.rstrip())) from None
             raise ParseError(f"invalid syntax: {e.msg}", self.shown, off) from None
         except (RecursionError, MemoryError):
             raise ParseError(
@@ -645,3 +649,12 @@ def _fold_numbers(symbol: str, fn: Callable, a: Any, b: Any) -> Any:
 
 
 __all__ = ["parse", "ParseError", "CONSTANT_NAMES"]
+
+
+def _completes(text: str) -> bool:
+    """Whether ``text`` followed by one more operand would parse (it stops mid-expression)."""
+    try:
+        ast.parse(text + " _", mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True

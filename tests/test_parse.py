@@ -455,3 +455,11 @@ def test_name_conflict_keeps_its_class():
     with pytest.raises(sg.NameConflictError) as info:
         sg.parse("x + np")
     assert _caret(info.value)[1] == 4
+
+
+@pytest.mark.parametrize("text", ["x ** 2 +", "sin(x) *", "a -"])
+def test_incomplete_expression_points_at_its_end(text):
+    with pytest.raises(sg.ParseError) as info:
+        sg.parse(text)
+    assert info.value.col == len(text.rstrip())
+    assert "ends too early" in str(info.value)
