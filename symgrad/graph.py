@@ -169,12 +169,33 @@ class Graph:
             folded = self.const(_fold_constants(op, [nodes[a].attrs["value"] for a in args], attrs))
             self._keys[key] = folded
             return folded
+        if op.elementwise and args and not _small(shape):
+            folded = self._fold_uniform(op, args, attrs, shape, dtype)
+            if folded is not None:
+                self._keys[key] = folded
+                return folded
         if op.fold is not None:
             folded = op.fold(self, args, attrs, shape, dtype)
             if folded is not None:
                 self._keys[key] = folded
                 return folded
         return self._new(key, op.name, args, attrs, tuple(shape), dtype, None)
+
+    def _fold_uniform(self, op: Op, args: tuple[int, ...], attrs: dict, shape: Shape, dtype: str):
+        """An elementwise op on small constants that are broadcast (``ones * 100.0``):
+        computed on the small values, then broadcast lazily, never materialised."""
+        small = []
+        for a in args:
+            n = self.nodes[a]
+            if n.op == "broadcast_to":
+                n = self.nodes[n.args[0]]
+            if n.op != "const" or not _small(n.shape):
+                return None
+            small.append(n.attrs["value"])
+        value = _fold_constants(op, small, attrs)
+        if value.dtype.name != dtype:
+            return None
+        return self.add(REGISTRY["broadcast_to"], (self.const(value),), {"shape": shape})
 
     def _new(self, key, op, args, attrs, shape, dtype, name) -> int:
         i = len(self.nodes)

@@ -142,6 +142,42 @@ def _masked_sum(graph, args, attrs, shape, dtype):
     return None
 
 
+def _merged_scatters(*args):
+    from .indexing import merge_scatters  # indexing builds on this module's ops
+
+    return merge_scatters(*args)
+
+
+def _negations(name: str) -> Callable:
+    """Inside B, fold negations that the rules leave behind, bitwise exactly:
+    ``a + (-b) -> a - b``, ``(-a) + b -> b - a``, ``a - (-b) -> a + b``, ``-(-a) -> a``, and
+    move them outward through products (``(-a) * b -> -(a * b)``) so the next sum absorbs
+    them."""
+
+    def fold(graph, args, attrs, shape, dtype):
+        if graph._role != "adjoint":
+            return None
+        nodes = graph.nodes
+        neg = [nodes[a].op == "negative" for a in args]
+        inner = [graph.expr(nodes[a].args[0]) if k else graph.expr(a)
+                 for a, k in zip(args, neg)]
+        if name == "negative" and neg[0]:
+            out = inner[0]
+        elif name == "add" and neg[1]:
+            out = graph.expr(args[0]) - inner[1]
+        elif name == "add" and neg[0]:
+            out = graph.expr(args[1]) - inner[0]
+        elif name == "subtract" and neg[1]:
+            out = graph.expr(args[0]) + inner[1]
+        elif name in ("multiply", "divide") and neg[0] != neg[1]:
+            out = -F.__getattr__(name)(*inner)
+        else:
+            return None
+        return out.node if out.shape == shape and out.dtype == dtype else None
+
+    return fold
+
+
 def _folds(*folds: Callable) -> Callable:
     def fold(*args):
         for f in folds:
@@ -169,18 +205,21 @@ def _where_zero(cond, value):
 # -- arithmetic ---------------------------------------------------------------------------
 
 binary("add", np.add, "{0} + {1}", lambda n, g: (g, g),
-       infix=("+", 11), sympy="Add", fold=_masked_sum)
+       infix=("+", 11), sympy="Add",
+       fold=_folds(_masked_sum, _merged_scatters, _negations("add")))
 binary("subtract", np.subtract, "{0} - {1}", lambda n, g: (g, -g),
-       infix=("-", 11), sympy=lambda sp, x, y: x - y, aliases=("sub",))
+       infix=("-", 11), sympy=lambda sp, x, y: x - y, fold=_negations("subtract"),
+       aliases=("sub",))
 binary("multiply", np.multiply, "{0} * {1}",
        lambda n, g: (g * n.args[1], g * n.args[0]),
        infix=("*", 12), sympy="Mul",
-       fold=_folds(_identity(1.0, (0, 1)), _masked("multiply", (0, 1))),
+       fold=_folds(_identity(1.0, (0, 1)), _masked("multiply", (0, 1)),
+                   _negations("multiply")),
        aliases=("mul",))
 binary("divide", np.true_divide, "{0} / {1}",
        lambda n, g: (g / n.args[1], -(g * (n.out / n.args[1]))),
        infer=_true_div, infix=("/", 12), sympy=lambda sp, x, y: x / y, domain=(0.5, 2.0),
-       fold=_folds(_identity(1.0), _masked("divide", (0,))),
+       fold=_folds(_identity(1.0), _masked("divide", (0,)), _negations("divide")),
        aliases=("div", "true_divide"))
 binary("power", np.power, "{0} ** {1}",
        lambda n, g: (
@@ -189,7 +228,8 @@ binary("power", np.power, "{0} ** {1}",
        ),
        infix=("**", 14), sympy="Pow", domain=(0.5, 2.0), fold=_identity(1), aliases=("pow",))
 unary("negative", np.negative, "-{0}", lambda n, g: (-g,), keep_dtype=True,
-      sympy=lambda sp, x: -x, aliases=("neg",), infix=("-", 13), fold=_masked("negative", (0,)))
+      sympy=lambda sp, x: -x, aliases=("neg",), infix=("-", 13),
+      fold=_folds(_masked("negative", (0,)), _negations("negative")))
 unary("square", np.square, "np.square({0})", lambda n, g: (g * (2.0 * n.args[0]),),
       keep_dtype=True, sympy=lambda sp, x: x**2)
 binary("maximum", np.maximum, "np.maximum({0}, {1})",

@@ -34,8 +34,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import EvaluationError, ShapeError
-from ..shapes import Shape, broadcast, fmt, norm_axis
-from .registry import F, Op, register
+from ..shapes import Shape, broadcast, fmt, norm_axis, result_dtype
+from .registry import REGISTRY, F, Op, register
 
 DYN = "@"  # marks, in a normalised key, where the next integer-array operand goes
 _INT_DTYPES = ("int64", "int32")
@@ -419,6 +419,113 @@ register(Op(
     examples=_examples_scatter, public=False,
     domain=None,
     doc="zeros of `shape` with g added at [key] (np.add.at: duplicate indices accumulate)",
+))
+
+
+# -- scatter_sum: several index_adds into one buffer ---------------------------------------
+#
+# Inside B, ``index_add(a, k1) + index_add(b, k2)`` (the adjoint of x where x[k1] and x[k2]
+# are both used) would allocate a full-size array per use and add them: O(uses * size).
+# The ``add`` stanza folds such sums into one ``scatter_sum``, which writes every part into
+# one buffer. Its operands are the parts' values and index operands, concatenated; ``parts``
+# holds ``(key, number of index operands, accumulate)`` for each.
+
+
+def _sg_scatter_sum(shape, parts):
+    z = np.zeros(shape, np.result_type(*[g for g, _, _ in parts]))
+    for g, key, accumulate in parts:
+        if accumulate:
+            np.add.at(z, key, g)  # duplicate indices accumulate
+        else:
+            z[key] += g
+    return z
+
+
+def _split_parts(args, parts):
+    """The operands of each part: ``[(g, dyn_indices), ...]``."""
+    out, k = [], 0
+    for _, n_dyn, _ in parts:
+        out.append((args[k], tuple(args[k + 1: k + 1 + n_dyn])))
+        k += 1 + n_dyn
+    return out
+
+
+def _scatter_sum_infer(shapes, dtypes, attrs):
+    batch, shape = attrs["batch"], attrs["shape"]
+    full = None
+    for (g, dyn), (key, _, _) in zip(_split_parts(list(range(len(shapes))), attrs["parts"]),
+                                     attrs["parts"]):
+        for d in dyn:
+            _check_index_dtype(dtypes[d], "an index operand")
+        _, part = index_shape(shape, key, tuple(shapes[d] for d in dyn))
+        if tuple(shapes[g][batch:]) != part or len(shapes[g]) != batch + len(part):
+            raise ShapeError(f"scatter_sum: a part of shape {fmt(shapes[g])} does not fit "
+                             f"shape {fmt(shape)} indexed by its key")
+        full = full or tuple(shapes[g][:batch]) + shape
+    return full, result_dtype(*(dtypes[g] for g, _ in _split_parts(list(range(len(shapes))),
+                                                                    attrs["parts"])))
+
+
+@_guarded
+def _scatter_sum_impl(*args, parts, shape, batch):
+    pieces = _split_parts(args, parts)
+    lead = np.shape(pieces[0][0])[:batch]
+    return _sg_scatter_sum(lead + shape, [
+        (g, numpy_key(key, dyn, batch), acc) for (g, dyn), (key, _, acc) in zip(pieces, parts)])
+
+
+def _scatter_sum_source(names, attrs):
+    batch, shape, parts = attrs["batch"], attrs["shape"], attrs["parts"]
+    pieces = _split_parts(names, parts)
+    size = repr(shape) if batch == 0 else f"np.shape({pieces[0][0]})[:{batch}] + {shape!r}"
+    items = ", ".join(f"({g}, np.s_[{key_source(key, list(dyn), batch)}], {acc!r})"
+                      for (g, dyn), (key, _, acc) in zip(pieces, parts))
+    return f"_sg_scatter_sum({size}, ({items},))"
+
+
+def _scatter_sum_rule(n, g):
+    out = []
+    for (_g, dyn), (key, _, _) in zip(_split_parts(n.args, n.attrs["parts"]), n.attrs["parts"]):
+        out += [F.index(g, *dyn, key=key)] + [None] * len(dyn)
+    return tuple(out)
+
+
+def _as_parts(node):
+    """An index_add or scatter_sum node as ``(operands, parts)``; None for anything else."""
+    if node.op == "index_add":
+        return list(node.args), ((node.attrs["key"], len(node.args) - 1,
+                                  node.attrs["accumulate"]),)
+    if node.op == "scatter_sum":
+        return list(node.args), node.attrs["parts"]
+    return None
+
+
+def merge_scatters(graph, args, attrs, shape, dtype):
+    """Fold for ``add`` inside B: the sum of two scatters into one buffer is one scatter."""
+    if graph._role != "adjoint" or len(args) != 2:
+        return None
+    u, v = (graph.nodes[i] for i in args)
+    pu, pv = _as_parts(u), _as_parts(v)
+    if pu is None or pv is None or u.shape != shape or v.shape != shape or \
+            u.attrs["shape"] != v.attrs["shape"] or u.attrs["batch"] != v.attrs["batch"]:
+        return None
+    merged = {"parts": pu[1] + pv[1], "shape": u.attrs["shape"], "batch": u.attrs["batch"]}
+    node = graph.add(REGISTRY["scatter_sum"], tuple(pu[0] + pv[0]), merged)
+    return node if graph.nodes[node].dtype == dtype else None
+
+
+def _examples_scatter_sum(rng):
+    parts = ((slice(1, None),), 0, False), ((slice(None, -1),), 0, False), ((DYN,), 1, True)
+    return [([rng.normal(size=3), rng.normal(size=3), rng.normal(size=2), np.array([0, 0])],
+             {"parts": parts, "shape": (4,), "batch": 0})]
+
+
+register(Op(
+    name="scatter_sum", arity=None, params=("*operands",),
+    attrs={"parts": (), "shape": None, "batch": 0}, infer=_scatter_sum_infer,
+    impl=_scatter_sum_impl, source=_scatter_sum_source, helpers=(_sg_scatter_sum,),
+    backprop=_scatter_sum_rule, examples=_examples_scatter_sum, public=False, domain=None,
+    doc="the sum of several index_adds of one shape, written into one buffer",
 ))
 
 
