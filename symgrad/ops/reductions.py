@@ -126,13 +126,44 @@ def _one_axis_examples(rng) -> list:
     ]
 
 
-def _reduction(name, impl, source, backprop, dtype_rule, *, nonempty=False, aliases=(), doc=""):
+def _either(*folds):
+    def fold(*args):
+        return next((out for f in folds if (out := f(*args)) is not None), None)
+
+    return fold
+
+
+def _sum_first(graph, args, attrs, shape, dtype):
+    """Inside B, reduce before the product instead of after it (what sum_to_shape asks for
+    when an operand of a matmul was broadcast): ``sum(-x) -> -sum(x)``,
+    ``sum(a @ b, axis=-2, keepdims=True) -> sum(a, axis=-2, keepdims=True) @ b`` and, for a
+    2-D ``b``, a sum over leading axes of ``a @ b`` likewise. Equal up to rounding."""
+    if graph._role != "adjoint":
+        return None
+    x = graph.nodes[args[0]]
+    axes, keep = attrs["axis"], attrs["keepdims"]
+    if x.op == "negative":
+        out = -F.sum(graph.expr(x.args[0]), axis=axes, keepdims=keep)
+    elif x.op == "matmul" and len(x.shape) >= 2:
+        a, b = (graph.expr(i) for i in x.args)
+        rows = axes == (-2,) and keep and a.ndim >= 2 and b.ndim >= 2
+        lead = a.ndim == len(x.shape) and b.ndim == 2 and all(k < -2 for k in axes)
+        if not (rows or lead):
+            return None
+        out = F.sum(a, axis=axes, keepdims=keep) @ b
+    else:
+        return None
+    return out.node if out.shape == shape and out.dtype == dtype else None
+
+
+def _reduction(name, impl, source, backprop, dtype_rule, *, nonempty=False, aliases=(), doc="",
+               fold=_no_axes_fold):
     """Register a reduction with NumPy's ``(x, axis=None, keepdims=False)`` signature."""
     return register(Op(
         name=name, arity=1, params=("x", "=axis", "=keepdims"),
         attrs={"axis": None, "keepdims": False}, prepare=_prepare_axes(name),
         infer=_reduce_infer(name, dtype_rule, nonempty), impl=impl, source=source,
-        fold=_no_axes_fold,
+        fold=fold,
         backprop=backprop, examples=_reduce_examples, aliases=aliases, doc=doc,
     ))
 
@@ -155,7 +186,7 @@ def _extreme_rule(n, g):
 
 _SUM_SRC = "np.sum({0}, axis={axis!r}, keepdims={keepdims!r})"
 _reduction("sum", np.sum, _SUM_SRC, lambda n, g: (_spread(g, n),), _sum_dtype,
-           doc="sum over axis (all axes when None)")
+           fold=_either(_no_axes_fold, _sum_first), doc="sum over axis (all axes when None)")
 _reduction("mean", np.mean, "np.mean({0}, axis={axis!r}, keepdims={keepdims!r})", _mean_rule,
            float_dtype, doc="arithmetic mean over axis (all axes when None)")
 _reduction("max", np.max, "np.max({0}, axis={axis!r}, keepdims={keepdims!r})", _extreme_rule,
