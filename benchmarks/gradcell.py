@@ -19,11 +19,11 @@ import numpy as np
 from . import common
 
 
-def sg_compile(outputs: Any, inputs: list) -> Any:
+def sg_compile(outputs: Any, inputs: list, **options: Any) -> Any:
     """``sg.compile`` and the unchecked generated function (``.raw``) when there is one."""
     import symgrad as sg
 
-    fn = sg.compile(outputs, inputs=inputs)
+    fn = sg.compile(outputs, inputs=inputs, **options)
     return getattr(fn, "raw", fn)
 
 

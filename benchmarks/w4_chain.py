@@ -62,7 +62,7 @@ def _symgrad_build(L: int) -> dict:
     t1 = time.perf_counter()
     dx = sg.grad(h, x)
     t2 = time.perf_counter()
-    fn = sg_compile([h, dx], [x])
+    fn = sg_compile([h, dx], [x], scalars="math")  # all-scalar: Python floats + math
     t3 = time.perf_counter()
     return {"fn": fn, "exprs": [h, dx], "build_s": t3 - t0, "expr_s": t1 - t0,
             "grad_s": t2 - t1, "compile_s": t3 - t2,

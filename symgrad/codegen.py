@@ -51,7 +51,7 @@ __all__ = ["to_source", "compile", "scipy_functions", "CompiledFunction", "Scipy
 
 _BUILTINS = frozenset(dir(builtins))
 _SOFT_KEYWORDS = frozenset(getattr(keyword, "softkwlist", ())) | {"_", "case", "match", "type"}
-_RESERVED = frozenset({"np", "numpy"})
+_RESERVED = frozenset({"np", "numpy", "math", "_numpy_math"})
 _DEL_MIN_SIZE = 1000  # temporaries with at least this many elements are released early
 _LINE = 100  # maximum line length of the emitted text (ruff's limit for this project)
 _PRINT_LIMIT = 400  # expression-tree size up to which the docstring prints an expression
@@ -337,9 +337,14 @@ def _array_source(value: np.ndarray, indent: str = "") -> str:
 class _Module:
     """A generated module: functions over one graph sharing hoisted constants."""
 
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: Graph, scalars: str = "numpy") -> None:
+        if scalars not in ("numpy", "math"):
+            raise SymgradError(f"scalars must be 'numpy' or 'math', got {scalars!r}")
         self.graph = graph
         self.plans: list[_Plan] = []
+        self.scalars = scalars
+        self._scalar = False  # rendering the Python-float version of a function
+        self._shim_done = False  # the module defines _numpy_math already
 
     def add(self, name: str, outs: list[int], inputs: Any, single: bool,
             labels: Sequence[str] | None = None) -> _Plan:
@@ -377,11 +382,16 @@ class _Module:
             out += ["", "", *_helper_source(fn)]
         uses_np = bool(hoisted) or bool(helpers)
         for p in self.plans:
-            lines, code = self._function(p)
+            if self.scalars == "math" and self._all_scalar(p):
+                lines, code = self._scalar_function(p)
+                out[1:2] = ["import math", "", out[1]] if "import math" not in out else []
+            else:
+                lines, code = self._function(p)
             uses_np = uses_np or any("np." in ln.split("#")[0] for ln in code)
             out += ["", "", *lines]
         if not uses_np:  # e.g. only arithmetic: keep the import, quiet the linter
-            out[1] += "  # noqa: F401"
+            k = out.index("import numpy as np")
+            out[k] += "  # noqa: F401"
         return "\n".join(out) + "\n"
 
     def _operand(self, a: int, user: Any, names: dict[int, str]) -> str:
@@ -403,7 +413,7 @@ class _Module:
             return names[i]
         if n.op == "const":
             return self.consts.get(i) or _inline(n.attrs["value"], n, self.graph.nodes, i)
-        src = REGISTRY[n.op].source
+        src = REGISTRY[n.op].scalar_source if self._scalar else REGISTRY[n.op].source
         texts = [self._operand(a, n, names) for a in n.args]
         if any(k in self._inlined for k in n.args):
             texts = self._typed_scalars(n, src, texts)
@@ -430,11 +440,52 @@ class _Module:
                                  strong=True)
         return out
 
-    def _function(self, p: _Plan) -> tuple[list[str], list[str]]:
+    def _all_scalar(self, p: _Plan) -> bool:
+        """Whether every value of ``p`` is a float64 (or bool) scalar with a ``math`` form."""
+        for i in p.order:
+            n = self.graph.nodes[i]
+            kinds = ("float64", "bool", "int64") if n.op == "const" else ("float64", "bool")
+            if n.shape != () or n.dtype not in kinds:
+                return False
+            if n.op not in ("var", "const") and REGISTRY[n.op].scalar_source is None:
+                return False
+        return True
+
+    def _scalar_function(self, p: _Plan) -> tuple[list[str], list[str]]:
+        """``name`` running one body over Python floats with ``math`` and, where ``math``
+        raises (overflow, a domain error, division by zero), the same body over NumPy
+        scalars with NumPy's functions, so the results are always NumPy's."""
+        params = [p.names[i] for i in p.params]
+        body = self._helper_name(p, "scalar")
+        self._scalar = True
+        try:
+            lines, code = self._function(p, body, with_doc=False, extra="math=math")
+        finally:
+            self._scalar = False
+        floats = ", ".join(f"float({a})" for a in params)
+        numpy = ", ".join(f"np.float64({a})" for a in params)
+        head = [f"def {p.name}({', '.join(params)}):", *_docstring(self.graph, p)]
+        tail = ["    try:", f"        return {body}({floats})",
+                "    except (ArithmeticError, ValueError):",
+                f"        return {body}({numpy}{', ' if numpy else ''}math=_numpy_math)"]
+        shim = [] if self._shim_done else [*_NUMPY_MATH, "", ""]
+        self._shim_done = True
+        return shim + lines + ["", ""] + head + tail, shim + code + head[:1] + tail
+
+    def _helper_name(self, p: _Plan, kind: str) -> str:
+        taken = set(p.names.values()) | {q.name for q in self.plans}
+        name, k = f"_{p.name}_{kind}", 1
+        while name in taken:
+            name, k = f"_{p.name}_{kind}_{k}", k + 1
+        return name
+
+    def _function(self, p: _Plan, fname: str | None = None, with_doc: bool = True,
+                  extra: str = "") -> tuple[list[str], list[str]]:
         """The function's lines, and the same without its docstring."""
         nodes, names = self.graph.nodes, p.names
-        lines = [f"def {p.name}({', '.join(names[i] for i in p.params)}):"]
-        doc = _docstring(self.graph, p)
+        params = [names[i] for i in p.params] + ([extra] if extra else [])
+        lines = [f"def {fname or p.name}({', '.join(params)}):"]
+        doc = _docstring(self.graph, p) if with_doc else []
         lines += doc
         outputs = set(p.outputs)
         releases = _releases(nodes, p.order, outputs)
@@ -474,7 +525,7 @@ class _Module:
             return [f"{target} (input)"]
         if o.op == "const":
             return [target]
-        key = (id(names), o.id)
+        key = (id(names), o.id, self._scalar)
         texts = self._comments.get(key)
         if texts is None:
             args = ", ".join(names.get(a) or self._expr(a, names) for a in o.args)
@@ -483,6 +534,16 @@ class _Module:
             texts.append(f"{target} = {o.op}({args})")
             self._comments[key] = texts
         return texts
+
+
+# The fallback of ``scalars="math"`` code: the names it takes from ``math``, as NumPy ufuncs.
+_NUMPY_MATH = [
+    "class _numpy_math:",
+    '    """``math``\'s functions as NumPy ufuncs: inf/NaN results instead of exceptions."""',
+    "",
+    "    sin, cos, tan, tanh, exp, expm1 = np.sin, np.cos, np.tan, np.tanh, np.exp, np.expm1",
+    "    log, log1p, sqrt, pow = np.log, np.log1p, np.sqrt, np.power",
+]
 
 
 def _render(src: Any, texts: list[str], attrs: dict) -> str:
@@ -592,13 +653,17 @@ def _docstring(graph: Graph, p: _Plan) -> list[str]:
 
 
 def to_source(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None = None,
-              name: str = "f", *, output_names: Sequence[str] | None = None) -> str:
+              name: str = "f", *, output_names: Sequence[str] | None = None,
+              scalars: str = "numpy") -> str:
     """The text of a module, importing only NumPy, that defines ``def name(*inputs)``.
 
     The function returns the outputs (a tuple when a list was given, one value when one
     Expr was given). ``inputs`` are variable Exprs or names in call order (default: every
     variable the outputs use, sorted by name). ``output_names`` optionally names the results
     in the code (otherwise: ``dx`` for the adjoint of ``x``, ``t1, t2, ...`` for the rest).
+    ``scalars="math"``: a function whose every value is a float scalar is emitted over Python
+    floats with the standard ``math`` module (several times faster than NumPy scalars), with
+    the NumPy version as the fallback wherever ``math`` raises (overflow, domain errors).
 
     >>> import symgrad as sg
     >>> x = sg.var("x")
@@ -609,7 +674,7 @@ def to_source(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | Non
         return t1, dx
     """
     graph, outs, single = _output_list(outputs)
-    module = _Module(graph)
+    module = _Module(graph, scalars)
     module.add(name, outs, inputs, single, output_names)
     return module.render()
 
@@ -662,13 +727,14 @@ def _load(source: str, tag: str) -> tuple[dict, str]:
 
 def compile(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None = None,
             name: str = "f", check_inputs: bool = True, *,
-            output_names: Sequence[str] | None = None) -> Callable:
+            output_names: Sequence[str] | None = None, scalars: str = "numpy") -> Callable:
     """Emit the source of ``outputs`` (see :func:`to_source`) and load it as a function.
 
     The source is registered under a fake filename, so ``inspect.getsource``, tracebacks
     and pdb show the generated code. With ``check_inputs`` the returned callable checks each
     input's shape and dtype (like ``sg.evaluate``) and converts lists; ``fn.raw`` is the
-    unchecked generated function (fastest; pass NumPy arrays).
+    unchecked generated function (fastest; pass NumPy arrays). ``scalars``: as in
+    :func:`to_source`.
 
     >>> import symgrad as sg
     >>> x = sg.var("x", shape=(3,))
@@ -679,7 +745,7 @@ def compile(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None 
     ('x',)
     """
     graph, outs, single = _output_list(outputs)
-    module = _Module(graph)
+    module = _Module(graph, scalars)
     plan = module.add(name, outs, inputs, single, output_names)
     source = module.render()
     namespace, filename = _load(source, name)

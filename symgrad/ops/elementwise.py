@@ -43,24 +43,37 @@ def _compare(name: str) -> Callable:
 
 
 def unary(name, impl, source, backprop, *, sympy=None, domain=(-2.0, 2.0), keep_dtype=False,
-          differentiable=True, aliases=(), doc="", infix=None, fold=None):
+          differentiable=True, aliases=(), doc="", infix=None, fold=None, scalar=None):
     """Register a one-operand elementwise op (``infix`` makes it a prefix operator)."""
     return register(Op(
         name=name, arity=1, infer=_same if keep_dtype else _floating, impl=impl, source=source,
         backprop=backprop, sympy=sympy, domain=domain, differentiable=differentiable,
         aliases=aliases, doc=doc, params=("x",), elementwise=True, infix=infix, fold=fold,
+        scalar_source=scalar if scalar is not None else _math_call(source),
     ))
 
 
 def binary(name, impl, source, backprop, *, infer=None, infix=None, sympy=None,
-           domain=(-2.0, 2.0), differentiable=True, fold=None, aliases=(), doc=""):
+           domain=(-2.0, 2.0), differentiable=True, fold=None, aliases=(), doc="", scalar=None):
     """Register a two-operand broadcasting op."""
     return register(Op(
         name=name, arity=2, infer=infer or _arith(name), impl=impl, source=source,
         backprop=backprop, infix=infix, sympy=sympy, domain=domain, fold=fold,
         differentiable=differentiable, aliases=aliases, doc=doc, params=("x", "y"),
-        elementwise=True,
+        elementwise=True, scalar_source=scalar if scalar is not None else _math_call(source),
     ))
+
+
+_MATH = ("exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "tanh")
+
+
+def _math_call(source: str) -> str | None:
+    """The Python-float form of a template: operators stay, ``np.sin`` becomes ``math.sin``;
+    None when there is no exact ``math`` counterpart."""
+    if "np." not in source:
+        return source
+    name = source.removeprefix("np.").split("(")[0]
+    return f"math.{name}({{0}})" if name in _MATH and source == f"np.{name}({{0}})" else None
 
 
 def _is_const(graph, i, value) -> bool:
@@ -226,12 +239,14 @@ binary("power", np.power, "{0} ** {1}",
            g * _zero_at_origin(n.args[0], n.args[1], n.args[1] * n.args[0] ** (n.args[1] - 1)),
            g * _where_zero(n.args[0] == 0, n.out * F.log(n.args[0])),
        ),
-       infix=("**", 14), sympy="Pow", domain=(0.5, 2.0), fold=_identity(1), aliases=("pow",))
+       infix=("**", 14), sympy="Pow", domain=(0.5, 2.0), fold=_identity(1), aliases=("pow",),
+      scalar="math.pow({0}, {1})")
 unary("negative", np.negative, "-{0}", lambda n, g: (-g,), keep_dtype=True,
       sympy=lambda sp, x: -x, aliases=("neg",), infix=("-", 13),
       fold=_folds(_masked("negative", (0,)), _negations("negative")))
 unary("square", np.square, "np.square({0})", lambda n, g: (g * (2.0 * n.args[0]),),
-      keep_dtype=True, sympy=lambda sp, x: x**2)
+      keep_dtype=True, sympy=lambda sp, x: x**2,
+      scalar="{0} * {0}")
 binary("maximum", np.maximum, "np.maximum({0}, {1})",
        lambda n, g: _split(g, n.args[0] > n.args[1], n.args[0] == n.args[1]), sympy="Max")
 binary("minimum", np.minimum, "np.minimum({0}, {1})",
@@ -264,25 +279,31 @@ unary("tanh", np.tanh, "np.tanh({0})", lambda n, g: (g * (1.0 - n.out * n.out),)
 
 
 def _sigmoid(x):
-    return np.exp(-np.logaddexp(0.0, -x))
+    # exp(x - softplus(x)): three NumPy calls, no overflow at +-1000, and accurate in both
+    # tails (for x << 0 the exponent is x itself; for x >> 0 the result rounds to 1)
+    return np.exp(x - np.logaddexp(0.0, x))
 
 
-unary("sigmoid", _sigmoid, "np.exp(-np.logaddexp(0.0, -{0}))",
+unary("sigmoid", _sigmoid, "np.exp({0} - np.logaddexp(0.0, {0}))",
       lambda n, g: (g * (n.out * (1.0 - n.out)),), sympy=lambda sp, x: 1 / (1 + sp.exp(-x)),
       domain=(-4.0, 4.0),
-      doc="logistic function 1 / (1 + exp(-x)), computed without overflow")
+      doc="logistic function 1 / (1 + exp(-x)), computed without overflow",
+      scalar="1.0 / (1.0 + math.exp(-{0}))")
 unary("softplus", lambda x: np.logaddexp(0.0, x), "np.logaddexp(0.0, {0})",
       lambda n, g: (g * F.sigmoid(n.args[0]),), sympy=lambda sp, x: sp.log(1 + sp.exp(x)),
       domain=(-4.0, 4.0),
-      doc="log(1 + exp(x)), computed without overflow")
+      doc="log(1 + exp(x)), computed without overflow",
+      scalar="math.log1p(math.exp(-abs({0}))) + max({0}, 0.0)")
 unary("relu", lambda x: np.maximum(x, 0), "np.maximum({0}, 0)",
       lambda n, g: (F.where(n.args[0] > 0, g, 0.0),), keep_dtype=True,
       sympy=lambda sp, x: sp.Max(x, 0),
-      domain=(0.2, 2.0), doc="max(x, 0); relu'(0) = 0")
+      domain=(0.2, 2.0), doc="max(x, 0); relu'(0) = 0",
+      scalar="max({0}, 0.0)")
 unary("abs", np.abs, "np.abs({0})", lambda n, g: (g * F.sign(n.args[0]),), keep_dtype=True,
-      sympy="Abs", domain=(0.2, 2.0), aliases=("absolute",), doc="|x|; abs'(0) = 0")
+      sympy="Abs", domain=(0.2, 2.0), aliases=("absolute",), doc="|x|; abs'(0) = 0",
+      scalar="abs({0})")
 unary("sign", np.sign, "np.sign({0})", None, keep_dtype=True, sympy="sign",
-      differentiable=False)
+      differentiable=False, scalar="(1.0 if {0} > 0 else -1.0 if {0} < 0 else {0})")
 
 # -- comparisons and selection ------------------------------------------------------------
 
@@ -315,6 +336,7 @@ def _where_fold(graph, args, attrs, shape, dtype):
 register(Op(
     name="where", arity=3, params=("condition", "x", "y"), infer=_where_infer, impl=np.where,
     source="np.where({0}, {1}, {2})", fold=_where_fold, elementwise=True,
+    scalar_source="({1} if {0} else {2})",
     backprop=lambda n, g: (None, F.where(n.args[0], g, 0.0), F.where(n.args[0], 0.0, g)),
     doc="x where condition else y; the unselected branch gets an exact zero gradient",
 ))

@@ -28,6 +28,10 @@ Conventions for a stanza
     NumPy-only functions named ``_sg_*`` that the ``source`` template calls: codegen emits
     their source once at the top of a generated module. Using the same function as ``impl``
     makes the evaluator and the emitted code agree by construction.
+``scalar_source``
+    Optional template over Python floats (``math.sin({0})``), used by codegen's
+    ``scalars="math"`` mode for functions whose every value is a scalar. It may raise where
+    NumPy returns inf/NaN (the generated code then falls back to the NumPy version).
 ``sympy``
     For elementwise ops: the sympy function's name (``"sin"``: translated both ways), or
     ``lambda sp, *args: ...`` building the sympy expression (one way).
@@ -79,6 +83,7 @@ class Op:
     public: bool = True
     aliases: tuple[str, ...] = ()
     helpers: tuple[Callable, ...] = ()
+    scalar_source: str | None = None
     examples: Callable[[Any], list[tuple[list, dict]]] | None = None
     doc: str = ""
 
