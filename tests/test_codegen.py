@@ -15,19 +15,17 @@ import subprocess
 import sys
 import textwrap
 import traceback
-import zlib
-from dataclasses import dataclass
-from itertools import product
 from pathlib import Path
 
 import numpy as np
 import pytest
+from registry_cases import registry_cases
 
 import symgrad as sg
 from symgrad.codegen import is_safe_name
-from symgrad.graph import Expr, Graph, build
-from symgrad.ops.registry import REGISTRY, Op
-from symgrad.shapes import fmt, is_float
+from symgrad.graph import Expr, Graph
+from symgrad.ops.registry import REGISTRY
+from symgrad.shapes import is_float
 
 GOLDEN = Path(__file__).parent / "golden"
 REGEN = os.environ.get("SYMGRAD_REGEN_GOLDEN") == "1"
@@ -61,46 +59,9 @@ def assert_same(got, want):
 # -- registry-driven: every op, forward and backprop, codegen == evaluate ---------------------
 
 FAMILIES = [(), (3, 4), (3, 1)]
-_CONDITION = {"condition", "cond", "c"}
 
 
-@dataclass
-class Case:
-    op: Op
-    arrays: list
-    attrs: dict
-
-    def build(self):
-        names = [f"a{k}" for k in range(len(self.arrays))]
-        xs = [sg.var(n, a.shape, a.dtype.name) for n, a in zip(names, self.arrays)]
-        out = build(self.op, xs, {**self.op.attrs, **self.attrs})
-        return out, xs, dict(zip(names, self.arrays))
-
-
-def _sample(op: Op, param: str, shape, rng) -> np.ndarray:
-    if param in _CONDITION:
-        return np.asarray(rng.random(shape) < 0.5)
-    lo, hi = op.domain
-    return np.asarray(rng.uniform(lo, hi, size=shape), dtype=np.float64)
-
-
-def _cases():
-    out = []
-    for name, op in sorted(REGISTRY.items()):
-        rng = np.random.default_rng(zlib.crc32(name.encode()))
-        if op.examples is not None:
-            for k, (arrays, attrs) in enumerate(op.examples(rng)):
-                case = Case(op, [np.asarray(a) for a in arrays], dict(attrs))
-                out.append(pytest.param(case, id=f"{name}-example{k}"))
-        elif op.arity in (1, 2, 3) and op.domain is not None:
-            for shapes in product(FAMILIES, repeat=op.arity):
-                arrays = [_sample(op, p, s, rng) for p, s in zip(op.params, shapes)]
-                label = "-".join(fmt(s).replace(" ", "") for s in shapes)
-                out.append(pytest.param(Case(op, arrays, {}), id=f"{name}-{label}"))
-    return out
-
-
-CASES = _cases()
+CASES = registry_cases(FAMILIES)
 
 
 def test_every_op_with_operands_has_a_codegen_case():
