@@ -303,6 +303,21 @@ def _inline(value: np.ndarray, user: Any, nodes: list, node_id: int, strong: boo
     return f"({text})" if text.startswith("-") else text
 
 
+def _wrap_items(items: list[str], width: int) -> list[str]:
+    """Comma-separated ``items`` in lines of at most ``width`` characters (linear time)."""
+    lines, line = [], ""
+    for item in items:
+        piece = f"{item},"
+        if line and len(line) + 1 + len(piece) > width:
+            lines.append(line)
+            line = piece
+        else:
+            line = f"{line} {piece}" if line else piece
+    if line:
+        lines.append(line[:-1])
+    return lines
+
+
 def _array_source(value: np.ndarray, indent: str = "") -> str:
     """Source that rebuilds array ``value`` bit for bit, wrapped to the line limit."""
     dtype = value.dtype.name
@@ -320,13 +335,17 @@ def _array_source(value: np.ndarray, indent: str = "") -> str:
         if value.ndim % 2 == 0 and int(np.prod(half)) == k:
             tail = "" if value.shape == (k, k) else f".reshape({value.shape!r})"
             return f"np.eye({k}){tail}"
-    text = constant_source(value)
+    flat = value.ravel().tolist()
+    if value.dtype.kind == "f" and np.isfinite(value).all():
+        items = list(map(repr, flat))  # repr of a Python float is exact
+    else:
+        items = [scalar_source(v) for v in flat]
+    text = f"np.array([{', '.join(items)}], dtype={typ})"
+    if value.ndim != 1:
+        text += f".reshape({value.shape!r})"
     if len(indent) + len(text) <= _LINE - 10:
         return text
-    items = [scalar_source(v) for v in value.ravel().tolist()]
-    body = textwrap.wrap(", ".join(items), width=_LINE - 8, break_long_words=False,
-                         break_on_hyphens=False)
-    inner = "\n".join(f"    {line}" for line in body)
+    inner = "\n".join(f"    {line}" for line in _wrap_items(items, _LINE - 8))
     tail = f"], dtype={typ})" + ("" if value.ndim == 1 else f".reshape({value.shape!r})")
     return f"np.array([\n{inner}\n{tail}"
 
