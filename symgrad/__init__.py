@@ -46,7 +46,8 @@ for _name in [*_ops.REGISTRY, *_ops.ALIASES]:
 
 # Bound after the submodules load, so ``sg.parse`` is the function, not the module. None of
 # these imports sympy, matplotlib or hypothesis at import time.
-from .codegen import compile, scipy_functions, to_source  # noqa: E402, A004
+from .codegen import to_source  # noqa: E402
+from .compiled import compile, scipy_functions  # noqa: E402, A004
 from .explain import explain  # noqa: E402
 from .parse import parse  # noqa: E402
 from .printing import draw, listing, to_dot  # noqa: E402

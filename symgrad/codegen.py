@@ -1,4 +1,4 @@
-"""Standalone NumPy source for symgrad graphs, and ``compile()`` to a callable.
+"""Standalone NumPy source for symgrad graphs (``to_source``); :mod:`symgrad.compiled` loads it.
 
 The emitted module imports only ``numpy as np`` and defines one straight-line function: one
 assignment per node of the outputs' ancestors, in id order (a topological order), so every
@@ -24,15 +24,11 @@ from __future__ import annotations
 
 import ast
 import builtins
-import functools
-import hashlib
 import inspect
 import keyword
-import linecache
 import math
 import re
 import textwrap
-import types
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -40,14 +36,13 @@ from typing import Any
 
 import numpy as np
 
-from .errors import DifferentiationError, InputError, SymgradError
-from .evaluate import check_input
+from .errors import SymgradError
 from .graph import Expr, Graph
 from .ops.creation import constant_source, scalar_source
 from .ops.registry import REGISTRY
 from .shapes import fmt
 
-__all__ = ["to_source", "compile", "scipy_functions", "CompiledFunction", "ScipyFunctions"]
+__all__ = ["to_source", "is_safe_name"]
 
 _BUILTINS = frozenset(dir(builtins))
 _SOFT_KEYWORDS = frozenset(getattr(keyword, "softkwlist", ())) | {"_", "case", "match", "type"}
@@ -92,7 +87,7 @@ def _sanitize(name: Any) -> str:
     return text
 
 
-class _Namer:
+class Namer:
     """Hands out unique safe names: ``fresh("dx")`` gives ``dx``, then ``dx_1``, ..."""
 
     def __init__(self, taken: Sequence[str] = ()) -> None:
@@ -131,7 +126,7 @@ class _Plan:
     alias_of: dict[int, int] = field(default_factory=dict)  # output variable -> its forward
 
 
-def _output_list(outputs: Any) -> tuple[Graph, list[int], bool]:
+def output_list(outputs: Any) -> tuple[Graph, list[int], bool]:
     """The outputs as node ids of one graph (imported into the largest one if needed)."""
     single = isinstance(outputs, Expr)
     outs = [outputs] if single else list(outputs) if isinstance(outputs, (list, tuple)) else None
@@ -145,7 +140,7 @@ def _output_list(outputs: Any) -> tuple[Graph, list[int], bool]:
     return graph, ids, single
 
 
-def _resolve_inputs(graph: Graph, inputs: Any, used: list[int]) -> list[int]:
+def resolve_inputs(graph: Graph, inputs: Any, used: list[int]) -> list[int]:
     """Parameter node ids in call order; every used variable must be among them."""
     nodes = graph.nodes
     if inputs is None:
@@ -186,7 +181,7 @@ def _plan(graph: Graph, name: str, outs: list[int], inputs: Any, single: bool,
         if nodes[i].op not in REGISTRY:
             raise SymgradError(f"node {i} has unknown op {nodes[i].op!r}; cannot emit it")
     used = [i for i in order if nodes[i].op == "var"]
-    params = _resolve_inputs(graph, inputs, used)
+    params = resolve_inputs(graph, inputs, used)
     # Forward nodes named in the comments of adjoint lines get names too (maybe no line).
     emitted = set(order)
     extra = [nodes[i].origin for i in order if nodes[i].origin is not None]
@@ -245,7 +240,7 @@ def _template_bound_names(graph: Graph, order: list[int]) -> list[str]:
 def _assign_names(graph: Graph, plan: _Plan, named: list[int], labels: list[str]) -> None:
     """Fill ``plan.names`` (every named node) and ``plan.aliases`` (outputs that are inputs)."""
     nodes, params, outputs = graph.nodes, plan.params, set(plan.outputs)
-    namer = _Namer(_template_bound_names(graph, plan.order))
+    namer = Namer(_template_bound_names(graph, plan.order))
     names = plan.names
     for i in params + [i for i in named if nodes[i].op == "var"]:
         if i not in names:
@@ -353,7 +348,7 @@ def _array_source(value: np.ndarray, indent: str = "") -> str:
 # -- rendering -------------------------------------------------------------------------------
 
 
-class _Module:
+class Module:
     """A generated module: functions over one graph sharing hoisted constants."""
 
     def __init__(self, graph: Graph, scalars: str = "numpy") -> None:
@@ -378,7 +373,7 @@ class _Module:
         nodes = self.graph.nodes
         hoisted = sorted({i for p in self.plans for i in p.order
                           if nodes[i].op == "const" and nodes[i].shape != ()})
-        namer = _Namer([p.name for p in self.plans])
+        namer = Namer([p.name for p in self.plans])
         for p in self.plans:
             namer.taken.update(p.names.values())
         self.consts = {}
@@ -692,146 +687,7 @@ def to_source(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | Non
         dx = np.cos(x)  # backprop of: t1 = np.sin(x)
         return t1, dx
     """
-    graph, outs, single = _output_list(outputs)
-    module = _Module(graph, scalars)
+    graph, outs, single = output_list(outputs)
+    module = Module(graph, scalars)
     module.add(name, outs, inputs, single, output_names)
     return module.render()
-
-
-class CompiledFunction:
-    """The callable ``compile()`` returns: checks and converts inputs, then calls ``raw``.
-
-    Attributes: ``source`` (the module text), ``inputs`` (variable names in call order),
-    ``raw`` (the generated function itself, without checks), ``filename``.
-    """
-
-    def __init__(self, raw: Callable, params: list, source: str, filename: str) -> None:
-        self.raw = raw
-        self.source = source
-        self.filename = filename
-        self._nodes = params
-        self.inputs = tuple(n.name for n in params)
-        self._index = {name: k for k, name in enumerate(self.inputs)}
-        functools.update_wrapper(self, raw)
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if len(args) > len(self._nodes):
-            raise InputError(f"{self.__name__}() takes {len(self._nodes)} inputs "
-                             f"({', '.join(self.inputs)}), got {len(args)}")
-        given = dict(zip(self.inputs, args))
-        for k, v in kwargs.items():
-            if k not in self._index:
-                raise InputError(f"{self.__name__}() has no input {k!r} "
-                                 f"(inputs: {', '.join(self.inputs) or 'none'})")
-            if k in given:
-                raise InputError(f"{self.__name__}() got input {k!r} twice")
-            given[k] = v
-        return self.raw(*[check_input(n, given) for n in self._nodes])
-
-    def __repr__(self) -> str:
-        return f"<symgrad compiled function {self.__name__}({', '.join(self.inputs)})>"
-
-
-def _load(source: str, tag: str) -> tuple[dict, str]:
-    """Execute generated ``source`` as a fresh module registered with ``linecache``."""
-    digest = hashlib.sha1(source.encode()).hexdigest()[:12]
-    filename = f"<symgrad:{tag}-{digest}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    code = builtins.compile(source, filename, "exec", dont_inherit=True)
-    module = types.ModuleType(f"symgrad_generated_{tag}_{digest}")
-    module.__file__ = filename
-    exec(code, module.__dict__)  # our own generated text: names and literals are checked
-    return module.__dict__, filename
-
-
-def compile(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None = None,
-            name: str = "f", check_inputs: bool = True, *,
-            output_names: Sequence[str] | None = None, scalars: str = "numpy") -> Callable:
-    """Emit the source of ``outputs`` (see :func:`to_source`) and load it as a function.
-
-    The source is registered under a fake filename, so ``inspect.getsource``, tracebacks
-    and pdb show the generated code. With ``check_inputs`` the returned callable checks each
-    input's shape and dtype (like ``sg.evaluate``) and converts lists; ``fn.raw`` is the
-    unchecked generated function (fastest; pass NumPy arrays). ``scalars``: as in
-    :func:`to_source`.
-
-    >>> import symgrad as sg
-    >>> x = sg.var("x", shape=(3,))
-    >>> fn = sg.compile(sg.grad(sg.sum(x * x), x))
-    >>> fn([1.0, 2.0, 3.0])
-    array([2., 4., 6.])
-    >>> fn.inputs
-    ('x',)
-    """
-    graph, outs, single = _output_list(outputs)
-    module = _Module(graph, scalars)
-    plan = module.add(name, outs, inputs, single, output_names)
-    source = module.render()
-    namespace, filename = _load(source, name)
-    raw = namespace[name]
-    params = [graph.nodes[i] for i in plan.params]
-    raw.source, raw.inputs, raw.filename = source, tuple(n.name for n in params), filename
-    if not check_inputs:
-        raw.raw = raw
-        return raw
-    return CompiledFunction(raw, params, source, filename)
-
-
-@dataclass(frozen=True)
-class ScipyFunctions:
-    """``fun(x, *args) -> (value, gradient)`` and ``hessp(x, p, *args)`` for SciPy.
-
-    Use as ``scipy.optimize.minimize(s.fun, x0, args=..., jac=True, hessp=s.hessp,
-    method="trust-ncg")``. ``args`` names the extra arguments in order; ``source`` is the
-    module text (NumPy only).
-    """
-
-    fun: Callable
-    hessp: Callable
-    source: str
-    args: tuple[str, ...]
-
-
-def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | None = None
-                    ) -> ScipyFunctions:
-    """Generated NumPy functions for ``scipy.optimize.minimize(jac=True, hessp=...)``.
-
-    ``f`` is a scalar expression of one vector variable ``wrt``; its other variables become
-    SciPy's extra ``args``, in the order ``inputs`` gives (default: sorted by name).
-
-    >>> import numpy as np, symgrad as sg
-    >>> x = sg.var("x", shape=(2,))
-    >>> s = sg.scipy_functions(sg.sum((x - 1.0) ** 2), x)
-    >>> value, grad = s.fun(np.array([0.0, 3.0]))
-    >>> float(value), grad
-    (5.0, array([-2.,  4.]))
-    >>> s.hessp(np.zeros(2), np.array([1.0, 0.0]))
-    array([2., 0.])
-    """
-    from .derivatives import _resolve, grad, hvp
-
-    if not isinstance(f, Expr) or f.shape != ():
-        shape = fmt(f.shape) if isinstance(f, Expr) else type(f).__name__
-        raise DifferentiationError(f"scipy_functions needs a scalar expression, got {shape}")
-    x = _resolve(f, wrt)
-    if x.ndim != 1:
-        raise DifferentiationError(
-            f"scipy_functions needs a 1-D variable (SciPy optimises vectors); '{x.name}' has "
-            f"shape {fmt(x.shape)}: declare it as a vector and reshape inside the expression"
-        )
-    graph = f.graph
-    used = [i for i in graph.ancestors([f.node]) if graph.nodes[i].op == "var" and i != x.node]
-    extra = _resolve_inputs(graph, inputs, used)
-    if x.node in extra:
-        raise SymgradError(f"'{x.name}' is the optimisation variable; do not list it in inputs")
-    pname = _Namer(graph.variables).fresh("p")
-    g = grad(f, x)
-    hv = hvp(f, x, pname)
-    p = graph.variables[pname]
-    extra_names = [graph.nodes[i].name for i in extra]
-    module = _Module(graph)
-    module.add("fun", [f.node, g.node], [x.name, *extra_names], False, ["value", "grad"])
-    module.add("hessp", [hv.node], [x.name, graph.nodes[p].name, *extra_names], True, ["hvp"])
-    source = module.render()
-    namespace, _ = _load(source, "scipy")
-    return ScipyFunctions(namespace["fun"], namespace["hessp"], source, tuple(extra_names))

@@ -1,0 +1,164 @@
+"""Generated source as callables: ``compile()`` and the SciPy helpers.
+
+:mod:`symgrad.codegen` writes the text; this module loads it as a fresh module registered
+with ``linecache`` (so ``inspect.getsource``, tracebacks and pdb show the generated code) and
+wraps it with the same input checks as ``sg.evaluate``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import hashlib
+import linecache
+import types
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .codegen import Module, Namer, output_list, resolve_inputs
+from .errors import DifferentiationError, InputError, SymgradError
+from .evaluate import check_input
+from .graph import Expr
+from .shapes import fmt
+
+__all__ = ["compile", "scipy_functions", "CompiledFunction", "ScipyFunctions"]
+
+
+class CompiledFunction:
+    """The callable ``compile()`` returns: checks and converts inputs, then calls ``raw``.
+
+    Attributes: ``source`` (the module text), ``inputs`` (variable names in call order),
+    ``raw`` (the generated function itself, without checks), ``filename``.
+    """
+
+    def __init__(self, raw: Callable, params: list, source: str, filename: str) -> None:
+        self.raw = raw
+        self.source = source
+        self.filename = filename
+        self._nodes = params
+        self.inputs = tuple(n.name for n in params)
+        self._index = {name: k for k, name in enumerate(self.inputs)}
+        functools.update_wrapper(self, raw)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if len(args) > len(self._nodes):
+            raise InputError(f"{self.__name__}() takes {len(self._nodes)} inputs "
+                             f"({', '.join(self.inputs)}), got {len(args)}")
+        given = dict(zip(self.inputs, args))
+        for k, v in kwargs.items():
+            if k not in self._index:
+                raise InputError(f"{self.__name__}() has no input {k!r} "
+                                 f"(inputs: {', '.join(self.inputs) or 'none'})")
+            if k in given:
+                raise InputError(f"{self.__name__}() got input {k!r} twice")
+            given[k] = v
+        return self.raw(*[check_input(n, given) for n in self._nodes])
+
+    def __repr__(self) -> str:
+        return f"<symgrad compiled function {self.__name__}({', '.join(self.inputs)})>"
+
+
+def _load(source: str, tag: str) -> tuple[dict, str]:
+    """Execute generated ``source`` as a fresh module registered with ``linecache``."""
+    digest = hashlib.sha1(source.encode()).hexdigest()[:12]
+    filename = f"<symgrad:{tag}-{digest}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    code = builtins.compile(source, filename, "exec", dont_inherit=True)
+    module = types.ModuleType(f"symgrad_generated_{tag}_{digest}")
+    module.__file__ = filename
+    exec(code, module.__dict__)  # our own generated text: names and literals are checked
+    return module.__dict__, filename
+
+
+def compile(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None = None,
+            name: str = "f", check_inputs: bool = True, *,
+            output_names: Sequence[str] | None = None, scalars: str = "numpy") -> Callable:
+    """Emit the source of ``outputs`` (see :func:`to_source`) and load it as a function.
+
+    The source is registered under a fake filename, so ``inspect.getsource``, tracebacks
+    and pdb show the generated code. With ``check_inputs`` the returned callable checks each
+    input's shape and dtype (like ``sg.evaluate``) and converts lists; ``fn.raw`` is the
+    unchecked generated function (fastest; pass NumPy arrays). ``scalars``: as in
+    :func:`to_source`.
+
+    >>> import symgrad as sg
+    >>> x = sg.var("x", shape=(3,))
+    >>> fn = sg.compile(sg.grad(sg.sum(x * x), x))
+    >>> fn([1.0, 2.0, 3.0])
+    array([2., 4., 6.])
+    >>> fn.inputs
+    ('x',)
+    """
+    graph, outs, single = output_list(outputs)
+    module = Module(graph, scalars)
+    plan = module.add(name, outs, inputs, single, output_names)
+    source = module.render()
+    namespace, filename = _load(source, name)
+    raw = namespace[name]
+    params = [graph.nodes[i] for i in plan.params]
+    raw.source, raw.inputs, raw.filename = source, tuple(n.name for n in params), filename
+    if not check_inputs:
+        raw.raw = raw
+        return raw
+    return CompiledFunction(raw, params, source, filename)
+
+
+@dataclass(frozen=True)
+class ScipyFunctions:
+    """``fun(x, *args) -> (value, gradient)`` and ``hessp(x, p, *args)`` for SciPy.
+
+    Use as ``scipy.optimize.minimize(s.fun, x0, args=..., jac=True, hessp=s.hessp,
+    method="trust-ncg")``. ``args`` names the extra arguments in order; ``source`` is the
+    module text (NumPy only).
+    """
+
+    fun: Callable
+    hessp: Callable
+    source: str
+    args: tuple[str, ...]
+
+
+def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | None = None
+                    ) -> ScipyFunctions:
+    """Generated NumPy functions for ``scipy.optimize.minimize(jac=True, hessp=...)``.
+
+    ``f`` is a scalar expression of one vector variable ``wrt``; its other variables become
+    SciPy's extra ``args``, in the order ``inputs`` gives (default: sorted by name).
+
+    >>> import numpy as np, symgrad as sg
+    >>> x = sg.var("x", shape=(2,))
+    >>> s = sg.scipy_functions(sg.sum((x - 1.0) ** 2), x)
+    >>> value, grad = s.fun(np.array([0.0, 3.0]))
+    >>> float(value), grad
+    (5.0, array([-2.,  4.]))
+    >>> s.hessp(np.zeros(2), np.array([1.0, 0.0]))
+    array([2., 0.])
+    """
+    from .derivatives import _resolve, grad, hvp
+
+    if not isinstance(f, Expr) or f.shape != ():
+        shape = fmt(f.shape) if isinstance(f, Expr) else type(f).__name__
+        raise DifferentiationError(f"scipy_functions needs a scalar expression, got {shape}")
+    x = _resolve(f, wrt)
+    if x.ndim != 1:
+        raise DifferentiationError(
+            f"scipy_functions needs a 1-D variable (SciPy optimises vectors); '{x.name}' has "
+            f"shape {fmt(x.shape)}: declare it as a vector and reshape inside the expression"
+        )
+    graph = f.graph
+    used = [i for i in graph.ancestors([f.node]) if graph.nodes[i].op == "var" and i != x.node]
+    extra = resolve_inputs(graph, inputs, used)
+    if x.node in extra:
+        raise SymgradError(f"'{x.name}' is the optimisation variable; do not list it in inputs")
+    pname = Namer(graph.variables).fresh("p")
+    g = grad(f, x)
+    hv = hvp(f, x, pname)
+    p = graph.variables[pname]
+    extra_names = [graph.nodes[i].name for i in extra]
+    module = Module(graph)
+    module.add("fun", [f.node, g.node], [x.name, *extra_names], False, ["value", "grad"])
+    module.add("hessp", [hv.node], [x.name, graph.nodes[p].name, *extra_names], True, ["hvp"])
+    source = module.render()
+    namespace, _ = _load(source, "scipy")
+    return ScipyFunctions(namespace["fun"], namespace["hessp"], source, tuple(extra_names))
