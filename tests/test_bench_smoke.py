@@ -155,3 +155,15 @@ def test_harness_cell_and_report_render(tmp_path):
     md = report.render({"meta": meta, "cells": [rec]})
     assert "MALLOC_MMAP_THRESHOLD_=33554432" in md and "## Targets" in md
     assert "| symgrad |" in md
+
+
+def test_small_network_hand_gradient_matches_symgrad():
+    from benchmarks import small_network
+    from symgrad.demo import DTYPES, INPUTS, NETWORK, SHAPES, WRT, example_inputs
+
+    at = example_inputs(3)
+    f = sg.parse(NETWORK, shapes=SHAPES, dtypes=DTYPES)
+    want = sg.evaluate([f, *sg.grad(f, WRT)], at)
+    got = small_network.hand(*[at[k] for k in INPUTS])
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
