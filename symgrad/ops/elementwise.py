@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import ShapeError
 from ..shapes import broadcast, float_dtype, result_dtype
-from .registry import F, Op, register
+from .registry import F, Op, first_fold, register
 
 
 def _same(shapes, dtypes, attrs):
@@ -191,17 +191,6 @@ def _negations(name: str) -> Callable:
     return fold
 
 
-def _folds(*folds: Callable) -> Callable:
-    def fold(*args):
-        for f in folds:
-            out = f(*args)
-            if out is not None:
-                return out
-        return None
-
-    return fold
-
-
 def _zero_at_origin(x, y, value):
     """``value``, but exactly 0 where ``x == 0`` and ``y == 0`` (``d/dx x**0`` at 0 is 0).
 
@@ -219,20 +208,20 @@ def _where_zero(cond, value):
 
 binary("add", np.add, "{0} + {1}", lambda n, g: (g, g),
        infix=("+", 11), sympy="Add",
-       fold=_folds(_masked_sum, _merged_scatters, _negations("add")))
+       fold=first_fold(_masked_sum, _merged_scatters, _negations("add")))
 binary("subtract", np.subtract, "{0} - {1}", lambda n, g: (g, -g),
        infix=("-", 11), sympy=lambda sp, x, y: x - y, fold=_negations("subtract"),
        aliases=("sub",))
 binary("multiply", np.multiply, "{0} * {1}",
        lambda n, g: (g * n.args[1], g * n.args[0]),
        infix=("*", 12), sympy="Mul",
-       fold=_folds(_identity(1.0, (0, 1)), _masked("multiply", (0, 1)),
+       fold=first_fold(_identity(1.0, (0, 1)), _masked("multiply", (0, 1)),
                    _negations("multiply")),
        aliases=("mul",))
 binary("divide", np.true_divide, "{0} / {1}",
        lambda n, g: (g / n.args[1], -(g * (n.out / n.args[1]))),
        infer=_true_div, infix=("/", 12), sympy=lambda sp, x, y: x / y, domain=(0.5, 2.0),
-       fold=_folds(_identity(1.0), _masked("divide", (0,)), _negations("divide")),
+       fold=first_fold(_identity(1.0), _masked("divide", (0,)), _negations("divide")),
        aliases=("div", "true_divide"))
 binary("power", np.power, "{0} ** {1}",
        lambda n, g: (
@@ -243,7 +232,7 @@ binary("power", np.power, "{0} ** {1}",
       scalar="math.pow({0}, {1})")
 unary("negative", np.negative, "-{0}", lambda n, g: (-g,), keep_dtype=True,
       sympy=lambda sp, x: -x, aliases=("neg",), infix=("-", 13),
-      fold=_folds(_masked("negative", (0,)), _negations("negative")))
+      fold=first_fold(_masked("negative", (0,)), _negations("negative")))
 unary("square", np.square, "np.square({0})", lambda n, g: (g * (2.0 * n.args[0]),),
       keep_dtype=True, sympy=lambda sp, x: x**2,
       scalar="{0} * {0}")

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..errors import ShapeError
 from ..shapes import float_dtype, fmt, norm_axes, norm_axis, reduced
-from .registry import F, Op, SignatureError, register
+from .registry import F, Op, SignatureError, first_fold, register
 
 _NEG_INF = float("-inf")
 
@@ -126,13 +126,6 @@ def _one_axis_examples(rng) -> list:
     ]
 
 
-def _either(*folds):
-    def fold(*args):
-        return next((out for f in folds if (out := f(*args)) is not None), None)
-
-    return fold
-
-
 def _sum_first(graph, args, attrs, shape, dtype):
     """Inside B, reduce before the product instead of after it (what sum_to_shape asks for
     when an operand of a matmul was broadcast): ``sum(-x) -> -sum(x)``,
@@ -186,7 +179,7 @@ def _extreme_rule(n, g):
 
 _SUM_SRC = "np.sum({0}, axis={axis!r}, keepdims={keepdims!r})"
 _reduction("sum", np.sum, _SUM_SRC, lambda n, g: (_spread(g, n),), _sum_dtype,
-           fold=_either(_no_axes_fold, _sum_first), doc="sum over axis (all axes when None)")
+           fold=first_fold(_no_axes_fold, _sum_first), doc="sum over axis (all axes when None)")
 _reduction("mean", np.mean, "np.mean({0}, axis={axis!r}, keepdims={keepdims!r})", _mean_rule,
            float_dtype, doc="arithmetic mean over axis (all axes when None)")
 _reduction("max", np.max, "np.max({0}, axis={axis!r}, keepdims={keepdims!r})", _extreme_rule,

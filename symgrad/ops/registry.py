@@ -146,6 +146,19 @@ def register(op: Op) -> Op:
     return op
 
 
+def first_fold(*folds: Callable) -> Callable:
+    """A ``fold`` trying each of ``folds`` in turn; the first answer that is not None wins."""
+
+    def fold(*args: Any) -> Any:
+        for f in folds:
+            out = f(*args)
+            if out is not None:
+                return out
+        return None
+
+    return fold
+
+
 def lookup(name: str) -> Op:
     """The op called ``name`` or one of its aliases; ``KeyError`` if none."""
     return REGISTRY[ALIASES.get(name, name)]
