@@ -147,3 +147,25 @@ def test_evaluate_exprs_from_different_graphs_together():
 def test_non_expr_is_an_error():
     with pytest.raises(sg.EvaluationError):
         sg.evaluate([sg.var("x"), 3.0], {"x": 1.0})
+
+
+def test_array_creation_functions_match_numpy():
+    x = sg.var("x", (3,))
+    cases = [
+        (sg.zeros(3), np.zeros(3)), (sg.ones((2, 3)), np.ones((2, 3))),
+        (sg.full((2,), 7), np.full((2,), 7.0)), (sg.arange(4), np.arange(4)),
+        (sg.zeros(3, dtype="int64"), np.zeros(3, dtype=np.int64)),
+        (sg.parse("x * ones(3) + arange(3)", shapes={"x": (3,)}), np.array([1.0, 2.0, 3.0])),
+    ]
+    for e, want in cases:
+        got = np.asarray(sg.evaluate(e, {"x": np.ones(3)}))
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+        fn = sg.compile(e, inputs=[x] if "x" in e.graph.variables else [])
+        np.testing.assert_array_equal(fn(np.ones(3)) if "x" in e.graph.variables else fn(), want)
+    assert np.array_equal(sg.evaluate(sg.grad(sg.sum(x * sg.arange(3)), x), {"x": np.ones(3)}),
+                          [0.0, 1.0, 2.0])
+    with pytest.raises(sg.ShapeError):
+        sg.zeros((2, -1))
+    with pytest.raises(sg.ShapeError):
+        sg.full(3, "a")

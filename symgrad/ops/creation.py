@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ..errors import ShapeError
 from ..shapes import check_int
 from .registry import Op, register
 
@@ -70,4 +71,60 @@ register(Op(
     name="eye", arity=0, params=("=N", "=M"), attrs={"N": None, "M": None}, infer=_eye_infer,
     impl=lambda N, M: np.eye(N, M), source="np.eye({N!r}, {M!r})", differentiable=False,
     domain=None, doc="the N x M identity matrix",
+))
+
+
+def _filled_prepare(name: str):
+    def prepare(shapes, dtypes, attrs):
+        out = dict(attrs)
+        shape = attrs["shape"]
+        dims = (shape,) if isinstance(shape, (int, np.integer)) else shape
+        if not isinstance(dims, (tuple, list)):
+            raise ShapeError(f"{name}: shape must be an int or a tuple of ints, got {shape!r}")
+        out["shape"] = tuple(check_int(name, "a dimension", d) for d in dims)
+        out["dtype"] = _dtype_name(name, attrs.get("dtype"))
+        if "fill_value" in attrs:
+            v = attrs["fill_value"]
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.number)):
+                raise ShapeError(f"{name}: fill_value must be a number, got {v!r}")
+            out["fill_value"] = float(v) if out["dtype"].startswith("float") else int(v)
+        return out
+
+    return prepare
+
+
+def _dtype_name(op: str, dtype) -> str:
+    name = np.dtype(dtype if dtype is not None else "float64").name
+    if name not in _NUMPY_DTYPE:
+        raise ShapeError(f"{op}: dtype must be one of {', '.join(_NUMPY_DTYPE)}, got {dtype!r}")
+    return name
+
+
+def _filled(name: str, value_doc: str, **extra) -> None:
+    params = ("=shape", "=fill_value") if "fill_value" in extra else ("=shape",)
+    fill = "{fill_value!r}, " if "fill_value" in extra else ""
+    register(Op(
+        name=name, arity=0, params=params, attrs={"shape": None, **extra, "dtype": None},
+        prepare=_filled_prepare(name), infer=lambda s, d, a: (a["shape"], a["dtype"]),
+        impl=getattr(np, name), source=f"np.{name}({{shape!r}}, {fill}dtype=np.{{dtype}})",
+        differentiable=False, domain=None, doc=f"a new array of the given shape {value_doc}",
+        examples=lambda rng: [([], {"shape": (2, 3), **{k: 2.5 for k in extra}}),
+                              ([], {"shape": 4, **{k: -1 for k in extra}})],
+    ))
+
+
+_filled("zeros", "filled with 0")
+_filled("ones", "filled with 1")
+_filled("full", "filled with fill_value", fill_value=None)
+
+
+def _arange_infer(shapes, dtypes, attrs):
+    return (check_int("arange", "stop", attrs["stop"]),), "int64"
+
+
+register(Op(
+    name="arange", arity=0, params=("=stop",), attrs={"stop": None}, infer=_arange_infer,
+    impl=lambda stop: np.arange(stop, dtype=np.int64), source="np.arange({stop!r})",
+    differentiable=False, domain=None, doc="the integers 0, 1, ..., stop - 1 (int64)",
+    examples=lambda rng: [([], {"stop": 5})],
 ))
