@@ -9,11 +9,11 @@ import textwrap
 
 import numpy as np
 import pytest
+from graphs import canonical, row
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import symgrad as sg
-from symgrad.graph import freeze
 from symgrad.ops.registry import ALIASES, REGISTRY, lookup
 from symgrad.parse import MAX_CHARS, MAX_DEPTH
 
@@ -25,29 +25,7 @@ def structure(e: sg.Expr) -> list:
     g = e.graph
     ids = g.ancestors([e.node])
     pos = {i: k for k, i in enumerate(ids)}
-    return [_row(g.nodes[i], pos) for i in ids]
-
-
-def canonical(e: sg.Expr) -> list:
-    """The same DAG whatever the creation order: nodes numbered in post-order from e."""
-    g = e.graph
-    seen: dict[int, int] = {}
-    order: list[int] = []
-    stack = [(e.node, False)]
-    while stack:
-        i, done = stack.pop()
-        if done:
-            if i not in seen:
-                seen[i] = len(order)
-                order.append(i)
-        elif i not in seen:
-            stack.append((i, True))
-            stack.extend((a, False) for a in reversed(g.nodes[i].args))
-    return [_row(g.nodes[i], seen) for i in order]
-
-
-def _row(n, pos) -> tuple:
-    return (n.op, tuple(pos[a] for a in n.args), freeze(n.attrs), n.shape, n.dtype, n.name)
+    return [row(g.nodes[i], pos) for i in ids]
 
 
 def declared(e: sg.Expr) -> tuple[dict, dict]:

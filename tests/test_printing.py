@@ -7,10 +7,10 @@ import re
 
 import numpy as np
 import pytest
+from graphs import canonical
 
 import symgrad as sg
 from symgrad import printing
-from symgrad.graph import freeze
 
 
 @pytest.fixture
@@ -23,21 +23,7 @@ def v():
 
 
 def _same_graph(a: sg.Expr, b: sg.Expr) -> bool:
-    """Same DAG (post-order numbering from the output, so creation order does not matter)."""
-    def rows(e):
-        g, seen, order, stack = e.graph, {}, [], [(e.node, False)]
-        while stack:
-            i, done = stack.pop()
-            if done:
-                if i not in seen:
-                    seen[i] = len(order)
-                    order.append(i)
-            elif i not in seen:
-                stack.append((i, True))
-                stack.extend((a, False) for a in reversed(g.nodes[i].args))
-        return [(g.nodes[i].op, tuple(seen[a] for a in g.nodes[i].args),
-                 freeze(g.nodes[i].attrs), g.nodes[i].shape) for i in order]
-    return rows(a) == rows(b)
+    return canonical(a) == canonical(b)
 
 
 # -- minimal parentheses ------------------------------------------------------------------

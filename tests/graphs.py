@@ -1,0 +1,29 @@
+"""Graph comparison shared by the parser and printer tests."""
+
+from __future__ import annotations
+
+import symgrad as sg
+from symgrad.graph import freeze
+
+
+def canonical(e: sg.Expr) -> list:
+    """The same DAG whatever the creation order: nodes numbered in post-order from e."""
+    g = e.graph
+    seen: dict[int, int] = {}
+    order: list[int] = []
+    stack = [(e.node, False)]
+    while stack:
+        i, done = stack.pop()
+        if done:
+            if i not in seen:
+                seen[i] = len(order)
+                order.append(i)
+        elif i not in seen:
+            stack.append((i, True))
+            stack.extend((a, False) for a in reversed(g.nodes[i].args))
+    return [row(g.nodes[i], seen) for i in order]
+
+
+def row(n, pos) -> tuple:
+    """A node as a comparable tuple, operands renumbered by ``pos``."""
+    return (n.op, tuple(pos[a] for a in n.args), freeze(n.attrs), n.shape, n.dtype, n.name)
