@@ -1,6 +1,8 @@
-"""Graph comparison shared by the parser and printer tests."""
+"""Helpers shared by the test files: graph comparison, the current stack depth."""
 
 from __future__ import annotations
+
+import sys
 
 import symgrad as sg
 from symgrad.graph import freeze
@@ -27,3 +29,11 @@ def canonical(e: sg.Expr) -> list:
 def row(n, pos) -> tuple:
     """A node as a comparable tuple, operands renumbered by ``pos``."""
     return (n.op, tuple(pos[a] for a in n.args), freeze(n.attrs), n.shape, n.dtype, n.name)
+
+
+def stack_depth() -> int:
+    """Frames on the stack now: a recursion limit just above it fails any recursive walk."""
+    frame, n = sys._getframe(), 0
+    while frame is not None:
+        frame, n = frame.f_back, n + 1
+    return n

@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 import pytest
+from graphs import stack_depth
 
 import symgrad as sg
 from symgrad.graph import Graph, GraphError
@@ -202,17 +203,10 @@ def test_verify_catches_dangling_adjoint_table():
         g.verify()
 
 
-def _depth() -> int:
-    frame, n = sys._getframe(), 0
-    while frame is not None:
-        frame, n = frame.f_back, n + 1
-    return n
-
-
 def test_100k_node_chain_builds_and_evaluates_without_recursion():
     n = 100_000
     limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(_depth() + 120)  # any recursive walk would fail at once
+    sys.setrecursionlimit(stack_depth() + 120)  # any recursive walk would fail at once
     try:
         t0 = time.perf_counter()
         x = sg.var("x")

@@ -13,6 +13,7 @@ import sys
 
 import numpy as np
 import pytest
+from graphs import stack_depth
 
 import symgrad as sg
 from symgrad.graph import Graph
@@ -418,17 +419,10 @@ def test_gradient_is_re_entrant(rng):
         np.testing.assert_array_equal(u, v)
 
 
-def _depth() -> int:
-    frame, n = sys._getframe(), 0
-    while frame is not None:
-        frame, n = frame.f_back, n + 1
-    return n
-
-
 def test_20k_step_chain_differentiates_without_recursion():
     steps = 20_000
     limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(_depth() + 120)
+    sys.setrecursionlimit(stack_depth() + 120)
     try:
         x = sg.var("x")
         h = x
