@@ -5,6 +5,11 @@ emit standalone NumPy source. Every op of the registry is also a function here
 (``sg.exp``, ``sg.sum(x, axis=1)``, ``sg.einsum("ij,j->i", A, x)``), so NumPy code written
 against a namespace parameter traces unchanged: ``loss(W, x, np=sg)``.
 
+The package is laid out as the compiler's phases: ``frontend/`` (text and Python) ->
+``ir/`` (graph, Expr, op record) <- ``ops/`` (the stanzas) -> ``passes/`` (rewrites) ->
+``transforms/`` (reverse mode) -> ``backends/`` (evaluate, NumPy source, compile), with the
+tools for people on top (``printing/``, ``explain``, ``testing``, ``extend``, ``cli``).
+
 >>> import symgrad as sg
 >>> x = sg.var("x")
 >>> f = sg.sin(x) * x
@@ -15,9 +20,10 @@ against a namespace parameter traces unchanged: ``loss(W, x, np=sg)``.
 from __future__ import annotations
 
 import math as _math
+from typing import Any as _Any
 
 from . import ops as _ops
-from .derivatives import derivative, grad, hessian, hvp, jacobian, vjp
+from .backends import compile, evaluate, scipy_functions, to_source  # noqa: A004
 from .errors import (
     DifferentiationError,
     EvaluationError,
@@ -28,10 +34,15 @@ from .errors import (
     ShapeError,
     SymgradError,
 )
-from .evaluate import evaluate
-from .graph import Expr, Graph, const, var
+from .explain import explain
+from .frontend import function_for as _function_for
+from .frontend import parse
+from .ir.graph import Expr, Graph, const, var
 from .ops.indexing import getitem
-from .ops.registry import function_for
+from .passes import passes, simplify
+from .printing import draw, listing, to_dot
+from .testing import check_grads
+from .transforms import derivative, grad, hessian, hvp, jacobian, vjp
 
 pi = _math.pi
 e = _math.e
@@ -40,24 +51,22 @@ nan = _math.nan
 newaxis = None
 
 for _name in [*_ops.REGISTRY, *_ops.ALIASES]:
-    _op = _ops.lookup(_name)
-    if _op.public and _name not in globals():
-        globals()[_name] = function_for(_name)
+    if _ops.lookup(_name).public and _name not in globals():
+        globals()[_name] = _function_for(_name)
 
-# Bound after the submodules load, so ``sg.parse`` is the function, not the module. None of
-# these imports sympy, matplotlib or hypothesis at import time.
-from .codegen import to_source  # noqa: E402
-from .compiled import compile, scipy_functions  # noqa: E402, A004
-from .explain import explain  # noqa: E402
-from .parse import parse  # noqa: E402
-from .printing import draw, listing, to_dot  # noqa: E402
-from .simplify import simplify  # noqa: E402
-from .testing import check_grads  # noqa: E402
+
+def __getattr__(name: str) -> _Any:
+    """Ops registered after import (``symgrad.extend.defop``) are functions here too."""
+    if name in _ops.REGISTRY or name in _ops.ALIASES:
+        if _ops.lookup(name).public:
+            return _function_for(name)
+    raise AttributeError(f"module 'symgrad' has no attribute {name!r}")
+
 
 __all__ = [
     "DifferentiationError", "EvaluationError", "Expr", "Graph", "InputError", "LimitError",
     "NameConflictError", "ParseError", "ShapeError", "SymgradError", "const", "derivative",
     "evaluate", "getitem", "grad", "hessian", "hvp", "jacobian", "var", "vjp", "pi", "e",
     "inf", "nan", "newaxis", "parse", "to_source", "compile", "scipy_functions",
-    "to_dot", "draw", "listing", "explain", "check_grads", "simplify",
+    "to_dot", "draw", "listing", "explain", "check_grads", "simplify", "passes",
 ]

@@ -135,7 +135,7 @@ def _wrt_names(text: str | None) -> list[str] | None:
 def _expression(args: argparse.Namespace, values: dict[str, Any] | None = None):
     import numpy as np
 
-    from .parse import parse
+    from .frontend.parse import parse
 
     shapes = parse_shapes(args.shape)
     dtypes = parse_dtypes(args.dtype)
@@ -146,12 +146,12 @@ def _expression(args: argparse.Namespace, values: dict[str, Any] | None = None):
 
 
 def _targets(f, names: list[str] | None) -> list[str]:
-    from .shapes import is_float
+    from .ir.shapes import is_float
 
     if names is not None:
         return names
     g = f.graph
-    found = sorted(n.name for i in g.ancestors([f.node]) if (n := g.nodes[i]).op == "var"
+    found = sorted(n.name for i in g.ancestors([f.node]) if (n := g.nodes[i]).is_var
                    and is_float(n.dtype))
     if not found:
         raise UsageError("the expression has no float variables to differentiate")
@@ -161,7 +161,7 @@ def _targets(f, names: list[str] | None) -> list[str]:
 def _simplified(exprs: list, on: bool) -> list:
     if not on:
         return exprs
-    from .simplify import simplify
+    from .passes import simplify
 
     return list(simplify(exprs))
 
@@ -181,7 +181,7 @@ def _write(text: str, path: str | None) -> None:
 
 
 def cmd_grad(args: argparse.Namespace) -> int:
-    from .derivatives import grad
+    from .transforms.derivatives import grad
 
     f = _expression(args)
     names = _targets(f, _wrt_names(args.wrt))
@@ -192,8 +192,8 @@ def cmd_grad(args: argparse.Namespace) -> int:
 
 
 def cmd_source(args: argparse.Namespace) -> int:
-    from .codegen import to_source
-    from .derivatives import grad, hessian
+    from .backends.numpy_source import to_source
+    from .transforms.derivatives import grad, hessian
 
     f = _expression(args)
     names = _targets(f, _wrt_names(args.wrt))
@@ -208,8 +208,8 @@ def cmd_source(args: argparse.Namespace) -> int:
 
 
 def cmd_dot(args: argparse.Namespace) -> int:
-    from .derivatives import grad
     from .printing import to_dot
+    from .transforms.derivatives import grad
 
     f = _expression(args)
     exprs = [f]

@@ -18,12 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from .derivatives import Wrt, _resolve
-from .evaluate import _by_name, run
-from .graph import Expr, Graph
-from .ops.registry import REGISTRY
-from .reverse import NodeView, backprop
-from .shapes import fmt, is_float, sum_to_shape
+from .backends.interpreter import _by_name, run
+from .ir.graph import Expr, Graph, NodeView
+from .ir.op import REGISTRY
+from .ir.shapes import fmt, is_float
+from .transforms.derivatives import Wrt, _resolve
+from .transforms.reverse import adjoint_rewriting, backprop, sum_to_shape
 
 _FORWARD_COLUMNS = ("node", "definition", "op", "shape", "value")
 _ADJOINT_COLUMNS = ("adjoint", "sum over consumers", "local terms", "value")
@@ -111,7 +111,7 @@ def explain(
       P1       P3 J(1->3)               3*1          3
     """
     if isinstance(f, str):
-        from .parse import parse
+        from .frontend.parse import parse
 
         f = parse(f)
     if not isinstance(f, Expr):
@@ -121,14 +121,15 @@ def explain(
     forward = graph.ancestors([out.node])
     nodes = graph.nodes
     if wrt is None:
-        wrt = [nodes[i].name for i in forward if nodes[i].op == "var" and is_float(nodes[i].dtype)]
+        wrt = [nodes[i].name for i in forward if nodes[i].is_var and is_float(nodes[i].dtype)]
     many = isinstance(wrt, (list, tuple))
     targets = [_resolve(out, w) for w in (wrt if many else [wrt])]
     labels = _labels(graph, forward)
     seed = np.eye(max(out.size, 1)).reshape(out.shape * 2) if out.shape else 1.0
     result = backprop(out, targets, Expr(graph, graph.const(seed)))
     adjoint = result.adjoint_of
-    terms = _terms(graph, forward, adjoint, result.batch)
+    with adjoint_rewriting(graph):  # the rules again, as the transform built them
+        terms = _terms(graph, forward, adjoint, result.batch)
     values = _values(graph, forward, adjoint, terms, at)
     order = sorted(labels, key=lambda i: int(labels[i][1:]))  # u1 ... un: topological
     rows = [_forward_row(graph, i, labels, values) for i in order]
@@ -145,13 +146,13 @@ def _labels(graph: Graph, forward: list[int]) -> dict[int, str]:
     """``u1 ... un``: input variables first (in id order), then the other nodes; scalar
     constants get no label (they are written inline)."""
     nodes = graph.nodes
-    leaves = [i for i in forward if nodes[i].op == "var"]
-    rest = [i for i in forward if nodes[i].op != "var" and not _inline(nodes[i])]
+    leaves = [i for i in forward if nodes[i].is_var]
+    rest = [i for i in forward if not nodes[i].is_var and not _inline(nodes[i])]
     return {i: f"u{k}" for k, i in enumerate(leaves + rest, start=1)}
 
 
 def _inline(node) -> bool:
-    return node.op == "const" and node.attrs["value"].size == 1
+    return node.is_const and node.attrs["value"].size == 1
 
 
 def _name(graph: Graph, i: int, labels: dict[int, str]) -> str:
@@ -163,14 +164,14 @@ def _name(graph: Graph, i: int, labels: dict[int, str]) -> str:
 
 def _definition(graph: Graph, i: int, labels: dict[int, str]) -> str:
     node = graph.nodes[i]
-    if node.op == "var":
+    if node.is_var:
         return node.name
-    if node.op == "const":
+    if node.is_const:
         return _text(node.attrs["value"])
     op = REGISTRY[node.op]
     args = [_name(graph, a, labels) for a in node.args]
-    if op.infix is not None and len(args) == 2:
-        return f"{args[0]} {op.infix[0]} {args[1]}"
+    if op.signature.infix is not None and len(args) == 2:
+        return f"{args[0]} {op.signature.infix[0]} {args[1]}"
     attrs = [f"{k}={v!r}" for k, v in node.attrs.items() if v is not None]
     return f"{node.op}(" + ", ".join(args + attrs) + ")"
 

@@ -20,12 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from .derivatives import Wrt, _resolve, vjp
+from .backends.interpreter import evaluate
 from .errors import InputError, SymgradError
-from .evaluate import evaluate
-from .graph import Expr, Graph, build
-from .ops.registry import REGISTRY, F, Op
-from .shapes import broadcast, fmt, is_float
+from .ir.graph import Expr, F, Graph, build, const
+from .ir.op import REGISTRY, Op
+from .ir.shapes import broadcast, fmt, is_float
+from .transforms.derivatives import Wrt, _resolve, vjp
 
 # Central differences have truncation error ~h^2 |f'''| and rounding error ~eps_mach |f| / h;
 # the sum is smallest near h = eps_mach^(1/3) ~ 6e-6 (relative to the size of x). h = 1e-5
@@ -303,7 +303,7 @@ def random_expressions(
 
     @st.composite
     def strategy(draw: Callable) -> RandomCase:
-        from . import var
+        from .ir.graph import var
 
         names = list(shapes)
         pool: list[Expr] = [var(n, shapes[n]) for n in names]
@@ -329,7 +329,7 @@ def random_expressions(
             steps.append(f"t{len(pool)} = {text}")
             pool.append(out)
         nodes = out.graph.nodes
-        used = [nodes[i].name for i in out.graph.ancestors([out.node]) if nodes[i].op == "var"]
+        used = [nodes[i].name for i in out.graph.ancestors([out.node]) if nodes[i].is_var]
         inputs = {n: draw(hnp.arrays(np.float64, shapes[n],
                                      elements=st.floats(-2.0, 2.0, allow_nan=False, width=64)))
                   for n in names}
@@ -339,8 +339,6 @@ def random_expressions(
 
 
 def _const(c: float) -> Expr:
-    from .graph import const
-
     return const(c)
 
 

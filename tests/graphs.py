@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 import symgrad as sg
-from symgrad.graph import freeze
+from symgrad.ir.values import freeze
 
 
 def canonical(e: sg.Expr) -> list:

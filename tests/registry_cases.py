@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 import symgrad as sg
-from symgrad.graph import build
-from symgrad.ops.registry import REGISTRY, Op
-from symgrad.shapes import fmt
+from symgrad.ir.graph import build
+from symgrad.ir.shapes import fmt
+from symgrad.ops import REGISTRY, Op
 
 _CONDITION_PARAMS = {"condition", "cond", "c"}  # elementwise operands that are boolean
 
@@ -53,7 +53,7 @@ def registry_cases(families) -> list:
                 out.append(pytest.param(case, id=f"{name}-example{k}"))
         elif op.arity in (1, 2, 3) and op.domain is not None:
             for shapes in product(families, repeat=op.arity):
-                arrays = [_sample(op, p, s, rng) for p, s in zip(op.params, shapes)]
+                arrays = [_sample(op, p.name, s, rng) for p, s in zip(op.signature.params, shapes)]
                 label = "-".join(fmt(s).replace(" ", "") for s in shapes)
                 out.append(pytest.param(Case(op, arrays, {}), id=f"{name}-{label}"))
     return out

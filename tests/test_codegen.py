@@ -22,10 +22,10 @@ import pytest
 from registry_cases import registry_cases
 
 import symgrad as sg
-from symgrad.codegen import is_safe_name
-from symgrad.graph import Expr, Graph
-from symgrad.ops.registry import REGISTRY
-from symgrad.shapes import is_float
+from symgrad.backends.numpy_source import is_safe_name
+from symgrad.ir.graph import Expr, Graph
+from symgrad.ir.shapes import is_float
+from symgrad.ops import REGISTRY
 
 GOLDEN = Path(__file__).parent / "golden"
 REGEN = os.environ.get("SYMGRAD_REGEN_GOLDEN") == "1"

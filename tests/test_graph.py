@@ -11,7 +11,7 @@ import pytest
 from graphs import stack_depth
 
 import symgrad as sg
-from symgrad.graph import Graph, GraphError
+from symgrad.ir.graph import Graph, GraphError
 
 
 def test_x_times_x_keeps_two_operands_and_one_edge():

@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import symgrad as sg
-from symgrad.ops.registry import ALIASES, REGISTRY, lookup
-from symgrad.parse import MAX_CHARS, MAX_DEPTH
+from symgrad.frontend.parse import MAX_CHARS, MAX_DEPTH
+from symgrad.ops import ALIASES, REGISTRY, lookup
 
 # -- helpers ------------------------------------------------------------------------------
 
@@ -194,7 +194,7 @@ def _op_cases():
             examples = op.examples(rng)
         elif op.arity == 0:
             examples = [([], {next(iter(op.attrs)): 3})]
-        elif op.params == ("condition", "x", "y"):
+        elif [p.name for p in op.signature.params] == ["condition", "x", "y"]:
             examples = [([np.array([True, False]), np.ones(2), np.zeros(2)], {})]
         else:
             examples = [([np.full(3, 0.7)] * op.arity, {})]
@@ -208,15 +208,16 @@ def _call_text(name: str, operands: list, attrs: dict) -> tuple[str, list, dict]
     parts: list[str] = []
     positional = set()
     it = iter(names)
-    for k, p in enumerate(op.params):
-        if p.startswith("=") and any(not q.startswith("=") for q in op.params[k + 1:]):
-            parts.append(_literal(attrs[p[1:]]))
-            positional.add(p[1:])
-        elif p.startswith("*"):
+    params = op.signature.params
+    for k, p in enumerate(params):
+        if p.kind == "static" and any(q.kind != "static" for q in params[k + 1:]):
+            parts.append(_literal(attrs[p.name]))
+            positional.add(p.name)
+        elif p.kind == "operands":
             parts.extend(it)
-        elif p.startswith("["):
+        elif p.kind == "list":
             parts.append("[" + ", ".join(it) + "]")
-        elif not p.startswith("="):
+        elif p.kind == "operand":
             parts.append(next(it))
     parts.extend(f"{k}={_literal(v)}" for k, v in attrs.items() if k not in positional)
     return f"{name}({', '.join(parts)})", names, positional
@@ -235,14 +236,14 @@ def test_every_public_op_is_reachable_by_name(name, k, operands, attrs):
     op = lookup(name)
     args: list = []
     it = iter(api_vars)
-    for p in op.params:
-        if p[1:] in positional:
-            args.append(attrs[p[1:]])
-        elif p.startswith("*"):
+    for p in op.signature.params:
+        if p.name in positional:
+            args.append(attrs[p.name])
+        elif p.kind == "operands":
             args.extend(it)
-        elif p.startswith("["):
+        elif p.kind == "list":
             args.append(list(it))
-        elif not p.startswith("="):
+        elif p.kind == "operand":
             args.append(next(it))
     kwargs = {k: v for k, v in attrs.items() if k not in positional}
     want = getattr(sg, name)(*args, **kwargs)
@@ -352,7 +353,7 @@ def test_nothing_is_executed_while_parsing(tmp_path):
                 f"__import__('pathlib').Path('{marker}').touch()",
                 "().__class__.__bases__[0].__subclasses__()", "eval('1+1')", "open('/etc/passwd')"]
     script = textwrap.dedent(f"""
-        import sys, symgrad as sg, symgrad.parse
+        import sys, symgrad as sg, symgrad.frontend.parse
         seen = []
         def hook(event, args):
             if event in ("exec", "import", "open", "os.system", "subprocess.Popen"):

@@ -11,6 +11,8 @@ from graphs import canonical
 
 import symgrad as sg
 from symgrad import printing
+from symgrad.ir import text as ir_text
+from symgrad.printing import dot
 
 
 @pytest.fixture
@@ -156,7 +158,7 @@ def test_long_chain_infix_is_a_let_listing_without_recursion(chain):
     text = str(chain)
     lines = text.splitlines()
     assert lines[0] == "let" and lines[-1].startswith("in ")
-    assert max(len(line) for line in lines) <= printing.LINE_LIMIT + 20
+    assert max(len(line) for line in lines) <= ir_text.LINE_LIMIT + 20
     assert text.count("sin(") == 50_000
 
 
@@ -270,7 +272,7 @@ def test_dot_labels_operand_positions():
 
 
 def test_dot_escape():
-    assert printing._escape('a"b\\c\nd\x00') == 'a\\"b\\\\c\\nd?'
+    assert dot._escape('a"b\\c\nd\x00') == 'a\\"b\\\\c\\nd?'
 
 
 # -- draw ---------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import assume, given
 
 import symgrad as sg
-from symgrad.ops.registry import REGISTRY, F
+from symgrad.ops import REGISTRY, F
 from symgrad.testing import (
     GradientCheckError,
     check_grads,

@@ -6,7 +6,8 @@ values in its ``domain`` over the broadcasting shape families ``()``, ``(3, 4)``
 case we check
 
 (a) the shape/dtype rule against the NumPy result, and the evaluator against ``impl``;
-(b) the codegen ``source`` template (evaluated here, in the test only) against ``impl``;
+(b) every backend table has an entry for every op, and the NumPy source template (evaluated
+    here, in the test only) equals ``impl``; the scalar ``math`` template too, on scalars;
 (c) for differentiable ops, gradients of order 1 and 2 against finite differences;
 (d) the batched cotangent: ``jacobian`` (one pass, identity seed) against one ``vjp`` per
     output element;
@@ -15,13 +16,18 @@ case we check
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from registry_cases import Case, registry_cases
 
 import symgrad as sg
-from symgrad.ops.registry import REGISTRY
-from symgrad.shapes import fmt, is_float
+from symgrad.backends import TABLES
+from symgrad.backends.math_table import MATH, fallback_names
+from symgrad.backends.numpy_table import NUMPY
+from symgrad.ir.shapes import fmt, is_float
+from symgrad.ops import REGISTRY
 from symgrad.testing import check_grads
 
 FAMILIES = [(), (3, 4), (3, 1), (1, 4)]
@@ -61,18 +67,58 @@ def test_shape_dtype_rule_matches_numpy(case):
     out.graph.verify()
 
 
+@pytest.mark.parametrize("backend", sorted(TABLES))
+def test_every_backend_has_an_entry_for_every_op(backend):
+    """No silent fallbacks: a new op without a line in a backend's table fails here (the
+    leaves ``var`` and ``const`` are written by the emitters themselves)."""
+    table = TABLES[backend]
+    ops = {n for n in REGISTRY if n not in ("var", "const")}
+    missing, extra = sorted(ops - set(table)), sorted(set(table) - ops)
+    assert not missing, f"ops without an entry in the {backend!r} backend table: {missing}"
+    assert not extra, f"entries of the {backend!r} table for ops that do not exist: {extra}"
+
+
 @pytest.mark.parametrize("case", CASES)
 def test_source_template_matches_impl(case):
     _, inputs = case.build()[1:]
     attrs, ref = _impl(case)
     names = [f"a{k}" for k in range(len(case.arrays))]
-    src = case.op.source
-    text = src(names, attrs) if callable(src) else src.format(*names, **attrs)
+    template = NUMPY[case.op.name]
+    text = template.render(names, attrs)
     with np.errstate(all="ignore"):
-        got = eval(text, {**case.op.namespace(), **inputs})  # noqa: S307 - the registry's own template
+        got = eval(text, {**template.namespace(), **inputs})  # noqa: S307 - our own template
     got = np.asarray(got)
     assert got.shape == np.shape(ref) and got.dtype == np.asarray(ref).dtype, text
     np.testing.assert_array_equal(got, ref, err_msg=f"source: {text}")
+
+
+SCALAR = [c for c in CASES if MATH.get(c.values[0].op.name) is not None
+          and all(np.ndim(a) == 0 for a in c.values[0].arrays)]
+
+
+@pytest.mark.parametrize("case", SCALAR)
+def test_scalar_template_matches_impl(case):
+    """The ``math`` form over Python floats equals NumPy's to rounding; where ``math``
+    raises, the same text over NumPy scalars with the derived fallback equals it exactly."""
+    attrs, ref = _impl(case)
+    names = [f"a{k}" for k in range(len(case.arrays))]
+    template = MATH[case.op.name]
+    text = template.render(names, attrs)
+    floats = {n: a.item() for n, a in zip(names, case.arrays)}
+    got = eval(text, {"math": math, **floats})  # noqa: S307 - our own template
+    np.testing.assert_allclose(got, ref, rtol=1e-15, atol=0, err_msg=text)
+    numpy_scalars = {n: np.asarray(a)[()] for n, a in zip(names, case.arrays)}
+    fallback = type("numpy_math", (), {m: getattr(np, n) for m, n in fallback_names().items()})
+    with np.errstate(all="ignore"):
+        got = eval(text, {"math": fallback, **numpy_scalars})  # noqa: S307
+    np.testing.assert_allclose(got, ref, rtol=1e-15, atol=0, err_msg=text)
+
+
+def test_scalar_fallback_names_exist_in_math_and_numpy():
+    names = fallback_names()
+    assert names, "the scalar table calls no math function"
+    for m, n in names.items():
+        assert callable(getattr(math, m)) and isinstance(getattr(np, n), np.ufunc), (m, n)
 
 
 @pytest.mark.parametrize("case", DIFFERENTIABLE)

@@ -16,7 +16,7 @@ import pytest
 from graphs import stack_depth
 
 import symgrad as sg
-from symgrad.graph import Graph
+from symgrad.ir.graph import Graph
 
 # B (the nodes one transform adds) is at most this many nodes per forward node + edge.
 # Rules build O(1) nodes per operand; the largest (power) builds ~10 for 2 edges.

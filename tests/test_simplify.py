@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import symgrad as sg
-from symgrad.simplify import simplify
+from symgrad.passes import simplify
 
 
 def _ops(e: sg.Expr) -> list[str]:

@@ -30,8 +30,8 @@ import numpy as np
 import sympy
 
 import symgrad as sg
-from symgrad.graph import build
-from symgrad.ops.registry import REGISTRY
+from symgrad.ir.graph import build
+from symgrad.ops import REGISTRY
 
 np.set_printoptions(precision=4, suppress=True)
 _figure_dir = tempfile.TemporaryDirectory(prefix="symgrad-notebook-")  # removed at exit

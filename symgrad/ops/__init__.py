@@ -1,6 +1,17 @@
-"""The op registry and its families. Importing this package registers every op."""
+"""THE op registry: one stanza per op, semantics only. Importing this package registers
+every op into :data:`symgrad.ir.op.REGISTRY`.
 
-from . import creation, elementwise, indexing, linalg, reductions, shaping  # noqa: F401  (registration side effects)  # noqa: F401
-from .registry import ALIASES, REGISTRY, F, Op, SignatureError, call, lookup, register
+A stanza states how the op is called, its shape/dtype rule, its NumPy implementation (what
+the interpreter runs), its backprop rule, its sympy name and its test domain or examples.
+How an op is emitted lives in each backend's table (:mod:`symgrad.backends`); how it is
+rewritten lives in :mod:`symgrad.passes`. The ``_sg_*`` kernels defined here (stable
+``logsumexp``, scatter-add, ...) are the interpreter's implementation and are emitted, as
+they are, by the NumPy source backend: the two cannot disagree.
+"""
 
-__all__ = ["ALIASES", "REGISTRY", "F", "Op", "SignatureError", "call", "lookup", "register"]
+from ..ir.graph import F, call
+from ..ir.op import ALIASES, REGISTRY, Op, Signature, SignatureError, lookup, register, sig
+from . import creation, elementwise, indexing, linalg, reductions, shaping  # noqa: F401
+
+__all__ = ["ALIASES", "REGISTRY", "F", "Op", "Signature", "SignatureError", "call", "lookup",
+           "register", "sig"]

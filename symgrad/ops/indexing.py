@@ -10,7 +10,7 @@ attribute ``key`` is a normalised, hashable tuple that is explicit over x's own 
 * ``"@"`` (:data:`DYN`) stands for the next integer-array operand (NumPy advanced indexing).
 
 The key covers the op's own (trailing) axes only, so leading batch axes of the operand are
-kept: ``impl`` and ``source`` prefix ``:`` for them. The adjoint of ``index`` is
+kept: ``impl`` and the emitted source prefix ``:`` for them. The adjoint of ``index`` is
 ``index_add`` (zeros of x's shape, then ``np.add.at``, so duplicate indices accumulate), and
 the adjoint of ``index_add`` is ``index`` with the same key: derivatives of any order close.
 
@@ -34,8 +34,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import EvaluationError, ShapeError
-from ..shapes import Shape, broadcast, fmt, norm_axis, result_dtype
-from .registry import REGISTRY, F, Op, register
+from ..ir.graph import Expr, F, const
+from ..ir.op import Op, register, sig
+from ..ir.shapes import Shape, broadcast, fmt, norm_axis, result_dtype
 
 DYN = "@"  # marks, in a normalised key, where the next integer-array operand goes
 _INT_DTYPES = ("int64", "int32")
@@ -75,21 +76,38 @@ def getitem(x: Any, key: Any):
     >>> A[None, ..., -1].shape
     (1, 2)
     """
-    from ..graph import Expr, const
-
     if not isinstance(x, Expr):
         x = const(x)
     entries, dynamic = _split_key(key)
     explicit = _explicit(x.shape, entries)
-    if not dynamic and all(e == slice(None) for e in explicit):
-        return x
+    if not dynamic:
+        explicit = canonical_key("index", x.shape, explicit, ())
+        if all(e == slice(None) for e in explicit):
+            return x  # x[:], x[...], x[0:n]: x itself, as NumPy's view of all of it
+    _check_constant_indices(x.shape, explicit, dynamic)
     return F.index(x, *dynamic, key=explicit)
+
+
+def _check_constant_indices(shape: Shape, key: tuple, dynamic: list) -> None:
+    """Index arrays known now are checked now: an out-of-range entry is a ShapeError."""
+    it = iter(dynamic)
+    axis = 0
+    for e in key:
+        if e is None:
+            continue
+        if isinstance(e, str):
+            d = next(it)
+            if isinstance(d, np.ndarray) and d.size:
+                size = shape[axis]
+                bad = d[(d < -size) | (d >= size)]
+                if bad.size:
+                    raise ShapeError(f"index {int(bad.flat[0])} is out of bounds for axis "
+                                     f"{axis} with size {size} (array shape {fmt(shape)})")
+        axis += 1
 
 
 def _split_key(key: Any) -> tuple[list, list]:
     """Raw key entries (ints, slices, None, Ellipsis, DYN) and the dynamic index operands."""
-    from ..graph import Expr
-
     items = key if isinstance(key, tuple) else (key,)
     entries: list = []
     dynamic: list = []
@@ -310,15 +328,8 @@ def _index_impl(x, *indices, key, batch):
     return np.asarray(x[numpy_key(key, indices, batch)])
 
 
-def _index_source(names, attrs):
-    return f"{names[0]}[{key_source(attrs['key'], names[1:], attrs['batch'])}]"
-
-
-def _index_fold(graph, args, attrs, shape, dtype):
-    """``x[:, :]`` is ``x``."""
-    if len(args) == 1 and all(e == slice(None) for e in attrs["key"]):
-        return args[0]
-    return None
+def _index_write(marks, attrs):
+    return f"{marks[0]}[{key_source(attrs['key'], marks[1:], attrs['batch'])}]"
 
 
 def _index_rule(n, g):
@@ -340,9 +351,9 @@ def _examples_index(rng):
 
 
 register(Op(
-    name="index", arity=None, params=("x", "*indices"), attrs={"key": ()},
-    prepare=_index_prepare, infer=_index_infer, impl=_index_impl, source=_index_source,
-    fold=_index_fold, backprop=_index_rule, examples=_examples_index, public=False, domain=None,
+    name="index", signature=sig("x", "*indices", key=()), prepare=_index_prepare,
+    infer=_index_infer, impl=_index_impl, backprop=_index_rule, examples=_examples_index,
+    front=getitem, write=_index_write, public=False, domain=None,
     doc="x[key]: basic and integer-array indexing; build it with x[...] or sg.getitem",
 ))
 
@@ -391,13 +402,6 @@ def _scatter_impl(g, *indices, key, shape, batch, accumulate):
     return _sg_index_add(g, numpy_key(key, indices, batch), g.shape[:batch] + shape, accumulate)
 
 
-def _scatter_source(names, attrs):
-    g, batch, shape = names[0], attrs["batch"], attrs["shape"]
-    size = repr(shape) if batch == 0 else f"np.shape({g})[:{batch}] + {shape!r}"
-    key = key_source(attrs["key"], names[1:], batch)
-    return f"_sg_index_add({g}, np.s_[{key}], {size}, {attrs['accumulate']!r})"
-
-
 def _scatter_rule(n, g):
     gg = F.index(g, *n.args[1:], key=n.attrs["key"])
     return (gg,) + (None,) * (len(n.args) - 1)
@@ -413,11 +417,9 @@ def _examples_scatter(rng):
 
 
 register(Op(
-    name="index_add", arity=None, params=("g", "*indices"), attrs={"key": (), "shape": None},
+    name="index_add", signature=sig("g", "*indices", key=(), shape=None),
     prepare=_scatter_prepare, infer=_scatter_infer, impl=_scatter_impl,
-    source=_scatter_source, helpers=(_sg_index_add,), backprop=_scatter_rule,
-    examples=_examples_scatter, public=False,
-    domain=None,
+    backprop=_scatter_rule, examples=_examples_scatter, public=False, domain=None,
     doc="zeros of `shape` with g added at [key] (np.add.at: duplicate indices accumulate)",
 ))
 
@@ -426,9 +428,9 @@ register(Op(
 #
 # Inside B, ``index_add(a, k1) + index_add(b, k2)`` (the adjoint of x where x[k1] and x[k2]
 # are both used) would allocate a full-size array per use and add them: O(uses * size).
-# The ``add`` stanza folds such sums into one ``scatter_sum``, which writes every part into
-# one buffer. Its operands are the parts' values and index operands, concatenated; ``parts``
-# holds ``(key, number of index operands, accumulate)`` for each.
+# The adjoint cleanup pass turns such sums into one ``scatter_sum``, which writes every part
+# into one buffer. Its operands are the parts' values and index operands, concatenated;
+# ``parts`` holds ``(key, number of index operands, accumulate)`` for each.
 
 
 def _sg_scatter_sum(shape, parts):
@@ -441,19 +443,10 @@ def _sg_scatter_sum(shape, parts):
     return z
 
 
-def _split_parts(args, parts):
-    """The operands of each part: ``[(g, dyn_indices), ...]``."""
-    out, k = [], 0
-    for _, n_dyn, _ in parts:
-        out.append((args[k], tuple(args[k + 1: k + 1 + n_dyn])))
-        k += 1 + n_dyn
-    return out
-
-
 def _scatter_sum_infer(shapes, dtypes, attrs):
     batch, shape = attrs["batch"], attrs["shape"]
     full = None
-    for (g, dyn), (key, _, _) in zip(_split_parts(list(range(len(shapes))), attrs["parts"]),
+    for (g, dyn), (key, _, _) in zip(split_parts(list(range(len(shapes))), attrs["parts"]),
                                      attrs["parts"]):
         for d in dyn:
             _check_index_dtype(dtypes[d], "an index operand")
@@ -462,56 +455,53 @@ def _scatter_sum_infer(shapes, dtypes, attrs):
             raise ShapeError(f"scatter_sum: a part of shape {fmt(shapes[g])} does not fit "
                              f"shape {fmt(shape)} indexed by its key")
         full = full or tuple(shapes[g][:batch]) + shape
-    return full, result_dtype(*(dtypes[g] for g, _ in _split_parts(list(range(len(shapes))),
+    return full, result_dtype(*(dtypes[g] for g, _ in split_parts(list(range(len(shapes))),
                                                                     attrs["parts"])))
 
 
 @_guarded
 def _scatter_sum_impl(*args, parts, shape, batch):
-    pieces = _split_parts(args, parts)
+    pieces = split_parts(args, parts)
     lead = np.shape(pieces[0][0])[:batch]
     return _sg_scatter_sum(lead + shape, [
         (g, numpy_key(key, dyn, batch), acc) for (g, dyn), (key, _, acc) in zip(pieces, parts)])
 
 
-def _scatter_sum_source(names, attrs):
-    batch, shape, parts = attrs["batch"], attrs["shape"], attrs["parts"]
-    pieces = _split_parts(names, parts)
-    size = repr(shape) if batch == 0 else f"np.shape({pieces[0][0]})[:{batch}] + {shape!r}"
-    items = ", ".join(f"({g}, np.s_[{key_source(key, list(dyn), batch)}], {acc!r})"
-                      for (g, dyn), (key, _, acc) in zip(pieces, parts))
-    return f"_sg_scatter_sum({size}, ({items},))"
+def split_parts(args, parts):
+    """The operands of each part: ``[(g, dyn_indices), ...]``."""
+    out, k = [], 0
+    for _, n_dyn, _ in parts:
+        out.append((args[k], tuple(args[k + 1: k + 1 + n_dyn])))
+        k += 1 + n_dyn
+    return out
 
 
 def _scatter_sum_rule(n, g):
     out = []
-    for (_g, dyn), (key, _, _) in zip(_split_parts(n.args, n.attrs["parts"]), n.attrs["parts"]):
+    for (_g, dyn), (key, _, _) in zip(split_parts(n.args, n.attrs["parts"]), n.attrs["parts"]):
         out += [F.index(g, *dyn, key=key)] + [None] * len(dyn)
     return tuple(out)
 
 
-def _as_parts(node):
-    """An index_add or scatter_sum node as ``(operands, parts)``; None for anything else."""
+def scatter_parts(node) -> tuple[list, tuple, Shape, int] | None:
+    """An index_add or scatter_sum node as ``(operands, parts, buffer shape, batch)``; None
+    for any other node. Two scatters into buffers of one shape are one scatter_sum of their
+    parts (see :func:`merge_scatters`)."""
     if node.op == "index_add":
-        return list(node.args), ((node.attrs["key"], len(node.args) - 1,
-                                  node.attrs["accumulate"]),)
+        part = (node.attrs["key"], len(node.args) - 1, node.attrs["accumulate"])
+        return list(node.args), (part,), node.attrs["shape"], node.attrs["batch"]
     if node.op == "scatter_sum":
-        return list(node.args), node.attrs["parts"]
+        return list(node.args), node.attrs["parts"], node.attrs["shape"], node.attrs["batch"]
     return None
 
 
-def merge_scatters(graph, args, attrs, shape, dtype):
-    """Fold for ``add`` inside B: the sum of two scatters into one buffer is one scatter."""
-    if graph._role != "adjoint" or len(args) != 2:
+def merge_scatters(u: Expr, v: Expr) -> Expr | None:
+    """``u + v`` as one ``scatter_sum`` when both are scatters into one buffer shape."""
+    pu, pv = scatter_parts(u.data), scatter_parts(v.data)
+    if pu is None or pv is None or u.shape != v.shape or pu[2:] != pv[2:]:
         return None
-    u, v = (graph.nodes[i] for i in args)
-    pu, pv = _as_parts(u), _as_parts(v)
-    if pu is None or pv is None or u.shape != shape or v.shape != shape or \
-            u.attrs["shape"] != v.attrs["shape"] or u.attrs["batch"] != v.attrs["batch"]:
-        return None
-    merged = {"parts": pu[1] + pv[1], "shape": u.attrs["shape"], "batch": u.attrs["batch"]}
-    node = graph.add(REGISTRY["scatter_sum"], tuple(pu[0] + pv[0]), merged)
-    return node if graph.nodes[node].dtype == dtype else None
+    operands = [Expr(u.graph, a) for a in pu[0] + pv[0]]
+    return F.scatter_sum(*operands, parts=pu[1] + pv[1], shape=pu[2], batch=pu[3])
 
 
 def _examples_scatter_sum(rng):
@@ -521,10 +511,9 @@ def _examples_scatter_sum(rng):
 
 
 register(Op(
-    name="scatter_sum", arity=None, params=("*operands",),
-    attrs={"parts": (), "shape": None, "batch": 0}, infer=_scatter_sum_infer,
-    impl=_scatter_sum_impl, source=_scatter_sum_source, helpers=(_sg_scatter_sum,),
-    backprop=_scatter_sum_rule, examples=_examples_scatter_sum, public=False, domain=None,
+    name="scatter_sum", signature=sig("*operands", parts=(), shape=None, batch=0),
+    infer=_scatter_sum_infer, impl=_scatter_sum_impl, backprop=_scatter_sum_rule,
+    examples=_examples_scatter_sum, public=False, domain=None,
     doc="the sum of several index_adds of one shape, written into one buffer",
 ))
 
@@ -565,10 +554,8 @@ def _examples_take(rng):
 
 
 register(Op(
-    name="take", arity=2, params=("x", "indices", "=axis"), attrs={"axis": None},
-    prepare=_take_prepare, infer=_take_infer,
-    impl=_guarded(lambda x, indices, axis: np.take(x, indices, axis=axis)),
-    source="np.take({0}, {1}, axis={axis!r})", backprop=_take_rule, examples=_examples_take,
-    domain=None,
+    name="take", signature=sig("x", "indices", "=axis", axis=None), prepare=_take_prepare,
+    infer=_take_infer, impl=_guarded(lambda x, indices, axis: np.take(x, indices, axis=axis)),
+    backprop=_take_rule, examples=_examples_take, domain=None,
     doc="elements of x at integer `indices` along `axis` (x flattened when axis is None)",
 ))

@@ -28,8 +28,9 @@ from collections import Counter
 import numpy as np
 
 from ..errors import LimitError, ShapeError
-from ..shapes import broadcast, fmt, result_dtype
-from .registry import F, Op, SignatureError, register
+from ..ir.graph import F
+from ..ir.op import Op, SignatureError, register, sig
+from ..ir.shapes import broadcast, fmt, result_dtype
 
 # -- matmul and dot -------------------------------------------------------------------------
 
@@ -91,9 +92,8 @@ def _matmul_examples(rng) -> list:
 
 
 register(Op(
-    name="matmul", arity=2, params=("a", "b"), infer=_matmul_infer, impl=np.matmul,
-    source="{0} @ {1}", backprop=lambda n, g: matmul_vjp(*n.args, g), infix=("@", 12),
-    examples=_matmul_examples,
+    name="matmul", signature=sig("a", "b", infix=("@", 12)), infer=_matmul_infer,
+    impl=np.matmul, backprop=lambda n, g: matmul_vjp(*n.args, g), examples=_matmul_examples,
     doc="matrix product a @ b with NumPy semantics (1-D promotion, broadcast batch axes)",
 ))
 
@@ -116,8 +116,7 @@ def _dot_rule(n, g):
 
 
 register(Op(
-    name="dot", arity=2, params=("a", "b"), infer=_dot_infer, impl=np.dot,
-    source="np.dot({0}, {1})", backprop=_dot_rule,
+    name="dot", signature=sig("a", "b"), infer=_dot_infer, impl=np.dot, backprop=_dot_rule,
     examples=lambda rng: [([rng.standard_normal(p), rng.standard_normal(q)], {}) for p, q in (
         ((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 2)), ((2, 3), (3, 4)), ((), (2, 3)))],
     doc="NumPy dot for operands of at most 2 axes (a scalar operand multiplies)",
@@ -132,8 +131,7 @@ def _outer_infer(shapes, dtypes, attrs):
 
 
 register(Op(
-    name="outer", arity=2, params=("a", "b"), infer=_outer_infer, impl=np.outer,
-    source="np.outer({0}, {1})",
+    name="outer", signature=sig("a", "b"), infer=_outer_infer, impl=np.outer,
     backprop=lambda n, g: (g @ n.args[1], n.args[0] @ g),
     examples=lambda rng: [([rng.standard_normal(3), rng.standard_normal(4)], {})],
     doc="outer product of two 1-D arrays: out[i, j] = a[i] * b[j]",
@@ -177,22 +175,6 @@ def _transpose_infer(shapes, dtypes, attrs):
     return tuple(shape[p] for p in _permutation(attrs["axes"], len(shape))), dtypes[0]
 
 
-def _transpose_fold(graph, args, attrs, shape, dtype):
-    """``transpose(x, identity)`` is ``x``; so is a transpose undoing an inner transpose."""
-    axes = attrs["axes"]
-    if list(axes) == sorted(axes):
-        return args[0]
-    inner = graph.nodes[args[0]]
-    if inner.op == "transpose" and [inner.attrs["axes"][a] for a in axes] == sorted(axes):
-        return inner.args[0]
-    return None
-
-
-def _matrix_transpose_fold(graph, args, attrs, shape, dtype):
-    inner = graph.nodes[args[0]]
-    return inner.args[0] if inner.op == "matrix_transpose" else None
-
-
 def _transpose_rule(n, g):
     perm = n.attrs["axes"]
     inverse = sorted(range(len(perm)), key=lambda i: perm[i])
@@ -200,10 +182,9 @@ def _transpose_rule(n, g):
 
 
 register(Op(
-    name="transpose", arity=1, params=("x", "=axes"), attrs={"axes": None},
-    prepare=_transpose_prepare, infer=_transpose_infer, fold=_transpose_fold,
+    name="transpose", signature=sig("x", "=axes", axes=None), prepare=_transpose_prepare,
+    infer=_transpose_infer,
     impl=lambda x, axes=None: np.transpose(x, _permutation(axes, np.ndim(x))),
-    source="np.transpose({0}, {axes!r})",
     backprop=_transpose_rule,
     examples=lambda rng: [([rng.standard_normal((2, 3))], {"axes": None}),
                           ([rng.standard_normal((2, 3, 4))], {"axes": (1, 0, 2)}),
@@ -221,9 +202,8 @@ def _matrix_transpose_infer(shapes, dtypes, attrs):
 
 
 register(Op(
-    name="matrix_transpose", arity=1, infer=_matrix_transpose_infer,
-    fold=_matrix_transpose_fold,
-    impl=lambda x: np.swapaxes(x, -1, -2), source="np.swapaxes({0}, -1, -2)",
+    name="matrix_transpose", infer=_matrix_transpose_infer,
+    impl=lambda x: np.swapaxes(x, -1, -2),
     backprop=lambda n, g: (F.matrix_transpose(g),),
     examples=lambda rng: [([rng.standard_normal((2, 3))], {}),
                           ([rng.standard_normal((4, 2, 3))], {})],
@@ -293,11 +273,6 @@ def _einsum(*operands, spec):
     return np.einsum(spec, *operands, optimize=len(operands) >= 3)
 
 
-def _einsum_source(names: list[str], attrs: dict) -> str:
-    optimize = ", optimize=True" if len(names) >= 3 else ""
-    return f"np.einsum({attrs['spec']!r}, {', '.join(names)}{optimize})"
-
-
 def _einsum_rule(n, g):
     """Operand k's adjoint: einsum of g and the other operands into k's subscripts.
 
@@ -354,8 +329,8 @@ def _einsum_examples(rng) -> list:
 
 
 register(Op(
-    name="einsum", arity=None, params=("=spec", "*operands"), attrs={"spec": None},
-    prepare=_einsum_prepare, infer=_einsum_infer, impl=_einsum, source=_einsum_source,
-    backprop=_einsum_rule, examples=_einsum_examples,
+    name="einsum", signature=sig("=spec:str", "*operands", spec=None),
+    prepare=_einsum_prepare, infer=_einsum_infer, impl=_einsum, backprop=_einsum_rule,
+    examples=_einsum_examples,
     doc="Einstein summation over letter subscripts ('ij,jk->ik'); no '...' (ellipsis)",
 ))

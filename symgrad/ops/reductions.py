@@ -27,8 +27,9 @@ from collections.abc import Callable
 import numpy as np
 
 from ..errors import ShapeError
-from ..shapes import float_dtype, fmt, norm_axes, norm_axis, reduced
-from .registry import F, Op, SignatureError, first_fold, register
+from ..ir.graph import F
+from ..ir.op import Op, SignatureError, register, sig
+from ..ir.shapes import float_dtype, fmt, norm_axes, norm_axis, reduced
 
 _NEG_INF = float("-inf")
 
@@ -70,12 +71,6 @@ def _reduce_infer(name: str, dtype_rule: Callable[[str], str], nonempty: bool = 
         return reduced(shape, axes, attrs["keepdims"]), dtype_rule(dtypes[0])
 
     return infer
-
-
-def _no_axes_fold(graph, args, attrs, shape, dtype):
-    """A reduction over no axes (``sum`` of a scalar) is its operand when dtypes agree."""
-    x = graph.nodes[args[0]]
-    return x.id if not attrs["axis"] and x.shape == shape and x.dtype == dtype else None
 
 
 def _one_axis_infer(shapes, dtypes, attrs):
@@ -126,38 +121,16 @@ def _one_axis_examples(rng) -> list:
     ]
 
 
-def _sum_first(graph, args, attrs, shape, dtype):
-    """Inside B, reduce before the product instead of after it (what sum_to_shape asks for
-    when an operand of a matmul was broadcast): ``sum(-x) -> -sum(x)``,
-    ``sum(a @ b, axis=-2, keepdims=True) -> sum(a, axis=-2, keepdims=True) @ b`` and, for a
-    2-D ``b``, a sum over leading axes of ``a @ b`` likewise. Equal up to rounding."""
-    if graph._role != "adjoint":
-        return None
-    x = graph.nodes[args[0]]
-    axes, keep = attrs["axis"], attrs["keepdims"]
-    if x.op == "negative":
-        out = -F.sum(graph.expr(x.args[0]), axis=axes, keepdims=keep)
-    elif x.op == "matmul" and len(x.shape) >= 2:
-        a, b = (graph.expr(i) for i in x.args)
-        rows = axes == (-2,) and keep and a.ndim >= 2 and b.ndim >= 2
-        lead = a.ndim == len(x.shape) and b.ndim == 2 and all(k < -2 for k in axes)
-        if not (rows or lead):
-            return None
-        out = F.sum(a, axis=axes, keepdims=keep) @ b
-    else:
-        return None
-    return out.node if out.shape == shape and out.dtype == dtype else None
+_AXES = sig("x", "=axis", "=keepdims", axis=None, keepdims=False)
+_ONE_AXIS = sig("x", "=axis", axis=-1)
 
 
-def _reduction(name, impl, source, backprop, dtype_rule, *, nonempty=False, aliases=(), doc="",
-               fold=_no_axes_fold):
+def _reduction(name, impl, backprop, dtype_rule, *, nonempty=False, aliases=(), doc=""):
     """Register a reduction with NumPy's ``(x, axis=None, keepdims=False)`` signature."""
     return register(Op(
-        name=name, arity=1, params=("x", "=axis", "=keepdims"),
-        attrs={"axis": None, "keepdims": False}, prepare=_prepare_axes(name),
-        infer=_reduce_infer(name, dtype_rule, nonempty), impl=impl, source=source,
-        fold=fold,
-        backprop=backprop, examples=_reduce_examples, aliases=aliases, doc=doc,
+        name=name, signature=_AXES, prepare=_prepare_axes(name),
+        infer=_reduce_infer(name, dtype_rule, nonempty), impl=impl, backprop=backprop,
+        examples=_reduce_examples, aliases=aliases, doc=doc,
     ))
 
 
@@ -177,16 +150,13 @@ def _extreme_rule(n, g):
     return (_keep(g, n, axes) * share,)
 
 
-_SUM_SRC = "np.sum({0}, axis={axis!r}, keepdims={keepdims!r})"
-_reduction("sum", np.sum, _SUM_SRC, lambda n, g: (_spread(g, n),), _sum_dtype,
-           fold=first_fold(_no_axes_fold, _sum_first), doc="sum over axis (all axes when None)")
-_reduction("mean", np.mean, "np.mean({0}, axis={axis!r}, keepdims={keepdims!r})", _mean_rule,
-           float_dtype, doc="arithmetic mean over axis (all axes when None)")
-_reduction("max", np.max, "np.max({0}, axis={axis!r}, keepdims={keepdims!r})", _extreme_rule,
-           _same_dtype, nonempty=True, aliases=("amax",),
+_reduction("sum", np.sum, lambda n, g: (_spread(g, n),), _sum_dtype,
+           doc="sum over axis (all axes when None)")
+_reduction("mean", np.mean, _mean_rule, float_dtype,
+           doc="arithmetic mean over axis (all axes when None)")
+_reduction("max", np.max, _extreme_rule, _same_dtype, nonempty=True, aliases=("amax",),
            doc="maximum over axis; tied maxima share the gradient equally")
-_reduction("min", np.min, "np.min({0}, axis={axis!r}, keepdims={keepdims!r})", _extreme_rule,
-           _same_dtype, nonempty=True, aliases=("amin",),
+_reduction("min", np.min, _extreme_rule, _same_dtype, nonempty=True, aliases=("amin",),
            doc="minimum over axis; tied minima share the gradient equally")
 
 
@@ -229,25 +199,19 @@ def _log_softmax_rule(n, g):
 
 
 register(Op(
-    name="logsumexp", arity=1, params=("x", "=axis", "=keepdims"),
-    attrs={"axis": None, "keepdims": False}, prepare=_prepare_axes("logsumexp"),
+    name="logsumexp", signature=_AXES, prepare=_prepare_axes("logsumexp"),
     infer=_reduce_infer("logsumexp", float_dtype), impl=_sg_logsumexp,
-    source="_sg_logsumexp({0}, {axis!r}, {keepdims!r})", helpers=(_sg_logsumexp,),
-    fold=_no_axes_fold,
     backprop=_logsumexp_rule, examples=_reduce_examples,
     doc="log(sum(exp(x), axis)) computed stably; -inf for an all -inf slice",
 ))
 register(Op(
-    name="softmax", arity=1, params=("x", "=axis"), attrs={"axis": -1},
-    prepare=_prepare_one_axis("softmax"), infer=_one_axis_infer, impl=_sg_softmax,
-    source="_sg_softmax({0}, {axis!r})", helpers=(_sg_softmax,), backprop=_softmax_rule,
+    name="softmax", signature=_ONE_AXIS, prepare=_prepare_one_axis("softmax"),
+    infer=_one_axis_infer, impl=_sg_softmax, backprop=_softmax_rule,
     examples=_one_axis_examples,
     doc="exp(x) / sum(exp(x), axis) computed stably (the maximum is subtracted first)",
 ))
 register(Op(
-    name="log_softmax", arity=1, params=("x", "=axis"), attrs={"axis": -1},
-    prepare=_prepare_one_axis("log_softmax"), infer=_one_axis_infer, impl=_sg_log_softmax,
-    source="_sg_log_softmax({0}, {axis!r})", helpers=(_sg_log_softmax,),
-    backprop=_log_softmax_rule, examples=_one_axis_examples,
-    doc="x - logsumexp(x, axis, keepdims=True) computed stably",
+    name="log_softmax", signature=_ONE_AXIS, prepare=_prepare_one_axis("log_softmax"),
+    infer=_one_axis_infer, impl=_sg_log_softmax, backprop=_log_softmax_rule,
+    examples=_one_axis_examples, doc="x - logsumexp(x, axis, keepdims=True) computed stably",
 ))

@@ -23,9 +23,10 @@ import math
 import numpy as np
 
 from ..errors import ShapeError
-from ..shapes import Shape, fmt, norm_axes, norm_axis, result_dtype
+from ..ir.graph import F
+from ..ir.op import Op, register, sig
+from ..ir.shapes import Shape, fmt, norm_axes, norm_axis, result_dtype
 from .indexing import index_along
-from .registry import F, Op, register
 
 
 def _ints(op: str, what: str, value) -> tuple[int, ...]:
@@ -38,12 +39,6 @@ def _ints(op: str, what: str, value) -> tuple[int, ...]:
     if any(isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)) for d in out):
         raise ShapeError(f"{op}: {what} must be an int or a tuple of ints, got {value!r}")
     return tuple(int(d) for d in out)
-
-
-def _same_shape_fold(graph, args, attrs, shape, dtype):
-    """An op that changes nothing is its operand."""
-    x = graph.nodes[args[0]]
-    return args[0] if len(args) == 1 and x.shape == shape and x.dtype == dtype else None
 
 
 # -- reshape ------------------------------------------------------------------------------
@@ -87,12 +82,6 @@ def _reshape_infer(shapes, dtypes, attrs):
     return tuple(xs[:batch]) + tuple(attrs["shape"]), dtypes[0]
 
 
-def _reshape_source(names, attrs):
-    x, b, shape = names[0], attrs["batch"], attrs["shape"]
-    return f"np.reshape({x}, {shape!r})" if b == 0 else \
-        f"np.reshape({x}, {x}.shape[:{b}] + {shape!r})"
-
-
 def _reshape_rule(n, g):
     x = n.args[0]
     return (F.reshape(g, shape=x.shape[n.attrs["batch"]:], src_ndim=len(n.attrs["shape"])),)
@@ -105,10 +94,10 @@ def _examples_reshape(rng):
 
 
 register(Op(
-    name="reshape", arity=1, params=("x", "=shape"), attrs={"shape": None, "src_ndim": None},
+    name="reshape", signature=sig("x", "=shape", shape=None, src_ndim=None),
     prepare=_reshape_prepare, infer=_reshape_infer,
     impl=lambda x, shape, src_ndim, batch: np.reshape(x, np.shape(x)[:batch] + shape),
-    source=_reshape_source, fold=_same_shape_fold, backprop=_reshape_rule,
+    backprop=_reshape_rule,
     examples=_examples_reshape, domain=None,
     doc="x with a new shape (one -1 is inferred); src_ndim: how many trailing axes "
         "of x to reshape (default all)",
@@ -135,12 +124,6 @@ def _broadcast_infer(shapes, dtypes, attrs):
     return tuple(xs[:batch]) + shape, dtypes[0]
 
 
-def _broadcast_source(names, attrs):
-    x, b, shape = names[0], attrs["batch"], attrs["shape"]
-    return f"np.broadcast_to({x}, {shape!r})" if b == 0 else \
-        f"np.broadcast_to({x}, {x}.shape[:{b}] + {shape!r})"
-
-
 def _examples_broadcast(rng):
     return [([rng.normal(size=(3, 1))], {"shape": (2, 3, 4)}),
             ([rng.normal(size=())], {"shape": (2, 2)}),
@@ -148,10 +131,9 @@ def _examples_broadcast(rng):
 
 
 register(Op(
-    name="broadcast_to", arity=1, params=("x", "=shape"), attrs={"shape": None},
+    name="broadcast_to", signature=sig("x", "=shape", shape=None),
     prepare=_broadcast_prepare, infer=_broadcast_infer,
     impl=lambda x, shape, batch: np.broadcast_to(x, np.shape(x)[:batch] + shape),
-    source=_broadcast_source, fold=_same_shape_fold,
     # The reverse pass sums the broadcast axes back (sum_to_shape), so the rule passes g on.
     backprop=lambda n, g: (g,), examples=_examples_broadcast, domain=None,
     doc="x broadcast to `shape` (NumPy rules); extra leading axes of x are kept as batch axes",
@@ -207,18 +189,18 @@ def _examples_squeeze(rng):
 
 
 register(Op(
-    name="expand_dims", arity=1, params=("x", "=axis"), attrs={"axis": None},
+    name="expand_dims", signature=sig("x", "=axis", axis=None),
     prepare=_expand_prepare, infer=_expand_infer,
-    impl=lambda x, axis: np.expand_dims(x, axis), source="np.expand_dims({0}, {axis!r})",
-    fold=_same_shape_fold, backprop=lambda n, g: (F.squeeze(g, axis=n.attrs["axis"]),),
+    impl=lambda x, axis: np.expand_dims(x, axis),
+    backprop=lambda n, g: (F.squeeze(g, axis=n.attrs["axis"]),),
     examples=_examples_expand, domain=None,
     doc="x with new length-1 axes at `axis` (positions in the result)",
 ))
 register(Op(
-    name="squeeze", arity=1, params=("x", "=axis"), attrs={"axis": None},
+    name="squeeze", signature=sig("x", "=axis", axis=None),
     prepare=_squeeze_prepare, infer=_squeeze_infer,
-    impl=lambda x, axis: np.squeeze(x, axis=axis), source="np.squeeze({0}, axis={axis!r})",
-    fold=_same_shape_fold, backprop=lambda n, g: (F.expand_dims(g, axis=n.attrs["axis"]),),
+    impl=lambda x, axis: np.squeeze(x, axis=axis),
+    backprop=lambda n, g: (F.expand_dims(g, axis=n.attrs["axis"]),),
     examples=_examples_squeeze, domain=None,
     doc="x without its length-1 axes (all of them, or those in `axis`)",
 ))
@@ -261,10 +243,6 @@ def _stack_infer(shapes, dtypes, attrs):
     return tuple(first[:at]) + (len(shapes),) + tuple(first[at:]), result_dtype(*dtypes)
 
 
-def _join_source(fn: str):
-    return lambda names, attrs: f"np.{fn}([{', '.join(names)}], axis={int(attrs['axis'])})"
-
-
 def _concat_rule(n, g):
     axis, out, start = n.attrs["axis"], [], 0
     for x in n.args:
@@ -289,17 +267,16 @@ def _examples_stack(rng):
 
 
 register(Op(
-    name="concatenate", arity=None, params=("[arrays]", "=axis"), attrs={"axis": 0},
+    name="concatenate", signature=sig("[arrays]", "=axis", axis=0),
     prepare=_join_prepare("concatenate", 0), infer=_concat_infer,
-    impl=lambda *arrays, axis: np.concatenate(arrays, axis=axis),
-    source=_join_source("concatenate"), fold=_same_shape_fold, backprop=_concat_rule,
+    impl=lambda *arrays, axis: np.concatenate(arrays, axis=axis), backprop=_concat_rule,
     examples=_examples_join, domain=None, aliases=("concat",),
     doc="the arrays joined along an existing `axis`",
 ))
 register(Op(
-    name="stack", arity=None, params=("[arrays]", "=axis"), attrs={"axis": 0},
+    name="stack", signature=sig("[arrays]", "=axis", axis=0),
     prepare=_join_prepare("stack", 1), infer=_stack_infer,
-    impl=lambda *arrays, axis: np.stack(arrays, axis=axis), source=_join_source("stack"),
-    backprop=_stack_rule, examples=_examples_stack, domain=None,
+    impl=lambda *arrays, axis: np.stack(arrays, axis=axis), backprop=_stack_rule,
+    examples=_examples_stack, domain=None,
     doc="the arrays (all of one shape) joined along a new `axis`",
 ))

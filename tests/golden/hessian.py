@@ -33,16 +33,16 @@ def rosenbrock_hessian(x):
     t4 = t1 ** 2
     t5 = t3 - t4
     t7 = 2 * t5  # backprop of: t6 = t5 ** 2
-    t8 = 100.0 * t7  # backprop of: t6 = t5 ** 2
-    t9 = 2 * t1  # backprop of: t4 = t1 ** 2
-    t15 = _c2 * t9  # backprop of: t10 = t8 * t9
-    d_t9 = _c2 * t8  # backprop of: t10 = t8 * t9
-    t16 = d_t9 * 2  # backprop of: t9 = 2 * t1
-    d_t8 = _c1 + t15  # backprop of: t8 = 100.0 * t7
-    d_t7 = d_t8 * 100.0  # backprop of: t8 = 100.0 * t7
-    d_t3 = d_t7 * 2  # backprop of: t7 = 2 * t5
-    t17 = d_t3 * t9  # backprop of: t4 = t1 ** 2
-    t18 = t16 - t17  # backprop of: t1 = x[0]
-    d_t1 = t18 + _c3  # backprop of: t1 = x[0]
-    dx = _sg_scatter_sum(np.shape(d_t3)[:1] + (2,), ((d_t3, np.s_[:, 1], False), (d_t1, np.s_[:, 0], False),))  # backprop of: x  # noqa: E501
+    d_t5 = 100.0 * t7  # backprop of: t6 = t5 ** 2
+    t8 = 2 * t1  # backprop of: t4 = t1 ** 2
+    t14 = _c2 * t8  # backprop of: t9 = d_t5 * t8
+    d_t8 = _c2 * d_t5  # backprop of: t9 = d_t5 * t8
+    t15 = d_t8 * 2  # backprop of: t8 = 2 * t1
+    d_d_t5 = _c1 + t14  # backprop of: d_t5 = 100.0 * t7
+    d_t7 = d_d_t5 * 100.0  # backprop of: d_t5 = 100.0 * t7
+    d_t5_1 = d_t7 * 2  # backprop of: t7 = 2 * t5
+    t16 = d_t5_1 * t8  # backprop of: t4 = t1 ** 2
+    t17 = t15 - t16  # backprop of: t1 = x[0]
+    d_t1 = t17 + _c3  # backprop of: t1 = x[0]
+    dx = _sg_scatter_sum(np.shape(d_t5_1)[:1] + (2,), ((d_t5_1, np.s_[:, 1], False), (d_t1, np.s_[:, 0], False),))  # backprop of: x  # noqa: E501
     return dx

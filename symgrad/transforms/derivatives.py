@@ -1,4 +1,4 @@
-"""grad, vjp, jacobian, hessian, hvp and derivative(n), all on top of :mod:`symgrad.reverse`.
+"""grad, vjp, jacobian, hessian, hvp and derivative(n), all on top of :mod:`.reverse`.
 
 Every function returns Exprs in the output's graph, so results can be evaluated, printed,
 turned into source, or differentiated again.
@@ -10,19 +10,20 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .errors import DifferentiationError
-from .graph import Expr, build
-from .ops.registry import REGISTRY, F
+from ..errors import DifferentiationError
+from ..ir.graph import Expr, F
+from ..ir.shapes import fmt, is_float
 from .reverse import backprop
-from .shapes import fmt, is_float
 
 Wrt = Expr | str
 
 
-def grad(f: Expr, wrt: Wrt | Sequence[Wrt]) -> Expr | tuple[Expr, ...]:
+def grad(f: Expr, wrt: Wrt | Sequence[Wrt], *, cleanup: bool = True) -> Expr | tuple[Expr, ...]:
     """The gradient of scalar ``f`` with respect to one variable or a list of them.
 
     ``wrt`` may be Exprs or variable names. A variable ``f`` does not depend on gets zeros.
+    ``cleanup=False`` keeps B exactly as the backprop rules write it (no reverse-mode
+    passes: see ``sg.passes()``).
 
     >>> import symgrad as sg
     >>> x = sg.var("x")
@@ -35,10 +36,11 @@ def grad(f: Expr, wrt: Wrt | Sequence[Wrt]) -> Expr | tuple[Expr, ...]:
             f"grad needs a scalar output, but f has shape {fmt(f.shape)}; use "
             "sg.jacobian(f, wrt) for the full derivative or sg.vjp(f, wrt, g) for a product"
         )
-    return vjp(f, wrt, _seed(1.0, f))
+    return vjp(f, wrt, _seed(1.0, f), cleanup=cleanup)
 
 
-def vjp(f: Expr, wrt: Wrt | Sequence[Wrt], g: Expr | str) -> Expr | tuple[Expr, ...]:
+def vjp(f: Expr, wrt: Wrt | Sequence[Wrt], g: Expr | str, *,
+        cleanup: bool = True) -> Expr | tuple[Expr, ...]:
     """The vector-Jacobian product ``g^T (df/dwrt)``: the adjoint of ``wrt`` for seed ``g``.
 
     ``g`` (an Expr or the name of a new variable) has ``f``'s shape, or extra leading axes
@@ -59,7 +61,7 @@ def vjp(f: Expr, wrt: Wrt | Sequence[Wrt], g: Expr | str) -> Expr | tuple[Expr, 
             f"the cotangent has shape {fmt(g.shape)}; it must end with f's shape {fmt(f.shape)}"
         )
     batch = g.shape[: g.ndim - f.ndim]
-    result = backprop(f, targets, g)
+    result = backprop(f, targets, g, cleanup)
     out = []
     for w in targets:
         node = result.adjoint_of.get(w.node)
@@ -67,7 +69,7 @@ def vjp(f: Expr, wrt: Wrt | Sequence[Wrt], g: Expr | str) -> Expr | tuple[Expr, 
     return tuple(out) if many else out[0]
 
 
-def jacobian(f: Expr, wrt: Wrt) -> Expr:
+def jacobian(f: Expr, wrt: Wrt, *, cleanup: bool = True) -> Expr:
     """The Jacobian, shape ``f.shape + wrt.shape``, built in ONE reverse pass.
 
     The seed is the identity with a batch axis per output element, so every backprop rule
@@ -79,7 +81,8 @@ def jacobian(f: Expr, wrt: Wrt) -> Expr:
     array([[2., 0.],
            [0., 6.]])
     """
-    return vjp(f, wrt, _seed(np.eye(max(f.size, 1)).reshape(f.shape + f.shape), f))
+    seed = _seed(np.eye(max(f.size, 1)).reshape(f.shape + f.shape), f)
+    return vjp(f, wrt, seed, cleanup=cleanup)
 
 
 def hessian(f: Expr, wrt: Wrt) -> Expr:
@@ -144,7 +147,7 @@ def _resolve(f: Expr, w: Wrt) -> Expr:
         raise DifferentiationError(f"wrt must be an Expr or a variable name, got {w!r}")
     elif w.graph is not graph:
         w = Expr(graph, graph.import_node(w.graph, w.node))
-    if graph.nodes[w.node].op != "var":
+    if not graph.nodes[w.node].is_var:
         raise DifferentiationError(f"wrt must be a variable, got the expression {w}")
     if not is_float(w.dtype):
         raise DifferentiationError(f"cannot differentiate with respect to '{w.name}': it has "
@@ -171,4 +174,4 @@ def _var_like(f: Expr, name: str, shape) -> Expr:
 
 
 def _zeros(f: Expr, shape) -> Expr:
-    return build(REGISTRY["broadcast_to"], [_const(0.0, f)], {"shape": tuple(shape)})
+    return F.broadcast_to(_const(0.0, f), tuple(shape))

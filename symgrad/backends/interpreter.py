@@ -1,4 +1,5 @@
-"""The NumPy interpreter: one pass over the requested outputs' ancestors in id order.
+"""The NumPy interpreter (``evaluate``): one pass over the outputs' ancestors in id order,
+running each op's own NumPy implementation from its stanza.
 
 Only ancestors of the outputs are computed; each intermediate array is dropped after its
 last consumer, so peak memory follows the live set, not the graph size.
@@ -11,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from .errors import EvaluationError, InputError
-from .graph import Expr, Graph
-from .ops.registry import REGISTRY
-from .shapes import fmt
+from ..errors import EvaluationError, InputError
+from ..ir.graph import Expr, Graph
+from ..ir.op import REGISTRY
+from ..ir.shapes import fmt
 
 
 def evaluate(outputs: Expr | Sequence[Expr], inputs: Mapping[Any, Any] | None = None):
@@ -52,7 +53,7 @@ def run(graph: Graph, outputs: Sequence[int], inputs: Mapping[str, Any]) -> dict
     with np.errstate(all="ignore"):
         for i in order:
             n = nodes[i]
-            if n.op == "var":
+            if n.is_var:
                 values[i] = check_input(n, inputs)
                 continue
             op = REGISTRY[n.op]

@@ -1,8 +1,8 @@
 """Generated source as callables: ``compile()`` and the SciPy helpers.
 
-:mod:`symgrad.codegen` writes the text; this module loads it as a fresh module registered
-with ``linecache`` (so ``inspect.getsource``, tracebacks and pdb show the generated code) and
-wraps it with the same input checks as ``sg.evaluate``.
+:mod:`symgrad.backends.numpy_source` writes the text; this module loads it as a fresh
+module registered with ``linecache`` (so ``inspect.getsource``, tracebacks and pdb show the
+generated code) and wraps it with the same input checks as ``sg.evaluate``.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .codegen import Module, Namer, output_list, resolve_inputs
-from .errors import DifferentiationError, InputError, SymgradError
-from .evaluate import check_input
-from .graph import Expr
-from .shapes import fmt
+from ..errors import DifferentiationError, InputError, SymgradError
+from ..ir.graph import Expr
+from ..ir.shapes import fmt
+from .interpreter import check_input
+from .numpy_source import Module, Namer, output_list, resolve_inputs
 
 __all__ = ["compile", "scipy_functions", "CompiledFunction", "ScipyFunctions"]
 
@@ -135,7 +135,7 @@ def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | Non
     >>> s.hessp(np.zeros(2), np.array([1.0, 0.0]))
     array([2., 0.])
     """
-    from .derivatives import _resolve, grad, hvp
+    from ..transforms.derivatives import _resolve, grad, hvp
 
     if not isinstance(f, Expr) or f.shape != ():
         shape = fmt(f.shape) if isinstance(f, Expr) else type(f).__name__
@@ -147,7 +147,7 @@ def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | Non
             f"shape {fmt(x.shape)}: declare it as a vector and reshape inside the expression"
         )
     graph = f.graph
-    used = [i for i in graph.ancestors([f.node]) if graph.nodes[i].op == "var" and i != x.node]
+    used = [i for i in graph.ancestors([f.node]) if graph.nodes[i].is_var and i != x.node]
     extra = resolve_inputs(graph, inputs, used)
     if x.node in extra:
         raise SymgradError(f"'{x.name}' is the optimisation variable; do not list it in inputs")

@@ -1,4 +1,4 @@
-"""Printing: readable infix text, a jaxpr-style listing, Graphviz DOT and a drawing.
+"""The IR as text: readable infix for an expression and a jaxpr-style listing of a graph.
 
 Everything here reads the op registry: an op with ``infix=(symbol, precedence)`` prints as
 an operator (Python precedences; arity 1 means a prefix operator), every other op as a call
@@ -20,18 +20,20 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 
-from .errors import SymgradError
-from .graph import Expr, Graph, Node, freeze
-from .ops.registry import REGISTRY, Op
+from ..errors import SymgradError
+from .op import REGISTRY, Op
+from .values import freeze
+
+if TYPE_CHECKING:
+    from .graph import Expr, Graph, Node
 
 INFIX_LIMIT = 20_000  # characters of fully expanded infix text before the let fallback
 LINE_LIMIT = 200  # characters per binding in the let fallback
 ARRAY_LIMIT = 100  # elements of a constant printed inline
-DRAW_LIMIT = 2_000  # nodes draw() will lay out
 
 _ATOM = 100  # precedence of names, literals, calls and subscripts
 _UNARY = 13  # Python's unary minus: binds looser than ** on its left, tighter on its right
@@ -93,30 +95,31 @@ def node_form(graph: Graph, n: Node, reserved: set[str] = frozenset()) -> Form:
     >>> node_form(f.graph, f.data)   # left operand at precedence >= 11, right > 11
     (11, [(0, 11), ' - ', (1, 12)])
     """
-    if n.op == "var":
+    if n.is_var:
         return _ATOM, [n.name]
-    if n.op == "const":
+    if n.is_const:
         return const_text(n.attrs["value"], reserved)
     op = REGISTRY[n.op]
-    if n.op == "index":
-        return _index_form(n)
-    if op.infix is not None and len(n.args) == 2 and not _reflected(graph, n, op):
-        symbol, prec = op.infix
+    infix_ = op.signature.infix
+    if op.write is not None:
+        return _written_form(n, op)
+    if infix_ is not None and len(n.args) == 2 and not _reflected(graph, n, op):
+        symbol, prec = infix_
         left, right = prec, prec + 1
         if symbol in _RIGHT_ASSOC:
             left, right = prec + 1, _UNARY
         elif prec == _COMPARE:
             left = right = prec + 1
         return prec, [(0, left), f" {symbol} ", (1, right)]
-    if op.infix is not None and len(n.args) == 1:
-        symbol, prec = op.infix
+    if infix_ is not None and len(n.args) == 1:
+        symbol, prec = infix_
         return prec, [symbol, (0, prec + 1)]  # -(-a), not --a
     return _ATOM, _call_pieces(graph, n, op)
 
 
 def _reflected(graph: Graph, n: Node, op: Op) -> bool:
     """``2 < x`` reads back as ``x > 2`` (Python reflects comparisons): print a call."""
-    return op.infix[1] == _COMPARE and graph.nodes[n.args[0]].op == "const"
+    return op.signature.infix[1] == _COMPARE and graph.nodes[n.args[0]].is_const
 
 
 def const_text(value: np.ndarray, reserved: Iterable[str] = ()) -> Form:
@@ -149,22 +152,23 @@ def const_text(value: np.ndarray, reserved: Iterable[str] = ()) -> Form:
 
 
 def _call_pieces(graph: Graph, n: Node, op: Op) -> list[Piece]:
-    """``name(operands, static, keyword=value)`` following the op's ``params``."""
-    if not op.attrs and len(op.params) == len(n.args):  # the common case, fast
+    """``name(operands, static, keyword=value)`` following the op's signature."""
+    params = op.signature.params
+    if not op.attrs and len(params) == len(n.args):  # the common case, fast
         return [f"{op.name}(", *_joined([(j, 0) for j in range(len(n.args))]), ")"]
     parts: list[list[Piece]] = []
     nargs, pos = len(n.args), 0
     shown: set[str] = set()
-    for k, p in enumerate(op.params):
-        later = sum(1 for q in op.params[k + 1:] if not q.startswith(("=", "*", "[")))
-        if p.startswith("="):
-            if any(not q.startswith("=") for q in op.params[k + 1:]):
-                parts.append([_value_text(n.attrs.get(p[1:]))])  # must stay positional
-                shown.add(p[1:])
-        elif p.startswith(("*", "[")):
+    for k, p in enumerate(params):
+        later = sum(1 for q in params[k + 1:] if q.kind == "operand")
+        if p.kind == "static":
+            if any(q.kind != "static" for q in params[k + 1:]):
+                parts.append([_value_text(n.attrs.get(p.name))])  # must stay positional
+                shown.add(p.name)
+        elif p.kind in ("operands", "list"):
             count = max(nargs - pos - later, 0)
             slots: list[Piece] = [(pos + j, 0) for j in range(count)]
-            if p.startswith("*"):
+            if p.kind == "operands":
                 parts.extend([s] for s in slots)
             else:
                 parts.append(["[", *_joined(slots), "]"])
@@ -238,19 +242,15 @@ def _slice_text(s: slice) -> str:
     return text if s.step is None else f"{text}:{s.step}"
 
 
-def _index_form(n: Node) -> Form:
-    """``x[key]`` with the key text of the indexing module; operands fill its slots."""
-    from .ops.indexing import key_source
-
-    marks = [f"\0{j}\0" for j in range(1, len(n.args))]
-    text = key_source(n.attrs["key"], marks, n.attrs.get("batch", 0))
-    pieces: list[Piece] = [(0, _ATOM), "["]
-    for k, part in enumerate(text.split("\0")):
+def _written_form(n: Node, op: Op) -> Form:
+    """An op with its own notation (``x[1:, y]``): the op writes it around operand marks."""
+    marks = [f"\0{j}\0" for j in range(len(n.args))]
+    pieces: list[Piece] = []
+    for k, part in enumerate(op.write(marks, n.attrs).split("\0")):
         if k % 2:
-            pieces.append((int(part), 0))
+            pieces.append((int(part), _ATOM if int(part) == 0 else 0))
         elif part:
             pieces.append(part)
-    pieces.append("]")
     return _ATOM, pieces
 
 
@@ -339,18 +339,18 @@ def listing(graph_or_exprs: Graph | Expr | Sequence[Expr]) -> str:
     v4:f64[] = sum v3 axis=(-1,) keepdims=False
     outputs  v4
     """
-    graph, ids, outputs = _select(graph_or_exprs)
+    graph, ids, outputs = select(graph_or_exprs)
     nodes = graph.nodes
     reserved = set(graph.variables)
     made_for: dict[int, list[int]] = {}
-    for f, a in sorted(graph.adjoint_of.items()):
+    for f, a in sorted(adjoint_pairs(graph)):
         made_for.setdefault(a, []).append(f)
     inline = {i: _inline(nodes[i], reserved) for i in ids
-              if nodes[i].op == "var" or (nodes[i].op == "const" and i not in made_for)}
+              if nodes[i].is_var or (nodes[i].is_const and i not in made_for)}
     inline = {i: t for i, t in inline.items() if t is not None}
     lines = []
     inputs = [f"{nodes[i].name}:{_type(nodes[i].shape, nodes[i].dtype)}"
-              for i in ids if nodes[i].op == "var"]
+              for i in ids if nodes[i].is_var]
     if inputs:
         lines.append("inputs  " + "  ".join(inputs))
     for i in ids:
@@ -358,7 +358,7 @@ def listing(graph_or_exprs: Graph | Expr | Sequence[Expr]) -> str:
             continue
         n = nodes[i]
         operands = " ".join(inline.get(a, f"v{a}") for a in n.args)
-        if n.op == "const":
+        if n.is_const:
             attrs = _inline(n, reserved) or f"<{n.attrs['value'].size} values>"
         else:
             attrs = " ".join(f"{k}={_value_text(v)}" for k, v in n.attrs.items() if k != "batch")
@@ -374,212 +374,52 @@ def listing(graph_or_exprs: Graph | Expr | Sequence[Expr]) -> str:
 
 
 def _inline(n: Node, reserved: set[str]) -> str | None:
-    if n.op == "var":
+    if n.is_var:
         return n.name
     value = n.attrs["value"]
     return const_text(value, reserved)[1][0] if value.size <= 8 else None
 
 
 def _ref(nodes: list[Node], i: int) -> str:
-    return nodes[i].name if nodes[i].op == "var" else f"v{i}"
+    return nodes[i].name if nodes[i].is_var else f"v{i}"
 
 
 def _type(shape: tuple[int, ...], dtype: str) -> str:
     return f"{_SHORT_DTYPE.get(dtype, dtype)}[{','.join(map(str, shape))}]"
 
 
-def _select(obj: Graph | Expr | Sequence[Expr]) -> tuple[Graph, list[int], list[int]]:
+def select(obj: Graph | Expr | Sequence[Expr]) -> tuple[Graph, list[int], list[int]]:
     """(graph, node ids to show in order, output ids) for a Graph or some Exprs."""
-    if isinstance(obj, Graph):
+    if _is_expr(obj):
+        obj = [obj]
+    elif not isinstance(obj, (list, tuple)):  # a Graph: every node; outputs = unused nodes
         used = {a for n in obj.nodes for a in n.args}
-        outs = [n.id for n in obj.nodes if n.id not in used and n.op not in ("var", "const")]
+        outs = [n.id for n in obj.nodes if n.id not in used and not (n.is_var or n.is_const)]
         return obj, list(range(len(obj.nodes))), outs
-    exprs = [obj] if isinstance(obj, Expr) else list(obj)
-    if not exprs or not all(isinstance(e, Expr) for e in exprs):
+    exprs = list(obj)
+    if not exprs or not all(_is_expr(e) for e in exprs):
         raise SymgradError("expected a Graph, an Expr or a non-empty list of Exprs")
     graph = max((e.graph for e in exprs), key=len)
-    outs = [e.node if e.graph is graph else graph.import_node(e.graph, e.node) for e in exprs]
+    outs = [graph.find(e) for e in exprs]
     return graph, graph.ancestors(outs), outs
 
 
-# -- DOT ----------------------------------------------------------------------------------
+def _is_expr(obj: Any) -> bool:
+    return hasattr(obj, "graph") and hasattr(obj, "node")
 
 
-def to_dot(exprs: Graph | Expr | Sequence[Expr]) -> str:
-    """Graphviz DOT text of the forward graph and its derivative subgraph B.
-
-    Forward nodes sit in a ``forward`` cluster; adjoint nodes in an ``adjoint`` cluster,
-    filled and dashed. Operand edges are labelled with the operand position when a node has
-    more than one operand, and a dotted edge joins each forward node to its adjoint
-    (``graph.adjoint_of``). The text is deterministic.
-
-    Examples
-    --------
-    >>> import symgrad as sg
-    >>> x = sg.var("x")
-    >>> f = sg.sin(x) * x
-    >>> dot = to_dot([f, sg.grad(f, x)])
-    >>> dot.startswith("digraph symgrad {")
-    True
-    >>> "style=dotted" in dot and 'label="adjoint' in dot
-    True
-    """
-    graph, ids, outputs = _select(exprs)
-    nodes = graph.nodes
-    chosen = set(ids)
-    lines = ["digraph symgrad {", "  rankdir=TB;",
-             '  node [shape=box, style=rounded, fontname="Helvetica", fontsize=11];',
-             '  edge [fontname="Helvetica", fontsize=9];']
-    for role, title, style in (("forward", "forward", "color=gray70"),
-                               ("adjoint", "adjoint (B)", "style=dashed, color=firebrick")):
-        members = [i for i in ids if nodes[i].role == role]
-        if not members:
-            continue
-        lines.append(f"  subgraph cluster_{role} {{")
-        lines.append(f'    label="{title}"; {style};')
-        lines.extend(f"    {_dot_node(graph, nodes[i], i in outputs)}" for i in members)
-        lines.append("  }")
-    for i in ids:
-        args = nodes[i].args
-        for k, a in enumerate(args):
-            label = f' [label="{k}"]' if len(args) > 1 else ""
-            lines.append(f"  n{a} -> n{i}{label};")
-    for f, a in sorted(graph.adjoint_of.items()):
-        if f in chosen and a in chosen:
-            lines.append(f"  n{f} -> n{a} [style=dotted, color=royalblue, constraint=false, "
-                         'arrowhead=open, label="adjoint"];')
-    lines.append("}")
-    return "\n".join(lines)
+def adjoint_pairs(graph: Graph) -> list[tuple[int, int]]:
+    """Every ``(forward node, adjoint node)`` pair of every transform of ``graph``, the
+    earliest transform first, each pair once."""
+    seen: set[tuple[int, int]] = set()
+    out = []
+    tables = [t.adjoint_of for t in graph.transforms] + [graph.adjoint_of]
+    for table in tables:
+        for pair in table.items():
+            if pair not in seen:
+                seen.add(pair)
+                out.append(pair)
+    return out
 
 
-def _dot_node(graph: Graph, n: Node, is_output: bool) -> str:
-    if n.op == "var":
-        label, shape = n.name, "ellipse"
-    elif n.op == "const":
-        label, shape = _clip(const_text(n.attrs["value"], set(graph.variables))[1][0]), "plain"
-    else:
-        attrs = ", ".join(f"{k}={_value_text(v)}" for k, v in n.attrs.items() if k != "batch")
-        label, shape = n.op + (f"\n{_clip(attrs)}" if attrs else ""), "box"
-    label += f"\nv{n.id}: {_type(n.shape, n.dtype)}"
-    extra = ', style="filled,dashed", fillcolor="#fde0dc"' if n.role == "adjoint" else ""
-    if is_output:
-        extra += ", penwidth=2"
-    return f'n{n.id} [label="{_escape(label)}", shape={shape}{extra}];'
-
-
-def _clip(text: str, limit: int = 40) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _escape(text: str) -> str:
-    """Text safe inside a double-quoted DOT string."""
-    text = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return "".join(c if c.isprintable() else "?" for c in text)
-
-
-# -- drawing ------------------------------------------------------------------------------
-
-
-def draw(exprs: Graph | Expr | Sequence[Expr], path: str = "graph.png") -> str:
-    """Draw the graph (forward and adjoint nodes) to an image file with matplotlib.
-
-    Nodes are placed in layers by longest path from the inputs; adjoint nodes are drawn in
-    a different colour and dotted lines join forward nodes to their adjoints.
-
-    Parameters
-    ----------
-    exprs : Graph, Expr or list of Expr
-        What to draw.
-    path : str
-        The output file; its suffix picks the format (``.png``, ``.svg``, ``.pdf``).
-
-    Returns
-    -------
-    str
-        ``path``.
-
-    Examples
-    --------
-    >>> import symgrad as sg, tempfile, os
-    >>> x = sg.var("x")
-    >>> out = os.path.join(tempfile.mkdtemp(), "g.png")
-    >>> draw(sg.grad(sg.exp(x) * x, x), out) == out  # doctest: +SKIP
-    True
-    """
-    try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-    except ImportError:
-        raise SymgradError(
-            "draw() needs matplotlib (pip install 'symgrad[plot]'); "
-            "or write DOT text with sg.to_dot(exprs) and render it with Graphviz"
-        ) from None
-    graph, ids, outputs = _select(exprs)
-    if len(ids) > DRAW_LIMIT:
-        raise SymgradError(f"draw() lays out at most {DRAW_LIMIT} nodes; this graph has "
-                           f"{len(ids)}: use sg.to_dot(exprs) with Graphviz instead")
-    pos = _layered_positions(graph, ids)
-    width = max((x for x, _ in pos.values()), default=1.0) + 1
-    height = max((-y for _, y in pos.values()), default=1.0) + 1
-    fig = Figure(figsize=(min(2 + 1.6 * width, 60), min(2 + 1.0 * height, 60)))
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    ax.set_axis_off()
-    _draw_edges(ax, graph, ids, pos)
-    _draw_nodes(ax, graph, ids, pos, set(outputs))
-    ax.set_xlim(-1, width)
-    ax.set_ylim(-height, 1)
-    fig.savefig(path, bbox_inches="tight")
-    return path
-
-
-def _layered_positions(graph: Graph, ids: list[int]) -> dict[int, tuple[float, float]]:
-    layer: dict[int, int] = {}
-    for i in ids:  # ids ascend: a topological order
-        args = graph.nodes[i].args
-        layer[i] = 1 + max((layer[a] for a in args), default=-1)
-    rows: dict[int, list[int]] = {}
-    for i in ids:
-        rows.setdefault(layer[i], []).append(i)
-    widest = max(len(r) for r in rows.values())
-    pos = {}
-    for depth, row in rows.items():
-        offset = (widest - len(row)) / 2
-        for k, i in enumerate(row):
-            pos[i] = (offset + k, -float(depth))
-    return pos
-
-
-def _draw_edges(ax, graph: Graph, ids: list[int], pos) -> None:
-    for i in ids:
-        for a in set(graph.nodes[i].args):
-            ax.annotate("", xy=pos[i], xytext=pos[a],
-                        arrowprops={"arrowstyle": "->", "color": "0.45", "lw": 0.8,
-                                    "shrinkA": 12, "shrinkB": 12})
-    chosen = set(ids)
-    for f, a in sorted(graph.adjoint_of.items()):
-        if f in chosen and a in chosen:
-            ax.annotate("", xy=pos[a], xytext=pos[f],
-                        arrowprops={"arrowstyle": "->", "color": "royalblue", "lw": 0.8,
-                                    "linestyle": ":", "connectionstyle": "arc3,rad=0.25",
-                                    "shrinkA": 12, "shrinkB": 12})
-
-
-def _draw_nodes(ax, graph: Graph, ids: list[int], pos, outputs: set[int]) -> None:
-    reserved = set(graph.variables)
-    for i in ids:
-        n = graph.nodes[i]
-        if n.op == "var":
-            text = n.name
-        elif n.op == "const":
-            text = _clip(const_text(n.attrs["value"], reserved)[1][0], 16)
-        else:
-            text = n.op
-        colour = "#fde0dc" if n.role == "adjoint" else ("#dbe9f6" if n.op != "var" else "white")
-        ax.text(*pos[i], f"{text}\nv{i}", ha="center", va="center", fontsize=8,
-                bbox={"boxstyle": "round", "fc": colour, "ec": "black",
-                      "lw": 2.0 if i in outputs else 0.8,
-                      "ls": "--" if n.role == "adjoint" else "-"})
-
-
-__all__ = ["infix", "listing", "to_dot", "draw", "node_form", "const_text"]
+__all__ = ["infix", "listing", "node_form", "const_text", "select", "adjoint_pairs"]

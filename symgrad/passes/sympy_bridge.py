@@ -1,4 +1,4 @@
-"""The sympy bridge used by ``simplify(..., sympy=True)``: the only module importing sympy.
+"""The sympy pass of ``simplify(..., sympy=True)``: the only module importing sympy.
 
 Translations both ways are read from the registry: an elementwise op whose ``sympy`` field
 is a name translates to that sympy class and back; a callable translates one way. Regions
@@ -12,9 +12,9 @@ from functools import reduce
 import numpy as np
 import sympy as sp
 
-from .graph import Expr, Graph
-from .ops.registry import REGISTRY, call
-from .shapes import is_float
+from ..ir.graph import Expr, Graph, call
+from ..ir.op import REGISTRY
+from ..ir.shapes import is_float
 
 MAX_NODES = 40  # sympy.simplify is super-linear: keep each region small
 
@@ -95,7 +95,7 @@ def _to_sympy(graph: Graph, root: int, interior) -> tuple[sp.Expr, dict[sp.Symbo
 
 
 def _leaf(n, leaves: dict) -> sp.Expr:
-    if n.op == "const" and n.attrs["value"].ndim == 0 and n.attrs["value"].dtype.kind in "fi":
+    if n.is_const and n.attrs["value"].ndim == 0 and n.attrs["value"].dtype.kind in "fi":
         v = float(n.attrs["value"])
         if np.isfinite(v):
             return sp.Integer(int(v)) if v.is_integer() else sp.Float(v, 17)

@@ -8,7 +8,7 @@ on input length, bracket depth, unary-operator runs, node count and literal size
 before any work.
 
 The walk builds the graph with the same calls the Python API makes (Expr operators and
-:func:`symgrad.ops.registry.call`) in Python's left-to-right evaluation order, so
+:func:`symgrad.ir.graph.call`) in Python's left-to-right evaluation order, so
 ``parse("x * sin(y)")`` and ``x * sg.sin(y)`` give the same graph. Arithmetic on literals
 alone follows Python, as in the API (``2 * 3 * x`` multiplies ``x`` by the constant ``6``),
 under size guards. Names ``pi``, ``e``, ``inf`` and ``nan`` are constants unless declared
@@ -26,9 +26,10 @@ import unicodedata
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .errors import ParseError, SymgradError
-from .graph import Expr, as_constant, check_dtype, check_name, check_shape, const, var
-from .ops.registry import SignatureError, call, lookup
+from ..errors import ParseError, SymgradError
+from ..ir.graph import Expr, call, const, var
+from ..ir.op import Op, SignatureError, lookup
+from ..ir.values import as_constant, check_dtype, check_name, check_shape
 
 MAX_CHARS = 100_000
 MAX_DEPTH = 100  # nested brackets
@@ -81,7 +82,7 @@ def parse(
     shapes: Mapping[str, Any] | None = None,
     dtypes: Mapping[str, str] | None = None,
 ) -> Expr:
-    """Parse expression text into an :class:`~symgrad.graph.Expr`, safely.
+    """Parse expression text into an :class:`~symgrad.ir.graph.Expr`, safely.
 
     Parameters
     ----------
@@ -371,14 +372,14 @@ class _Parser:
         for arg in args:
             if isinstance(arg, ast.Starred):
                 self.fail(_UNSUPPORTED["Starred"], arg)
-        for p in op.params:
+        for p in op.signature.params:
             if not args:
                 break
-            if p.startswith("*"):
+            if p.kind == "operands":
                 plan.extend(("expr",) for _ in args)
                 children.extend(args)
                 args = []
-            elif p.startswith("["):
+            elif p.kind == "list":
                 seq = args.pop(0)
                 if not isinstance(seq, (ast.List, ast.Tuple)):
                     self.fail(f"{op.name}() takes a list of arrays here, e.g. [a, b]", seq)
@@ -387,14 +388,14 @@ class _Parser:
                         self.fail(_UNSUPPORTED["Starred"], elt)
                 plan.append(("list", len(seq.elts)))
                 children.extend(seq.elts)
-            elif p.startswith("="):
-                plan.append(("static", self._static(args.pop(0), op, p[1:])))
-                statics.add(p[1:])
+            elif p.kind == "static":
+                plan.append(("static", self._static(args.pop(0), op, p.name)))
+                statics.add(p.name)
             else:
                 plan.append(("expr",))
                 children.append(args.pop(0))
         if args:
-            self.fail(f"{func.id}() takes {op._describe()}; got extra arguments", args[0])
+            self.fail(f"{func.id}() takes {op.signature.describe()}; got extra arguments", args[0])
         kwargs = {}
         for kw in node.keywords:
             if kw.arg is None:
@@ -405,7 +406,7 @@ class _Parser:
             kwargs[kw.arg] = self._static(kw.value, op, kw.arg)
         return self._plan(node, children, op, plan, kwargs)
 
-    def _op(self, func: ast.Name):
+    def _op(self, func: ast.Name) -> Op:
         try:
             op = lookup(func.id)
         except KeyError:
@@ -552,8 +553,6 @@ class _Parser:
         return _CMPOPS[type(node.ops[0])][1](a, b)
 
     def _build_Subscript(self, node: ast.Subscript, args) -> Value:
-        from .ops.indexing import getitem
-
         _, spec, is_tuple = self.plans[id(node)]
         value = _expr(args[0], node, self)
         exprs = iter(zip(args[1:], (s[1] for s in spec if s[0] == "expr")))
@@ -566,7 +565,7 @@ class _Parser:
             else:
                 v, where = next(exprs)
                 key.append(self._index(v, where))
-        return getitem(value, tuple(key) if is_tuple else key[0])
+        return value[tuple(key) if is_tuple else key[0]]
 
     def _index(self, v: Value, node: ast.AST) -> Any:
         if isinstance(v, Expr):
@@ -608,12 +607,9 @@ def _operator_span(node: ast.AST):
     return None
 
 
-def _string_param(op, param: str) -> bool:
-    """Whether ``param`` of ``op`` takes a string: the einsum spec (a leading static param
-    of an op whose operands are variadic)."""
-    statics = [p for p in op.params if p.startswith("=")]
-    return bool(statics) and statics[0] == f"={param}" and any(
-        p.startswith("*") for p in op.params)
+def _string_param(op: Op, param: str) -> bool:
+    """Whether static parameter ``param`` of ``op`` takes a string (einsum's subscripts)."""
+    return any(p.name == param and p.text for p in op.signature.params)
 
 
 def _as_expr(v: Value) -> Value:

@@ -1,16 +1,12 @@
-"""Shape and dtype rules shared by the ops, and ``sum_to_shape`` used by the reverse pass."""
+"""Shape and dtype rules shared by the op stanzas: broadcasting, promotion, axes."""
 
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .errors import ShapeError
-
-if TYPE_CHECKING:
-    from .graph import Expr
+from ..errors import ShapeError
 
 Shape = tuple[int, ...]
 DTYPES = ("float64", "float32", "int64", "int32", "bool")
@@ -80,30 +76,6 @@ def reduced(shape: Shape, axes: tuple[int, ...], keepdims: bool) -> Shape:
     n = len(shape)
     keep = [1 if (i - n) in axes else d for i, d in enumerate(shape)]
     return tuple(keep) if keepdims else tuple(d for i, d in enumerate(shape) if (i - n) not in axes)
-
-
-def sum_to_shape(g: Expr, shape: Shape, batch: int) -> Expr:
-    """Undo broadcasting: sum ``g`` (shape ``batch-axes + S``) down to ``batch-axes + shape``.
-
-    No node is built when nothing needs summing.
-    """
-    if g.shape[batch:] == shape and g.ndim == batch + len(shape):
-        return g
-    from .ops.registry import F
-
-    lead = g.ndim - batch - len(shape)
-    if lead < 0:
-        g = F.reshape(g, g.shape[:batch] + (1,) * -lead + g.shape[batch:])
-        lead = 0
-    if lead > 0:
-        g = F.sum(g, axis=tuple(range(-len(shape) - lead, -len(shape))))
-    ones = tuple(i - len(shape) for i, d in enumerate(shape) if d == 1 and g.shape[batch + i] != 1)
-    if ones:
-        g = F.sum(g, axis=ones, keepdims=True)
-    target = g.shape[:batch] + tuple(shape)
-    if g.shape != target:
-        g = F.broadcast_to(g, target)
-    return g
 
 
 def check_int(op: str, what: str, value, lo: int = 0, hi: int = 1 << 31) -> int:

@@ -9,26 +9,33 @@ Invariants (checked by :meth:`Graph.verify`):
 * every node has ``role`` ``"forward"`` or ``"adjoint"``; an adjoint node records in
   ``origin`` the forward node whose backprop rule built it.
 
-:class:`Expr` is a light handle ``(graph, node)`` with Python operators. Exprs from different
-graphs combine: the smaller graph's part is imported into the larger one.
+The builder (:meth:`Graph.add`) builds: it canonicalises attributes, checks shapes and
+shares identical nodes, and rewrites nothing. A pass that rewrites nodes as they are built
+(the adjoint cleanup of the reverse transform, the simplifier) is installed explicitly with
+:meth:`Graph.rewriting`; its answers are never cached under the key of the node it replaced,
+so what was built before never changes what a later expression means.
 """
 
 from __future__ import annotations
 
-import keyword
 import weakref
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import networkx as nx
 import numpy as np
 
-from .errors import NameConflictError, ShapeError, SymgradError
-from .ops.registry import REGISTRY, F, Op
-from .shapes import DTYPES, Shape, fmt
+from ..errors import NameConflictError, ShapeError, SymgradError
+from .op import REGISTRY, Op
+from .shapes import Shape, fmt
+from .text import infix, listing
+from .values import as_constant, check_dtype, check_name, check_shape, freeze
 
 _ROLES = ("forward", "adjoint")
+
+# (op, args, attrs, shape, dtype) -> the id of a replacement node, or None to build as asked
+Rewriter = Callable[[Op, tuple, dict, tuple, str], "int | None"]
 
 
 class GraphError(SymgradError):
@@ -36,42 +43,30 @@ class GraphError(SymgradError):
 
 
 class Node:
-    """One node's data; immutable once built."""
+    """One node's data; immutable once built. ``is_var`` / ``is_const`` tell the two leaf
+    kinds (an input variable with a ``name``; a constant holding ``attrs["value"]``)."""
 
-    __slots__ = ("id", "op", "args", "attrs", "shape", "dtype", "name", "role", "origin")
+    __slots__ = ("id", "op", "args", "attrs", "shape", "dtype", "name", "role", "origin",
+                 "is_var", "is_const")
 
     def __init__(self, id, op, args, attrs, shape, dtype, name, role, origin):
         self.id, self.op, self.args, self.attrs = id, op, args, attrs
         self.shape, self.dtype, self.name, self.role, self.origin = shape, dtype, name, role, origin
+        self.is_var, self.is_const = op == "var", op == "const"
 
     def fields(self) -> dict:
-        return {k: getattr(self, k) for k in self.__slots__ if k != "id"}
+        return {k: getattr(self, k) for k in self.__slots__[1:9]}
 
     def __repr__(self) -> str:
         return f"Node({self.id}, {self.op}, args={self.args}, shape={self.shape})"
 
 
-def freeze(value: Any) -> Any:
-    """A hashable key for an attribute value that tells 1 from 1.0 and 0.0 from -0.0."""
-    if isinstance(value, np.ndarray):
-        return ("nd", value.dtype.str, value.shape, value.tobytes())
-    if isinstance(value, (bool, np.bool_)):
-        return ("b", bool(value))
-    if isinstance(value, (float, np.floating)):
-        return ("f", float(value).hex())
-    if isinstance(value, (int, np.integer)):
-        return ("i", int(value))
-    if isinstance(value, dict):
-        return tuple((k, freeze(v)) for k, v in sorted(value.items()))
-    if isinstance(value, (tuple, list)):
-        return (type(value).__name__,) + tuple(freeze(v) for v in value)
-    if isinstance(value, slice):
-        return ("slice", freeze(value.start), freeze(value.stop), freeze(value.step))
-    return value
-
-
 class Graph:
     """A DAG of symgrad nodes backed by ``networkx.DiGraph`` (``graph.nx``).
+
+    ``adjoint_of`` maps each forward node to its adjoint node after a transform (when
+    transforms overlap, the latest one's); ``transforms`` keeps every transform's record,
+    each with its own ``adjoint_of``, in the order they ran.
 
     >>> import symgrad as sg
     >>> x = sg.var("x")
@@ -86,6 +81,7 @@ class Graph:
         self._nx = nx.DiGraph()
         self.nodes: list[Node] = []
         self.adjoint_of: dict[int, int] = {}
+        self.transforms: list[Any] = []
         self.variables: dict[str, int] = {}
         self._keys: dict[tuple, int] = {}
         self._imported: weakref.WeakKeyDictionary[Graph, dict[int, int]] = (
@@ -93,6 +89,7 @@ class Graph:
         )
         self._role = "forward"
         self._origin: int | None = None
+        self._rewriter: Rewriter | None = None
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -101,16 +98,10 @@ class Graph:
         return f"<symgrad.Graph with {len(self.nodes)} nodes>"
 
     def __str__(self) -> str:
-        from .printing import listing
-
         return listing(self)
 
-    def expr(self, node: int) -> Expr:
-        """The Expr handle of node id ``node``."""
-        return Expr(self, node)
-
     def find(self, e: Expr) -> int:
-        """The id in this graph of ``e`` (an Expr built in this graph or in another one).
+        """The id in this graph of Expr ``e`` (built in this graph or in another one).
 
         >>> import symgrad as sg
         >>> u1, u2 = sg.var("u1"), sg.var("u2")
@@ -120,8 +111,13 @@ class Graph:
         """
         return e.node if e.graph is self else self.import_node(e.graph, e.node)
 
-    def adjoint(self, e: Expr) -> Expr | None:
-        """The adjoint node (from the latest transform) of forward expression ``e``, or None.
+    def expr(self, node: int) -> Expr:
+        """The Expr handle of node id ``node``."""
+        return Expr(self, node)
+
+    def adjoint(self, e: Expr, transform: Any = None) -> Expr | None:
+        """The adjoint of forward expression ``e`` in ``transform`` (a record from
+        ``graph.transforms``; default: the latest transform that reached ``e``), or None.
 
         >>> import symgrad as sg
         >>> u1, u2 = sg.var("u1"), sg.var("u2")
@@ -130,7 +126,8 @@ class Graph:
         >>> sg.evaluate(u4.graph.adjoint(u1 + u2), {"u1": 2.0, "u2": 3.0})   # Collins' P3
         3.0
         """
-        i = self.adjoint_of.get(self.find(e))
+        table = self.adjoint_of if transform is None else transform.adjoint_of
+        i = table.get(self.find(e))
         return None if i is None else Expr(self, i)
 
     @property
@@ -148,54 +145,38 @@ class Graph:
     # -- building -------------------------------------------------------------------------
 
     def add(self, op: Op, args: tuple[int, ...], attrs: dict) -> int:
-        """The node ``op(*args, **attrs)``: found if it exists, else shape-checked and built."""
+        """The node ``op(*args, **attrs)``: found if it exists, else shape-checked and built.
+
+        While a rewriter is installed (:meth:`rewriting`) it is offered the node first, and
+        its answer is returned without being recorded under this node's key.
+        """
         key = (op.name, args, freeze(attrs) if attrs else ())
         found = self._keys.get(key)
-        if found is not None:
+        if found is not None and self._rewriter is None:
             return found
         nodes = self.nodes
-        shapes = tuple(nodes[a].shape for a in args)
-        dtypes = tuple(nodes[a].dtype for a in args)
-        if op.prepare is not None:
-            attrs = op.prepare(shapes, dtypes, attrs)
-            key2 = (op.name, args, freeze(attrs))
-            found = self._keys.get(key2)
-            if found is not None:
-                self._keys[key] = found
-                return found
-            key = key2
-        shape, dtype = op.infer(shapes, dtypes, attrs)
-        if args and nodes[args[0]].op == "const" and _all_const(nodes, args) and _small(shape):
-            folded = self.const(_fold_constants(op, [nodes[a].attrs["value"] for a in args], attrs))
-            self._keys[key] = folded
-            return folded
-        if op.elementwise and args and not _small(shape):
-            folded = self._fold_uniform(op, args, attrs, shape, dtype)
-            if folded is not None:
-                self._keys[key] = folded
-                return folded
-        if op.fold is not None:
-            folded = op.fold(self, args, attrs, shape, dtype)
-            if folded is not None:
-                self._keys[key] = folded
-                return folded
-        return self._new(key, op.name, args, attrs, tuple(shape), dtype, None)
-
-    def _fold_uniform(self, op: Op, args: tuple[int, ...], attrs: dict, shape: Shape, dtype: str):
-        """An elementwise op on small constants that are broadcast (``ones * 100.0``):
-        computed on the small values, then broadcast lazily, never materialised."""
-        small = []
-        for a in args:
-            n = self.nodes[a]
-            if n.op == "broadcast_to":
-                n = self.nodes[n.args[0]]
-            if n.op != "const" or not _small(n.shape):
-                return None
-            small.append(n.attrs["value"])
-        value = _fold_constants(op, small, attrs)
-        if value.dtype.name != dtype:
-            return None
-        return self.add(REGISTRY["broadcast_to"], (self.const(value),), {"shape": shape})
+        if found is None:
+            shapes = tuple(nodes[a].shape for a in args)
+            dtypes = tuple(nodes[a].dtype for a in args)
+            if op.prepare is not None:
+                attrs = op.prepare(shapes, dtypes, attrs)
+                canonical = (op.name, args, freeze(attrs))
+                found = self._keys.get(canonical)
+                if found is not None:
+                    self._keys[key] = found  # the same node, spelled differently
+                key = canonical
+        if found is not None:
+            shape, dtype, attrs = nodes[found].shape, nodes[found].dtype, nodes[found].attrs
+        else:
+            shape, dtype = op.infer(shapes, dtypes, attrs)
+            shape = tuple(shape)
+        if self._rewriter is not None:
+            replaced = self._rewriter(op, args, attrs, shape, dtype)
+            if replaced is not None:
+                return replaced
+        if found is not None:
+            return found
+        return self._new(key, op.name, args, attrs, shape, dtype, None)
 
     def _new(self, key, op, args, attrs, shape, dtype, name) -> int:
         i = len(self.nodes)
@@ -204,7 +185,7 @@ class Graph:
         self._keys[key] = i
         return i
 
-    def var(self, name: str, shape: Shape = (), dtype: str = "float64") -> int:
+    def var(self, name: str, shape: Any = (), dtype: Any = "float64") -> int:
         """The variable ``name``; the same name with another shape or dtype is an error."""
         check_name(name)
         shape = check_shape(shape, f"variable '{name}'")
@@ -218,6 +199,7 @@ class Graph:
                     f"{node.dtype}; it cannot also have shape {fmt(shape)} and dtype {dtype}"
                 )
             return found
+        name = str(name)
         i = self._new(("var", name), "var", (), {"name": name}, shape, dtype, name)
         self.variables[name] = i
         return i
@@ -236,19 +218,30 @@ class Graph:
         finally:
             self._role, self._origin = saved
 
+    @contextmanager
+    def rewriting(self, rewriter: Rewriter | None) -> Iterator[None]:
+        """Nodes built inside are first offered to ``rewriter`` (None: build as asked)."""
+        saved = self._rewriter
+        self._rewriter = rewriter
+        try:
+            yield
+        finally:
+            self._rewriter = saved
+
     def import_node(self, other: Graph, node: int) -> int:
-        """Copy ``node`` and its ancestors from ``other``; returns the id here."""
+        """Copy ``node`` and its ancestors from ``other`` as they are; returns the id here."""
         memo = self._imported.setdefault(other, {})
         if node in memo:
             return memo[node]
-        for i in other.ancestors([node]):
-            if i in memo:
-                continue
-            n = other.nodes[i]
-            if n.op == "var":
-                memo[i] = self.var(n.name, n.shape, n.dtype)
-            else:
-                memo[i] = self.add(REGISTRY[n.op], tuple(memo[a] for a in n.args), n.attrs)
+        with self.rewriting(None):
+            for i in other.ancestors([node]):
+                if i in memo:
+                    continue
+                n = other.nodes[i]
+                if n.is_var:
+                    memo[i] = self.var(n.name, n.shape, n.dtype)
+                else:
+                    memo[i] = self.add(REGISTRY[n.op], tuple(memo[a] for a in n.args), n.attrs)
         return memo[node]
 
     # -- walking --------------------------------------------------------------------------
@@ -280,9 +273,13 @@ class Graph:
         """Check every invariant; raise :class:`GraphError` naming the first broken one."""
         for n in self.nodes:
             self._verify_node(n)
-        for f, a in self.adjoint_of.items():
-            if not (0 <= f < len(self.nodes) and 0 <= a < len(self.nodes)):
-                raise GraphError(f"adjoint_of[{f}] = {a} names a missing node")
+        tables = [("adjoint_of", self.adjoint_of)]
+        tables += [(f"transforms[{k}].adjoint_of", t.adjoint_of)
+                   for k, t in enumerate(self.transforms)]
+        for what, table in tables:
+            for f, a in table.items():
+                if not (0 <= f < len(self.nodes) and 0 <= a < len(self.nodes)):
+                    raise GraphError(f"{what}[{f}] = {a} names a missing node")
         edges = {(a, n.id) for n in self.nodes for a in n.args}
         g = self.nx
         if set(g.edges) != edges or g.number_of_nodes() != len(self.nodes):
@@ -301,7 +298,7 @@ class Graph:
             raise GraphError(f"{where}: role {n.role!r} with origin {n.origin!r}")
         if n.origin is not None and not 0 <= n.origin < n.id:
             raise GraphError(f"{where}: origin {n.origin} is not an earlier node")
-        if n.op == "var":
+        if n.is_var:
             return
         shapes = tuple(self.nodes[a].shape for a in n.args)
         dtypes = tuple(self.nodes[a].dtype for a in n.args)
@@ -313,71 +310,6 @@ class Graph:
             raise GraphError(
                 f"{where}: recorded {fmt(n.shape)} {n.dtype}, rule gives {fmt(shape)} {dtype}"
             )
-
-
-_FOLD_LIMIT = 64
-
-
-def _all_const(nodes: list[Node], args: tuple[int, ...]) -> bool:
-    return all(nodes[a].op == "const" for a in args)
-
-
-def _small(shape: Shape) -> bool:
-    return int(np.prod(shape, dtype=np.int64)) <= _FOLD_LIMIT
-
-
-def _fold_constants(op: Op, values: list, attrs: dict) -> np.ndarray:
-    """An op on small constants, computed now (what the evaluator would compute later)."""
-    with np.errstate(all="ignore"):
-        return np.asarray(op.impl(*values, **attrs))
-
-
-# -- validation helpers -------------------------------------------------------------------
-
-_RESERVED = {"np", "numpy"}
-
-
-def check_name(name: Any) -> None:
-    """Variable names are Python identifiers, not keywords, not dunders."""
-    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
-        raise NameConflictError(f"{name!r} is not a valid variable name (use a Python identifier)")
-    if name.startswith("__") or name in _RESERVED:
-        raise NameConflictError(f"{name!r} is reserved; choose another variable name")
-
-
-def check_shape(shape: Any, what: str) -> Shape:
-    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
-        shape = (shape,)
-    try:
-        out = tuple(int(d) for d in shape)
-    except (TypeError, ValueError):
-        raise ShapeError(f"{what}: shape must be a tuple of ints, got {shape!r}") from None
-    if any(d < 0 for d in out) or len(out) > 32:
-        raise ShapeError(f"{what}: invalid shape {shape!r}")
-    return out
-
-
-def check_dtype(dtype: Any, what: str) -> str:
-    try:
-        name = np.dtype(dtype).name
-    except TypeError:
-        name = str(dtype)
-    if name not in DTYPES:
-        raise ShapeError(f"{what}: dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
-    return name
-
-
-def as_constant(value: Any) -> np.ndarray:
-    """A constant's canonical value: a read-only NumPy array of a supported dtype."""
-    arr = np.array(value)
-    if arr.dtype.kind == "f":
-        arr = arr.astype(np.float64 if arr.dtype != np.float32 else np.float32)
-    elif arr.dtype.kind in "iu":
-        arr = arr.astype(np.int64)
-    elif arr.dtype.kind != "b":
-        raise ShapeError(f"cannot use {type(value).__name__} {value!r} as a constant")
-    arr.setflags(write=False)
-    return arr
 
 
 # -- Expr ---------------------------------------------------------------------------------
@@ -431,7 +363,7 @@ class Expr:
 
     @property
     def T(self) -> Expr:
-        return F.transpose(self)
+        return self if self.ndim < 2 else F.transpose(self)  # as NumPy: a vector's .T is it
 
     def __len__(self) -> int:
         if not self.shape:
@@ -450,8 +382,6 @@ class Expr:
         return hash((id(self.graph), self.node))
 
     def __str__(self) -> str:
-        from .printing import infix
-
         return infix(self)
 
     def __repr__(self) -> str:
@@ -521,9 +451,7 @@ class Expr:
         return F.not_equal(self, o)
 
     def __getitem__(self, key):
-        from .ops.indexing import getitem
-
-        return getitem(self, key)
+        return REGISTRY["index"].front(self, key)
 
     def sum(self, axis=None, keepdims=False) -> Expr:
         return F.sum(self, axis=axis, keepdims=keepdims)
@@ -536,13 +464,6 @@ class Expr:
 
     def reshape(self, *shape) -> Expr:
         return F.reshape(self, shape[0] if len(shape) == 1 else shape)
-
-
-def build(op: Op, operands: Sequence[Any], attrs: dict) -> Expr:
-    """Apply ``op`` to operands (Exprs, numbers, arrays), merging graphs as needed."""
-    graph = _home(operands)
-    args = tuple(_operand(graph, o) for o in operands)
-    return Expr(graph, graph.add(op, args, attrs))
 
 
 def _home(operands: Sequence[Any]) -> Graph:
@@ -581,3 +502,55 @@ def const(value: Any, like: Expr | None = None) -> Expr:
     """
     g = like.graph if like is not None else Graph()
     return Expr(g, g.const(value))
+
+
+def build(op: Op, operands: Sequence[Any], attrs: dict) -> Expr:
+    """Apply ``op`` to operands (Exprs, numbers, arrays), merging graphs as needed."""
+    graph = _home(operands)
+    args = tuple(_operand(graph, o) for o in operands)
+    return Expr(graph, graph.add(op, args, attrs))
+
+
+def call(name: str, *args: Any, **kwargs: Any) -> Expr:
+    """Build op ``name`` applied to ``args`` (Exprs, numbers or arrays), bound by its
+    signature; returns an Expr."""
+    op = REGISTRY[name]
+    operands, attrs = op.signature.bind(name, args, kwargs)
+    return build(op, operands, attrs)
+
+
+class _OpFunctions:
+    """``F.exp(x)`` builds an ``exp`` node: what backprop rules use to write graph."""
+
+    def __getattr__(self, name: str) -> Callable[..., Expr]:
+        if name not in REGISTRY:
+            raise AttributeError(name)
+        return lambda *a, **k: call(name, *a, **k)
+
+
+F = _OpFunctions()
+
+
+class NodeView:
+    """What a backprop rule sees of a node: ``args`` and ``out`` as Exprs, ``attrs``."""
+
+    __slots__ = ("graph", "data")
+
+    def __init__(self, graph: Graph, data: Node) -> None:
+        self.graph, self.data = graph, data
+
+    @property
+    def args(self) -> tuple[Expr, ...]:
+        return tuple(Expr(self.graph, a) for a in self.data.args)
+
+    @property
+    def out(self) -> Expr:
+        return Expr(self.graph, self.data.id)
+
+    @property
+    def attrs(self) -> dict:
+        return self.data.attrs
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.data.shape

@@ -1,4 +1,8 @@
-"""Standalone NumPy source for symgrad graphs (``to_source``); :mod:`symgrad.compiled` loads it.
+"""Standalone NumPy source for symgrad graphs (``to_source``); ``compile`` loads it.
+
+The emitter is generic: how each op is written comes from the NumPy table
+(:mod:`symgrad.backends.numpy_table`) or, for ``scalars="math"``, the scalar table
+(:mod:`symgrad.backends.math_table`).
 
 The emitted module imports only ``numpy as np`` and defines one straight-line function: one
 assignment per node of the outputs' ancestors, in id order (a topological order), so every
@@ -36,11 +40,12 @@ from typing import Any
 
 import numpy as np
 
-from .errors import SymgradError
-from .graph import Expr, Graph
-from .ops.creation import constant_source, scalar_source
-from .ops.registry import REGISTRY
-from .shapes import fmt
+from ..errors import SymgradError
+from ..ir.graph import Expr, Graph
+from ..ir.shapes import fmt
+from ..ir.text import adjoint_pairs
+from .math_table import MATH, fallback_names
+from .numpy_table import NUMPY, NUMPY_TYPE, Template, constant_source, scalar_source
 
 __all__ = ["to_source", "is_safe_name"]
 
@@ -51,8 +56,6 @@ _DEL_MIN_SIZE = 1000  # temporaries with at least this many elements are release
 _LINE = 100  # maximum line length of the emitted text (ruff's limit for this project)
 _PRINT_LIMIT = 400  # expression-tree size up to which the docstring prints an expression
 _TEXT_LIMIT = 200  # characters of a printed expression kept in the docstring
-_NUMPY_TYPE = {"float64": "np.float64", "float32": "np.float32", "int64": "np.int64",
-               "int32": "np.int32", "bool": "np.bool_"}
 
 
 # -- names ----------------------------------------------------------------------------------
@@ -124,6 +127,7 @@ class _Plan:
     names: dict[int, str]
     aliases: dict[int, str] = field(default_factory=dict)  # output variable -> adjoint name
     alias_of: dict[int, int] = field(default_factory=dict)  # output variable -> its forward
+    adjoint_for: dict[int, int] = field(default_factory=dict)  # adjoint node -> forward node
 
 
 def output_list(outputs: Any) -> tuple[Graph, list[int], bool]:
@@ -150,7 +154,7 @@ def resolve_inputs(graph: Graph, inputs: Any, used: list[int]) -> list[int]:
     params: list[int] = []
     for item in inputs:
         if isinstance(item, Expr):
-            if item.op != "var":
+            if not item.data.is_var:
                 raise SymgradError(f"inputs must be variables, got the expression {_text(item)}")
             item = item.name
         if not isinstance(item, str):
@@ -178,16 +182,21 @@ def _plan(graph: Graph, name: str, outs: list[int], inputs: Any, single: bool,
     nodes = graph.nodes
     order = graph.ancestors(outs)
     for i in order:
-        if nodes[i].op not in REGISTRY:
-            raise SymgradError(f"node {i} has unknown op {nodes[i].op!r}; cannot emit it")
-    used = [i for i in order if nodes[i].op == "var"]
+        n = nodes[i]
+        if not (n.is_var or n.is_const) and n.op not in NUMPY:
+            raise SymgradError(f"node {i}: op {n.op!r} has no NumPy source; cannot emit it")
+    used = [i for i in order if nodes[i].is_var]
     params = resolve_inputs(graph, inputs, used)
     # Forward nodes named in the comments of adjoint lines get names too (maybe no line).
     emitted = set(order)
+    pairs = [(f, a) for f, a in adjoint_pairs(graph) if a in emitted]
     extra = [nodes[i].origin for i in order if nodes[i].origin is not None]
-    extra += [f for f, a in sorted(graph.adjoint_of.items()) if a in emitted]
-    named = graph.ancestors([*outs, *extra])
+    named = graph.ancestors([*outs, *extra, *(f for f, _ in pairs)])
     plan = _Plan(name, params, outs, single, order, {})
+    for f, a in pairs:  # the earliest transform names an adjoint first; variables win
+        prev = plan.adjoint_for.get(a)
+        if prev is None or (nodes[f].is_var and not nodes[prev].is_var):
+            plan.adjoint_for[a] = f
     if labels is not None:
         labels = list(labels)
         if len(labels) != len(outs):
@@ -201,8 +210,8 @@ _BINDERS = re.compile(r"\blambda\b|:=|\bfor\b")
 
 def _helpers(graph: Graph, order: Sequence[int]) -> list[Callable]:
     """The registry helper functions the ops of ``order`` call, sorted by name."""
-    found = {fn.__name__: fn for op in {graph.nodes[i].op for i in order}
-             for fn in REGISTRY[op].helpers}
+    ops = {graph.nodes[i].op for i in order}
+    found = {fn.__name__: fn for op in ops if op in NUMPY for fn in NUMPY[op].helpers}
     return [found[k] for k in sorted(found)]
 
 
@@ -219,14 +228,14 @@ def _template_bound_names(graph: Graph, order: list[int]) -> list[str]:
     seen: set[tuple] = set()
     for i in order:
         n = graph.nodes[i]
-        if n.op in ("var", "const"):
+        if n.is_var or n.is_const:
             continue
-        src = REGISTRY[n.op].source
+        src = NUMPY[n.op]
         key = (n.op, len(n.args))
-        if isinstance(src, str) and key in seen:
+        if isinstance(src.text, str) and key in seen:
             continue
         seen.add(key)
-        text = _render(src, [f"_SGPROBE{k}_" for k in range(len(n.args))], n.attrs)
+        text = src.render([f"_SGPROBE{k}_" for k in range(len(n.args))], n.attrs)
         if not _BINDERS.search(text):
             continue
         for node in ast.walk(ast.parse(text, mode="eval")):
@@ -242,33 +251,30 @@ def _assign_names(graph: Graph, plan: _Plan, named: list[int], labels: list[str]
     nodes, params, outputs = graph.nodes, plan.params, set(plan.outputs)
     namer = Namer(_template_bound_names(graph, plan.order))
     names = plan.names
-    for i in params + [i for i in named if nodes[i].op == "var"]:
+    for i in params + [i for i in named if nodes[i].is_var]:
         if i not in names:
             names[i] = namer.fresh(_sanitize(nodes[i].name))
     for i, label in zip(plan.outputs, labels):  # requested output names come next
-        if nodes[i].op == "var" and i not in plan.aliases:
+        if nodes[i].is_var and i not in plan.aliases:
             plan.aliases[i] = namer.fresh(_sanitize(label))
-        elif nodes[i].op != "var" and i not in names:
+        elif not nodes[i].is_var and i not in names:
             names[i] = namer.fresh(_sanitize(label))
-    adjoint_for: dict[int, int] = {}  # adjoint node -> the forward node it is the adjoint of
-    for f, a in sorted(graph.adjoint_of.items()):
-        prev = adjoint_for.get(a)
-        if prev is None or (nodes[f].op == "var" and nodes[prev].op != "var"):
-            adjoint_for[a] = f
+    adjoint_for = plan.adjoint_for
     k = 1
-    for i in named:
+    first = [i for i in plan.outputs if adjoint_for.get(i) in names]  # outputs named dx first
+    for i in first + named:
         n = nodes[i]
-        if n.op == "var" or (n.op == "const" and i not in outputs) or i in names:
+        if n.is_var or (n.is_const and i not in outputs) or i in names:
             continue
         f = adjoint_for.get(i)
         if f is not None and f in names:
-            names[i] = namer.fresh(("d" if nodes[f].op == "var" else "d_") + names[f])
+            names[i] = namer.fresh(("d" if nodes[f].is_var else "d_") + names[f])
         else:
             names[i], k = namer.counter("t", k)
     for i in sorted(outputs):
         f = adjoint_for.get(i)
-        if nodes[i].op == "var" and f is not None and f in names and i not in plan.aliases:
-            plan.aliases[i] = namer.fresh(("d" if nodes[f].op == "var" else "d_") + names[f])
+        if nodes[i].is_var and f is not None and f in names and i not in plan.aliases:
+            plan.aliases[i] = namer.fresh(("d" if nodes[f].is_var else "d_") + names[f])
             plan.alias_of[i] = f
 
 
@@ -290,9 +296,9 @@ def _inline(value: np.ndarray, user: Any, nodes: list, node_id: int, strong: boo
         if weak_ok and not strong:
             text = constant_source(value)
         else:
-            text = f"{_NUMPY_TYPE[dtype]}({scalar_source(py)})"
-    elif dtype in _NUMPY_TYPE:
-        text = f"{_NUMPY_TYPE[dtype]}({scalar_source(py)})"
+            text = f"{NUMPY_TYPE[dtype]}({scalar_source(py)})"
+    elif dtype in NUMPY_TYPE:
+        text = f"{NUMPY_TYPE[dtype]}({scalar_source(py)})"
     else:
         raise SymgradError(f"cannot emit a constant of dtype {dtype}")
     return f"({text})" if text.startswith("-") else text
@@ -316,9 +322,9 @@ def _wrap_items(items: list[str], width: int) -> list[str]:
 def _array_source(value: np.ndarray, indent: str = "") -> str:
     """Source that rebuilds array ``value`` bit for bit, wrapped to the line limit."""
     dtype = value.dtype.name
-    if dtype not in _NUMPY_TYPE:
+    if dtype not in NUMPY_TYPE:
         raise SymgradError(f"cannot emit a constant of dtype {dtype}")
-    typ = _NUMPY_TYPE[dtype]
+    typ = NUMPY_TYPE[dtype]
     raw = value.tobytes()
     size, item = value.size, value.dtype.itemsize
     if size > 1 and raw == raw[:item] * size:
@@ -372,13 +378,13 @@ class Module:
     def render(self) -> str:
         nodes = self.graph.nodes
         hoisted = sorted({i for p in self.plans for i in p.order
-                          if nodes[i].op == "const" and nodes[i].shape != ()})
+                          if nodes[i].is_const and nodes[i].shape != ()})
         namer = Namer([p.name for p in self.plans])
         for p in self.plans:
             namer.taken.update(p.names.values())
         self.consts = {}
         self._inlined = {i for p in self.plans for i in p.order
-                         if nodes[i].op == "const" and nodes[i].shape == ()}
+                         if nodes[i].is_const and nodes[i].shape == ()}
         self._literals: dict[tuple, str] = {}
         self._probes: dict[tuple, list[bool]] = {}
         self._comments: dict[tuple, list[str]] = {}
@@ -423,27 +429,27 @@ class Module:
 
     def _expr(self, i: int, names: dict[int, str]) -> str:
         n = self.graph.nodes[i]
-        if n.op == "var":
+        if n.is_var:
             return names[i]
-        if n.op == "const":
+        if n.is_const:
             return self.consts.get(i) or _inline(n.attrs["value"], n, self.graph.nodes, i)
-        src = REGISTRY[n.op].scalar_source if self._scalar else REGISTRY[n.op].source
+        src = MATH[n.op] if self._scalar else NUMPY[n.op]
         texts = [self._operand(a, n, names) for a in n.args]
         if any(k in self._inlined for k in n.args):
             texts = self._typed_scalars(n, src, texts)
-        text = _render(src, texts, n.attrs)
+        text = src.render(texts, n.attrs)
         if not isinstance(text, str) or "\n" in text:
             raise SymgradError(f"op {n.op!r} has a source template that gives no one-line text")
         return text
 
-    def _typed_scalars(self, n: Any, src: Any, texts: list[str]) -> list[str]:
+    def _typed_scalars(self, n: Any, src: Template, texts: list[str]) -> list[str]:
         """Inline constants the template uses as arrays (``{0}.dtype``, ``{0}[i]``) as NumPy
         scalars (``np.float64(1.0)``), which have those attributes; plain literals do not."""
-        key = (n.op, len(texts)) if isinstance(src, str) else None
+        key = (n.op, len(texts), self._scalar) if isinstance(src.text, str) else None
         used = self._probes.get(key) if key else None
         if used is None:
             probes = [f"_SGPROBE{k}_" for k in range(len(texts))]
-            probe = _render(src, probes, n.attrs)
+            probe = src.render(probes, n.attrs)
             used = [bool(re.search(rf"{p}\s*[.\[(]", probe)) for p in probes]
             if key:
                 self._probes[key] = used
@@ -458,10 +464,10 @@ class Module:
         """Whether every value of ``p`` is a float64 (or bool) scalar with a ``math`` form."""
         for i in p.order:
             n = self.graph.nodes[i]
-            kinds = ("float64", "bool", "int64") if n.op == "const" else ("float64", "bool")
+            kinds = ("float64", "bool", "int64") if n.is_const else ("float64", "bool")
             if n.shape != () or n.dtype not in kinds:
                 return False
-            if n.op not in ("var", "const") and REGISTRY[n.op].scalar_source is None:
+            if not (n.is_var or n.is_const) and MATH.get(n.op) is None:
                 return False
         return True
 
@@ -482,7 +488,7 @@ class Module:
         tail = ["    try:", f"        return {body}({floats})",
                 "    except (ArithmeticError, ValueError):",
                 f"        return {body}({numpy}{', ' if numpy else ''}math=_numpy_math)"]
-        shim = [] if self._shim_done else [*_NUMPY_MATH, "", ""]
+        shim = [] if self._shim_done else [*_numpy_math(), "", ""]
         self._shim_done = True
         return shim + lines + ["", ""] + head + tail, shim + code + head[:1] + tail
 
@@ -505,10 +511,10 @@ class Module:
         releases = _releases(nodes, p.order, outputs)
         for i in p.order:
             n = nodes[i]
-            if n.op == "var" or (n.op == "const" and i not in outputs):
+            if n.is_var or (n.is_const and i not in outputs):
                 continue
             expr = self._expr(i, names)
-            if n.op == "const" and i in self.consts:
+            if n.is_const and i in self.consts:
                 expr += ".copy()"  # never hand out the shared module constant
             lines.append(self._line(f"    {names[i]} = {expr}", n, names))
             lines += _del_lines([names[a] for a in releases.get(i, ())])
@@ -535,9 +541,9 @@ class Module:
 
     def _forward_texts(self, o: Any, target: str, names: dict[int, str]) -> list[str]:
         """Ways to name forward node ``o`` in a comment, longest first."""
-        if o.op == "var":
+        if o.is_var:
             return [f"{target} (input)"]
-        if o.op == "const":
+        if o.is_const:
             return [target]
         key = (id(names), o.id, self._scalar)
         texts = self._comments.get(key)
@@ -550,18 +556,14 @@ class Module:
         return texts
 
 
-# The fallback of ``scalars="math"`` code: the names it takes from ``math``, as NumPy ufuncs.
-_NUMPY_MATH = [
-    "class _numpy_math:",
-    '    """``math``\'s functions as NumPy ufuncs: inf/NaN results instead of exceptions."""',
-    "",
-    "    sin, cos, tan, tanh, exp, expm1 = np.sin, np.cos, np.tan, np.tanh, np.exp, np.expm1",
-    "    log, log1p, sqrt, pow = np.log, np.log1p, np.sqrt, np.power",
-]
-
-
-def _render(src: Any, texts: list[str], attrs: dict) -> str:
-    return src(texts, dict(attrs)) if callable(src) else src.format(*texts, **attrs)
+def _numpy_math() -> list[str]:
+    """The fallback of ``scalars="math"`` code: every name the scalar table takes from
+    ``math``, bound to the NumPy ufunc of the same meaning (inf/NaN instead of exceptions)."""
+    names = fallback_names()
+    lines = ["class _numpy_math:",
+             '    """``math``\'s functions as NumPy ufuncs: inf/NaN results instead of '
+             'exceptions."""', ""]
+    return lines + [f"    {m} = np.{n}" for m, n in names.items()]
 
 
 def _releases(nodes: list, order: list[int], outputs: set[int]) -> dict[int, list[int]]:
@@ -573,7 +575,7 @@ def _releases(nodes: list, order: list[int], outputs: set[int]) -> dict[int, lis
     out: dict[int, list[int]] = {}
     for a, i in sorted(last.items()):
         n = nodes[a]
-        if n.op in ("var", "const") or a in outputs:
+        if n.is_var or n.is_const or a in outputs:
             continue
         if math.prod(n.shape) >= _DEL_MIN_SIZE:
             out.setdefault(i, []).append(a)
@@ -644,8 +646,7 @@ def _docstring(graph: Graph, p: _Plan) -> list[str]:
         body.append(f"    {names[i]}: {n.dtype} {fmt(n.shape)}{note}")
     body += ["", "Returns:" if p.single else f"Returns a tuple of {len(p.outputs)}:"]
     labels = {i: p.aliases.get(i) or names.get(i) or nodes[i].op for i in p.outputs}
-    of_var = {a: nodes[f].name for f, a in sorted(graph.adjoint_of.items())
-              if nodes[f].op == "var"}
+    of_var = {a: nodes[f].name for a, f in p.adjoint_for.items() if nodes[f].is_var}
     for i in p.outputs:
         n = nodes[i]
         if n.role == "adjoint" and i in of_var:

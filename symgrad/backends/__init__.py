@@ -1,0 +1,20 @@
+"""The back end: what a graph becomes. One table per target, keyed by op name.
+
+* :mod:`.interpreter` — ``evaluate``: runs each op's NumPy implementation (its stanza);
+* :mod:`.numpy_table` + :mod:`.numpy_source` — ``to_source``: standalone NumPy source;
+* :mod:`.math_table` — the scalar ``math`` form used by ``to_source(..., scalars="math")``;
+* :mod:`.compiled` — ``compile`` and ``scipy_functions``: the emitted source, loaded.
+
+:data:`TABLES` lists every emitter's table; a registry-driven test checks that each has an
+entry for every op (``None`` says "no form here" explicitly; a missing key is a bug).
+"""
+
+from .compiled import compile, scipy_functions  # noqa: A004
+from .interpreter import evaluate
+from .math_table import MATH
+from .numpy_source import to_source
+from .numpy_table import NUMPY
+
+TABLES = {"numpy": NUMPY, "math": MATH}
+
+__all__ = ["TABLES", "compile", "evaluate", "scipy_functions", "to_source"]

@@ -1,0 +1,63 @@
+"""The scalar backend's table: how each op is written over Python floats with ``math``.
+
+Used by ``to_source(..., scalars="math")`` for functions whose every value is a scalar. An
+entry is a :class:`~symgrad.backends.numpy_table.Template` over Python floats, or ``None``
+where the op has no scalar form (the function is then emitted with NumPy instead). A
+template may raise where NumPy would return inf or NaN (``math.exp(1000)``); the emitted
+code then reruns the same body over NumPy scalars with :func:`fallback_names`, derived from
+this table: every ``math.<name>`` a template calls, bound to NumPy's function of the same
+meaning. The leaves (``var``, ``const``) are written by the emitter itself.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .numpy_table import Template
+
+# ``math`` functions whose NumPy ufunc has another name
+_NUMPY_NAME = {"pow": "power"}
+_MATH_CALL = re.compile(r"\bmath\.([a-z0-9_]+)\(")
+
+
+def _fn(name: str) -> Template:
+    return Template(f"math.{name}({{0}})")
+
+
+T = Template
+MATH: dict[str, Template | None] = {
+    # elementwise
+    "add": T("{0} + {1}"), "subtract": T("{0} - {1}"), "multiply": T("{0} * {1}"),
+    "divide": T("{0} / {1}"), "power": T("math.pow({0}, {1})"), "negative": T("-{0}"),
+    "square": T("{0} * {0}"), "maximum": None, "minimum": None,  # NaN rules differ from max()
+    "exp": _fn("exp"), "log": _fn("log"), "log1p": _fn("log1p"), "expm1": _fn("expm1"),
+    "sqrt": _fn("sqrt"), "sin": _fn("sin"), "cos": _fn("cos"), "tan": _fn("tan"),
+    "tanh": _fn("tanh"),
+    "sigmoid": T("1.0 / (1.0 + math.exp(-{0}))"),
+    "softplus": T("math.log1p(math.exp(-abs({0}))) + max({0}, 0.0)"),
+    "relu": T("max({0}, 0.0)"), "abs": T("abs({0})"),
+    "sign": T("(1.0 if {0} > 0 else -1.0 if {0} < 0 else {0})"),
+    "less": T("{0} < {1}"), "less_equal": T("{0} <= {1}"), "greater": T("{0} > {1}"),
+    "greater_equal": T("{0} >= {1}"), "equal": T("{0} == {1}"), "not_equal": T("{0} != {1}"),
+    "where": T("({1} if {0} else {2})"),
+    # no scalar form: arrays, axes or helpers
+    "sum": None, "mean": None, "max": None, "min": None, "logsumexp": None, "softmax": None,
+    "log_softmax": None, "matmul": None, "dot": None, "outer": None, "transpose": None,
+    "matrix_transpose": None, "einsum": None, "reshape": None, "broadcast_to": None,
+    "expand_dims": None, "squeeze": None, "concatenate": None, "stack": None, "index": None,
+    "index_add": None, "scatter_sum": None, "take": None, "zeros_like": None,
+    "ones_like": None, "eye": None, "zeros": None, "ones": None, "full": None, "arange": None,
+}
+
+
+def fallback_names(table: dict[str, Template | None] = MATH) -> dict[str, str]:
+    """``{math name: numpy name}`` for every ``math.<name>(`` the table's templates call.
+
+    >>> fallback_names()["pow"], fallback_names()["exp"]
+    ('power', 'exp')
+    """
+    names: set[str] = set()
+    for entry in table.values():
+        if entry is not None and isinstance(entry.text, str):
+            names.update(_MATH_CALL.findall(entry.text))
+    return {n: _NUMPY_NAME.get(n, n) for n in sorted(names)}

@@ -1,0 +1,150 @@
+"""The NumPy source backend's table: how each op is written in emitted NumPy code.
+
+An entry is a :class:`Template`: a ``str.format`` pattern over operand names ``{0} {1}``
+and attributes (``{axis!r}``), or a callable ``(names, attrs) -> str``; with the NumPy-only
+helper functions (``_sg_*``) the text calls, which the emitter writes once at the top of a
+module. The helpers are the interpreter's own kernels (from :mod:`symgrad.ops`), so the
+emitted code and ``evaluate`` cannot disagree. The leaves (``var``, ``const``) are written
+by the emitter itself. Every other op of the registry has an entry: a test fails if one
+is missing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ops.indexing import _sg_index_add, _sg_scatter_sum, key_source, split_parts
+from ..ops.reductions import _sg_log_softmax, _sg_logsumexp, _sg_softmax
+
+NUMPY_TYPE = {"float64": "np.float64", "float32": "np.float32", "int64": "np.int64",
+              "int32": "np.int32", "bool": "np.bool_"}
+
+
+@dataclass(frozen=True)
+class Template:
+    """How one op is written: ``text`` (pattern or callable) and the helpers it calls."""
+
+    text: str | Callable[[list[str], dict], str]
+    helpers: tuple[Callable, ...] = ()
+
+    def render(self, names: list[str], attrs: dict) -> str:
+        """The text for operands ``names`` and the node's attributes."""
+        if callable(self.text):
+            return self.text(names, dict(attrs))
+        return self.text.format(*names, **attrs)
+
+    def namespace(self) -> dict:
+        """The names the text may use: ``np``, ``math`` and the helpers."""
+        return {"np": np, "math": math, **{fn.__name__: fn for fn in self.helpers}}
+
+
+def scalar_source(v) -> str:
+    """Exact Python/NumPy source for one number: ``np.inf``, ``-0.0``, ``5e-324``, ..."""
+    if isinstance(v, (bool, np.bool_)):
+        return repr(bool(v))
+    if isinstance(v, (int, np.integer)):
+        return repr(int(v))
+    v = float(v)
+    if math.isnan(v):
+        return "np.nan"
+    if math.isinf(v):
+        return "np.inf" if v > 0 else "-np.inf"
+    return repr(v)
+
+
+def constant_source(value: np.ndarray) -> str:
+    """Source that rebuilds a small constant exactly (dtype and shape included)."""
+    if value.ndim == 0 and value.dtype in (np.float64, np.int64, np.bool_):
+        return scalar_source(value.item())
+    items = ", ".join(scalar_source(v) for v in value.ravel().tolist())
+    text = f"np.array([{items}], dtype={NUMPY_TYPE[value.dtype.name]})"
+    return text if value.ndim == 1 else f"{text}.reshape({value.shape!r})"
+
+
+def _batched(fn: str, names: list[str], attrs: dict) -> str:
+    x, b, shape = names[0], attrs["batch"], attrs["shape"]
+    return f"np.{fn}({x}, {shape!r})" if b == 0 else f"np.{fn}({x}, {x}.shape[:{b}] + {shape!r})"
+
+
+def _einsum(names: list[str], attrs: dict) -> str:
+    optimize = ", optimize=True" if len(names) >= 3 else ""
+    return f"np.einsum({attrs['spec']!r}, {', '.join(names)}{optimize})"
+
+
+def _join(fn: str) -> Callable[[list[str], dict], str]:
+    return lambda names, attrs: f"np.{fn}([{', '.join(names)}], axis={int(attrs['axis'])})"
+
+
+def _index(names: list[str], attrs: dict) -> str:
+    return f"{names[0]}[{key_source(attrs['key'], names[1:], attrs['batch'])}]"
+
+
+def _index_add(names: list[str], attrs: dict) -> str:
+    g, batch, shape = names[0], attrs["batch"], attrs["shape"]
+    size = repr(shape) if batch == 0 else f"np.shape({g})[:{batch}] + {shape!r}"
+    key = key_source(attrs["key"], names[1:], batch)
+    return f"_sg_index_add({g}, np.s_[{key}], {size}, {attrs['accumulate']!r})"
+
+
+def _scatter_sum(names: list[str], attrs: dict) -> str:
+    batch, shape, parts = attrs["batch"], attrs["shape"], attrs["parts"]
+    pieces = split_parts(names, parts)
+    size = repr(shape) if batch == 0 else f"np.shape({pieces[0][0]})[:{batch}] + {shape!r}"
+    items = ", ".join(f"({g}, np.s_[{key_source(key, list(dyn), batch)}], {acc!r})"
+                      for (g, dyn), (key, _, acc) in zip(pieces, parts))
+    return f"_sg_scatter_sum({size}, ({items},))"
+
+
+def _filled(fn: str, fill: bool) -> Template:
+    middle = "{fill_value!r}, " if fill else ""
+    return Template(f"np.{fn}({{shape!r}}, {middle}dtype=np.{{dtype}})")
+
+
+T = Template
+NUMPY: dict[str, Template] = {
+    # elementwise
+    "add": T("{0} + {1}"), "subtract": T("{0} - {1}"), "multiply": T("{0} * {1}"),
+    "divide": T("{0} / {1}"), "power": T("{0} ** {1}"), "negative": T("-{0}"),
+    "square": T("np.square({0})"), "maximum": T("np.maximum({0}, {1})"),
+    "minimum": T("np.minimum({0}, {1})"),
+    "exp": T("np.exp({0})"), "log": T("np.log({0})"), "log1p": T("np.log1p({0})"),
+    "expm1": T("np.expm1({0})"), "sqrt": T("np.sqrt({0})"), "sin": T("np.sin({0})"),
+    "cos": T("np.cos({0})"), "tan": T("np.tan({0})"), "tanh": T("np.tanh({0})"),
+    "sigmoid": T("np.exp({0} - np.logaddexp(0.0, {0}))"),
+    "softplus": T("np.logaddexp(0.0, {0})"), "relu": T("np.maximum({0}, 0)"),
+    "abs": T("np.abs({0})"), "sign": T("np.sign({0})"),
+    "less": T("{0} < {1}"), "less_equal": T("{0} <= {1}"), "greater": T("{0} > {1}"),
+    "greater_equal": T("{0} >= {1}"), "equal": T("{0} == {1}"), "not_equal": T("{0} != {1}"),
+    "where": T("np.where({0}, {1}, {2})"),
+    # reductions
+    "sum": T("np.sum({0}, axis={axis!r}, keepdims={keepdims!r})"),
+    "mean": T("np.mean({0}, axis={axis!r}, keepdims={keepdims!r})"),
+    "max": T("np.max({0}, axis={axis!r}, keepdims={keepdims!r})"),
+    "min": T("np.min({0}, axis={axis!r}, keepdims={keepdims!r})"),
+    "logsumexp": T("_sg_logsumexp({0}, {axis!r}, {keepdims!r})", (_sg_logsumexp,)),
+    "softmax": T("_sg_softmax({0}, {axis!r})", (_sg_softmax,)),
+    "log_softmax": T("_sg_log_softmax({0}, {axis!r})", (_sg_log_softmax,)),
+    # linear algebra
+    "matmul": T("{0} @ {1}"), "dot": T("np.dot({0}, {1})"), "outer": T("np.outer({0}, {1})"),
+    "transpose": T("np.transpose({0}, {axes!r})"),
+    "matrix_transpose": T("np.swapaxes({0}, -1, -2)"), "einsum": T(_einsum),
+    # shaping
+    "reshape": T(lambda names, attrs: _batched("reshape", names, attrs)),
+    "broadcast_to": T(lambda names, attrs: _batched("broadcast_to", names, attrs)),
+    "expand_dims": T("np.expand_dims({0}, {axis!r})"),
+    "squeeze": T("np.squeeze({0}, axis={axis!r})"),
+    "concatenate": T(_join("concatenate")), "stack": T(_join("stack")),
+    # indexing
+    "index": T(_index), "index_add": T(_index_add, (_sg_index_add,)),
+    "scatter_sum": T(_scatter_sum, (_sg_scatter_sum,)),
+    "take": T("np.take({0}, {1}, axis={axis!r})"),
+    # constant-makers
+    "zeros_like": T("np.zeros_like({0})"), "ones_like": T("np.ones_like({0})"),
+    "eye": T("np.eye({N!r}, {M!r})"), "zeros": _filled("zeros", False),
+    "ones": _filled("ones", False), "full": _filled("full", True),
+    "arange": T("np.arange({stop!r})"),
+}

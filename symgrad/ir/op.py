@@ -1,0 +1,221 @@
+"""The op record and the registry the IR looks ops up in by name.
+
+An :class:`Op` states what an op *means*, nothing else: how it is called (its
+:class:`Signature`), its shape/dtype rule, its NumPy implementation (what the interpreter
+runs), its backprop rule, its sympy name and where tests may sample it. How an op is
+*emitted* belongs to each backend's table (:mod:`symgrad.backends`); how it is *rewritten*
+belongs to the passes (:mod:`symgrad.passes`). The stanzas themselves live in
+:mod:`symgrad.ops`, which fills :data:`REGISTRY` when it is imported.
+
+Fields of a stanza
+------------------
+``signature``
+    How the op is called, parsed once from a spec (see :func:`sig`) and used by the
+    builder, the text parser, the printer and the user-facing functions alike.
+``prepare(shapes, dtypes, attrs) -> attrs``
+    Normalises attributes once operand shapes are known (``axis=None`` becomes a tuple of
+    negative axes, ...), so that equal nodes hash-cons to one node.
+``infer(shapes, dtypes, attrs) -> (shape, dtype)``
+    The shape and dtype rule; raises :class:`~symgrad.errors.ShapeError` naming the op and
+    the operand shapes.
+``impl(*arrays, **attrs)``
+    The NumPy implementation the interpreter runs (the meaning of the op).
+``backprop(n, g) -> tuple``
+    One adjoint contribution per operand, or ``None`` where no gradient flows. ``n`` is a
+    :class:`~symgrad.ir.expr.NodeView` (``n.args`` are Exprs, ``n.out`` is the node itself)
+    and ``g`` the incoming adjoint, which may carry extra *leading* batch axes: rules use
+    negative axes, so one pass with an identity seed gives a whole Jacobian. Rules build
+    graph from registered ops only and never simplify; broadcasting is undone centrally.
+``sympy``
+    For elementwise ops: the sympy function's name (translated both ways), or
+    ``lambda sp, *args: ...`` building the sympy expression (one way).
+``domain`` / ``examples(rng)``
+    Where the registry-driven tests sample the op: an interval for elementwise ops, or a
+    list of ``(operand arrays, attrs)`` cases.
+``front``
+    The user-facing function, when it is more than :meth:`Signature.bind` (``x[key]``).
+``write(key_marks, attrs) -> str``
+    How the op is written in expression text when it is neither a call nor an infix
+    operator (``x[1:, y]``); the printer fills the operand marks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import SymgradError
+
+Shape = tuple[int, ...]
+
+
+class SignatureError(SymgradError, TypeError):
+    """An op called with the wrong number or kind of arguments."""
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of an op: an ``operand``, ``operands`` (``*xs``: any number), a
+    ``list`` of operands (``[xs]``: one list argument) or a ``static`` attribute."""
+
+    name: str
+    kind: str
+    text: bool = False  # a static string (einsum's subscripts)
+
+
+@dataclass(frozen=True)
+class Signature:
+    """How an op is called, parsed once from its spec.
+
+    ``params`` in call order; ``defaults`` maps every static attribute (positional or
+    keyword) to its default; ``infix`` is ``(symbol, Python precedence)`` for operators.
+
+    >>> s = sig("x", "=axis", "=keepdims", axis=None, keepdims=False)
+    >>> s.bind("sum", ("X", 0), {"keepdims": True})
+    (['X'], {'axis': 0, 'keepdims': True})
+    >>> s.describe()
+    '(x, axis, keepdims)'
+    """
+
+    params: tuple[Param, ...]
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    infix: tuple[str, int] | None = None
+
+    @property
+    def arity(self) -> int | None:
+        """The number of operands, or None when it varies."""
+        if any(p.kind in ("operands", "list") for p in self.params):
+            return None
+        return sum(p.kind == "operand" for p in self.params)
+
+    @property
+    def positional_statics(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.params if p.kind == "static")
+
+    def bind(self, op: str, args: tuple, kwargs: Mapping[str, Any]) -> tuple[list, dict]:
+        """Split a call's arguments into operands and static attributes."""
+        operands: list = []
+        attrs = dict(self.defaults)
+        args = list(args)
+        for p in self.params:
+            if p.kind == "operands":
+                operands.extend(args)
+                args = []
+            elif not args:
+                if p.kind == "static":
+                    continue
+                raise SignatureError(f"{op}() is missing its argument '{p.name}'")
+            elif p.kind == "list":
+                seq = args.pop(0)
+                if not isinstance(seq, (list, tuple)) or not seq:
+                    raise SignatureError(f"{op}() takes a non-empty list of arrays")
+                operands.extend(seq)
+            elif p.kind == "static" and p.name in kwargs:
+                continue  # given by keyword: einsum(a, b, spec="i,i->")
+            elif p.kind == "static":
+                attrs[p.name] = args.pop(0)
+            else:
+                operands.append(args.pop(0))
+        if args:
+            raise SignatureError(f"{op}() takes {self.describe()}; got extra arguments")
+        for k, v in kwargs.items():
+            if k not in self.defaults:
+                ok = ", ".join(self.defaults) or "no keyword arguments"
+                raise SignatureError(f"{op}() got an unexpected keyword '{k}' (takes {ok})")
+            attrs[k] = v
+        return operands, attrs
+
+    def describe(self) -> str:
+        """``(x, axis, keepdims)``: the parameters as a person reads them."""
+        marks = {"operands": "*", "list": "[", "static": "", "operand": ""}
+        ends = {"list": "]"}
+        return "(" + ", ".join(f"{marks[p.kind]}{p.name}{ends.get(p.kind, '')}"
+                               for p in self.params) + ")"
+
+    def keywords_text(self) -> str:
+        """Keyword-only attributes with their defaults: ``src_ndim=None``."""
+        positional = set(self.positional_statics)
+        return ", ".join(f"{k}={v!r}" for k, v in self.defaults.items() if k not in positional)
+
+
+def sig(*spec: str, infix: tuple[str, int] | None = None, **defaults: Any) -> Signature:
+    """A :class:`Signature` from a spec: ``"x"`` an operand, ``"*xs"`` any number of
+    operands, ``"[xs]"`` one list of operands, ``"=name"`` a static attribute given
+    positionally (``"=spec:str"`` for a string); keyword arguments are the static
+    attributes' defaults (every static attribute needs one).
+
+    >>> sig("=spec:str", "*operands", spec=None).params[0]
+    Param(name='spec', kind='static', text=True)
+    """
+    params = []
+    for p in spec:
+        if p.startswith("*"):
+            params.append(Param(p[1:], "operands"))
+        elif p.startswith("["):
+            params.append(Param(p.strip("[]"), "list"))
+        elif p.startswith("="):
+            name, _, kind = p[1:].partition(":")
+            params.append(Param(name, "static", kind == "str"))
+        else:
+            params.append(Param(p, "operand"))
+    missing = [p.name for p in params if p.kind == "static" and p.name not in defaults]
+    if missing:
+        raise ValueError(f"static parameters without a default: {missing}")
+    return Signature(tuple(params), dict(defaults), infix)
+
+
+UNARY = sig("x")
+BINARY = sig("x", "y")
+
+
+@dataclass(frozen=True, eq=False)
+class Op:
+    """One op: what it means, in one place (see the module docstring for the fields)."""
+
+    name: str
+    infer: Callable[..., tuple[Shape, str]]
+    impl: Callable[..., Any] | None
+    backprop: Callable[..., tuple] | None = None
+    signature: Signature = UNARY
+    prepare: Callable[..., dict] | None = None
+    sympy: str | Callable[..., Any] | None = None
+    elementwise: bool = False
+    domain: tuple[float, float] | None = (-2.0, 2.0)
+    differentiable: bool = True
+    public: bool = True
+    aliases: tuple[str, ...] = ()
+    examples: Callable[[Any], list[tuple[list, dict]]] | None = None
+    front: Callable[..., Any] | None = None
+    write: Callable[[list[str], dict], str] | None = None
+    doc: str = ""
+
+    @property
+    def arity(self) -> int | None:
+        return self.signature.arity
+
+    @property
+    def attrs(self) -> Mapping[str, Any]:
+        """The static attributes and their defaults."""
+        return self.signature.defaults
+
+
+REGISTRY: dict[str, Op] = {}
+ALIASES: dict[str, str] = {}  # public name -> op name (``sub`` -> ``subtract``)
+
+
+def register(op: Op) -> Op:
+    """Add an op to the registry; each name (and alias) once."""
+    for name in (op.name, *op.aliases):
+        if name in REGISTRY or name in ALIASES:
+            raise ValueError(f"op name {name!r} registered twice")
+    if op.differentiable and op.backprop is None and op.arity != 0:
+        raise ValueError(f"op {op.name!r} is differentiable but has no backprop rule")
+    REGISTRY[op.name] = op
+    ALIASES.update({a: op.name for a in op.aliases})
+    return op
+
+
+def lookup(name: str) -> Op:
+    """The op called ``name`` or one of its aliases; ``KeyError`` if none."""
+    return REGISTRY[ALIASES.get(name, name)]

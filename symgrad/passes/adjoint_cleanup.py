@@ -1,0 +1,69 @@
+"""The adjoint cleanup: rewrites for the nodes the backprop rules build, and only those.
+
+The reverse transform installs it while it builds B (``grad(..., cleanup=False)`` leaves it
+out); the simplifier applies it to adjoint nodes. It never sees a forward node being built,
+so a forward expression means what NumPy means whatever was differentiated before it.
+
+* Masks: ``where(c, g, 0) * d -> where(c, g * d, 0)`` (and for ``/``, unary ``-`` and sums of
+  masked terms). A ``where`` rule hands its unselected branch an exact-zero adjoint; the
+  next rule would multiply that zero by a local derivative that may be inf or NaN there
+  (``sqrt'(0)``, ``exp(1000)``). Re-applying the mask after the product keeps the zero exact
+  (NumPy would give ``0 * inf = nan``).
+* Scatters: ``index_add(a, k1) + index_add(b, k2)`` (the adjoint of an array used through
+  many slices) becomes one ``scatter_sum`` writing every part into one buffer.
+* Sum first: ``sum(a @ b, rows) -> sum(a, rows) @ b`` and ``sum(-x) -> -sum(x)`` when
+  ``sum_to_shape`` undoes a broadcast (equal up to rounding; fewer full-size passes).
+"""
+
+from __future__ import annotations
+
+from ..ir.graph import Expr, F
+from ..ops.indexing import merge_scatters
+from .pattern import Const, Pass, Rule
+
+ZERO = Const("z", 0.0)
+
+
+def _masked(op: str) -> tuple[Rule, ...]:
+    """``where(c, a, 0) <op> d -> where(c, a <op> d, 0)``, for each operand position that
+    carries the adjoint (the first only for ``divide``)."""
+    fn = getattr(F, op)
+    rules = [Rule((op, ("where", "c", "a", ZERO), "d"), lambda c, a, z, d: F.where(c, fn(a, d), z)),
+             Rule((op, ("where", "c", ZERO, "b"), "d"), lambda c, z, b, d: F.where(c, z, fn(b, d)))]
+    if op == "multiply":
+        rules += [
+            Rule((op, "d", ("where", "c", "a", ZERO)), lambda d, c, a, z: F.where(c, d * a, z)),
+            Rule((op, "d", ("where", "c", ZERO, "b")), lambda d, c, z, b: F.where(c, z, d * b)),
+        ]
+    return tuple(rules)
+
+
+def _sum_of_matmul(a: Expr, b: Expr, axis: tuple, keep: bool) -> Expr | None:
+    """``sum(a @ b)`` over the rows (kept) or over leading batch axes of ``a``, reduced
+    before the product."""
+    if a.ndim < 2 or b.ndim < 2:
+        return None
+    rows = axis == (-2,) and keep
+    lead = b.ndim == 2 and all(k < -2 for k in axis)
+    return F.sum(a, axis=axis, keepdims=keep) @ b if rows or lead else None
+
+
+ATTRS = {"axis": "axis", "keepdims": "keep"}
+
+ADJOINT_CLEANUP = Pass(
+    "adjoint_cleanup",
+    "inside B only: where-masks kept exact through products, scatters merged, sums first",
+    rules=(
+        *_masked("multiply"), *_masked("divide"),
+        Rule(("negative", ("where", "c", "a", ZERO)), lambda c, a, z: F.where(c, -a, z)),
+        Rule(("negative", ("where", "c", ZERO, "b")), lambda c, z, b: F.where(c, z, -b)),
+        Rule(("add", ("where", "c", ZERO, "a"), ("where", "c", Const(None, 0.0), "b")),
+             lambda c, z, a, b: F.where(c, z, a + b)),
+        Rule(("add", ("where", "c", "a", ZERO), ("where", "c", "b", Const(None, 0.0))),
+             lambda c, a, b, z: F.where(c, a + b, z)),
+        Rule(("add", "u", "v"), merge_scatters),
+        Rule(("sum", ("negative", "x"), ATTRS), lambda x, axis, keep: -F.sum(x, axis, keep)),
+        Rule(("sum", ("matmul", "a", "b"), ATTRS), _sum_of_matmul),
+    ),
+    stages=("reverse", "simplify"),
+)

@@ -1,0 +1,247 @@
+"""Rewrite rules as data, and the driver that applies them to nodes as they are built.
+
+A :class:`Rule` is a pattern and what to build instead. A pattern is written with op names
+and captures, so rule tables are data (no code switches on op names):
+
+* ``"x"`` — any node, captured as the Expr ``x``; a name used twice must be the same node;
+* ``1.0`` — a constant whose every element equals 1.0 (or a ``broadcast_to`` of one);
+* ``Const("c")`` — any constant (or broadcast of one), captured; ``Const("z", 0.0)`` one
+  that is all zeros;
+* ``("multiply", p0, p1)`` — a node of that op whose operands match ``p0, p1``; a trailing
+  dict ``{"axis": "a"}`` captures attributes (``a`` is then the attribute's value).
+
+``Rule(("multiply", "x", 1.0), lambda x: x)`` reads "x * 1 is x". ``build`` receives the
+captures as keywords and returns an Expr, or None to decline. A rule whose pattern is a
+callable ``(n) -> captures or None`` sees the proposed node ``n`` itself (constant folding
+needs every op). The driver keeps an answer only when it has the node's shape and dtype.
+Patterns are compiled once, into matchers, when a rule is made.
+
+:func:`rewriter` turns passes into the hook :meth:`~symgrad.ir.graph.Graph.rewriting`
+installs: every node built while it is installed — including the nodes the rules build —
+is offered to the rules first, so results come out rewritten bottom-up in one walk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..ir.graph import Expr, Graph
+from ..ir.op import Op
+
+MAX_DEPTH = 32  # rules building nodes that are rewritten again: a bound on the nesting
+
+# matches node ``i`` of ``graph``, filling ``caps`` (node captures hold ids, attrs values)
+Matcher = Callable[[Graph, int, dict], bool]
+
+
+@dataclass(frozen=True)
+class Const:
+    """Pattern: a constant node (or a ``broadcast_to`` of one); all equal to ``value`` if
+    given. Captured under ``name`` if given."""
+
+    name: str | None = None
+    value: Any = None
+
+
+class Rule:
+    """``pattern`` (see the module docstring) and ``build(**captures) -> Expr | None``."""
+
+    __slots__ = ("pattern", "build", "root", "arity", "_match", "_nodes")
+
+    def __init__(self, pattern: Any, build: Callable[..., Expr | None]) -> None:
+        self.pattern, self.build = pattern, build
+        self._nodes: set[str] = set()  # capture names that hold nodes (the rest: attributes)
+        if callable(pattern):
+            self.root, self.arity, self._match = "*", None, None
+        else:
+            self.root, self.arity = pattern[0], len(_operands(pattern)[0])
+            self._match = _compile_node(pattern, self._nodes)
+
+    def __repr__(self) -> str:
+        return f"Rule({self.pattern!r})"
+
+    def captures(self, graph: Graph, op: Op, args: tuple, attrs: dict, shape, dtype):
+        """The keyword arguments for ``build`` if the proposed node matches, else None."""
+        if self._match is None:
+            return self.pattern(Proposed(graph, op, args, attrs, shape, dtype))
+        caps: dict = {}
+        if not self._match(graph, args, attrs, caps):
+            return None
+        return {k: Expr(graph, v) if k in self._nodes else v for k, v in caps.items()}
+
+
+@dataclass(frozen=True)
+class Pass:
+    """A named rewrite pass: a one-line ``doc``, its ``rules`` (local rewrites) or ``run``
+    (a whole-graph step), and the ``stages`` of the pipeline that use it."""
+
+    name: str
+    doc: str
+    rules: tuple[Rule, ...] = ()
+    run: Callable[..., Any] | None = None
+    stages: tuple[str, ...] = field(default=())
+
+    def __str__(self) -> str:
+        return f"{self.name:18} {self.doc}"
+
+
+class Proposed:
+    """The node about to be built, as a rule sees it: ``op``, ``args`` (Exprs), ``attrs``,
+    ``shape``, ``dtype`` and ``graph``."""
+
+    __slots__ = ("graph", "op", "arg_ids", "attrs", "shape", "dtype")
+
+    def __init__(self, graph: Graph, op: Op, arg_ids: tuple, attrs: dict, shape, dtype):
+        self.graph, self.op, self.arg_ids, self.attrs = graph, op, arg_ids, attrs
+        self.shape, self.dtype = shape, dtype
+
+    @property
+    def args(self) -> tuple[Expr, ...]:
+        return tuple(Expr(self.graph, a) for a in self.arg_ids)
+
+
+# -- constants --------------------------------------------------------------------------------
+
+_REPEATED = "broadcast_to"  # the op whose result only repeats its operand's values
+
+
+def stored_constant(graph: Graph, i: int) -> np.ndarray | None:
+    """The stored constant behind node ``i`` (itself, or what it broadcasts), or None."""
+    n = graph.nodes[i]
+    if n.is_const:
+        return n.attrs["value"]
+    if n.op == _REPEATED and graph.nodes[n.args[0]].is_const:
+        return graph.nodes[n.args[0]].attrs["value"]
+    return None
+
+
+def constant_value(graph: Graph, i: int) -> np.ndarray | None:
+    """The value of node ``i`` if it is a constant or a broadcast of one, else None."""
+    v = stored_constant(graph, i)
+    return None if v is None else np.broadcast_to(v, graph.nodes[i].shape)
+
+
+def _uniform(graph: Graph, i: int, value: Any) -> bool:
+    """Whether node ``i`` is a constant equal to ``value`` everywhere (maybe broadcast)."""
+    v = stored_constant(graph, i)
+    if v is None or v.size == 0:
+        return False
+    return bool(v.flat[0] == value) and (v.size == 1 or bool(np.all(v == value)))
+
+
+# -- compiling patterns ---------------------------------------------------------------------
+
+
+def _operands(pattern: tuple) -> tuple[tuple, dict]:
+    """A node pattern's operand patterns and its attribute captures."""
+    rest = pattern[1:]
+    if rest and isinstance(rest[-1], dict):
+        return rest[:-1], rest[-1]
+    return rest, {}
+
+
+def _compile_node(pattern: tuple, nodes: set[str]):
+    """A matcher ``(graph, args, attrs, caps) -> bool`` for a node pattern's operands."""
+    operands, named = _operands(pattern)
+    subs = [_compile(p, nodes) for p in operands]
+    attrs = list(named.items())
+    # the ops operands must be: checked first, as most rules fail there
+    guards = [(k, p[0]) for k, p in enumerate(operands) if isinstance(p, tuple)]
+    count = len(subs)
+
+    def match(graph: Graph, args: tuple, node_attrs: dict, caps: dict) -> bool:
+        if len(args) != count:
+            return False
+        nodes = graph.nodes
+        for k, op in guards:
+            if nodes[args[k]].op != op:
+                return False
+        for attr, cap in attrs:
+            value = node_attrs[attr]
+            if caps.setdefault(cap, value) != value:
+                return False
+        for m, a in zip(subs, args):
+            if not m(graph, a, caps):
+                return False
+        return True
+
+    return match
+
+
+def _compile(pattern: Any, nodes: set[str]) -> Matcher:
+    """A matcher for an operand pattern (see the module docstring)."""
+    if isinstance(pattern, str):
+        nodes.add(pattern)
+        return lambda graph, i, caps: _bind(caps, pattern, i)
+    if isinstance(pattern, (int, float)):
+        return lambda graph, i, caps: _uniform(graph, i, pattern)
+    if isinstance(pattern, Const):
+        if pattern.name is not None:
+            nodes.add(pattern.name)
+        return lambda graph, i, caps: _const(graph, i, caps, pattern)
+    op, inner = pattern[0], _compile_node(pattern, nodes)
+
+    def match(graph: Graph, i: int, caps: dict) -> bool:
+        n = graph.nodes[i]
+        return n.op == op and inner(graph, n.args, n.attrs, caps)
+
+    return match
+
+
+def _const(graph: Graph, i: int, caps: dict, pattern: Const) -> bool:
+    if stored_constant(graph, i) is None:
+        return False
+    if pattern.value is not None and not _uniform(graph, i, pattern.value):
+        return False
+    return pattern.name is None or _bind(caps, pattern.name, i)
+
+
+def _bind(caps: dict, name: str, i: int) -> bool:
+    found = caps.setdefault(name, i)
+    return found == i
+
+
+# -- the driver -----------------------------------------------------------------------------
+
+
+class _Rewriter:
+    """The hook a graph calls for each node it is about to build (see :func:`rewriter`)."""
+
+    def __init__(self, graph: Graph, rules: Sequence[Rule]) -> None:
+        self.graph = graph
+        every = [r for r in rules if r.root == "*"]
+        self.table: dict[tuple[str, int], list[Rule]] = {}
+        for r in rules:
+            if r.root != "*":
+                self.table.setdefault((r.root, r.arity), []).append(r)
+        self.every = every
+        self.depth = 0
+
+    def __call__(self, op: Op, args: tuple, attrs: dict, shape: tuple, dtype: str) -> int | None:
+        rules = self.table.get((op.name, len(args)), ())
+        if (not rules and not self.every) or self.depth >= MAX_DEPTH:
+            return None
+        self.depth += 1
+        try:
+            for rule in (*self.every, *rules):
+                caps = rule.captures(self.graph, op, args, attrs, shape, dtype)
+                if caps is None:
+                    continue
+                out = rule.build(**caps)
+                if out is None:
+                    continue
+                n = self.graph.nodes[out.node]
+                if n.shape == shape and n.dtype == dtype:
+                    return n.id
+            return None
+        finally:
+            self.depth -= 1
+
+
+def rewriter(graph: Graph, passes: Sequence[Pass]) -> _Rewriter:
+    """The hook that offers every node built in ``graph`` to the rules of ``passes``."""
+    return _Rewriter(graph, [r for p in passes for r in p.rules])

@@ -1,0 +1,126 @@
+"""The optional simplifier: the graph rebuilt through the rewrite passes, provenance kept.
+
+The pipeline is correct without it. ``simplify`` copies the outputs' ancestors into a fresh
+graph in topological order, each node offered to the passes as it is built — forward nodes
+to the exact passes and :mod:`~symgrad.passes.stability`, adjoint nodes also to the adjoint
+cleanup — then rebuilds again until nothing changes (:data:`CSE`: identical subexpressions
+become one node, dead nodes are dropped). With ``sympy=True`` the :data:`SYMPY` pass runs
+first. Adjoint nodes keep their role and origin; ``adjoint_of`` and every transform's
+record are carried over.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from typing import Any
+
+from ..ir.graph import Expr, Graph
+from ..ir.op import REGISTRY
+from .adjoint_cleanup import ADJOINT_CLEANUP
+from .exact import CONSTANT_FOLDING, IDENTITIES, NEGATIONS
+from .pattern import Pass, rewriter
+from .stability import STABILITY
+
+_MAX_ROUNDS = 4
+Hook = Callable[[int, dict, Graph], "int | None"]
+FORWARD = (CONSTANT_FOLDING, IDENTITIES, NEGATIONS, STABILITY)
+ADJOINT = (CONSTANT_FOLDING, IDENTITIES, NEGATIONS, ADJOINT_CLEANUP, STABILITY)
+
+
+def simplify(exprs: Any, sympy: bool = False) -> Any:
+    """Simplified copies of ``exprs`` (an Expr, or a list/tuple of them: same structure back).
+
+    With ``sympy=True``, every maximal elementwise subexpression (ops with a sympy
+    translation, cut at shared nodes so the DAG is never expanded into a tree) of bounded
+    size also goes through ``sympy.simplify``, and sympy's answer is kept when it has fewer
+    operations and translates back. ``sg.passes()`` lists the passes.
+
+    >>> import symgrad as sg
+    >>> x = sg.var("x")
+    >>> str(sg.simplify(sg.log(1 + sg.exp(x) * 1.0) - 0.0))
+    'softplus(x)'
+    >>> str(sg.simplify(sg.sin(x) ** 2 + sg.cos(x) ** 2, sympy=True))
+    '1.0'
+    """
+    single = isinstance(exprs, Expr)
+    outs = [exprs] if single else list(exprs)
+    if not outs:
+        return exprs
+    graph = max((e.graph for e in outs), key=len)
+    ids = [graph.find(e) for e in outs]
+    if sympy:
+        from .sympy_bridge import region_hook
+
+        graph, ids = rebuild(graph, ids, FORWARD, ADJOINT, region_hook(graph, ids))
+    for _ in range(_MAX_ROUNDS):  # until a rebuild changes nothing
+        size = len(graph)
+        graph, ids = rebuild(graph, ids, FORWARD, ADJOINT)
+        if len(graph) == size:
+            break
+    result = [Expr(graph, i) for i in ids]
+    return result[0] if single else type(exprs)(result)
+
+
+def rebuild(source: Graph, ids: list[int], forward: Sequence[Pass] = (),
+            adjoint: Sequence[Pass] = (), hook: Hook | None = None) -> tuple[Graph, list[int]]:
+    """Copy the ancestors of ``ids`` (and the forward nodes their adjoint nodes were made
+    for) into a new graph, each node offered to the passes of its role; returns the graph
+    and the new ids. ``hook(i, mapping, target)`` may supply the new id of node ``i``."""
+    target = Graph()
+    hooks = {"forward": rewriter(target, forward) if forward else None,
+             "adjoint": rewriter(target, adjoint) if adjoint else None}
+    nodes = source.nodes
+    mapping: dict[int, int] = {}
+    for i in _with_origins(source, ids):
+        n = nodes[i]
+        if n.is_var:
+            mapping[i] = target.var(n.name, n.shape, n.dtype)
+            continue
+        with ExitStack() as stack:
+            if n.origin is not None:
+                stack.enter_context(target.provenance(mapping[n.origin]))
+            stack.enter_context(target.rewriting(hooks[n.role]))
+            new = hook(i, mapping, target) if hook is not None else None
+            if new is None:
+                new = target.add(REGISTRY[n.op], tuple(mapping[a] for a in n.args), n.attrs)
+        mapping[i] = new
+    target.adjoint_of = _remap(source.adjoint_of, mapping)
+    target.transforms = [t.remap(mapping) for t in source.transforms]
+    return target, [mapping[i] for i in ids]
+
+
+def _with_origins(graph: Graph, ids: list[int]) -> list[int]:
+    """Ids of ``ids``, their ancestors and the nodes adjoint nodes among them were made for
+    (with theirs), in topological order."""
+    seen: set[int] = set()
+    stack = list(ids)
+    nodes = graph.nodes
+    while stack:
+        i = stack.pop()
+        if i not in seen:
+            seen.add(i)
+            stack.extend(nodes[i].args)
+            if nodes[i].origin is not None:
+                stack.append(nodes[i].origin)
+    return sorted(seen)
+
+
+def _remap(table: dict[int, int], mapping: dict[int, int]) -> dict[int, int]:
+    return {mapping[f]: mapping[a] for f, a in table.items() if f in mapping and a in mapping}
+
+
+def _cse(graph: Graph, ids: list[int]) -> tuple[Graph, list[int]]:
+    return rebuild(graph, ids)
+
+
+def _sympy(graph: Graph, ids: list[int]) -> tuple[Graph, list[int]]:
+    from .sympy_bridge import region_hook
+
+    return rebuild(graph, ids, hook=region_hook(graph, ids))
+
+
+CSE = Pass("cse", "rebuilt through hash-consing: identical subexpressions shared, dead nodes "
+           "dropped", run=_cse, stages=("simplify",))
+SYMPY = Pass("sympy", "sympy.simplify on each elementwise region, kept when it has fewer ops",
+             run=_sympy, stages=("simplify(sympy=True)",))

@@ -1,0 +1,128 @@
+"""The reverse-mode transform: append the derivative subgraph B to a graph.
+
+Goodfellow et al., *Deep Learning*, Alg. 6.2 (``grad_table``) and Collins' notes, Fig. 1.5:
+walk the forward nodes that lie on a path from a ``wrt`` to the output in reverse
+topological order; sum each node's incoming contributions into ONE adjoint node; ask the
+node's op for one contribution per operand; undo broadcasting centrally. The loop knows no
+op: all calculus lives in the registry's backprop rules.
+
+The nodes the rules build pass through the reverse-mode passes (:data:`symgrad.passes.REVERSE`:
+constant folding, exact identities, the adjoint cleanup) as they are built; ``cleanup=False``
+builds B exactly as the rules write it. The seed may carry leading *batch* axes (an identity
+seed gives a whole Jacobian in one pass).
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from functools import reduce
+
+from ..ir.graph import Expr, F, Graph, NodeView
+from ..ir.op import REGISTRY
+from ..ir.shapes import Shape, is_float
+from ..passes import REVERSE, rewriter
+
+
+@dataclass(frozen=True)
+class Backprop:
+    """One run of the transform: ``adjoint_of`` maps forward id -> adjoint id."""
+
+    output: int
+    wrt: tuple[int, ...]
+    adjoint_of: dict[int, int]
+    batch: int
+    nodes_before: int
+    nodes_after: int
+
+    @property
+    def size(self) -> int:
+        """Nodes this transform added to the graph (the size of B)."""
+        return self.nodes_after - self.nodes_before
+
+    def remap(self, mapping: dict[int, int]) -> Backprop:
+        """The same record for a rebuilt graph (``mapping``: old id -> new id)."""
+        table = {mapping[f]: mapping[a] for f, a in self.adjoint_of.items()
+                 if f in mapping and a in mapping}
+        return replace(self, output=mapping.get(self.output, -1), adjoint_of=table,
+                       wrt=tuple(mapping.get(w, -1) for w in self.wrt))
+
+
+def backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, cleanup: bool = True) -> Backprop:
+    """Append B for ``output`` with adjoint ``seed`` (shape ``batch + output.shape``)."""
+    graph = output.graph
+    with _gc_paused(), adjoint_rewriting(graph, cleanup):
+        result = _backprop(output, wrt, seed)
+    graph.transforms.append(result)
+    graph.adjoint_of.update(result.adjoint_of)
+    return result
+
+
+@contextmanager
+def adjoint_rewriting(graph: Graph, cleanup: bool = True) -> Iterator[None]:
+    """Nodes built inside pass through the reverse-mode passes (nothing if not ``cleanup``)."""
+    with graph.rewriting(rewriter(graph, REVERSE) if cleanup else None):
+        yield
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    # the transform allocates many small objects and creates no cycles
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr) -> Backprop:
+    graph = output.graph
+    batch = seed.ndim - output.ndim
+    before = len(graph)
+    forward = graph.ancestors([output.node])
+    nodes = graph.nodes
+    on_path = graph.descendants([w.node for w in wrt], forward)
+    relevant = {i for i in on_path if is_float(nodes[i].dtype)}
+    parts: dict[int, list[Expr]] = {output.node: [seed]} if output.node in relevant else {}
+    adjoint_of: dict[int, int] = {}
+    for i in reversed(forward):
+        if i not in parts:
+            continue
+        node = nodes[i]
+        with graph.provenance(i):
+            g = reduce(lambda a, b: a + b, parts.pop(i))
+            adjoint_of[i] = g.node
+            rule = REGISTRY[node.op].backprop
+            if rule is None:
+                continue
+            for a, c in zip(node.args, rule(NodeView(graph, node), g)):
+                if c is not None and a in relevant:
+                    parts.setdefault(a, []).append(sum_to_shape(c, nodes[a].shape, batch))
+    return Backprop(output.node, tuple(w.node for w in wrt), adjoint_of, batch, before,
+                    len(graph))
+
+
+def sum_to_shape(g: Expr, shape: Shape, batch: int) -> Expr:
+    """Undo broadcasting: sum ``g`` (shape ``batch-axes + S``) down to ``batch-axes + shape``.
+
+    No node is built when nothing needs summing.
+    """
+    if g.shape[batch:] == shape and g.ndim == batch + len(shape):
+        return g
+    lead = g.ndim - batch - len(shape)
+    if lead < 0:
+        g = F.reshape(g, g.shape[:batch] + (1,) * -lead + g.shape[batch:])
+        lead = 0
+    if lead > 0:
+        g = F.sum(g, axis=tuple(range(-len(shape) - lead, -len(shape))))
+    ones = tuple(i - len(shape) for i, d in enumerate(shape) if d == 1 and g.shape[batch + i] != 1)
+    if ones:
+        g = F.sum(g, axis=ones, keepdims=True)
+    target = g.shape[:batch] + tuple(shape)
+    if g.shape != target:
+        g = F.broadcast_to(g, target)
+    return g
