@@ -106,16 +106,14 @@ class Proposed:
 
 # -- constants --------------------------------------------------------------------------------
 
-_REPEATED = "broadcast_to"  # the op whose result only repeats its operand's values
-
-
 def stored_constant(graph: Graph, i: int) -> np.ndarray | None:
     """The stored constant behind node ``i`` (itself, or what it broadcasts), or None."""
     n = graph.nodes[i]
     if n.is_const:
         return n.attrs["value"]
-    if n.op == _REPEATED and graph.nodes[n.args[0]].is_const:
-        return graph.nodes[n.args[0]].attrs["value"]
+    caps: dict = {}
+    if _REPEATED(graph, i, caps) and graph.nodes[caps["x"]].is_const:
+        return graph.nodes[caps["x"]].attrs["value"]
     return None
 
 
@@ -203,6 +201,9 @@ def _const(graph: Graph, i: int, caps: dict, pattern: Const) -> bool:
 def _bind(caps: dict, name: str, i: int) -> bool:
     found = caps.setdefault(name, i)
     return found == i
+
+
+_REPEATED = _compile(("broadcast_to", "x"), set())  # a result that only repeats its operand
 
 
 # -- the driver -----------------------------------------------------------------------------

@@ -7,6 +7,7 @@ turned into source, or differentiated again.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -39,12 +40,12 @@ def grad(f: Expr, wrt: Wrt | Sequence[Wrt], *, cleanup: bool = True) -> Expr | t
     return vjp(f, wrt, _seed(1.0, f), cleanup=cleanup)
 
 
-def vjp(f: Expr, wrt: Wrt | Sequence[Wrt], g: Expr | str, *,
+def vjp(f: Expr, wrt: Wrt | Sequence[Wrt], g: Expr | str | Any, *,
         cleanup: bool = True) -> Expr | tuple[Expr, ...]:
     """The vector-Jacobian product ``g^T (df/dwrt)``: the adjoint of ``wrt`` for seed ``g``.
 
-    ``g`` (an Expr or the name of a new variable) has ``f``'s shape, or extra leading axes
-    that are carried through as a batch.
+    ``g`` (an Expr, an array, or the name of a new variable) has ``f``'s shape, or extra
+    leading axes that are carried through as a batch.
 
     >>> import symgrad as sg
     >>> x = sg.var("x", shape=(3,))
@@ -97,8 +98,10 @@ def hessian(f: Expr, wrt: Wrt) -> Expr:
     return jacobian(grad(f, wrt), wrt)
 
 
-def hvp(f: Expr, wrt: Wrt, v: Expr | str) -> Expr:
+def hvp(f: Expr, wrt: Wrt, v: Expr | str | Any) -> Expr:
     """The Hessian-vector product ``H v`` without building ``H`` (reverse-over-reverse).
+
+    ``v`` is an Expr, an array, or the name of a new variable of ``wrt``'s shape.
 
     >>> import symgrad as sg
     >>> x = sg.var("x", shape=(2,))
@@ -155,7 +158,10 @@ def _resolve(f: Expr, w: Wrt) -> Expr:
     return w
 
 
-def _join(f: Expr, e: Expr) -> Expr:
+def _join(f: Expr, e: Any) -> Expr:
+    """``e`` (an Expr, an array or a number) as an Expr of ``f``'s graph."""
+    if not isinstance(e, Expr):
+        return _const(e, f)
     return e if e.graph is f.graph else Expr(f.graph, f.graph.import_node(e.graph, e.node))
 
 

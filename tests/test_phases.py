@@ -1,0 +1,256 @@
+"""The compiler's phases stay apart: the builder builds and passes rewrite (a forward value
+never depends on what was differentiated before), no module outside ``ops/`` and the
+backend tables switches on an op name, and the folders import only downwards."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import symgrad as sg
+from symgrad.ir.graph import Expr
+from symgrad.ops import REGISTRY
+from symgrad.passes import PASSES, REVERSE
+from symgrad.passes.pattern import Const
+from symgrad.testing import random_expressions
+
+PACKAGE = Path(sg.__file__).parent
+
+
+def _same_bits(a, b) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+# -- the builder builds ---------------------------------------------------------------------
+
+
+def test_issue_reproduction_gives_nan_both_times():
+    x = sg.var("x")
+    h = sg.where(x > 0, 1.0, 0.0) / (2.0 * sg.sqrt(x))
+    assert np.isnan(sg.evaluate(h, {"x": -1.0}))  # fresh graph: what NumPy computes
+    x2 = sg.var("x2")
+    assert sg.evaluate(sg.grad(sg.where(x2 > 0, sg.sqrt(x2), 0.0), x2), {"x2": -1.0}) == 0.0
+    h2 = sg.where(x2 > 0, 1.0, 0.0) / (2.0 * sg.sqrt(x2))
+    assert np.isnan(sg.evaluate(h2, {"x2": -1.0}))  # the same, after a gradient
+
+
+def test_the_adjoint_cleanup_does_not_depend_on_history_either():
+    """The raw node built first (forward) does not stop B from masking its own product."""
+    x = sg.var("x")
+    raw = sg.where(x > 0, 1.0, 0.0) / (2.0 * sg.sqrt(x))
+    g = sg.grad(sg.where(x > 0, sg.sqrt(x), 0.0), x)
+    assert sg.evaluate(g, {"x": -1.0}) == 0.0 and np.isnan(sg.evaluate(raw, {"x": -1.0}))
+
+
+def test_cleanup_false_builds_b_as_the_rules_write_it():
+    x = sg.var("x", shape=(3,))
+    f = sg.sum(sg.where(x > 0, sg.sqrt(x), 0.0) * 2.0)
+    clean, raw = sg.grad(f, x), sg.grad(f, x, cleanup=False)
+    at = {"x": np.array([-1.0, 0.0, 4.0])}
+    np.testing.assert_array_equal(sg.evaluate(clean, at), [0.0, 0.0, 0.5])
+    got = sg.evaluate(raw, at)  # the mask is not re-applied: 0 * inf where x <= 0
+    assert np.isnan(got[0]) and got[2] == 0.5
+    ok = {"x": np.array([1.0, 2.0, 4.0])}
+    np.testing.assert_allclose(sg.evaluate(raw, ok), sg.evaluate(clean, ok), rtol=1e-15)
+    assert len(f.graph.ancestors([raw.node])) > len(f.graph.ancestors([clean.node]))
+
+
+def test_written_identities_are_kept_in_forward_graphs_and_removed_by_passes():
+    x = sg.var("x", shape=(2,))
+    e = sg.reshape(x * 1.0, (2,)) ** 1
+    assert e.op == "power" and str(e) == "reshape(x * 1.0, shape=2) ** 1"
+    assert str(sg.simplify(e)) == "x"
+    c = sg.const(2.0) * 3.0
+    assert c.op == "multiply" and sg.evaluate(c) == 6.0  # folded by passes, not the builder
+    assert str(sg.simplify(c)) == "6.0"
+
+
+TRANSFORMS = st.lists(st.sampled_from(["grad", "hessian", "jacobian", "hvp"]), max_size=3)
+
+
+@settings(max_examples=80, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(first=random_expressions(), second=random_expressions(), transforms=TRANSFORMS)
+def test_forward_values_do_not_depend_on_earlier_transforms(first, second, transforms):
+    """Any random forward expression gives the same values, bit for bit, whether it is built
+    in a fresh graph or after any number of transforms of another expression over the same
+    variables (it then shares their nodes and every node those transforms built)."""
+    fresh = sg.evaluate(second.expr, second.inputs)
+    graph = first.expr.graph
+    f = sg.sum(first.expr) if first.expr.shape else first.expr
+    for kind in transforms:
+        for name in first.wrt:
+            if kind == "grad":
+                f = sg.sum(sg.grad(f, name))
+            elif kind == "hessian":
+                sg.hessian(f, name)
+            elif kind == "jacobian":
+                sg.jacobian(first.expr, name)
+            else:
+                sg.hvp(f, name, np.ones(graph.nodes[graph.variables[name]].shape))
+    rebuilt = Expr(graph, graph.import_node(second.expr.graph, second.expr.node))
+    assert _same_bits(sg.evaluate(rebuilt, second.inputs), fresh), second
+
+
+# -- passes ---------------------------------------------------------------------------------
+
+
+def test_passes_are_named_and_listed_once_with_one_line_each():
+    listed = sg.passes()
+    names = [p.name for p in listed]
+    assert len(set(names)) == len(names) == len(PASSES)
+    for p in listed:
+        assert p.doc and "\n" not in p.doc and len(str(p)) <= 110, p.name
+        assert p.stages and (p.rules or p.run), p.name
+        assert (p in REVERSE) == ("reverse" in p.stages), p.name
+
+
+def _op_names(pattern):
+    if isinstance(pattern, tuple):
+        yield pattern[0]
+        for sub in pattern[1:]:
+            yield from _op_names(sub)
+
+
+def test_every_rule_pattern_names_registered_ops():
+    for p in PASSES:
+        for rule in p.rules:
+            if callable(rule.pattern):
+                continue
+            for name in _op_names(rule.pattern):
+                assert name in REGISTRY, f"pass {p.name}: {rule} names unknown op {name!r}"
+
+
+def test_pattern_captures_repeated_names_must_be_the_same_node():
+    x, y = sg.var("x"), sg.var("y")
+    assert sg.simplify(x * x).op == "square"
+    assert sg.simplify(x * y).op == "multiply"
+    assert isinstance(Const("z", 0.0), Const)
+
+
+# -- per-transform results ------------------------------------------------------------------
+
+
+def test_each_transform_keeps_its_own_adjoint_map():
+    x = sg.var("x", shape=(2,))
+    f = sg.sum(sg.sin(x) * x)
+    g = sg.grad(f, x)
+    h = sg.hessian(f, x)
+    graph = f.graph
+    first, *rest = graph.transforms
+    assert first.adjoint_of[x.node] == g.node
+    assert graph.adjoint(x, transform=first).node == g.node
+    assert graph.adjoint(x).node == h.node  # the latest transform, as documented
+    assert any(t.adjoint_of.get(x.node) == h.node for t in rest)
+    graph.verify()
+    src = sg.to_source([f, g, h])
+    assert re.search(r"\n    return t\d+, dx, dx_1\n", src), src  # the gradient is dx
+
+
+# -- layout ---------------------------------------------------------------------------------
+
+# Modules allowed to name ops in code: the stanzas, and each backend's own table.
+OP_TABLES = {"ops", "backends/numpy_table.py", "backends/math_table.py"}
+
+
+def _allowed(path: Path) -> bool:
+    rel = path.relative_to(PACKAGE).as_posix()
+    return rel.split("/")[0] in OP_TABLES or rel in OP_TABLES
+
+
+def _names_an_op(node: ast.AST) -> bool:
+    """``x.op`` or ``op.name``: an expression holding an op's name."""
+    if not isinstance(node, ast.Attribute):
+        return False
+    return node.attr == "op" or (node.attr == "name" and isinstance(node.value, ast.Name)
+                                 and node.value.id == "op")
+
+
+def _is_literal(node: ast.AST) -> bool:
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return any(_is_literal(e) for e in node.elts)
+    return False
+
+
+def test_no_module_outside_ops_and_backend_tables_switches_on_an_op_name():
+    """``x.op == "exp"``, ``n.op in ("var", "const")``, ``op.name != "sum"`` ... are found
+    anywhere but the op stanzas and the backend tables (leaves: ``Node.is_var/is_const``)."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if _allowed(path):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Compare):
+                sides = [node.left, *node.comparators]
+                if any(_names_an_op(s) for s in sides) and any(_is_literal(s) for s in sides):
+                    found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert not found, f"op names switched on outside ops/ and the backend tables: {found}"
+
+
+def test_the_check_above_catches_a_switch():
+    tree = ast.parse('if n.op == "exp" or node.op in ("var", "const"): pass')
+    hits = [n for n in ast.walk(tree) if isinstance(n, ast.Compare)
+            and any(_names_an_op(s) for s in [n.left, *n.comparators])
+            and any(_is_literal(s) for s in [n.left, *n.comparators])]
+    assert len(hits) == 2
+
+
+# The phases, bottom up: a module imports from its own folder or from lower floors only.
+FLOORS = {"errors": 0, "ir": 1, "ops": 2, "frontend": 2, "passes": 3, "transforms": 4,
+          "backends": 5, "printing": 6, "explain": 6, "testing": 6, "extend": 6,
+          "demo": 7, "cli": 8, "__main__": 9, "__init__": 9}
+
+
+def _part(module: str) -> str:
+    return module.split(".")[0]
+
+
+def _imports(path: Path) -> set[str]:
+    rel = path.relative_to(PACKAGE).with_suffix("")
+    package = list(rel.parts[:-1])
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                target = ".".join([*base, node.module or ""]).strip(".")
+            elif (node.module or "").startswith("symgrad"):
+                target = node.module.removeprefix("symgrad").strip(".")
+            else:
+                continue
+            if target:
+                out.add(target)
+            else:  # from . import ops
+                out.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.Import):
+            out.update(a.name.removeprefix("symgrad.") for a in node.names
+                       if a.name.startswith("symgrad."))
+    return out
+
+
+def test_folders_import_only_downwards():
+    wrong = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE)
+        here = _part(rel.with_suffix("").as_posix().replace("/", "."))
+        for target in _imports(path):
+            there = _part(target)
+            if there != here and FLOORS[there] >= FLOORS[here]:
+                wrong.append(f"{rel} imports {target}")
+    assert not wrong, f"imports that run sideways or up the phases: {wrong}"
+
+
+@pytest.mark.parametrize("folder", ["ir", "ops", "frontend", "passes", "transforms",
+                                    "backends", "printing"])
+def test_every_folder_says_what_it_is(folder):
+    doc = ast.get_docstring(ast.parse((PACKAGE / folder / "__init__.py").read_text()))
+    assert doc and len(doc) > 60, folder
