@@ -1,4 +1,5 @@
-"""Shared test setup: a seeded ``rng`` fixture and the hypothesis profiles."""
+"""Shared test setup: a seeded ``rng`` fixture, the hypothesis profiles, and the ops of
+``user_ops`` (defined through ``symgrad.extend``) registered before any test collects."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import os
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
+
+import user_ops  # noqa: F401  (ops defined with symgrad.extend, registered before collection)
 
 # Modest example counts and no deadline: graph building is Python, and CI has two cores
 # shared with other test files. `HYPOTHESIS_PROFILE=thorough pytest` runs many more.
