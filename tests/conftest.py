@@ -7,9 +7,8 @@ import os
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, settings
-
 import user_ops  # noqa: F401  (ops defined with symgrad.extend, registered before collection)
+from hypothesis import HealthCheck, settings
 
 # Modest example counts and no deadline: graph building is Python, and CI has two cores
 # shared with other test files. `HYPOTHESIS_PROFILE=thorough pytest` runs many more.
