@@ -33,6 +33,8 @@ MATH: dict[str, Template | None] = {
     "exp": _fn("exp"), "log": _fn("log"), "log1p": _fn("log1p"), "expm1": _fn("expm1"),
     "sqrt": _fn("sqrt"), "sin": _fn("sin"), "cos": _fn("cos"), "tan": _fn("tan"),
     "tanh": _fn("tanh"),
+    "sinh": _fn("sinh"),
+    "cosh": _fn("cosh"),
     "sigmoid": T("1.0 / (1.0 + math.exp(-{0}))"),
     "softplus": T("math.log1p(math.exp(-abs({0}))) + max({0}, 0.0)"),
     "relu": T("max({0}, 0.0)"), "abs": T("abs({0})"),

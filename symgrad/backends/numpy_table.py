@@ -114,6 +114,8 @@ NUMPY: dict[str, Template] = {
     "exp": T("np.exp({0})"), "log": T("np.log({0})"), "log1p": T("np.log1p({0})"),
     "expm1": T("np.expm1({0})"), "sqrt": T("np.sqrt({0})"), "sin": T("np.sin({0})"),
     "cos": T("np.cos({0})"), "tan": T("np.tan({0})"), "tanh": T("np.tanh({0})"),
+    "sinh": T("np.sinh({0})"),
+    "cosh": T("np.cosh({0})"),
     "sigmoid": T("np.exp({0} - np.logaddexp(0.0, {0}))"),
     "softplus": T("np.logaddexp(0.0, {0})"), "relu": T("np.maximum({0}, 0)"),
     "abs": T("np.abs({0})"), "sign": T("np.sign({0})"),

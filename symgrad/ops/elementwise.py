@@ -121,6 +121,8 @@ unary("cos", np.cos, lambda n, g: (-(g * F.sin(n.args[0])),), sympy="cos")
 unary("tan", np.tan, lambda n, g: (g * (1.0 + n.out * n.out),), sympy="tan",
       domain=(-1.2, 1.2))
 unary("tanh", np.tanh, lambda n, g: (g * (1.0 - n.out * n.out),), sympy="tanh")
+unary("sinh", np.sinh, lambda n, g: (g * F.cosh(n.args[0]),), sympy="sinh")
+unary("cosh", np.cosh, lambda n, g: (g * F.sinh(n.args[0]),), sympy="cosh")
 
 
 def _sigmoid(x):
