@@ -246,8 +246,9 @@ class Graph:
 
     # -- walking --------------------------------------------------------------------------
 
-    def ancestors(self, outputs: Iterable[int]) -> list[int]:
-        """Ids of ``outputs`` and everything they depend on, in topological order."""
+    def ancestors(self, outputs: Iterable[int], origins: bool = False) -> list[int]:
+        """Ids of ``outputs`` and everything they depend on, in topological order; with
+        ``origins``, also the forward nodes adjoint nodes among them were made for."""
         seen: set[int] = set()
         stack = list(outputs)
         nodes = self.nodes
@@ -256,6 +257,8 @@ class Graph:
             if i not in seen:
                 seen.add(i)
                 stack.extend(nodes[i].args)
+                if origins and nodes[i].origin is not None:
+                    stack.append(nodes[i].origin)
         return sorted(seen)
 
     def descendants(self, sources: Iterable[int], within: Iterable[int]) -> set[int]:

@@ -105,7 +105,7 @@ IDENTITIES = Pass(
 
 NEGATIONS = Pass(
     "negations",
-    "negations folded into sums and moved out of products: a + (-b) -> a - b (exact)",
+    "negations folded into sums, moved out of products: a + (-b) -> a - b (exact)",
     rules=(
         Rule(("negative", ("negative", "a")), lambda a: a),
         Rule(("add", "a", ("negative", "b")), lambda a, b: a - b),

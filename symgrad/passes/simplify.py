@@ -72,7 +72,7 @@ def rebuild(source: Graph, ids: list[int], forward: Sequence[Pass] = (),
              "adjoint": rewriter(target, adjoint) if adjoint else None}
     nodes = source.nodes
     mapping: dict[int, int] = {}
-    for i in _with_origins(source, ids):
+    for i in source.ancestors(ids, origins=True):
         n = nodes[i]
         if n.is_var:
             mapping[i] = target.var(n.name, n.shape, n.dtype)
@@ -88,22 +88,6 @@ def rebuild(source: Graph, ids: list[int], forward: Sequence[Pass] = (),
     target.adjoint_of = _remap(source.adjoint_of, mapping)
     target.transforms = [t.remap(mapping) for t in source.transforms]
     return target, [mapping[i] for i in ids]
-
-
-def _with_origins(graph: Graph, ids: list[int]) -> list[int]:
-    """Ids of ``ids``, their ancestors and the nodes adjoint nodes among them were made for
-    (with theirs), in topological order."""
-    seen: set[int] = set()
-    stack = list(ids)
-    nodes = graph.nodes
-    while stack:
-        i = stack.pop()
-        if i not in seen:
-            seen.add(i)
-            stack.extend(nodes[i].args)
-            if nodes[i].origin is not None:
-                stack.append(nodes[i].origin)
-    return sorted(seen)
 
 
 def _remap(table: dict[int, int], mapping: dict[int, int]) -> dict[int, int]:
