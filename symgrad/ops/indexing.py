@@ -486,22 +486,13 @@ def _scatter_sum_rule(n, g):
 def scatter_parts(node) -> tuple[list, tuple, Shape, int] | None:
     """An index_add or scatter_sum node as ``(operands, parts, buffer shape, batch)``; None
     for any other node. Two scatters into buffers of one shape are one scatter_sum of their
-    parts (see :func:`merge_scatters`)."""
+    parts (the adjoint cleanup pass merges them)."""
     if node.op == "index_add":
         part = (node.attrs["key"], len(node.args) - 1, node.attrs["accumulate"])
         return list(node.args), (part,), node.attrs["shape"], node.attrs["batch"]
     if node.op == "scatter_sum":
         return list(node.args), node.attrs["parts"], node.attrs["shape"], node.attrs["batch"]
     return None
-
-
-def merge_scatters(u: Expr, v: Expr) -> Expr | None:
-    """``u + v`` as one ``scatter_sum`` when both are scatters into one buffer shape."""
-    pu, pv = scatter_parts(u.data), scatter_parts(v.data)
-    if pu is None or pv is None or u.shape != v.shape or pu[2:] != pv[2:]:
-        return None
-    operands = [Expr(u.graph, a) for a in pu[0] + pv[0]]
-    return F.scatter_sum(*operands, parts=pu[1] + pv[1], shape=pu[2], batch=pu[3])
 
 
 def _examples_scatter_sum(rng):

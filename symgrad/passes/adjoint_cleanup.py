@@ -18,7 +18,7 @@ so a forward expression means what NumPy means whatever was differentiated befor
 from __future__ import annotations
 
 from ..ir.graph import Expr, F
-from ..ops.indexing import merge_scatters
+from ..ops.indexing import scatter_parts
 from .pattern import Const, Pass, Rule
 
 ZERO = Const("z", 0.0)
@@ -36,6 +36,15 @@ def _masked(op: str) -> tuple[Rule, ...]:
             Rule((op, "d", ("where", "c", ZERO, "b")), lambda d, c, z, b: F.where(c, z, d * b)),
         ]
     return tuple(rules)
+
+
+def _merged_scatters(u: Expr, v: Expr) -> Expr | None:
+    """``u + v`` as one ``scatter_sum`` when both are scatters into one buffer shape."""
+    pu, pv = scatter_parts(u.data), scatter_parts(v.data)
+    if pu is None or pv is None or u.shape != v.shape or pu[2:] != pv[2:]:
+        return None
+    operands = [Expr(u.graph, a) for a in pu[0] + pv[0]]
+    return F.scatter_sum(*operands, parts=pu[1] + pv[1], shape=pu[2], batch=pu[3])
 
 
 def _sum_of_matmul(a: Expr, b: Expr, axis: tuple, keep: bool) -> Expr | None:
@@ -61,7 +70,7 @@ ADJOINT_CLEANUP = Pass(
              lambda c, z, a, b: F.where(c, z, a + b)),
         Rule(("add", ("where", "c", "a", ZERO), ("where", "c", "b", Const(None, 0.0))),
              lambda c, a, b, z: F.where(c, a + b, z)),
-        Rule(("add", "u", "v"), merge_scatters),
+        Rule(("add", "u", "v"), _merged_scatters),
         Rule(("sum", ("negative", "x"), ATTRS), lambda x, axis, keep: -F.sum(x, axis, keep)),
         Rule(("sum", ("matmul", "a", "b"), ATTRS), _sum_of_matmul),
     ),
