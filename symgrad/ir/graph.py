@@ -290,18 +290,20 @@ class Graph:
 
     def _verify_node(self, n: Node) -> None:
         where = f"node {n.id} ({n.op})"
-        op = REGISTRY.get(n.op)
-        if op is None:
+        op = None if n.is_var else REGISTRY.get(n.op)
+        if op is None and not n.is_var:
             raise GraphError(f"{where}: unknown op")
         if any(not (0 <= a < n.id) for a in n.args):
             raise GraphError(f"{where}: an operand does not precede its user: {n.args}")
-        if op.arity is not None and len(n.args) != op.arity:
+        if op is not None and op.arity is not None and len(n.args) != op.arity:
             raise GraphError(f"{where}: takes {op.arity} operands, has {len(n.args)}")
         if n.role not in _ROLES or (n.role == "adjoint") != (n.origin is not None):
             raise GraphError(f"{where}: role {n.role!r} with origin {n.origin!r}")
         if n.origin is not None and not 0 <= n.origin < n.id:
             raise GraphError(f"{where}: origin {n.origin} is not an earlier node")
         if n.is_var:
+            if n.args or self.variables.get(n.name) != n.id:
+                raise GraphError(f"{where}: not the graph's variable {n.name!r}")
             return
         shapes = tuple(self.nodes[a].shape for a in n.args)
         dtypes = tuple(self.nodes[a].dtype for a in n.args)

@@ -1,5 +1,6 @@
-"""Leaves and constant-makers: ``var``, ``const``, ``zeros_like``, ``ones_like``, ``eye``,
-``zeros``, ``ones``, ``full``, ``arange``."""
+"""Constants and constant-makers: ``const``, ``zeros_like``, ``ones_like``, ``eye``, ``zeros``,
+``ones``, ``full``, ``arange``. (Variables are the IR's other leaf: ``Graph.var`` makes them,
+they are not an op.)"""
 
 from __future__ import annotations
 
@@ -14,11 +15,6 @@ register(Op(
     infer=lambda s, d, a: (a["value"].shape, a["value"].dtype.name),
     impl=lambda value: value, differentiable=False, domain=None, public=False,
     doc="a constant array",
-))
-register(Op(
-    name="var", signature=sig("=name", name=None),
-    infer=lambda s, d, a: ((), "float64"),  # never called: variables are made by Graph.var
-    impl=None, differentiable=False, domain=None, public=False, doc="an input variable",
 ))
 register(Op(
     name="zeros_like", infer=lambda s, d, a: (s[0], d[0]), impl=np.zeros_like,

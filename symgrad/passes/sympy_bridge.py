@@ -39,8 +39,8 @@ def region_hook(graph: Graph, outputs: list[int]):
 
     def translatable(i: int) -> bool:
         n = graph.nodes[i]
-        op = REGISTRY[n.op]
-        return op.elementwise and op.sympy is not None and is_float(n.dtype)
+        op = REGISTRY.get(n.op)  # None for a variable
+        return op is not None and op.elementwise and op.sympy is not None and is_float(n.dtype)
 
     def interior(i: int) -> bool:
         return translatable(i) and users.get(i, 0) == 1 and i not in roots

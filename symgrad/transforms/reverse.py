@@ -96,7 +96,7 @@ def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr) -> Backprop:
         with graph.provenance(i):
             g = reduce(lambda a, b: a + b, parts.pop(i))
             adjoint_of[i] = g.node
-            rule = REGISTRY[node.op].backprop
+            rule = REGISTRY[node.op].backprop if node.args else None  # leaves pass nothing on
             if rule is None:
                 continue
             for a, c in zip(node.args, rule(NodeView(graph, node), g)):
