@@ -21,9 +21,8 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 
 from ..errors import NameConflictError, ShapeError, SymgradError
@@ -31,6 +30,9 @@ from .op import REGISTRY, Op
 from .shapes import Shape, fmt
 from .text import infix, listing
 from .values import as_constant, check_dtype, check_name, check_shape, freeze
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 _ROLES = ("forward", "adjoint")
 
@@ -78,7 +80,7 @@ class Graph:
     """
 
     def __init__(self) -> None:
-        self._nx = nx.DiGraph()
+        self._nx: nx.DiGraph | None = None  # built on first use: networkx is slow to import
         self.nodes: list[Node] = []
         self.adjoint_of: dict[int, int] = {}
         self.transforms: list[Any] = []
@@ -136,6 +138,10 @@ class Graph:
 
         Kept in step with ``nodes`` on access (building does not pay for networkx).
         """
+        if self._nx is None:
+            import networkx
+
+            self._nx = networkx.DiGraph()
         g = self._nx
         for n in self.nodes[g.number_of_nodes():]:
             g.add_node(n.id, **n.fields())
