@@ -123,15 +123,17 @@ NUMPY: dict[str, Template] = {
     "greater_equal": T("{0} >= {1}"), "equal": T("{0} == {1}"), "not_equal": T("{0} != {1}"),
     "where": T("np.where({0}, {1}, {2})"),
     # reductions
-    "sum": T("np.sum({0}, axis={axis!r}, keepdims={keepdims!r})"),
+    # np.sum, np.max and np.min call these reductions: the same result, without the wrapper
+    "sum": T("np.add.reduce({0}, axis={axis!r}, keepdims={keepdims!r})"),
     "mean": T("np.mean({0}, axis={axis!r}, keepdims={keepdims!r})"),
-    "max": T("np.max({0}, axis={axis!r}, keepdims={keepdims!r})"),
-    "min": T("np.min({0}, axis={axis!r}, keepdims={keepdims!r})"),
+    "max": T("np.maximum.reduce({0}, axis={axis!r}, keepdims={keepdims!r})"),
+    "min": T("np.minimum.reduce({0}, axis={axis!r}, keepdims={keepdims!r})"),
     "logsumexp": T("_sg_logsumexp({0}, {axis!r}, {keepdims!r})", (_sg_logsumexp,)),
     "softmax": T("_sg_softmax({0}, {axis!r})", (_sg_softmax,)),
     "log_softmax": T("_sg_log_softmax({0}, {axis!r})", (_sg_log_softmax,)),
     # linear algebra
-    "matmul": T("{0} @ {1}"), "dot": T("np.dot({0}, {1})"), "outer": T("np.outer({0}, {1})"),
+    "matmul": T("{0} @ {1}"), "dot": T("np.dot({0}, {1})"),
+    "outer": T("np.multiply.outer({0}, {1})"),  # np.outer's products, without its wrapper
     "transpose": T("np.transpose({0}, {axes!r})"),
     "matrix_transpose": T("np.swapaxes({0}, -1, -2)"), "einsum": T(_einsum),
     # shaping

@@ -4,7 +4,10 @@
 ``constant_folding``   ops on small constants computed once (exact)
 ``identities``         ops that change nothing dropped (exact)
 ``negations``          negations folded into sums, moved out of products (exact)
+``normal_form``        commutative operands ordered, x + x -> 2*x, broadcasts fused (exact)
 ``adjoint_cleanup``    inside B only: where-masks, merged scatters, sums before products
+``lowering``           inside B only: scatters as concatenate/stack, stacked outer products
+``idioms``             hand-written sigmoid, log-sum-exp, ... differentiated by their rule
 ``stability``          stable/cheaper forms (``log1p``, ``softplus``, ``logsumexp``, ...)
 ``sympy``              ``sympy.simplify`` on elementwise regions (``simplify(sympy=True)``)
 ``cse``                rebuilt through hash-consing; dead nodes dropped
@@ -19,12 +22,17 @@ from __future__ import annotations
 
 from .adjoint_cleanup import ADJOINT_CLEANUP
 from .exact import CONSTANT_FOLDING, IDENTITIES, NEGATIONS
+from .idioms import IDIOMS
+from .lowering import LOWERING
+from .normal_form import NORMAL_FORM
 from .pattern import Const, Pass, Rule, rewriter
 from .simplify import CSE, SYMPY, simplify
 from .stability import STABILITY
 
-REVERSE = (CONSTANT_FOLDING, IDENTITIES, NEGATIONS, ADJOINT_CLEANUP)
-PASSES = (CONSTANT_FOLDING, IDENTITIES, NEGATIONS, ADJOINT_CLEANUP, STABILITY, SYMPY, CSE)
+REVERSE = (CONSTANT_FOLDING, IDENTITIES, NEGATIONS, NORMAL_FORM, ADJOINT_CLEANUP, LOWERING,
+           IDIOMS)
+PASSES = (CONSTANT_FOLDING, IDENTITIES, NEGATIONS, NORMAL_FORM, ADJOINT_CLEANUP, LOWERING,
+          IDIOMS, STABILITY, SYMPY, CSE)
 
 
 def passes() -> list[Pass]:
@@ -33,14 +41,15 @@ def passes() -> list[Pass]:
 
     >>> import symgrad as sg
     >>> [p.name for p in sg.passes()]  # doctest: +NORMALIZE_WHITESPACE
-    ['constant_folding', 'identities', 'negations', 'adjoint_cleanup', 'stability', 'sympy',
-     'cse']
+    ['constant_folding', 'identities', 'negations', 'normal_form', 'adjoint_cleanup',
+     'lowering', 'idioms', 'stability', 'sympy', 'cse']
     >>> print(sg.passes()[2])
     negations          negations folded into sums, moved out of products: a + (-b) -> a - b (exact)
     """
     return list(PASSES)
 
 
-__all__ = ["ADJOINT_CLEANUP", "CONSTANT_FOLDING", "CSE", "Const", "IDENTITIES", "NEGATIONS",
+__all__ = ["ADJOINT_CLEANUP", "CONSTANT_FOLDING", "CSE", "Const", "IDENTITIES", "IDIOMS",
+           "NEGATIONS",
            "PASSES", "Pass", "REVERSE", "Rule", "STABILITY", "SYMPY", "passes", "rewriter",
            "simplify"]

@@ -19,13 +19,16 @@ from ..ir.graph import Expr, Graph
 from ..ir.op import REGISTRY
 from .adjoint_cleanup import ADJOINT_CLEANUP
 from .exact import CONSTANT_FOLDING, IDENTITIES, NEGATIONS
+from .lowering import LOWERING
+from .normal_form import NORMAL_FORM
 from .pattern import Pass, rewriter
 from .stability import STABILITY
 
 _MAX_ROUNDS = 4
 Hook = Callable[[int, dict, Graph], "int | None"]
-FORWARD = (CONSTANT_FOLDING, IDENTITIES, NEGATIONS, STABILITY)
-ADJOINT = (CONSTANT_FOLDING, IDENTITIES, NEGATIONS, ADJOINT_CLEANUP, STABILITY)
+FORWARD = (CONSTANT_FOLDING, IDENTITIES, NEGATIONS, NORMAL_FORM, STABILITY)
+ADJOINT = (CONSTANT_FOLDING, IDENTITIES, NEGATIONS, NORMAL_FORM, ADJOINT_CLEANUP, LOWERING,
+           STABILITY)
 
 
 def simplify(exprs: Any, sympy: bool = False) -> Any:

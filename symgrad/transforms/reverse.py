@@ -23,7 +23,7 @@ from functools import reduce
 from ..ir.graph import Expr, F, Graph, NodeView
 from ..ir.op import REGISTRY
 from ..ir.shapes import Shape, is_float
-from ..passes import REVERSE, rewriter
+from ..passes import IDIOMS, REVERSE, rewriter
 
 
 @dataclass(frozen=True)
@@ -50,11 +50,16 @@ class Backprop:
                        wrt=tuple(mapping.get(w, -1) for w in self.wrt))
 
 
-def backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, cleanup: bool = True) -> Backprop:
-    """Append B for ``output`` with adjoint ``seed`` (shape ``batch + output.shape``)."""
+def backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, cleanup: bool = True,
+             idioms: bool | None = None) -> Backprop:
+    """Append B for ``output`` with adjoint ``seed`` (shape ``batch + output.shape``).
+
+    ``idioms`` (default: ``cleanup``): differentiate hand-written sigmoids, log-sum-exps, ...
+    by their own rule (:data:`symgrad.passes.IDIOMS`); off, every node gets its own adjoint.
+    """
     graph = output.graph
     with _gc_paused(), adjoint_rewriting(graph, cleanup):
-        result = _backprop(output, wrt, seed)
+        result = _backprop(output, wrt, seed, cleanup if idioms is None else idioms)
     graph.transforms.append(result)
     graph.adjoint_of.update(result.adjoint_of)
     return result
@@ -79,7 +84,7 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr) -> Backprop:
+def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, idioms: bool) -> Backprop:
     graph = output.graph
     batch = seed.ndim - output.ndim
     before = len(graph)
@@ -88,6 +93,7 @@ def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr) -> Backprop:
     on_path = graph.descendants([w.node for w in wrt], forward)
     relevant = {i for i in on_path if is_float(nodes[i].dtype)}
     parts: dict[int, list[Expr]] = {output.node: [seed]} if output.node in relevant else {}
+    found = IDIOMS.run(graph, [i for i in forward if i in relevant]) if idioms else {}
     adjoint_of: dict[int, int] = {}
     for i in reversed(forward):
         if i not in parts:
@@ -96,10 +102,11 @@ def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr) -> Backprop:
         with graph.provenance(i):
             g = reduce(lambda a, b: a + b, parts.pop(i))
             adjoint_of[i] = g.node
-            rule = REGISTRY[node.op].backprop if node.args else None  # leaves pass nothing on
+            targets, rule = found.get(i) or (node.args, REGISTRY[node.op].backprop
+                                             if node.args else None)  # leaves pass nothing on
             if rule is None:
                 continue
-            for a, c in zip(node.args, rule(NodeView(graph, node), g)):
+            for a, c in zip(targets, rule(NodeView(graph, node), g)):
                 if c is not None and a in relevant:
                     parts.setdefault(a, []).append(sum_to_shape(c, nodes[a].shape, batch))
     return Backprop(output.node, tuple(w.node for w in wrt), adjoint_of, batch, before,

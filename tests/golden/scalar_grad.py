@@ -18,6 +18,6 @@ def f_and_grad(x, y):
     t2 = np.sin(x)
     t3 = t1 + t2
     t4 = np.cos(x)  # backprop of: t2 = np.sin(x)
-    dx = t4 + y  # backprop of: x (input)
+    dx = y + t4  # backprop of: x (input)
     dy = x  # backprop of: y (input)
     return t3, dx, dy

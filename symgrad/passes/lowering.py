@@ -1,0 +1,131 @@
+"""Lowering inside B: cheaper kernels for what the backprop rules build (equal up to
+rounding, like every rewrite of B; the forward graph is never touched).
+
+* A scatter whose parts tile the whole buffer along one axis is a ``concatenate`` (slices)
+  or a ``stack`` (single positions): one NumPy call instead of zeros plus one write per
+  part (the adjoint of ``z`` used as ``z[:H], z[H:2H], ...``, or of ``xs`` used as
+  ``xs[0], xs[1], ...``).
+* ``sum(index_add(g, key))`` over the whole buffer is ``sum(g)``: the scattered zeros add
+  nothing.
+* A sum of outer products ``outer(a1, b1) + outer(a2, b2) + ...`` (the adjoint of a matrix
+  used at every step of an unrolled loop) is one product of stacked operands,
+  ``stack(a)^T @ stack(b)``, in groups of at most :data:`MAX_STACK` steps (so that merging
+  stays linear).
+"""
+
+from __future__ import annotations
+
+from ..ir.graph import Expr, F
+from ..ops.indexing import scatter_parts, split_parts
+from .pattern import OneOf, Pass, Proposed, Rule, _compile
+
+MAX_STACK = 64
+
+
+def _tiling(parts: tuple, shape: tuple) -> tuple[int, list[int], bool] | None:
+    """``(axis, order, slices)`` if the static parts write every position of ``shape``
+    exactly once, all along one axis: ``order`` lists the parts by position; ``slices``
+    tells contiguous slices (concatenate) from single positions (stack)."""
+    keys = []
+    for key, n_dyn, _ in parts:
+        if n_dyn or None in key or len(key) > len(shape):
+            return None
+        keys.append((slice(None),) * (len(shape) - len(key)) + tuple(key))
+    axes = {k for key in keys for k, e in enumerate(key) if e != slice(None)}
+    if len(axes) != 1:
+        return None
+    axis = axes.pop()
+    entries = [key[axis] for key in keys]
+    size = shape[axis]
+    if all(isinstance(e, int) for e in entries):
+        order = sorted(range(len(entries)), key=lambda k: entries[k])
+        ok = [entries[k] for k in order] == list(range(size))
+        return (axis, order, False) if ok else None
+    if not all(isinstance(e, slice) and e.step is None for e in entries):
+        return None
+    spans = [(e.start or 0, size if e.stop is None else e.stop) for e in entries]
+    order = sorted(range(len(spans)), key=lambda k: spans[k])
+    at = 0
+    for k in order:
+        if spans[k][0] != at or spans[k][1] <= at:
+            return None
+        at = spans[k][1]
+    return (axis, order, True) if at == size else None
+
+
+def _joined(n: Proposed) -> Expr | None:
+    """A scatter that tiles its buffer along one axis, as ``concatenate`` or ``stack``."""
+    found = scatter_parts(_NodeLike(n))
+    if found is None:
+        return None
+    operands, parts, shape, _ = found
+    tiling = _tiling(parts, shape)
+    if tiling is None:
+        return None
+    axis, order, slices = tiling
+    values = [Expr(n.graph, g) for g, _ in split_parts(operands, parts)]
+    arrays = [values[k] for k in order]
+    negative = axis - len(shape)
+    if len(arrays) == 1:
+        return None
+    return (F.concatenate if slices else F.stack)(arrays, axis=negative)
+
+
+class _NodeLike:
+    """The proposed node with the fields :func:`scatter_parts` reads."""
+
+    def __init__(self, n: Proposed) -> None:
+        self.op, self.args, self.attrs = n.op.name, n.arg_ids, n.attrs
+
+
+def _sum_of_scatter(u: Expr, axis: tuple, keep: bool) -> Expr | None:
+    """``sum(index_add(g, key), all axes) -> sum(g, all axes)`` (a part per scatter)."""
+    found = scatter_parts(u.data)
+    if found is None:
+        return None
+    operands, parts, shape, batch = found
+    if len(parts) != 1 or len(axis) != len(shape):
+        return None
+    g = Expr(u.graph, operands[0])
+    own = tuple(range(-(g.ndim - batch), 0))
+    total = F.sum(g, axis=own) if own else g
+    return F.reshape(total, total.shape + (1,) * len(shape)) if keep else total
+
+
+# a stacked product: stack(a)^T @ stack(b), both stacked along a new first axis
+_STACKED = ("matmul", ("matrix_transpose", ("stack", ..., {"axis": -2, "@": "sa"})),
+            ("stack", ..., {"axis": -2, "@": "sb"}))
+_PRODUCT = _compile(OneOf(("outer", "a", "b"), _STACKED), set())
+
+
+def _rows(p: Expr) -> tuple[list[Expr], list[Expr]] | None:
+    """A product's stacked operands: ``outer(a, b)`` is ``([a], [b])``."""
+    caps: dict = {}
+    if not _PRODUCT(p.graph, p.node, caps):
+        return None
+    g = p.graph
+    if "sa" in caps:
+        return ([Expr(g, i) for i in g.nodes[caps["sa"]].args],
+                [Expr(g, i) for i in g.nodes[caps["sb"]].args])
+    return [Expr(g, caps["a"])], [Expr(g, caps["b"])]
+
+
+def _stacked(u: Expr, v: Expr) -> Expr | None:
+    """``outer(a1, b1) + outer(a2, b2) -> stack([a1, a2])^T @ stack([b1, b2])``."""
+    ru, rv = _rows(u), _rows(v)
+    if ru is None or rv is None or len(ru[0]) + len(rv[0]) > MAX_STACK:
+        return None
+    left, right = F.stack(ru[0] + rv[0], axis=0), F.stack(ru[1] + rv[1], axis=0)
+    return F.matrix_transpose(left) @ right
+
+
+LOWERING = Pass(
+    "lowering",
+    "inside B: tiling scatters -> concatenate/stack, sums of outer products -> one matmul",
+    rules=(
+        Rule(("scatter_sum", ...), _joined),
+        Rule(("sum", "u", {"axis": "axis", "keepdims": "keep"}), _sum_of_scatter),
+        Rule(("add", "u", "v"), _stacked),
+    ),
+    stages=("reverse",),
+)

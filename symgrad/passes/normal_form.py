@@ -1,0 +1,108 @@
+"""The exact normal form: rewrites whose results equal the original bit for bit.
+
+* Commutative operands in a canonical order (constants first, then by node id), so that
+  ``100 * t`` and ``t * 100`` are one node once hash-consed (IEEE ``+`` and ``*`` are
+  commutative; only the payload of a NaN may differ, which NumPy does not promise either).
+* ``x + x -> 2 * x`` (both round once, to the same value; ``-0.0`` stays ``-0.0``);
+  ``-1 * x -> -x``.
+* Broadcasts fused into their consumer: ``broadcast_to(x, s) * y -> x * y`` (and reshapes or
+  ``expand_dims`` that only add leading unit axes), when NumPy's broadcasting gives the same
+  shape: the same elements meet, without the view.
+* Reshape chains: ``reshape(reshape(x)) -> reshape(x)``.
+
+``compile``/``to_source`` run this pass by default (with the other exact passes,
+:data:`symgrad.passes.COMPILE`); reverse mode runs it on B as it is built.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.graph import Expr, F
+from ..ir.op import REGISTRY
+from .pattern import Pass, Rule
+
+COMMUTATIVE = ("add", "multiply", "equal", "not_equal")
+_WRAPPERS = ("broadcast_to", "reshape", "expand_dims", "squeeze")
+
+
+def _order(e: Expr) -> tuple[int, int]:
+    return (0 if e.data.is_const else 1, e.node)
+
+
+def _canonical(op: str):
+    def build(a: Expr, b: Expr) -> Expr | None:
+        return getattr(F, op)(b, a) if _order(b) < _order(a) else None
+
+    return build
+
+
+def _twice(x: Expr) -> Expr | None:
+    if x.dtype == "bool":
+        return None
+    two = Expr(x.graph, x.graph.const(np.asarray(2, dtype=x.dtype)))
+    return F.multiply(two, x)
+
+
+def _strip(shape: tuple) -> tuple:
+    k = 0
+    while k < len(shape) and shape[k] == 1:
+        k += 1
+    return tuple(shape[k:])
+
+
+def _fused(op: str, position: int, arity: int, broadcasts: bool):
+    """``op(..., w, ...)`` with the shape op ``w`` replaced by its operand, where NumPy's
+    broadcasting lines the elements up the same way: ``w`` is a ``broadcast_to`` without
+    batch axes, or only adds or drops leading unit axes (the driver keeps the result only
+    if it has the node's shape)."""
+
+    def build(**caps) -> Expr | None:
+        args = [caps[f"a{k}"] for k in range(arity)]
+        w, x = args[position], caps["x"]
+        if w.data.attrs.get("batch", 0) != 0:
+            return None
+        if not broadcasts and _strip(w.shape) != _strip(x.shape):
+            return None
+        args[position] = x
+        return getattr(F, op)(*args)
+
+    return build
+
+
+def _fusion_rules() -> list[Rule]:
+    """``op(..., wrapper(x), ...) -> op(..., x, ...)`` for every elementwise op of the
+    registry with two or three operands, every operand position and every wrapper."""
+    rules = []
+    for name, op in sorted(REGISTRY.items()):
+        if not op.elementwise or op.arity not in (2, 3):
+            continue
+        for k in range(op.arity):
+            for wrapper in _WRAPPERS:
+                operands: list = [f"a{j}" for j in range(op.arity)]
+                operands[k] = (wrapper, "x", {"@": f"a{k}"})
+                rules.append(Rule((name, *operands),
+                                  _fused(name, k, op.arity, wrapper == "broadcast_to")))
+    return rules
+
+
+def _reshaped_twice(x: Expr, inner: Expr, shape: tuple, batch: int) -> Expr | None:
+    if batch or inner.data.attrs["batch"]:
+        return None
+    return F.reshape(x, shape)
+
+
+NORMAL_FORM = Pass(
+    "normal_form",
+    "exact normal form: commutative operands ordered, x + x -> 2*x, broadcasts fused, reshapes",
+    rules=(
+        *(Rule((op, "a", "b"), _canonical(op)) for op in COMMUTATIVE),
+        Rule(("add", "x", "x"), _twice),
+        Rule(("multiply", -1.0, "x"), lambda x: -x),  # exact: only the sign changes
+        Rule(("multiply", "x", -1.0), lambda x: -x),
+        Rule(("reshape", ("reshape", "x", {"@": "inner"}), {"shape": "shape", "batch": "batch"}),
+             _reshaped_twice),
+        *_fusion_rules(),
+    ),
+    stages=("reverse", "compile", "simplify"),
+)
