@@ -11,13 +11,18 @@ rounding, like every rewrite of B; the forward graph is never touched).
   used at every step of an unrolled loop) is one product of stacked operands,
   ``stack(a)^T @ stack(b)``, in groups of at most :data:`MAX_STACK` steps (so that merging
   stays linear).
+* Scalar factors collected, ``c * (d * x) -> (c*d) * x``, and the two equal contributions of
+  ``x * x`` counted once, ``(a - b) - b -> a - 2*b``; a common factor taken out of a sum,
+  ``c*a + c*b -> c*(a + b)``.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..ir.graph import Expr, F
 from ..ops.indexing import scatter_parts, split_parts
-from .pattern import OneOf, Pass, Proposed, Rule, _compile
+from .pattern import Const, OneOf, Pass, Proposed, Rule, _compile, stored_constant
 
 MAX_STACK = 64
 
@@ -119,6 +124,26 @@ def _stacked(u: Expr, v: Expr) -> Expr | None:
     return F.matrix_transpose(left) @ right
 
 
+def _doubled(a: Expr | None, b: Expr, op: str, partial: Expr | None = None) -> Expr | None:
+    """``a op 2*b`` (``2*b`` alone when ``a`` is None), where the partial sum ``a op b`` is
+    B's own (a forward ``u1 + u2`` is a value computed anyway)."""
+    if partial is not None and partial.data.role != "adjoint":
+        return None
+    two = Expr(b.graph, b.graph.const(np.asarray(2, dtype=b.dtype)))
+    return two * b if a is None else getattr(F, op)(a, two * b)
+
+
+def _factored(op: str, c: Expr, a: Expr, d: Expr, b: Expr) -> Expr | None:
+    cv, dv = (stored_constant(e.graph, e.node) for e in (c, d))
+    if cv.size != 1 or dv.size != 1 or a.shape != b.shape:
+        return None
+    if cv.item() == dv.item():
+        return c * getattr(F, op)(a, b)
+    if cv.item() == -dv.item():
+        return c * getattr(F, "subtract" if op == "add" else "add")(a, b)
+    return None
+
+
 LOWERING = Pass(
     "lowering",
     "inside B: tiling scatters -> concatenate/stack, sums of outer products -> one matmul",
@@ -126,6 +151,18 @@ LOWERING = Pass(
         Rule(("scatter_sum", ...), _joined),
         Rule(("sum", "u", {"axis": "axis", "keepdims": "keep"}), _sum_of_scatter),
         Rule(("add", "u", "v"), _stacked),
+        # scalar factors collected (a product of constants folds): c * (d * x) -> (c*d) * x
+        Rule(("multiply", Const("c"), ("multiply", Const("d"), "x")), lambda c, d, x: (c * d) * x),
+        # the two equal contributions of x * x: (a - b) - b -> a - 2*b
+        Rule(("subtract", ("subtract", "a", "b", {"@": "s"}), "b"),
+             lambda a, b, s: _doubled(a, b, "subtract", s)),
+        *(Rule(("add", *p), lambda a, b, s: _doubled(a, b, "add", s)) for p in (
+            (("add", "a", "b", {"@": "s"}), "b"), (("add", "b", "a", {"@": "s"}), "b"),
+            ("b", ("add", "a", "b", {"@": "s"})), ("b", ("add", "b", "a", {"@": "s"})))),
+        Rule(("subtract", ("negative", "b"), "b"), lambda b: -_doubled(None, b, "")),
+        # a common scalar factor taken out of a sum: c*a + c*b -> c*(a + b), c*a + (-c)*b
+        *(Rule((op, ("multiply", Const("c"), "a"), ("multiply", Const("d"), "b")),
+               lambda c, a, d, b, op=op: _factored(op, c, a, d, b)) for op in ("add", "subtract")),
     ),
     stages=("reverse",),
 )

@@ -4,10 +4,12 @@
   ``100 * t`` and ``t * 100`` are one node once hash-consed (IEEE ``+`` and ``*`` are
   commutative; only the payload of a NaN may differ, which NumPy does not promise either).
 * ``x + x -> 2 * x`` (both round once, to the same value; ``-0.0`` stays ``-0.0``);
-  ``-1 * x -> -x``.
+  ``-1 * x -> -x``, ``-(c * x) -> (-c) * x`` for a constant ``c``.
 * Broadcasts fused into their consumer: ``broadcast_to(x, s) * y -> x * y`` (and reshapes or
   ``expand_dims`` that only add leading unit axes), when NumPy's broadcasting gives the same
-  shape: the same elements meet, without the view.
+  shape: the same elements meet, without the view; a constant ``[100.0]`` of leading unit
+  axes becomes the scalar ``100.0`` (written inline) where that keeps the shape, and an
+  integer scalar next to a float64 operand the float it is converted to.
 * Reshape chains: ``reshape(reshape(x)) -> reshape(x)``.
 
 ``compile``/``to_source`` run this pass by default (with the other exact passes,
@@ -20,7 +22,7 @@ import numpy as np
 
 from ..ir.graph import Expr, F
 from ..ir.op import REGISTRY
-from .pattern import Pass, Rule
+from .pattern import Const, Pass, Rule, stored_constant
 
 COMMUTATIVE = ("add", "multiply", "equal", "not_equal")
 _WRAPPERS = ("broadcast_to", "reshape", "expand_dims", "squeeze")
@@ -86,6 +88,42 @@ def _fusion_rules() -> list[Rule]:
     return rules
 
 
+def _scalar_constant(op: str, position: int, arity: int):
+    """``op(..., c, ...)`` with a constant ``c`` of leading unit axes (``[100.0]``) as the
+    0-d constant when the result keeps its shape (then it is written inline), and an
+    integer scalar next to a float64 operand as the float it is converted to anyway
+    (``2 * x`` and ``2.0 * x`` are then one node)."""
+
+    def build(**caps) -> Expr | None:
+        args = [caps[f"a{k}"] for k in range(arity)]
+        value = stored_constant(args[position].graph, args[position].node)
+        if value is None:
+            return None
+        floats = [a.dtype for k, a in enumerate(args) if k != position and a.dtype == "float64"]
+        if value.dtype.kind in "iu" and floats and value.size == 1 and abs(value.item()) < 2**53:
+            small = value.reshape(_strip(value.shape)).astype(np.float64)  # 2 -> 2.0: exact
+        elif value.shape and value.shape[0] == 1:
+            small = value.reshape(_strip(value.shape))
+        else:
+            return None
+        args[position] = Expr(args[0].graph, args[0].graph.const(small))
+        return getattr(F, op)(*args)
+
+    return build
+
+
+def _constant_rules() -> list[Rule]:
+    rules = []
+    for name, op in sorted(REGISTRY.items()):
+        if not op.elementwise or op.arity not in (2, 3):
+            continue
+        for k in range(op.arity):
+            operands: list = [f"a{j}" for j in range(op.arity)]
+            operands[k] = Const(f"a{k}")
+            rules.append(Rule((name, *operands), _scalar_constant(name, k, op.arity)))
+    return rules
+
+
 def _reshaped_twice(x: Expr, inner: Expr, shape: tuple, batch: int) -> Expr | None:
     if batch or inner.data.attrs["batch"]:
         return None
@@ -100,9 +138,11 @@ NORMAL_FORM = Pass(
         Rule(("add", "x", "x"), _twice),
         Rule(("multiply", -1.0, "x"), lambda x: -x),  # exact: only the sign changes
         Rule(("multiply", "x", -1.0), lambda x: -x),
+        Rule(("negative", ("multiply", Const("c"), "x")), lambda c, x: (-c) * x),
         Rule(("reshape", ("reshape", "x", {"@": "inner"}), {"shape": "shape", "batch": "batch"}),
              _reshaped_twice),
         *_fusion_rules(),
+        *_constant_rules(),
     ),
     stages=("reverse", "compile", "simplify"),
 )
