@@ -548,9 +548,13 @@ class Module:
         key = (id(names), o.id, self._scalar)
         texts = self._comments.get(key)
         if texts is None:
-            args = ", ".join(names.get(a) or self._expr(a, names) for a in o.args)
-            full = self._expr(o.id, names)
-            texts = [f"{target} = {full}"] if len(full) <= 48 else []
+            nodes = self.graph.nodes
+            unnamed = {a for a in o.args if nodes[a].is_const and nodes[a].shape != ()
+                       and a not in self.consts}  # an array constant this module does not hold
+            args = ", ".join(names.get(a) or ("<array>" if a in unnamed else self._expr(a, names))
+                             for a in o.args)
+            full = "" if unnamed else self._expr(o.id, names)
+            texts = [f"{target} = {full}"] if full and len(full) <= 48 else []
             texts.append(f"{target} = {o.op}({args})")
             self._comments[key] = texts
         return texts
