@@ -20,7 +20,7 @@ from ..errors import DifferentiationError, InputError, SymgradError
 from ..ir.graph import Expr
 from ..ir.shapes import fmt
 from .interpreter import check_input
-from .numpy_source import Module, Namer, output_list, resolve_inputs
+from .numpy_source import Module, Namer, output_list, prepared, resolve_inputs
 
 __all__ = ["compile", "scipy_functions", "CompiledFunction", "ScipyFunctions"]
 
@@ -73,14 +73,15 @@ def _load(source: str, tag: str) -> tuple[dict, str]:
 
 def compile(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None = None,
             name: str = "f", check_inputs: bool = True, *,
-            output_names: Sequence[str] | None = None, scalars: str = "numpy") -> Callable:
+            output_names: Sequence[str] | None = None, scalars: str = "math",
+            optimize: bool = True, fast_math: bool = False) -> Callable:
     """Emit the source of ``outputs`` (see :func:`to_source`) and load it as a function.
 
     The source is registered under a fake filename, so ``inspect.getsource``, tracebacks
     and pdb show the generated code. With ``check_inputs`` the returned callable checks each
     input's shape and dtype (like ``sg.evaluate``) and converts lists; ``fn.raw`` is the
-    unchecked generated function (fastest; pass NumPy arrays). ``scalars``: as in
-    :func:`to_source`.
+    unchecked generated function (fastest; pass NumPy arrays). ``scalars``, ``optimize``
+    and ``fast_math``: as in :func:`to_source`.
 
     >>> import symgrad as sg
     >>> x = sg.var("x", shape=(3,))
@@ -91,6 +92,7 @@ def compile(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None 
     ('x',)
     """
     graph, outs, single = output_list(outputs)
+    graph, (outs,) = prepared(graph, [outs], optimize, fast_math)
     module = Module(graph, scalars)
     plan = module.add(name, outs, inputs, single, output_names)
     source = module.render()
@@ -156,9 +158,11 @@ def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | Non
     hv = hvp(f, x, pname)
     p = graph.variables[pname]
     extra_names = [graph.nodes[i].name for i in extra]
+    p_name = graph.nodes[p].name
+    graph, (fun, hessp) = prepared(graph, [[f.node, g.node], [hv.node]], True, False)
     module = Module(graph)
-    module.add("fun", [f.node, g.node], [x.name, *extra_names], False, ["value", "grad"])
-    module.add("hessp", [hv.node], [x.name, graph.nodes[p].name, *extra_names], True, ["hvp"])
+    module.add("fun", fun, [x.name, *extra_names], False, ["value", "grad"])
+    module.add("hessp", hessp, [x.name, p_name, *extra_names], True, ["hvp"])
     source = module.render()
     namespace, _ = _load(source, "scipy")
     return ScipyFunctions(namespace["fun"], namespace["hessp"], source, tuple(extra_names))

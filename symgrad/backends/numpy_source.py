@@ -44,6 +44,8 @@ from ..errors import SymgradError
 from ..ir.graph import Expr, Graph
 from ..ir.shapes import fmt
 from ..ir.text import adjoint_pairs
+from ..passes import pipeline
+from . import layout
 from .math_table import MATH, fallback_names
 from .numpy_table import NUMPY, NUMPY_TYPE, Template, constant_source, scalar_source
 
@@ -357,7 +359,7 @@ def _array_source(value: np.ndarray, indent: str = "") -> str:
 class Module:
     """A generated module: functions over one graph sharing hoisted constants."""
 
-    def __init__(self, graph: Graph, scalars: str = "numpy") -> None:
+    def __init__(self, graph: Graph, scalars: str = "math") -> None:
         if scalars not in ("numpy", "math"):
             raise SymgradError(f"scalars must be 'numpy' or 'math', got {scalars!r}")
         self.graph = graph
@@ -365,6 +367,7 @@ class Module:
         self.scalars = scalars
         self._scalar = False  # rendering the Python-float version of a function
         self._shim_done = False  # the module defines _numpy_math already
+        self._helper_names: set[str] = set()  # generated helper functions (bodies, parts)
 
     def add(self, name: str, outs: list[int], inputs: Any, single: bool,
             labels: Sequence[str] | None = None) -> _Plan:
@@ -474,58 +477,96 @@ class Module:
     def _scalar_function(self, p: _Plan) -> tuple[list[str], list[str]]:
         """``name`` running one body over Python floats with ``math`` and, where ``math``
         raises (overflow, a domain error, division by zero), the same body over NumPy
-        scalars with NumPy's functions, so the results are always NumPy's."""
+        scalars with NumPy's functions. Results are NumPy scalars either way (``np.float64``,
+        ``np.bool_``), as from the NumPy version."""
         params = [p.names[i] for i in p.params]
         body = self._helper_name(p, "scalar")
         self._scalar = True
         try:
-            lines, code = self._function(p, body, with_doc=False, extra="math=math")
+            lines, code = self._function(p, body, with_doc=False, extra="math")
         finally:
             self._scalar = False
-        floats = ", ".join(f"float({a})" for a in params)
-        numpy = ", ".join(f"np.float64({a})" for a in params)
-        head = [f"def {p.name}({', '.join(params)}):", *_docstring(self.graph, p)]
-        tail = ["    try:", f"        return {body}({floats})",
-                "    except (ArithmeticError, ValueError):",
-                f"        return {body}({numpy}{', ' if numpy else ''}math=_numpy_math)"]
+        nodes = self.graph.nodes
+        head = [*_call(f"def {p.name}(", params, "):", ""), *_docstring(self.graph, p)]
+        types = [NUMPY_TYPE[nodes[i].dtype] for i in p.outputs]
+        got = Namer(params)
+        held = [got.fresh(f"_r{k}") for k in range(len(types))]
+        floats = _typed(body, [f"float({a})" for a in params], types, held, p.single)
+        numpy = _typed(body, [f"np.float64({a})" for a in params] + ["math=_numpy_math"],
+                       types, held, p.single)
+        tail = ["    try:", *floats, "    except (ArithmeticError, ValueError):", *numpy]
         shim = [] if self._shim_done else [*_numpy_math(), "", ""]
         self._shim_done = True
         return shim + lines + ["", ""] + head + tail, shim + code + head[:1] + tail
 
     def _helper_name(self, p: _Plan, kind: str) -> str:
-        taken = set(p.names.values()) | {q.name for q in self.plans}
+        taken = set(p.names.values()) | {q.name for q in self.plans} | self._helper_names
         name, k = f"_{p.name}_{kind}", 1
         while name in taken:
             name, k = f"_{p.name}_{kind}_{k}", k + 1
+        self._helper_names.add(name)
         return name
 
     def _function(self, p: _Plan, fname: str | None = None, with_doc: bool = True,
                   extra: str = "") -> tuple[list[str], list[str]]:
-        """The function's lines, and the same without its docstring."""
+        """The function's lines, and the same without its docstring (a long function:
+        its parts too, each a function of its own before it; see :mod:`.layout`)."""
         nodes, names = self.graph.nodes, p.names
-        params = [names[i] for i in p.params] + ([extra] if extra else [])
-        lines = [f"def {fname or p.name}({', '.join(params)}):"]
-        doc = _docstring(self.graph, p) if with_doc else []
-        lines += doc
+        fname = fname or p.name
         outputs = set(p.outputs)
-        releases = _releases(nodes, p.order, outputs)
-        for i in p.order:
+        body = [i for i in p.order if not (nodes[i].is_var or (nodes[i].is_const
+                                                                and i not in outputs))]
+        big = len(body) > layout.REGISTERS_FROM
+        if big:
+            names = dict(names)
+            fixed = {i: names[i] for i in body if i in outputs}
+            names.update(layout.registers(nodes, body, fixed, set(names.values())))
+        params = [names[i] for i in p.params]
+        results = [p.aliases.get(i) or names.get(i) or self._expr(i, names) for i in p.outputs]
+        tail = [self._line(f"    {alias} = {names[i]}", nodes[i], names, p.alias_of.get(i))
+                for i, alias in sorted(p.aliases.items())]
+        ret = results[0] if p.single else ", ".join(results) + ("," if len(results) == 1 else "")
+        tail.append(f"    return {ret}" if p.single or len(results) > 1 else f"    return ({ret})")
+        doc = _docstring(self.graph, p) if with_doc else []
+        extras = [f"{extra}={extra}"] if extra else []
+        head = [*_call(f"def {fname}(", params + extras, "):", ""), *doc]
+        if len(body) <= layout.PART_LINES:
+            lines = head + self._statements(body, names, outputs, comments=not big) + tail
+            lines = [_fit(line) for line in lines]
+            return lines, [*lines[:len(head) - len(doc)], *lines[len(head):]]
+        before: list[str] = []
+        calls: list[str] = []
+        live = [names[i] for i in body if i in outputs] + [a for a in results if a in params]
+        pieces = layout.parts(nodes, body, names, params, sorted(set(live)))
+        for k, part in enumerate(pieces, start=1):
+            part_name = self._helper_name(p, f"part{k}")
+            before += _call(f"def {part_name}(", part.inputs + extras, "):", "")
+            before += self._statements(part.lines, names, outputs, comments=False)
+            before += _call("return (", part.outputs, ",)" if len(part.outputs) == 1
+                            else ")") + ["", ""]
+            call = _call(f"{part_name}(", part.inputs + ([extra] if extra else []), ")")
+            target = ", ".join(part.outputs) + ("," if len(part.outputs) == 1 else "")
+            calls += [f"    {target} = " + call[0].lstrip(), *call[1:]] if part.outputs \
+                else ["    " + call[0].lstrip(), *call[1:]]
+        lines = [_fit(line) for line in before + head + calls + tail]
+        return lines, [ln for ln in lines if ln not in doc]
+
+    def _statements(self, body: list[int], names: dict[int, str], outputs: set[int],
+                    comments: bool = True) -> list[str]:
+        """One assignment per node of ``body``; ``del`` after the last use of big arrays."""
+        nodes = self.graph.nodes
+        releases = _releases(nodes, body, outputs)
+        lines = []
+        for i in body:
             n = nodes[i]
-            if n.is_var or (n.is_const and i not in outputs):
-                continue
             expr = self._expr(i, names)
             if n.is_const and i in self.consts:
                 expr += ".copy()"  # never hand out the shared module constant
-            lines.append(self._line(f"    {names[i]} = {expr}", n, names))
-            lines += _del_lines([names[a] for a in releases.get(i, ())])
-        for i, alias in sorted(p.aliases.items()):
-            code = f"    {alias} = {names[i]}"
-            lines.append(self._line(code, nodes[i], names, p.alias_of.get(i)))
-        results = [p.aliases.get(i) or names.get(i) or self._expr(i, names) for i in p.outputs]
-        ret = results[0] if p.single else ", ".join(results) + ("," if len(results) == 1 else "")
-        lines.append(f"    return {ret}" if p.single or len(results) > 1 else f"    return ({ret})")
-        lines = [_fit(line) for line in lines]
-        return lines, [lines[0], *lines[1 + len(doc):]]
+            code = f"    {names[i]} = {expr}"
+            lines.append(self._line(code, n, names) if comments else code)
+            dead = [names[a] for a in releases.get(i, ()) if names[a] != names[i]]
+            lines += _del_lines(dead)
+        return lines
 
     def _line(self, code: str, n: Any, names: dict[int, str], of: int | None = None) -> str:
         """``code`` plus, for an adjoint line, ``# backprop of: <forward line>`` (shortened)."""
@@ -596,6 +637,29 @@ def _del_lines(names: list[str]) -> list[str]:
     if cur:
         lines.append("    del " + ", ".join(cur))
     return lines
+
+
+def _typed(body: str, args: list[str], types: list[str], held: list[str],
+           single: bool) -> list[str]:
+    """``return`` the results of ``body(*args)`` as NumPy scalars of their ``types``."""
+    lead = "        "
+    if single:
+        return _call(f"return {types[0]}({body}(", args, "))", lead)
+    target = ", ".join(held) + ("," if len(held) == 1 else "")
+    typed = [f"{t}({h})" for t, h in zip(types, held)]
+    return [*_call(f"{target} = {body}(", args, ")", lead),
+            *_call("return (", typed, ",)" if len(held) == 1 else ")", lead)]
+
+
+def _call(head: str, items: list[str], close: str, lead: str = "    ") -> list[str]:
+    """``lead + head`` + comma-separated ``items`` + ``close``, wrapped under the line
+    limit (one item per line-width, indented one level more)."""
+    one = f"{lead}{head}{', '.join(items)}{close}"
+    if len(one) <= _LINE:
+        return [one]
+    indent = lead + "    "
+    return [f"{lead}{head}", *(indent + line for line in _wrap_items(items, _LINE - len(indent))),
+            f"{lead}{close}"]
 
 
 def _fit(line: str) -> str:
@@ -673,26 +737,48 @@ def _docstring(graph: Graph, p: _Plan) -> list[str]:
 
 def to_source(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None = None,
               name: str = "f", *, output_names: Sequence[str] | None = None,
-              scalars: str = "numpy") -> str:
+              scalars: str = "math", optimize: bool = True, fast_math: bool = False) -> str:
     """The text of a module, importing only NumPy, that defines ``def name(*inputs)``.
 
     The function returns the outputs (a tuple when a list was given, one value when one
     Expr was given). ``inputs`` are variable Exprs or names in call order (default: every
     variable the outputs use, sorted by name). ``output_names`` optionally names the results
     in the code (otherwise: ``dx`` for the adjoint of ``x``, ``t1, t2, ...`` for the rest).
-    ``scalars="math"``: a function whose every value is a float scalar is emitted over Python
-    floats with the standard ``math`` module (several times faster than NumPy scalars), with
-    the NumPy version as the fallback wherever ``math`` raises (overflow, domain errors).
+
+    ``scalars="math"`` (the default): a function whose every value is a float scalar is
+    emitted over Python floats with the standard ``math`` module (several times faster than
+    NumPy scalars; ``math`` and NumPy may differ in the last bit of ``tanh``, ``**``, ...),
+    with the NumPy version as the fallback wherever ``math`` raises (overflow, domain
+    errors); results are NumPy scalars. ``scalars="numpy"``: NumPy everywhere.
+
+    ``optimize`` (default): the graph is first rebuilt through the exact passes
+    (:data:`symgrad.passes.COMPILE`: the results are what the graph computes, bit for bit);
+    ``fast_math=True`` also applies rewrites that are not IEEE-exact
+    (:data:`symgrad.passes.FAST_MATH`: ``a - a -> 0``, the idioms as ops, ...).
 
     >>> import symgrad as sg
-    >>> x = sg.var("x")
-    >>> src = sg.to_source([sg.sin(x), sg.grad(sg.sin(x), x)], name="sin_and_grad")
+    >>> x = sg.var("x", shape=(3,))
+    >>> f = sg.sum(sg.sin(x))
+    >>> src = sg.to_source([f, sg.grad(f, x)], name="sin_and_grad")
     >>> print(src.split('"' * 3)[-1].strip())
     t1 = np.sin(x)
+        t2 = np.add.reduce(t1, axis=(-1,), keepdims=False)
         dx = np.cos(x)  # backprop of: t1 = np.sin(x)
-        return t1, dx
+        return t2, dx
     """
     graph, outs, single = output_list(outputs)
+    graph, (outs,) = prepared(graph, [outs], optimize, fast_math)
     module = Module(graph, scalars)
     module.add(name, outs, inputs, single, output_names)
     return module.render()
+
+
+def prepared(graph: Graph, groups: list[list[int]], optimize: bool, fast_math: bool
+             ) -> tuple[Graph, list[list[int]]]:
+    """The graph (and output ids) to emit: rebuilt through the compile passes if
+    ``optimize`` (with the non-exact ones if ``fast_math``), else as it is."""
+    if not optimize:
+        if fast_math:
+            raise SymgradError("fast_math=True needs optimize=True")
+        return graph, groups
+    return pipeline.optimize(graph, groups, fast_math)

@@ -11,9 +11,9 @@ rounding, like every rewrite of B; the forward graph is never touched).
   used at every step of an unrolled loop) is one product of stacked operands,
   ``stack(a)^T @ stack(b)``, in groups of at most :data:`MAX_STACK` steps (so that merging
   stays linear).
-* Scalar factors collected, ``c * (d * x) -> (c*d) * x``, and the two equal contributions of
+* Scalar factors collected, ``(x * d) * c -> x * (c*d)``, and the two equal contributions of
   ``x * x`` counted once, ``(a - b) - b -> a - 2*b``; a common factor taken out of a sum,
-  ``c*a + c*b -> c*(a + b)``.
+  ``a*c + b*c -> (a + b)*c``.
 """
 
 from __future__ import annotations
@@ -124,13 +124,23 @@ def _stacked(u: Expr, v: Expr) -> Expr | None:
     return F.matrix_transpose(left) @ right
 
 
+def _orders(p, q, op: str | None = None) -> list[tuple]:
+    """A commutative pair of operand patterns in both orders (as node patterns of ``op``
+    when given): B is built as the rules write it, not in a canonical order."""
+    pairs = [(p, q), (q, p)]
+    if isinstance(p, tuple) and p[0] == "multiply":  # the inner product too
+        inner = [("multiply", p[2], p[1])]
+        pairs += [(i, q) for i in inner] + [(q, i) for i in inner]
+    return [(op, *pair) for pair in pairs] if op else pairs
+
+
 def _doubled(a: Expr | None, b: Expr, op: str, partial: Expr | None = None) -> Expr | None:
     """``a op 2*b`` (``2*b`` alone when ``a`` is None), where the partial sum ``a op b`` is
     B's own (a forward ``u1 + u2`` is a value computed anyway)."""
     if partial is not None and partial.data.role != "adjoint":
         return None
     two = Expr(b.graph, b.graph.const(np.asarray(2, dtype=b.dtype)))
-    return two * b if a is None else getattr(F, op)(a, two * b)
+    return b * two if a is None else getattr(F, op)(a, b * two)
 
 
 def _factored(op: str, c: Expr, a: Expr, d: Expr, b: Expr) -> Expr | None:
@@ -138,9 +148,9 @@ def _factored(op: str, c: Expr, a: Expr, d: Expr, b: Expr) -> Expr | None:
     if cv.size != 1 or dv.size != 1 or a.shape != b.shape:
         return None
     if cv.item() == dv.item():
-        return c * getattr(F, op)(a, b)
+        return getattr(F, op)(a, b) * c
     if cv.item() == -dv.item():
-        return c * getattr(F, "subtract" if op == "add" else "add")(a, b)
+        return getattr(F, "subtract" if op == "add" else "add")(a, b) * c
     return None
 
 
@@ -151,8 +161,9 @@ LOWERING = Pass(
         Rule(("scatter_sum", ...), _joined),
         Rule(("sum", "u", {"axis": "axis", "keepdims": "keep"}), _sum_of_scatter),
         Rule(("add", "u", "v"), _stacked),
-        # scalar factors collected (a product of constants folds): c * (d * x) -> (c*d) * x
-        Rule(("multiply", Const("c"), ("multiply", Const("d"), "x")), lambda c, d, x: (c * d) * x),
+        # scalar factors collected (a product of constants folds): (x * d) * c -> x * (c*d)
+        *(Rule(("multiply", *p), lambda x, d, c: x * (c * d)) for p in _orders(
+            ("multiply", "x", Const("d")), Const("c"))),
         # the two equal contributions of x * x: (a - b) - b -> a - 2*b
         Rule(("subtract", ("subtract", "a", "b", {"@": "s"}), "b"),
              lambda a, b, s: _doubled(a, b, "subtract", s)),
@@ -160,9 +171,11 @@ LOWERING = Pass(
             (("add", "a", "b", {"@": "s"}), "b"), (("add", "b", "a", {"@": "s"}), "b"),
             ("b", ("add", "a", "b", {"@": "s"})), ("b", ("add", "b", "a", {"@": "s"})))),
         Rule(("subtract", ("negative", "b"), "b"), lambda b: -_doubled(None, b, "")),
-        # a common scalar factor taken out of a sum: c*a + c*b -> c*(a + b), c*a + (-c)*b
-        *(Rule((op, ("multiply", Const("c"), "a"), ("multiply", Const("d"), "b")),
-               lambda c, a, d, b, op=op: _factored(op, c, a, d, b)) for op in ("add", "subtract")),
+        # a common scalar factor taken out of a sum: a*c + b*c -> (a + b)*c, a*c + b*(-c)
+        *(Rule((op, left, right), lambda a, c, b, d, op=op: _factored(op, c, a, d, b))
+          for op in ("add", "subtract")
+          for left in _orders("a", Const("c"), op="multiply")
+          for right in _orders("b", Const("d"), op="multiply")),
     ),
     stages=("reverse",),
 )

@@ -1,10 +1,10 @@
 """The exact normal form: rewrites whose results equal the original bit for bit.
 
-* Commutative operands in a canonical order (constants first, then by node id), so that
+* Commutative operands in a canonical order (computed values, variables, constants), so that
   ``100 * t`` and ``t * 100`` are one node once hash-consed (IEEE ``+`` and ``*`` are
   commutative; only the payload of a NaN may differ, which NumPy does not promise either).
 * ``x + x -> 2 * x`` (both round once, to the same value; ``-0.0`` stays ``-0.0``);
-  ``-1 * x -> -x``, ``-(c * x) -> (-c) * x`` for a constant ``c``.
+  ``-1 * x -> -x``, ``-(x * c) -> x * (-c)`` for a constant ``c``.
 * Broadcasts fused into their consumer: ``broadcast_to(x, s) * y -> x * y`` (and reshapes or
   ``expand_dims`` that only add leading unit axes), when NumPy's broadcasting gives the same
   shape: the same elements meet, without the view; a constant ``[100.0]`` of leading unit
@@ -12,8 +12,9 @@
   integer scalar next to a float64 operand the float it is converted to.
 * Reshape chains: ``reshape(reshape(x)) -> reshape(x)``.
 
-``compile``/``to_source`` run this pass by default (with the other exact passes,
-:data:`symgrad.passes.COMPILE`); reverse mode runs it on B as it is built.
+``compile``/``to_source`` run these passes by default (with the other exact passes,
+:data:`symgrad.passes.COMPILE`); reverse mode and ``simplify`` run all but the canonical
+order (so that derivatives print as the rules write them: ``cos(x) * y``, not ``y * cos(x)``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,10 @@ _WRAPPERS = ("broadcast_to", "reshape", "expand_dims", "squeeze")
 
 
 def _order(e: Expr) -> tuple[int, int]:
-    return (0 if e.data.is_const else 1, e.node)
+    """Computed values first (the later one first), then variables (in the order they were
+    made), then constants: ``t1 + b``, ``x * y``, ``x * 2.0``."""
+    n = e.data
+    return (2, e.node) if n.is_const else (1, e.node) if n.is_var else (0, -e.node)
 
 
 def _canonical(op: str):
@@ -43,7 +47,7 @@ def _twice(x: Expr) -> Expr | None:
     if x.dtype == "bool":
         return None
     two = Expr(x.graph, x.graph.const(np.asarray(2, dtype=x.dtype)))
-    return F.multiply(two, x)
+    return F.multiply(x, two)
 
 
 def _strip(shape: tuple) -> tuple:
@@ -130,14 +134,21 @@ def _reshaped_twice(x: Expr, inner: Expr, shape: tuple, batch: int) -> Expr | No
     return F.reshape(x, shape)
 
 
+CANONICAL_ORDER = Pass(
+    "canonical_order",
+    "commutative operands in one order (computed, variables, constants): 100*t is t*100",
+    rules=tuple(Rule((op, "a", "b"), _canonical(op)) for op in COMMUTATIVE),
+    stages=("compile",),
+)
+
 NORMAL_FORM = Pass(
     "normal_form",
-    "exact normal form: commutative operands ordered, x + x -> 2*x, broadcasts fused, reshapes",
+    "exact normal form: x + x -> 2*x, -1 * x -> -x, broadcasts fused, reshape chains",
     rules=(
-        *(Rule((op, "a", "b"), _canonical(op)) for op in COMMUTATIVE),
         Rule(("add", "x", "x"), _twice),
         Rule(("multiply", -1.0, "x"), lambda x: -x),  # exact: only the sign changes
         Rule(("multiply", "x", -1.0), lambda x: -x),
+        Rule(("negative", ("multiply", "x", Const("c"))), lambda x, c: x * (-c)),
         Rule(("negative", ("multiply", Const("c"), "x")), lambda c, x: (-c) * x),
         Rule(("reshape", ("reshape", "x", {"@": "inner"}), {"shape": "shape", "batch": "batch"}),
              _reshaped_twice),

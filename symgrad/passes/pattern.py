@@ -14,7 +14,8 @@ and captures, so rule tables are data (no code switches on op names):
 * ``("stack", ..., {"axis": -2})`` — a node of that op with any operands;
 * ``OneOf(p, q, ...)`` — the first of the patterns that matches.
 
-``Rule(("multiply", "x", 1.0), lambda x: x)`` reads "x * 1 is x"; ``Rule(("concatenate",
+``Rule(("multiply", "x", 1.0), lambda x: x)`` reads "x * 1 is x"; ``children=("const",)``
+says a rule can only match nodes whose operands are all of those ops; ``Rule(("concatenate",
 ...), build)`` matches that op with any operands and hands ``build`` the proposed node
 ``n``. ``build`` receives the captures as keywords and returns an Expr, or None to decline.
 A rule whose pattern is a callable ``(n) -> captures or None`` sees the proposed node ``n``
@@ -67,18 +68,31 @@ class Const:
 class Rule:
     """``pattern`` (see the module docstring) and ``build(**captures) -> Expr | None``."""
 
-    __slots__ = ("pattern", "build", "root", "arity", "_match", "_nodes")
+    __slots__ = ("pattern", "build", "root", "arity", "guards", "children", "_match", "_nodes")
 
-    def __init__(self, pattern: Any, build: Callable[..., Expr | None]) -> None:
+    def __init__(self, pattern: Any, build: Callable[..., Expr | None],
+                 children: tuple[str, ...] | None = None) -> None:
         self.pattern, self.build = pattern, build
         self._nodes: set[str] = set()  # capture names that hold nodes (the rest: attributes)
+        self.guards: tuple[tuple[int, frozenset], ...] = ()  # (operand position, ops it may be)
+        self.children = None if children is None else frozenset(children)
         if callable(pattern):
             self.root, self.arity, self._match = "*", None, None
         elif len(pattern) == 2 and pattern[1] is Ellipsis:
             self.root, self.arity, self._match = pattern[0], None, None
         else:
-            self.root, self.arity = pattern[0], len(_operands(pattern)[0])
+            operands = _operands(pattern)[0]
+            self.root, self.arity = pattern[0], len(operands)
+            self.guards = tuple((k, g) for k, p in enumerate(operands)
+                                if (g := _guard(p)) is not None)
             self._match = _compile_node(pattern, self._nodes)
+
+    def applies(self, child_ops: tuple[str, ...]) -> bool:
+        """Whether the rule can match a node whose operands have these ops (a cheap test
+        the driver caches per root op and operand ops)."""
+        if self.children is not None and not all(c in self.children for c in child_ops):
+            return False
+        return all(k < len(child_ops) and child_ops[k] in ops for k, ops in self.guards)
 
     def __repr__(self) -> str:
         return f"Rule({self.pattern!r})"
@@ -92,6 +106,21 @@ class Rule:
         if not self._match(graph, args, attrs, caps):
             return None
         return {k: Expr(graph, v) if k in self._nodes else v for k, v in caps.items()}
+
+
+_CONSTANT_OPS = frozenset({"const", "broadcast_to"})  # what a constant pattern can match
+
+
+def _guard(p: Any) -> frozenset | None:
+    """The ops a node matching operand pattern ``p`` can have (None: any)."""
+    if isinstance(p, (Const, int, float)):
+        return _CONSTANT_OPS
+    if isinstance(p, tuple):
+        return frozenset({p[0]})
+    if isinstance(p, OneOf):
+        found = [_guard(q) for q in p.alternatives]
+        return None if any(g is None for g in found) else frozenset().union(*found)
+    return None
 
 
 @dataclass(frozen=True)
@@ -272,15 +301,21 @@ class _Rewriter:
                 table.setdefault((r.root, r.arity), []).append(r)
         self.table = {k: tuple(v) for k, v in table.items()}
         self.every = every
-        self._merged: dict[tuple[str, int], tuple[Rule, ...]] = {}
+        # (op, operand ops) -> the rules that can match: the driver's dispatch, cached
+        self._merged: dict[tuple, tuple[Rule, ...]] = {}
         self.depth = 0
 
+    def _rules(self, name: str, child_ops: tuple[str, ...]) -> tuple[Rule, ...]:
+        candidates = (*self.every, *self.table.get((name, len(child_ops)), ()),
+                      *self.table.get((name, None), ()))
+        return tuple(r for r in candidates if r.applies(child_ops))
+
     def __call__(self, op: Op, args: tuple, attrs: dict, shape: tuple, dtype: str) -> int | None:
-        key = (op.name, len(args))
+        nodes = self.graph.nodes
+        key = (op.name, *[nodes[a].op for a in args])
         rules = self._merged.get(key)
         if rules is None:
-            rules = self._merged[key] = (*self.every, *self.table.get(key, ()),
-                                         *self.table.get((op.name, None), ()))
+            rules = self._merged[key] = self._rules(op.name, key[1:])
         if not rules or self.depth >= MAX_DEPTH:
             return None
         self.depth += 1

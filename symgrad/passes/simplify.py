@@ -78,7 +78,7 @@ def rebuild(source: Graph, ids: list[int], forward: Sequence[Pass] = (),
     for i in source.ancestors(ids, origins=True):
         n = nodes[i]
         if n.is_var:
-            mapping[i] = target.var(n.name, n.shape, n.dtype)
+            mapping[i] = _copy_var(target, n)
             continue
         with ExitStack() as stack:
             if n.origin is not None:
@@ -91,6 +91,15 @@ def rebuild(source: Graph, ids: list[int], forward: Sequence[Pass] = (),
     target.adjoint_of = _remap(source.adjoint_of, mapping)
     target.transforms = [t.remap(mapping) for t in source.transforms]
     return target, [mapping[i] for i in ids]
+
+
+def _copy_var(target: Graph, n) -> int:
+    """Variable ``n`` in ``target``, as it is (its name was accepted where it was made)."""
+    found = target.variables.get(n.name)
+    if found is None:
+        found = target._new(("var", n.name), "var", (), dict(n.attrs), n.shape, n.dtype, n.name)
+        target.variables[n.name] = found
+    return found
 
 
 def _remap(table: dict[int, int], mapping: dict[int, int]) -> dict[int, int]:
