@@ -60,15 +60,36 @@ class CompiledFunction:
 
 
 def _load(source: str, tag: str) -> tuple[dict, str]:
-    """Execute generated ``source`` as a fresh module registered with ``linecache``."""
+    """Execute generated ``source`` as a fresh module registered with ``linecache``.
+
+    A long module is compiled one top-level block (function, constant) at a time, each
+    with its own line numbers: CPython's compiler then never holds the syntax tree of the
+    whole text (its memory grows with the largest block, not the module).
+    """
     digest = hashlib.sha1(source.encode()).hexdigest()[:12]
     filename = f"<symgrad:{tag}-{digest}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    code = builtins.compile(source, filename, "exec", dont_inherit=True)
+    lines = source.splitlines(True)
+    linecache.cache[filename] = (len(source), None, lines, filename)
     module = types.ModuleType(f"symgrad_generated_{tag}_{digest}")
     module.__file__ = filename
-    exec(code, module.__dict__)  # our own generated text: names and literals are checked
+    for start, block in _blocks(lines, len(source)):
+        code = builtins.compile("\n" * start + block, filename, "exec", dont_inherit=True)
+        exec(code, module.__dict__)  # our own generated text: names and literals are checked
     return module.__dict__, filename
+
+
+def _blocks(lines: list[str], size: int, whole: int = 1 << 20):
+    """``(first line index, text)`` of the top-level blocks of generated source: a block
+    starts at each unindented ``def``/``class``. Sources under ``whole`` bytes: one block."""
+    if size < whole:
+        yield 0, "".join(lines)
+        return
+    start = 0
+    for k, line in enumerate(lines):
+        if k > start and line.startswith(("def ", "class ")):
+            yield start, "".join(lines[start:k])
+            start = k
+    yield start, "".join(lines[start:])
 
 
 def compile(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None = None,

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 REGISTERS_FROM = 2000  # lines: from here on, temporaries are registers
-PART_LINES = 4000  # lines per part of a long function
+PART_LINES = 10_000  # lines per part of a long function
 
 
 def last_uses(nodes: Sequence, lines: Sequence[int]) -> dict[int, int]:
@@ -61,42 +61,38 @@ def registers(nodes: Sequence, lines: Sequence[int], fixed: dict[int, str],
 
 @dataclass
 class Part:
-    """One part of a long function: its ``lines`` (node ids), the names it receives
-    (``inputs``) and the names it hands on (``outputs``), in order."""
+    """One part of a long function: its ``lines`` (node ids), the values it reads from the
+    shared list of values that cross parts (``loads``: ``(node, slot)``) and those it
+    writes there (``stores``)."""
 
     lines: list[int]
-    inputs: list[str]
-    outputs: list[str]
+    loads: list[tuple[int, int]]
+    stores: list[tuple[int, int]]
 
 
-def parts(nodes: Sequence, lines: Sequence[int], names: dict[int, str],
-          params: Sequence[str], results: Sequence[str]) -> list[Part]:
-    """``lines`` cut into parts of at most :data:`PART_LINES`; what crosses each cut.
-
-    ``results`` are the names the function returns (the last part returns them)."""
+def parts(nodes: Sequence, lines: Sequence[int], params: Sequence[int],
+          results: Sequence[int]) -> tuple[list[Part], dict[int, int]]:
+    """``lines`` cut into parts of at most :data:`PART_LINES`, and ``{value: slot}`` for
+    every value that crosses a cut (parameters and ``results`` included): a value is
+    stored once, after the part that computes it (each part's values take consecutive
+    slots: one slice assignment), and loaded once by each later part that reads it, so
+    what crosses the cuts is linear in the graph."""
     cuts = [list(lines[k:k + PART_LINES]) for k in range(0, len(lines), PART_LINES)]
-    # the names each part reads before writing them, and the names it writes
-    reads, writes = [], []
-    for cut in cuts:
-        written: set[str] = set()
-        read: set[str] = set()
+    home = {i: 0 for i in params}  # the part a value is made in (0: the caller)
+    for k, cut in enumerate(cuts, start=1):
         for i in cut:
-            for a in nodes[i].args:
-                name = names.get(a)
-                if name is not None and name not in written:
-                    read.add(name)
-            written.add(names[i])
-        reads.append(read)
-        writes.append(written)
-    needed = set(results)  # live after the last part
-    out: list[Part] = []
-    for k in range(len(cuts) - 1, -1, -1):
-        outputs = sorted(needed)
-        needed = (needed - writes[k]) | reads[k]
-        out.append(Part(cuts[k], sorted(needed), outputs))
-    out.reverse()
-    available = set(params)
-    for part in out:  # a part only receives what exists by then
-        part.inputs = [n for n in part.inputs if n in available]
-        available |= set(part.outputs)
-    return out
+            home[i] = k
+    needed_later: set[int] = set(i for i in results if i in home)
+    loads_of = []
+    for k, cut in enumerate(cuts, start=1):
+        loads = sorted({a for i in cut for a in nodes[i].args if a in home and home[a] < k})
+        loads_of.append(loads)
+        needed_later.update(loads)
+    # slots in the order values are made, so that each part stores one contiguous run
+    slots: dict[int, int] = {}
+    for i in [*params, *(i for cut in cuts for i in cut)]:
+        if i in needed_later and i not in slots:
+            slots[i] = len(slots)
+    out = [Part(cut, [(a, slots[a]) for a in loads], [(i, slots[i]) for i in cut if i in slots])
+           for cut, loads in zip(cuts, loads_of)]
+    return out, slots

@@ -368,6 +368,7 @@ class Module:
         self._scalar = False  # rendering the Python-float version of a function
         self._shim_done = False  # the module defines _numpy_math already
         self._helper_names: set[str] = set()  # generated helper functions (bodies, parts)
+        self._names_of: dict[int, set[str]] = {}
 
     def add(self, name: str, outs: list[int], inputs: Any, single: bool,
             labels: Sequence[str] | None = None) -> _Plan:
@@ -500,12 +501,21 @@ class Module:
         return shim + lines + ["", ""] + head + tail, shim + code + head[:1] + tail
 
     def _helper_name(self, p: _Plan, kind: str) -> str:
-        taken = set(p.names.values()) | {q.name for q in self.plans} | self._helper_names
+        def taken(name: str) -> bool:
+            return (name in self._helper_names or name in self._plan_names(p)
+                    or any(q.name == name for q in self.plans))
+
         name, k = f"_{p.name}_{kind}", 1
-        while name in taken:
+        while taken(name):
             name, k = f"_{p.name}_{kind}_{k}", k + 1
         self._helper_names.add(name)
         return name
+
+    def _plan_names(self, p: _Plan) -> set[str]:
+        found = self._names_of.get(id(p))
+        if found is None:
+            found = self._names_of[id(p)] = set(p.names.values())
+        return found
 
     def _function(self, p: _Plan, fname: str | None = None, with_doc: bool = True,
                   extra: str = "") -> tuple[list[str], list[str]]:
@@ -534,20 +544,22 @@ class Module:
             lines = head + self._statements(body, names, outputs, comments=not big) + tail
             lines = [_fit(line) for line in lines]
             return lines, [*lines[:len(head) - len(doc)], *lines[len(head):]]
+        # a long function: parts sharing one list of the values that cross them
+        pieces, slots = layout.parts(nodes, body, p.params, [i for i in p.outputs
+                                                             if i not in p.aliases])
+        shared = Namer(list(names.values()) + params).fresh("_v")
         before: list[str] = []
-        calls: list[str] = []
-        live = [names[i] for i in body if i in outputs] + [a for a in results if a in params]
-        pieces = layout.parts(nodes, body, names, params, sorted(set(live)))
+        calls = [f"    {shared} = [None] * {len(slots)}"]
+        calls += _stores(shared, [(i, slots[i]) for i in p.params if i in slots], names)
         for k, part in enumerate(pieces, start=1):
             part_name = self._helper_name(p, f"part{k}")
-            before += _call(f"def {part_name}(", part.inputs + extras, "):", "")
+            before += [f"def {part_name}({shared}{', ' if extras else ''}{', '.join(extras)}):"]
+            before += _moves([(names[i], f"{shared}[{s}]") for i, s in part.loads])
             before += self._statements(part.lines, names, outputs, comments=False)
-            before += _call("return (", part.outputs, ",)" if len(part.outputs) == 1
-                            else ")") + ["", ""]
-            call = _call(f"{part_name}(", part.inputs + ([extra] if extra else []), ")")
-            target = ", ".join(part.outputs) + ("," if len(part.outputs) == 1 else "")
-            calls += [f"    {target} = " + call[0].lstrip(), *call[1:]] if part.outputs \
-                else ["    " + call[0].lstrip(), *call[1:]]
+            before += _stores(shared, part.stores, names) + ["", ""]
+            calls.append(f"    {part_name}({shared}{', ' if extra else ''}{extra})")
+        calls += _moves([(names[i], f"{shared}[{slots[i]}]") for i in dict.fromkeys(p.outputs)
+                         if i in slots and i not in p.aliases])
         lines = [_fit(line) for line in before + head + calls + tail]
         return lines, [ln for ln in lines if ln not in doc]
 
@@ -637,6 +649,28 @@ def _del_lines(names: list[str]) -> list[str]:
     if cur:
         lines.append("    del " + ", ".join(cur))
     return lines
+
+
+def _stores(shared: str, stores: list[tuple[int, int]], names: dict[int, str]) -> list[str]:
+    """``shared[a:b] = (x, y, ...)``: the values of consecutive slots in one assignment."""
+    if not stores:
+        return []
+    first, last = stores[0][1], stores[-1][1]
+    assert last - first + 1 == len(stores), "a part's slots are consecutive"
+    items = [names[i] for i, _ in stores]
+    return _call(f"{shared}[{first}:{last + 1}] = (", items, ",)" if len(items) == 1 else ")")
+
+
+def _moves(pairs: list[tuple[str, str]], per_line: int = 3) -> list[str]:
+    """``a, b, c = x, y, z`` assignments, three per line (CPython moves up to three values
+    without building a tuple)."""
+    out = []
+    for k in range(0, len(pairs), per_line):
+        chunk = pairs[k:k + per_line]
+        left = ", ".join(t for t, _ in chunk)
+        right = ", ".join(v for _, v in chunk)
+        out.append(f"    {left} = {right}")
+    return out
 
 
 def _typed(body: str, args: list[str], types: list[str], held: list[str],

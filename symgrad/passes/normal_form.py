@@ -29,16 +29,21 @@ COMMUTATIVE = ("add", "multiply", "equal", "not_equal")
 _WRAPPERS = ("broadcast_to", "reshape", "expand_dims", "squeeze")
 
 
-def _order(e: Expr) -> tuple[int, int]:
+def _order(n) -> tuple[int, int]:
     """Computed values first (the later one first), then variables (in the order they were
     made), then constants: ``t1 + b``, ``x * y``, ``x * 2.0``."""
-    n = e.data
-    return (2, e.node) if n.is_const else (1, e.node) if n.is_var else (0, -e.node)
+    return (2, n.id) if n.is_const else (1, n.id) if n.is_var else (0, -n.id)
 
 
 def _canonical(op: str):
-    def build(a: Expr, b: Expr) -> Expr | None:
-        return getattr(F, op)(b, a) if _order(b) < _order(a) else None
+    fn = getattr(F, op)
+
+    def build(n) -> Expr | None:
+        a, b = n.arg_ids
+        nodes = n.graph.nodes
+        if _order(nodes[b]) < _order(nodes[a]):
+            return fn(Expr(n.graph, b), Expr(n.graph, a))
+        return None
 
     return build
 
@@ -137,7 +142,7 @@ def _reshaped_twice(x: Expr, inner: Expr, shape: tuple, batch: int) -> Expr | No
 CANONICAL_ORDER = Pass(
     "canonical_order",
     "commutative operands in one order (computed, variables, constants): 100*t is t*100",
-    rules=tuple(Rule((op, "a", "b"), _canonical(op)) for op in COMMUTATIVE),
+    rules=tuple(Rule((op, ...), _canonical(op)) for op in COMMUTATIVE),
     stages=("compile",),
 )
 

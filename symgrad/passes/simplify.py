@@ -75,19 +75,25 @@ def rebuild(source: Graph, ids: list[int], forward: Sequence[Pass] = (),
              "adjoint": rewriter(target, adjoint) if adjoint else None}
     nodes = source.nodes
     mapping: dict[int, int] = {}
-    for i in source.ancestors(ids, origins=True):
-        n = nodes[i]
-        if n.is_var:
-            mapping[i] = _copy_var(target, n)
-            continue
-        with ExitStack() as stack:
-            if n.origin is not None:
-                stack.enter_context(target.provenance(mapping[n.origin]))
-            stack.enter_context(target.rewriting(hooks[n.role]))
+    context = None  # (role, origin) of the contexts entered: consecutive nodes share them
+    with ExitStack() as outer:
+        stack = outer
+        for i in source.ancestors(ids, origins=True):
+            n = nodes[i]
+            if n.is_var:
+                mapping[i] = _copy_var(target, n)
+                continue
+            if context != (n.role, n.origin):
+                stack.close()
+                stack = outer.enter_context(ExitStack())
+                if n.origin is not None:
+                    stack.enter_context(target.provenance(mapping[n.origin]))
+                stack.enter_context(target.rewriting(hooks[n.role]))
+                context = (n.role, n.origin)
             new = hook(i, mapping, target) if hook is not None else None
             if new is None:
                 new = target.add(REGISTRY[n.op], tuple(mapping[a] for a in n.args), n.attrs)
-        mapping[i] = new
+            mapping[i] = new
     target.adjoint_of = _remap(source.adjoint_of, mapping)
     target.transforms = [t.remap(mapping) for t in source.transforms]
     return target, [mapping[i] for i in ids]
