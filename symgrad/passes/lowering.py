@@ -11,6 +11,10 @@ rounding, like every rewrite of B; the forward graph is never touched).
   used at every step of an unrolled loop) is one product of stacked operands,
   ``stack(a)^T @ stack(b)``, in groups of at most :data:`MAX_STACK` steps (so that merging
   stays linear).
+* A sum over one of the last two axes becomes a product with a vector of ones (``ones @ x``,
+  ``x @ ones``) where the committed table of measured costs (:mod:`.kernel_costs`,
+  ``python -m benchmarks.kernels --write``) says it is faster for that shape: summing a
+  short or a non-innermost axis costs NumPy a pass per row; BLAS does it in one.
 * Scalar factors collected, ``(x * d) * c -> x * (c*d)``, and the two equal contributions of
   ``x * x`` counted once, ``(a - b) - b -> a - 2*b``; a common factor taken out of a sum,
   ``a*c + b*c -> (a + b)*c``.
@@ -18,10 +22,14 @@ rounding, like every rewrite of B; the forward graph is never touched).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..ir.graph import Expr, F
+from ..ir.op import REGISTRY
 from ..ops.indexing import scatter_parts, split_parts
+from . import kernel_costs
 from .pattern import Const, OneOf, Pass, Proposed, Rule, _compile, stored_constant
 
 MAX_STACK = 64
@@ -124,6 +132,47 @@ def _stacked(u: Expr, v: Expr) -> Expr | None:
     return F.matrix_transpose(left) @ right
 
 
+def _nearest(grid: tuple, value: int) -> int:
+    return min(grid, key=lambda g: abs(math.log(max(value, 1)) - math.log(g)))
+
+
+def cheaper_as_product(kind: str, batch: int, n: int, m: int, margin: float = 1.25) -> bool:
+    """Whether the measured table says a product with ones beats ``np.add.reduce`` for a
+    ``sum_rows``/``sum_cols`` of shape ``(batch, n, m)`` (by ``margin``; nearest grid
+    point in log scale)."""
+    key = (_nearest(kernel_costs.BATCH, batch), _nearest(kernel_costs.N, n),
+           _nearest(kernel_costs.M, m))
+    reduce_cost = kernel_costs.COSTS[(f"{kind}/reduce", *key)]
+    return kernel_costs.COSTS[(f"{kind}/matmul", *key)] * margin < reduce_cost
+
+
+def _summed_by_product(x: Expr, axis: tuple, keep: bool) -> Expr | None:
+    """``sum(x, axis=-2 or -1)`` as ``ones @ x`` or ``x @ ones`` where measured cheaper."""
+    if len(axis) != 1 or axis[0] not in (-1, -2) or x.ndim < 2 or x.dtype != "float64":
+        return None
+    batch = math.prod(x.shape[:-2])
+    n, m = x.shape[-2:]
+    kind = "sum_rows" if axis == (-2,) else "sum_cols"
+    if not cheaper_as_product(kind, batch, n, m):
+        return None
+    g = x.graph
+    if kind == "sum_rows":
+        out = Expr(g, g.const(np.ones((1, n)))) @ x
+    else:
+        out = x @ Expr(g, g.const(np.ones((m, 1))))
+    return out if keep else F.reshape(out, x.shape[:axis[0]] + x.shape[len(x.shape) + axis[0] + 1:])
+
+
+def _scaled_inside(x: Expr, w: Expr, c: Expr) -> Expr | None:
+    """``reshape(x) * c -> reshape(x * c)`` for a scalar ``c`` (the same shape op on the
+    scaled operand, which is no larger)."""
+    if c.size != 1 or x.size > w.size:
+        return None
+    inner = x * Expr(c.graph, c.graph.const(stored_constant(c.graph, c.node).reshape(())))
+    n = w.data
+    return Expr(w.graph, w.graph.add(REGISTRY[n.op], (inner.node,), n.attrs))
+
+
 def _orders(p, q, op: str | None = None) -> list[tuple]:
     """A commutative pair of operand patterns in both orders (as node patterns of ``op``
     when given): B is built as the rules write it, not in a canonical order."""
@@ -160,7 +209,11 @@ LOWERING = Pass(
     rules=(
         Rule(("scatter_sum", ...), _joined),
         Rule(("sum", "u", {"axis": "axis", "keepdims": "keep"}), _sum_of_scatter),
+        Rule(("sum", "x", {"axis": "axis", "keepdims": "keep"}), _summed_by_product),
         Rule(("add", "u", "v"), _stacked),
+        # a scalar factor moved inside a shape op, towards the other scalar factors
+        *(Rule(("multiply", (op, "x", {"@": "w"}), Const("c")), _scaled_inside)
+          for op in ("reshape", "broadcast_to", "expand_dims", "squeeze")),
         # scalar factors collected (a product of constants folds): (x * d) * c -> x * (c*d)
         *(Rule(("multiply", *p), lambda x, d, c: x * (c * d)) for p in _orders(
             ("multiply", "x", Const("d")), Const("c"))),

@@ -4,7 +4,7 @@
   ``100 * t`` and ``t * 100`` are one node once hash-consed (IEEE ``+`` and ``*`` are
   commutative; only the payload of a NaN may differ, which NumPy does not promise either).
 * ``x + x -> 2 * x`` (both round once, to the same value; ``-0.0`` stays ``-0.0``);
-  ``-1 * x -> -x``, ``-(x * c) -> x * (-c)`` for a constant ``c``.
+  ``-1 * x -> -x``, ``-(x * c) -> x * (-c)`` for a constant ``c``, ``x + (-0.0) -> x``.
 * Broadcasts fused into their consumer: ``broadcast_to(x, s) * y -> x * y`` (and reshapes or
   ``expand_dims`` that only add leading unit axes), when NumPy's broadcasting gives the same
   shape: the same elements meet, without the view; a constant ``[100.0]`` of leading unit
@@ -53,6 +53,12 @@ def _twice(x: Expr) -> Expr | None:
         return None
     two = Expr(x.graph, x.graph.const(np.asarray(2, dtype=x.dtype)))
     return F.multiply(x, two)
+
+
+def _plus_negative_zero(x: Expr, z: Expr) -> Expr | None:
+    """``x + (-0.0) -> x``: exact for every x (``-0.0 + -0.0 = -0.0``); ``x + 0.0`` is not."""
+    value = stored_constant(z.graph, z.node)
+    return x if value is not None and bool(np.all(np.signbit(value))) else None
 
 
 def _strip(shape: tuple) -> tuple:
@@ -151,6 +157,8 @@ NORMAL_FORM = Pass(
     "exact normal form: x + x -> 2*x, -1 * x -> -x, broadcasts fused, reshape chains",
     rules=(
         Rule(("add", "x", "x"), _twice),
+        Rule(("add", "x", Const("z", -0.0)), _plus_negative_zero),  # x + (-0.0) is x
+        Rule(("add", Const("z", -0.0), "x"), lambda z, x: _plus_negative_zero(x, z)),
         Rule(("multiply", -1.0, "x"), lambda x: -x),  # exact: only the sign changes
         Rule(("multiply", "x", -1.0), lambda x: -x),
         Rule(("negative", ("multiply", "x", Const("c"))), lambda x, c: x * (-c)),
