@@ -41,6 +41,7 @@ from .ir.graph import Expr, Graph, const, var
 from .ops.indexing import getitem
 from .passes import passes, simplify
 from .printing import draw, listing, to_dot
+from .stats import stats
 from .testing import check_grads
 from .transforms import derivative, grad, hessian, hvp, jacobian, vjp
 
@@ -68,5 +69,5 @@ __all__ = [
     "NameConflictError", "ParseError", "ShapeError", "SymgradError", "const", "derivative",
     "evaluate", "getitem", "grad", "hessian", "hvp", "jacobian", "var", "vjp", "pi", "e",
     "inf", "nan", "newaxis", "parse", "to_source", "compile", "scipy_functions",
-    "to_dot", "draw", "listing", "explain", "check_grads", "simplify", "passes",
+    "to_dot", "draw", "listing", "explain", "check_grads", "simplify", "passes", "stats",
 ]

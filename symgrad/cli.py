@@ -204,6 +204,10 @@ def cmd_source(args: argparse.Namespace) -> int:
         labels += [f"hess_{n}" for n in names]
     outs = _simplified(outs, args.simplify)
     _write(to_source(outs, name=args.name, output_names=labels), args.output)
+    if args.stats:
+        from .stats import _summary
+
+        print(_summary(outs), file=sys.stderr)
     return 0
 
 
@@ -273,6 +277,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--simplify", action="store_true", help="simplify before emitting")
     c.add_argument("--name", default="f", help="name of the generated function (default f)")
     c.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    c.add_argument("--stats", action="store_true",
+                   help="print nodes, lines, flops and bytes before/after the passes to stderr")
 
     c = command("dot", cmd_dot, "print the graph of EXPR (and its gradients) in DOT format")
     c.add_argument("--wrt", metavar="X,Y", help="also include the gradient w.r.t. these")
