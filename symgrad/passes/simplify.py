@@ -34,10 +34,12 @@ ADJOINT = (CONSTANT_FOLDING, IDENTITIES, NEGATIONS, NORMAL_FORM, ADJOINT_CLEANUP
 def simplify(exprs: Any, sympy: bool = False) -> Any:
     """Simplified copies of ``exprs`` (an Expr, or a list/tuple of them: same structure back).
 
-    With ``sympy=True``, every maximal elementwise subexpression (ops with a sympy
-    translation, cut at shared nodes so the DAG is never expanded into a tree) of bounded
-    size also goes through ``sympy.simplify``, and sympy's answer is kept when it has fewer
-    operations and translates back. ``sg.passes()`` lists the passes.
+    With ``sympy=True``, every maximal elementwise region (ops with a sympy translation,
+    shared subexpressions included) also goes through ``sympy.simplify`` and
+    ``sympy.cse``; sympy's answer is kept when it is cheaper by the cost model, agrees
+    numerically (and is NaN/inf exactly where the original is) and came within the time
+    and size budget — a region over budget is left as it was, with a warning
+    (:mod:`symgrad.passes.sympy_bridge`). ``sg.passes()`` lists the passes.
 
     >>> import symgrad as sg
     >>> x = sg.var("x")
