@@ -192,10 +192,18 @@ def _doubled(a: Expr | None, b: Expr, op: str, partial: Expr | None = None) -> E
     return b * two if a is None else getattr(F, op)(a, b * two)
 
 
+def _one(a: Expr) -> Expr:
+    return Expr(a.graph, a.graph.const(1.0))
+
+
 def _factored(op: str, c: Expr, a: Expr, d: Expr, b: Expr) -> Expr | None:
+    """``a*c op b*d``: ``(a op b)*c`` when ``c == ±d``; ``(c op d)*a`` when ``a is b``."""
     cv, dv = (stored_constant(e.graph, e.node) for e in (c, d))
     if cv.size != 1 or dv.size != 1 or a.shape != b.shape:
         return None
+    if a.node == b.node:  # like terms: -2*s - s
+        return getattr(F, op)(Expr(c.graph, c.graph.const(cv.reshape(()))),
+                              Expr(d.graph, d.graph.const(dv.reshape(())))) * a
     if cv.item() == dv.item():
         return getattr(F, op)(a, b) * c
     if cv.item() == -dv.item():
@@ -224,7 +232,16 @@ LOWERING = Pass(
             (("add", "a", "b", {"@": "s"}), "b"), (("add", "b", "a", {"@": "s"}), "b"),
             ("b", ("add", "a", "b", {"@": "s"})), ("b", ("add", "b", "a", {"@": "s"})))),
         Rule(("subtract", ("negative", "b"), "b"), lambda b: -_doubled(None, b, "")),
-        # a common scalar factor taken out of a sum: a*c + b*c -> (a + b)*c, a*c + b*(-c)
+        # like terms collected, a common scalar factor taken out: a*c + a*d -> a*(c + d),
+        # a*c + b*c -> (a + b)*c, a*c + b*(-c) -> (a - b)*c
+        *(Rule((op, ("multiply", "a", Const("c")), "a"),
+               lambda a, c, op=op: _factored(op, c, a, _one(a), a)) for op in ("add", "subtract")),
+        *(Rule((op, ("multiply", Const("c"), "a"), "a"),
+               lambda c, a, op=op: _factored(op, c, a, _one(a), a)) for op in ("add", "subtract")),
+        *(Rule(("add", "a", ("multiply", "a", Const("c"))),
+               lambda a, c: _factored("add", c, a, _one(a), a)),
+          Rule(("add", "a", ("multiply", Const("c"), "a")),
+               lambda a, c: _factored("add", c, a, _one(a), a))),
         *(Rule((op, left, right), lambda a, c, b, d, op=op: _factored(op, c, a, d, b))
           for op in ("add", "subtract")
           for left in _orders("a", Const("c"), op="multiply")
