@@ -163,6 +163,12 @@ def _summed_by_product(x: Expr, axis: tuple, keep: bool) -> Expr | None:
     return out if keep else F.reshape(out, x.shape[:axis[0]] + x.shape[len(x.shape) + axis[0] + 1:])
 
 
+def _transposed_product(a: Expr, b: Expr) -> Expr | None:
+    if a.ndim < 2 or b.ndim < 2:
+        return None
+    return F.matrix_transpose(b) @ F.matrix_transpose(a)
+
+
 def _scaled_inside(x: Expr, w: Expr, c: Expr) -> Expr | None:
     """``reshape(x) * c -> reshape(x * c)`` for a scalar ``c`` (the same shape op on the
     scaled operand, which is no larger)."""
@@ -219,6 +225,10 @@ LOWERING = Pass(
         Rule(("sum", "u", {"axis": "axis", "keepdims": "keep"}), _sum_of_scatter),
         Rule(("sum", "x", {"axis": "axis", "keepdims": "keep"}), _summed_by_product),
         Rule(("add", "u", "v"), _stacked),
+        # (a @ b)^T -> b^T @ a^T: the product written contiguous (X^T @ D, transposed, is
+        # the adjoint of W in X @ W.T; D^T @ X is the same product without the view)
+        Rule(("transpose", ("matmul", "a", "b"), {"axes": (-1, -2)}), _transposed_product),
+        Rule(("matrix_transpose", ("matmul", "a", "b")), _transposed_product),
         # a scalar factor moved inside a shape op, towards the other scalar factors
         *(Rule(("multiply", (op, "x", {"@": "w"}), Const("c")), _scaled_inside)
           for op in ("reshape", "broadcast_to", "expand_dims", "squeeze")),

@@ -163,6 +163,11 @@ NORMAL_FORM = Pass(
         Rule(("multiply", "x", -1.0), lambda x: -x),
         Rule(("negative", ("multiply", "x", Const("c"))), lambda x, c: x * (-c)),
         Rule(("negative", ("multiply", Const("c"), "x")), lambda c, x: (-c) * x),
+        # a transpose of a matrix undone by a matrix transpose (or the other way round)
+        Rule(("matrix_transpose", ("transpose", "x", {"axes": (-1, -2)})),
+             lambda x: x if x.ndim == 2 else None),
+        Rule(("transpose", ("matrix_transpose", "x"), {"axes": (-1, -2)}),
+             lambda x: x if x.ndim == 2 else None),
         Rule(("reshape", ("reshape", "x", {"@": "inner"}), {"shape": "shape", "batch": "batch"}),
              _reshaped_twice),
         *_fusion_rules(),
