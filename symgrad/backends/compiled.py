@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import builtins
 import functools
-import hashlib
 import linecache
 import types
 from collections.abc import Callable, Sequence
@@ -66,6 +65,8 @@ def _load(source: str, tag: str) -> tuple[dict, str]:
     with its own line numbers: CPython's compiler then never holds the syntax tree of the
     whole text (its memory grows with the largest block, not the module).
     """
+    import hashlib
+
     digest = hashlib.sha1(source.encode()).hexdigest()[:12]
     filename = f"<symgrad:{tag}-{digest}>"
     lines = source.splitlines(True)

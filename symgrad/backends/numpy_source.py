@@ -26,9 +26,8 @@ their last use. The text depends only on the graph: no set order, no hash seed, 
 
 from __future__ import annotations
 
-import ast
 import builtins
-import inspect
+import functools
 import keyword
 import math
 import re
@@ -217,8 +216,12 @@ def _helpers(graph: Graph, order: Sequence[int]) -> list[Callable]:
     return [found[k] for k in sorted(found)]
 
 
-def _helper_source(fn: Callable) -> list[str]:
-    return textwrap.dedent(inspect.getsource(fn)).rstrip().splitlines()
+@functools.cache
+def _helper_source(fn: Callable) -> tuple[str, ...]:
+    """The text of a helper function (read once: ``inspect`` is slow to import and run)."""
+    import inspect
+
+    return tuple(textwrap.dedent(inspect.getsource(fn)).rstrip().splitlines())
 
 
 def _template_bound_names(graph: Graph, order: list[int]) -> list[str]:
@@ -240,6 +243,8 @@ def _template_bound_names(graph: Graph, order: list[int]) -> list[str]:
         text = src.render([f"_SGPROBE{k}_" for k in range(len(n.args))], n.attrs)
         if not _BINDERS.search(text):
             continue
+        import ast
+
         for node in ast.walk(ast.parse(text, mode="eval")):
             if isinstance(node, ast.arg):
                 bound.add(node.arg)

@@ -262,16 +262,18 @@ class _Compiled:
         return None
 
 
-_COMPILED = _Compiled(ALL)
+_COMPILED: list[_Compiled] = []  # compiled on first use (import stays cheap)
 
 
 def find(graph: Graph, forward: list[int]) -> dict[int, tuple[tuple, Callable]]:
     """``{root id: (input ids, rule)}`` for the idioms among the float nodes ``forward``:
     what reverse mode uses instead of the root op's own rule (``rule(view, g)`` returns one
     contribution per input id, as op rules do)."""
+    if not _COMPILED:
+        _COMPILED.append(_Compiled(ALL))
     found = {}
     for i in forward:
-        hit = _COMPILED.match(graph, i)
+        hit = _COMPILED[0].match(graph, i)
         if hit is None:
             continue
         idiom, caps = hit

@@ -29,7 +29,6 @@ import numpy as np
 from ..ir.graph import Expr, F
 from ..ir.op import REGISTRY
 from ..ops.indexing import scatter_parts, split_parts
-from . import kernel_costs
 from .pattern import Const, OneOf, Pass, Proposed, Rule, _compile, stored_constant
 
 MAX_STACK = 64
@@ -108,13 +107,19 @@ def _sum_of_scatter(u: Expr, axis: tuple, keep: bool) -> Expr | None:
 # a stacked product: stack(a)^T @ stack(b), both stacked along a new first axis
 _STACKED = ("matmul", ("matrix_transpose", ("stack", ..., {"axis": -2, "@": "sa"})),
             ("stack", ..., {"axis": -2, "@": "sb"}))
-_PRODUCT = _compile(OneOf(("outer", "a", "b"), _STACKED), set())
+_PRODUCT: list = []  # the compiled product pattern, made on first use
+
+
+def _product_matcher():
+    if not _PRODUCT:
+        _PRODUCT.append(_compile(OneOf(("outer", "a", "b"), _STACKED), set()))
+    return _PRODUCT[0]
 
 
 def _rows(p: Expr) -> tuple[list[Expr], list[Expr]] | None:
     """A product's stacked operands: ``outer(a, b)`` is ``([a], [b])``."""
     caps: dict = {}
-    if not _PRODUCT(p.graph, p.node, caps):
+    if not _product_matcher()(p.graph, p.node, caps):
         return None
     g = p.graph
     if "sa" in caps:
@@ -140,6 +145,8 @@ def cheaper_as_product(kind: str, batch: int, n: int, m: int, margin: float = 1.
     """Whether the measured table says a product with ones beats ``np.add.reduce`` for a
     ``sum_rows``/``sum_cols`` of shape ``(batch, n, m)`` (by ``margin``; nearest grid
     point in log scale)."""
+    from . import kernel_costs  # the measured table: loaded when first needed
+
     key = (_nearest(kernel_costs.BATCH, batch), _nearest(kernel_costs.N, n),
            _nearest(kernel_costs.M, m))
     reduce_cost = kernel_costs.COSTS[(f"{kind}/reduce", *key)]

@@ -68,7 +68,8 @@ class Const:
 class Rule:
     """``pattern`` (see the module docstring) and ``build(**captures) -> Expr | None``."""
 
-    __slots__ = ("pattern", "build", "root", "arity", "guards", "children", "_match", "_nodes")
+    __slots__ = ("pattern", "build", "root", "arity", "guards", "children", "_matcher",
+                 "_nodes")
 
     def __init__(self, pattern: Any, build: Callable[..., Expr | None],
                  children: tuple[str, ...] | None = None) -> None:
@@ -76,16 +77,22 @@ class Rule:
         self._nodes: set[str] = set()  # capture names that hold nodes (the rest: attributes)
         self.guards: tuple[tuple[int, frozenset], ...] = ()  # (operand position, ops it may be)
         self.children = None if children is None else frozenset(children)
+        self._matcher = None  # compiled on first use (import stays cheap)
         if callable(pattern):
-            self.root, self.arity, self._match = "*", None, None
+            self.root, self.arity = "*", None
         elif len(pattern) == 2 and pattern[1] is Ellipsis:
-            self.root, self.arity, self._match = pattern[0], None, None
+            self.root, self.arity = pattern[0], None
         else:
             operands = _operands(pattern)[0]
             self.root, self.arity = pattern[0], len(operands)
             self.guards = tuple((k, g) for k, p in enumerate(operands)
                                 if (g := _guard(p)) is not None)
-            self._match = _compile_node(pattern, self._nodes)
+
+    @property
+    def _match(self):
+        if self._matcher is None and self.arity is not None:
+            self._matcher = _compile_node(self.pattern, self._nodes)
+        return self._matcher
 
     def applies(self, child_ops: tuple[str, ...]) -> bool:
         """Whether the rule can match a node whose operands have these ops (a cheap test
