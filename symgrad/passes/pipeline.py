@@ -36,11 +36,11 @@ FAST_MATH = Pass(
     "fast_math",
     "opt-in, not IEEE-exact: a - a -> 0, 0 * x -> 0, x + 0 -> x (NaN/inf inputs differ)",
     rules=(
-        Rule(("subtract", "a", "a"), _zeros),
+        Rule(("subtract", "a", "a"), lambda a: _zeros(a)),
         Rule(("multiply", Const("z", 0.0), "x"), lambda z, x: _zeros(x)),
         Rule(("multiply", "x", Const("z", 0.0)), lambda x, z: _zeros(x)),
-        Rule(("add", ("negative", "a"), "a"), _zeros),
-        Rule(("add", "a", ("negative", "a")), _zeros),
+        Rule(("add", ("negative", "a"), "a"), lambda a: _zeros(a)),
+        Rule(("add", "a", ("negative", "a")), lambda a: _zeros(a)),
     ),
     stages=("compile(fast_math=True)",),
 )
