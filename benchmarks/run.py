@@ -31,6 +31,9 @@ GRAD_CELLS = [
     ("w3_rosenbrock", "n100"),
     ("w3_rosenbrock", "n1000"),
     ("w5_lstm", "T20_H32_I32"),
+    ("w2_gmm_user", "d2_K5_N1000"),
+    ("w2_gmm_user", "d10_K25_N1000"),
+    ("w5_lstm_user", "T20_H32_I32"),
 ]
 W4_LADDER = (10, 100, 1000, 10_000, 100_000)
 W4_SYSTEMS = ("symgrad", "jax", "torch", "autograd")
@@ -182,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     live = [s for s in systems if not notes[s]]
     rounds = 1 if args.quick else args.rounds
     run_grad_cells(runner, rounds, live)
+    runner.cell({"workload": "cold_start", "config": "import", "system": "symgrad"})
+    runner.cell({"workload": "compile_scale", "config": "L25000", "system": "symgrad"},
+                need=60.0)
     run_w4(runner, [s for s in W4_SYSTEMS if s in live],
            W4_LADDER[:3] if args.quick else W4_LADDER, rounds)
     if not args.quick and not notes["sympy"]:
