@@ -114,9 +114,11 @@ def compile(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None 
     ('x',)
     """
     graph, outs, single = output_list(outputs)
-    graph, (outs,) = prepared(graph, [outs], optimize, fast_math)
-    module = Module(graph, scalars)
-    plan = module.add(name, outs, inputs, single, output_names)
+    new, (new_outs,) = prepared(graph, [outs], optimize, fast_math)
+    module = Module(new, scalars)
+    module.shown = {n: Expr(graph, o) for n, o in zip(new_outs, outs)}
+    plan = module.add(name, new_outs, inputs, single, output_names)
+    graph = new
     source = module.render()
     namespace, filename = _load(source, name)
     raw = namespace[name]

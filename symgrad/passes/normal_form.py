@@ -103,11 +103,17 @@ def _fusion_rules() -> list[Rule]:
     return rules
 
 
+_INT_TO_FLOAT = ("add", "subtract", "multiply", "divide")  # not power: x ** 2 reads better
+
+
 def _scalar_constant(op: str, position: int, arity: int):
-    """``op(..., c, ...)`` with a constant ``c`` of leading unit axes (``[100.0]``) as the
-    0-d constant when the result keeps its shape (then it is written inline), and an
+    """``op(..., c, ...)`` with a constant ``c`` of leading unit axes (``[100.0]``) or of
+    one repeated value as the 0-d constant when the result keeps its shape (then it is
+    written inline), and an
     integer scalar next to a float64 operand as the float it is converted to anyway
     (``2 * x`` and ``2.0 * x`` are then one node)."""
+
+    convert = op in _INT_TO_FLOAT
 
     def build(**caps) -> Expr | None:
         args = [caps[f"a{k}"] for k in range(arity)]
@@ -115,10 +121,14 @@ def _scalar_constant(op: str, position: int, arity: int):
         if value is None:
             return None
         floats = [a.dtype for k, a in enumerate(args) if k != position and a.dtype == "float64"]
-        if value.dtype.kind in "iu" and floats and value.size == 1 and abs(value.item()) < 2**53:
+        if (value.dtype.kind in "iu" and floats and value.size == 1 and convert
+                and abs(value.item()) < 2**53):
             small = value.reshape(_strip(value.shape)).astype(np.float64)  # 2 -> 2.0: exact
         elif value.shape and value.shape[0] == 1:
             small = value.reshape(_strip(value.shape))
+        elif value.size > 1 and bool(np.all(value == value.flat[0])) and \
+                value.tobytes() == value.flat[0:1].tobytes() * value.size:
+            small = value.reshape(-1)[0:1].reshape(())  # a uniform array: its one value
         else:
             return None
         args[position] = Expr(args[0].graph, args[0].graph.const(small))

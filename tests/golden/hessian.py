@@ -20,14 +20,14 @@ def rosenbrock_hessian(x):
     """
     t1 = x[0]
     t2 = x[1]
-    t3 = t1 ** 2.0
+    t3 = t1 ** 2
     t4 = t2 - t3
-    t7 = t1 * 2.0  # backprop of: t3 = t1 ** 2.0
-    t9 = t4 * _c2  # backprop of: t7 = t1 * 2.0
-    t10 = t1 * _c2  # backprop of: t6 = t4 * (-200.0)
-    d_t4 = t10 + _c3  # backprop of: t4 = t2 - t3
-    t11 = d_t4 * t7  # backprop of: t3 = t1 ** 2.0
-    t12 = t9 - t11  # backprop of: t1 = x[0]
-    d_t1 = t12 + _c1  # backprop of: t1 = x[0]
+    t8 = t1 * 2.0  # backprop of: t3 = t1 ** 2
+    t10 = t4 * _c2  # backprop of: t8 = t1 * 2.0
+    t11 = t1 * _c2  # backprop of: t7 = t4 * (-200.0)
+    d_t4 = t11 + _c3  # backprop of: t4 = t2 - t3
+    t12 = d_t4 * t8  # backprop of: t3 = t1 ** 2
+    t13 = t10 - t12  # backprop of: t1 = x[0]
+    d_t1 = t13 + _c1  # backprop of: t1 = x[0]
     dx = np.stack([d_t1, d_t4], axis=-1)  # backprop of: x (input)
     return dx

@@ -39,7 +39,7 @@ def f_and_grad(x, y):
         y: float64 ()
 
     Returns a tuple of 3:
-        t3: float64 () = sin(x) + x * y
+        t3: float64 () = x * y + sin(x)
         dx: float64 () = adjoint of x (derivative of the expression w.r.t. x)
         dy: float64 () = x
     """
