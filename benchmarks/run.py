@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5, help="rounds of each cell (W4: L <= 1e4)")
     ap.add_argument("--budget", type=float, default=1.5, help="timing seconds per cell")
-    ap.add_argument("--deadline", type=float, default=17 * 60.0, help="seconds for all cells")
+    ap.add_argument("--deadline", type=float, default=24 * 60.0, help="seconds for all cells")
     ap.add_argument("--quick", action="store_true", help="1 round, W4 up to 10^3, no sympy")
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args(argv)
