@@ -44,6 +44,7 @@ from ..ir.graph import Expr, Graph
 from ..ir.shapes import fmt
 from ..ir.text import adjoint_pairs
 from ..passes import pipeline
+from ..passes.simplify import gc_paused
 from . import layout
 from .math_table import MATH, fallback_names
 from .numpy_table import NUMPY, NUMPY_TYPE, Template, constant_source, scalar_source
@@ -386,6 +387,10 @@ class Module:
         return plan
 
     def render(self) -> str:
+        with gc_paused():
+            return self._render()
+
+    def _render(self) -> str:
         nodes = self.graph.nodes
         hoisted = sorted({i for p in self.plans for i in p.order
                           if nodes[i].is_const and nodes[i].shape != ()})

@@ -11,8 +11,9 @@ record are carried over.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from contextlib import ExitStack
+import gc
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from ..ir.graph import Expr, Graph
@@ -67,11 +68,30 @@ def simplify(exprs: Any, sympy: bool = False) -> Any:
     return result[0] if single else type(exprs)(result)
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """No garbage collection inside: building or emitting a graph allocates many small
+    objects and makes no cycles, and a collection would walk the whole (large) heap."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def rebuild(source: Graph, ids: list[int], forward: Sequence[Pass] = (),
             adjoint: Sequence[Pass] = (), hook: Hook | None = None) -> tuple[Graph, list[int]]:
     """Copy the ancestors of ``ids`` (and the forward nodes their adjoint nodes were made
     for) into a new graph, each node offered to the passes of its role; returns the graph
     and the new ids. ``hook(i, mapping, target)`` may supply the new id of node ``i``."""
+    with gc_paused():
+        return _rebuild(source, ids, forward, adjoint, hook)
+
+
+def _rebuild(source: Graph, ids: list[int], forward: Sequence[Pass],
+             adjoint: Sequence[Pass], hook: Hook | None) -> tuple[Graph, list[int]]:
     target = Graph()
     hooks = {"forward": rewriter(target, forward) if forward else None,
              "adjoint": rewriter(target, adjoint) if adjoint else None}
