@@ -49,6 +49,12 @@ MATH: dict[str, Template | None] = {
     "expand_dims": None, "squeeze": None, "concatenate": None, "stack": None, "index": None,
     "index_add": None, "scatter_sum": None, "take": None, "zeros_like": None,
     "ones_like": None, "eye": None, "zeros": None, "ones": None, "full": None, "arange": None,
+    # -- numpy.linalg (ops/decompositions.py): no scalar forms --
+    "band": None, "inv": None, "det": None, "slogdet": None, "slogdet_sign": None,
+    "solve": None, "cholesky": None, "eigh": None, "eigh_vectors": None, "eigvalsh": None,
+    "svd": None, "svd_u": None, "svd_vh": None, "svdvals": None, "pinv": None, "lstsq": None,
+    "lstsq_residuals": None, "lstsq_rank": None, "lstsq_sv": None, "qr": None, "qr_q": None,
+    "matrix_power": None, "multi_dot": None, "trace": None, "norm": None,
 }
 
 

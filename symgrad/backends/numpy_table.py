@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..ops.decompositions import _sg_band, _sg_lstsq_residuals
 from ..ops.indexing import _sg_index_add, _sg_scatter_sum, key_source, split_parts
 from ..ops.reductions import _sg_log_softmax, _sg_logsumexp, _sg_softmax
 
@@ -99,6 +100,17 @@ def _scatter_sum(names: list[str], attrs: dict) -> str:
     return f"_sg_scatter_sum({size}, ({items},))"
 
 
+def _svd_values(names: list[str], attrs: dict) -> str:
+    flags = f"{attrs['full_matrices']!r}, {attrs['compute_uv']!r}, {attrs['hermitian']!r}"
+    return f"np.linalg.svd({names[0]}, {flags})" + ("[1]" if attrs["compute_uv"] else "")
+
+
+def _norm(names: list[str], attrs: dict) -> str:
+    order = attrs["ord"]
+    text = repr(order) if order is None or isinstance(order, str) else scalar_source(order)
+    return f"np.linalg.norm({names[0]}, {text}, {attrs['axis']!r}, {attrs['keepdims']!r})"
+
+
 def _filled(fn: str, fill: bool) -> Template:
     middle = "{fill_value!r}, " if fill else ""
     return Template(f"np.{fn}({{shape!r}}, {middle}dtype=np.{{dtype}})")
@@ -149,4 +161,29 @@ NUMPY: dict[str, Template] = {
     "eye": T("np.eye({N!r}, {M!r})"), "zeros": _filled("zeros", False),
     "ones": _filled("ones", False), "full": _filled("full", True),
     "arange": T("np.arange({stop!r})"),
+    # -- numpy.linalg (ops/decompositions.py) --
+    "band": T("_sg_band({0}, {lo!r}, {hi!r})", (_sg_band,)),
+    "inv": T("np.linalg.inv({0})"), "det": T("np.linalg.det({0})"),
+    "slogdet": T("np.linalg.slogdet({0})[1]"), "slogdet_sign": T("np.linalg.slogdet({0})[0]"),
+    "solve": T("np.linalg.solve({0}, {1})"),
+    "cholesky": T("np.linalg.cholesky({0}, upper={upper!r})"),
+    "eigh": T("np.linalg.eigh({0}, {UPLO!r})[0]"),
+    "eigh_vectors": T("np.linalg.eigh({0}, {UPLO!r})[1]"),
+    "eigvalsh": T("np.linalg.eigvalsh({0}, {UPLO!r})"),
+    "svd": T(_svd_values),
+    "svd_u": T("np.linalg.svd({0}, {full_matrices!r}, True, {hermitian!r})[0]"),
+    "svd_vh": T("np.linalg.svd({0}, {full_matrices!r}, True, {hermitian!r})[2]"),
+    "svdvals": T("np.linalg.svdvals({0})"),
+    "pinv": T("np.linalg.pinv({0}, rcond={rcond!r}, hermitian={hermitian!r})"),
+    "lstsq": T("np.linalg.lstsq({0}, {1}, {rcond!r})[0]"),
+    "lstsq_residuals": T("_sg_lstsq_residuals({0}, {1}, {rcond!r})", (_sg_lstsq_residuals,)),
+    "lstsq_rank": T("np.linalg.lstsq({0}, {1}, {rcond!r})[2]"),
+    "lstsq_sv": T("np.linalg.lstsq({0}, {1}, {rcond!r})[3]"),
+    "qr": T(lambda names, attrs: f"np.linalg.qr({names[0]}, 'r')" if attrs["mode"] == "r"
+            else f"np.linalg.qr({names[0]}, {attrs['mode']!r})[1]"),
+    "qr_q": T("np.linalg.qr({0}, {mode!r})[0]"),
+    "matrix_power": T("np.linalg.matrix_power({0}, {n!r})"),
+    "multi_dot": T(lambda names, attrs: f"np.linalg.multi_dot([{', '.join(names)}])"),
+    "trace": T("np.trace({0}, {offset!r}, {axis1!r}, {axis2!r})"),
+    "norm": T(_norm),
 }

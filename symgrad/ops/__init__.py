@@ -11,7 +11,15 @@ they are, by the NumPy source backend: the two cannot disagree.
 
 from ..ir.graph import F, call
 from ..ir.op import ALIASES, REGISTRY, Op, Signature, SignatureError, lookup, register, sig
-from . import creation, elementwise, indexing, linalg, reductions, shaping  # noqa: F401
+from . import (  # noqa: F401
+    creation,
+    decompositions,
+    elementwise,
+    indexing,
+    linalg,
+    reductions,
+    shaping,
+)
 
 __all__ = ["ALIASES", "REGISTRY", "F", "Op", "Signature", "SignatureError", "call", "lookup",
            "register", "sig"]
