@@ -162,7 +162,7 @@ NUMPY: dict[str, Template] = {
     "ones": _filled("ones", False), "full": _filled("full", True),
     "arange": T("np.arange({stop!r})"),
     # -- numpy.linalg (ops/decompositions.py) --
-    "band": T("_sg_band({0}, {lo!r}, {hi!r})", (_sg_band,)),
+    "band": T("_sg_band({0}, {lo!r}, {hi!r}, {diagonal!r})", (_sg_band,)),
     "inv": T("np.linalg.inv({0})"), "det": T("np.linalg.det({0})"),
     "slogdet": T("np.linalg.slogdet({0})[1]"), "slogdet_sign": T("np.linalg.slogdet({0})[0]"),
     "solve": T("np.linalg.solve({0}, {1})"),

@@ -40,8 +40,9 @@ Conditions (where the derivative exists, and what symgrad gives where it does no
   those need the reduced factors (``full_matrices=False``, or a square matrix), otherwise
   differentiation raises :class:`~symgrad.errors.DifferentiationError`.
 * ``qr``: a full-rank operand; ``Q`` of ``mode="complete"`` only for square matrices.
-* ``det``, ``slogdet``, ``inv``, ``solve``: an invertible matrix; the gradient of ``det`` at
-  a singular matrix (the cofactor matrix) is computed through ``inv`` and comes out inf/NaN.
+* ``det``, ``slogdet``, ``inv``, ``solve``: an invertible matrix. The gradient of ``det``
+  (the cofactor matrix) is computed as ``det(A) * inv(A).T``: accurate for nearly singular
+  matrices, but at an exactly singular one evaluating it raises NumPy's "Singular matrix".
 * ``pinv`` and ``lstsq``: the rank must be locally constant (the pseudo-inverse is not
   continuous where the rank changes).
 * ``norm``: at ``x = 0`` the 2-norm's gradient is 0 (as ``abs'(0) = 0``); ties in the
@@ -161,9 +162,10 @@ def _as_matrix_entry(v: Expr) -> Expr:
     return _reshape(v, v.shape + (1, 1))
 
 
-def _lower(x: Expr, k: int = 0) -> Expr:
-    """``tril(x, k)`` over the last two axes."""
-    return F.band(x, lo=None, hi=k)
+def _half_triangle(x: Expr, uplo: str = "L") -> Expr:
+    """The ``uplo`` triangle of ``x`` with its diagonal halved (Murray's Phi for "L")."""
+    lo, hi = (None, 0) if uplo == "L" else (0, None)
+    return F.band(x, lo=lo, hi=hi, diagonal=0.5)
 
 
 def _diagonal_matrix(x: Expr) -> Expr:
@@ -174,10 +176,9 @@ def _diagonal_matrix(x: Expr) -> Expr:
 def _fold(g: Expr, uplo: str) -> Expr:
     """The gradient of ``f(A)`` where ``f`` reads only the ``uplo`` triangle of ``A`` and
     ``g`` is ``f``'s gradient valid against symmetric perturbations: an off-diagonal entry
-    of the triangle stands for both mirror entries."""
-    both = g + _mT(g)
-    half = F.band(both, lo=None, hi=-1) if uplo == "L" else F.band(both, lo=1, hi=None)
-    return half + _diagonal_matrix(g)
+    of the triangle stands for both mirror entries, so the result is the triangle of
+    ``g + g^T`` with its diagonal halved."""
+    return _half_triangle(g + _mT(g), uplo)
 
 
 def _gap_inverse(w: Expr) -> Expr:
@@ -198,16 +199,27 @@ def _right_solve_transposed(x: Expr, r: Expr) -> Expr:
 # -- band: the triangles and diagonal the rules need (internal) --------------------------------
 
 
-def _sg_band(x, lo, hi):
-    """``x`` with the entries outside ``lo <= j - i <= hi`` (last two axes) set to 0."""
+def _sg_band(x, lo, hi, diagonal=1.0, _masks={}):  # noqa: B006 - the cache of masks
+    """``x`` with the entries outside ``lo <= j - i <= hi`` (last two axes) set to 0 and the
+    main diagonal multiplied by ``diagonal``."""
     n, m = np.shape(x)[-2:]
-    offset = np.arange(m) - np.arange(n)[:, None]
-    keep = np.ones((n, m), dtype=bool)
-    if lo is not None:
-        keep &= offset >= lo
-    if hi is not None:
-        keep &= offset <= hi
-    return np.where(keep, x, np.zeros((), dtype=np.asarray(x).dtype))
+    key = (n, m, lo, hi)
+    keep = _masks.get(key)
+    if keep is None:
+        offset = np.arange(m) - np.arange(n)[:, None]
+        keep = np.ones((n, m), dtype=bool)
+        if lo is not None:
+            keep &= offset >= lo
+        if hi is not None:
+            keep &= offset <= hi
+        keep.flags.writeable = False
+        if len(_masks) < 64:
+            _masks[key] = keep
+    out = np.where(keep, x, np.zeros((), dtype=np.asarray(x).dtype))
+    if diagonal != 1.0 and (lo is None or lo <= 0) and (hi is None or hi >= 0):
+        k = np.arange(min(n, m))
+        out[..., k, k] *= diagonal
+    return out
 
 
 def _band_prepare(shapes, dtypes, attrs):
@@ -217,6 +229,10 @@ def _band_prepare(shapes, dtypes, attrs):
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer))):
             raise SignatureError(f"band: {k} must be an int or None, got {v!r}")
         out[k] = None if v is None else int(v)
+    d = attrs["diagonal"]
+    if isinstance(d, bool) or not isinstance(d, (int, float, np.number)):
+        raise SignatureError(f"band: diagonal must be a number, got {d!r}")
+    out["diagonal"] = float(d)
     return out
 
 
@@ -226,16 +242,16 @@ def _band_infer(shapes, dtypes, attrs):
 
 
 register(Op(
-    name="band", signature=sig("x", "=lo", "=hi", lo=None, hi=None), prepare=_band_prepare,
-    infer=_band_infer, impl=_sg_band,
-    backprop=lambda n, g: (F.band(g, lo=n.attrs["lo"], hi=n.attrs["hi"]),),
-    public=False,
+    name="band", signature=sig("x", "=lo", "=hi", "=diagonal", lo=None, hi=None, diagonal=1.0),
+    prepare=_band_prepare, infer=_band_infer, impl=_sg_band,
+    backprop=lambda n, g: (F.band(g, **n.attrs),), public=False,
     examples=lambda rng: [([rng.standard_normal((3, 3))], {"lo": None, "hi": 0}),
                           ([rng.standard_normal((2, 3, 4))], {"lo": 1, "hi": None}),
-                          ([rng.standard_normal((4, 3))], {"lo": -1, "hi": 1}),
-                          ([rng.standard_normal((3, 3))], {"lo": 0, "hi": 0})],
-    doc="x with entries outside lo <= j - i <= hi (last two axes) set to 0: "
-        "tril is band(x, None, k), triu band(x, k, None)",
+                          ([rng.standard_normal((4, 3))], {"lo": -1, "hi": 1, "diagonal": 0.5}),
+                          ([rng.standard_normal((3, 3))], {"lo": 0, "hi": 0}),
+                          ([rng.standard_normal((2, 3))], {"lo": 1, "hi": 1, "diagonal": 3.0})],
+    doc="x with entries outside lo <= j - i <= hi (last two axes) set to 0 and the main "
+        "diagonal times `diagonal`: tril is band(x, None, k), triu band(x, k, None)",
 ))
 
 
@@ -291,7 +307,7 @@ register(Op(
 
 
 def _det_rule(n, g):
-    """Giles (2008) 2.2.4: A_bar = d_bar * det(A) * inv(A)^T (inf/NaN at a singular A)."""
+    """Giles (2008) 2.2.4: A_bar = d_bar * det(A) * inv(A)^T (no value at a singular A)."""
     return (_as_matrix_entry(g * n.out) * _mT(F.inv(n.args[0])),)
 
 
@@ -396,8 +412,7 @@ def _cholesky_rule(n, g):
     else:
         inner = _mT(factor) @ g
         left, right = _mT(inverse), inverse
-    phi = _lower(inner) - 0.5 * _diagonal_matrix(inner)
-    return (_fold(left @ phi @ right, "U" if n.attrs["upper"] else "L"),)
+    return (_fold(left @ _half_triangle(inner) @ right, "U" if n.attrs["upper"] else "L"),)
 
 
 register(Op(
@@ -861,7 +876,8 @@ def _qr_infer(which: str):
 
 def _copyltu(m: Expr) -> Expr:
     """The lower triangle of ``m`` mirrored to the upper one."""
-    return _lower(m) + _mT(_lower(m, -1))
+    half = _half_triangle(m)
+    return half + _mT(half)
 
 
 def _qr_square_vjp(q: Expr, r: Expr, q_bar: Expr | None, r_bar: Expr | None) -> Expr:
