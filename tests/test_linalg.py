@@ -14,6 +14,8 @@
 
 from __future__ import annotations
 
+import functools
+import re
 import subprocess
 import sys
 import textwrap
@@ -535,3 +537,43 @@ def test_losses_also_run_as_plain_numpy():
     args = [gp[k] for k in ("log_ell", "log_sf", "log_sn", "d2", "y")]
     assert losses.gp_nlml(*args) == pytest.approx(losses.gp_nlml_value_and_grad(*args)[0],
                                                   rel=1e-12)
+
+
+def test_one_decomposition_is_computed_once_per_call(monkeypatch, rng):
+    calls = []
+    real = np.linalg.svd
+
+    @functools.wraps(real)
+    def counting(*args, **kwargs):
+        calls.append(args[0].shape)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(np.linalg, "svd", counting)
+    a = sg.var("A", (4, 3))
+    u, s, vh = sg.svd(a, full_matrices=False)
+    f = sg.sum(u ** 2 * rng.standard_normal((4, 3))) + sg.sum(s) + sg.sum(vh ** 3)
+    fn = sg.compile([u, f, sg.grad(f, a)], inputs=[a])
+    a0 = rng.standard_normal((4, 3))
+    first = fn(a0)
+    assert len(calls) == 1  # U, S, Vh and the rules' factors: one LAPACK call
+    first[0][...] = 0.0  # the caller's arrays are its own
+    again = fn(a0.copy())
+    assert len(calls) == 1
+    np.testing.assert_array_equal(again[0], real(a0, full_matrices=False)[0])
+    fn(a0 + 1.0)
+    assert len(calls) == 2
+    values = sg.evaluate([u, s, vh], {"A": a0 + 2.0})  # the interpreter shares the kernel
+    assert len(calls) == 3 and values[1].shape == (3,)
+
+
+def test_readme_linear_algebra_example_runs():
+    text = (ROOT / "README.md").read_text()
+    block = next(b for b in re.findall(r"```python\n(.*?)```", text, re.S)
+                 if "sg.slogdet(S)" in b)
+    namespace: dict = {}
+    exec(compile(block, "README.md", "exec"), namespace)  # our own documentation
+    nll, dS, dx = namespace["fn"](namespace["at"]["S"], namespace["at"]["x"])
+    s, x = namespace["at"]["S"], namespace["at"]["x"]
+    inv = np.linalg.inv(s)
+    np.testing.assert_allclose(dx, 0.5 * (inv + inv.T) @ x, rtol=1e-12)
+    np.testing.assert_allclose(dS, 0.5 * (inv.T - np.outer(inv.T @ x, inv @ x)), rtol=1e-12)

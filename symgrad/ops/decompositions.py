@@ -196,6 +196,30 @@ def _right_solve_transposed(x: Expr, r: Expr) -> Expr:
     return _mT(F.solve(r, _mT(x)))
 
 
+# -- one call for the several results of a decomposition --------------------------------------
+
+
+def _sg_part(fn, index, *args, _memo=[]):  # noqa: B006 - the cache: the last few calls
+    """Result ``index`` of ``fn(*args)``, a ``numpy.linalg`` function with several results.
+
+    The nodes of one call (``eigh``'s values and vectors, ``svd``'s ``U, S, Vh``) are
+    separate nodes, so each would call ``fn`` again: the last few calls are remembered
+    with the bytes of their operands, and a call with the same bytes reuses the result
+    (NumPy's own, bit for bit). Every caller gets its own copy of an array.
+    """
+    key = (fn.__name__,) + tuple(
+        (a.shape, a.dtype.str, a.tobytes()) if isinstance(a, np.ndarray) else a for a in args)
+    found = [out for seen, out in tuple(_memo) if seen == key]
+    if found:
+        out = found[0]
+    else:
+        out = fn(*args)
+        _memo.insert(0, (key, out))
+        del _memo[4:]
+    part = out[index]
+    return part.copy() if isinstance(part, np.ndarray) else part
+
+
 # -- band: the triangles and diagonal the rules need (internal) --------------------------------
 
 
@@ -342,7 +366,7 @@ def slogdet(a) -> SlogdetResult:
 
 register(Op(
     name="slogdet", infer=_batch_scalar("slogdet"),
-    impl=lambda a: np.linalg.slogdet(a).logabsdet, backprop=_slogdet_rule,
+    impl=lambda a: _sg_part(np.linalg.slogdet, 1, a), backprop=_slogdet_rule,
     aliases=("linalg.slogdet",), front=slogdet, write=_item_writer("slogdet", 1, {}),
     examples=lambda rng: [([_well_conditioned(rng, (3, 3))], {}),
                           ([-_well_conditioned(rng, (2, 3, 3))], {})],
@@ -350,7 +374,7 @@ register(Op(
 ))
 register(Op(
     name="slogdet_sign", infer=_batch_scalar("slogdet"),
-    impl=lambda a: np.linalg.slogdet(a).sign, differentiable=False, public=False,
+    impl=lambda a: _sg_part(np.linalg.slogdet, 0, a), differentiable=False, public=False,
     write=_item_writer("slogdet", 0, {}),
     examples=lambda rng: [([_well_conditioned(rng, (2, 3, 3)) * [[[1.0]], [[-1.0]]]], {})],
     doc="the sign of det(a) (the node of slogdet's first result)",
@@ -490,14 +514,14 @@ def _eigh_examples(rng) -> list:
 _UPLO = sig("a", "=UPLO:str", UPLO="L")
 register(Op(
     name="eigh", signature=_UPLO, prepare=_uplo_prepare("eigh"),
-    infer=_eigenvalues_infer("eigh"), impl=lambda a, UPLO: np.linalg.eigh(a, UPLO)[0],
+    infer=_eigenvalues_infer("eigh"), impl=lambda a, UPLO: _sg_part(np.linalg.eigh, 0, a, UPLO),
     backprop=_eigenvalues_rule, aliases=("linalg.eigh",), front=eigh,
     write=_item_writer("eigh", 0, {"UPLO": "L"}), examples=_eigh_examples,
     doc="the eigenvalues of a symmetric matrix, ascending (the node of eigh's first result)",
 ))
 register(Op(
     name="eigh_vectors", signature=_UPLO, prepare=_uplo_prepare("eigh"),
-    infer=_same_shape("eigh"), impl=lambda a, UPLO: np.linalg.eigh(a, UPLO)[1],
+    infer=_same_shape("eigh"), impl=lambda a, UPLO: _sg_part(np.linalg.eigh, 1, a, UPLO),
     backprop=_eigenvectors_rule, public=False, write=_item_writer("eigh", 1, {"UPLO": "L"}),
     examples=_eigh_examples,
     doc="the eigenvectors of a symmetric matrix, in columns (the node of eigh's second result)",
@@ -539,7 +563,7 @@ def _svd_factor_infer(which: str):
 def _svd_values(a, full_matrices, compute_uv, hermitian):
     if not compute_uv:
         return np.linalg.svd(a, full_matrices, False, hermitian)
-    return np.linalg.svd(a, full_matrices, True, hermitian).S
+    return _sg_part(np.linalg.svd, 1, a, full_matrices, True, hermitian)
 
 
 def _reduced_factors(a: Expr, attrs: dict, need_uv: bool) -> tuple[Expr, Expr, dict]:
@@ -628,8 +652,8 @@ for _name, _index, _which in (("svd_u", 0, "u"), ("svd_vh", 2, "vh")):
         prepare=lambda s, d, attrs: _check_static("svd", attrs, full_matrices="full_matrices",
                                                   hermitian="hermitian"),
         infer=_svd_factor_infer(_which),
-        impl=lambda a, full_matrices, hermitian, _i=_index:
-            np.linalg.svd(a, full_matrices, True, hermitian)[_i],
+        impl=lambda a, full_matrices, hermitian, _i=_index: _sg_part(
+            np.linalg.svd, _i, a, full_matrices, True, hermitian),
         backprop=lambda n, g, _w=_which: (_townsend(n.args[0], n.attrs, _w, g),),
         public=False, write=_item_writer("svd", _index, _UV_DEFAULTS), examples=_svd_examples,
         doc=f"the {'left' if _which == 'u' else 'right (transposed)'} singular vectors "
@@ -751,13 +775,13 @@ def _lstsq_infer(which: str):
 def _sg_lstsq_residuals(a, b, rcond):
     """lstsq's residuals, or an error where NumPy's would be empty for a rank-deficient
     ``a`` (a shape no one can know before the values)."""
-    out = np.linalg.lstsq(a, b, rcond)
+    rank = _sg_part(np.linalg.lstsq, 2, a, b, rcond)
     m, n = np.shape(a)
-    if m > n and out[2] < n:
+    if m > n and rank < n:
         raise np.linalg.LinAlgError(
-            f"lstsq: a has rank {int(out[2])} < {n}, so NumPy returns no residuals (an empty "
+            f"lstsq: a has rank {int(rank)} < {n}, so NumPy returns no residuals (an empty "
             "array); compute np.sum((b - a @ x) ** 2, axis=0) instead")
-    return out[1]
+    return _sg_part(np.linalg.lstsq, 1, a, b, rcond)
 
 
 def _effective_rcond(a: Expr, rcond: float | None) -> float:
@@ -818,7 +842,7 @@ def _lstsq_examples(rng) -> list:
 _LSTSQ = sig("a", "b", "=rcond", rcond=None)
 register(Op(
     name="lstsq", signature=_LSTSQ, prepare=_lstsq_prepare, infer=_lstsq_infer("x"),
-    impl=lambda a, b, rcond: np.linalg.lstsq(a, b, rcond)[0], backprop=_lstsq_rule,
+    impl=lambda a, b, rcond: _sg_part(np.linalg.lstsq, 0, a, b, rcond), backprop=_lstsq_rule,
     aliases=("linalg.lstsq",), front=lstsq, write=_item_writer("lstsq", 0, {"rcond": None}),
     examples=_lstsq_examples,
     doc="the least-squares solution (the node of lstsq's first result)",
@@ -832,13 +856,13 @@ register(Op(
 ))
 register(Op(
     name="lstsq_rank", signature=_LSTSQ, prepare=_lstsq_prepare, infer=_lstsq_infer("rank"),
-    impl=lambda a, b, rcond: np.linalg.lstsq(a, b, rcond)[2], differentiable=False,
+    impl=lambda a, b, rcond: _sg_part(np.linalg.lstsq, 2, a, b, rcond), differentiable=False,
     public=False, write=_item_writer("lstsq", 2, {"rcond": None}), examples=_lstsq_examples,
     doc="the effective rank of a (the node of lstsq's third result)",
 ))
 register(Op(
     name="lstsq_sv", signature=_LSTSQ, prepare=_lstsq_prepare, infer=_lstsq_infer("s"),
-    impl=lambda a, b, rcond: np.linalg.lstsq(a, b, rcond)[3],
+    impl=lambda a, b, rcond: _sg_part(np.linalg.lstsq, 3, a, b, rcond),
     backprop=lambda n, g: (_townsend(n.args[0], {"full_matrices": False, "hermitian": False},
                                      "s", g), None),
     public=False, write=_item_writer("lstsq", 3, {"rcond": None}), examples=_lstsq_examples,
@@ -913,6 +937,10 @@ def _qr_vjp(a: Expr, which: str, g: Expr, mode: str) -> Expr:
     return F.concatenate([x_bar, q @ v_bar], axis=-1)
 
 
+def _qr_r(a, mode):
+    return np.linalg.qr(a, "r") if mode == "r" else _sg_part(np.linalg.qr, 1, a, mode)
+
+
 def qr(a, mode: str = "reduced"):
     """``numpy.linalg.qr``: ``(Q, R)`` with ``a = Q @ R`` (``mode="reduced"`` or
     ``"complete"``), or ``R`` alone (``mode="r"``).
@@ -940,7 +968,7 @@ def _qr_examples(rng) -> list:
 register(Op(
     name="qr", signature=sig("a", "=mode:str", mode="reduced"), prepare=_qr_prepare,
     infer=_qr_infer("r"),
-    impl=lambda a, mode: np.linalg.qr(a, "r") if mode == "r" else np.linalg.qr(a, mode).R,
+    impl=_qr_r,
     backprop=lambda n, g: (_qr_vjp(n.args[0], "r", g, n.attrs["mode"]),),
     aliases=("linalg.qr",), front=qr,
     write=lambda marks, attrs: _item_writer("qr", None if attrs["mode"] == "r" else 1,
@@ -952,7 +980,7 @@ register(Op(
 ))
 register(Op(
     name="qr_q", signature=sig("a", "=mode:str", mode="reduced"), prepare=_qr_prepare,
-    infer=_qr_infer("q"), impl=lambda a, mode: np.linalg.qr(a, mode).Q,
+    infer=_qr_infer("q"), impl=lambda a, mode: _sg_part(np.linalg.qr, 0, a, mode),
     backprop=lambda n, g: (_qr_vjp(n.args[0], "q", g, n.attrs["mode"]),), public=False,
     write=_item_writer("qr", 0, {"mode": "reduced"}), examples=_qr_examples,
     doc="the orthonormal factor Q (the node of qr's first result)",
