@@ -106,18 +106,12 @@ def _plain_matrix(name: str, shape: tuple) -> tuple[int, int]:
     return shape
 
 
-def _same_shape(name: str, square: bool = True):
-    def infer(shapes, dtypes, attrs):
-        (_square if square else _matrix)(name, shapes[0])
-        return shapes[0], float_dtype(dtypes[0])
-
-    return infer
-
-
-def _batch_scalar(name: str):
+def _on_squares(name: str, drop: int = 0):
+    """The rule of a function of square matrices whose result drops ``drop`` trailing axes
+    (0: a matrix, 1: a vector such as eigenvalues, 2: a number per matrix)."""
     def infer(shapes, dtypes, attrs):
         _square(name, shapes[0])
-        return shapes[0][:-2], float_dtype(dtypes[0])
+        return shapes[0][: len(shapes[0]) - drop], float_dtype(dtypes[0])
 
     return infer
 
@@ -322,7 +316,7 @@ def _inv_rule(n, g):
 
 
 register(Op(
-    name="inv", infer=_same_shape("inv"), impl=np.linalg.inv, backprop=_inv_rule,
+    name="inv", infer=_on_squares("inv"), impl=np.linalg.inv, backprop=_inv_rule,
     aliases=("linalg.inv",),
     examples=lambda rng: [([_well_conditioned(rng, (3, 3))], {}),
                           ([_well_conditioned(rng, (2, 2, 2))], {})],
@@ -336,7 +330,7 @@ def _det_rule(n, g):
 
 
 register(Op(
-    name="det", infer=_batch_scalar("det"), impl=np.linalg.det, backprop=_det_rule,
+    name="det", infer=_on_squares("det", 2), impl=np.linalg.det, backprop=_det_rule,
     aliases=("linalg.det",),
     examples=lambda rng: [([_well_conditioned(rng, (3, 3))], {}),
                           ([_well_conditioned(rng, (2, 3, 3))], {}),
@@ -365,7 +359,7 @@ def slogdet(a) -> SlogdetResult:
 
 
 register(Op(
-    name="slogdet", infer=_batch_scalar("slogdet"),
+    name="slogdet", infer=_on_squares("slogdet", 2),
     impl=lambda a: _sg_part(np.linalg.slogdet, 1, a), backprop=_slogdet_rule,
     aliases=("linalg.slogdet",), front=slogdet, write=_item_writer("slogdet", 1, {}),
     examples=lambda rng: [([_well_conditioned(rng, (3, 3))], {}),
@@ -373,7 +367,7 @@ register(Op(
     doc="log |det(a)| (the node of slogdet's second result)",
 ))
 register(Op(
-    name="slogdet_sign", infer=_batch_scalar("slogdet"),
+    name="slogdet_sign", infer=_on_squares("slogdet", 2),
     impl=lambda a: _sg_part(np.linalg.slogdet, 0, a), differentiable=False, public=False,
     write=_item_writer("slogdet", 0, {}),
     examples=lambda rng: [([_well_conditioned(rng, (2, 3, 3)) * [[[1.0]], [[-1.0]]]], {})],
@@ -442,7 +436,7 @@ def _cholesky_rule(n, g):
 register(Op(
     name="cholesky", signature=sig("a", upper=False),
     prepare=lambda s, d, attrs: _check_static("cholesky", attrs, upper="upper"),
-    infer=_same_shape("cholesky"), impl=lambda a, upper: np.linalg.cholesky(a, upper=upper),
+    infer=_on_squares("cholesky"), impl=lambda a, upper: np.linalg.cholesky(a, upper=upper),
     backprop=_cholesky_rule, aliases=("linalg.cholesky",),
     examples=lambda rng: [([_spd(rng, 3)], {"upper": False}),
                           ([_spd(rng, 3)], {"upper": True}),
@@ -463,14 +457,6 @@ def _uplo_prepare(name: str):
         return {"UPLO": uplo.upper()}
 
     return prepare
-
-
-def _eigenvalues_infer(name: str):
-    def infer(shapes, dtypes, attrs):
-        _square(name, shapes[0])
-        return shapes[0][:-1], float_dtype(dtypes[0])
-
-    return infer
 
 
 def _eigenvalues_rule(n, g):
@@ -514,21 +500,21 @@ def _eigh_examples(rng) -> list:
 _UPLO = sig("a", "=UPLO:str", UPLO="L")
 register(Op(
     name="eigh", signature=_UPLO, prepare=_uplo_prepare("eigh"),
-    infer=_eigenvalues_infer("eigh"), impl=lambda a, UPLO: _sg_part(np.linalg.eigh, 0, a, UPLO),
+    infer=_on_squares("eigh", 1), impl=lambda a, UPLO: _sg_part(np.linalg.eigh, 0, a, UPLO),
     backprop=_eigenvalues_rule, aliases=("linalg.eigh",), front=eigh,
     write=_item_writer("eigh", 0, {"UPLO": "L"}), examples=_eigh_examples,
     doc="the eigenvalues of a symmetric matrix, ascending (the node of eigh's first result)",
 ))
 register(Op(
     name="eigh_vectors", signature=_UPLO, prepare=_uplo_prepare("eigh"),
-    infer=_same_shape("eigh"), impl=lambda a, UPLO: _sg_part(np.linalg.eigh, 1, a, UPLO),
+    infer=_on_squares("eigh"), impl=lambda a, UPLO: _sg_part(np.linalg.eigh, 1, a, UPLO),
     backprop=_eigenvectors_rule, public=False, write=_item_writer("eigh", 1, {"UPLO": "L"}),
     examples=_eigh_examples,
     doc="the eigenvectors of a symmetric matrix, in columns (the node of eigh's second result)",
 ))
 register(Op(
     name="eigvalsh", signature=_UPLO, prepare=_uplo_prepare("eigvalsh"),
-    infer=_eigenvalues_infer("eigvalsh"), impl=lambda a, UPLO: np.linalg.eigvalsh(a, UPLO),
+    infer=_on_squares("eigvalsh", 1), impl=lambda a, UPLO: np.linalg.eigvalsh(a, UPLO),
     backprop=_eigenvalues_rule, aliases=("linalg.eigvalsh",), examples=_eigh_examples,
     doc="the eigenvalues of a symmetric matrix, ascending (reads the UPLO triangle)",
 ))
@@ -662,7 +648,7 @@ for _name, _index, _which in (("svd_u", 0, "u"), ("svd_vh", 2, "vh")):
 
 register(Op(
     name="svdvals", infer=_svd_factor_infer("s"), impl=np.linalg.svdvals,
-    prepare=lambda s, d, attrs: {}, aliases=("linalg.svdvals",),
+    aliases=("linalg.svdvals",),
     backprop=lambda n, g: (_townsend(n.args[0], {"full_matrices": False, "hermitian": False},
                                      "s", g),),
     examples=lambda rng: [([rng.standard_normal((3, 2))], {}),
