@@ -37,7 +37,8 @@ from .errors import (
 from .explain import explain
 from .frontend import function_for as _function_for
 from .frontend import parse
-from .ir.graph import Expr, Graph, const, var
+from .ir.expr import Expr, const, var
+from .ir.graph import Graph
 from .ops.indexing import getitem
 from .passes import passes, simplify
 from .printing import draw, listing, to_dot

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import symgrad as sg
-from symgrad.ir.graph import Expr
+from symgrad.ir.expr import Expr
 from symgrad.ops import REGISTRY
 from symgrad.passes import PASSES, REVERSE
 from symgrad.passes.pattern import Const

@@ -41,7 +41,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import SymgradError
-from ..ir.graph import Expr, Graph
+from ..ir.expr import Expr
+from ..ir.graph import Graph
 from ..ir.shapes import fmt
 from ..ir.text import adjoint_pairs
 from .math_table import MATH, fallback_names

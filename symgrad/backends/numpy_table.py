@@ -122,6 +122,16 @@ NUMPY: dict[str, Template] = {
     "less": T("{0} < {1}"), "less_equal": T("{0} <= {1}"), "greater": T("{0} > {1}"),
     "greater_equal": T("{0} >= {1}"), "equal": T("{0} == {1}"), "not_equal": T("{0} != {1}"),
     "where": T("np.where({0}, {1}, {2})"),
+    # more elementwise functions (ops/functions.py)
+    **{name: T(f"np.{name}({{0}})") for name in (
+        "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "exp2", "log2", "log10",
+        "cbrt", "reciprocal", "deg2rad", "rad2deg", "floor", "ceil", "rint", "trunc", "isnan",
+        "isinf", "isfinite", "signbit", "logical_not")},
+    **{name: T(f"np.{name}({{0}}, {{1}})") for name in (
+        "arctan2", "hypot", "logaddexp", "logaddexp2", "fmod", "floor_divide", "fmax", "fmin",
+        "copysign", "float_power", "heaviside", "logical_and", "logical_or", "logical_xor")},
+    "mod": T("np.remainder({0}, {1})"), "round": T("np.round({0}, {decimals!r})"),
+    "astype": T("{0}.astype(np.{dtype})"),
     # reductions
     "sum": T("np.sum({0}, axis={axis!r}, keepdims={keepdims!r})"),
     "mean": T("np.mean({0}, axis={axis!r}, keepdims={keepdims!r})"),

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import ParseError, SymgradError
-from ..ir.graph import Expr, call, const, var
+from ..ir.expr import Expr, call, const, var
 from ..ir.op import Op, SignatureError, lookup
 from ..ir.values import as_constant, check_dtype, check_name, check_shape
 
@@ -51,7 +51,7 @@ _CMPOPS: dict[type, tuple[str, Callable]] = {
     ast.GtE: (">=", operator.ge), ast.Eq: ("==", operator.eq), ast.NotEq: ("!=", operator.ne),
 }
 _UNARY: dict[type, Callable] = {ast.USub: operator.neg, ast.UAdd: operator.pos}
-_EINSUM_SPEC = re.compile(r"[A-Za-z.,\->\s]*")
+_EINSUM_SPEC = re.compile(r"[A-Za-z0-9_.,\->\s]*")
 
 _UNSUPPORTED = {
     "Attribute": "attribute access is not supported (only .T)",
@@ -455,7 +455,8 @@ class _Parser:
                 self.fail(f"{op.name}() does not take a string for '{param}'", node)
             s = node.value
             if len(s) > MAX_STRING or not _EINSUM_SPEC.fullmatch(s):
-                self.fail("an einsum spec may only contain letters, ',', '->', '...'", node)
+                self.fail("a string argument may only contain letters, digits, '_', ',', "
+                          "'->' and '...'", node)
             return s
         what = f"{op.name}() needs a literal for '{param}' (a number, None or a tuple of ints)"
         if isinstance(node, (ast.Tuple, ast.List)):
@@ -609,7 +610,7 @@ def _operator_span(node: ast.AST):
 
 def _string_param(op: Op, param: str) -> bool:
     """Whether static parameter ``param`` of ``op`` takes a string (einsum's subscripts)."""
-    return any(p.name == param and p.text for p in op.signature.params)
+    return op.signature.takes_string(param)
 
 
 def _as_expr(v: Value) -> Value:

@@ -29,7 +29,8 @@ from .op import REGISTRY, Op
 from .values import freeze
 
 if TYPE_CHECKING:
-    from .graph import Expr, Graph, Node
+    from .expr import Expr
+    from .graph import Graph, Node
 
 INFIX_LIMIT = 20_000  # characters of fully expanded infix text before the let fallback
 LINE_LIMIT = 200  # characters per binding in the let fallback

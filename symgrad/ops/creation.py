@@ -71,7 +71,7 @@ def _dtype_name(op: str, dtype) -> str:
 def _filled(name: str, value_doc: str, **extra) -> None:
     spec = ("=shape", "=fill_value") if extra else ("=shape",)
     register(Op(
-        name=name, signature=sig(*spec, shape=None, **extra, dtype=None),
+        name=name, signature=sig(*spec, shape=None, **extra, dtype=None, strings=("dtype",)),
         prepare=_filled_prepare(name), infer=lambda s, d, a: (a["shape"], a["dtype"]),
         impl=getattr(np, name), differentiable=False, domain=None,
         doc=f"a new array of the given shape {value_doc}",

@@ -12,7 +12,8 @@ from functools import reduce
 import numpy as np
 import sympy as sp
 
-from ..ir.graph import Expr, Graph, call
+from ..ir.expr import Expr, call
+from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.shapes import is_float
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..ir.graph import Expr, Graph, Node
+from ..ir.expr import Expr
+from ..ir.graph import Graph, Node
 from ..ir.text import _type, _value_text, adjoint_pairs, const_text, select
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import SymgradError
-from ..ir.graph import Expr, Graph
+from ..ir.expr import Expr
+from ..ir.graph import Graph
 from ..ir.text import adjoint_pairs, const_text, select
 from .dot import _clip
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DifferentiationError
-from ..ir.graph import Expr, F
+from ..ir.expr import Expr, F
 from ..ir.shapes import fmt, is_float
 from .reverse import backprop
 

@@ -20,7 +20,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import reduce
 
-from ..ir.graph import Expr, F, Graph, NodeView
+from ..ir.expr import Expr, F, NodeView
+from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.shapes import Shape, is_float
 from ..passes import REVERSE, rewriter

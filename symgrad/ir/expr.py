@@ -1,0 +1,351 @@
+"""The Expr handle: one node of a :class:`~symgrad.ir.graph.Graph`, with NumPy-like
+operators, the array protocols, and the functions that build nodes (``build``, ``call``,
+``F.<op>``, ``var``, ``const``).
+
+Exprs from different graphs combine: the smaller graph's part is imported into the larger
+one. Python numbers combine as NumPy 2 combines them (NEP 50: they are "weak", so
+``2.0 * x`` keeps ``x``'s float32).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import ShapeError, SymgradError, UnsupportedError
+from .graph import Graph, Node
+from .op import FUNCTIONS, REGISTRY, Op, public_op
+from .shapes import Shape
+from .text import infix
+
+
+class Expr:
+    """A handle on one node of a :class:`Graph`, with NumPy-like operators.
+
+    >>> import symgrad as sg
+    >>> x, y = sg.var("x"), sg.var("y")
+    >>> str(x * (y + 1))
+    'x * (y + 1)'
+    >>> (x * y).shape
+    ()
+    """
+
+    __slots__ = ("graph", "node")
+    __array_ufunc__ = None  # make NumPy defer: ndarray * Expr -> Expr.__rmul__
+
+    def __init__(self, graph: Graph, node: int) -> None:
+        self.graph = graph
+        self.node = node
+
+    @property
+    def data(self) -> Node:
+        return self.graph.nodes[self.node]
+
+    @property
+    def shape(self) -> Shape:
+        return self.graph.nodes[self.node].shape
+
+    @property
+    def dtype(self) -> str:
+        return self.graph.nodes[self.node].dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def op(self) -> str:
+        return self.graph.nodes[self.node].op
+
+    @property
+    def name(self) -> str | None:
+        return self.graph.nodes[self.node].name
+
+    @property
+    def T(self) -> Expr:
+        return self if self.ndim < 2 else F.transpose(self)  # as NumPy: a vector's .T is it
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise ShapeError("len() of a scalar expression")
+        return self.shape[0]
+
+    def __iter__(self):
+        raise TypeError("symgrad expressions are not iterable; index them explicitly")
+
+    def __bool__(self) -> bool:
+        raise SymgradError(
+            "the truth value of a symbolic expression is unknown; use sg.where(cond, a, b)"
+        )
+
+    def __hash__(self) -> int:
+        return hash((id(self.graph), self.node))
+
+    def __str__(self) -> str:
+        return infix(self)
+
+    def __repr__(self) -> str:
+        return f"<Expr {self} : {self.dtype}{list(self.shape)}>"
+
+    def __add__(self, o):
+        return F.add(self, o)
+
+    def __radd__(self, o):
+        return F.add(o, self)
+
+    def __sub__(self, o):
+        return F.subtract(self, o)
+
+    def __rsub__(self, o):
+        return F.subtract(o, self)
+
+    def __mul__(self, o):
+        return F.multiply(self, o)
+
+    def __rmul__(self, o):
+        return F.multiply(o, self)
+
+    def __truediv__(self, o):
+        return F.divide(self, o)
+
+    def __rtruediv__(self, o):
+        return F.divide(o, self)
+
+    def __pow__(self, o):
+        return F.power(self, o)
+
+    def __rpow__(self, o):
+        return F.power(o, self)
+
+    def __matmul__(self, o):
+        return F.matmul(self, o)
+
+    def __rmatmul__(self, o):
+        return F.matmul(o, self)
+
+    def __neg__(self):
+        return F.negative(self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return F.abs(self)
+
+    def __lt__(self, o):
+        return F.less(self, o)
+
+    def __le__(self, o):
+        return F.less_equal(self, o)
+
+    def __gt__(self, o):
+        return F.greater(self, o)
+
+    def __ge__(self, o):
+        return F.greater_equal(self, o)
+
+    def __eq__(self, o):  # type: ignore[override]
+        return F.equal(self, o)
+
+    def __ne__(self, o):  # type: ignore[override]
+        return F.not_equal(self, o)
+
+    def __and__(self, o):
+        return _logical("logical_and", self, o)
+
+    def __rand__(self, o):
+        return _logical("logical_and", o, self)
+
+    def __or__(self, o):
+        return _logical("logical_or", self, o)
+
+    def __ror__(self, o):
+        return _logical("logical_or", o, self)
+
+    def __xor__(self, o):
+        return _logical("logical_xor", self, o)
+
+    def __rxor__(self, o):
+        return _logical("logical_xor", o, self)
+
+    def __invert__(self):
+        return _logical("logical_not", self)
+
+    def __floordiv__(self, o):
+        return F.floor_divide(self, o)
+
+    def __rfloordiv__(self, o):
+        return F.floor_divide(o, self)
+
+    def __mod__(self, o):
+        return F.mod(self, o)
+
+    def __rmod__(self, o):
+        return F.mod(o, self)
+
+    def __divmod__(self, o):
+        return F.floor_divide(self, o), F.mod(self, o)
+
+    def __rdivmod__(self, o):
+        return F.floor_divide(o, self), F.mod(o, self)
+
+    def __getitem__(self, key):
+        return REGISTRY["index"].front(self, key)
+
+    def sum(self, axis=None, keepdims=False) -> Expr:
+        return F.sum(self, axis=axis, keepdims=keepdims)
+
+    def mean(self, axis=None, keepdims=False) -> Expr:
+        return F.mean(self, axis=axis, keepdims=keepdims)
+
+    def max(self, axis=None, keepdims=False) -> Expr:
+        return F.max(self, axis=axis, keepdims=keepdims)
+
+    def reshape(self, *shape) -> Expr:
+        return F.reshape(self, shape[0] if len(shape) == 1 else shape)
+
+
+def _logical(name: str, *operands: Any) -> Expr:
+    """``& | ^ ~`` on boolean values (NumPy's bitwise operators on integers are not ops)."""
+    for o in operands:
+        dtype = o.dtype if isinstance(o, Expr) else np.asarray(o).dtype.name
+        if dtype != "bool":
+            raise UnsupportedError(
+                f"the operators & | ^ ~ work on boolean expressions (comparisons) in symgrad, "
+                f"not on {dtype}; bitwise integer operations are not supported"
+            )
+    return call(name, *operands)
+
+
+def _home(operands: Sequence[Any]) -> Graph:
+    graphs = [o.graph for o in operands if isinstance(o, Expr)]
+    if not graphs:
+        return Graph()
+    return max(graphs, key=len) if len(graphs) > 1 else graphs[0]
+
+
+def _operand(graph: Graph, o: Any) -> int:
+    if isinstance(o, Expr):
+        return o.node if o.graph is graph else graph.import_node(o.graph, o.node)
+    if isinstance(o, (int, float, bool, np.ndarray, np.number, np.bool_, list)):
+        return graph.const(o)
+    raise SymgradError(f"cannot use {type(o).__name__} {o!r} in a symgrad expression")
+
+
+def var(name: str, shape: Shape | int = (), dtype: str = "float64") -> Expr:
+    """A named input variable; a scalar float64 unless ``shape``/``dtype`` say otherwise.
+
+    >>> import symgrad as sg
+    >>> W = sg.var("W", shape=(4, 3))
+    >>> W.shape, W.dtype
+    ((4, 3), 'float64')
+    """
+    g = Graph()
+    return Expr(g, g.var(name, shape, dtype))
+
+
+def const(value: Any, like: Expr | None = None) -> Expr:
+    """A constant expression (a number or an array), in ``like``'s graph if given.
+
+    >>> import symgrad as sg
+    >>> sg.const([1.0, 2.0]).shape
+    (2,)
+    """
+    g = like.graph if like is not None else Graph()
+    return Expr(g, g.const(value))
+
+
+def build(op: Op, operands: Sequence[Any], attrs: dict) -> Expr:
+    """Apply ``op`` to operands (Exprs, numbers, arrays), merging graphs as needed."""
+    graph = _home(operands)
+    args = tuple(_operand(graph, o) for o in operands)
+    return Expr(graph, graph.add(op, args, attrs))
+
+
+def call(name: str, *args: Any, **kwargs: Any) -> Expr:
+    """Build op ``name`` applied to ``args`` (Exprs, numbers or arrays), bound by its
+    signature; returns an Expr."""
+    op = REGISTRY[name]
+    operands, attrs = op.signature.bind(name, args, kwargs)
+    return build(op, operands, attrs)
+
+
+def function(name: str) -> Callable[..., Any] | None:
+    """The user-facing function NumPy calls ``name`` (``"sum"``, ``"linalg.solve"``): a
+    function of :data:`~symgrad.ir.op.FUNCTIONS`, else the public op's own, else None.
+
+    Every function has a ``signature`` (a :class:`~symgrad.ir.op.Signature`) saying which
+    parameters are operands and which static attributes: what the text parser reads.
+    """
+    fn = FUNCTIONS.get(name)
+    if fn is not None:
+        return fn
+    op = public_op(name)
+    if op is None:
+        return None
+    if op.front is not None:
+        return op.front
+    return _op_function(op, name)
+
+
+def _op_function(op: Op, name: str) -> Callable[..., Expr]:
+    def fn(*args: Any, **kwargs: Any) -> Expr:
+        return call(op.name, *args, **kwargs)
+
+    s = op.signature
+    params, keywords = s.describe()[1:-1], s.keywords_text()
+    fn.__name__ = fn.__qualname__ = name.rsplit(".", 1)[-1]
+    fn.__doc__ = (f"{name}({params}{', ' if params and keywords else ''}{keywords}): "
+                  f"{op.doc or op.name}")
+    fn.signature = s  # type: ignore[attr-defined]
+    return fn
+
+
+class _OpFunctions:
+    """``F.exp(x)`` builds an ``exp`` node: what backprop rules use to write graph."""
+
+    def __getattr__(self, name: str) -> Callable[..., Expr]:
+        if name not in REGISTRY:
+            raise AttributeError(name)
+        return lambda *a, **k: call(name, *a, **k)
+
+
+F = _OpFunctions()
+
+
+class NodeView:
+    """What a backprop rule sees of a node: ``args`` and ``out`` as Exprs, ``attrs``."""
+
+    __slots__ = ("graph", "data")
+
+    def __init__(self, graph: Graph, data: Node) -> None:
+        self.graph, self.data = graph, data
+
+    @property
+    def args(self) -> tuple[Expr, ...]:
+        return tuple(Expr(self.graph, a) for a in self.data.args)
+
+    @property
+    def out(self) -> Expr:
+        return Expr(self.graph, self.data.id)
+
+    @property
+    def attrs(self) -> dict:
+        return self.data.attrs
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.data.shape
+
+    @property
+    def dtype(self) -> str:
+        return self.data.dtype
+
+
+Graph.handle = Expr
