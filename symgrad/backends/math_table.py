@@ -66,6 +66,8 @@ MATH: dict[str, Template | None] = {
     "expand_dims": None, "squeeze": None, "concatenate": None, "stack": None, "index": None,
     "index_add": None, "scatter_sum": None, "take": None, "zeros_like": None,
     "ones_like": None, "eye": None, "zeros": None, "ones": None, "full": None, "arange": None,
+    "prod": None, "all": None, "any": None, "cumsum": None, "cumprod": None, "argmax": None,
+    "argmin": None, "sort": None, "argsort": None, "partition": None, "argpartition": None,
 }
 
 

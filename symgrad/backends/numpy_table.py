@@ -19,6 +19,7 @@ import numpy as np
 
 from ..ops.indexing import _sg_index_add, _sg_scatter_sum, key_source, split_parts
 from ..ops.reductions import _sg_log_softmax, _sg_logsumexp, _sg_softmax
+from ..ops.sorting import _sg_partition
 
 NUMPY_TYPE = {"float64": "np.float64", "float32": "np.float32", "int64": "np.int64",
               "int32": "np.int32", "bool": "np.bool_"}
@@ -140,6 +141,15 @@ NUMPY: dict[str, Template] = {
     "logsumexp": T("_sg_logsumexp({0}, {axis!r}, {keepdims!r})", (_sg_logsumexp,)),
     "softmax": T("_sg_softmax({0}, {axis!r})", (_sg_softmax,)),
     "log_softmax": T("_sg_log_softmax({0}, {axis!r})", (_sg_log_softmax,)),
+    "prod": T("np.prod({0}, axis={axis!r}, keepdims={keepdims!r})"),
+    "all": T("np.all({0}, axis={axis!r}, keepdims={keepdims!r})"),
+    "any": T("np.any({0}, axis={axis!r}, keepdims={keepdims!r})"),
+    "cumsum": T("np.cumsum({0}, axis={axis!r})"), "cumprod": T("np.cumprod({0}, axis={axis!r})"),
+    "argmax": T("np.argmax({0}, axis={axis!r}, keepdims={keepdims!r})"),
+    "argmin": T("np.argmin({0}, axis={axis!r}, keepdims={keepdims!r})"),
+    "sort": T("np.sort({0}, axis={axis!r})"), "argsort": T("np.argsort({0}, axis={axis!r})"),
+    "partition": T("_sg_partition({0}, {kth!r}, {axis!r})", (_sg_partition,)),
+    "argpartition": T("np.argpartition({0}, {kth!r}, axis={axis!r})"),
     # linear algebra
     "matmul": T("{0} @ {1}"), "dot": T("np.dot({0}, {1})"), "outer": T("np.outer({0}, {1})"),
     "transpose": T("np.transpose({0}, {axes!r})"),
