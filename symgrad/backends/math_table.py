@@ -60,14 +60,14 @@ MATH: dict[str, Template | None] = {
     "fmin": None, "copysign": T("math.copysign({0}, {1})"),
     "float_power": T("math.pow({0}, {1})"), "heaviside": None, "astype": None,
     # no scalar form: arrays, axes or helpers
-    "sum": None, "mean": None, "max": None, "min": None, "logsumexp": None, "softmax": None,
-    "log_softmax": None, "matmul": None, "dot": None, "outer": None, "transpose": None,
-    "matrix_transpose": None, "einsum": None, "reshape": None, "broadcast_to": None,
-    "expand_dims": None, "squeeze": None, "concatenate": None, "stack": None, "index": None,
-    "index_add": None, "scatter_sum": None, "take": None, "zeros_like": None,
-    "ones_like": None, "eye": None, "zeros": None, "ones": None, "full": None, "arange": None,
-    "prod": None, "all": None, "any": None, "cumsum": None, "cumprod": None, "argmax": None,
-    "argmin": None, "sort": None, "argsort": None, "partition": None, "argpartition": None,
+    **dict.fromkeys((
+        "sum", "mean", "max", "min", "logsumexp", "softmax", "log_softmax", "matmul", "dot",
+        "outer", "transpose", "matrix_transpose", "einsum", "reshape", "broadcast_to",
+        "expand_dims", "squeeze", "concatenate", "stack", "index", "index_add", "scatter_sum",
+        "take", "zeros_like", "ones_like", "eye", "zeros", "ones", "full", "arange", "linspace",
+        "prod", "all", "any", "cumsum", "cumprod", "argmax", "argmin", "sort", "argsort",
+        "partition", "argpartition",
+    )),
 }
 
 

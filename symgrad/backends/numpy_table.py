@@ -166,7 +166,9 @@ NUMPY: dict[str, Template] = {
     "take": T("np.take({0}, {1}, axis={axis!r})"),
     # constant-makers
     "zeros_like": T("np.zeros_like({0})"), "ones_like": T("np.ones_like({0})"),
-    "eye": T("np.eye({N!r}, {M!r})"), "zeros": _filled("zeros", False),
+    "eye": T("np.eye({N!r}, {M!r}, {k!r}, dtype=np.{dtype})"), "zeros": _filled("zeros", False),
     "ones": _filled("ones", False), "full": _filled("full", True),
-    "arange": T("np.arange({stop!r})"),
+    "arange": T("np.arange({start!r}, {stop!r}, {step!r}, dtype=np.{dtype})"),
+    "linspace": T("np.linspace({start!r}, {stop!r}, {num!r}, endpoint={endpoint!r}, "
+                  "dtype=np.{dtype})"),
 }
