@@ -339,12 +339,16 @@ def test_scalar_constants_are_exact_literals(c, literal):
 
 
 def test_literal_keeps_the_graphs_dtype():
+    """NEP 50, as NumPy 2: a Python float is weak (float32 stays float32), a NumPy float64
+    scalar is not (it promotes); the emitted code computes what the graph says."""
     x = sg.var("x", shape=(2,), dtype="float32")
-    f = x * 3.0  # a float64 constant: the graph (and the evaluator) promote to float64
-    fn = sg.compile(f)
     v = np.array([1.5, 2.5], dtype=np.float32)
-    assert f.dtype == "float64"
-    assert_same(fn(v), sg.evaluate(f, {"x": v}))
+    for f, numpy in ((x * 3.0, v * 3.0), (x * np.float64(3.0), v * np.float64(3.0)),
+                     (x * 3, v * 3), (x + np.float32(0.1), v + np.float32(0.1))):
+        assert f.dtype == numpy.dtype.name
+        fn = sg.compile(f)
+        assert_same(fn(v), sg.evaluate(f, {"x": v}))
+        assert_same(fn(v), numpy)
 
 
 def test_array_constants_are_hoisted_read_only_and_exact():

@@ -230,12 +230,38 @@ def _home(operands: Sequence[Any]) -> Graph:
     return max(graphs, key=len) if len(graphs) > 1 else graphs[0]
 
 
-def _operand(graph: Graph, o: Any) -> int:
+def _operand(graph: Graph, o: Any, strong: list[str] | None = None) -> int:
     if isinstance(o, Expr):
         return o.node if o.graph is graph else graph.import_node(o.graph, o.node)
-    if isinstance(o, (int, float, bool, np.ndarray, np.number, np.bool_, list)):
+    if strong and type(o) in (int, float):  # NEP 50: a Python number takes the others' type
+        try:
+            weak = np.result_type(*strong, o)
+        except OverflowError:
+            raise ShapeError(f"the Python integer {o} does not fit the operands' dtype "
+                             f"{np.result_type(*strong).name}") from None
+        value = np.asarray(o)  # int64 or float64, unless that would change the result type
+        if np.result_type(*strong, value.dtype) != weak:
+            value = value.astype(weak)
+        return graph.const(value)
+    if isinstance(o, (int, float, bool, np.ndarray, np.number, np.bool_, list, tuple)):
         return graph.const(o)
-    raise SymgradError(f"cannot use {type(o).__name__} {o!r} in a symgrad expression")
+    raise SymgradError(f"cannot use {type(o).__name__} {_describe(o)} in a symgrad expression")
+
+
+def _describe(o: Any) -> str:
+    text = repr(o)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _strong_dtypes(operands: Sequence[Any]) -> list[str]:
+    """The dtypes of the operands that are not Python numbers (those fix the result type)."""
+    out = []
+    for o in operands:
+        if isinstance(o, Expr):
+            out.append(o.dtype)
+        elif isinstance(o, (np.ndarray, np.generic)):
+            out.append(o.dtype.name)
+    return out
 
 
 def var(name: str, shape: Shape | int = (), dtype: str = "float64") -> Expr:
@@ -264,7 +290,8 @@ def const(value: Any, like: Expr | None = None) -> Expr:
 def build(op: Op, operands: Sequence[Any], attrs: dict) -> Expr:
     """Apply ``op`` to operands (Exprs, numbers, arrays), merging graphs as needed."""
     graph = _home(operands)
-    args = tuple(_operand(graph, o) for o in operands)
+    strong = _strong_dtypes(operands) if op.elementwise else None
+    args = tuple(_operand(graph, o, strong) for o in operands)
     return Expr(graph, graph.add(op, args, attrs))
 
 
