@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import ShapeError, SymgradError, UnsupportedError
 from .graph import Graph, Node
-from .op import FUNCTIONS, REGISTRY, Op, public_op
+from .op import FUNCTIONS, REGISTRY, UNSUPPORTED, Op, public_op
 from .shapes import Shape
 from .text import infix
 
@@ -33,7 +33,7 @@ class Expr:
     """
 
     __slots__ = ("graph", "node")
-    __array_ufunc__ = None  # make NumPy defer: ndarray * Expr -> Expr.__rmul__
+    __array_priority__ = 1000.0  # NumPy scalars and arrays defer to Expr's operators
 
     def __init__(self, graph: Graph, node: int) -> None:
         self.graph = graph
@@ -73,16 +73,70 @@ class Expr:
 
     def __len__(self) -> int:
         if not self.shape:
-            raise ShapeError("len() of a scalar expression")
+            raise UnsupportedError("len() of a 0-d expression (it has no length, as in NumPy)")
         return self.shape[0]
 
     def __iter__(self):
-        raise TypeError("symgrad expressions are not iterable; index them explicitly")
+        """The rows along the first axis, as NumPy iterates (the shape is known)."""
+        if not self.shape:
+            raise UnsupportedError("iteration over a 0-d expression (as in NumPy)")
+        return (self[k] for k in range(self.shape[0]))
 
     def __bool__(self) -> bool:
-        raise SymgradError(
-            "the truth value of a symbolic expression is unknown; use sg.where(cond, a, b)"
+        raise UnsupportedError(
+            "the truth value of a symbolic expression is unknown while tracing (its value "
+            "comes later); use sg.where(cond, a, b) instead of if/else"
         )
+
+    def _no_value(self, what: str):
+        raise UnsupportedError(
+            f"{what} of a symbolic expression: its value is unknown while tracing; keep it "
+            "symbolic (indexing, where, len for sizes) or evaluate it with sg.evaluate"
+        )
+
+    def __float__(self) -> float:
+        self._no_value("float()")
+
+    def __int__(self) -> int:
+        self._no_value("int()")
+
+    def __index__(self) -> int:
+        self._no_value("using as an index or size")
+
+    def __complex__(self) -> complex:
+        self._no_value("complex()")
+
+    def __array__(self, dtype=None, copy=None):
+        self._no_value("converting to a NumPy array")
+
+    def item(self, *args):
+        self._no_value(".item()")
+
+    def tolist(self):
+        self._no_value(".tolist()")
+
+    def __setitem__(self, key, value):
+        raise UnsupportedError(
+            "symbolic arrays cannot be assigned in place; build the new array with "
+            "x.at[index].set(value) (or .add(value)), which returns it"
+        )
+
+    @property
+    def at(self) -> _At:
+        """Functional updates: ``x.at[idx].set(v)``, ``.add(v)``, ``.multiply(v)``, ``.get()``.
+
+        >>> import symgrad as sg
+        >>> x = sg.var("x", shape=(3,))
+        >>> sg.evaluate(x.at[1].set(5.0), {"x": [1.0, 2.0, 3.0]})
+        array([1., 5., 3.])
+        """
+        return _At(self)
+
+    def __array_ufunc__(self, ufunc, method: str, *inputs: Any, **kwargs: Any):
+        return _array_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args: tuple, kwargs: dict):
+        return _numpy_call(_numpy_name(func), args, kwargs)
 
     def __hash__(self) -> int:
         return hash((id(self.graph), self.node))
@@ -198,17 +252,141 @@ class Expr:
     def __getitem__(self, key):
         return REGISTRY["index"].front(self, key)
 
-    def sum(self, axis=None, keepdims=False) -> Expr:
-        return F.sum(self, axis=axis, keepdims=keepdims)
+    def reshape(self, *shape, order="C") -> Expr:
+        return _numpy_call("reshape", (self, shape[0] if len(shape) == 1 else shape),
+                           {"order": order})
 
-    def mean(self, axis=None, keepdims=False) -> Expr:
-        return F.mean(self, axis=axis, keepdims=keepdims)
+    def __getattr__(self, name: str) -> Any:
+        """NumPy's ndarray methods (``x.var()``, ``x.dot(y)``, ``x.ravel()``, ...), from the
+        functions of the same name."""
+        target = _METHODS.get(name)
+        if target is None or function(target) is None:
+            raise AttributeError(f"'Expr' has no attribute {name!r}")
+        return lambda *args, **kwargs: _numpy_call(target, (self, *args), kwargs)
 
-    def max(self, axis=None, keepdims=False) -> Expr:
-        return F.max(self, axis=axis, keepdims=keepdims)
+    @property
+    def mT(self) -> Expr:
+        return F.matrix_transpose(self)
 
-    def reshape(self, *shape) -> Expr:
-        return F.reshape(self, shape[0] if len(shape) == 1 else shape)
+    @property
+    def real(self) -> Expr:
+        return self
+
+    @property
+    def imag(self) -> Expr:
+        return F.zeros_like(self)
+
+    def flatten(self, order="C") -> Expr:
+        return _numpy_call("ravel", (self,), {"order": order})
+
+    def transpose(self, *axes) -> Expr:
+        axes = axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes or None
+        return F.transpose(self, axes)
+
+    def sort(self, *args, **kwargs):
+        raise UnsupportedError("x.sort() sorts in place; use np.sort(x) (symgrad.numpy.sort)")
+
+
+# ndarray methods that are NumPy functions of the array (x.var(...) is var(x, ...))
+_METHODS = {name: name for name in (
+    "all", "any", "argmax", "argmin", "argpartition", "argsort", "astype", "clip", "copy",
+    "cumprod", "cumsum", "diagonal", "dot", "max", "mean", "min", "prod", "ptp", "ravel",
+    "repeat", "round", "squeeze", "std", "sum", "swapaxes", "take", "trace", "var", "conj",
+    "conjugate",
+)}
+
+
+class _At:
+    """``x.at[key]``: the position to update functionally."""
+
+    __slots__ = ("x",)
+
+    def __init__(self, x: Expr) -> None:
+        self.x = x
+
+    def __getitem__(self, key: Any) -> _Slot:
+        return _Slot(self.x, key)
+
+
+class _Slot:
+    """``x.at[key]`` with ``set``, ``add``, ``multiply`` and ``get``, each returning a new
+    Expr (JAX's spelling). ``add`` accumulates duplicate indices (``np.add.at``); ``set`` and
+    ``multiply`` expect each position once."""
+
+    __slots__ = ("x", "key")
+
+    def __init__(self, x: Expr, key: Any) -> None:
+        self.x, self.key = x, key
+
+    def get(self) -> Expr:
+        return self.x[self.key]
+
+    def _scatter(self, v: Any) -> Expr:
+        """``v`` (broadcast to ``x[key]``) written into zeros of x's shape."""
+        x, part = self.x, self.x[self.key]
+        values = F.broadcast_to(v, part.shape) if _shape_of(v) != part.shape else v
+        if part.node == x.node:
+            return values
+        return F.index_add(values, *(Expr(x.graph, a) for a in part.data.args[1:]),
+                           key=part.data.attrs["key"], shape=x.shape)
+
+    def add(self, v: Any) -> Expr:
+        return self.x + self._scatter(v)
+
+    def set(self, v: Any) -> Expr:
+        return F.where(self._mask(), self._scatter(v), self.x)
+
+    def multiply(self, v: Any) -> Expr:
+        return F.where(self._mask(), self.x * self._scatter(v), self.x)
+
+    def _mask(self) -> Expr:
+        return self._scatter(np.ones((), dtype=bool)) if self.x[self.key].node == self.x.node \
+            else self._scatter(1) > 0
+
+
+def _shape_of(v: Any) -> tuple:
+    return v.shape if isinstance(v, Expr) else np.shape(v)
+
+
+# ufunc methods as the reductions and scans they are
+_REDUCE = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
+           "logical_and": "all", "logical_or": "any", "logaddexp": "logsumexp"}
+_ACCUMULATE = {"add": "cumsum", "multiply": "cumprod"}
+
+
+def _numpy_name(func: Any) -> str:
+    """NumPy's name of a function object: ``"sum"``, ``"linalg.solve"``."""
+    module = getattr(func, "__module__", "") or ""
+    sub = module.removeprefix("numpy").strip(".") if module.startswith("numpy") else ""
+    name = getattr(func, "__name__", repr(func))
+    return f"{sub}.{name}" if sub and not sub.startswith("_") else name
+
+
+def _numpy_call(name: str, args: tuple, kwargs: dict) -> Any:
+    fn = function(name)
+    if fn is None:
+        hint = UNSUPPORTED.get(name, "symgrad.numpy lists what is covered (dir(sg.numpy))")
+        raise UnsupportedError(f"numpy.{name} is not supported on symbolic arrays: {hint}")
+    return fn(*args, **kwargs)
+
+
+def _array_ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
+    name = ufunc.__name__
+    if method == "__call__":
+        return _numpy_call(name, inputs, kwargs)
+    if method == "reduce" and name in _REDUCE:
+        kwargs = {"axis": 0, **kwargs}
+        if name == "logaddexp":
+            kwargs.pop("dtype", None)
+        return _numpy_call(_REDUCE[name], inputs, kwargs)
+    if method == "accumulate" and name in _ACCUMULATE:
+        return _numpy_call(_ACCUMULATE[name], inputs, {"axis": 0, **kwargs})
+    if method == "outer" and len(inputs) == 2:
+        a, b = inputs
+        b_nd = _shape_of(b)
+        a = F.reshape(a, _shape_of(a) + (1,) * len(b_nd)) if b_nd else a
+        return _numpy_call(name, (a, b), kwargs)
+    raise UnsupportedError(f"numpy.{name}.{method} is not supported on symbolic arrays")
 
 
 def _logical(name: str, *operands: Any) -> Expr:

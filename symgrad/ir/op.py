@@ -56,8 +56,9 @@ class SignatureError(SymgradError, TypeError):
 
 @dataclass(frozen=True)
 class Param:
-    """One parameter of an op: an ``operand``, ``operands`` (``*xs``: any number), a
-    ``list`` of operands (``[xs]``: one list argument) or a ``static`` attribute."""
+    """One parameter of an op: an ``operand``, an ``optional`` operand (``?x``: may be left
+    out), ``operands`` (``*xs``: any number), a ``list`` of operands (``[xs]``: one list
+    argument) or a ``static`` attribute."""
 
     name: str
     kind: str
@@ -108,7 +109,7 @@ class Signature:
                 operands.extend(args)
                 args = []
             elif not args:
-                if p.kind == "static":
+                if p.kind in ("static", "optional"):
                     continue
                 raise SignatureError(f"{op}() is missing its argument '{p.name}'")
             elif p.kind == "list":
@@ -133,8 +134,8 @@ class Signature:
 
     def describe(self) -> str:
         """``(x, axis, keepdims)``: the parameters as a person reads them."""
-        marks = {"operands": "*", "list": "[", "static": "", "operand": ""}
-        ends = {"list": "]"}
+        marks = {"operands": "*", "list": "[", "static": "", "operand": "", "optional": ""}
+        ends = {"list": "]", "optional": "=None"}
         return "(" + ", ".join(f"{marks[p.kind]}{p.name}{ends.get(p.kind, '')}"
                                for p in self.params) + ")"
 
@@ -146,9 +147,10 @@ class Signature:
 
 def sig(*spec: str, infix: tuple[str, int] | None = None, strings: tuple[str, ...] = (),
         **defaults: Any) -> Signature:
-    """A :class:`Signature` from a spec: ``"x"`` an operand, ``"*xs"`` any number of
-    operands, ``"[xs]"`` one list of operands, ``"=name"`` a static attribute given
-    positionally (``"=spec:str"`` for a string); keyword arguments are the static
+    """A :class:`Signature` from a spec: ``"x"`` an operand, ``"?x"`` an operand that may be
+    left out, ``"*xs"`` any number of operands, ``"[xs]"`` one list of operands, ``"=name"``
+    a static attribute given positionally (``"=spec:str"`` for a string); keyword arguments
+    are the static
     attributes' defaults (every static attribute needs one); ``strings`` names keyword
     attributes that take a string (``dtype``).
 
@@ -164,6 +166,8 @@ def sig(*spec: str, infix: tuple[str, int] | None = None, strings: tuple[str, ..
         elif p.startswith("="):
             name, _, kind = p[1:].partition(":")
             params.append(Param(name, "static", kind == "str"))
+        elif p.startswith("?"):
+            params.append(Param(p[1:], "optional"))
         else:
             params.append(Param(p, "operand"))
     missing = [p.name for p in params if p.kind == "static" and p.name not in defaults]
@@ -216,6 +220,8 @@ ALIASES: dict[str, str] = {}  # public name -> op name (``sub`` -> ``subtract``)
 # end fills it (symgrad.frontend.numpy_functions); the array protocols of Expr look names up
 # here first, then in REGISTRY/ALIASES. Each function carries its parsed ``signature``.
 FUNCTIONS: dict[str, Callable[..., Any]] = {}
+# NumPy names symgrad deliberately does not trace, with what to use instead.
+UNSUPPORTED: dict[str, str] = {}
 
 
 def register(op: Op) -> Op:

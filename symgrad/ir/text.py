@@ -161,7 +161,7 @@ def _call_pieces(graph: Graph, n: Node, op: Op) -> list[Piece]:
     nargs, pos = len(n.args), 0
     shown: set[str] = set()
     for k, p in enumerate(params):
-        later = sum(1 for q in params[k + 1:] if q.kind == "operand")
+        later = sum(1 for q in params[k + 1:] if q.kind in ("operand", "optional"))
         if p.kind == "static":
             if any(q.kind != "static" for q in params[k + 1:]):
                 parts.append([_value_text(n.attrs.get(p.name))])  # must stay positional
