@@ -499,16 +499,15 @@ def broadcast_arrays(*args):
 def diff(a, n=1, axis=-1, prepend=None, append=None):
     a = as_expr(a)
     axis = axis_int("diff", axis, a.ndim)
-    parts = []
-    for extra in (prepend, None, append):
-        if extra is None:
-            parts.append(a if not parts else None)
-            continue
-        e = as_expr(extra)
-        if e.ndim == 0:
-            e = F.broadcast_to(e, a.shape[:axis] + (1,) + a.shape[axis + 1:])
-        parts.append(e)
-    a = concatenate([p for p in parts if p is not None], axis=axis)
+    edge = a.shape[:axis] + (1,) + a.shape[axis + 1:]
+    pieces = [a]
+    if prepend is not None:
+        p = as_expr(prepend)
+        pieces.insert(0, F.broadcast_to(p, edge) if p.ndim == 0 else p)
+    if append is not None:
+        p = as_expr(append)
+        pieces.append(F.broadcast_to(p, edge) if p.ndim == 0 else p)
+    a = concatenate(pieces, axis=axis)
     for _ in range(n):
         a = _slice_along(a, axis, slice(1, None)) - _slice_along(a, axis, slice(None, -1))
     return a
@@ -663,17 +662,14 @@ def size(a, axis=None):
 
 def _sublist_spec(args: tuple) -> tuple[str, list]:
     """NumPy's ``einsum(op0, sublist0, op1, sublist1, ..., [sublistout])`` as a string."""
-    ops, terms = list(args[0::2]), list(args[1::2])
+    out = args[-1] if len(args) % 2 else None
+    pairs = args[:-1] if len(args) % 2 else args
+    ops, terms = list(pairs[0::2]), list(pairs[1::2])
     if not terms or not all(isinstance(t, (list, tuple)) and all(
             s is Ellipsis or (isinstance(s, (int, np.integer)) and not isinstance(s, bool))
             for s in t) for t in terms):
         raise SignatureError("einsum: the first argument must be a subscripts string like "
                              "'ij,jk->ik' (or use NumPy's sublist form op0, [0, 1], ...)")
-    out = None
-    if len(ops) > len(terms):
-        raise ShapeError("einsum: every operand needs a subscript list")
-    if len(terms) > len(ops):
-        out = terms.pop()
 
     def word(sub):
         return "".join("..." if s is Ellipsis else _LETTERS[int(s)] for s in sub)

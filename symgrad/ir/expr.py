@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ShapeError, SymgradError, UnsupportedError
+from ..errors import NameConflictError, ShapeError, SymgradError, UnsupportedError
 from .graph import Graph, Node
 from .op import FUNCTIONS, REGISTRY, UNSUPPORTED, Op, public_op
 from .shapes import Shape
@@ -412,14 +412,14 @@ def _operand(graph: Graph, o: Any, strong: list[str] | None = None) -> int:
     if isinstance(o, Expr):
         return o.node if o.graph is graph else graph.import_node(o.graph, o.node)
     if strong and type(o) in (int, float):  # NEP 50: a Python number takes the others' type
-        try:
-            weak = np.result_type(*strong, o)
-        except OverflowError:
-            raise ShapeError(f"the Python integer {o} does not fit the operands' dtype "
-                             f"{np.result_type(*strong).name}") from None
+        weak = np.result_type(*strong, o)
         value = np.asarray(o)  # int64 or float64, unless that would change the result type
         if np.result_type(*strong, value.dtype) != weak:
-            value = value.astype(weak)
+            try:
+                value = np.asarray(o, dtype=weak)
+            except OverflowError:
+                raise ShapeError(f"the Python integer {o} does not fit the operands' dtype "
+                                 f"{weak.name}") from None
         return graph.const(value)
     if isinstance(o, (int, float, bool, np.ndarray, np.number, np.bool_, list, tuple)):
         return graph.const(o)
@@ -442,14 +442,23 @@ def _strong_dtypes(operands: Sequence[Any]) -> list[str]:
     return out
 
 
-def var(name: str, shape: Shape | int = (), dtype: str = "float64") -> Expr:
+def var(name: str, shape: Shape | int = (), dtype: str = "float64", **numpy: Any) -> Expr:
     """A named input variable; a scalar float64 unless ``shape``/``dtype`` say otherwise.
 
     >>> import symgrad as sg
     >>> W = sg.var("W", shape=(4, 3))
     >>> W.shape, W.dtype
     ((4, 3), 'float64')
+
+    ``sg.var`` makes variables; NumPy's variance is ``symgrad.numpy.var`` (pass
+    ``np=symgrad.numpy`` to NumPy code that calls ``np.var``).
     """
+    if not isinstance(name, str) or numpy:
+        raise NameConflictError(
+            f"sg.var makes a variable from a name, got {type(name).__name__}"
+            f"{' and ' + ', '.join(numpy) if numpy else ''}: for NumPy's "
+            "variance use symgrad.numpy.var (code written for np= should get symgrad.numpy)"
+        )
     g = Graph()
     return Expr(g, g.var(name, shape, dtype))
 
