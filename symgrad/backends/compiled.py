@@ -19,6 +19,7 @@ from typing import Any
 from ..errors import DifferentiationError, InputError, SymgradError
 from ..ir.graph import Expr
 from ..ir.shapes import fmt
+from ..progress import step
 from .interpreter import check_input
 from .numpy_source import Module, Namer, output_list, resolve_inputs
 
@@ -64,7 +65,9 @@ def _load(source: str, tag: str) -> tuple[dict, str]:
     digest = hashlib.sha1(source.encode()).hexdigest()[:12]
     filename = f"<symgrad:{tag}-{digest}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    code = builtins.compile(source, filename, "exec", dont_inherit=True)
+    with step("compile (CPython)", total=source.count("\n"), unit="line") as s:
+        code = builtins.compile(source, filename, "exec", dont_inherit=True)
+        s.update(s.total)
     module = types.ModuleType(f"symgrad_generated_{tag}_{digest}")
     module.__file__ = filename
     exec(code, module.__dict__)  # our own generated text: names and literals are checked

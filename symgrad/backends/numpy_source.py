@@ -44,6 +44,7 @@ from ..errors import SymgradError
 from ..ir.graph import Expr, Graph
 from ..ir.shapes import fmt
 from ..ir.text import adjoint_pairs
+from ..progress import start
 from .math_table import MATH, fallback_names
 from .numpy_table import NUMPY, NUMPY_TYPE, Template, constant_source, scalar_source
 
@@ -509,7 +510,9 @@ class Module:
         lines += doc
         outputs = set(p.outputs)
         releases = _releases(nodes, p.order, outputs)
+        progress = start(f"emit {fname or p.name}", total=len(p.order))
         for i in p.order:
+            progress.update()
             n = nodes[i]
             if n.is_var or (n.is_const and i not in outputs):
                 continue
@@ -518,6 +521,7 @@ class Module:
                 expr += ".copy()"  # never hand out the shared module constant
             lines.append(self._line(f"    {names[i]} = {expr}", n, names))
             lines += _del_lines([names[a] for a in releases.get(i, ())])
+        progress.close()
         for i, alias in sorted(p.aliases.items()):
             code = f"    {alias} = {names[i]}"
             lines.append(self._line(code, nodes[i], names, p.alias_of.get(i)))
