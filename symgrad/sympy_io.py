@@ -177,14 +177,26 @@ class _FromSympy:
             if e.is_Symbol:
                 done[e] = Expr(self.graph, self.graph.var(
                     e.name, self.shapes.get(e.name, ()), self.dtypes.get(e.name, "float64")))
-            elif e.is_Number or e.is_NumberSymbol or e in (self.sp.oo, -self.sp.oo):
+            elif e.is_number or e in (self.sp.oo, -self.sp.oo, self.sp.nan):
                 done[e] = Expr(self.graph, self.graph.const(self._float(e)))
             elif not ready:
+                self._known(e)
                 stack.append((e, True))
                 stack.extend((a, False) for a in self._children(e))
             else:
                 done[e] = self._build(e)
         return done[root]
+
+    def _known(self, e: Any) -> None:
+        """Refuse what has no op before translating its arguments (name the outer kind)."""
+        kind = type(e).__name__
+        if e.is_Add or e.is_Mul or e.is_Pow or kind in self.names:
+            return
+        if any(e.match(p) for p, _, _ in self.patterns):
+            return
+        known = ", ".join(sorted(self.names))
+        raise SymgradError(f"from_sympy: sympy's {kind} has no symgrad op (translatable: "
+                           f"numbers, symbols, +, -, *, /, **, {known})")
 
     def _children(self, e: Any) -> list:
         if e.is_Pow and e.exp.is_Integer:
@@ -237,11 +249,7 @@ class _FromSympy:
 
     def _function(self, e: Any) -> Expr:
         kind = type(e).__name__
-        op = self.names.get(kind)
-        if op is None:
-            known = ", ".join(sorted(self.names))
-            raise SymgradError(f"from_sympy: sympy's {kind} has no symgrad op (translatable: "
-                               f"numbers, symbols, +, -, *, /, **, {known})")
+        op = self.names[kind]
         args = [self.done[a] for a in e.args]
         arity = REGISTRY[op].arity
         if arity == 2 and len(args) > 2:  # Max(a, b, c)
@@ -344,7 +352,7 @@ def _render(sp, shape: tuple, e: Any, holes: dict, top: bool = False) -> str:
     """sympy's LaTeX of ``e`` with the placeholders filled in."""
     if top and isinstance(e, sp.Symbol) and e.name in holes:
         return holes[e.name][0]
-    text = sp.latex(e, mul_symbol=r"\odot" if shape else None)
+    text = sp.latex(e, mul_symbol=r" \odot " if shape else None)
 
     def fill(m: re.Match) -> str:
         body, rank = holes[m.group(1)]

@@ -257,7 +257,7 @@ def _svg(scene: Scene) -> str:
         pts = edge_points(scene, e)
         d = "M" + " L".join(f"{X(x)},{Y(y)}" for x, y in pts)
         dash = {"-": "", "--": ' stroke-dasharray="6 3"', ":": ' stroke-dasharray="2 3"'}[style]
-        out.append(f'<path class="edge {e.kind}" data-src="{e.src}" data-dst="{e.dst}" d="{d}" '
+        out.append(f'<path class="edge {e.kind}" data-tail="{e.src}" data-head="{e.dst}" d="{d}" '
                    f'fill="none" stroke="{colour}" stroke-width="{lw * 1.3:.1f}"{dash} '
                    f'marker-end="url(#head-{e.kind})"/>')
         if e.label:
@@ -343,8 +343,8 @@ _SCRIPT = """
     document.querySelectorAll('g.box').forEach(g => {
       g.classList.toggle('partner', g.id === info.adjoint);
     });
-    edges.forEach(p => p.classList.toggle('lit', p.dataset.src === key ||
-                                                  p.dataset.dst === key));
+    edges.forEach(p => p.classList.toggle('lit', p.dataset.tail === key ||
+                                                  p.dataset.head === key));
   }
   document.querySelectorAll('g.box').forEach(g => {
     g.addEventListener('mouseenter', () => { if (!picked) show(g.id); });
