@@ -120,7 +120,7 @@ def test_errors_say_what_to_do():
     with pytest.raises(sg.InputError, match="must be hashable"):
         sg.grad(lambda x, **k: x)(1.0, opts=[1])
     with pytest.raises(sg.SymgradError, match="not been traced"):
-        sg.grad(lambda x: x).source
+        _ = sg.grad(lambda x: x).source
 
 
 def test_symbolic_grad_is_unchanged():
