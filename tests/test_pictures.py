@@ -34,9 +34,9 @@ def network():
     return [f, *sg.grad(f, ["W", "b", "V", "g"])]
 
 
-def goodfellow():  # Fig. 6.9: z = f(f(f(w))) with f = exp
+def goodfellow():  # Fig. 6.9: z = f(f(f(w))), with f = sin as in the notebook
     w = sg.var("w")
-    z = sg.exp(sg.exp(sg.exp(w)))
+    z = sg.sin(sg.sin(sg.sin(w)))
     return [z, sg.grad(z, w)]
 
 
@@ -46,12 +46,11 @@ def sin_times_y():
     return [f, *sg.grad(f, [x, y])]
 
 
-def tomassoli():  # four paths from a to e
+def tomassoli():  # four paths from a to e, the notebook's functions
     a = sg.var("a")
-    b1, b2 = a * a, a + 2.0
-    c = b1 - b2
-    d1, d2 = c * -0.25, c / 2.0
-    return [d1 * d2, sg.grad(d1 * d2, a)]
+    c = a**2 - (a + 2)
+    e = (3 - c) * sg.sqrt(c)
+    return [e, sg.grad(e, a)]
 
 
 EXAMPLES = {"collins": collins, "network": network, "goodfellow": goodfellow,
@@ -312,3 +311,15 @@ def test_html_page_in_a_real_browser(tmp_path):
         assert not [entry for entry in logs if entry.get("level") == "SEVERE"], logs
     finally:
         browser.quit()
+
+
+FIGURES = Path(__file__).resolve().parents[1] / "notebooks" / "figures"
+
+
+@pytest.mark.parametrize("name", ["collins_example1", "collins_example4", "collins_network",
+                                  "goodfellow_fig_6_10", "tomassoli_paths", "sin_x_times_y",
+                                  "chain_300", "collins_example4_page",
+                                  "collins_network_graphviz", "before_collins_network"])
+def test_the_committed_figures_are_there(name):
+    data = (FIGURES / f"{name}.png").read_bytes()  # notebooks/figures.py draws them
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000

@@ -136,7 +136,7 @@ def _edges(ax, scene: Scene) -> None:
         lines.setdefault(e.kind, []).append(pts)
         heads.setdefault(e.kind, []).append(_head(pts[-2], pts[-1]))
         if e.label:
-            x, y = pts[(3 * len(pts)) // 4]
+            x, y = label_point(scene, e, pts)
             ax.text(x, y + 0.02, e.label, ha="center", va="bottom", fontsize=7,
                     color=EDGE_STYLE[e.kind][0], zorder=5)
     for kind, segs in lines.items():
@@ -160,7 +160,16 @@ def edge_points(scene: Scene, e: Edge) -> list[tuple[float, float]]:
     pts = _clipped(scene, e)
     if e.kind in ("cross", "link"):
         pts = _curve(pts[0], pts[-1], 0.15 if e.kind == "cross" else 0.1)
+    elif e.kind == "b-operand" and abs(a.level - b.level) > 1:
+        pts = _curve(pts[0], pts[-1], 0.12)  # bend around the boxes between
     return pts
+
+
+def label_point(scene: Scene, e: Edge, pts: list) -> tuple[float, float]:
+    """Where an edge's label goes: near the end of an arc within a row (the ends of nested
+    arcs are apart), near the start of a link between rows (several may end in one box)."""
+    same = scene.boxes[e.src].level == scene.boxes[e.dst].level
+    return pts[(3 * len(pts)) // 4] if same else pts[len(pts) // 4]
 
 
 def _arc(p, q, rise: float, n: int = 16) -> list[tuple[float, float]]:

@@ -23,10 +23,10 @@ from ..ir.op import REGISTRY
 from ..ir.shapes import fmt, is_float
 from ..progress import step
 from ..transforms.derivatives import grad
-from .draw import BOX_STYLE, EDGE_STYLE, edge_points
-from .scene import EDGE_LEGEND, LEGEND, Scene, build_scene
+from .draw import BOX_STYLE, EDGE_STYLE, edge_points, label_point
+from .scene import EDGE_LEGEND, LEGEND, LINE, Scene, build_scene
 
-PX = 72.0  # SVG pixels per inch of the scene
+PX = 100.0  # SVG pixels per inch of the scene (its 8 pt text becomes 11 px)
 
 
 def to_html(exprs: Expr | str | Sequence[Expr], at: Mapping[Any, Any] | None = None,
@@ -249,7 +249,8 @@ def _svg(scene: Scene) -> str:
            f'aria-label="{html.escape(scene.title)}">', "<defs>"]
     for kind, (colour, _, _) in EDGE_STYLE.items():
         out.append(f'<marker id="head-{kind}" viewBox="0 0 10 10" refX="10" refY="5" '
-                   f'markerWidth="7" markerHeight="7" orient="auto-start-reverse">'
+                   f'markerUnits="userSpaceOnUse" markerWidth="9" markerHeight="9" '
+                   f'orient="auto-start-reverse">'
                    f'<path d="M0,0 L10,5 L0,10 z" fill="{colour}"/></marker>')
     out.append("</defs>")
     for e in scene.edges:
@@ -261,7 +262,7 @@ def _svg(scene: Scene) -> str:
                    f'fill="none" stroke="{colour}" stroke-width="{lw * 1.3:.1f}"{dash} '
                    f'marker-end="url(#head-{e.kind})"/>')
         if e.label:
-            x, y = pts[(3 * len(pts)) // 4]
+            x, y = label_point(scene, e, pts)
             out.append(f'<text class="elabel" x="{X(x)}" y="{Y(y) - 3}" fill="{colour}" '
                        f'text-anchor="middle">{html.escape(e.label)}</text>')
     for b in scene.boxes.values():
@@ -272,9 +273,10 @@ def _svg(scene: Scene) -> str:
                    f'<rect x="{x0}" y="{y0}" width="{b.width * PX:.1f}" '
                    f'height="{b.height * PX:.1f}" rx="5" fill="{face}" stroke="{edge}" '
                    f'stroke-width="{lw * (2.4 if b.output else 1.2):.1f}"{dash}/>')
-        first = Y(b.y) - (len(b.lines) - 1) * 6.5 + 4
+        step = LINE * PX
+        first = Y(b.y) - (len(b.lines) - 1) * step / 2 + 4
         for k, line in enumerate(b.lines):
-            out.append(f'<text x="{X(b.x)}" y="{first + 13 * k:.1f}" '
+            out.append(f'<text x="{X(b.x)}" y="{first + step * k:.1f}" '
                        f'text-anchor="middle">{html.escape(line)}</text>')
         out.append("</g>")
     out.append("</svg>")
@@ -304,9 +306,9 @@ ul.legend li { margin: 3px 0; }
 .swatch { display: inline-block; width: 26px; height: 12px; border-radius: 3px;
           vertical-align: middle; margin-right: 8px; }
 .line { display: inline-block; width: 26px; vertical-align: middle; margin-right: 8px; }
-svg text { font: 11px ui-monospace, 'DejaVu Sans Mono', monospace; fill: #111;
+svg text { font: 11.1px ui-monospace, 'DejaVu Sans Mono', monospace; fill: #111;
            pointer-events: none; }
-svg text.elabel { font-size: 10px; }
+svg text.elabel { font-size: 9.7px; }
 g.box { cursor: pointer; }
 g.box:hover rect, g.box:focus rect { filter: drop-shadow(0 0 3px #2f6fd0); }
 g.box.picked rect { stroke: #2f6fd0 !important; stroke-width: 3 !important; }
