@@ -282,8 +282,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of the ``symgrad`` command."""
-    from . import __version__
-
+    version = sys.modules[__package__].__version__  # the package, imported before its cli
     p = argparse.ArgumentParser(
         prog="symgrad", parents=[_report_options(False)],
         description="Symbolic differentiation of NumPy expressions: derivatives as text, "
@@ -291,7 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Example: symgrad source '-log_softmax(V @ tanh(W @ x + b) + g)[y]' "
                "--wrt W,b,V,g --shape W=4x3,x=3,b=4,V=2x4,g=2 --dtype y=int64",
     )
-    p.add_argument("--version", action="version", version=f"symgrad {__version__}")
+    p.add_argument("--version", action="version", version=f"symgrad {version}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     def command(name: str, run, help: str, expr: bool = True) -> argparse.ArgumentParser:

@@ -19,8 +19,8 @@ they are passed to ``fun`` as they are while tracing, and a new value traces aga
 ...     return sg.sum(sg.tanh(x @ w) ** 2)
 >>> dloss = sg.grad(loss)                      # d loss / d w  (argnums=0)
 >>> w, x = np.array([0.5, -0.25]), np.array([[1.0, 2.0], [3.0, 4.0]])
->>> dloss(w, x).round(6)
-array([2.180586, 2.907448])
+>>> [round(float(v), 6) for v in dloss(w, x)]
+[2.180586, 2.907448]
 >>> value, (dw, dx) = sg.value_and_grad(loss, argnums=(0, 1))(w, x)
 >>> round(float(value), 6), dx.shape
 (0.213552, (2, 2))

@@ -29,7 +29,7 @@ EDGE_STYLE = {
 }
 FONT = {"family": "monospace", "size": 8}
 ARC_RISE = 0.3  # inches: the highest a link arcs over its row
-MAX_INCHES = 60.0  # the longer side of a figure; larger pictures get fewer dots per inch
+MAX_PIXELS = 4_000  # the longer side of a PNG; larger pictures get fewer dots per inch
 
 
 def draw(exprs: Graph | Expr | Sequence[Expr], path: str = "graph.png", *,
@@ -94,7 +94,8 @@ def draw(exprs: Graph | Expr | Sequence[Expr], path: str = "graph.png", *,
         _edges(ax, scene)
         _boxes(ax, scene)
         _legend(ax, scene, left, bottom - 0.35)
-        fig.savefig(path, dpi=min(dpi, int(MAX_INCHES * dpi / max(width, height, MAX_INCHES))))
+        fig.savefig(path, dpi=min(dpi, int(MAX_PIXELS / max(width, height))),
+                    **({"pil_kwargs": {"compress_level": 1}} if path.endswith(".png") else {}))
     return path
 
 

@@ -487,9 +487,9 @@ def _forward_rows(boxes, fwd: list[str], edges: list[Edge]) -> dict[str, int]:
             row[k] = 0
         else:
             row[k] = 1 + max((row[p] for p in preds[k]), default=-1)
-    for k in fwd:  # inputs as late as possible: next to their first user
-        if boxes[k].kind == "input" and users[k]:
-            row[k] = max(0, min(row[u] for u in users[k]) - 1)
+    for k in reversed(fwd):  # then as late as possible: each node just above its first user
+        if users[k] and not boxes[k].output:
+            row[k] = max(row[k], min(row[u] for u in users[k]) - 1)
     return row
 
 
@@ -644,7 +644,9 @@ def _coordinates(ordering, boxes) -> dict[str, float]:
             for k in row:
                 ps = [x[n] for n in nbrs[k]] or [x[n] for n in (down if sweep % 2 == 0
                                                                  else up)[k]]
-                want.append(sum(ps) / len(ps) if ps else x[k])
+                # the lower median, not the mean: a node lines up with one operand, so
+                # long chains (h = h + t) stand straight instead of drifting sideways
+                want.append(sorted(ps)[(len(ps) - 1) // 2] if ps else x[k])
             for k, v in zip(row, _pav(want, [width[k] for k in row])):
                 x[k] = v
     left = min((x[k] - width[k] / 2 for k in x), default=0.0)
