@@ -54,6 +54,23 @@ def best(fn, repeat: int) -> float:
     return min(times)
 
 
+def _row(name: str, exprs: list, collapse, tmp: Path, repeat: int) -> str:
+    scene = sg.printing.scene.build_scene(exprs, collapse=collapse)
+    nodes = len(exprs[0].graph)
+    t_draw = best(lambda: sg.draw(exprs, str(tmp / "g.png"), collapse=collapse), repeat)
+    t_dot = best(lambda: sg.to_dot(exprs, collapse=collapse), repeat)
+    t_html = best(lambda: sg.printing.to_html(exprs, collapse=collapse), repeat)
+    text = sg.to_dot(exprs, collapse=collapse)
+    if shutil.which("dot"):
+        t_gv = best(lambda: subprocess.run(["dot", "-Tpng", "-o", str(tmp / "d.png")],
+                                           input=text, text=True, check=True), repeat)
+        gv, ratio = f"{t_gv:9.3f}s", f"{t_draw / t_gv:8.2f}x"
+    else:
+        gv, ratio = f"{'-':>10}", f"{'-':>9}"
+    return (f"{name:<30} {nodes:>6} {len(scene.boxes):>6} {t_draw:8.3f}s {t_dot:7.3f}s "
+            f"{t_html:7.3f}s {gv} {ratio}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--repeat", type=int, default=3)
@@ -65,22 +82,7 @@ def main() -> None:
     print(f"{'graph':<30} {'nodes':>6} {'boxes':>6} {'draw png':>9} {'to_dot':>8} "
           f"{'to_html':>8} {'dot -Tpng':>10} {'draw/dot':>9}")
     for name, (exprs, collapse) in cases.items():
-        scene = sg.printing.scene.build_scene(exprs, collapse=collapse)
-        nodes = len(exprs[0].graph)
-        t_draw = best(lambda: sg.draw(exprs, str(tmp / "g.png"), collapse=collapse),
-                      args.repeat)
-        t_dot = best(lambda: sg.to_dot(exprs, collapse=collapse), args.repeat)
-        t_html = best(lambda: sg.printing.to_html(exprs, collapse=collapse), args.repeat)
-        text = sg.to_dot(exprs, collapse=collapse)
-        if shutil.which("dot"):
-            t_gv = best(lambda: subprocess.run(["dot", "-Tpng", "-o", str(tmp / "d.png")],
-                                               input=text, text=True, check=True),
-                        args.repeat)
-            gv, ratio = f"{t_gv:9.3f}s", f"{t_draw / t_gv:8.2f}x"
-        else:
-            gv, ratio = f"{'-':>10}", f"{'-':>9}"
-        print(f"{name:<30} {nodes:>6} {len(scene.boxes):>6} {t_draw:8.3f}s {t_dot:7.3f}s "
-              f"{t_html:7.3f}s {gv} {ratio}")
+        print(_row(name, exprs, collapse, tmp, args.repeat))
     x = sg.var("x")
     h = x
     for _ in range(100_000):
