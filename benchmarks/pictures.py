@@ -24,6 +24,7 @@ SHAPES = {"W": (4, 3), "x": (3,), "b": (4,), "V": (2, 4), "g": (2,)}
 
 
 def chain(n: int):
+    """``n`` nested sin and the gradient: collapses into a few boxes."""
     x = sg.var("x")
     h = x
     for _ in range(n):
@@ -32,6 +33,7 @@ def chain(n: int):
 
 
 def wide(boxes: int):
+    """About ``boxes`` boxes that do not collapse: a sum of products of distinct variables."""
     xs = [sg.var(f"x{k}") for k in range(boxes // 4)]
     f = xs[0] * xs[1]
     for k in range(2, len(xs)):

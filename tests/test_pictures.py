@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,11 @@ import pytest
 
 import symgrad as sg
 from symgrad.printing.scene import SCENE_LIMIT, build_scene
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # benchmarks/ is not part of the installed package
+    sys.path.insert(0, str(ROOT))
+from benchmarks.pictures import chain, wide  # noqa: E402  (~300-node graphs, timed there)
 
 pydot = pytest.importorskip("pydot")
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # pyparsing, in pydot
@@ -55,23 +61,6 @@ def tomassoli():  # four paths from a to e, the notebook's functions
 
 EXAMPLES = {"collins": collins, "network": network, "goodfellow": goodfellow,
             "sin_times_y": sin_times_y, "tomassoli": tomassoli}
-
-
-def chain(n: int):
-    x = sg.var("x")
-    h = x
-    for _ in range(n):
-        h = sg.sin(h)
-    return [h, sg.grad(h, x)]
-
-
-def wide(n: int):
-    """About ``n`` boxes that do not collapse: a sum of products of distinct variables."""
-    xs = [sg.var(f"x{k}") for k in range(n // 4)]
-    f = xs[0] * xs[1]
-    for k in range(2, len(xs)):
-        f = f + xs[k] * xs[k - 1]
-    return [f, *sg.grad(f, xs)]
 
 
 # -- the scene ------------------------------------------------------------------------------
@@ -194,21 +183,6 @@ def test_draw_300_boxes_and_svg(tmp_path):
     out = sg.draw(wide(300), str(tmp_path / "wide.svg"), collapse=False)
     text = Path(out).read_text()
     assert text.startswith("<?xml") and text.count("<path") > 300
-
-
-def test_draw_without_matplotlib_says_what_to_do(monkeypatch):
-    import builtins
-
-    real = builtins.__import__
-
-    def fake(name, *args, **kwargs):
-        if name.startswith("matplotlib"):
-            raise ImportError(name)
-        return real(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", fake)
-    with pytest.raises(sg.SymgradError, match="matplotlib.*to_dot"):
-        sg.draw(sg.var("x"), "never.png")
 
 
 # -- DOT ----------------------------------------------------------------------------------
