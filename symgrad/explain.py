@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from .backends.interpreter import _by_name, run
-from .ir.graph import Expr, Graph, NodeView
+from .ir.expr import Expr, NodeView
+from .ir.graph import Graph
 from .ir.op import REGISTRY
 from .ir.shapes import fmt, is_float
 from .ir.text import _ATOM, const_text, node_form

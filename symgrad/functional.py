@@ -37,7 +37,7 @@ import numpy as np
 
 from .backends.compiled import CompiledFunction, compile
 from .errors import DifferentiationError, InputError, SymgradError
-from .ir.graph import Expr, const, var
+from .ir.expr import Expr, const, var
 from .ir.shapes import fmt, is_float
 from .progress import step
 from .transforms import derivatives

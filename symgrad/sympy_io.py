@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 
 from .errors import LimitError, SymgradError
-from .ir.graph import Expr, Graph, call
+from .ir.expr import Expr, call
+from .ir.graph import Graph
 from .ir.op import REGISTRY, Op
 from .ir.shapes import is_float
 from .ir.text import _keywords

@@ -23,7 +23,8 @@ from registry_cases import registry_cases
 
 import symgrad as sg
 from symgrad.backends.numpy_source import is_safe_name
-from symgrad.ir.graph import Expr, Graph
+from symgrad.ir.expr import Expr
+from symgrad.ir.graph import Graph
 from symgrad.ir.shapes import is_float
 from symgrad.ops import REGISTRY
 
@@ -338,12 +339,16 @@ def test_scalar_constants_are_exact_literals(c, literal):
 
 
 def test_literal_keeps_the_graphs_dtype():
+    """NEP 50, as NumPy 2: a Python float is weak (float32 stays float32), a NumPy float64
+    scalar is not (it promotes); the emitted code computes what the graph says."""
     x = sg.var("x", shape=(2,), dtype="float32")
-    f = x * 3.0  # a float64 constant: the graph (and the evaluator) promote to float64
-    fn = sg.compile(f)
     v = np.array([1.5, 2.5], dtype=np.float32)
-    assert f.dtype == "float64"
-    assert_same(fn(v), sg.evaluate(f, {"x": v}))
+    for f, numpy in ((x * 3.0, v * 3.0), (x * np.float64(3.0), v * np.float64(3.0)),
+                     (x * 3, v * 3), (x + np.float32(0.1), v + np.float32(0.1))):
+        assert f.dtype == numpy.dtype.name
+        fn = sg.compile(f)
+        assert_same(fn(v), sg.evaluate(f, {"x": v}))
+        assert_same(fn(v), numpy)
 
 
 def test_array_constants_are_hoisted_read_only_and_exact():

@@ -31,7 +31,7 @@ def test_to_sympy_has_the_values_of_evaluate(case):
 def test_ops_named_by_a_sympy_class_come_back(name):
     op = REGISTRY[name]
     xs = [sg.var(f"a{k}") for k in range(op.arity)]
-    f = sg.ir.graph.call(name, *xs)
+    f = sg.ir.expr.call(name, *xs)
     back = sg.from_sympy(sg.to_sympy(f))
     rng = np.random.default_rng(0)
     lo, hi = op.domain

@@ -30,7 +30,7 @@ import numpy as np
 import sympy
 
 import symgrad as sg
-from symgrad.ir.graph import build
+from symgrad.ir.expr import build
 from symgrad.ops import REGISTRY
 
 np.set_printoptions(precision=4, suppress=True)

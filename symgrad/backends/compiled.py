@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import DifferentiationError, InputError, SymgradError
-from ..ir.graph import Expr
+from ..ir.expr import Expr
 from ..ir.shapes import fmt
 from ..progress import step
 from .interpreter import check_input

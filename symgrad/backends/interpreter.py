@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import EvaluationError, InputError
-from ..ir.graph import Expr, Graph
+from ..ir.expr import Expr
+from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.shapes import fmt
 from ..progress import start

@@ -41,12 +41,13 @@ from typing import Any
 import numpy as np
 
 from ..errors import SymgradError
-from ..ir.graph import Expr, Graph
+from ..ir.expr import Expr
+from ..ir.graph import Graph
 from ..ir.shapes import fmt
 from ..ir.text import adjoint_pairs
 from ..progress import start
 from .math_table import MATH, fallback_names
-from .numpy_table import NUMPY, NUMPY_TYPE, Template, constant_source, scalar_source
+from .numpy_table import NUMPY, NUMPY_TYPE, Template, scalar_source
 
 __all__ = ["to_source", "is_safe_name"]
 
@@ -314,11 +315,11 @@ def _inline(value: np.ndarray, user: Any, nodes: list, node_id: int, strong: boo
     """
     dtype = value.dtype.name
     py = value.item()
-    if dtype in ("float64", "int64", "bool"):
-        others = [nodes[b].dtype for b in user.args if b != node_id]
+    others = [nodes[b].dtype for b in user.args if b != node_id]
+    if dtype in ("float64", "int64", "bool") or (others and dtype in NUMPY_TYPE):
         weak_ok = not others or np.result_type(*others, dtype) == np.result_type(*others, py)
         if weak_ok and not strong:
-            text = constant_source(value)
+            text = scalar_source(py)
         else:
             text = f"{NUMPY_TYPE[dtype]}({scalar_source(py)})"
     elif dtype in NUMPY_TYPE:

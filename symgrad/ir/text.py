@@ -29,7 +29,8 @@ from .op import REGISTRY, Op
 from .values import freeze
 
 if TYPE_CHECKING:
-    from .graph import Expr, Graph, Node
+    from .expr import Expr
+    from .graph import Graph, Node
 
 INFIX_LIMIT = 20_000  # characters of fully expanded infix text before the let fallback
 LINE_LIMIT = 200  # characters per binding in the let fallback
@@ -169,7 +170,7 @@ def _call_pieces(graph: Graph, n: Node, op: Op) -> list[Piece]:
     nargs, pos = len(n.args), 0
     shown: set[str] = set()
     for k, p in enumerate(params):
-        later = sum(1 for q in params[k + 1:] if q.kind == "operand")
+        later = sum(1 for q in params[k + 1:] if q.kind in ("operand", "optional"))
         if p.kind == "static":
             if any(q.kind != "static" for q in params[k + 1:]):
                 parts.append([_value_text(n.attrs.get(p.name))])  # must stay positional

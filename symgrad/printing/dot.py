@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..ir.graph import Expr, Graph
+from ..ir.expr import Expr
+from ..ir.graph import Graph
 from .scene import EDGE_LEGEND, LEGEND, Box, Edge, Scene, build_scene
 
 # kind -> DOT node attributes

@@ -7,7 +7,8 @@ import math
 from collections.abc import Sequence
 
 from ..errors import SymgradError
-from ..ir.graph import Expr, Graph
+from ..ir.expr import Expr
+from ..ir.graph import Graph
 from ..progress import step
 from .scene import EDGE_LEGEND, LEGEND, Box, Edge, Scene, build_scene
 

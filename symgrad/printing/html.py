@@ -18,7 +18,8 @@ from typing import Any
 from ..backends.interpreter import _by_name, run
 from ..errors import SymgradError
 from ..explain import Table, _text, explain
-from ..ir.graph import Expr, Graph
+from ..ir.expr import Expr
+from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.shapes import fmt, is_float
 from ..progress import step
@@ -139,8 +140,10 @@ def _details(scene: Scene, values: dict[int, Any], table: Table | None) -> dict[
         info: dict[str, Any] = {"title": b.lines[0], "kind": LEGEND[b.kind], "facts": []}
         facts = info["facts"]
         if n is not None:
-            op = REGISTRY[n.op]
-            facts.append(["op", n.op + ("" if op.public else " (internal)")])
+            op = REGISTRY.get(n.op)
+            kind = "input variable" if n.is_var else n.op + (
+                "" if op is None or op.public else " (internal)")
+            facts.append(["op", kind])
             facts.append(["shape", f"{fmt(n.shape)} {n.dtype}"])
         if b.kind in ("input", "forward"):
             number = b.label[1:]

@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 
 from ..errors import LimitError
 from ..explain import definition, numbering
-from ..ir.graph import Expr, Graph
+from ..ir.expr import Expr
+from ..ir.graph import Graph
 from ..ir.text import _type, infix, select
 
 COLLAPSE_AT = 60  # boxes above which collapse="auto" collapses chains

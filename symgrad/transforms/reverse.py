@@ -20,7 +20,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import reduce
 
-from ..ir.graph import Expr, F, Graph, NodeView
+from ..ir.expr import Expr, F, NodeView
+from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.shapes import Shape, is_float
 from ..passes import REVERSE, rewriter
@@ -99,7 +100,7 @@ def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr) -> Backprop:
         with graph.provenance(i):
             g = reduce(lambda a, b: a + b, parts.pop(i))
             adjoint_of[i] = g.node
-            rule = REGISTRY[node.op].backprop
+            rule = REGISTRY[node.op].backprop if node.args else None  # leaves pass nothing on
             if rule is None:
                 continue
             for a, c in zip(node.args, rule(NodeView(graph, node), g)):
