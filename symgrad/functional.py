@@ -6,9 +6,10 @@ arrays that computes the gradient. The first call with arguments of new shapes o
 *traces* ``fun``: it calls ``fun`` once with symgrad variables of those shapes (named after
 ``fun``'s parameters), differentiates the result with the reverse-mode transform, emits
 NumPy source and compiles it (:func:`symgrad.compile`); later calls with the same shapes
-run the compiled code directly. ``fun`` builds its result with symgrad's functions
-(``sg.exp``, ``sg.sum``, ``x @ W``, ``x[1:]``...) and Python operators; Python control flow
-on values (``if x > 0``) cannot be traced: use ``sg.where``.
+run the compiled code directly. ``fun`` builds its result with Python operators and
+NumPy's own functions (``np.exp(x)`` on a traced argument builds graph), ``symgrad.numpy``
+or symgrad's functions (``sg.exp``, ``sg.sum``, ``x @ W``, ``x[1:]``...); Python control
+flow on values (``if x > 0``) cannot be traced: use ``np.where``/``sg.where``.
 
 Declared shapes trace at once instead (``shapes=[(4, 3), (3,)]``, or by parameter name),
 so ``.source`` can be read before any call. Keyword arguments at call time are *static*:

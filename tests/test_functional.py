@@ -147,3 +147,19 @@ def test_agrees_with_jax_when_installed(data):
     got = sg.grad(loss, argnums=(0, 1))(*data)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, np.asarray(w), rtol=1e-12, atol=1e-15)
+
+
+def test_a_plain_numpy_function_traces():
+    """NumPy's own functions on traced arguments build the graph (the array protocols), so
+    code written for NumPy differentiates as it is."""
+    import symgrad.numpy as snp
+
+    def numpy_code(w, x):
+        return np.sum(np.tanh(x @ w) ** 2) + np.mean(w * w)
+
+    w, x = np.array([0.5, -0.25]), np.array([[1.0, 2.0], [3.0, 4.0]])
+    np.testing.assert_allclose(sg.grad(numpy_code)(w, x),
+                               fd_grad(numpy_code, [w, x], 0), rtol=1e-7)
+    v = np.array([1.0, 2.0, 4.0])
+    np.testing.assert_allclose(sg.grad(lambda a: snp.var(a))(v), 2 * (v - v.mean()) / 3,
+                               rtol=1e-15)
