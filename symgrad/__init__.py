@@ -37,14 +37,28 @@ from .errors import (
 from .explain import explain
 from .frontend import function_for as _function_for
 from .frontend import parse
+from .functional import grad, value_and_grad
 from .ir.expr import Expr, const, var
 from .ir.graph import Graph
 from .numpy import linalg
 from .ops.indexing import getitem
 from .passes import passes, simplify
-from .printing import draw, listing, to_dot
+from .printing import draw, listing, to_dot, to_html
+from .sympy_io import from_sympy, latex, to_sympy
 from .testing import check_grads
-from .transforms import derivative, grad, hessian, hvp, jacobian, vjp
+from .transforms import derivative, hessian, hvp, jacobian, vjp
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("symgrad")
+    except PackageNotFoundError:  # running from a source tree that is not installed
+        return "0+unknown"
+
+
+__version__ = _version()
 
 pi = _math.pi
 e = _math.e
@@ -70,5 +84,5 @@ __all__ = [
     "evaluate", "getitem", "grad", "hessian", "hvp", "jacobian", "var", "vjp", "pi", "e",
     "inf", "nan", "newaxis", "parse", "to_source", "compile", "scipy_functions",
     "to_dot", "draw", "listing", "explain", "check_grads", "simplify", "passes", "numpy",
-    "linalg",
+    "linalg", "value_and_grad", "to_html", "to_sympy", "from_sympy", "latex", "__version__",
 ]

@@ -145,7 +145,10 @@ class Expr:
         return infix(self)
 
     def __repr__(self) -> str:
-        return f"<Expr {self} : {self.dtype}{list(self.shape)}>"
+        text = infix(self, short=True)  # big constants as const(f64[5,5])
+        if len(text) > 300 or "\n" in text:
+            text = text.replace("\n", " ")[:297] + "..."
+        return f"<Expr {text} : {self.dtype}{list(self.shape)}>"
 
     def __add__(self, o):
         return F.add(self, o)
