@@ -18,7 +18,6 @@ import math
 import os
 import subprocess
 import sys
-from types import SimpleNamespace
 
 import numpy as np
 
@@ -103,22 +102,12 @@ def gp_data(cfg: dict, seed: int = 0) -> dict:
     return {"log_ell": 0.1, "log_sf": 0.2, "log_sn": -1.5, "d2": d2, "y": y}
 
 
-def symgrad_namespace():
-    """What the losses call, from symgrad (``symgrad.numpy`` will give the same names)."""
-    import symgrad as sg
-
-    return SimpleNamespace(sum=sg.sum, exp=sg.exp, log=sg.log, dot=sg.dot, einsum=sg.einsum,
-                           eye=np.eye, linalg=SimpleNamespace(slogdet=sg.slogdet,
-                                                              solve=sg.solve,
-                                                              cholesky=sg.cholesky))
-
-
 def compiled(name: str, data: dict):
     """symgrad's value-and-gradient of loss ``name`` as emitted NumPy source (compiled),
     with the order of its inputs and of its gradients."""
     import symgrad as sg
+    import symgrad.numpy as snp
 
-    snp = symgrad_namespace()
     if name == "gaussian_nll":
         mu = sg.var("mu", data["mu"].shape)
         sigma = sg.var("sigma", data["sigma"].shape)
