@@ -22,7 +22,7 @@ import numpy as np
 from ..errors import ShapeError, UnsupportedError
 from ..ir.expr import Expr, F, function
 from ..ir.op import FUNCTIONS, REGISTRY, SignatureError
-from .numpy_arrays import moveaxis
+from .numpy_arrays import diagonal, moveaxis
 from .numpy_define import as_expr, axes_tuple, axis_int, define, no_out
 
 
@@ -459,3 +459,42 @@ def linalg_trace(x, offset=0, dtype=None):
 
 
 __all__ = ["register_ufuncs"]
+
+
+@define("fix", "x")
+def fix(x, out=None):
+    """Round toward zero (NumPy's fix is trunc for floats); its derivative is 0."""
+    no_out("fix", out)
+    return F.trunc(x)
+
+
+@define("cov", "m", "?y", "=rowvar", "=bias", "=ddof", rowvar=True, bias=False, ddof=None,
+        aweights=None, fweights=None, dtype=None, strings=("dtype",))
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, *,
+        dtype=None):
+    """NumPy's covariance of the rows (or columns) of ``m``, unweighted."""
+    if fweights is not None or aweights is not None:
+        raise UnsupportedError("cov: fweights and aweights are not supported")
+    x = as_expr(m)
+    x = F.reshape(x, (1, x.shape[0])) if x.ndim == 1 else x
+    if not rowvar:
+        x = F.transpose(x)
+    if y is not None:
+        yy = as_expr(y)
+        yy = F.reshape(yy, (1, yy.shape[0])) if yy.ndim == 1 else yy
+        x = F.concatenate([x, yy if rowvar else F.transpose(yy)], axis=0)
+    x = _cast(x, dtype)
+    n = x.shape[1]
+    d = x - F.mean(x, axis=1, keepdims=True)
+    c = (d @ F.transpose(d)) / float(max(n - (0 if bias else 1) if ddof is None else n - ddof,
+                                         0))
+    return F.reshape(c, ()) if c.shape == (1, 1) else c
+
+
+@define("corrcoef", "x", "?y", "=rowvar", rowvar=True, dtype=None, strings=("dtype",))
+def corrcoef(x, y=None, rowvar=True, *, dtype=None):
+    c = cov(x, y, rowvar, dtype=dtype)
+    if c.ndim == 0:
+        return c / c
+    d = F.sqrt(diagonal(c))
+    return c / F.outer(d, d)
