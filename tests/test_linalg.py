@@ -606,3 +606,22 @@ def test_readme_linear_algebra_example_runs():
     inv = np.linalg.inv(s)
     np.testing.assert_allclose(dx, 0.5 * (inv + inv.T) @ x, rtol=1e-12)
     np.testing.assert_allclose(dS, 0.5 * (inv.T - np.outer(inv.T @ x, inv @ x)), rtol=1e-12)
+
+
+@pytest.mark.parametrize("p", [None, 2, -2, 1, -1, np.inf, -np.inf, "fro", "nuc"])
+def test_cond_is_numpys_and_differentiates(rng, p):
+    a0 = np.stack([_with_singular_values(rng, np.logspace(0, -3, N)),
+                   rng.standard_normal((N, N)) + 2 * np.eye(N)])
+    a = sg.var("A", a0.shape)
+    c = snp.linalg.cond(a, p)
+    _same_bits(sg.evaluate(c, {"A": a0}), np.linalg.cond(a0, p))
+    check_grads(c, a, {"A": a0}, order=2, eps=1e-7)
+
+
+def test_matrix_rank_and_what_is_not_traced(rng):
+    a0 = rng.standard_normal((2, 4, 2)) @ rng.standard_normal((2, 3))
+    a = sg.var("A", a0.shape)
+    _same_bits(sg.evaluate(np.linalg.matrix_rank(a), {"A": a0}), np.linalg.matrix_rank(a0))
+    assert sg.grad(sg.sum(sg.svdvals(a) * np.linalg.matrix_rank(a)[:, None]), a).shape == a0.shape
+    with pytest.raises(sg.SymgradError, match="complex.*eigh"):
+        np.linalg.eig(sg.var("S", (3, 3)))

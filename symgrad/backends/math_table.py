@@ -73,7 +73,7 @@ MATH: dict[str, Template | None] = {
         "band", "inv", "det", "slogdet", "slogdet_sign", "solve", "cholesky", "eigh",
         "eigh_vectors", "eigvalsh", "svd", "svd_u", "svd_vh", "svdvals", "pinv", "lstsq",
         "lstsq_residuals", "lstsq_rank", "lstsq_sv", "qr", "qr_q", "matrix_power", "multi_dot",
-        "trace", "norm",
+        "trace", "norm", "matrix_rank",
     )),
 }
 

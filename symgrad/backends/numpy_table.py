@@ -217,4 +217,6 @@ NUMPY: dict[str, Template] = {
     "multi_dot": T(lambda names, attrs: f"np.linalg.multi_dot([{', '.join(names)}])"),
     "trace": T("np.trace({0}, {offset!r}, {axis1!r}, {axis2!r})"),
     "norm": T(_norm),
+    "matrix_rank": T("np.asarray(np.linalg.matrix_rank({0}, {tol!r}, {hermitian!r}, "
+                     "rtol={rtol!r}), dtype=np.int64)"),
 }

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import ShapeError, UnsupportedError
 from ..ir.expr import Expr, F, function
-from ..ir.op import FUNCTIONS, REGISTRY, SignatureError
+from ..ir.op import FUNCTIONS, REGISTRY, UNSUPPORTED, SignatureError
 from .numpy_arrays import diagonal, moveaxis
 from .numpy_define import as_expr, axes_tuple, axis_int, define, no_out
 
@@ -456,6 +456,26 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
 def linalg_trace(x, offset=0, dtype=None):
     """NumPy 2's ``linalg.trace``: the trace of each matrix of the last two axes."""
     return F.trace(_cast(x, dtype), offset=offset, axis1=-2, axis2=-1)
+
+
+@define("linalg.cond", "x", "=p", p=None, strings=("p",))
+def cond(x, p=None):
+    """NumPy's ``linalg.cond``: the ratio of the extreme singular values (``p`` None, 2, -2),
+    else ``norm(x, p) * norm(inv(x), p)`` (a singular matrix raises in ``inv``)."""
+    x = as_expr(x)
+    if p is None or p in (2, -2):
+        s = F.svdvals(x)
+        big, small = s[..., 0], s[..., -1]
+        return small / big if p == -2 else big / small
+    return (F.norm(x, ord=p, axis=(-2, -1)) * F.norm(F.inv(x), ord=p, axis=(-2, -1)))
+
+
+UNSUPPORTED.update({
+    "linalg.eig": "the eigenvalues of a general matrix are complex, and symgrad is real-valued;"
+                  " for a symmetric matrix use linalg.eigh",
+    "linalg.eigvals": "the eigenvalues of a general matrix are complex, and symgrad is "
+                      "real-valued; for a symmetric matrix use linalg.eigvalsh",
+})
 
 
 __all__ = ["register_ufuncs"]

@@ -1267,6 +1267,36 @@ register(Op(
 ))
 
 
+# -- matrix_rank ---------------------------------------------------------------------------------
+
+
+def _rank_prepare(shapes, dtypes, attrs):
+    out = {"hermitian": _flag("matrix_rank", "hermitian", attrs["hermitian"])}
+    for k in ("tol", "rtol"):
+        v = attrs[k]
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float, np.number))):
+            raise SignatureError(f"matrix_rank: {k} must be a number or None, got {v!r}")
+        out[k] = None if v is None else float(v)
+    return out
+
+
+register(Op(
+    name="matrix_rank", signature=sig("A", "=tol", "=hermitian", tol=None, hermitian=False,
+                                      rtol=None),
+    prepare=_rank_prepare,
+    infer=lambda shapes, dtypes, attrs: (shapes[0][:-2] if len(shapes[0]) >= 2 else (),
+                                         "int64"),
+    impl=lambda A, tol, hermitian, rtol: np.asarray(
+        np.linalg.matrix_rank(A, tol, hermitian, rtol=rtol), dtype=np.int64),
+    differentiable=False, aliases=("linalg.matrix_rank",),
+    examples=lambda rng: [([rng.standard_normal((4, 2)) @ rng.standard_normal((2, 3))], {}),
+                          ([np.stack([np.eye(3), np.diag([1.0, 1e-9, 0.0])])], {"tol": 1e-6}),
+                          ([np.zeros(3)], {}), ([_symmetric(rng, 3)], {"hermitian": True}),
+                          ([np.diag([1.0, 1e-3, 1e-12])], {"rtol": 1e-6})],
+    doc="the number of singular values above tol (an integer: no gradient)",
+))
+
+
 # -- well-posed test inputs -------------------------------------------------------------------
 
 
