@@ -120,5 +120,7 @@ def _by_name(inputs: Mapping[Any, Any]) -> dict[str, Any]:
 def _finish(value: Any) -> Any:
     value = np.asarray(value)
     if value.ndim == 0:
-        return value.item() if value.dtype.kind in "fiub" else value
+        # float64, int64 and bool are exactly Python's float, int and bool; other dtypes
+        # (lstsq's int32 rank, float32) stay NumPy scalars, so their dtype survives
+        return value.item() if value.dtype.name in ("float64", "int64", "bool") else value[()]
     return value
