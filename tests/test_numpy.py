@@ -85,6 +85,11 @@ CASES += [
     c("einsum", "i...,i...", V3, U3), c("einsum", A, [0, 1], B, [1, 2], [0, 2]),
     c("sort", A, 0), c("argsort", A, grad=False), c("argmax", A, 1, grad=False),
     c("meshgrid", W, V), c("meshgrid", W, V, kw={"indexing": "ij"}),
+    c("convolve", V, W), c("convolve", W, V, "same"), c("convolve", V, W, "valid"),
+    c("correlate", V, W), c("correlate", W, V, "full"),
+    c("interp", np.array([-1.0, 0.5, 2.0, 3.0, 5.0]), np.array([0.0, 1.0, 2.5, 4.0]),
+      np.array([1.0, 3.0, 2.0, 5.0])),
+    c("searchsorted", np.sort(V), A, grad=False),
 ]
 
 

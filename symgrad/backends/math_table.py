@@ -66,7 +66,7 @@ MATH: dict[str, Template | None] = {
         "expand_dims", "squeeze", "concatenate", "stack", "index", "index_add", "scatter_sum",
         "take", "zeros_like", "ones_like", "eye", "zeros", "ones", "full", "arange", "linspace",
         "prod", "all", "any", "cumsum", "cumprod", "argmax", "argmin", "sort", "argsort",
-        "partition", "argpartition",
+        "partition", "argpartition", "searchsorted",
     )),
     # -- numpy.linalg (ops/decompositions.py): no scalar forms --
     **dict.fromkeys((

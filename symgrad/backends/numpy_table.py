@@ -171,6 +171,7 @@ NUMPY: dict[str, Template] = {
     "sort": T("np.sort({0}, axis={axis!r})"), "argsort": T("np.argsort({0}, axis={axis!r})"),
     "partition": T("_sg_partition({0}, {kth!r}, {axis!r})", (_sg_partition,)),
     "argpartition": T("np.argpartition({0}, {kth!r}, axis={axis!r})"),
+    "searchsorted": T("np.searchsorted({0}, {1}, side={side!r}).astype(np.int64)"),
     # linear algebra
     "matmul": T("{0} @ {1}"), "dot": T("np.dot({0}, {1})"), "outer": T("np.outer({0}, {1})"),
     "transpose": T("np.transpose({0}, {axes!r})"),
