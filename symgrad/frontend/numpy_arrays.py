@@ -107,6 +107,14 @@ def _sequence(name: str, arrays: Any) -> list[Expr]:
     return [as_expr(a) for a in arrays]
 
 
+def _along(name: str, a: Any, axis: Any) -> tuple[Expr, int]:
+    """The array and a checked axis; ``axis=None`` means the flattened array, as in NumPy."""
+    a = as_expr(a)
+    if axis is None:
+        return ravel(a), 0
+    return a, axis_int(name, axis, a.ndim)
+
+
 def _c_order(name: str, order: str) -> None:
     if order not in ("C", "A", "K"):
         raise UnsupportedError(f"{name}: order={order!r} is not supported (only C order)")
@@ -256,10 +264,7 @@ def append(arr, values, axis=None):
 
 @define("delete", "arr", "=obj", "=axis", obj=None, axis=None)
 def delete(arr, obj, axis=None):
-    a = as_expr(arr)
-    if axis is None:
-        a, axis = ravel(a), 0
-    axis = axis_int("delete", axis, a.ndim)
+    a, axis = _along("delete", arr, axis)
     n = a.shape[axis]
     drop = np.arange(n)[obj] if isinstance(obj, slice) else np.asarray(obj, dtype=np.int64)
     keep = np.setdiff1d(np.arange(n), np.asarray(drop) % n if n else drop)
@@ -283,10 +288,7 @@ def tile(A, reps):
 
 @define("repeat", "a", "=repeats", "=axis", repeats=None, axis=None)
 def repeat(a, repeats, axis=None):
-    a = as_expr(a)
-    if axis is None:
-        a, axis = ravel(a), 0
-    axis = axis_int("repeat", axis, a.ndim)
+    a, axis = _along("repeat", a, axis)
     counts = np.broadcast_to(np.asarray(_ints("repeat", "repeats", repeats)), (a.shape[axis],))
     return _slice_along(a, axis, np.repeat(np.arange(a.shape[axis]), counts))
 
@@ -442,10 +444,7 @@ def tri(N, M=None, k=0, dtype=float):
 
 @define("take_along_axis", "arr", "indices", "=axis", axis=-1)
 def take_along_axis(arr, indices, axis=-1):
-    a = as_expr(arr)
-    if axis is None:
-        a, axis = ravel(a), 0
-    axis = axis_int("take_along_axis", axis, a.ndim)
+    a, axis = _along("take_along_axis", arr, axis)
     idx = indices if isinstance(indices, Expr) else np.asarray(indices)
     if idx.ndim != a.ndim:
         raise ShapeError(f"take_along_axis: indices must have the array's rank {a.ndim}, got "
