@@ -66,3 +66,8 @@ class NameConflictError(SymgradError, ValueError):
 
 class LimitError(SymgradError):
     """A resource limit (size, depth, node count) was exceeded before work started."""
+
+
+class UnsupportedError(SymgradError, TypeError):
+    """A NumPy function, argument or Python operation symgrad does not support on symbolic
+    values; the message says what to use instead."""

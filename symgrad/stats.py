@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import SymgradError
-from .ir.graph import Expr, Graph
+from .ir.expr import Expr
+from .ir.graph import Graph
 from .passes import pipeline
 from .passes.cost import cost
 from .passes.simplify import rebuild

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import symgrad as sg
-from symgrad.ir.graph import Expr
+from symgrad.ir.expr import Expr
 from symgrad.passes import pipeline
 from symgrad.passes.cost import cost
 from symgrad.passes.simplify import rebuild

@@ -16,10 +16,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import DifferentiationError, InputError, SymgradError
-from ..ir.graph import Expr
+from ..ir.expr import Expr
 from ..ir.shapes import fmt
+from ..progress import step
 from .interpreter import check_input
-from .numpy_source import Module, Namer, output_list, prepared, resolve_inputs
+from .numpy_source import (
+    Module,
+    Namer,
+    default_inputs,
+    output_list,
+    prepared,
+    resolve_inputs,
+)
 
 __all__ = ["compile", "scipy_functions", "CompiledFunction", "ScipyFunctions"]
 
@@ -73,9 +81,11 @@ def _load(source: str, tag: str) -> tuple[dict, str]:
     linecache.cache[filename] = (len(source), None, lines, filename)
     module = types.ModuleType(f"symgrad_generated_{tag}_{digest}")
     module.__file__ = filename
-    for start, block in _blocks(lines, len(source)):
-        code = builtins.compile("\n" * start + block, filename, "exec", dont_inherit=True)
-        exec(code, module.__dict__)  # our own generated text: names and literals are checked
+    with step("compile (CPython)", total=len(lines), unit="line") as s:
+        for first, block in _blocks(lines, len(source)):
+            code = builtins.compile("\n" * first + block, filename, "exec", dont_inherit=True)
+            exec(code, module.__dict__)  # our own generated text: names, literals checked
+            s.update(block.count("\n"))
     return module.__dict__, filename
 
 
@@ -114,6 +124,7 @@ def compile(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None 
     ('x',)
     """
     graph, outs, single = output_list(outputs)
+    inputs = default_inputs(graph, outs, inputs)
     new, (new_outs,) = prepared(graph, [outs], optimize, fast_math)
     module = Module(new, scalars)
     module.shown = {n: Expr(graph, o) for n, o in zip(new_outs, outs)}
@@ -150,7 +161,9 @@ def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | Non
     """Generated NumPy functions for ``scipy.optimize.minimize(jac=True, hessp=...)``.
 
     ``f`` is a scalar expression of one vector variable ``wrt``; its other variables become
-    SciPy's extra ``args``, in the order ``inputs`` gives (default: sorted by name).
+    SciPy's extra ``args``, in the order ``inputs`` gives (default: the order they first
+    appear in ``f``). Both functions check their arguments' shapes and dtypes as
+    :func:`compile`'s functions do.
 
     >>> import numpy as np, symgrad as sg
     >>> x = sg.var("x", shape=(2,))
@@ -174,7 +187,7 @@ def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | Non
         )
     graph = f.graph
     used = [i for i in graph.ancestors([f.node]) if graph.nodes[i].is_var and i != x.node]
-    extra = resolve_inputs(graph, inputs, used)
+    extra = resolve_inputs(graph, inputs, used, [f.node])
     if x.node in extra:
         raise SymgradError(f"'{x.name}' is the optimisation variable; do not list it in inputs")
     pname = Namer(graph.variables).fresh("p")
@@ -183,10 +196,15 @@ def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | Non
     p = graph.variables[pname]
     extra_names = [graph.nodes[i].name for i in extra]
     p_name = graph.nodes[p].name
-    graph, (fun, hessp) = prepared(graph, [[f.node, g.node], [hv.node]], True, False)
-    module = Module(graph)
+    new, (fun, hessp) = prepared(graph, [[f.node, g.node], [hv.node]], True, False)
+    module = Module(new)
     module.add("fun", fun, [x.name, *extra_names], False, ["value", "grad"])
     module.add("hessp", hessp, [x.name, p_name, *extra_names], True, ["hvp"])
     source = module.render()
-    namespace, _ = _load(source, "scipy")
-    return ScipyFunctions(namespace["fun"], namespace["hessp"], source, tuple(extra_names))
+    namespace, filename = _load(source, "scipy")
+    nodes = graph.nodes
+    fun = CompiledFunction(namespace["fun"], [nodes[i] for i in [x.node, *extra]], source,
+                           filename)
+    hessp = CompiledFunction(namespace["hessp"], [nodes[i] for i in [x.node, p, *extra]],
+                             source, filename)
+    return ScipyFunctions(fun, hessp, source, tuple(extra_names))

@@ -13,9 +13,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import EvaluationError, InputError
-from ..ir.graph import Expr, Graph
+from ..ir.expr import Expr
+from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.shapes import fmt
+from ..progress import start
 
 
 def evaluate(outputs: Expr | Sequence[Expr], inputs: Mapping[Any, Any] | None = None):
@@ -50,8 +52,10 @@ def run(graph: Graph, outputs: Sequence[int], inputs: Mapping[str, Any]) -> dict
             last_use[a] = i
     keep = set(outputs)
     values: dict[int, Any] = {}
+    progress = start("evaluate", total=len(order))
     with np.errstate(all="ignore"):
         for i in order:
+            progress.update()
             n = nodes[i]
             if n.is_var:
                 values[i] = check_input(n, inputs)
@@ -64,6 +68,7 @@ def run(graph: Graph, outputs: Sequence[int], inputs: Mapping[str, Any]) -> dict
             for a in set(n.args):
                 if last_use[a] == i and a not in keep:
                     del values[a]
+    progress.close()
     return {i: values[i] for i in outputs}
 
 
@@ -115,5 +120,7 @@ def _by_name(inputs: Mapping[Any, Any]) -> dict[str, Any]:
 def _finish(value: Any) -> Any:
     value = np.asarray(value)
     if value.ndim == 0:
-        return value.item() if value.dtype.kind in "fiub" else value
+        # float64, int64 and bool are exactly Python's float, int and bool; other dtypes
+        # (lstsq's int32 rank, float32) stay NumPy scalars, so their dtype survives
+        return value.item() if value.dtype.name in ("float64", "int64", "bool") else value[()]
     return value

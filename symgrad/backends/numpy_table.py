@@ -17,8 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..ops.decompositions import _sg_band, _sg_lstsq_residuals, _sg_part
 from ..ops.indexing import _sg_index_add, _sg_scatter_sum, key_source, split_parts
 from ..ops.reductions import _sg_log_softmax, _sg_logsumexp, _sg_softmax
+from ..ops.sorting import _sg_partition
 
 NUMPY_TYPE = {"float64": "np.float64", "float32": "np.float32", "int64": "np.int64",
               "int32": "np.int32", "bool": "np.bool_"}
@@ -99,6 +101,26 @@ def _scatter_sum(names: list[str], attrs: dict) -> str:
     return f"_sg_scatter_sum({size}, ({items},))"
 
 
+def _part(fn: str, index: int, rest: str = "") -> Template:
+    """Result ``index`` of ``np.linalg.<fn>``, through the kernel that calls it once for
+    all the nodes of one decomposition."""
+    tail = f", {rest}" if rest else ""
+    return Template(f"_sg_part(np.linalg.{fn}, {index}, {{0}}{tail})", (_sg_part,))
+
+
+def _svd_values(names: list[str], attrs: dict) -> str:
+    a, full, herm = names[0], attrs["full_matrices"], attrs["hermitian"]
+    if attrs["compute_uv"]:
+        return f"_sg_part(np.linalg.svd, 1, {a}, {full!r}, True, {herm!r})"
+    return f"np.linalg.svd({a}, {full!r}, False, {herm!r})"
+
+
+def _norm(names: list[str], attrs: dict) -> str:
+    order = attrs["ord"]
+    text = repr(order) if order is None or isinstance(order, str) else scalar_source(order)
+    return f"np.linalg.norm({names[0]}, {text}, {attrs['axis']!r}, {attrs['keepdims']!r})"
+
+
 def _filled(fn: str, fill: bool) -> Template:
     middle = "{fill_value!r}, " if fill else ""
     return Template(f"np.{fn}({{shape!r}}, {middle}dtype=np.{{dtype}})")
@@ -122,6 +144,16 @@ NUMPY: dict[str, Template] = {
     "less": T("{0} < {1}"), "less_equal": T("{0} <= {1}"), "greater": T("{0} > {1}"),
     "greater_equal": T("{0} >= {1}"), "equal": T("{0} == {1}"), "not_equal": T("{0} != {1}"),
     "where": T("np.where({0}, {1}, {2})"),
+    # more elementwise functions (ops/functions.py)
+    **{name: T(f"np.{name}({{0}})") for name in (
+        "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "exp2", "log2", "log10",
+        "cbrt", "reciprocal", "deg2rad", "rad2deg", "floor", "ceil", "rint", "trunc", "isnan",
+        "isinf", "isfinite", "signbit", "logical_not")},
+    **{name: T(f"np.{name}({{0}}, {{1}})") for name in (
+        "arctan2", "hypot", "logaddexp", "logaddexp2", "fmod", "floor_divide", "fmax", "fmin",
+        "copysign", "float_power", "heaviside", "logical_and", "logical_or", "logical_xor")},
+    "mod": T("np.remainder({0}, {1})"), "round": T("np.round({0}, {decimals!r})"),
+    "astype": T("{0}.astype(np.{dtype})"),
     # reductions
     # np.sum, np.max and np.min call these reductions: the same result, without the wrapper
     "sum": T("np.add.reduce({0}, axis={axis!r}, keepdims={keepdims!r})"),
@@ -131,6 +163,16 @@ NUMPY: dict[str, Template] = {
     "logsumexp": T("_sg_logsumexp({0}, {axis!r}, {keepdims!r})", (_sg_logsumexp,)),
     "softmax": T("_sg_softmax({0}, {axis!r})", (_sg_softmax,)),
     "log_softmax": T("_sg_log_softmax({0}, {axis!r})", (_sg_log_softmax,)),
+    "prod": T("np.prod({0}, axis={axis!r}, keepdims={keepdims!r})"),
+    "all": T("np.all({0}, axis={axis!r}, keepdims={keepdims!r})"),
+    "any": T("np.any({0}, axis={axis!r}, keepdims={keepdims!r})"),
+    "cumsum": T("np.cumsum({0}, axis={axis!r})"), "cumprod": T("np.cumprod({0}, axis={axis!r})"),
+    "argmax": T("np.argmax({0}, axis={axis!r}, keepdims={keepdims!r})"),
+    "argmin": T("np.argmin({0}, axis={axis!r}, keepdims={keepdims!r})"),
+    "sort": T("np.sort({0}, axis={axis!r})"), "argsort": T("np.argsort({0}, axis={axis!r})"),
+    "partition": T("_sg_partition({0}, {kth!r}, {axis!r})", (_sg_partition,)),
+    "argpartition": T("np.argpartition({0}, {kth!r}, axis={axis!r})"),
+    "searchsorted": T("np.searchsorted({0}, {1}, side={side!r}).astype(np.int64)"),
     # linear algebra
     "matmul": T("{0} @ {1}"), "dot": T("np.dot({0}, {1})"),
     "outer": T("np.multiply.outer({0}, {1})"),  # np.outer's products, without its wrapper
@@ -148,7 +190,36 @@ NUMPY: dict[str, Template] = {
     "take": T("np.take({0}, {1}, axis={axis!r})"),
     # constant-makers
     "zeros_like": T("np.zeros_like({0})"), "ones_like": T("np.ones_like({0})"),
-    "eye": T("np.eye({N!r}, {M!r})"), "zeros": _filled("zeros", False),
+    "eye": T("np.eye({N!r}, {M!r}, {k!r}, dtype=np.{dtype})"), "zeros": _filled("zeros", False),
     "ones": _filled("ones", False), "full": _filled("full", True),
-    "arange": T("np.arange({stop!r})"),
+    "arange": T("np.arange({start!r}, {stop!r}, {step!r}, dtype=np.{dtype})"),
+    "linspace": T("np.linspace({start!r}, {stop!r}, {num!r}, endpoint={endpoint!r}, "
+                  "dtype=np.{dtype})"),
+    # -- numpy.linalg (ops/decompositions.py) --
+    "band": T("_sg_band({0}, {lo!r}, {hi!r}, {diagonal!r})", (_sg_band,)),
+    "inv": T("np.linalg.inv({0})"), "det": T("np.linalg.det({0})"),
+    "slogdet": _part("slogdet", 1), "slogdet_sign": _part("slogdet", 0),
+    "solve": T("np.linalg.solve({0}, {1})"),
+    "cholesky": T("np.linalg.cholesky({0}, upper={upper!r})"),
+    "eigh": _part("eigh", 0, "{UPLO!r}"), "eigh_vectors": _part("eigh", 1, "{UPLO!r}"),
+    "eigvalsh": T("np.linalg.eigvalsh({0}, {UPLO!r})"),
+    "svd": T(_svd_values, (_sg_part,)),
+    "svd_u": _part("svd", 0, "{full_matrices!r}, True, {hermitian!r}"),
+    "svd_vh": _part("svd", 2, "{full_matrices!r}, True, {hermitian!r}"),
+    "svdvals": T("np.linalg.svdvals({0})"),
+    "pinv": T("np.linalg.pinv({0}, rcond={rcond!r}, hermitian={hermitian!r})"),
+    "lstsq": _part("lstsq", 0, "{1}, {rcond!r}"),
+    "lstsq_residuals": T("_sg_lstsq_residuals({0}, {1}, {rcond!r})",
+                         (_sg_lstsq_residuals, _sg_part)),
+    "lstsq_rank": _part("lstsq", 2, "{1}, {rcond!r}"),
+    "lstsq_sv": _part("lstsq", 3, "{1}, {rcond!r}"),
+    "qr": T(lambda names, attrs: f"np.linalg.qr({names[0]}, 'r')" if attrs["mode"] == "r"
+            else f"_sg_part(np.linalg.qr, 1, {names[0]}, {attrs['mode']!r})", (_sg_part,)),
+    "qr_q": _part("qr", 0, "{mode!r}"),
+    "matrix_power": T("np.linalg.matrix_power({0}, {n!r})"),
+    "multi_dot": T(lambda names, attrs: f"np.linalg.multi_dot([{', '.join(names)}])"),
+    "trace": T("np.trace({0}, {offset!r}, {axis1!r}, {axis2!r})"),
+    "norm": T(_norm),
+    "matrix_rank": T("np.asarray(np.linalg.matrix_rank({0}, {tol!r}, {hermitian!r}, "
+                     "rtol={rtol!r}), dtype=np.int64)"),
 }

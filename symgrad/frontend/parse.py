@@ -8,7 +8,7 @@ on input length, bracket depth, unary-operator runs, node count and literal size
 before any work.
 
 The walk builds the graph with the same calls the Python API makes (Expr operators and
-:func:`symgrad.ir.graph.call`) in Python's left-to-right evaluation order, so
+:mod:`symgrad.frontend.functions`) in Python's left-to-right evaluation order, so
 ``parse("x * sin(y)")`` and ``x * sg.sin(y)`` give the same graph. Arithmetic on literals
 alone follows Python, as in the API (``2 * 3 * x`` multiplies ``x`` by the constant ``6``),
 under size guards. Names ``pi``, ``e``, ``inf`` and ``nan`` are constants unless declared
@@ -27,9 +27,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import ParseError, SymgradError
-from ..ir.graph import Expr, call, const, var
-from ..ir.op import Op, SignatureError, lookup
+from ..ir.expr import Expr, const, var
+from ..ir.op import SignatureError
 from ..ir.values import as_constant, check_dtype, check_name, check_shape
+from .functions import Callee, callee
 
 MAX_CHARS = 100_000
 MAX_DEPTH = 100  # nested brackets
@@ -51,7 +52,7 @@ _CMPOPS: dict[type, tuple[str, Callable]] = {
     ast.GtE: (">=", operator.ge), ast.Eq: ("==", operator.eq), ast.NotEq: ("!=", operator.ne),
 }
 _UNARY: dict[type, Callable] = {ast.USub: operator.neg, ast.UAdd: operator.pos}
-_EINSUM_SPEC = re.compile(r"[A-Za-z.,\->\s]*")
+_EINSUM_SPEC = re.compile(r"[A-Za-z0-9_.,\->\s]*")
 
 _UNSUPPORTED = {
     "Attribute": "attribute access is not supported (only .T)",
@@ -244,6 +245,9 @@ class _Parser:
         value = self._walk(tree)
         if isinstance(value, Expr):
             return value
+        if isinstance(value, tuple):  # a function with several results (eigh, svd, ...)
+            raise ParseError(f"the expression has {len(value)} results (as NumPy's function "
+                             "returns them); pick one, e.g. eigh(A)[1]", self.shown, lead)
         return const(value)
 
     def _ast(self, text: str, lead: int) -> ast.Expression:
@@ -391,7 +395,7 @@ class _Parser:
             elif p.kind == "static":
                 plan.append(("static", self._static(args.pop(0), op, p.name)))
                 statics.add(p.name)
-            else:
+            else:  # an operand, optional or not
                 plan.append(("expr",))
                 children.append(args.pop(0))
         if args:
@@ -406,14 +410,11 @@ class _Parser:
             kwargs[kw.arg] = self._static(kw.value, op, kw.arg)
         return self._plan(node, children, op, plan, kwargs)
 
-    def _op(self, func: ast.Name) -> Op:
-        try:
-            op = lookup(func.id)
-        except KeyError:
-            op = None
-        if op is None or not op.public:
+    def _op(self, func: ast.Name) -> Callee:
+        found = callee(func.id)
+        if found is None:
             self.fail(f"unknown function '{func.id}'", func)
-        return op
+        return found
 
     # literals
 
@@ -455,7 +456,8 @@ class _Parser:
                 self.fail(f"{op.name}() does not take a string for '{param}'", node)
             s = node.value
             if len(s) > MAX_STRING or not _EINSUM_SPEC.fullmatch(s):
-                self.fail("an einsum spec may only contain letters, ',', '->', '...'", node)
+                self.fail("a string argument may only contain letters, digits, '_', ',', "
+                          "'->' and '...'", node)
             return s
         what = f"{op.name}() needs a literal for '{param}' (a number, None or a tuple of ints)"
         if isinstance(node, (ast.Tuple, ast.List)):
@@ -554,6 +556,12 @@ class _Parser:
 
     def _build_Subscript(self, node: ast.Subscript, args) -> Value:
         _, spec, is_tuple = self.plans[id(node)]
+        if isinstance(args[0], tuple):  # one result of eigh(A), svd(A), ...: NumPy's [k]
+            k = args[1] if len(args) == 2 and not is_tuple else None
+            if isinstance(k, bool) or not isinstance(k, int) or not -len(args[0]) <= k < len(
+                    args[0]):
+                self.fail(f"pick one of the {len(args[0])} results with an int, e.g. [0]", node)
+            return args[0][k]
         value = _expr(args[0], node, self)
         exprs = iter(zip(args[1:], (s[1] for s in spec if s[0] == "expr")))
         key = []
@@ -591,7 +599,7 @@ class _Parser:
                 call_args.append([next(values) for _ in range(step[1])])
             else:
                 call_args.append(step[1])
-        return call(op.name, *call_args, **kwargs)
+        return op.fn(*call_args, **kwargs)
 
 
 # -- helpers ------------------------------------------------------------------------------
@@ -607,9 +615,9 @@ def _operator_span(node: ast.AST):
     return None
 
 
-def _string_param(op: Op, param: str) -> bool:
+def _string_param(op: Callee, param: str) -> bool:
     """Whether static parameter ``param`` of ``op`` takes a string (einsum's subscripts)."""
-    return any(p.name == param and p.text for p in op.signature.params)
+    return op.signature.takes_string(param)
 
 
 def _as_expr(v: Value) -> Value:

@@ -54,25 +54,41 @@ def check_shape(shape: Any, what: str) -> Shape:
     return out
 
 
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def check_dtype(dtype: Any, what: str) -> str:
     """A supported dtype's name (``"float64"``, ...)."""
     try:
         name = np.dtype(dtype).name
     except TypeError:
         name = str(dtype)
+    if name.startswith("complex"):
+        raise ShapeError(f"{what}: complex dtypes are not supported (symgrad differentiates "
+                         f"real-valued functions); use {', '.join(DTYPES)}")
     if name not in DTYPES:
         raise ShapeError(f"{what}: dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
     return name
 
 
 def as_constant(value: Any) -> np.ndarray:
-    """A constant's canonical value: a read-only NumPy array of a supported dtype."""
-    arr = np.array(value)
+    """A constant's canonical value: a read-only NumPy array of a supported dtype (float64,
+    float32, int64, int32, bool; other floats and ints become float64 and int64)."""
+    try:
+        arr = np.array(value)
+    except (ValueError, TypeError):
+        raise ShapeError(f"cannot use {type(value).__name__} {_short(value)} as a constant "
+                         "(a ragged or mixed sequence?)") from None
     if arr.dtype.kind == "f":
         arr = arr.astype(np.float64 if arr.dtype != np.float32 else np.float32)
     elif arr.dtype.kind in "iu":
-        arr = arr.astype(np.int64)
+        arr = arr.astype(np.int64 if arr.dtype != np.int32 else np.int32)
+    elif arr.dtype.kind == "c":
+        raise ShapeError(f"complex numbers are not supported (got {_short(value)}): symgrad "
+                         "differentiates real-valued functions")
     elif arr.dtype.kind != "b":
-        raise ShapeError(f"cannot use {type(value).__name__} {value!r} as a constant")
+        raise ShapeError(f"cannot use {type(value).__name__} {_short(value)} as a constant")
     arr.setflags(write=False)
     return arr

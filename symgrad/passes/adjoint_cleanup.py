@@ -17,7 +17,7 @@ so a forward expression means what NumPy means whatever was differentiated befor
 
 from __future__ import annotations
 
-from ..ir.graph import Expr, F
+from ..ir.expr import Expr, F
 from ..ops.indexing import scatter_parts
 from .pattern import Const, Pass, Rule
 

@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.graph import Expr, Graph
+from ..ir.expr import Expr
+from ..ir.graph import Graph
 
 TRANSCENDENTAL = 20  # flops per element of exp, log, sin, tanh, **, ...
 

@@ -34,7 +34,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..ir.graph import Expr, F, Graph, Node, NodeView
+from ..ir.expr import Expr, F, NodeView
+from ..ir.graph import Graph, Node
 from ..ir.op import REGISTRY
 from ..ir.shapes import reduced
 from .pattern import OneOf, Pass, Rule, _compile

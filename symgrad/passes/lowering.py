@@ -26,7 +26,7 @@ import math
 
 import numpy as np
 
-from ..ir.graph import Expr, F
+from ..ir.expr import Expr, F
 from ..ir.op import REGISTRY
 from ..ops.indexing import scatter_parts, split_parts
 from .pattern import Const, OneOf, Pass, Proposed, Rule, _compile, stored_constant

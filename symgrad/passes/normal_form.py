@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.graph import Expr, F
+from ..ir.expr import Expr, F
 from ..ir.op import REGISTRY
 from .pattern import Const, Pass, Rule, stored_constant
 

@@ -17,13 +17,14 @@ overflowed may become numbers).
 
 from __future__ import annotations
 
-from ..ir.graph import Expr, F, Graph
+from ..ir.expr import Expr, F
+from ..ir.graph import Graph
 from .adjoint_cleanup import ADJOINT_CLEANUP
 from .exact import CONSTANT_FOLDING, IDENTITIES, NEGATIONS
 from .lowering import LOWERING
 from .normal_form import CANONICAL_ORDER, NORMAL_FORM
 from .pattern import Const, Pass, Rule
-from .simplify import rebuild
+from .simplify import _copy_var, rebuild
 from .stability import STABILITY
 
 
@@ -56,6 +57,8 @@ def optimize(graph: Graph, groups: list[list[int]], fast_math: bool = False
     flat = [i for group in groups for i in group]
     passes = FAST if fast_math else COMPILE
     new, ids = rebuild(graph, flat, passes, passes)
+    for i in graph.variables.values():  # inputs the outputs do not use stay inputs
+        _copy_var(new, graph.nodes[i])
     out, k = [], 0
     for group in groups:
         out.append(ids[k:k + len(group)])

@@ -16,7 +16,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
-from ..ir.graph import Expr, Graph
+from ..ir.expr import Expr
+from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from .adjoint_cleanup import ADJOINT_CLEANUP
 from .exact import CONSTANT_FOLDING, IDENTITIES, NEGATIONS

@@ -34,7 +34,8 @@ from itertools import product
 import numpy as np
 import sympy as sp
 
-from ..ir.graph import Expr, Graph, call
+from ..ir.expr import Expr, call
+from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.shapes import is_float
 from .cost import node_cost

@@ -20,10 +20,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import reduce
 
-from ..ir.graph import Expr, F, Graph, NodeView
+from ..ir.expr import Expr, F, NodeView
+from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.shapes import Shape, is_float
 from ..passes import IDIOMS, REVERSE, rewriter
+from ..progress import start
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,9 @@ def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, idioms: bool) -> Ba
     parts: dict[int, list[Expr]] = {output.node: [seed]} if output.node in relevant else {}
     found = IDIOMS.run(graph, [i for i in forward if i in relevant]) if idioms else {}
     adjoint_of: dict[int, int] = {}
+    progress = start("reverse mode", total=len(forward))
     for i in reversed(forward):
+        progress.update()
         if i not in parts:
             continue
         node = nodes[i]
@@ -109,6 +113,7 @@ def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, idioms: bool) -> Ba
             for a, c in zip(targets, rule(NodeView(graph, node), g)):
                 if c is not None and a in relevant:
                     parts.setdefault(a, []).append(sum_to_shape(c, nodes[a].shape, batch))
+    progress.close()
     return Backprop(output.node, tuple(w.node for w in wrt), adjoint_of, batch, before,
                     len(graph))
 

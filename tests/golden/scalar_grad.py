@@ -7,18 +7,38 @@ import numpy as np
 class _numpy_math:
     """``math``'s functions as NumPy ufuncs: inf/NaN results instead of exceptions."""
 
+    acos = np.acos
+    acosh = np.acosh
+    asin = np.asin
+    asinh = np.asinh
+    atan = np.atan
+    atan2 = np.atan2
+    atanh = np.atanh
+    ceil = np.ceil
+    copysign = np.copysign
     cos = np.cos
     cosh = np.cosh
+    degrees = np.degrees
     exp = np.exp
     expm1 = np.expm1
+    floor = np.floor
+    fmod = np.fmod
+    hypot = np.hypot
+    isfinite = np.isfinite
+    isinf = np.isinf
+    isnan = np.isnan
     log = np.log
+    log10 = np.log10
     log1p = np.log1p
+    log2 = np.log2
     pow = np.power
+    radians = np.radians
     sin = np.sin
     sinh = np.sinh
     sqrt = np.sqrt
     tan = np.tan
     tanh = np.tanh
+    trunc = np.trunc
 
 
 def _f_and_grad_scalar(x, y, math=math):
