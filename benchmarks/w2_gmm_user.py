@@ -5,6 +5,7 @@ system: no symgrad-only op. The hand-written NumPy value and gradient are W2's.
 
 from __future__ import annotations
 
+from . import w2_gmm
 from .w2_gmm import (  # noqa: F401 - the workload interface, shared with W2
     CONFIGS,
     DATA,
@@ -29,15 +30,7 @@ def lse(xp, a, axis: int, amax=None, squeeze=None):
 def symgrad_loss(cfg: dict):
     import symgrad as sg
 
-    d, k, n = cfg["d"], cfg["K"], cfg["N"]
-    p = d * (d - 1) // 2
-    params = (sg.var("alphas", (k,)), sg.var("means", (k, d)), sg.var("icf", (k, d + p)))
-    data = (sg.var("x", (n, d)),)
-    D, S = scatter(d)
-    loss = _generic(sg, params, data, cfg, (sg.const(D), sg.const(S)),
-                    lambda a, ax: lse(sg, a, ax), sg.reshape,
-                    lambda a: sg.transpose(a, (0, 2, 1)))
-    return loss, params, data
+    return w2_gmm.symgrad_loss(cfg, lambda a, ax: lse(sg, a, ax))
 
 
 def jax_loss(jax, cfg: dict):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import w5_lstm
 from .w5_lstm import PARAMS  # noqa: F401 - the workload interface, shared with W5
 
 TITLE = "W5 LSTM as users write it (hand sigmoid, max-shifted log-softmax CE)"
@@ -21,74 +22,30 @@ DATA = ("xs", "ys")
 
 
 def inputs(cfg: dict, seed: int = 0) -> tuple[tuple, tuple]:
-    rng = np.random.default_rng(seed)
-    t, h, i = cfg["T"], cfg["H"], cfg["I"]
-    params = (
-        rng.standard_normal((4 * h, i)) / np.sqrt(i),
-        rng.standard_normal((4 * h, h)) / np.sqrt(h),
-        0.1 * rng.standard_normal(4 * h),
-    )
-    return params, (rng.standard_normal((t, i)), rng.integers(0, h, size=t))
+    """W5's weights and inputs; the targets are classes (int64)."""
+    params, (xs, _) = w5_lstm.inputs(cfg, seed)
+    ys = np.random.default_rng(seed + 1).integers(0, cfg["H"], size=cfg["T"])
+    return params, (xs, ys)
 
 
-def _sigmoid(a):
-    return 1.0 / (1.0 + np.exp(-a))
-
-
-def _steps(params, data, cfg):
-    """Forward pass keeping what the backward pass needs."""
-    W, U, b = params
-    xs, ys = data
-    H = cfg["H"]
-    xw = xs @ W.T + b
-    h = np.zeros(H)
-    c = np.zeros(H)
-    tape = []
-    loss = 0.0
-    for t in range(cfg["T"]):
-        z = xw[t] + U @ h
-        i, f, o = _sigmoid(z[:H]), _sigmoid(z[H:2 * H]), _sigmoid(z[2 * H:3 * H])
-        g = np.tanh(z[3 * H:])
-        c_prev, h_prev = c, h
-        c = f * c + i * g
-        tc = np.tanh(c)
-        h = o * tc
-        s = h - np.max(h)
-        e = np.exp(s)
-        tot = np.sum(e)
-        loss -= s[ys[t]] - np.log(tot)
-        tape.append((i, f, o, g, c_prev, h_prev, tc, e / tot))
-    return loss, tape
+def _cross_entropy(h, t, data):
+    """The step's loss -log_softmax(h)[y_t], max-shifted, and its gradient softmax - onehot."""
+    y = data[1][t]
+    s = h - np.max(h)
+    e = np.exp(s)
+    tot = np.sum(e)
+    dh = e / tot
+    dh[y] -= 1.0
+    return -(s[y] - np.log(tot)), dh
 
 
 def numpy_forward(params: tuple, data: tuple, cfg: dict) -> float:
-    return float(_steps(params, data, cfg)[0])
+    return w5_lstm.numpy_forward(params, data, cfg, _cross_entropy)
 
 
 def numpy_grad(params: tuple, data: tuple, cfg: dict) -> tuple[float, tuple]:
-    """Hand-written backpropagation through time (softmax - onehot at each step)."""
-    W, U, b = params
-    xs, ys = data
-    H = cfg["H"]
-    loss, tape = _steps(params, data, cfg)
-    dxw = np.empty((cfg["T"], 4 * H))
-    dU = np.zeros_like(U)
-    dh_next = np.zeros(H)
-    dc_next = np.zeros(H)
-    for t in range(cfg["T"] - 1, -1, -1):
-        i, f, o, g, c_prev, h_prev, tc, p = tape[t]
-        dh = p + dh_next
-        dh[ys[t]] -= 1.0
-        dc = dh * o * (1.0 - tc * tc) + dc_next
-        dz = dxw[t]
-        dz[:H] = dc * g * i * (1.0 - i)
-        dz[H:2 * H] = dc * c_prev * f * (1.0 - f)
-        dz[2 * H:3 * H] = dh * tc * o * (1.0 - o)
-        dz[3 * H:] = dc * i * (1.0 - g * g)
-        dU += np.outer(dz, h_prev)
-        dh_next = U.T @ dz
-        dc_next = dc * f
-    return float(loss), (dxw.T @ xs, dU, dxw.sum(axis=0))
+    """Hand-written backpropagation through time (W5's, with this loss)."""
+    return w5_lstm.numpy_grad(params, data, cfg, _cross_entropy)
 
 
 def _generic(xp, params, data, cfg, zeros, amax):

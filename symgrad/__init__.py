@@ -59,8 +59,6 @@ def _version() -> str:
         return "0+unknown"
 
 
-__version__ = _version()
-
 pi = _math.pi
 e = _math.e
 inf = _math.inf
@@ -73,7 +71,10 @@ for _name in numpy._names():
 
 
 def __getattr__(name: str) -> _Any:
-    """Ops registered after import (``symgrad.extend.defop``) are functions here too."""
+    """Ops registered after import (``symgrad.extend.defop``) are functions here too;
+    ``__version__`` is read on first use (importlib.metadata is slow to import)."""
+    if name == "__version__":
+        return _version()
     if "." not in name and name in numpy._names():
         return _function_for(name)
     raise AttributeError(f"module 'symgrad' has no attribute {name!r}")

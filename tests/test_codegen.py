@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from golden_files import check_golden
 from registry_cases import registry_cases
 
 import symgrad as sg
@@ -28,8 +29,6 @@ from symgrad.ir.graph import Graph
 from symgrad.ir.shapes import is_float
 from symgrad.ops import REGISTRY
 
-GOLDEN = Path(__file__).parent / "golden"
-REGEN = os.environ.get("SYMGRAD_REGEN_GOLDEN") == "1"
 REPO = Path(__file__).resolve().parents[1]
 NUMPY_DIR = str(Path(np.__file__).resolve().parents[1])
 
@@ -116,15 +115,7 @@ def _golden_sources() -> dict[str, str]:
 
 @pytest.mark.parametrize("filename", ["scalar_grad.py", "network_grad.py", "hessian.py"])
 def test_golden_source(filename):
-    text = _golden_sources()[filename]
-    path = GOLDEN / filename
-    if REGEN:
-        path.write_text(text, encoding="utf-8")
-    assert path.exists(), "golden file missing: run with SYMGRAD_REGEN_GOLDEN=1"
-    assert text == path.read_text(encoding="utf-8"), (
-        f"emitted text differs from {path}; if the change is intended, regenerate with "
-        "SYMGRAD_REGEN_GOLDEN=1"
-    )
+    check_golden(filename, _golden_sources()[filename])
 
 
 def _load_module(text: str) -> dict:

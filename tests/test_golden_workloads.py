@@ -7,12 +7,12 @@ shift ``m``; scatters as concatenate; scalars collected). Regenerate with
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from golden_files import GOLDEN, check_golden
 
 import symgrad as sg
 
@@ -21,9 +21,6 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks import w2_gmm_user, w3_rosenbrock  # noqa: E402
-
-GOLDEN = Path(__file__).parent / "golden"
-REGEN = os.environ.get("SYMGRAD_REGEN_GOLDEN") == "1"
 
 
 def w1_user():
@@ -55,14 +52,7 @@ CASES = {"w1_user_grad.py": w1_user, "w2_user_grad.py": w2_user, "w3_grad_hvp.py
 @pytest.mark.parametrize("filename", sorted(CASES))
 def test_golden_workload_source(filename):
     outs, inputs = CASES[filename]()
-    text = sg.to_source(outs, inputs=inputs, name=filename[:-3])
-    path = GOLDEN / filename
-    if REGEN:
-        path.write_text(text, encoding="utf-8")
-    assert path.exists(), "golden file missing: run with SYMGRAD_REGEN_GOLDEN=1"
-    assert text == path.read_text(encoding="utf-8"), (
-        f"emitted text differs from {path}; if the change is intended, regenerate with "
-        "SYMGRAD_REGEN_GOLDEN=1")
+    check_golden(filename, sg.to_source(outs, inputs=inputs, name=filename[:-3]))
 
 
 def test_golden_workloads_show_the_idioms():

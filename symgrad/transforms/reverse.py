@@ -14,7 +14,6 @@ seed gives a whole Jacobian in one pass).
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -25,6 +24,7 @@ from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.shapes import Shape, is_float
 from ..passes import IDIOMS, REVERSE, rewriter
+from ..passes.simplify import gc_paused
 from ..progress import start
 
 
@@ -60,7 +60,7 @@ def backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, cleanup: bool = True
     by their own rule (:data:`symgrad.passes.IDIOMS`); off, every node gets its own adjoint.
     """
     graph = output.graph
-    with _gc_paused(), adjoint_rewriting(graph, cleanup):
+    with gc_paused(), adjoint_rewriting(graph, cleanup):
         result = _backprop(output, wrt, seed, cleanup if idioms is None else idioms)
     graph.transforms.append(result)
     graph.adjoint_of.update(result.adjoint_of)
@@ -72,18 +72,6 @@ def adjoint_rewriting(graph: Graph, cleanup: bool = True) -> Iterator[None]:
     """Nodes built inside pass through the reverse-mode passes (nothing if not ``cleanup``)."""
     with graph.rewriting(rewriter(graph, REVERSE) if cleanup else None):
         yield
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    # the transform allocates many small objects and creates no cycles
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, idioms: bool) -> Backprop:
