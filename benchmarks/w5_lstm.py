@@ -97,8 +97,14 @@ def numpy_grad(params: tuple, data: tuple, cfg: dict, head=_squared_error
     return float(loss), (dxw.T @ xs, dU, dxw.sum(axis=0))
 
 
-def _generic(xp, params, data, cfg, sigmoid, zeros):
-    """The loss written once for symgrad / jax.numpy / torch / autograd.numpy."""
+def _squared(xp, h, y):
+    r = h - y
+    return 0.5 * xp.sum(r * r)
+
+
+def _generic(xp, params, data, cfg, sigmoid, zeros, head=_squared):
+    """The loss written once for symgrad / jax.numpy / torch / autograd.numpy;
+    ``head(xp, h, y_t)`` is a step's loss."""
     W, U, b = params
     xs, ys = data
     H = cfg["H"]
@@ -111,8 +117,7 @@ def _generic(xp, params, data, cfg, sigmoid, zeros):
         g = xp.tanh(z[3 * H:])
         c = f * c + i * g
         h = o * xp.tanh(c)
-        r = h - ys[t]
-        loss = loss + 0.5 * xp.sum(r * r)
+        loss = loss + head(xp, h, ys[t])
     return loss
 
 

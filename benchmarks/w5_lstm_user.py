@@ -49,25 +49,18 @@ def numpy_grad(params: tuple, data: tuple, cfg: dict) -> tuple[float, tuple]:
 
 
 def _generic(xp, params, data, cfg, zeros, amax):
-    """The loss written once for symgrad / jax.numpy / torch / autograd.numpy."""
-    W, U, b = params
-    xs, ys = data
-    H = cfg["H"]
-    xw = xs @ W.T + b
-    h = c = zeros(H)
-    loss = 0.0
-    for t in range(cfg["T"]):
-        z = xw[t] + U @ h
-        i = 1.0 / (1.0 + xp.exp(-z[:H]))
-        f = 1.0 / (1.0 + xp.exp(-z[H:2 * H]))
-        o = 1.0 / (1.0 + xp.exp(-z[2 * H:3 * H]))
-        g = xp.tanh(z[3 * H:])
-        c = f * c + i * g
-        h = o * xp.tanh(c)
+    """W5's loop with the logistic function and a max-shifted log-softmax cross-entropy
+    written out, for symgrad / jax.numpy / torch / autograd.numpy."""
+
+    def sigmoid(a):
+        return 1.0 / (1.0 + xp.exp(-a))
+
+    def cross_entropy(xp, h, y):
         s = h - amax(h)
         logp = s - xp.log(xp.sum(xp.exp(s)))
-        loss = loss - logp[ys[t]]
-    return loss
+        return -logp[y]
+
+    return w5_lstm._generic(xp, params, data, cfg, sigmoid, zeros, cross_entropy)
 
 
 def symgrad_loss(cfg: dict):
