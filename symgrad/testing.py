@@ -7,6 +7,10 @@ with the central difference of ``<u, f(x + h v)>`` in ``h``. One reverse pass an
 forward evaluations check any shape. Order ``k`` recurses: the symbolic VJP graph is
 itself checked the same way, so order 2 tests the derivative of the derivative graph.
 
+:func:`check_jvps` checks forward mode the same way: the tangent ``J v`` along a random
+direction against the central difference of ``f`` along it, and against reverse mode
+(``<u, J v> = <J^T u, v>``); order ``k`` differentiates the tangent graph again.
+
 :func:`numeric_jacobian` is the element-by-element finite-difference Jacobian (for small
 inputs, where it localises a wrong entry), and :func:`random_expressions` is a hypothesis
 strategy for random well-typed expressions built from the op registry.
@@ -26,7 +30,7 @@ from .ir.expr import Expr, F, build, const
 from .ir.graph import Graph
 from .ir.op import REGISTRY, Op
 from .ir.shapes import broadcast, fmt, is_float
-from .transforms.derivatives import Wrt, _resolve, vjp
+from .transforms.derivatives import Wrt, _resolve, jvp, vjp
 
 # Central differences have truncation error ~h^2 |f'''| and rounding error ~eps_mach |f| / h;
 # the sum is smallest near h = eps_mach^(1/3) ~ 6e-6 (relative to the size of x). h = 1e-5
@@ -171,6 +175,100 @@ def _directional(f, u, name, v, inputs, eps) -> tuple[float, float]:
     minus = np.asarray(evaluate(f, {**inputs, name: x - h * v}), dtype=np.float64)
     numeric = float(np.sum(u * plus) - np.sum(u * minus)) / (2.0 * h)
     noise = 16.0 * _EPS_MACH * float(np.sum(np.abs(u * plus)) + np.sum(np.abs(u * minus))) / h
+    return numeric, noise
+
+
+def check_jvps(
+    f: Expr,
+    wrt: Wrt | Sequence[Wrt],
+    at: Mapping[Any, Any],
+    order: int = 2,
+    *,
+    eps: float = DEFAULT_EPS,
+    rtol: float | None = None,
+    atol: float | None = None,
+    seed: int = 0,
+) -> None:
+    """Check forward mode: ``jvp(f, wrt, v)`` against finite differences and against ``vjp``.
+
+    For random directions ``v`` (one per variable, all moved together) and a random
+    cotangent ``u``: ``<u, J v>`` must match the central difference of ``<u, f>`` along
+    ``v`` (within the tolerances of :func:`check_grads`) and ``<J^T u, v>`` from reverse
+    mode (to rounding: ``1e-10`` relative). Order ``k`` repeats the checks on the tangent
+    graph ``J v`` itself (forward over forward, and reverse over forward).
+
+    >>> import symgrad as sg
+    >>> x = sg.var("x", shape=(3,))
+    >>> sg.testing.check_jvps(sg.exp(x) * x, x, {"x": [0.1, -0.4, 0.3]}, order=2)
+    """
+    if isinstance(order, bool) or not isinstance(order, int) or order < 1:
+        raise ValueError(f"order must be a positive int, got {order!r}")
+    if not isinstance(f, Expr):
+        raise TypeError(f"check_jvps needs a symgrad expression, got {type(f).__name__}")
+    many = isinstance(wrt, (list, tuple))
+    f = _private_copy(f)
+    targets = [_resolve(f, w) for w in (wrt if many else [wrt])]
+    inputs = _inputs(at)
+    for w in targets:
+        if w.name not in inputs:
+            raise InputError(f"check_jvps: no value given for variable '{w.name}'")
+    rng = np.random.default_rng(seed)
+    g, what = f, "f"
+    try:
+        for level in range(1, order + 1):
+            g = _check_tangent(g, targets, inputs, level, what, eps, rtol, atol, rng)
+            what = f"J({what}) v"
+    except GradientCheckError as e:
+        text = str(f)
+        text = text if len(text) <= 120 else text[:117] + "..."
+        raise GradientCheckError(f"{e}\n  where f = {text}") from None
+
+
+def _check_tangent(f, targets, inputs, level, what, eps, rtol, atol, rng) -> Expr:
+    """Check ``J v`` of ``f`` for random ``v``; return the tangent Expr."""
+    if not is_float(f.dtype):
+        raise GradientCheckError(f"{what} has dtype {f.dtype}; only float outputs have tangents")
+    vs = [rng.standard_normal(w.shape) for w in targets]
+    t = jvp(f, list(targets), [Expr(f.graph, f.graph.const(v)) for v in vs])
+    if t.shape != f.shape:
+        raise GradientCheckError(f"order {level}: the tangent of {what} has shape "
+                                 f"{fmt(t.shape)}; the expression has {fmt(f.shape)}")
+    u = rng.standard_normal(f.shape)
+    cot = vjp(f, list(targets), Expr(f.graph, f.graph.const(u)))
+    tangent, *adjoints = evaluate([t, *cot], inputs)
+    symbolic = float(np.sum(u * tangent))
+    reverse = float(sum(np.sum(v * a) for v, a in zip(vs, adjoints)))
+    numeric, noise = _directional_many(f, u, [w.name for w in targets], vs, inputs, eps)
+    scale = max(abs(symbolic), abs(numeric), float(np.sum(np.abs(u * tangent))))
+    if not (np.isfinite(symbolic) and np.isfinite(numeric)):
+        raise GradientCheckError(
+            f"order {level}: the tangent of {what} is not finite (symbolic {symbolic!r}, "
+            f"numeric {numeric!r}); is the point inside the function's domain?")
+    rtol = DEFAULT_RTOL * 10.0 ** (level - 1) if rtol is None else rtol
+    atol = DEFAULT_ATOL if atol is None else atol
+    if abs(symbolic - numeric) > atol + rtol * scale + noise:
+        raise GradientCheckError(
+            f"order {level}: the tangent (forward mode) of {what} disagrees with finite "
+            f"differences along a random direction: symbolic {symbolic!r}, numeric "
+            f"{numeric!r} (difference {abs(symbolic - numeric):.3g})")
+    if abs(symbolic - reverse) > 1e-10 * max(scale, 1e-300) + 1e-300:
+        raise GradientCheckError(
+            f"order {level}: forward and reverse mode disagree for {what}: <u, J v> = "
+            f"{symbolic!r} but <J^T u, v> = {reverse!r}")
+    return t
+
+
+def _directional_many(f, u, names, vs, inputs, eps) -> tuple[float, float]:
+    """Central difference of ``<u, f>`` when every variable ``names[k]`` moves along
+    ``vs[k]`` (one step for all), and its rounding error estimate."""
+    scale = max([1.0] + [float(np.max(np.abs(inputs[n]), initial=0.0)) for n in names])
+    h = eps * scale
+    plus = dict(inputs, **{n: inputs[n] + h * v for n, v in zip(names, vs)})
+    minus = dict(inputs, **{n: inputs[n] - h * v for n, v in zip(names, vs)})
+    fp = np.asarray(evaluate(f, plus), dtype=np.float64)
+    fm = np.asarray(evaluate(f, minus), dtype=np.float64)
+    numeric = float(np.sum(u * fp) - np.sum(u * fm)) / (2.0 * h)
+    noise = 16.0 * _EPS_MACH * float(np.sum(np.abs(u * fp)) + np.sum(np.abs(u * fm))) / h
     return numeric, noise
 
 

@@ -6,8 +6,9 @@ Invariants (checked by :meth:`Graph.verify`):
 * ``node.args`` (an ordered tuple of ids) is the truth about operands; the networkx edges are
   derived from it for traversal (``x*x`` has one edge but two operands);
 * identical ``(op, args, attrs)`` are built once; a variable is identified by its name;
-* every node has ``role`` ``"forward"`` or ``"adjoint"``; an adjoint node records in
-  ``origin`` the forward node whose backprop rule built it.
+* every node has ``role`` ``"forward"``, ``"adjoint"`` or ``"tangent"``; an adjoint node
+  records in ``origin`` the node whose backprop rule built it, a tangent node the node whose
+  forward (JVP) rule built it.
 
 :class:`~symgrad.ir.expr.Expr` (in ``expr.py``) is the handle users hold. The builder
 (:meth:`Graph.add`) builds: it canonicalises attributes, checks shapes and
@@ -35,7 +36,7 @@ from .values import as_constant, check_dtype, check_name, check_shape, freeze
 if TYPE_CHECKING:
     from .expr import Expr
 
-_ROLES = ("forward", "adjoint")
+_ROLES = ("forward", "adjoint", "tangent")
 
 # (op, args, attrs, shape, dtype) -> the id of a replacement node, or None to build as asked
 Rewriter = Callable[[Op, tuple, dict, tuple, str], "int | None"]
@@ -214,10 +215,10 @@ class Graph:
         return self.add(REGISTRY["const"], (), {"value": as_constant(value)})
 
     @contextmanager
-    def provenance(self, origin: int) -> Iterator[None]:
-        """Nodes built inside are adjoint nodes made for forward node ``origin``."""
+    def provenance(self, origin: int, role: str = "adjoint") -> Iterator[None]:
+        """Nodes built inside are ``role`` nodes (adjoint or tangent) made for ``origin``."""
         saved = self._role, self._origin
-        self._role, self._origin = "adjoint", origin
+        self._role, self._origin = role, origin
         try:
             yield
         finally:
@@ -302,7 +303,7 @@ class Graph:
             raise GraphError(f"{where}: an operand does not precede its user: {n.args}")
         if op is not None and op.arity is not None and len(n.args) != op.arity:
             raise GraphError(f"{where}: takes {op.arity} operands, has {len(n.args)}")
-        if n.role not in _ROLES or (n.role == "adjoint") != (n.origin is not None):
+        if n.role not in _ROLES or (n.role == "forward") == (n.origin is not None):
             raise GraphError(f"{where}: role {n.role!r} with origin {n.origin!r}")
         if n.origin is not None and not 0 <= n.origin < n.id:
             raise GraphError(f"{where}: origin {n.origin} is not an earlier node")

@@ -1,9 +1,10 @@
 """Transforms: graph -> larger graph. Reverse mode appends the derivative subgraph B
-(:mod:`.reverse`); :mod:`.derivatives` builds grad, vjp, jacobian, hessian, hvp and n-th
-derivatives on it."""
+(:mod:`.reverse`), forward mode the tangent nodes (:mod:`.forward`); :mod:`.derivatives`
+builds grad, vjp, jvp, jacobian, hessian, hvp and n-th derivatives on them."""
 
-from .derivatives import derivative, grad, hessian, hvp, jacobian, vjp
+from .derivatives import derivative, grad, hessian, hvp, jacfwd, jacobian, jvp, vjp
+from .forward import Tangents, tangents
 from .reverse import Backprop, backprop, sum_to_shape
 
-__all__ = ["Backprop", "backprop", "derivative", "grad", "hessian", "hvp", "jacobian",
-           "sum_to_shape", "vjp"]
+__all__ = ["Backprop", "Tangents", "backprop", "derivative", "grad", "hessian", "hvp", "jacfwd",
+           "jacobian", "jvp", "sum_to_shape", "tangents", "vjp"]

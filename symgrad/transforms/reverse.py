@@ -81,7 +81,7 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr) -> Backprop:
+def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, role: str = "adjoint") -> Backprop:
     graph = output.graph
     batch = seed.ndim - output.ndim
     before = len(graph)
@@ -97,7 +97,7 @@ def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr) -> Backprop:
         if i not in parts:
             continue
         node = nodes[i]
-        with graph.provenance(i):
+        with graph.provenance(i, role):
             g = reduce(lambda a, b: a + b, parts.pop(i))
             adjoint_of[i] = g.node
             rule = REGISTRY[node.op].backprop if node.args else None  # leaves pass nothing on
