@@ -23,7 +23,7 @@ import math as _math
 from typing import Any as _Any
 
 from . import numpy  # noqa: E402  (symgrad.numpy: NumPy's names and meanings)
-from .backends import compile, evaluate, scipy_functions, to_source  # noqa: A004
+from .backends import compile, evaluate, linearize, scipy_functions, to_source  # noqa: A004
 from .errors import (
     DifferentiationError,
     EvaluationError,
@@ -82,7 +82,8 @@ __all__ = [
     "DifferentiationError", "EvaluationError", "Expr", "Graph", "InputError", "LimitError",
     "NameConflictError", "ParseError", "ShapeError", "SymgradError", "const", "derivative",
     "evaluate", "getitem", "grad", "hessian", "hvp", "jacfwd", "jacobian", "jvp", "var", "vjp",
-    "pi", "e", "inf", "nan", "newaxis", "parse", "to_source", "compile", "scipy_functions",
+    "linearize", "pi", "e", "inf", "nan", "newaxis", "parse", "to_source", "compile",
+    "scipy_functions",
     "to_dot", "draw", "listing", "explain", "check_grads", "simplify", "passes", "numpy",
     "linalg", "value_and_grad", "to_html", "to_sympy", "from_sympy", "latex", "__version__",
 ]

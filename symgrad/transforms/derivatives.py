@@ -153,10 +153,11 @@ def jacfwd(f: Expr, wrt: Wrt | Sequence[Wrt], *, cleanup: bool = True
         start += size
     out = jvp(f, targets, seeds, cleanup=cleanup)  # (total,) + f.shape
     blocks, start = [], 0
-    for w in targets:
-        part = out if w.size == total else out[start:start + w.size]
-        blocks.append(_batch_last(part, f, w))
-        start += w.size
+    with f.graph.provenance(f.node, "tangent"):
+        for w in targets:
+            part = out if w.size == total else out[start:start + w.size]
+            blocks.append(_batch_last(part, f, w))
+            start += w.size
     return tuple(blocks) if many else blocks[0]
 
 

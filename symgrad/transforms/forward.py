@@ -51,6 +51,11 @@ class Tangents:
         return {}
 
     @property
+    def output(self) -> None:
+        """Forward mode has ``outputs`` (any number), not the one output of reverse mode."""
+        return None
+
+    @property
     def size(self) -> int:
         """Nodes this transform added to the graph."""
         return self.nodes_after - self.nodes_before
