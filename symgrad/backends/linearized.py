@@ -57,10 +57,10 @@ def linearize(f: Expr, wrt: Wrt | Sequence[Wrt], at: Mapping[Any, Any]) -> tuple
     >>> import numpy as np, symgrad as sg
     >>> x = sg.var("x", shape=(2,))
     >>> value, lin = sg.linearize(sg.sin(x) * x, x, {"x": [0.0, 1.0]})
-    >>> value
-    array([0.        , 0.84147098])
-    >>> lin(np.array([1.0, 1.0]))
-    array([0.        , 1.38177329])
+    >>> np.round(value, 6).tolist()
+    [0.0, 0.841471]
+    >>> np.round(lin(np.array([1.0, 1.0])), 6).tolist()
+    [0.0, 1.381773]
     """
     many = isinstance(wrt, (list, tuple))
     targets = [_resolve(f, w) for w in (wrt if many else [wrt])]
