@@ -46,7 +46,17 @@ from .passes import passes, simplify
 from .printing import draw, listing, to_dot, to_html
 from .sympy_io import from_sympy, latex, to_sympy
 from .testing import check_grads
-from .transforms import derivative, hessian, hvp, jacfwd, jacobian, jvp, vjp
+from .transforms import (
+    derivative,
+    hessian,
+    hessian_sparsity,
+    hvp,
+    jacfwd,
+    jacobian,
+    jacobian_sparsity,
+    jvp,
+    vjp,
+)
 
 
 def _version() -> str:
@@ -82,8 +92,8 @@ __all__ = [
     "DifferentiationError", "EvaluationError", "Expr", "Graph", "InputError", "LimitError",
     "NameConflictError", "ParseError", "ShapeError", "SymgradError", "const", "derivative",
     "evaluate", "getitem", "grad", "hessian", "hvp", "jacfwd", "jacobian", "jvp", "var", "vjp",
-    "linearize", "pi", "e", "inf", "nan", "newaxis", "parse", "to_source", "compile",
-    "scipy_functions",
+    "linearize", "jacobian_sparsity", "hessian_sparsity", "pi", "e", "inf", "nan", "newaxis",
+    "parse", "to_source", "compile", "scipy_functions",
     "to_dot", "draw", "listing", "explain", "check_grads", "simplify", "passes", "numpy",
     "linalg", "value_and_grad", "to_html", "to_sympy", "from_sympy", "latex", "__version__",
 ]

@@ -11,6 +11,10 @@ itself checked the same way, so order 2 tests the derivative of the derivative g
 direction against the central difference of ``f`` along it, and against reverse mode
 (``<u, J v> = <J^T u, v>``); order ``k`` differentiates the tangent graph again.
 
+:func:`sparse_functions` is a hypothesis strategy for random residual vectors of one vector
+variable with local (banded, block or arrow-head) structure: the test bed of the sparse
+Jacobians and Hessians.
+
 :func:`numeric_jacobian` is the element-by-element finite-difference Jacobian (for small
 inputs, where it localises a wrong entry), and :func:`random_expressions` is a hypothesis
 strategy for random well-typed expressions built from the op registry.
@@ -439,6 +443,72 @@ def random_expressions(
 
 def _const(c: float) -> Expr:
     return const(c)
+
+
+def sparse_functions(n: int = 12, max_terms: int = 4, ops: Sequence[Op] | None = None):
+    """A hypothesis strategy of :class:`RandomCase` whose ``expr`` is a residual vector
+    ``r(x)`` of one vector variable ``x`` of ``n`` elements, with sparse structure.
+
+    ``r`` concatenates a few terms; each term combines shifted windows ``x[o:o + m]``
+    (offsets below a random width: a band) with random elementwise ops of the registry
+    (``ops``, default :func:`smooth_ops`), mapped into each op's domain, and then maybe sums
+    blocks of it (``reshape`` then ``sum``: dense blocks) or multiplies it by a sum over a
+    slice of ``x`` (a dense row and column: an arrow head). ``sum(r * r)`` is then a scalar
+    with a sparse Hessian.
+
+    >>> import symgrad as sg
+    >>> from hypothesis import given, settings
+    >>> @settings(max_examples=3, deadline=None, derandomize=True)
+    ... @given(sparse_functions(n=8))
+    ... def test(case):
+    ...     assert sg.jacobian_sparsity(case.expr, "x").shape == (case.expr.size, 8)
+    >>> test()
+    """
+    from hypothesis import strategies as st
+    from hypothesis.extra import numpy as hnp
+
+    pool = list(smooth_ops() if ops is None else ops)
+    unary_ops = [op for op in pool if op.arity == 1]
+    binary_ops = [op for op in pool if op.arity == 2]
+
+    @st.composite
+    def strategy(draw: Callable) -> RandomCase:
+        from .ir.expr import var
+
+        x = var("x", (n,))
+        terms, steps = [], []
+        for _ in range(draw(st.integers(1, max_terms))):
+            width = draw(st.integers(1, min(4, n)))
+            m = n - width + 1
+            offsets = draw(st.lists(st.integers(0, width - 1), min_size=1, max_size=3))
+            out, text = x[offsets[0]:offsets[0] + m], f"x[{offsets[0]}:{offsets[0] + m}]"
+            for o in offsets[1:]:
+                op = draw(st.sampled_from(binary_ops))
+                out = build(op, [_into_domain(out, op.domain),
+                                 _into_domain(x[o:o + m], op.domain)], dict(op.attrs))
+                text = f"{op.name}({text}, x[{o}:{o + m}])"
+            if unary_ops and draw(st.booleans()):
+                op = draw(st.sampled_from(unary_ops))
+                out = build(op, [_into_domain(out, op.domain)], dict(op.attrs))
+                text = f"{op.name}({text})"
+            kind = draw(st.sampled_from(["band", "block", "arrow"]))
+            blocks = [b for b in range(2, m + 1) if m % b == 0]
+            if kind == "block" and blocks:
+                b = draw(st.sampled_from(blocks))
+                out = F.sum(F.reshape(out, (m // b, b)), axis=-1)
+                text = f"block_sums({text}, {b})"
+            elif kind == "arrow":
+                lo = draw(st.integers(0, n - 1))
+                out = out * F.sum(x[lo:])
+                text = f"{text} * sum(x[{lo}:])"
+            terms.append(out)
+            steps.append(f"term{len(steps)} = {text}")
+        r = terms[0] if len(terms) == 1 else F.concatenate(terms)
+        values = draw(hnp.arrays(np.float64, (n,),
+                                 elements=st.floats(-2.0, 2.0, allow_nan=False, width=64)))
+        return RandomCase(r, {"x": values}, ["x"], steps)
+
+    return strategy()
 
 
 def _step(draw, kind, pool, labels, pick, ops, compares) -> tuple[Expr, str]:

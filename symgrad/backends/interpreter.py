@@ -18,10 +18,12 @@ from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.shapes import fmt
 from ..progress import start
+from ..transforms.sparse import SparseExpr, as_matrix
 
 
 def evaluate(outputs: Expr | Sequence[Expr], inputs: Mapping[Any, Any] | None = None):
-    """Evaluate one Expr (-> ndarray, or float for 0-d) or a list of them (-> list).
+    """Evaluate one Expr (-> ndarray, or float for 0-d) or a list of them (-> list). A
+    sparse derivative (``jacobian(..., sparse=True)``) gives a ``scipy.sparse`` matrix.
 
     ``inputs`` maps variable names (or variable Exprs) to values; names an expression does
     not use are ignored.
@@ -32,14 +34,22 @@ def evaluate(outputs: Expr | Sequence[Expr], inputs: Mapping[Any, Any] | None = 
     >>> sg.evaluate([u3, u2 * u3], {"u1": 2.0, "u2": 3.0})
     [5.0, 15.0]
     """
-    single = isinstance(outputs, Expr)
+    single = isinstance(outputs, Expr) or is_sparse(outputs)
     outs = [outputs] if single else list(outputs)
     if not outs:
         return []
+    if any(is_sparse(o) for o in outs):  # sparse derivatives: their data, in their pattern
+        values = evaluate([o.data if is_sparse(o) else o for o in outs], inputs)
+        results = [as_matrix(v, o.pattern) if is_sparse(o) else v for v, o in zip(values, outs)]
+        return results[0] if single else results
     graph, ids = _common_graph(outs)
     values = run(graph, ids, _by_name(inputs or {}))
     results = [_finish(values[i]) for i in ids]
     return results[0] if single else results
+
+
+def is_sparse(e: Any) -> bool:
+    return isinstance(e, SparseExpr)
 
 
 def run(graph: Graph, outputs: Sequence[int], inputs: Mapping[str, Any]) -> dict[int, Any]:

@@ -397,6 +397,7 @@ class Module:
         self.scalars = scalars
         self._scalar = False  # rendering the Python-float version of a function
         self._shim_done = False  # the module defines _numpy_math already
+        self.constants: list[tuple[str, Any]] = []  # public module constants (a pattern)
 
     def add(self, name: str, outs: list[int], inputs: Any, single: bool,
             labels: Sequence[str] | None = None) -> _Plan:
@@ -429,10 +430,16 @@ class Module:
         for i in hoisted:
             out.append(f"{self.consts[i]} = {_array_source(nodes[i].attrs['value'])}")
             out.append(f"{self.consts[i]}.flags.writeable = False")
+        for cname, value in self.constants:
+            if isinstance(value, np.ndarray):
+                out += ["", f"{cname} = {_array_source(value)}",
+                        f"{cname}.flags.writeable = False"]
+            else:
+                out += ["", f"{cname} = {value!r}"]
         helpers = _helpers(self.graph, [i for p in self.plans for i in p.order])
         for fn in helpers:
             out += ["", "", *_helper_source(fn)]
-        uses_np = bool(hoisted) or bool(helpers)
+        uses_np = bool(hoisted) or bool(helpers) or bool(self.constants)
         for p in self.plans:
             if self.scalars == "math" and self._all_scalar(p):
                 lines, code = self._scalar_function(p)
@@ -731,6 +738,10 @@ def to_source(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | Non
         dx = np.cos(x)  # backprop of: t1 = np.sin(x)
         return t1, dx
     """
+    from .sparse_source import is_sparse, sparse_module
+
+    if is_sparse(outputs):
+        return sparse_module(outputs, inputs, name, scalars)[0].render()
     graph, outs, single = output_list(outputs)
     module = Module(graph, scalars)
     module.add(name, outs, inputs, single, output_names)

@@ -14,12 +14,15 @@ import numpy as np
 
 from ..errors import DifferentiationError
 from ..ir.expr import Expr, F
+from ..ir.graph import Graph
 from ..ir.shapes import fmt, is_float
 from .forward import tangents as forward_pass
 from .reverse import backprop
 
 Wrt = Expr | str
 MODES = (None, "forward", "reverse")
+SPARSE_MIN = 32  # variables from which hessian() considers the sparse path by itself
+SPARSE_GAIN = 4  # ... and takes it when the colours are at most this fraction of them
 
 
 def grad(f: Expr, wrt: Wrt | Sequence[Wrt], *, cleanup: bool = True) -> Expr | tuple[Expr, ...]:
@@ -169,13 +172,18 @@ def _batch_last(t: Expr, f: Expr, w: Expr) -> Expr:
 
 
 def jacobian(f: Expr, wrt: Wrt | Sequence[Wrt], *, mode: str | None = None,
-             cleanup: bool = True) -> Expr | tuple[Expr, ...]:
+             cleanup: bool = True, sparse: bool = False) -> Any:
     """The Jacobian, shape ``f.shape + wrt.shape``, built in ONE vectorised pass.
 
     ``mode="reverse"`` seeds the output with the identity (a batch axis per output element)
     and runs the backprop rules once; ``mode="forward"`` is :func:`jacfwd` (a batch axis per
     input element). By default the mode with the smaller batch is chosen: forward when the
     inputs have fewer elements than ``f``, reverse otherwise.
+
+    ``sparse=True`` (one variable): the structural sparsity pattern is found, its columns
+    (forward) or rows (reverse) coloured, and one batched pass with one seed per colour
+    gives every non-zero: a :class:`~symgrad.transforms.sparse.SparseExpr`, whose value is
+    a ``scipy.sparse`` matrix of shape ``(f.size, wrt.size)``.
 
     >>> import symgrad as sg
     >>> x = sg.var("x", shape=(2,))
@@ -186,6 +194,13 @@ def jacobian(f: Expr, wrt: Wrt | Sequence[Wrt], *, mode: str | None = None,
     if mode not in MODES:
         raise DifferentiationError(f"jacobian: mode must be 'forward', 'reverse' or None "
                                    f"(choose by size), got {mode!r}")
+    if sparse:
+        from .sparse import sparse_jacobian
+
+        if isinstance(wrt, (list, tuple)):
+            raise DifferentiationError("a sparse Jacobian takes one variable (concatenate "
+                                       "several into one vector)")
+        return sparse_jacobian(f, _resolve(f, wrt), mode)
     if mode is None:
         many = isinstance(wrt, (list, tuple))
         inputs = sum(_resolve(f, w).size for w in (wrt if many else [wrt]))
@@ -196,11 +211,20 @@ def jacobian(f: Expr, wrt: Wrt | Sequence[Wrt], *, mode: str | None = None,
     return vjp(f, wrt, seed, cleanup=cleanup)
 
 
-def hessian(f: Expr, wrt: Wrt | Sequence[Wrt]) -> Expr | tuple[tuple[Expr, ...], ...]:
+def hessian(f: Expr, wrt: Wrt | Sequence[Wrt], *, sparse: bool | None = None,
+            method: str | None = None) -> Any:
     """The Hessian of scalar ``f``: the Jacobian of its gradient, shape ``wrt.shape * 2``.
 
     With a list of variables, the nested blocks (JAX's convention): ``H[i][j]`` is
     ``d2f / dwrt_i dwrt_j``, shape ``wrt_i.shape + wrt_j.shape``.
+
+    ``sparse=True`` (one variable) returns a :class:`~symgrad.transforms.sparse.SparseExpr`:
+    the pattern of the gradient's Jacobian, a star (or distance-2: ``method=``) colouring,
+    and one batched forward-over-reverse pass with one seed per colour; its value is a
+    ``scipy.sparse`` matrix ``(wrt.size, wrt.size)``. By default (``sparse=None``) the
+    sparse path is taken for ``wrt`` of at least 32 elements when the colours are at most a
+    quarter of them, and the dense array is filled from the compressed result;
+    ``sparse=False`` always builds the dense Hessian in one pass.
 
     >>> import symgrad as sg
     >>> x = sg.var("x", shape=(2,))
@@ -212,11 +236,70 @@ def hessian(f: Expr, wrt: Wrt | Sequence[Wrt]) -> Expr | tuple[tuple[Expr, ...],
     >>> sg.evaluate([H[0][0], H[0][1], H[1][0], H[1][1]], {"a": 3.0, "b": 2.0})
     [4.0, 6.0, 6.0, 0.0]
     """
-    if not isinstance(wrt, (list, tuple)):
-        return jacobian(grad(f, wrt), wrt, mode="reverse")
-    targets = [_resolve(f, w) for w in wrt]
-    grads = grad(f, targets)
-    return tuple(tuple(jacobian(g, targets, mode="reverse")) for g in grads)
+    if isinstance(wrt, (list, tuple)):
+        if sparse:
+            raise DifferentiationError("a sparse Hessian takes one variable (concatenate "
+                                       "several into one vector)")
+        targets = [_resolve(f, w) for w in wrt]
+        grads = grad(f, targets)
+        return tuple(tuple(jacobian(g, targets, mode="reverse")) for g in grads)
+    w = _resolve(f, wrt)
+    g = grad(f, w)
+    if sparse is False or (sparse is None and w.size < SPARSE_MIN):
+        return jacobian(g, w, mode="reverse")
+    from ..errors import LimitError
+    from .sparse import hessian_plan, sparse_hessian
+
+    try:
+        plan = hessian_plan(f, w, g, method)
+    except LimitError:
+        if sparse:
+            raise
+        return jacobian(g, w, mode="reverse")
+    if sparse:
+        return sparse_hessian(f, w, g=g, plan=plan)
+    if plan.colours * SPARSE_GAIN > w.size:
+        return jacobian(g, w, mode="reverse")
+    return sparse_hessian(f, w, g=g, plan=plan).todense()
+
+
+def jacobian_sparsity(f: Expr, wrt: Wrt) -> Any:
+    """The structural sparsity pattern of ``df/dwrt`` as a boolean ``scipy.sparse``
+    matrix of shape ``(f.size, wrt.size)`` (``(rows, cols)`` index arrays without SciPy):
+    every entry that can be non-zero at some point is in it.
+
+    >>> import symgrad as sg
+    >>> x = sg.var("x", shape=(4,))
+    >>> sg.jacobian_sparsity(x[1:] - x[:-1], x).toarray().astype(int)
+    array([[1, 1, 0, 0],
+           [0, 1, 1, 0],
+           [0, 0, 1, 1]])
+    """
+    from .sparse import as_pattern
+    from .sparsity import jacobian_pattern
+
+    return as_pattern(jacobian_pattern([f], [_resolve(f, wrt)]))
+
+
+def hessian_sparsity(f: Expr, wrt: Wrt) -> Any:
+    """The symmetric structural sparsity pattern of the Hessian of scalar ``f`` (the
+    pattern of its gradient's Jacobian), as a boolean ``scipy.sparse`` matrix (``(rows,
+    cols)`` without SciPy). Built in a copy of the graph: ``f``'s graph is unchanged.
+
+    >>> import symgrad as sg
+    >>> x = sg.var("x", shape=(4,))
+    >>> sg.hessian_sparsity(sg.sum(x[1:] * x[:-1]) + sg.sum(x ** 3), x).nnz
+    10
+    """
+    from .sparse import as_pattern
+    from .sparsity import hessian_pattern
+
+    if f.shape != ():
+        raise DifferentiationError(f"hessian_sparsity needs a scalar f, got shape "
+                                   f"{fmt(f.shape)}")
+    graph = Graph()
+    copy = Expr(graph, graph.import_node(f.graph, f.node))
+    return as_pattern(hessian_pattern(copy, _resolve(copy, wrt)))
 
 
 def hvp(f: Expr, wrt: Wrt, v: Expr | str | Any) -> Expr:
