@@ -375,7 +375,8 @@ def _scatter_prepare(shapes, dtypes, attrs):
     if batch < 0 or tuple(shapes[0][batch:]) != part:
         raise ShapeError(f"index_add: the values have shape {fmt(shapes[0])}, but indexing "
                          f"shape {fmt(shape)} by this key gives {fmt(part)}")
-    accumulate = any(len(s) > 0 for s in shapes[1:])  # only index arrays can repeat a position
+    # only index arrays can repeat a position; a caller that knows they do not says unique
+    accumulate = any(len(s) > 0 for s in shapes[1:]) and not attrs.get("unique", False)
     return {"key": key, "shape": shape, "batch": batch, "accumulate": accumulate}
 
 
@@ -426,7 +427,7 @@ def _examples_scatter(rng):
 
 
 register(Op(
-    name="index_add", signature=sig("g", "*indices", key=(), shape=None),
+    name="index_add", signature=sig("g", "*indices", key=(), shape=None, unique=False),
     prepare=_scatter_prepare, infer=_scatter_infer, impl=_scatter_impl,
     backprop=_scatter_rule, forward=linear, sparsity=_scatter_sparsity,
     examples=_examples_scatter, public=False, domain=None,

@@ -76,7 +76,8 @@ class SparseExpr:
         with graph.provenance(self.data.node, "tangent"):
             rows = Expr(graph, graph.const(self.rows))
             cols = Expr(graph, graph.const(self.cols))
-            dense = F.index_add(self.data, rows, cols, key=("@", "@"), shape=(m, n))
+            dense = F.index_add(self.data, rows, cols, key=("@", "@"), shape=(m, n),
+                                unique=True)
             return dense if dense.shape == self.shape else F.reshape(dense, self.shape)
 
     def __repr__(self) -> str:
