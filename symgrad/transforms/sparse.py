@@ -73,12 +73,10 @@ class SparseExpr:
         zeros (each position once)."""
         m, n = self.pattern.shape
         graph = self.data.graph
-        with graph.provenance(self.data.node, "tangent"):
-            rows = Expr(graph, graph.const(self.rows))
-            cols = Expr(graph, graph.const(self.cols))
-            dense = F.index_add(self.data, rows, cols, key=("@", "@"), shape=(m, n),
-                                unique=True)
-            return dense if dense.shape == self.shape else F.reshape(dense, self.shape)
+        with graph.provenance(self.data.node, "tangent"):  # flat positions: one index array
+            flat = Expr(graph, graph.const(self.rows * n + self.cols))
+            dense = F.index_add(self.data, flat, key=("@",), shape=(m * n,), unique=True)
+            return F.reshape(dense, self.shape)
 
     def __repr__(self) -> str:
         return (f"<SparseExpr {fmt(self.shape)}: {self.nnz} entries of a "
