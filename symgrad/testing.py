@@ -99,17 +99,8 @@ def check_grads(
     >>> sg.check_grads(f, [x, W], at, order=2)   # passes silently
     >>> sg.check_grads(sg.sin(x), x, {"x": [3.0, 4.0, 5.0]}, order=1)
     """
-    if isinstance(order, bool) or not isinstance(order, int) or order < 1:
-        raise ValueError(f"order must be a positive int, got {order!r}")
-    if not isinstance(f, Expr):
-        raise TypeError(f"check_grads needs a symgrad expression, got {type(f).__name__}")
-    many = isinstance(wrt, (list, tuple))
-    f = _private_copy(f)  # the checks add nodes and transforms: keep the caller's graph as is
-    targets = [_resolve(f, w) for w in (wrt if many else [wrt])]
-    inputs = _inputs(at)
+    f, targets, inputs = _prepare("check_grads", f, wrt, at, order)
     for w in targets:
-        if w.name not in inputs:
-            raise InputError(f"check_grads: no value given for variable '{w.name}'")
         if w.dtype != "float64":
             raise SymgradError(f"check_grads needs float64 variables (finite differences in "
                                f"{w.dtype} are too coarse); '{w.name}' is {w.dtype}")
@@ -126,6 +117,25 @@ def check_grads(
         text = str(f)
         text = text if len(text) <= 120 else text[:117] + "..."
         raise GradientCheckError(f"{e}\n  where f = {text}") from None
+
+
+def _prepare(who: str, f: Expr, wrt: Any, at: Mapping[Any, Any], order: int
+             ) -> tuple[Expr, list[Expr], dict[str, Any]]:
+    """The checks' arguments checked: ``f`` in a private copy of its graph (the checks add
+    nodes and transforms: the caller's graph stays as it is), the wrt variables in it, the
+    inputs by name."""
+    if isinstance(order, bool) or not isinstance(order, int) or order < 1:
+        raise ValueError(f"order must be a positive int, got {order!r}")
+    if not isinstance(f, Expr):
+        raise TypeError(f"{who} needs a symgrad expression, got {type(f).__name__}")
+    many = isinstance(wrt, (list, tuple))
+    f = _private_copy(f)
+    targets = [_resolve(f, w) for w in (wrt if many else [wrt])]
+    inputs = _inputs(at)
+    for w in targets:
+        if w.name not in inputs:
+            raise InputError(f"{who}: no value given for variable '{w.name}'")
+    return f, targets, inputs
 
 
 def _private_copy(f: Expr) -> Expr:
@@ -151,7 +161,7 @@ def _check_one(f, targets, inputs, level, what, eps, rtol, atol, rng) -> tuple[E
     for w, d in zip(targets, values):
         v = rng.standard_normal(w.shape)
         symbolic = float(np.sum(v * d))
-        numeric, noise = _directional(f, u, w.name, v, inputs, eps)
+        numeric, noise = _directional(f, u, [w.name], [v], inputs, eps)
         scale = max(abs(symbolic), abs(numeric), float(np.sum(np.abs(v * d))))
         if not (np.isfinite(symbolic) and np.isfinite(numeric)):
             bad = "symbolic" if not np.isfinite(symbolic) else "numeric"
@@ -168,18 +178,6 @@ def _check_one(f, targets, inputs, level, what, eps, rtol, atol, rng) -> tuple[E
                 f"{atol + rtol * scale + noise:.3g})"
             )
     return derivs
-
-
-def _directional(f, u, name, v, inputs, eps) -> tuple[float, float]:
-    """Central difference of ``<u, f>`` along ``v`` in variable ``name``, and its rounding
-    error estimate (a few ulps of the evaluated terms, divided by the step)."""
-    x = inputs[name]
-    h = eps * max(1.0, float(np.max(np.abs(x), initial=0.0)))
-    plus = np.asarray(evaluate(f, {**inputs, name: x + h * v}), dtype=np.float64)
-    minus = np.asarray(evaluate(f, {**inputs, name: x - h * v}), dtype=np.float64)
-    numeric = float(np.sum(u * plus) - np.sum(u * minus)) / (2.0 * h)
-    noise = 16.0 * _EPS_MACH * float(np.sum(np.abs(u * plus)) + np.sum(np.abs(u * minus))) / h
-    return numeric, noise
 
 
 def check_jvps(
@@ -205,17 +203,7 @@ def check_jvps(
     >>> x = sg.var("x", shape=(3,))
     >>> sg.testing.check_jvps(sg.exp(x) * x, x, {"x": [0.1, -0.4, 0.3]}, order=2)
     """
-    if isinstance(order, bool) or not isinstance(order, int) or order < 1:
-        raise ValueError(f"order must be a positive int, got {order!r}")
-    if not isinstance(f, Expr):
-        raise TypeError(f"check_jvps needs a symgrad expression, got {type(f).__name__}")
-    many = isinstance(wrt, (list, tuple))
-    f = _private_copy(f)
-    targets = [_resolve(f, w) for w in (wrt if many else [wrt])]
-    inputs = _inputs(at)
-    for w in targets:
-        if w.name not in inputs:
-            raise InputError(f"check_jvps: no value given for variable '{w.name}'")
+    f, targets, inputs = _prepare("check_jvps", f, wrt, at, order)
     rng = np.random.default_rng(seed)
     g, what = f, "f"
     try:
@@ -242,7 +230,7 @@ def _check_tangent(f, targets, inputs, level, what, eps, rtol, atol, rng) -> Exp
     tangent, *adjoints = evaluate([t, *cot], inputs)
     symbolic = float(np.sum(u * tangent))
     reverse = float(sum(np.sum(v * a) for v, a in zip(vs, adjoints)))
-    numeric, noise = _directional_many(f, u, [w.name for w in targets], vs, inputs, eps)
+    numeric, noise = _directional(f, u, [w.name for w in targets], vs, inputs, eps)
     scale = max(abs(symbolic), abs(numeric), float(np.sum(np.abs(u * tangent))))
     if not (np.isfinite(symbolic) and np.isfinite(numeric)):
         raise GradientCheckError(
@@ -262,7 +250,7 @@ def _check_tangent(f, targets, inputs, level, what, eps, rtol, atol, rng) -> Exp
     return t
 
 
-def _directional_many(f, u, names, vs, inputs, eps) -> tuple[float, float]:
+def _directional(f, u, names, vs, inputs, eps) -> tuple[float, float]:
     """Central difference of ``<u, f>`` when every variable ``names[k]`` moves along
     ``vs[k]`` (one step for all), and its rounding error estimate."""
     scale = max([1.0] + [float(np.max(np.abs(inputs[n]), initial=0.0)) for n in names])

@@ -192,15 +192,21 @@ def test_every_differentiable_op_has_a_forward_rule_and_register_checks_it():
     assert "no_forward_rule" not in REGISTRY
 
 
+def _float_case(case: Case):
+    """The case's output, its float operands and inputs (skipped without a float one)."""
+    out, xs, inputs = case.build()
+    wrt = [x for x in xs if is_float(x.dtype)]
+    if not wrt or not is_float(out.dtype):
+        pytest.skip("no float operand")
+    return out, wrt, inputs
+
+
 @pytest.mark.parametrize("case", DIFFERENTIABLE)
 def test_jvp_matches_finite_differences_and_vjp(case):
     """<u, J v> against the central difference and against <J^T u, v>, for all float
     operands moving together; order 2 checks the tangent graph again (forward over forward
     and reverse over forward)."""
-    out, xs, inputs = case.build()
-    wrt = [x for x in xs if is_float(x.dtype)]
-    if not wrt or not is_float(out.dtype):
-        pytest.skip("no float operand")
+    out, wrt, inputs = _float_case(case)
     check_jvps(out, wrt, inputs, order=2)
     out.graph.verify()
 
@@ -209,10 +215,7 @@ def test_jvp_matches_finite_differences_and_vjp(case):
 def test_forward_over_reverse(case, rng):
     """The tangent of a vector-Jacobian product (what hvp builds) against finite differences
     and against reverse over reverse."""
-    out, xs, inputs = case.build()
-    wrt = [x for x in xs if is_float(x.dtype)]
-    if not wrt or not is_float(out.dtype):
-        pytest.skip("no float operand")
+    out, wrt, inputs = _float_case(case)
     cots = sg.vjp(out, wrt, rng.standard_normal(out.shape))
     g = sg.sum(sg.stack([sg.sum(c * rng.standard_normal(c.shape)) for c in cots]))
     check_jvps(g, wrt, inputs, order=1)

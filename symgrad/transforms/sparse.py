@@ -109,6 +109,8 @@ def jacobian_plan(f: Expr, w: Expr, mode: str | None = None) -> Plan:
     if mode in (None, "forward"):
         colour = column_colouring(pattern)
         plans.append(Plan(pattern, colour, recovery(pattern, colour, False), "forward"))
+    if mode is None and plans[0].colours <= _widest(pattern.T):
+        return plans[0]  # a row colouring needs at least a column's length: no better
     if mode in (None, "reverse"):
         pt = pattern.T
         colour = column_colouring(pt)
@@ -130,10 +132,17 @@ def hessian_plan(f: Expr, w: Expr, g: Expr, method: str | None = None) -> Plan:
     if method in (None, "star"):
         colour = star_colouring(pattern)
         plans.append(Plan(pattern, colour, recovery(pattern, colour, True), "star"))
+    if method is None and plans[0].colours <= _widest(pattern):
+        return plans[0]  # a distance-2 colouring needs at least a row's length: no better
     if method in (None, "distance2"):
         colour = column_colouring(pattern)
         plans.append(Plan(pattern, colour, recovery(pattern, colour, False), "distance2"))
     return min(plans, key=lambda p: p.colours)
+
+
+def _widest(pattern: Pattern) -> int:
+    """The most entries of a row: the fewest colours a column colouring can have."""
+    return int(np.max(np.diff(pattern.indptr), initial=0))
 
 
 def _seed(w: Expr, colour: np.ndarray, lead: tuple[int, ...]) -> Expr:
