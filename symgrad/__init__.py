@@ -38,6 +38,7 @@ from .explain import explain
 from .frontend import function_for as _function_for
 from .frontend import parse
 from .ir.graph import Expr, Graph, const, var
+from .ir.limits import limits
 from .ops.indexing import getitem
 from .passes import passes, simplify
 from .printing import draw, listing, to_dot
@@ -68,5 +69,5 @@ __all__ = [
     "NameConflictError", "ParseError", "ShapeError", "SymgradError", "const", "derivative",
     "evaluate", "getitem", "grad", "hessian", "hvp", "jacobian", "var", "vjp", "pi", "e",
     "inf", "nan", "newaxis", "parse", "to_source", "compile", "scipy_functions",
-    "to_dot", "draw", "listing", "explain", "check_grads", "simplify", "passes",
+    "to_dot", "draw", "listing", "explain", "check_grads", "simplify", "passes", "limits",
 ]

@@ -23,7 +23,7 @@ from functools import reduce
 from ..ir.graph import Expr, F, Graph, NodeView
 from ..ir.op import REGISTRY
 from ..ir.shapes import Shape, is_float
-from ..passes import REVERSE, rewriter
+from ..passes import REVERSE, rewriter, sum_contributions
 
 
 @dataclass(frozen=True)
@@ -54,9 +54,10 @@ def backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, cleanup: bool = True
     """Append B for ``output`` with adjoint ``seed`` (shape ``batch + output.shape``)."""
     graph = output.graph
     with _gc_paused(), adjoint_rewriting(graph, cleanup):
-        result = _backprop(output, wrt, seed)
-    graph.transforms.append(result)
-    graph.adjoint_of.update(result.adjoint_of)
+        result = _backprop(output, wrt, seed, sum_contributions if cleanup else _fold)
+    with graph.lock:
+        graph.transforms.append(result)
+        graph.adjoint_of.update(result.adjoint_of)
     return result
 
 
@@ -79,7 +80,11 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr) -> Backprop:
+def _fold(terms: Sequence[Expr]) -> Expr:
+    return reduce(lambda a, b: a + b, terms)
+
+
+def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, total=_fold) -> Backprop:
     graph = output.graph
     batch = seed.ndim - output.ndim
     before = len(graph)
@@ -94,7 +99,7 @@ def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr) -> Backprop:
             continue
         node = nodes[i]
         with graph.provenance(i):
-            g = reduce(lambda a, b: a + b, parts.pop(i))
+            g = total(parts.pop(i))
             adjoint_of[i] = g.node
             rule = REGISTRY[node.op].backprop
             if rule is None:
