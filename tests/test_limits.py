@@ -5,13 +5,17 @@ overrides limits per block and per thread."""
 from __future__ import annotations
 
 import math
+import re
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import symgrad as sg
 from symgrad.ir.limits import DEFAULTS
+
+README = Path(__file__).resolve().parent.parent / "README.md"
 
 
 def test_derivative_of_a_growing_expression_stops_at_the_node_budget():
@@ -87,3 +91,36 @@ def test_a_block_override_is_per_thread():
         t.join()
         seen["here"] = sg.limits.transform_nodes
     assert seen == {"other": DEFAULTS["transform_nodes"][0], "here": 5}
+def test_limits_are_read_set_overridden_and_reset():
+    assert sg.limits.transform_nodes == DEFAULTS["transform_nodes"][0]
+    with sg.limits(transform_nodes=7, parse_chars=10):
+        assert (sg.limits.transform_nodes, sg.limits.parse_chars) == (7, 10)
+        with sg.limits(transform_nodes=3):
+            assert (sg.limits.transform_nodes, sg.limits.parse_chars) == (3, 10)
+        assert sg.limits.transform_nodes == 7
+    assert sg.limits.transform_nodes == DEFAULTS["transform_nodes"][0]
+    try:
+        sg.limits.parse_depth = 5
+        with pytest.raises(sg.ParseError, match="deeper than 5"):
+            sg.parse("((((((x))))))")
+    finally:
+        sg.limits.reset()
+    assert str(sg.parse("((((((x))))))")) == "x"
+    with pytest.raises(sg.LimitError):
+        sg.limits(transform_nodes=-1)
+    with pytest.raises(sg.LimitError):
+        sg.limits.no_such_limit = 3
+    with pytest.raises(AttributeError):
+        _ = sg.limits.no_such_limit
+    names = [row[0] for row in sg.limits.table()]
+    assert names == list(DEFAULTS) and "transform_nodes" in repr(sg.limits)
+
+
+def test_readme_lists_every_limit_with_its_default():
+    text = README.read_text()
+    section = text[text.index("## Limits"):]
+    section = section[: section.index("\n## ", 4)]
+    for name, (default, _) in DEFAULTS.items():
+        row = re.search(rf"^\| `{name}` \| ([0-9,_]+) \|", section, re.M)
+        assert row, name
+        assert int(row.group(1).replace(",", "").replace("_", "")) == default, name

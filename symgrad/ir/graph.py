@@ -533,7 +533,11 @@ class Expr:
 
 
 def _home(operands: Sequence[Any]) -> Graph:
-    graphs = [o.graph for o in operands if type(o) is Expr or isinstance(o, Expr)]
+    if len(operands) == 2:  # the common case: a binary op on two Exprs of one graph
+        a, b = operands
+        if type(a) is Expr and type(b) is Expr and a.graph is b.graph:
+            return a.graph
+    graphs = [o.graph for o in operands if isinstance(o, Expr)]
     if not graphs:
         return Graph()
     first = graphs[0]
