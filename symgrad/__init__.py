@@ -33,6 +33,7 @@ from .errors import (
     ParseError,
     ShapeError,
     SymgradError,
+    SymgradWarning,
 )
 from .explain import explain
 from .frontend import function_for as _function_for
@@ -66,7 +67,8 @@ def __getattr__(name: str) -> _Any:
 
 __all__ = [
     "DifferentiationError", "EvaluationError", "Expr", "Graph", "InputError", "LimitError",
-    "NameConflictError", "ParseError", "ShapeError", "SymgradError", "const", "derivative",
+    "NameConflictError", "ParseError", "ShapeError", "SymgradError", "SymgradWarning", "const",
+    "derivative",
     "evaluate", "getitem", "grad", "hessian", "hvp", "jacobian", "var", "vjp", "pi", "e",
     "inf", "nan", "newaxis", "parse", "to_source", "compile", "scipy_functions",
     "to_dot", "draw", "listing", "explain", "check_grads", "simplify", "passes", "limits",

@@ -66,3 +66,7 @@ class NameConflictError(SymgradError, ValueError):
 
 class LimitError(SymgradError):
     """A resource limit (size, depth, node count) was exceeded before work started."""
+
+
+class SymgradWarning(UserWarning):
+    """Something that is probably a mistake but has a meaning (an input no variable has)."""

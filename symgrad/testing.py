@@ -25,6 +25,7 @@ from .errors import InputError, SymgradError
 from .ir.graph import Expr, F, Graph, build, const
 from .ir.op import REGISTRY, Op
 from .ir.shapes import broadcast, fmt, is_float
+from .ir.values import describe, exact, type_name
 from .transforms.derivatives import Wrt, _resolve, vjp
 
 # Central differences have truncation error ~h^2 |f'''| and rounding error ~eps_mach |f| / h;
@@ -37,6 +38,10 @@ DEFAULT_EPS = 1e-5
 DEFAULT_RTOL = 1e-5
 DEFAULT_ATOL = 1e-8
 _EPS_MACH = np.finfo(np.float64).eps
+
+
+class CheckArgumentError(SymgradError, ValueError, TypeError):
+    """An argument of check_grads that cannot be used (a ValueError/TypeError as well)."""
 
 
 class GradientCheckError(SymgradError, AssertionError):
@@ -90,10 +95,11 @@ def check_grads(
     >>> sg.check_grads(f, [x, W], at, order=2)   # passes silently
     >>> sg.check_grads(sg.sin(x), x, {"x": [3.0, 4.0, 5.0]}, order=1)
     """
+    order, eps, rtol, atol, seed = exact((order, eps, rtol, atol, seed))
     if isinstance(order, bool) or not isinstance(order, int) or order < 1:
-        raise ValueError(f"order must be a positive int, got {order!r}")
+        raise CheckArgumentError(f"order must be a positive int, got {describe(order)}")
     if not isinstance(f, Expr):
-        raise TypeError(f"check_grads needs a symgrad expression, got {type(f).__name__}")
+        raise CheckArgumentError(f"check_grads needs a symgrad expression, got {type_name(f)}")
     many = isinstance(wrt, (list, tuple))
     f = _private_copy(f)  # the checks add nodes and transforms: keep the caller's graph as is
     targets = [_resolve(f, w) for w in (wrt if many else [wrt])]
@@ -205,11 +211,11 @@ def numeric_jacobian(
 def _inputs(at: Mapping[Any, Any]) -> dict[str, Any]:
     """Inputs keyed by name; float values as float64 arrays (so they can be perturbed)."""
     if not isinstance(at, Mapping):
-        raise TypeError(f"at must be a dict of input values, got {type(at).__name__}")
+        raise CheckArgumentError(f"at must be a dict of input values, got {type_name(at)}")
     out = {}
     for k, value in at.items():
-        name = k.name if isinstance(k, Expr) else k
-        arr = np.asarray(value)
+        name = k.name if isinstance(k, Expr) else exact(k)
+        arr = np.asarray(value if isinstance(value, np.ndarray) else exact(value))
         out[name] = arr.astype(np.float64) if arr.dtype.kind == "f" else arr
     return out
 

@@ -44,6 +44,7 @@ from ..errors import SymgradError
 from ..ir.graph import Expr, Graph
 from ..ir.shapes import fmt
 from ..ir.text import adjoint_pairs
+from .boundary import emit_request
 from .math_table import MATH, fallback_names
 from .numpy_table import NUMPY, NUMPY_TYPE, Template, constant_source, scalar_source
 
@@ -688,6 +689,7 @@ def to_source(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | Non
         dx = np.cos(x)  # backprop of: t1 = np.sin(x)
         return t1, dx
     """
+    name, inputs, output_names, scalars = emit_request(name, inputs, output_names, scalars)
     graph, outs, single = output_list(outputs)
     module = Module(graph, scalars)
     module.add(name, outs, inputs, single, output_names)

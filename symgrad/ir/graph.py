@@ -24,6 +24,7 @@ installed by a transform in one thread never rewrites what another thread builds
 
 from __future__ import annotations
 
+import math
 import sys
 import threading
 import weakref
@@ -38,7 +39,15 @@ from ..errors import NameConflictError, ShapeError, SymgradError
 from .op import REGISTRY, Op
 from .shapes import Shape, fmt
 from .text import infix, listing
-from .values import as_constant, check_dtype, check_name, check_shape, describe, freeze
+from .values import (
+    INT64_MAX,
+    as_constant,
+    check_dtype,
+    check_name,
+    check_shape,
+    describe,
+    freeze,
+)
 
 _ROLES = ("forward", "adjoint")
 
@@ -214,6 +223,9 @@ class Graph:
         else:
             shape, dtype = op.infer(shapes, dtypes, attrs)
             shape = tuple(shape)
+            if len(shape) > 1 and math.prod(shape) > INT64_MAX:
+                raise ShapeError(f"{op.name}: the result would have shape {fmt(shape)}, more "
+                                 "than 2**63 - 1 elements (NumPy cannot hold it)")
         if rewriter is not None:
             replaced = rewriter(op, args, attrs, shape, dtype)
             if replaced is not None:

@@ -97,9 +97,12 @@ def _overriding(values: dict[str, int]) -> Iterator[None]:
 def _checked(name: str, value: Any) -> int:
     if name not in DEFAULTS:
         raise LimitError(f"sg.limits has no limit {name!r} (limits: {', '.join(DEFAULTS)})")
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, int):
         raise LimitError(f"sg.limits.{name} must be a non-negative int")
-    return int.__index__(value)
+    value = int.__index__(value)  # exact: a subclass's methods never run
+    if value < 0:
+        raise LimitError(f"sg.limits.{name} must be a non-negative int")
+    return value
 
 
 def exceeded(name: str, what: str) -> LimitError:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from ..errors import SymgradError
 from ..ir.graph import Expr, Graph
 from ..ir.text import adjoint_pairs, const_text, select
+from ..ir.values import describe
 from .dot import _clip
 
 DRAW_LIMIT = 2_000  # nodes draw() will lay out
@@ -47,6 +48,9 @@ def draw(exprs: Graph | Expr | Sequence[Expr], path: str = "graph.png") -> str:
             "draw() needs matplotlib (pip install 'symgrad[plot]'); "
             "or write DOT text with sg.to_dot(exprs) and render it with Graphviz"
         ) from None
+    if not isinstance(path, str):
+        raise SymgradError(f"draw() needs a file name, got {describe(path)}")
+    path = str.__str__(path)
     graph, ids, outputs = select(exprs)
     if len(ids) > DRAW_LIMIT:
         raise SymgradError(f"draw() lays out at most {DRAW_LIMIT} nodes; this graph has "

@@ -17,7 +17,7 @@ from ..errors import DifferentiationError
 from ..ir.graph import Expr, F
 from ..ir.limits import exceeded, limits
 from ..ir.shapes import fmt, is_float
-from ..ir.values import describe, exact, exact_int, exact_str, type_name
+from ..ir.values import describe, exact, exact_str, type_name
 from .reverse import backprop
 
 Wrt = Expr | str
@@ -147,10 +147,10 @@ def derivative(f: Expr, wrt: Wrt, n: int = 1) -> Expr:
     48.0
     """
     _check_output(f, "derivative")
+    n = exact(n)
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
         raise DifferentiationError(
             f"derivative order must be a non-negative int, got {describe(n)}")
-    n = exact_int(n, "the derivative order")
     w = _resolve(f, wrt)
     if w.size > 1 and n > 1:  # the last order's seed has w.size ** (2 (n - 1)) elements
         big = math.log(limits.dense_elements + 1) / math.log(w.size)
