@@ -22,7 +22,7 @@ from __future__ import annotations
 import math as _math
 from typing import Any as _Any
 
-from . import ops as _ops
+from . import numpy  # noqa: E402  (symgrad.numpy: NumPy's names and meanings)
 from .backends import compile, evaluate, scipy_functions, to_source  # noqa: A004
 from .errors import (
     DifferentiationError,
@@ -38,13 +38,29 @@ from .errors import (
 from .explain import explain
 from .frontend import function_for as _function_for
 from .frontend import parse
-from .ir.graph import Expr, Graph, const, var
+from .functional import grad, value_and_grad
+from .ir.expr import Expr, const, var
+from .ir.graph import Graph
 from .ir.limits import limits
+from .numpy import linalg
 from .ops.indexing import getitem
 from .passes import passes, simplify
-from .printing import draw, listing, to_dot
+from .printing import draw, listing, to_dot, to_html
+from .sympy_io import from_sympy, latex, to_sympy
 from .testing import check_grads
-from .transforms import derivative, grad, hessian, hvp, jacobian, vjp
+from .transforms import derivative, hessian, hvp, jacobian, vjp
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("symgrad")
+    except PackageNotFoundError:  # running from a source tree that is not installed
+        return "0+unknown"
+
+
+__version__ = _version()
 
 pi = _math.pi
 e = _math.e
@@ -52,24 +68,24 @@ inf = _math.inf
 nan = _math.nan
 newaxis = None
 
-for _name in [*_ops.REGISTRY, *_ops.ALIASES]:
-    if _ops.lookup(_name).public and _name not in globals():
+for _name in numpy._names():
+    if "." not in _name and _name not in globals():
         globals()[_name] = _function_for(_name)
 
 
 def __getattr__(name: str) -> _Any:
     """Ops registered after import (``symgrad.extend.defop``) are functions here too."""
-    if name in _ops.REGISTRY or name in _ops.ALIASES:
-        if _ops.lookup(name).public:
-            return _function_for(name)
+    if "." not in name and name in numpy._names():
+        return _function_for(name)
     raise AttributeError(f"module 'symgrad' has no attribute {name!r}")
 
 
 __all__ = [
     "DifferentiationError", "EvaluationError", "Expr", "Graph", "InputError", "LimitError",
     "NameConflictError", "ParseError", "ShapeError", "SymgradError", "SymgradWarning", "const",
-    "derivative",
-    "evaluate", "getitem", "grad", "hessian", "hvp", "jacobian", "var", "vjp", "pi", "e",
-    "inf", "nan", "newaxis", "parse", "to_source", "compile", "scipy_functions",
-    "to_dot", "draw", "listing", "explain", "check_grads", "simplify", "passes", "limits",
+    "derivative", "evaluate", "getitem", "grad", "hessian", "hvp", "jacobian", "var", "vjp",
+    "pi", "e", "inf", "nan", "newaxis", "parse", "to_source", "compile", "scipy_functions",
+    "to_dot", "draw", "listing", "explain", "check_grads", "simplify", "passes", "numpy",
+    "linalg", "value_and_grad", "to_html", "to_sympy", "from_sympy", "latex", "__version__",
+    "limits",
 ]

@@ -1,8 +1,11 @@
 """The ``symgrad`` command: derivatives, NumPy source, DOT graphs and backprop tables.
 
-Subcommands: ``grad``, ``source``, ``dot``, ``explain``, ``demo`` (``symgrad CMD --help``).
-User mistakes (bad expression text, shapes, options) exit with status 2 and a short message
-on stderr, never a traceback.
+Subcommands: ``grad``, ``source``, ``dot``, ``html``, ``explain``, ``demo`` (``symgrad CMD
+--help``); ``symgrad --version``. User mistakes (bad expression text, shapes, options, files
+that cannot be written, a closed output pipe) exit with status 2 and a one-paragraph message
+on stderr, never a traceback. Long steps report their progress on stderr (timings at INFO,
+a bar when a step is predicted to take over a second and stderr is a terminal); ``--quiet``
+turns that off, ``--verbose`` shows every step.
 
 >>> main(["grad", "x * y + sin(x)", "--wrt", "x,y"])  # doctest: +SKIP
 d/dx = cos(x) + y
@@ -14,6 +17,8 @@ from __future__ import annotations
 
 import argparse
 import ast
+import logging
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -102,6 +107,23 @@ def parse_values(items: Sequence[str]) -> dict[str, Any]:
     return out
 
 
+def parse_names(text: str | None, option: str) -> list[str] | None:
+    """``"W,x,b"`` -> ``["W", "x", "b"]`` (None stays None).
+
+    >>> parse_names("W, x,b", "--inputs")
+    ['W', 'x', 'b']
+    """
+    if text is None:
+        return None
+    names = [w.strip() for w in text.split(",") if w.strip()]
+    if not names:
+        raise UsageError(f"{option} needs at least one variable name, e.g. {option} x,y")
+    for name in names:
+        if not name.isidentifier():
+            raise UsageError(f"{option}: {name!r} is not a variable name")
+    return names
+
+
 def _literal(name: str, text: str) -> Any:
     if len(text) > 100_000:
         raise UsageError(f"--at value for {name!r} is too long")
@@ -117,16 +139,18 @@ def _literal(name: str, text: str) -> Any:
         elif isinstance(v, bool) or not isinstance(v, (int, float)):
             raise UsageError(f"--at value for {name!r} must be a number or a list of "
                              f"numbers, got {text.strip()!r}")
+    import numpy as np
+
+    try:
+        np.array(value, dtype=float)
+    except ValueError:
+        raise UsageError(f"--at value for {name!r} is ragged: every row of an array needs "
+                         f"the same length, got {text.strip()!r}") from None
     return value
 
 
 def _wrt_names(text: str | None) -> list[str] | None:
-    if text is None:
-        return None
-    names = [w.strip() for w in text.split(",") if w.strip()]
-    if not names:
-        raise UsageError("--wrt needs at least one variable name, e.g. --wrt x,y")
-    return names
+    return parse_names(text, "--wrt")
 
 
 # -- building the expression -----------------------------------------------------------------
@@ -136,13 +160,16 @@ def _expression(args: argparse.Namespace, values: dict[str, Any] | None = None):
     import numpy as np
 
     from .frontend.parse import parse
+    from .progress import step
 
     shapes = parse_shapes(args.shape)
     dtypes = parse_dtypes(args.dtype)
     for name, v in (values or {}).items():  # --at arrays declare their own shapes
         if name not in shapes:
             shapes[name] = np.shape(v)
-    return parse(args.expr, shapes=shapes, dtypes=dtypes)
+    with step("parse", unit="character") as s:
+        s.update(len(args.expr))
+        return parse(args.expr, shapes=shapes, dtypes=dtypes)
 
 
 def _targets(f, names: list[str] | None) -> list[str]:
@@ -203,7 +230,8 @@ def cmd_source(args: argparse.Namespace) -> int:
         outs += [hessian(f, n) for n in names]
         labels += [f"hess_{n}" for n in names]
     outs = _simplified(outs, args.simplify)
-    _write(to_source(outs, name=args.name, output_names=labels), args.output)
+    inputs = parse_names(args.inputs, "--inputs")
+    _write(to_source(outs, inputs=inputs, name=args.name, output_names=labels), args.output)
     return 0
 
 
@@ -216,6 +244,20 @@ def cmd_dot(args: argparse.Namespace) -> int:
     if args.wrt is not None:
         exprs += list(grad(f, _wrt_names(args.wrt)))
     _write(to_dot(_simplified(exprs, args.simplify)), args.output)
+    return 0
+
+
+def cmd_html(args: argparse.Namespace) -> int:
+    from .printing import to_html
+
+    values = parse_values(args.at)
+    f = _expression(args, values)
+    page = to_html(f, at=values or None, wrt=_wrt_names(args.wrt))
+    _write(page, args.output)
+    if args.output is not None:
+        from .progress import logger
+
+        logger.info("wrote %s: open it in a browser", args.output)
     return 0
 
 
@@ -240,17 +282,21 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of the ``symgrad`` command."""
+    version = sys.modules[__package__].__version__  # the package, imported before its cli
     p = argparse.ArgumentParser(
-        prog="symgrad",
+        prog="symgrad", parents=[_report_options(False)],
         description="Symbolic differentiation of NumPy expressions: derivatives as text, "
                     "standalone NumPy source, DOT graphs and backprop tables.",
         epilog="Example: symgrad source '-log_softmax(V @ tanh(W @ x + b) + g)[y]' "
                "--wrt W,b,V,g --shape W=4x3,x=3,b=4,V=2x4,g=2 --dtype y=int64",
     )
+    p.add_argument("--version", action="version", version=f"symgrad {version}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     def command(name: str, run, help: str, expr: bool = True) -> argparse.ArgumentParser:
-        c = sub.add_parser(name, help=help, description=help)
+        # SUPPRESS: `symgrad -q CMD` and `symgrad CMD -q` both work
+        c = sub.add_parser(name, help=help, description=help,
+                           parents=[_report_options(argparse.SUPPRESS)])
         c.set_defaults(run=run)
         if expr:
             c.add_argument("expr", metavar="EXPR", help="the expression, e.g. 'x * y + sin(x)'")
@@ -272,11 +318,21 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also return the Hessian of EXPR for each --wrt variable")
     c.add_argument("--simplify", action="store_true", help="simplify before emitting")
     c.add_argument("--name", default="f", help="name of the generated function (default f)")
+    c.add_argument("--inputs", metavar="W,x,...",
+                   help="the function's parameters in this order (default: the order the "
+                        "variables first appear in EXPR)")
     c.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
 
     c = command("dot", cmd_dot, "print the graph of EXPR (and its gradients) in DOT format")
     c.add_argument("--wrt", metavar="X,Y", help="also include the gradient w.r.t. these")
     c.add_argument("--simplify", action="store_true", help="simplify first")
+    c.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+
+    c = command("html", cmd_html,
+                "write an interactive HTML page of EXPR's graph and its derivative graph B")
+    c.add_argument("--at", action="append", default=[], metavar="X=V,...",
+                   help="input values, e.g. x1=2,x2=3 or v=[1,2,3]")
+    c.add_argument("--wrt", metavar="X,Y", help="variables (default: every float variable)")
     c.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
 
     c = command("explain", cmd_explain,
@@ -291,17 +347,55 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _report_options(default: Any) -> argparse.ArgumentParser:
+    report = argparse.ArgumentParser(add_help=False)
+    group = report.add_mutually_exclusive_group()
+    group.add_argument("-q", "--quiet", action="store_true", default=default,
+                       help="no progress report on stderr (only errors)")
+    group.add_argument("-v", "--verbose", action="store_true", default=default,
+                       help="report every step with its time")
+    return report
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``symgrad`` command; returns the exit status (2 for user mistakes)."""
+    from . import progress
+
     parser = build_parser()
     args = parser.parse_args(argv)
+    level = logging.WARNING if args.quiet else logging.DEBUG if args.verbose else logging.INFO
+    progress.enable(level)
     try:
         return int(args.run(args) or 0)
     except SymgradError as e:
-        message = str(e) or type(e).__name__
-        print(f"symgrad {args.command}: error: {message}", file=sys.stderr)
-        return 2
+        return _fail(args.command, str(e) or type(e).__name__)
     except RecursionError:
-        print(f"symgrad {args.command}: error: the expression is nested too deeply",
-              file=sys.stderr)
-        return 2
+        return _fail(args.command, "the expression is nested too deeply")
+    except BrokenPipeError:
+        _silence_stdout()
+        return _fail(args.command, "the output pipe closed before everything was written "
+                                   "(is the command after | installed and running?)")
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        progress.disable()
+
+
+def _fail(command: str, message: str) -> int:
+    """Print one paragraph (no blank lines) on stderr; the status of a user mistake."""
+    message = re.sub(r"\n\s*\n", "\n", message.strip())
+    try:
+        print(f"symgrad {command}: error: {message}", file=sys.stderr)
+    except OSError:
+        pass
+    return 2
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe, point stdout at /dev/null so that Python's final flush of it
+    does not fail again at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

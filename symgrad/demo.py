@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 import symgrad as sg
+from symgrad.errors import SymgradError
 
 NETWORK = "-log_softmax(V @ tanh(W @ x + b) + g)[y]"
 SHAPES = {"W": (4, 3), "x": (3,), "b": (4,), "V": (2, 4), "g": (2,)}
@@ -39,6 +40,7 @@ def _section(title: str) -> None:
 
 def main(out_dir: str = "demo_out") -> int:
     """Run the tour; returns 0 when every check passes."""
+    _output_dir(out_dir)  # before printing anything: a bad --out is one clear error
     at = example_inputs()
     f = sg.parse(NETWORK, shapes=SHAPES, dtypes=DTYPES)
     _section("1. the expression and its forward graph")
@@ -60,9 +62,11 @@ def main(out_dir: str = "demo_out") -> int:
     source = sg.to_source([f, *grads], inputs=INPUTS, name="network_value_and_grad",
                           output_names=["loss"] + [f"d{w}" for w in WRT])
     print(source)
-    path = Path(out_dir) / "network_grad.py"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(source)
+    path = _output_dir(out_dir) / "network_grad.py"
+    try:
+        path.write_text(source)
+    except OSError as e:
+        raise SymgradError(f"cannot write {path}: {e.strerror or e}") from None
     print(f"(written to {path})")
 
     _section("4. the emitted function: checked and timed")
@@ -80,6 +84,16 @@ def main(out_dir: str = "demo_out") -> int:
     print(f"emitted source: {t_src * 1e6:8.1f} us per call")
     print(f"sg.evaluate:    {t_eval * 1e6:8.1f} us per call ({t_eval / t_src:.1f}x slower)")
     return 0 if ok else 1
+
+
+def _output_dir(out_dir: str) -> Path:
+    path = Path(out_dir)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise SymgradError(f"cannot write the tour's files into {out_dir!r}: "
+                           f"{e.strerror or e}; choose another directory with --out") from None
+    return path
 
 
 def _fd_error(fn, args: list, outputs: tuple, h: float = 1e-6) -> float:

@@ -68,5 +68,10 @@ class LimitError(SymgradError):
     """A resource limit (size, depth, node count) was exceeded before work started."""
 
 
+class UnsupportedError(SymgradError, TypeError):
+    """A NumPy function, argument or Python operation symgrad does not support on symbolic
+    values; the message says what to use instead."""
+
+
 class SymgradWarning(UserWarning):
     """Something that is probably a mistake but has a meaning (an input no variable has)."""

@@ -13,6 +13,7 @@ the caller's graph.
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,9 +21,11 @@ import numpy as np
 
 from .backends.interpreter import _by_name, run
 from .errors import SymgradError
-from .ir.graph import Expr, Graph, NodeView
+from .ir.expr import Expr, NodeView
+from .ir.graph import Graph
 from .ir.op import REGISTRY
 from .ir.shapes import fmt, is_float
+from .ir.text import _ATOM, const_text, node_form
 from .ir.values import exact, type_name
 from .transforms.derivatives import Wrt, _resolve
 from .transforms.reverse import adjoint_rewriting, backprop, sum_to_shape
@@ -128,7 +131,7 @@ def explain(
         wrt = [nodes[i].name for i in forward if nodes[i].is_var and is_float(nodes[i].dtype)]
     many = isinstance(wrt, (list, tuple))
     targets = [_resolve(out, w) for w in (wrt if many else [wrt])]
-    labels = _labels(graph, forward)
+    labels = numbering(graph, forward)
     seed = np.eye(max(out.size, 1)).reshape(out.shape * 2) if out.shape else 1.0
     result = backprop(out, targets, Expr(graph, graph.const(seed)))
     adjoint = result.adjoint_of
@@ -146,38 +149,74 @@ def explain(
     return Table(rows, title, at_text)
 
 
-def _labels(graph: Graph, forward: list[int]) -> dict[int, str]:
-    """``u1 ... un``: input variables first (in id order), then the other nodes; scalar
-    constants get no label (they are written inline)."""
+def numbering(graph: Graph, ids: Sequence[int]) -> dict[int, str]:
+    """Collins' numbering ``u1 ... un`` of nodes ``ids`` (ascending): input variables first,
+    in id order, then every other node but constants (constants are written inline).
+
+    The drawings (``sg.draw``, ``sg.to_dot``, ``sg.to_html``) number nodes the same way.
+
+    >>> import symgrad as sg
+    >>> x, y = sg.var("x"), sg.var("y")
+    >>> f = sg.sin(x) * y + 2.0
+    >>> sorted(numbering(f.graph, f.graph.ancestors([f.node])).values())
+    ['u1', 'u2', 'u3', 'u4', 'u5']
+    """
     nodes = graph.nodes
-    leaves = [i for i in forward if nodes[i].is_var]
-    rest = [i for i in forward if not nodes[i].is_var and not _inline(nodes[i])]
+    leaves = [i for i in ids if nodes[i].is_var]
+    rest = [i for i in ids if not nodes[i].is_var and not nodes[i].is_const]
     return {i: f"u{k}" for k, i in enumerate(leaves + rest, start=1)}
 
 
-def _inline(node) -> bool:
-    return node.is_const and node.attrs["value"].size == 1
-
-
-def _name(graph: Graph, i: int, labels: dict[int, str]) -> str:
-    node = graph.nodes[i]
+def operand_text(graph: Graph, i: int, labels: dict[int, str]) -> tuple[int, str]:
+    """``(precedence, text)`` of operand ``i``: its label, or a constant written inline."""
     if i in labels:
-        return labels[i]
-    return _text(node.attrs["value"].reshape(()))
+        return _ATOM, labels[i]
+    node = graph.nodes[i]
+    if node.is_const:
+        prec, pieces = const_text(node.attrs["value"], set(graph.variables))
+        return prec, pieces[0]
+    return _ATOM, f"v{i}"
 
 
-def _definition(graph: Graph, i: int, labels: dict[int, str]) -> str:
+def definition(graph: Graph, i: int, labels: dict[int, str]) -> str:
+    """Node ``i`` written with its operands' labels: ``u1 + u2``, ``sum(u3, axis=0)``,
+    ``u7[y]`` (attributes only where they differ from the op's defaults).
+
+    >>> import symgrad as sg
+    >>> x = sg.var("x", shape=(3,))
+    >>> f = sg.sum(sg.exp(x) * 2.0)
+    >>> ids = f.graph.ancestors([f.node])
+    >>> labels = numbering(f.graph, ids)
+    >>> [definition(f.graph, i, labels) for i in ids if i in labels]
+    ['x', 'exp(u1)', 'u2 * 2.0', 'sum(u3)']
+    """
     node = graph.nodes[i]
     if node.is_var:
         return node.name
     if node.is_const:
-        return _text(node.attrs["value"])
-    op = REGISTRY[node.op]
-    args = [_name(graph, a, labels) for a in node.args]
-    if op.signature.infix is not None and len(args) == 2:
-        return f"{args[0]} {op.signature.infix[0]} {args[1]}"
-    attrs = [f"{k}={v!r}" for k, v in node.attrs.items() if v is not None]
-    return f"{node.op}(" + ", ".join(args + attrs) + ")"
+        return operand_text(graph, i, {})[1]
+    _, pieces = node_form(graph, node, set(graph.variables))
+    if not REGISTRY[node.op].public:  # an internal op: its attributes are plumbing
+        pieces = _without_keywords(pieces)
+    out = []
+    for piece in pieces:
+        if isinstance(piece, str):
+            out.append(piece)
+            continue
+        prec, text = operand_text(graph, node.args[piece[0]], labels)
+        out.append(f"({text})" if prec < piece[1] else text)
+    return "".join(out)
+
+
+def _without_keywords(pieces: list) -> list:
+    out: list = []
+    for piece in pieces:
+        if isinstance(piece, str) and re.match(r"\w+=", piece):
+            if out and out[-1] == ", ":
+                out.pop()
+            continue
+        out.append(piece)
+    return out
 
 
 def _terms(graph: Graph, forward: list[int], adjoint: dict[int, int], batch: int) -> dict:
@@ -222,7 +261,7 @@ def _values(graph, forward, adjoint, terms, at) -> dict[int, Any]:
 def _forward_row(graph, i, labels, values) -> dict:
     node = graph.nodes[i]
     return {"section": "forward", "label": labels[i], "id": i,
-            "definition": _definition(graph, i, labels), "op": node.op,
+            "definition": definition(graph, i, labels), "op": node.op,
             "shape": node.shape, "value": _value(values, i)}
 
 

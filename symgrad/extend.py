@@ -29,7 +29,7 @@ from .backends.math_table import MATH
 from .backends.numpy_table import NUMPY, Template
 from .errors import SymgradError
 from .frontend.functions import function_for
-from .ir.graph import Expr
+from .ir.expr import Expr
 from .ir.op import ALIASES, REGISTRY, Op, register, sig
 from .ir.shapes import broadcast, float_dtype, norm_axis, result_dtype
 

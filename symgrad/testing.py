@@ -22,7 +22,8 @@ import numpy as np
 
 from .backends.interpreter import evaluate
 from .errors import InputError, SymgradError
-from .ir.graph import Expr, F, Graph, build, const
+from .ir.expr import Expr, F, build, const
+from .ir.graph import Graph
 from .ir.op import REGISTRY, Op
 from .ir.shapes import broadcast, fmt, is_float
 from .ir.values import describe, exact, type_name
@@ -309,7 +310,7 @@ def random_expressions(
 
     @st.composite
     def strategy(draw: Callable) -> RandomCase:
-        from .ir.graph import var
+        from .ir.expr import var
 
         names = list(shapes)
         pool: list[Expr] = [var(n, shapes[n]) for n in names]

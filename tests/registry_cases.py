@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import symgrad as sg
-from symgrad.ir.graph import build
+from symgrad.ir.expr import build
 from symgrad.ir.shapes import fmt
 from symgrad.ops import REGISTRY, Op
 

@@ -61,13 +61,13 @@ def test_source_network_module(tmp_path):
                "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     text = out.read_text()
-    assert "import numpy as np" in text and "def f(V, W, b, g, x, y):" in text
+    assert "import numpy as np" in text and "def f(V, W, x, b, g, y):" in text
     assert "return value, dW, db, dV, dg" in text
     rng = np.random.default_rng(0)
     shapes = {"V": (2, 4), "W": (4, 3), "b": (4,), "g": (2,), "x": (3,)}
     inputs = {k: rng.normal(size=s) for k, s in shapes.items()}
     inputs["y"] = np.int64(0)
-    got = _load(out)(*[inputs[k] for k in ("V", "W", "b", "g", "x", "y")])
+    got = _load(out)(*[inputs[k] for k in ("V", "W", "x", "b", "g", "y")])
     f = sg.parse(NETWORK, shapes=shapes, dtypes={"y": "int64"})
     want = sg.evaluate([f, *sg.grad(f, ["W", "b", "V", "g"])], inputs)
     for g, w in zip(got, want):

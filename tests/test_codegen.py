@@ -23,7 +23,8 @@ from registry_cases import registry_cases
 
 import symgrad as sg
 from symgrad.backends.numpy_source import is_safe_name
-from symgrad.ir.graph import Expr, Graph
+from symgrad.ir.expr import Expr
+from symgrad.ir.graph import Graph
 from symgrad.ir.shapes import is_float
 from symgrad.ops import REGISTRY
 
@@ -148,7 +149,7 @@ def test_golden_hessian_values():
 def test_golden_network_text_shape():
     text = _golden_sources()["network_grad.py"]
     body = text.split('"""')[-1]
-    assert "def network_and_grad(V, W, b, g, x, y):" in text
+    assert "def network_and_grad(V, W, x, b, g, y):" in text
     for name in ("dW", "db", "dV", "dg"):
         assert f"\n    {name} = " in body
     assert "return loss, dW, db, dV, dg" in body
@@ -198,7 +199,7 @@ def test_network_module_runs_without_symgrad(tmp_path):
     module = tmp_path / "generated_network.py"
     module.write_text(text)
     inputs = network_inputs()
-    order = sorted(inputs)
+    order = ["V", "W", "x", "b", "g", "y"]  # first appearance in the expression
     np.savez(tmp_path / "inputs.npz", **inputs)
     script = _RUNNER.format(numpy_dir=NUMPY_DIR, module=str(module),
                             inputs=str(tmp_path / "inputs.npz"), name="network_and_grad",
@@ -299,7 +300,7 @@ def test_names_colliding_with_generated_ones():
     f = x * dx + sg.exp(t1 * x)
     grads = sg.grad(f, [x, dx, t1])
     fn = sg.compile([f, *grads])
-    assert "def f(dx, t1, x):" in fn.source
+    assert "def f(x, dx, t1):" in fn.source
     assert "dx_1 = " in fn.source  # the adjoint of x steps aside for the user's dx
     inputs = {"x": 0.3, "dx": 1.7, "t1": -0.4}
     for g, w in zip(fn(**inputs), sg.evaluate([f, *grads], inputs)):
@@ -338,12 +339,16 @@ def test_scalar_constants_are_exact_literals(c, literal):
 
 
 def test_literal_keeps_the_graphs_dtype():
+    """NEP 50, as NumPy 2: a Python float is weak (float32 stays float32), a NumPy float64
+    scalar is not (it promotes); the emitted code computes what the graph says."""
     x = sg.var("x", shape=(2,), dtype="float32")
-    f = x * 3.0  # a float64 constant: the graph (and the evaluator) promote to float64
-    fn = sg.compile(f)
     v = np.array([1.5, 2.5], dtype=np.float32)
-    assert f.dtype == "float64"
-    assert_same(fn(v), sg.evaluate(f, {"x": v}))
+    for f, numpy in ((x * 3.0, v * 3.0), (x * np.float64(3.0), v * np.float64(3.0)),
+                     (x * 3, v * 3), (x + np.float32(0.1), v + np.float32(0.1))):
+        assert f.dtype == numpy.dtype.name
+        fn = sg.compile(f)
+        assert_same(fn(v), sg.evaluate(f, {"x": v}))
+        assert_same(fn(v), numpy)
 
 
 def test_array_constants_are_hoisted_read_only_and_exact():
@@ -525,7 +530,7 @@ def test_source_is_identical_under_different_hash_seeds():
         assert proc.returncode == 0, proc.stderr
         outs.append(proc.stdout)
     assert outs[0] == outs[1]
-    assert "def f(V, W, b, g, x, y):" in outs[0]
+    assert "def f(V, W, x, b, g, y):" in outs[0]
 
 
 # -- SciPy ------------------------------------------------------------------------------------

@@ -240,7 +240,9 @@ def test_expr_properties_and_errors():
     assert W.T.shape == (3, 4)
     with pytest.raises(sg.SymgradError, match="where"):
         bool(sg.var("x") > 0)
-    with pytest.raises(TypeError):
-        iter(W)
+    rows = list(W)  # the rows, as NumPy iterates (the shape is known while tracing)
+    assert len(rows) == 4 and rows[2].shape == (3,) and str(rows[2]) == "W[2]"
+    with pytest.raises(TypeError, match="0-d"):
+        iter(sg.var("x"))
     with pytest.raises(sg.SymgradError):
         sg.var("x") + "a string"

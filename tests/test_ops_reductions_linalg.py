@@ -114,7 +114,8 @@ def test_positional_axis_and_methods():
     v = sg.var("x", shape=(3, 4))
     np.testing.assert_array_equal(sg.evaluate(sg.sum(v, 1), {"x": x}), x.sum(1))
     want = x.max(0, keepdims=True)
-    np.testing.assert_array_equal(sg.evaluate(sg.max(v, 0, True), {"x": x}), want)
+    # NumPy's positional order: max(a, axis, out, keepdims)
+    np.testing.assert_array_equal(sg.evaluate(sg.max(v, 0, None, True), {"x": x}), want)
     np.testing.assert_array_equal(sg.evaluate(v.mean(axis=0), {"x": x}), x.mean(0))
     np.testing.assert_array_equal(sg.evaluate(v.T, {"x": x}), x.T)
     np.testing.assert_array_equal(sg.evaluate(sg.softmax(v, 0), {"x": x}), sps.softmax(x, 0))
@@ -382,7 +383,6 @@ def test_matmul_shape_errors_name_both_shapes():
     (lambda: sg.softmax(sg.var("a", shape=(2, 3)), axis=(0, 1)), r"single int"),
     (lambda: sg.einsum("ij,jk->ik!", sg.var("a", shape=(2, 3)), sg.var("b", shape=(3, 2))),
      r"invalid character '!'"),
-    (lambda: sg.einsum("...i->i", sg.var("a", shape=(2, 3))), r"ellipsis"),
     (lambda: sg.einsum("i->->i", sg.var("a", shape=(2,))), r"'->'"),
     (lambda: sg.einsum("i>i", sg.var("a", shape=(2,))), r"'->'"),
     (lambda: sg.einsum("ij->i", sg.var("a", shape=(2,))), r"operand 0 has shape \(2,\)"),
@@ -400,7 +400,7 @@ def test_shape_errors(make, match):
     (lambda: sg.einsum("ij,jk->ik", sg.var("a", shape=(2, 3))), r"name 2 operand\(s\), but 1"),
     (lambda: sg.einsum(3, sg.var("a", shape=(2, 3))), r"subscripts string"),
     (lambda: sg.einsum("i->i"), r"at least one operand"),
-    (lambda: sg.sum(sg.var("a", shape=(2,)), 0, 1), r"keepdims must be True or False"),
+    (lambda: sg.sum(sg.var("a", shape=(2,)), 0, keepdims=1), r"keepdims must be True or False"),
 ])
 def test_signature_errors(make, match):
     with pytest.raises(SignatureError, match=match):

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 import symgrad as sg
 from symgrad.frontend.parse import MAX_CHARS, MAX_DEPTH
+from symgrad.ir.op import FUNCTIONS
 from symgrad.ops import ALIASES, REGISTRY, lookup
 
 # -- helpers ------------------------------------------------------------------------------
@@ -94,7 +95,7 @@ API_CASES = [
     ("sum(A, axis=1)", lambda v: sg.sum(v.A, axis=1)),
     ("sum(A, axis=-1, keepdims=True)", lambda v: sg.sum(v.A, axis=-1, keepdims=True)),
     ("mean(T, axis=(0, 2))", lambda v: sg.mean(v.T, axis=(0, 2))),
-    ("sum(A, 0, True)", lambda v: sg.sum(v.A, 0, True)),
+    ("sum(A, 0, keepdims=True)", lambda v: sg.sum(v.A, 0, keepdims=True)),
     ("max(x)", lambda v: sg.max(v.x)),
     ("logsumexp(A, axis=0)", lambda v: sg.logsumexp(v.A, axis=0)),
     ('einsum("ij,j->i", A, x)', lambda v: sg.einsum("ij,j->i", v.A, v.x)),
@@ -188,7 +189,7 @@ def _op_cases():
     cases = []
     for name in sorted({*REGISTRY, *ALIASES}):
         op = lookup(name)
-        if not op.public:
+        if not op.public or name in FUNCTIONS:  # NumPy's signature: tests/test_numpy.py
             continue
         if op.examples is not None:
             examples = op.examples(rng)

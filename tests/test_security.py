@@ -77,7 +77,7 @@ def test_issue_reproductions_create_no_file(pwned):
     assert g.__name__ == "g" and "open" not in g.source
     np.testing.assert_array_equal(g(np.ones(3)), 2 * np.ones(3))
     src = sg.to_source(sg.eye(3, EvilInt(3)) @ v) + sg.to_source(sg.arange(EvilInt(3)) * 1.0)
-    assert "open" not in src and "np.arange(3" in src
+    assert "open" not in src and "np.arange(" in src
     q = sg.var(EvilName("q"))
     assert type(q.name) is str and q.name == "q"
     out = sg.compile(v * 2.0, output_names=[EvilName("out")])

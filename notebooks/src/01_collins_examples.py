@@ -30,7 +30,7 @@ import numpy as np
 import sympy
 
 import symgrad as sg
-from symgrad.ir.graph import build
+from symgrad.ir.expr import build
 from symgrad.ops import REGISTRY
 
 np.set_printoptions(precision=4, suppress=True)
@@ -49,6 +49,19 @@ class PNG:
 
     def __repr__(self):
         return "<PNG image>"
+
+
+class Math:
+    """LaTeX that Jupyter typesets (through ``_repr_latex_``), e.g. ``Math(sg.latex(f))``."""
+
+    def __init__(self, latex):
+        self.latex = latex
+
+    def _repr_latex_(self):
+        return f"$$ {self.latex} $$"
+
+    def __repr__(self):
+        return self.latex
 
 
 def show(exprs, name):
@@ -73,6 +86,12 @@ z_value, h_value, dh_value = sg.evaluate([z, h, dh], {"x": 2.0})
 print(f"z = {z_value}, h = {h_value}, dh/dx = {dh_value}")
 print("dh/dx as an expression:", dh)
 assert (z_value, h_value, dh_value) == (8.0, 64.0, 192.0)
+
+# %% [markdown]
+# The same derivative typeset by `sg.latex` (sympy's printer for elementwise expressions):
+
+# %%
+Math(r"\frac{dh}{dx} = " + sg.latex(dh))
 
 # %% [markdown]
 # ## 1. Example 1: a computational graph as a 6-tuple
@@ -357,6 +376,13 @@ assert np.allclose(jac, formula, rtol=1e-12, atol=1e-15)
 
 # %%
 print(sg.listing([o, *grads.values()]))
+
+# %% [markdown]
+# `sg.latex` writes the network in matrix notation (sympy's printer where it is
+# elementwise):
+
+# %%
+Math("o = " + sg.latex(o))
 
 # %% tags=["figure"]
 show([o, *grads.values()], "network_derivative_graph")

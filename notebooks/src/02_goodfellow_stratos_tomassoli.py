@@ -21,7 +21,7 @@ import networkx as nx
 import numpy as np
 
 import symgrad as sg
-from symgrad.ir.graph import build
+from symgrad.ir.expr import build
 from symgrad.ops import REGISTRY
 
 np.set_printoptions(precision=4, suppress=True)

@@ -90,6 +90,19 @@ for n in range(1, 5):
     assert np.isclose(ours, theirs, rtol=1e-12), (n, ours, theirs)
 
 # %% [markdown]
+# The values agree; so do the expressions. `sg.to_sympy` translates symgrad's derivative
+# graphs into sympy (the graph is a DAG, sympy shares equal subtrees too), where sympy can
+# check that the difference simplifies to zero, and `sg.latex` typesets them:
+
+# %%
+X_real = sympy.Symbol("x", real=True)
+for n in (1, 2):
+    difference = sg.to_sympy(orders[n]) - sympy.diff(F.subs(X, X_real), X_real, n)
+    print(f"order {n}: symgrad - sympy.diff simplifies to {sympy.simplify(difference)}")
+    assert sympy.simplify(difference) == 0
+print(sg.latex(orders[1]))
+
+# %% [markdown]
 # For one scalar input, repeated reverse mode is not the most economical road to high-order
 # derivatives (sympy's collection of terms, or Taylor-mode differentiation, can do better:
 # compare the columns). Reverse mode's strength is elsewhere: the gradient of one output

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..errors import SymgradError
-from ..ir.graph import Expr
+from ..ir.expr import Expr
 from ..ir.values import describe, exact, exact_str
 
 

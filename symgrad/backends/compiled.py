@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import DifferentiationError, EvaluationError, InputError, SymgradError
-from ..ir.graph import Expr
+from ..ir.expr import Expr
 from ..ir.shapes import fmt
 from ..ir.values import exact, type_name
 from ..ops.indexing import IndexOutOfRangeError
+from ..progress import step
 from .boundary import emit_request, exact_flag, exact_names
 from .interpreter import check_input
 from .numpy_source import Module, Namer, output_list, resolve_inputs
@@ -74,7 +75,9 @@ def _load(source: str, tag: str) -> tuple[dict, str]:
     digest = hashlib.sha1(source.encode()).hexdigest()[:12]
     filename = f"<symgrad:{tag}-{digest}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    code = builtins.compile(source, filename, "exec", dont_inherit=True)
+    with step("compile (CPython)", total=source.count("\n"), unit="line") as s:
+        code = builtins.compile(source, filename, "exec", dont_inherit=True)
+        s.update(s.total)
     module = types.ModuleType(f"symgrad_generated_{tag}_{digest}")
     module.__file__ = filename
     exec(code, module.__dict__)  # our own generated text: names and literals are checked
@@ -136,7 +139,9 @@ def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | Non
     """Generated NumPy functions for ``scipy.optimize.minimize(jac=True, hessp=...)``.
 
     ``f`` is a scalar expression of one vector variable ``wrt``; its other variables become
-    SciPy's extra ``args``, in the order ``inputs`` gives (default: sorted by name).
+    SciPy's extra ``args``, in the order ``inputs`` gives (default: the order they first
+    appear in ``f``). Both functions check their arguments' shapes and dtypes as
+    :func:`compile`'s functions do.
 
     >>> import numpy as np, symgrad as sg
     >>> x = sg.var("x", shape=(2,))
@@ -161,7 +166,7 @@ def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | Non
         )
     graph = f.graph
     used = [i for i in graph.ancestors([f.node]) if graph.nodes[i].is_var and i != x.node]
-    extra = resolve_inputs(graph, inputs, used)
+    extra = resolve_inputs(graph, inputs, used, [f.node])
     if x.node in extra:
         raise SymgradError(f"'{x.name}' is the optimisation variable; do not list it in inputs")
     pname = Namer(graph.variables).fresh("p")
@@ -173,5 +178,10 @@ def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | Non
     module.add("fun", [f.node, g.node], [x.name, *extra_names], False, ["value", "grad"])
     module.add("hessp", [hv.node], [x.name, graph.nodes[p].name, *extra_names], True, ["hvp"])
     source = module.render()
-    namespace, _ = _load(source, "scipy")
-    return ScipyFunctions(namespace["fun"], namespace["hessp"], source, tuple(extra_names))
+    namespace, filename = _load(source, "scipy")
+    nodes = graph.nodes
+    fun = CompiledFunction(namespace["fun"], [nodes[i] for i in [x.node, *extra]], source,
+                           filename)
+    hessp = CompiledFunction(namespace["hessp"], [nodes[i] for i in [x.node, p, *extra]],
+                             source, filename)
+    return ScipyFunctions(fun, hessp, source, tuple(extra_names))

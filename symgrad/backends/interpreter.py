@@ -14,11 +14,13 @@ from typing import Any
 import numpy as np
 
 from ..errors import EvaluationError, InputError, SymgradWarning
-from ..ir.graph import Expr, Graph
+from ..ir.expr import Expr
+from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.shapes import fmt
 from ..ir.values import describe, exact, type_name
 from ..ops.indexing import IndexOutOfRangeError
+from ..progress import start
 
 
 def evaluate(outputs: Expr | Sequence[Expr], inputs: Mapping[Any, Any] | None = None, *,
@@ -67,8 +69,10 @@ def run(graph: Graph, outputs: Sequence[int], inputs: Mapping[str, Any]) -> dict
             last_use[a] = i
     keep = set(outputs)
     values: dict[int, Any] = {}
+    progress = start("evaluate", total=len(order))
     with np.errstate(all="ignore"):
         for i in order:
+            progress.update()
             n = nodes[i]
             if n.is_var:
                 values[i] = check_input(n, inputs)
@@ -83,6 +87,7 @@ def run(graph: Graph, outputs: Sequence[int], inputs: Mapping[str, Any]) -> dict
             for a in set(n.args):
                 if last_use[a] == i and a not in keep:
                     del values[a]
+    progress.close()
     return {i: values[i] for i in outputs}
 
 

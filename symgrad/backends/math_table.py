@@ -42,13 +42,32 @@ MATH: dict[str, Template | None] = {
     "less": T("{0} < {1}"), "less_equal": T("{0} <= {1}"), "greater": T("{0} > {1}"),
     "greater_equal": T("{0} >= {1}"), "equal": T("{0} == {1}"), "not_equal": T("{0} != {1}"),
     "where": T("({1} if {0} else {2})"),
+    # more elementwise functions (ops/functions.py)
+    "arcsin": _fn("asin"), "arccos": _fn("acos"), "arctan": _fn("atan"),
+    "arcsinh": _fn("asinh"), "arccosh": _fn("acosh"), "arctanh": _fn("atanh"),
+    "exp2": T("2.0 ** {0}"), "log2": _fn("log2"), "log10": _fn("log10"),
+    "cbrt": None,  # math.cbrt needs Python 3.11
+    "reciprocal": T("1.0 / {0}"), "deg2rad": _fn("radians"), "rad2deg": _fn("degrees"),
+    "floor": T("float(math.floor({0}))"), "ceil": T("float(math.ceil({0}))"),
+    "trunc": T("float(math.trunc({0}))"), "rint": None, "round": None,
+    "isnan": _fn("isnan"), "isinf": _fn("isinf"), "isfinite": _fn("isfinite"),
+    "signbit": T("math.copysign(1.0, {0}) < 0.0"), "logical_not": T("(not {0})"),
+    "logical_and": T("({0} and {1})"), "logical_or": T("({0} or {1})"),
+    "logical_xor": T("({0} != {1})"),
+    "arctan2": T("math.atan2({0}, {1})"), "hypot": T("math.hypot({0}, {1})"),
+    "logaddexp": None, "logaddexp2": None, "mod": T("{0} % {1}"),
+    "fmod": T("math.fmod({0}, {1})"), "floor_divide": T("{0} // {1}"), "fmax": None,
+    "fmin": None, "copysign": T("math.copysign({0}, {1})"),
+    "float_power": T("math.pow({0}, {1})"), "heaviside": None, "astype": None,
     # no scalar form: arrays, axes or helpers
-    "sum": None, "mean": None, "max": None, "min": None, "logsumexp": None, "softmax": None,
-    "log_softmax": None, "matmul": None, "dot": None, "outer": None, "transpose": None,
-    "matrix_transpose": None, "einsum": None, "reshape": None, "broadcast_to": None,
-    "expand_dims": None, "squeeze": None, "concatenate": None, "stack": None, "index": None,
-    "index_add": None, "scatter_sum": None, "take": None, "zeros_like": None,
-    "ones_like": None, "eye": None, "zeros": None, "ones": None, "full": None, "arange": None,
+    **dict.fromkeys((
+        "sum", "mean", "max", "min", "logsumexp", "softmax", "log_softmax", "matmul", "dot",
+        "outer", "transpose", "matrix_transpose", "einsum", "reshape", "broadcast_to",
+        "expand_dims", "squeeze", "concatenate", "stack", "index", "index_add", "scatter_sum",
+        "take", "zeros_like", "ones_like", "eye", "zeros", "ones", "full", "arange", "linspace",
+        "prod", "all", "any", "cumsum", "cumprod", "argmax", "argmin", "sort", "argsort",
+        "partition", "argpartition",
+    )),
 }
 
 

@@ -41,12 +41,14 @@ from typing import Any
 import numpy as np
 
 from ..errors import SymgradError
-from ..ir.graph import Expr, Graph
+from ..ir.expr import Expr
+from ..ir.graph import Graph
 from ..ir.shapes import fmt
 from ..ir.text import adjoint_pairs
+from ..progress import start
 from .boundary import emit_request
 from .math_table import MATH, fallback_names
-from .numpy_table import NUMPY, NUMPY_TYPE, Template, constant_source, scalar_source
+from .numpy_table import NUMPY, NUMPY_TYPE, Template, scalar_source
 
 __all__ = ["to_source", "is_safe_name"]
 
@@ -145,11 +147,17 @@ def output_list(outputs: Any) -> tuple[Graph, list[int], bool]:
     return graph, ids, single
 
 
-def resolve_inputs(graph: Graph, inputs: Any, used: list[int]) -> list[int]:
-    """Parameter node ids in call order; every used variable must be among them."""
+def resolve_inputs(graph: Graph, inputs: Any, used: list[int],
+                   outputs: Sequence[int] = ()) -> list[int]:
+    """Parameter node ids in call order; every used variable must be among them.
+
+    Without ``inputs``: the order in which the variables first appear when the outputs are
+    read left to right, operands in order (``V @ tanh(W @ x + b) + g`` -> V, W, x, b, g),
+    the outputs one after another; variables no output reaches that way come last, by id.
+    """
     nodes = graph.nodes
     if inputs is None:
-        return sorted(used, key=lambda i: (str(nodes[i].name), i))
+        return first_appearance(graph, outputs, used)
     if isinstance(inputs, (str, Expr)):
         inputs = [inputs]
     params: list[int] = []
@@ -178,6 +186,23 @@ def resolve_inputs(graph: Graph, inputs: Any, used: list[int]) -> list[int]:
     return params
 
 
+def first_appearance(graph: Graph, outputs: Sequence[int], among: Sequence[int]) -> list[int]:
+    """The variables ``among`` in reading order of ``outputs`` (an iterative pre-order
+    walk, each node once)."""
+    wanted, seen, out = set(among), set(), []
+    stack = list(reversed(outputs))
+    nodes = graph.nodes
+    while stack:
+        i = stack.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        if i in wanted:
+            out.append(i)
+        stack.extend(reversed(nodes[i].args))
+    return out + sorted(wanted.difference(out))
+
+
 def _plan(graph: Graph, name: str, outs: list[int], inputs: Any, single: bool,
           labels: Sequence[str] | None = None) -> _Plan:
     nodes = graph.nodes
@@ -187,7 +212,7 @@ def _plan(graph: Graph, name: str, outs: list[int], inputs: Any, single: bool,
         if not (n.is_var or n.is_const) and n.op not in NUMPY:
             raise SymgradError(f"node {i}: op {n.op!r} has no NumPy source; cannot emit it")
     used = [i for i in order if nodes[i].is_var]
-    params = resolve_inputs(graph, inputs, used)
+    params = resolve_inputs(graph, inputs, used, outs)
     # Forward nodes named in the comments of adjoint lines get names too (maybe no line).
     emitted = set(order)
     pairs = [(f, a) for f, a in adjoint_pairs(graph) if a in emitted]
@@ -291,11 +316,11 @@ def _inline(value: np.ndarray, user: Any, nodes: list, node_id: int, strong: boo
     """
     dtype = value.dtype.name
     py = value.item()
-    if dtype in ("float64", "int64", "bool"):
-        others = [nodes[b].dtype for b in user.args if b != node_id]
+    others = [nodes[b].dtype for b in user.args if b != node_id]
+    if dtype in ("float64", "int64", "bool") or (others and dtype in NUMPY_TYPE):
         weak_ok = not others or np.result_type(*others, dtype) == np.result_type(*others, py)
         if weak_ok and not strong:
-            text = constant_source(value)
+            text = scalar_source(py)
         else:
             text = f"{NUMPY_TYPE[dtype]}({scalar_source(py)})"
     elif dtype in NUMPY_TYPE:
@@ -510,7 +535,9 @@ class Module:
         lines += doc
         outputs = set(p.outputs)
         releases = _releases(nodes, p.order, outputs)
+        progress = start(f"emit {fname or p.name}", total=len(p.order))
         for i in p.order:
+            progress.update()
             n = nodes[i]
             if n.is_var or (n.is_const and i not in outputs):
                 continue
@@ -519,6 +546,7 @@ class Module:
                 expr += ".copy()"  # never hand out the shared module constant
             lines.append(self._line(f"    {names[i]} = {expr}", n, names))
             lines += _del_lines([names[a] for a in releases.get(i, ())])
+        progress.close()
         for i, alias in sorted(p.aliases.items()):
             code = f"    {alias} = {names[i]}"
             lines.append(self._line(code, nodes[i], names, p.alias_of.get(i)))
@@ -675,7 +703,9 @@ def to_source(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | Non
 
     The function returns the outputs (a tuple when a list was given, one value when one
     Expr was given). ``inputs`` are variable Exprs or names in call order (default: every
-    variable the outputs use, sorted by name). ``output_names`` optionally names the results
+    variable the outputs use, in the order they first appear when the outputs are read left
+    to right, like the signature you would write: ``V @ tanh(W @ x + b)`` gives
+    ``(V, W, x, b)``). ``output_names`` optionally names the results
     in the code (otherwise: ``dx`` for the adjoint of ``x``, ``t1, t2, ...`` for the rest).
     ``scalars="math"``: a function whose every value is a float scalar is emitted over Python
     floats with the standard ``math`` module (several times faster than NumPy scalars), with

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..ops.indexing import _sg_index_add, _sg_scatter_sum, key_source, split_parts
 from ..ops.reductions import _sg_log_softmax, _sg_logsumexp, _sg_softmax
+from ..ops.sorting import _sg_partition
 
 NUMPY_TYPE = {"float64": "np.float64", "float32": "np.float32", "int64": "np.int64",
               "int32": "np.int32", "bool": "np.bool_"}
@@ -122,6 +123,16 @@ NUMPY: dict[str, Template] = {
     "less": T("{0} < {1}"), "less_equal": T("{0} <= {1}"), "greater": T("{0} > {1}"),
     "greater_equal": T("{0} >= {1}"), "equal": T("{0} == {1}"), "not_equal": T("{0} != {1}"),
     "where": T("np.where({0}, {1}, {2})"),
+    # more elementwise functions (ops/functions.py)
+    **{name: T(f"np.{name}({{0}})") for name in (
+        "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "exp2", "log2", "log10",
+        "cbrt", "reciprocal", "deg2rad", "rad2deg", "floor", "ceil", "rint", "trunc", "isnan",
+        "isinf", "isfinite", "signbit", "logical_not")},
+    **{name: T(f"np.{name}({{0}}, {{1}})") for name in (
+        "arctan2", "hypot", "logaddexp", "logaddexp2", "fmod", "floor_divide", "fmax", "fmin",
+        "copysign", "float_power", "heaviside", "logical_and", "logical_or", "logical_xor")},
+    "mod": T("np.remainder({0}, {1})"), "round": T("np.round({0}, {decimals!r})"),
+    "astype": T("{0}.astype(np.{dtype})"),
     # reductions
     "sum": T("np.sum({0}, axis={axis!r}, keepdims={keepdims!r})"),
     "mean": T("np.mean({0}, axis={axis!r}, keepdims={keepdims!r})"),
@@ -130,6 +141,15 @@ NUMPY: dict[str, Template] = {
     "logsumexp": T("_sg_logsumexp({0}, {axis!r}, {keepdims!r})", (_sg_logsumexp,)),
     "softmax": T("_sg_softmax({0}, {axis!r})", (_sg_softmax,)),
     "log_softmax": T("_sg_log_softmax({0}, {axis!r})", (_sg_log_softmax,)),
+    "prod": T("np.prod({0}, axis={axis!r}, keepdims={keepdims!r})"),
+    "all": T("np.all({0}, axis={axis!r}, keepdims={keepdims!r})"),
+    "any": T("np.any({0}, axis={axis!r}, keepdims={keepdims!r})"),
+    "cumsum": T("np.cumsum({0}, axis={axis!r})"), "cumprod": T("np.cumprod({0}, axis={axis!r})"),
+    "argmax": T("np.argmax({0}, axis={axis!r}, keepdims={keepdims!r})"),
+    "argmin": T("np.argmin({0}, axis={axis!r}, keepdims={keepdims!r})"),
+    "sort": T("np.sort({0}, axis={axis!r})"), "argsort": T("np.argsort({0}, axis={axis!r})"),
+    "partition": T("_sg_partition({0}, {kth!r}, {axis!r})", (_sg_partition,)),
+    "argpartition": T("np.argpartition({0}, {kth!r}, axis={axis!r})"),
     # linear algebra
     "matmul": T("{0} @ {1}"), "dot": T("np.dot({0}, {1})"), "outer": T("np.outer({0}, {1})"),
     "transpose": T("np.transpose({0}, {axes!r})"),
@@ -146,7 +166,9 @@ NUMPY: dict[str, Template] = {
     "take": T("np.take({0}, {1}, axis={axis!r})"),
     # constant-makers
     "zeros_like": T("np.zeros_like({0})"), "ones_like": T("np.ones_like({0})"),
-    "eye": T("np.eye({N!r}, {M!r})"), "zeros": _filled("zeros", False),
+    "eye": T("np.eye({N!r}, {M!r}, {k!r}, dtype=np.{dtype})"), "zeros": _filled("zeros", False),
     "ones": _filled("ones", False), "full": _filled("full", True),
-    "arange": T("np.arange({stop!r})"),
+    "arange": T("np.arange({start!r}, {stop!r}, {step!r}, dtype=np.{dtype})"),
+    "linspace": T("np.linspace({start!r}, {stop!r}, {num!r}, endpoint={endpoint!r}, "
+                  "dtype=np.{dtype})"),
 }

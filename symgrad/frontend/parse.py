@@ -12,7 +12,7 @@ helps (``sni(x)``: did you mean sin? ``x ^ 2``: use ``**``). The limits
 string sizes) are checked before any work.
 
 The walk builds the graph with the same calls the Python API makes (Expr operators and
-:func:`symgrad.ir.graph.call`) in Python's left-to-right evaluation order, so
+:mod:`symgrad.frontend.functions`) in Python's left-to-right evaluation order, so
 ``parse("x * sin(y)")`` and ``x * sg.sin(y)`` give the same graph. Arithmetic on literals
 alone follows Python, as in the API (``2 * 3 * x`` multiplies ``x`` by the constant ``6``),
 under size guards. Names ``pi``, ``e``, ``inf`` and ``nan`` are constants unless declared
@@ -34,10 +34,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import LimitError, ParseError, SymgradError
-from ..ir.graph import Expr, call, const, var
+from ..ir.expr import Expr, const, var
 from ..ir.limits import DEFAULTS, limits
-from ..ir.op import ALIASES, REGISTRY, Op, SignatureError, lookup
+from ..ir.op import ALIASES, FUNCTIONS, REGISTRY, SignatureError, public_op
 from ..ir.values import as_constant, check_dtype, check_name, check_shape, describe
+from .functions import Callee, callee
 
 MAX_CHARS = DEFAULTS["parse_chars"][0]  # the defaults; sg.limits holds the live values
 MAX_DEPTH = DEFAULTS["parse_depth"][0]
@@ -80,7 +81,7 @@ _KEYWORDS = {
     "in": "operator 'in' is not supported", "is": "operator 'is' is not supported",
     "await": "await is not supported", "yield": "yield is not supported",
 }
-_EINSUM_SPEC = re.compile(r"[A-Za-z.,\->\s]*")
+_EINSUM_SPEC = re.compile(r"[A-Za-z0-9_.,\->\s]*")
 _TUPLE = "tuples are only allowed as indices, static arguments or op lists"
 _STARRED = "starred arguments are not supported"
 _CLOSERS = {"(": ")", "[": "]"}
@@ -770,7 +771,7 @@ class _Parser:
             elif p.kind == "static":
                 plan.append(("static", self._static(args.pop(0), op, p.name)))
                 statics.add(p.name)
-            else:
+            else:  # an operand, optional or not
                 plan.append(("expr",))
                 children.append(args.pop(0))
         if args:
@@ -785,15 +786,12 @@ class _Parser:
             kwargs[kw.arg] = self._static(kw.value, op, kw.arg)
         return self._plan(node, children, op, plan, kwargs)
 
-    def _op(self, name: str, func: _Node) -> Op:
-        try:
-            op = lookup(name)
-        except KeyError:
-            op = None
-        if op is None or not op.public:
-            public = [n for n in (*REGISTRY, *ALIASES) if lookup(n).public]
-            self.fail(f"unknown function '{name}'{_did_you_mean(name, public)}", func)
-        return op
+    def _op(self, name: str, func: _Node) -> Callee:
+        found = callee(name)
+        if found is None:
+            known = [*FUNCTIONS, *(n for n in (*REGISTRY, *ALIASES) if public_op(n))]
+            self.fail(f"unknown function '{name}'{_did_you_mean(name, known)}", func)
+        return found
 
     # literals
 
@@ -824,7 +822,7 @@ class _Parser:
                     return _UNARY[node.op](v)
         self.fail(what, node)
 
-    def _static(self, node: _Node, op, param: str) -> Any:
+    def _static(self, node: _Node, op: Callee, param: str) -> Any:
         """A static argument: int, float, bool, None, a tuple/list of ints, or a spec string."""
         if isinstance(node, Constant) and node.value is None:
             return None
@@ -969,7 +967,7 @@ class _Parser:
                 call_args.append([next(values) for _ in range(step[1])])
             else:
                 call_args.append(step[1])
-        return call(op.name, *call_args, **kwargs)
+        return op.fn(*call_args, **kwargs)
 
 
 # -- helpers ------------------------------------------------------------------------------
@@ -995,9 +993,9 @@ def _did_you_mean(name: str, candidates: list[str]) -> str:
     return f"; did you mean {found[0]}?" if found else ""
 
 
-def _string_param(op: Op, param: str) -> bool:
+def _string_param(op: Callee, param: str) -> bool:
     """Whether static parameter ``param`` of ``op`` takes a string (einsum's subscripts)."""
-    return any(p.name == param and p.text for p in op.signature.params)
+    return op.signature.takes_string(param)
 
 
 def _as_expr(v: Value) -> Value:

@@ -9,7 +9,8 @@ Invariants (checked by :meth:`Graph.verify`):
 * every node has ``role`` ``"forward"`` or ``"adjoint"``; an adjoint node records in
   ``origin`` the forward node whose backprop rule built it.
 
-The builder (:meth:`Graph.add`) builds: it canonicalises attributes, checks shapes and
+:class:`~symgrad.ir.expr.Expr` (in ``expr.py``) is the handle users hold. The builder
+(:meth:`Graph.add`) builds: it canonicalises attributes, checks shapes and
 shares identical nodes, and rewrites nothing. A pass that rewrites nodes as they are built
 (the adjoint cleanup of the reverse transform, the simplifier) is installed explicitly with
 :meth:`Graph.rewriting`; its answers are never cached under the key of the node it replaced,
@@ -28,26 +29,20 @@ import math
 import sys
 import threading
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import networkx as nx
-import numpy as np
 
 from ..errors import NameConflictError, ShapeError, SymgradError
 from .op import REGISTRY, Op
-from .shapes import Shape, fmt
-from .text import infix, listing
-from .values import (
-    INT64_MAX,
-    as_constant,
-    check_dtype,
-    check_name,
-    check_shape,
-    describe,
-    freeze,
-)
+from .shapes import fmt
+from .text import listing
+from .values import INT64_MAX, as_constant, check_dtype, check_name, check_shape, freeze
+
+if TYPE_CHECKING:
+    from .expr import Expr
 
 _ROLES = ("forward", "adjoint")
 
@@ -124,6 +119,8 @@ class Graph:
     1
     """
 
+    handle: ClassVar[type] = object  # the Expr class: registered by symgrad.ir.expr
+
     def __init__(self) -> None:
         self._nx = nx.DiGraph()
         self.nodes: list[Node] = []
@@ -159,7 +156,7 @@ class Graph:
 
     def expr(self, node: int) -> Expr:
         """The Expr handle of node id ``node``."""
-        return Expr(self, node)
+        return self.handle(self, node)
 
     def adjoint(self, e: Expr, transform: Any = None) -> Expr | None:
         """The adjoint of forward expression ``e`` in ``transform`` (a record from
@@ -174,7 +171,7 @@ class Graph:
         """
         table = self.adjoint_of if transform is None else transform.adjoint_of
         i = table.get(self.find(e))
-        return None if i is None else Expr(self, i)
+        return None if i is None else self.handle(self, i)
 
     @property
     def nx(self) -> nx.DiGraph:
@@ -365,18 +362,20 @@ class Graph:
 
     def _verify_node(self, n: Node) -> None:
         where = f"node {n.id} ({n.op})"
-        op = REGISTRY.get(n.op)
-        if op is None:
+        op = None if n.is_var else REGISTRY.get(n.op)
+        if op is None and not n.is_var:
             raise GraphError(f"{where}: unknown op")
         if any(not (0 <= a < n.id) for a in n.args):
             raise GraphError(f"{where}: an operand does not precede its user: {n.args}")
-        if op.arity is not None and len(n.args) != op.arity:
+        if op is not None and op.arity is not None and len(n.args) != op.arity:
             raise GraphError(f"{where}: takes {op.arity} operands, has {len(n.args)}")
         if n.role not in _ROLES or (n.role == "adjoint") != (n.origin is not None):
             raise GraphError(f"{where}: role {n.role!r} with origin {n.origin!r}")
         if n.origin is not None and not 0 <= n.origin < n.id:
             raise GraphError(f"{where}: origin {n.origin} is not an earlier node")
         if n.is_var:
+            if n.args or self.variables.get(n.name) != n.id:
+                raise GraphError(f"{where}: not the graph's variable {n.name!r}")
             return
         shapes = tuple(self.nodes[a].shape for a in n.args)
         dtypes = tuple(self.nodes[a].dtype for a in n.args)
@@ -388,261 +387,3 @@ class Graph:
             raise GraphError(
                 f"{where}: recorded {fmt(n.shape)} {n.dtype}, rule gives {fmt(shape)} {dtype}"
             )
-
-
-# -- Expr ---------------------------------------------------------------------------------
-
-
-class Expr:
-    """A handle on one node of a :class:`Graph`, with NumPy-like operators.
-
-    >>> import symgrad as sg
-    >>> x, y = sg.var("x"), sg.var("y")
-    >>> str(x * (y + 1))
-    'x * (y + 1)'
-    >>> (x * y).shape
-    ()
-    """
-
-    __slots__ = ("graph", "node")
-    __array_ufunc__ = None  # make NumPy defer: ndarray * Expr -> Expr.__rmul__
-
-    def __init__(self, graph: Graph, node: int) -> None:
-        self.graph = graph
-        self.node = node
-
-    @property
-    def data(self) -> Node:
-        return self.graph.nodes[self.node]
-
-    @property
-    def shape(self) -> Shape:
-        return self.graph.nodes[self.node].shape
-
-    @property
-    def dtype(self) -> str:
-        return self.graph.nodes[self.node].dtype
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
-
-    @property
-    def op(self) -> str:
-        return self.graph.nodes[self.node].op
-
-    @property
-    def name(self) -> str | None:
-        return self.graph.nodes[self.node].name
-
-    @property
-    def T(self) -> Expr:
-        return self if self.ndim < 2 else F.transpose(self)  # as NumPy: a vector's .T is it
-
-    def __len__(self) -> int:
-        if not self.shape:
-            raise ShapeError("len() of a scalar expression")
-        return self.shape[0]
-
-    def __iter__(self):
-        raise TypeError("symgrad expressions are not iterable; index them explicitly")
-
-    def __bool__(self) -> bool:
-        raise SymgradError(
-            "the truth value of a symbolic expression is unknown; use sg.where(cond, a, b)"
-        )
-
-    def __hash__(self) -> int:
-        return hash((id(self.graph), self.node))
-
-    def __str__(self) -> str:
-        return infix(self)
-
-    def __repr__(self) -> str:
-        return f"<Expr {self} : {self.dtype}{list(self.shape)}>"
-
-    def __add__(self, o):
-        return F.add(self, o)
-
-    def __radd__(self, o):
-        return F.add(o, self)
-
-    def __sub__(self, o):
-        return F.subtract(self, o)
-
-    def __rsub__(self, o):
-        return F.subtract(o, self)
-
-    def __mul__(self, o):
-        return F.multiply(self, o)
-
-    def __rmul__(self, o):
-        return F.multiply(o, self)
-
-    def __truediv__(self, o):
-        return F.divide(self, o)
-
-    def __rtruediv__(self, o):
-        return F.divide(o, self)
-
-    def __pow__(self, o):
-        return F.power(self, o)
-
-    def __rpow__(self, o):
-        return F.power(o, self)
-
-    def __matmul__(self, o):
-        return F.matmul(self, o)
-
-    def __rmatmul__(self, o):
-        return F.matmul(o, self)
-
-    def __neg__(self):
-        return F.negative(self)
-
-    def __pos__(self):
-        return self
-
-    def __abs__(self):
-        return F.abs(self)
-
-    def __lt__(self, o):
-        return F.less(self, o)
-
-    def __le__(self, o):
-        return F.less_equal(self, o)
-
-    def __gt__(self, o):
-        return F.greater(self, o)
-
-    def __ge__(self, o):
-        return F.greater_equal(self, o)
-
-    def __eq__(self, o):  # type: ignore[override]
-        return F.equal(self, o)
-
-    def __ne__(self, o):  # type: ignore[override]
-        return F.not_equal(self, o)
-
-    def __getitem__(self, key):
-        return REGISTRY["index"].front(self, key)
-
-    def sum(self, axis=None, keepdims=False) -> Expr:
-        return F.sum(self, axis=axis, keepdims=keepdims)
-
-    def mean(self, axis=None, keepdims=False) -> Expr:
-        return F.mean(self, axis=axis, keepdims=keepdims)
-
-    def max(self, axis=None, keepdims=False) -> Expr:
-        return F.max(self, axis=axis, keepdims=keepdims)
-
-    def reshape(self, *shape) -> Expr:
-        return F.reshape(self, shape[0] if len(shape) == 1 else shape)
-
-
-def _home(operands: Sequence[Any]) -> Graph:
-    if len(operands) == 2:  # the common case: a binary op on two Exprs of one graph
-        a, b = operands
-        if type(a) is Expr and type(b) is Expr and a.graph is b.graph:
-            return a.graph
-    graphs = [o.graph for o in operands if isinstance(o, Expr)]
-    if not graphs:
-        return Graph()
-    first = graphs[0]
-    if len(graphs) == 1 or all(g is first for g in graphs):
-        return first
-    return max(graphs, key=len)
-
-
-def _operand(graph: Graph, o: Any) -> int:
-    if isinstance(o, Expr):
-        return o.node if o.graph is graph else graph.import_node(o.graph, o.node)
-    if isinstance(o, (int, float, bool, np.ndarray, np.number, np.bool_, list, tuple)):
-        return graph.const(o)
-    raise SymgradError(f"cannot use {describe(o)} in a symgrad expression (use Exprs, "
-                       "numbers or arrays)")
-
-
-def var(name: str, shape: Shape | int = (), dtype: str = "float64") -> Expr:
-    """A named input variable; a scalar float64 unless ``shape``/``dtype`` say otherwise.
-
-    >>> import symgrad as sg
-    >>> W = sg.var("W", shape=(4, 3))
-    >>> W.shape, W.dtype
-    ((4, 3), 'float64')
-    """
-    g = Graph()
-    return Expr(g, g.var(name, shape, dtype))
-
-
-def const(value: Any, like: Expr | None = None) -> Expr:
-    """A constant expression (a number or an array), in ``like``'s graph if given.
-
-    >>> import symgrad as sg
-    >>> sg.const([1.0, 2.0]).shape
-    (2,)
-    """
-    g = like.graph if like is not None else Graph()
-    return Expr(g, g.const(value))
-
-
-def build(op: Op, operands: Sequence[Any], attrs: dict) -> Expr:
-    """Apply ``op`` to operands (Exprs, numbers, arrays), merging graphs as needed."""
-    graph = _home(operands)
-    args = tuple([o.node if type(o) is Expr and o.graph is graph else _operand(graph, o)
-                  for o in operands])
-    return Expr(graph, graph.add(op, args, attrs))
-
-
-def call(name: str, *args: Any, **kwargs: Any) -> Expr:
-    """Build op ``name`` applied to ``args`` (Exprs, numbers or arrays), bound by its
-    signature; returns an Expr."""
-    op = REGISTRY[name]
-    operands, attrs = op.signature.bind(name, args, kwargs)
-    return build(op, operands, attrs)
-
-
-class _OpFunctions:
-    """``F.exp(x)`` builds an ``exp`` node: what backprop rules use to write graph."""
-
-    def __getattr__(self, name: str) -> Callable[..., Expr]:
-        if name not in REGISTRY:
-            raise AttributeError(name)
-        fn = lambda *a, **k: call(name, *a, **k)  # noqa: E731
-        setattr(self, name, fn)  # found directly next time (it still looks the op up)
-        return fn
-
-
-F = _OpFunctions()
-
-
-class NodeView:
-    """What a backprop rule sees of a node: ``args`` and ``out`` as Exprs, ``attrs``."""
-
-    __slots__ = ("graph", "data", "_args")
-
-    def __init__(self, graph: Graph, data: Node) -> None:
-        self.graph, self.data, self._args = graph, data, None
-
-    @property
-    def args(self) -> tuple[Expr, ...]:
-        if self._args is None:
-            graph = self.graph
-            self._args = tuple([Expr(graph, a) for a in self.data.args])
-        return self._args
-
-    @property
-    def out(self) -> Expr:
-        return Expr(self.graph, self.data.id)
-
-    @property
-    def attrs(self) -> dict:
-        return self.data.attrs
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.data.shape

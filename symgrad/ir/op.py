@@ -58,8 +58,9 @@ class SignatureError(SymgradError, TypeError):
 
 @dataclass(frozen=True)
 class Param:
-    """One parameter of an op: an ``operand``, ``operands`` (``*xs``: any number), a
-    ``list`` of operands (``[xs]``: one list argument) or a ``static`` attribute."""
+    """One parameter of an op: an ``operand``, an ``optional`` operand (``?x``: may be left
+    out), ``operands`` (``*xs``: any number), a ``list`` of operands (``[xs]``: one list
+    argument) or a ``static`` attribute."""
 
     name: str
     kind: str
@@ -83,6 +84,11 @@ class Signature:
     params: tuple[Param, ...]
     defaults: Mapping[str, Any] = field(default_factory=dict)
     infix: tuple[str, int] | None = None
+    strings: frozenset[str] = frozenset()  # static attributes that take a string
+
+    def takes_string(self, name: str) -> bool:
+        """Whether static attribute ``name`` takes a string (einsum's subscripts, a dtype)."""
+        return name in self.strings
 
     @property
     def arity(self) -> int | None:
@@ -115,7 +121,7 @@ class Signature:
                 operands.extend(args)
                 args = []
             elif not args:
-                if p.kind == "static":
+                if p.kind in ("static", "optional"):
                     continue
                 raise SignatureError(f"{op}() is missing its argument '{p.name}'")
             elif p.kind == "list":
@@ -142,8 +148,8 @@ class Signature:
 
     def describe(self) -> str:
         """``(x, axis, keepdims)``: the parameters as a person reads them."""
-        marks = {"operands": "*", "list": "[", "static": "", "operand": ""}
-        ends = {"list": "]"}
+        marks = {"operands": "*", "list": "[", "static": "", "operand": "", "optional": ""}
+        ends = {"list": "]", "optional": "=None"}
         return "(" + ", ".join(f"{marks[p.kind]}{p.name}{ends.get(p.kind, '')}"
                                for p in self.params) + ")"
 
@@ -153,11 +159,14 @@ class Signature:
         return ", ".join(f"{k}={v!r}" for k, v in self.defaults.items() if k not in positional)
 
 
-def sig(*spec: str, infix: tuple[str, int] | None = None, **defaults: Any) -> Signature:
-    """A :class:`Signature` from a spec: ``"x"`` an operand, ``"*xs"`` any number of
-    operands, ``"[xs]"`` one list of operands, ``"=name"`` a static attribute given
-    positionally (``"=spec:str"`` for a string); keyword arguments are the static
-    attributes' defaults (every static attribute needs one).
+def sig(*spec: str, infix: tuple[str, int] | None = None, strings: tuple[str, ...] = (),
+        **defaults: Any) -> Signature:
+    """A :class:`Signature` from a spec: ``"x"`` an operand, ``"?x"`` an operand that may be
+    left out, ``"*xs"`` any number of operands, ``"[xs]"`` one list of operands, ``"=name"``
+    a static attribute given positionally (``"=spec:str"`` for a string); keyword arguments
+    are the static
+    attributes' defaults (every static attribute needs one); ``strings`` names keyword
+    attributes that take a string (``dtype``).
 
     >>> sig("=spec:str", "*operands", spec=None).params[0]
     Param(name='spec', kind='static', text=True)
@@ -171,12 +180,15 @@ def sig(*spec: str, infix: tuple[str, int] | None = None, **defaults: Any) -> Si
         elif p.startswith("="):
             name, _, kind = p[1:].partition(":")
             params.append(Param(name, "static", kind == "str"))
+        elif p.startswith("?"):
+            params.append(Param(p[1:], "optional"))
         else:
             params.append(Param(p, "operand"))
     missing = [p.name for p in params if p.kind == "static" and p.name not in defaults]
     if missing:
         raise ValueError(f"static parameters without a default: {missing}")
-    return Signature(tuple(params), dict(defaults), infix)
+    texts = {p.name for p in params if p.text} | set(strings)
+    return Signature(tuple(params), dict(defaults), infix, frozenset(texts))
 
 
 UNARY = sig("x")
@@ -217,6 +229,14 @@ class Op:
 REGISTRY: dict[str, Op] = {}
 ALIASES: dict[str, str] = {}  # public name -> op name (``sub`` -> ``subtract``)
 
+# NumPy's names for functions that are not one op (``var``, ``clip``, ``linalg.norm`` ...), or
+# that take more of NumPy's keywords than their op (``sum(..., dtype=, where=)``). The front
+# end fills it (symgrad.frontend.numpy_functions); the array protocols of Expr look names up
+# here first, then in REGISTRY/ALIASES. Each function carries its parsed ``signature``.
+FUNCTIONS: dict[str, Callable[..., Any]] = {}
+# NumPy names symgrad deliberately does not trace, with what to use instead.
+UNSUPPORTED: dict[str, str] = {}
+
 
 def register(op: Op) -> Op:
     """Add an op to the registry; each name (and alias) once."""
@@ -233,3 +253,9 @@ def register(op: Op) -> Op:
 def lookup(name: str) -> Op:
     """The op called ``name`` or one of its aliases; ``KeyError`` if none."""
     return REGISTRY[ALIASES.get(name, name)]
+
+
+def public_op(name: str) -> Op | None:
+    """The public op called ``name`` (or an alias of it), or None."""
+    op = REGISTRY.get(ALIASES.get(name, name))
+    return op if op is not None and op.public else None

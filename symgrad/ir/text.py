@@ -29,11 +29,13 @@ from .op import REGISTRY, Op
 from .values import freeze
 
 if TYPE_CHECKING:
-    from .graph import Expr, Graph, Node
+    from .expr import Expr
+    from .graph import Graph, Node
 
 INFIX_LIMIT = 20_000  # characters of fully expanded infix text before the let fallback
 LINE_LIMIT = 200  # characters per binding in the let fallback
 ARRAY_LIMIT = 100  # elements of a constant printed inline
+SHORT_ARRAY = 8  # elements of a constant printed inline by infix(..., short=True)
 
 _ATOM = 100  # precedence of names, literals, calls and subscripts
 _UNARY = 13  # Python's unary minus: binds looser than ** on its left, tighter on its right
@@ -51,13 +53,16 @@ Form = tuple[int, list[Piece]]
 # -- infix ------------------------------------------------------------------------------
 
 
-def infix(expr: Expr) -> str:
+def infix(expr: Expr, *, short: bool = False) -> str:
     """Readable infix text with minimal parentheses; parses back to the same graph.
 
     Parameters
     ----------
     expr : Expr
         The expression to print.
+    short : bool
+        Write constants of more than :data:`SHORT_ARRAY` elements as ``const(f64[5,5])``
+        (a summary, as ``repr`` shows it; it does not parse back).
 
     Returns
     -------
@@ -79,6 +84,11 @@ def infix(expr: Expr) -> str:
     order = graph.ancestors([root])
     reserved = set(graph.variables)
     forms = {i: node_form(graph, graph.nodes[i], reserved) for i in order}
+    if short:  # a summary (Expr's repr): big constants by their type only
+        for i in order:
+            n = graph.nodes[i]
+            if n.is_const and n.attrs["value"].size > SHORT_ARRAY:
+                forms[i] = (_ATOM, [f"const({_type(n.shape, n.dtype)})"])
     if _expanded_size(graph, forms, order) <= INFIX_LIMIT:
         return _emit(graph, forms, root, {})
     return _let(graph, forms, order, root)
@@ -160,7 +170,7 @@ def _call_pieces(graph: Graph, n: Node, op: Op) -> list[Piece]:
     nargs, pos = len(n.args), 0
     shown: set[str] = set()
     for k, p in enumerate(params):
-        later = sum(1 for q in params[k + 1:] if q.kind == "operand")
+        later = sum(1 for q in params[k + 1:] if q.kind in ("operand", "optional"))
         if p.kind == "static":
             if any(q.kind != "static" for q in params[k + 1:]):
                 parts.append([_value_text(n.attrs.get(p.name))])  # must stay positional
@@ -336,7 +346,7 @@ def listing(graph_or_exprs: Graph | Expr | Sequence[Expr]) -> str:
     inputs  x:f64[3]
     v1:f64[3] = exp x
     v3:f64[3] = multiply v1 2.0
-    v4:f64[] = sum v3 axis=(-1,) keepdims=False
+    v4:f64[] = sum v3
     outputs  v4
     """
     graph, ids, outputs = select(graph_or_exprs)
@@ -358,10 +368,15 @@ def listing(graph_or_exprs: Graph | Expr | Sequence[Expr]) -> str:
             continue
         n = nodes[i]
         operands = " ".join(inline.get(a, f"v{a}") for a in n.args)
+        op = REGISTRY.get(n.op)
         if n.is_const:
             attrs = _inline(n, reserved) or f"<{n.attrs['value'].size} values>"
-        else:
-            attrs = " ".join(f"{k}={_value_text(v)}" for k, v in n.attrs.items() if k != "batch")
+        elif op is not None and op.write is not None:  # x[1:, y]: as written, no internals
+            operands = op.write([inline.get(a, f"v{a}") for a in n.args], n.attrs)
+            attrs = ""
+        else:  # attributes that differ from the op's defaults, as the infix text shows them
+            attrs = " ".join(f"{k}={text}" for k, text in _keywords(graph, n, op, set())) \
+                if op is not None else ""
         line = f"v{i}:{_type(n.shape, n.dtype)} = {n.op}"
         line += "".join(f" {part}" for part in (operands, attrs) if part)
         if i in made_for:

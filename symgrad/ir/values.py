@@ -173,13 +173,21 @@ def check_shape(shape: Any, what: str) -> Shape:
     return out
 
 
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def check_dtype(dtype: Any, what: str) -> str:
     """A supported dtype's name (``"float64"``, ...)."""
     dtype = exact(dtype)
     try:
         name = np.dtype(dtype).name
     except (TypeError, ValueError):
-        name = None
+        name = str(dtype) if isinstance(dtype, str) else ""
+    if name.startswith("complex"):
+        raise ShapeError(f"{what}: complex dtypes are not supported (symgrad differentiates "
+                         f"real-valued functions); use {', '.join(DTYPES)}")
     if name not in DTYPES:
         raise ShapeError(f"{what}: dtype must be one of {', '.join(DTYPES)}, got "
                          f"{describe(dtype)}")
@@ -187,7 +195,8 @@ def check_dtype(dtype: Any, what: str) -> str:
 
 
 def as_constant(value: Any) -> np.ndarray:
-    """A constant's canonical value: a read-only NumPy array of a supported dtype.
+    """A constant's canonical value: a read-only NumPy array of a supported dtype (float64,
+    float32, int64, int32, bool; other floats and ints become float64 and int64).
 
     >>> as_constant([1, 2]).dtype, as_constant(2.5).shape
     (dtype('int64'), ())
@@ -207,7 +216,10 @@ def as_constant(value: Any) -> np.ndarray:
                              "int64, the integer dtype symgrad uses")
         arr = arr.astype(np.int64)
     elif arr.dtype.kind == "i":
-        arr = arr.astype(np.int64)
+        arr = arr.astype(np.int64 if arr.dtype != np.int32 else np.int32)
+    elif arr.dtype.kind == "c":
+        raise ShapeError(f"complex numbers are not supported (got {describe(value)}): symgrad "
+                         "differentiates real-valued functions")
     elif arr.dtype.kind != "b":
         raise ShapeError(f"cannot use {describe(value)} as a constant (dtype "
                          f"{arr.dtype}; numbers and arrays of int, float or bool only)")

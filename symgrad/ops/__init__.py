@@ -9,9 +9,21 @@ rewritten lives in :mod:`symgrad.passes`. The ``_sg_*`` kernels defined here (st
 they are, by the NumPy source backend: the two cannot disagree.
 """
 
-from ..ir.graph import F, call
+from ..ir.expr import F, call
 from ..ir.op import ALIASES, REGISTRY, Op, Signature, SignatureError, lookup, register, sig
-from . import creation, elementwise, indexing, linalg, reductions, shaping  # noqa: F401
+
+# importing a family registers its ops
+from . import (  # noqa: F401
+    creation,
+    elementwise,
+    functions,
+    indexing,
+    linalg,
+    reductions,
+    scans,
+    shaping,
+    sorting,
+)
 
 __all__ = ["ALIASES", "REGISTRY", "F", "Op", "Signature", "SignatureError", "call", "lookup",
            "register", "sig"]

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..errors import ShapeError
-from ..ir.graph import F
+from ..ir.expr import F
 from ..ir.op import BINARY, UNARY, Op, register, sig
 from ..ir.shapes import broadcast, float_dtype, result_dtype
 

@@ -28,7 +28,7 @@ from collections import Counter
 import numpy as np
 
 from ..errors import LimitError, ShapeError
-from ..ir.graph import F
+from ..ir.expr import F
 from ..ir.op import Op, SignatureError, register, sig
 from ..ir.shapes import broadcast, fmt, result_dtype
 

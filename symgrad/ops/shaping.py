@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from ..errors import ShapeError
-from ..ir.graph import F
+from ..ir.expr import F
 from ..ir.op import Op, register, sig
 from ..ir.shapes import Shape, fmt, norm_axes, norm_axis, result_dtype
 from .indexing import index_along

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import reduce
 
-from ..ir.graph import Expr, F
+from ..ir.expr import Expr, F
 from ..ops.indexing import scatter_parts
 from .pattern import Const, Pass, Rule
 

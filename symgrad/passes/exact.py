@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from ..ir.graph import Expr, F
+from ..ir.expr import Expr, F
 from .pattern import Const, Pass, Proposed, Rule, constant_value, stored_constant
 
 FOLD_LIMIT = 64  # elements: constants up to this size are computed when built

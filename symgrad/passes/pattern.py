@@ -29,7 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.graph import Expr, Graph
+from ..ir.expr import Expr
+from ..ir.graph import Graph
 from ..ir.op import Op
 
 MAX_DEPTH = 32  # rules building nodes that are rewritten again: a bound on the nesting

@@ -16,7 +16,8 @@ from contextlib import ExitStack
 from typing import Any
 
 from ..errors import SymgradError
-from ..ir.graph import Expr, Graph
+from ..ir.expr import Expr
+from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from .adjoint_cleanup import ADJOINT_CLEANUP
 from .exact import CONSTANT_FOLDING, IDENTITIES, NEGATIONS

@@ -7,7 +7,7 @@ sign of a zero (``x + 0 -> x``). ``0 * x`` is never rewritten: it is NaN for inf
 
 from __future__ import annotations
 
-from ..ir.graph import F
+from ..ir.expr import F
 from .pattern import Pass, Rule
 
 STABILITY = Pass(

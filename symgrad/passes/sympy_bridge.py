@@ -12,7 +12,8 @@ from functools import reduce
 import numpy as np
 import sympy as sp
 
-from ..ir.graph import Expr, Graph, call
+from ..ir.expr import Expr, call
+from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.shapes import is_float
 
@@ -39,8 +40,8 @@ def region_hook(graph: Graph, outputs: list[int]):
 
     def translatable(i: int) -> bool:
         n = graph.nodes[i]
-        op = REGISTRY[n.op]
-        return op.elementwise and op.sympy is not None and is_float(n.dtype)
+        op = REGISTRY.get(n.op)  # None for a variable
+        return op is not None and op.elementwise and op.sympy is not None and is_float(n.dtype)
 
     def interior(i: int) -> bool:
         return translatable(i) and users.get(i, 0) == 1 and i not in roots

@@ -1,8 +1,11 @@
-"""Pictures and text of graphs for people: jaxpr-style listings and infix text (from the IR),
-Graphviz DOT and matplotlib drawings of the forward graph and B."""
+"""Pictures and text of graphs for people: jaxpr-style listings and infix text (from the IR);
+one picture of the forward graph beside its derivative subgraph B (:mod:`.scene`) rendered
+by matplotlib (:func:`draw`), Graphviz (:func:`to_dot`) and as an interactive HTML page
+(:func:`to_html`)."""
 
 from ..ir.text import infix, listing
 from .dot import to_dot
 from .draw import draw
+from .html import to_html
 
-__all__ = ["draw", "infix", "listing", "to_dot"]
+__all__ = ["draw", "infix", "listing", "to_dot", "to_html"]

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DifferentiationError
-from ..ir.graph import Expr, F
+from ..ir.expr import Expr, F
 from ..ir.limits import exceeded, limits
 from ..ir.shapes import fmt, is_float
 from ..ir.values import describe, exact, exact_str, type_name
@@ -43,7 +43,7 @@ def grad(f: Expr, wrt: Wrt | Sequence[Wrt], *, cleanup: bool = True) -> Expr | t
             "sg.jacobian(f, wrt) for the full derivative or sg.vjp(f, wrt, g) for a product"
         )
     with _budget(f, "grad"):
-        return vjp(f, wrt, _seed(1.0, f), cleanup=cleanup)
+        return vjp(f, wrt, _seed(np.ones((), f.dtype), f), cleanup=cleanup)
 
 
 def vjp(f: Expr, wrt: Wrt | Sequence[Wrt], g: Expr | str | Any, *,
@@ -77,7 +77,7 @@ def vjp(f: Expr, wrt: Wrt | Sequence[Wrt], g: Expr | str | Any, *,
     out = []
     for w in targets:
         node = result.adjoint_of.get(w.node)
-        out.append(Expr(f.graph, node) if node is not None else _zeros(f, batch + w.shape))
+        out.append(Expr(f.graph, node) if node is not None else _zeros(w, batch + w.shape))
     return tuple(out) if many else out[0]
 
 
@@ -96,7 +96,7 @@ def jacobian(f: Expr, wrt: Wrt, *, cleanup: bool = True) -> Expr:
     _check_output(f, "jacobian")
     w = _resolve(f, wrt)
     _check_dense("jacobian", f.size * w.size, f.size * f.size)
-    seed = _seed(np.eye(max(f.size, 1)).reshape(f.shape + f.shape), f)
+    seed = _seed(np.eye(max(f.size, 1), dtype=f.dtype).reshape(f.shape + f.shape), f)
     with _budget(f, "jacobian"):
         return vjp(f, w, seed, cleanup=cleanup)
 
@@ -235,5 +235,5 @@ def _var_like(f: Expr, name: str, shape) -> Expr:
     return Expr(f.graph, f.graph.var(name, shape, f.dtype))
 
 
-def _zeros(f: Expr, shape) -> Expr:
-    return F.broadcast_to(_const(0.0, f), tuple(shape))
+def _zeros(w: Expr, shape) -> Expr:
+    return F.broadcast_to(_const(np.zeros((), w.dtype), w), tuple(shape))

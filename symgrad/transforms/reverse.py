@@ -20,10 +20,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import reduce
 
-from ..ir.graph import Expr, F, Graph, NodeView
+from ..ir.expr import Expr, F, NodeView
+from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.shapes import Shape, is_float
 from ..passes import REVERSE, rewriter, sum_contributions
+from ..progress import start
 
 
 @dataclass(frozen=True)
@@ -94,19 +96,22 @@ def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, total=_fold) -> Bac
     relevant = {i for i in on_path if is_float(nodes[i].dtype)}
     parts: dict[int, list[Expr]] = {output.node: [seed]} if output.node in relevant else {}
     adjoint_of: dict[int, int] = {}
+    progress = start("reverse mode", total=len(forward))
     for i in reversed(forward):
+        progress.update()
         if i not in parts:
             continue
         node = nodes[i]
         with graph.provenance(i):
             g = total(parts.pop(i))
             adjoint_of[i] = g.node
-            rule = REGISTRY[node.op].backprop
+            rule = REGISTRY[node.op].backprop if node.args else None  # leaves pass nothing on
             if rule is None:
                 continue
             for a, c in zip(node.args, rule(NodeView(graph, node), g)):
                 if c is not None and a in relevant:
                     parts.setdefault(a, []).append(sum_to_shape(c, nodes[a].shape, batch))
+    progress.close()
     return Backprop(output.node, tuple(w.node for w in wrt), adjoint_of, batch, before,
                     len(graph))
 

@@ -1,0 +1,577 @@
+"""The Expr handle: one node of a :class:`~symgrad.ir.graph.Graph`, with NumPy-like
+operators, the array protocols, and the functions that build nodes (``build``, ``call``,
+``F.<op>``, ``var``, ``const``).
+
+Exprs from different graphs combine: the smaller graph's part is imported into the larger
+one. Python numbers combine as NumPy 2 combines them (NEP 50: they are "weak", so
+``2.0 * x`` keeps ``x``'s float32).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import NameConflictError, ShapeError, SymgradError, UnsupportedError
+from .graph import Graph, Node
+from .op import FUNCTIONS, REGISTRY, UNSUPPORTED, Op, public_op
+from .shapes import Shape
+from .text import infix
+from .values import describe, exact
+
+
+class Expr:
+    """A handle on one node of a :class:`Graph`, with NumPy-like operators.
+
+    >>> import symgrad as sg
+    >>> x, y = sg.var("x"), sg.var("y")
+    >>> str(x * (y + 1))
+    'x * (y + 1)'
+    >>> (x * y).shape
+    ()
+    """
+
+    __slots__ = ("graph", "node")
+    __array_priority__ = 1000.0  # NumPy scalars and arrays defer to Expr's operators
+
+    def __init__(self, graph: Graph, node: int) -> None:
+        self.graph = graph
+        self.node = node
+
+    @property
+    def data(self) -> Node:
+        return self.graph.nodes[self.node]
+
+    @property
+    def shape(self) -> Shape:
+        return self.graph.nodes[self.node].shape
+
+    @property
+    def dtype(self) -> str:
+        return self.graph.nodes[self.node].dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def op(self) -> str:
+        return self.graph.nodes[self.node].op
+
+    @property
+    def name(self) -> str | None:
+        return self.graph.nodes[self.node].name
+
+    @property
+    def T(self) -> Expr:
+        return self if self.ndim < 2 else F.transpose(self)  # as NumPy: a vector's .T is it
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise UnsupportedError("len() of a 0-d expression (it has no length, as in NumPy)")
+        return self.shape[0]
+
+    def __iter__(self):
+        """The rows along the first axis, as NumPy iterates (the shape is known)."""
+        if not self.shape:
+            raise UnsupportedError("iteration over a 0-d expression (as in NumPy)")
+        return (self[k] for k in range(self.shape[0]))
+
+    def __bool__(self) -> bool:
+        raise UnsupportedError(
+            "the truth value of a symbolic expression is unknown while tracing (its value "
+            "comes later); use sg.where(cond, a, b) instead of if/else"
+        )
+
+    def _no_value(self, what: str):
+        raise UnsupportedError(
+            f"{what} of a symbolic expression: its value is unknown while tracing; keep it "
+            "symbolic (indexing, where, len for sizes) or evaluate it with sg.evaluate"
+        )
+
+    def __float__(self) -> float:
+        self._no_value("float()")
+
+    def __int__(self) -> int:
+        self._no_value("int()")
+
+    def __index__(self) -> int:
+        self._no_value("using as an index or size")
+
+    def __complex__(self) -> complex:
+        self._no_value("complex()")
+
+    def __array__(self, dtype=None, copy=None):
+        self._no_value("converting to a NumPy array")
+
+    def item(self, *args):
+        self._no_value(".item()")
+
+    def tolist(self):
+        self._no_value(".tolist()")
+
+    def __setitem__(self, key, value):
+        raise UnsupportedError(
+            "symbolic arrays cannot be assigned in place; build the new array with "
+            "x.at[index].set(value) (or .add(value)), which returns it"
+        )
+
+    @property
+    def at(self) -> _At:
+        """Functional updates: ``x.at[idx].set(v)``, ``.add(v)``, ``.multiply(v)``, ``.get()``.
+
+        >>> import symgrad as sg
+        >>> x = sg.var("x", shape=(3,))
+        >>> sg.evaluate(x.at[1].set(5.0), {"x": [1.0, 2.0, 3.0]})
+        array([1., 5., 3.])
+        """
+        return _At(self)
+
+    def __array_ufunc__(self, ufunc, method: str, *inputs: Any, **kwargs: Any):
+        return _array_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args: tuple, kwargs: dict):
+        return _numpy_call(_numpy_name(func), args, kwargs)
+
+    def __hash__(self) -> int:
+        return hash((id(self.graph), self.node))
+
+    def __str__(self) -> str:
+        return infix(self)
+
+    def __repr__(self) -> str:
+        text = infix(self, short=True)  # big constants as const(f64[5,5])
+        if len(text) > 300 or "\n" in text:
+            text = text.replace("\n", " ")[:297] + "..."
+        return f"<Expr {text} : {self.dtype}{list(self.shape)}>"
+
+    def __add__(self, o):
+        return F.add(self, o)
+
+    def __radd__(self, o):
+        return F.add(o, self)
+
+    def __sub__(self, o):
+        return F.subtract(self, o)
+
+    def __rsub__(self, o):
+        return F.subtract(o, self)
+
+    def __mul__(self, o):
+        return F.multiply(self, o)
+
+    def __rmul__(self, o):
+        return F.multiply(o, self)
+
+    def __truediv__(self, o):
+        return F.divide(self, o)
+
+    def __rtruediv__(self, o):
+        return F.divide(o, self)
+
+    def __pow__(self, o):
+        return F.power(self, o)
+
+    def __rpow__(self, o):
+        return F.power(o, self)
+
+    def __matmul__(self, o):
+        return F.matmul(self, o)
+
+    def __rmatmul__(self, o):
+        return F.matmul(o, self)
+
+    def __neg__(self):
+        return F.negative(self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return F.abs(self)
+
+    def __lt__(self, o):
+        return F.less(self, o)
+
+    def __le__(self, o):
+        return F.less_equal(self, o)
+
+    def __gt__(self, o):
+        return F.greater(self, o)
+
+    def __ge__(self, o):
+        return F.greater_equal(self, o)
+
+    def __eq__(self, o):  # type: ignore[override]
+        return F.equal(self, o)
+
+    def __ne__(self, o):  # type: ignore[override]
+        return F.not_equal(self, o)
+
+    def __and__(self, o):
+        return _logical("logical_and", self, o)
+
+    def __rand__(self, o):
+        return _logical("logical_and", o, self)
+
+    def __or__(self, o):
+        return _logical("logical_or", self, o)
+
+    def __ror__(self, o):
+        return _logical("logical_or", o, self)
+
+    def __xor__(self, o):
+        return _logical("logical_xor", self, o)
+
+    def __rxor__(self, o):
+        return _logical("logical_xor", o, self)
+
+    def __invert__(self):
+        return _logical("logical_not", self)
+
+    def __floordiv__(self, o):
+        return F.floor_divide(self, o)
+
+    def __rfloordiv__(self, o):
+        return F.floor_divide(o, self)
+
+    def __mod__(self, o):
+        return F.mod(self, o)
+
+    def __rmod__(self, o):
+        return F.mod(o, self)
+
+    def __divmod__(self, o):
+        return F.floor_divide(self, o), F.mod(self, o)
+
+    def __rdivmod__(self, o):
+        return F.floor_divide(o, self), F.mod(o, self)
+
+    def __getitem__(self, key):
+        return REGISTRY["index"].front(self, key)
+
+    def reshape(self, *shape, order="C") -> Expr:
+        return _numpy_call("reshape", (self, shape[0] if len(shape) == 1 else shape),
+                           {"order": order})
+
+    def __getattr__(self, name: str) -> Any:
+        """NumPy's ndarray methods (``x.var()``, ``x.dot(y)``, ``x.ravel()``, ...), from the
+        functions of the same name."""
+        target = _METHODS.get(name)
+        if target is None or function(target) is None:
+            raise AttributeError(f"'Expr' has no attribute {name!r}")
+        return lambda *args, **kwargs: _numpy_call(target, (self, *args), kwargs)
+
+    @property
+    def mT(self) -> Expr:
+        return F.matrix_transpose(self)
+
+    @property
+    def real(self) -> Expr:
+        return self
+
+    @property
+    def imag(self) -> Expr:
+        return F.zeros_like(self)
+
+    def flatten(self, order="C") -> Expr:
+        return _numpy_call("ravel", (self,), {"order": order})
+
+    def transpose(self, *axes) -> Expr:
+        axes = axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes or None
+        return F.transpose(self, axes)
+
+    def sort(self, *args, **kwargs):
+        raise UnsupportedError("x.sort() sorts in place; use np.sort(x) (symgrad.numpy.sort)")
+
+
+# ndarray methods that are NumPy functions of the array (x.var(...) is var(x, ...))
+_METHODS = {name: name for name in (
+    "all", "any", "argmax", "argmin", "argpartition", "argsort", "astype", "clip", "copy",
+    "cumprod", "cumsum", "diagonal", "dot", "max", "mean", "min", "prod", "ptp", "ravel",
+    "repeat", "round", "squeeze", "std", "sum", "swapaxes", "take", "trace", "var", "conj",
+    "conjugate",
+)}
+
+
+class _At:
+    """``x.at[key]``: the position to update functionally."""
+
+    __slots__ = ("x",)
+
+    def __init__(self, x: Expr) -> None:
+        self.x = x
+
+    def __getitem__(self, key: Any) -> _Slot:
+        return _Slot(self.x, key)
+
+
+class _Slot:
+    """``x.at[key]`` with ``set``, ``add``, ``multiply`` and ``get``, each returning a new
+    Expr (JAX's spelling). ``add`` accumulates duplicate indices (``np.add.at``); ``set`` and
+    ``multiply`` expect each position once."""
+
+    __slots__ = ("x", "key")
+
+    def __init__(self, x: Expr, key: Any) -> None:
+        self.x, self.key = x, key
+
+    def get(self) -> Expr:
+        return self.x[self.key]
+
+    def _scatter(self, v: Any) -> Expr:
+        """``v`` (broadcast to ``x[key]``) written into zeros of x's shape."""
+        x, part = self.x, self.x[self.key]
+        values = F.broadcast_to(v, part.shape) if _shape_of(v) != part.shape else v
+        if part.node == x.node:
+            return values
+        return F.index_add(values, *(Expr(x.graph, a) for a in part.data.args[1:]),
+                           key=part.data.attrs["key"], shape=x.shape)
+
+    def add(self, v: Any) -> Expr:
+        return self.x + self._scatter(v)
+
+    def set(self, v: Any) -> Expr:
+        return F.where(self._mask(), self._scatter(v), self.x)
+
+    def multiply(self, v: Any) -> Expr:
+        return F.where(self._mask(), self.x * self._scatter(v), self.x)
+
+    def _mask(self) -> Expr:
+        return self._scatter(np.ones((), dtype=bool)) if self.x[self.key].node == self.x.node \
+            else self._scatter(1) > 0
+
+
+def _shape_of(v: Any) -> tuple:
+    return v.shape if isinstance(v, Expr) else np.shape(v)
+
+
+# ufunc methods as the reductions and scans they are
+_REDUCE = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
+           "logical_and": "all", "logical_or": "any", "logaddexp": "logsumexp"}
+_ACCUMULATE = {"add": "cumsum", "multiply": "cumprod"}
+
+
+def _numpy_name(func: Any) -> str:
+    """NumPy's name of a function object: ``"sum"``, ``"linalg.solve"``."""
+    module = getattr(func, "__module__", "") or ""
+    sub = module.removeprefix("numpy").strip(".") if module.startswith("numpy") else ""
+    name = getattr(func, "__name__", repr(func))
+    return f"{sub}.{name}" if sub and not sub.startswith("_") else name
+
+
+def _numpy_call(name: str, args: tuple, kwargs: dict) -> Any:
+    fn = function(name)
+    if fn is None:
+        hint = UNSUPPORTED.get(name, "symgrad.numpy lists what is covered (dir(sg.numpy))")
+        raise UnsupportedError(f"numpy.{name} is not supported on symbolic arrays: {hint}")
+    return fn(*args, **kwargs)
+
+
+def _array_ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
+    name = ufunc.__name__
+    if method == "__call__":
+        return _numpy_call(name, inputs, kwargs)
+    if method == "reduce" and name in _REDUCE:
+        kwargs = {"axis": 0, **kwargs}
+        if name == "logaddexp":
+            kwargs.pop("dtype", None)
+        return _numpy_call(_REDUCE[name], inputs, kwargs)
+    if method == "accumulate" and name in _ACCUMULATE:
+        return _numpy_call(_ACCUMULATE[name], inputs, {"axis": 0, **kwargs})
+    if method == "outer" and len(inputs) == 2:
+        a, b = inputs
+        b_nd = _shape_of(b)
+        a = F.reshape(a, _shape_of(a) + (1,) * len(b_nd)) if b_nd else a
+        return _numpy_call(name, (a, b), kwargs)
+    raise UnsupportedError(f"numpy.{name}.{method} is not supported on symbolic arrays")
+
+
+def _logical(name: str, *operands: Any) -> Expr:
+    """``& | ^ ~`` on boolean values (NumPy's bitwise operators on integers are not ops)."""
+    for o in operands:
+        dtype = o.dtype if isinstance(o, Expr) else np.asarray(o).dtype.name
+        if dtype != "bool":
+            raise UnsupportedError(
+                f"the operators & | ^ ~ work on boolean expressions (comparisons) in symgrad, "
+                f"not on {dtype}; bitwise integer operations are not supported"
+            )
+    return call(name, *operands)
+
+
+def _home(operands: Sequence[Any]) -> Graph:
+    if len(operands) == 2:  # the common case: a binary op on two Exprs of one graph
+        a, b = operands
+        if type(a) is Expr and type(b) is Expr and a.graph is b.graph:
+            return a.graph
+    graphs = [o.graph for o in operands if isinstance(o, Expr)]
+    if not graphs:
+        return Graph()
+    return max(graphs, key=len) if len(graphs) > 1 else graphs[0]
+
+
+def _operand(graph: Graph, o: Any, strong: list[str] | None = None) -> int:
+    if isinstance(o, Expr):
+        return o.node if o.graph is graph else graph.import_node(o.graph, o.node)
+    if isinstance(o, (int, float)) and type(o) not in (int, float, bool):
+        o = exact(o)  # a subclass: the plain number, its own methods never run
+    if strong and type(o) in (int, float):  # NEP 50: a Python number takes the others' type
+        weak = np.result_type(*strong, o)
+        value = np.asarray(o)  # int64 or float64, unless that would change the result type
+        if np.result_type(*strong, value.dtype) != weak:
+            try:
+                value = np.asarray(o, dtype=weak)
+            except OverflowError:
+                raise ShapeError(f"the Python integer {o} does not fit the operands' dtype "
+                                 f"{weak.name}") from None
+        return graph.const(value)
+    if isinstance(o, (int, float, bool, np.ndarray, np.number, np.bool_, list, tuple)):
+        return graph.const(o)
+    raise SymgradError(f"cannot use {describe(o)} in a symgrad expression (use Exprs, "
+                       "numbers or arrays)")
+
+
+def _strong_dtypes(operands: Sequence[Any]) -> list[str]:
+    """The dtypes of the operands that are not Python numbers (those fix the result type)."""
+    out = []
+    for o in operands:
+        if isinstance(o, Expr):
+            out.append(o.dtype)
+        elif isinstance(o, (np.ndarray, np.generic)):
+            out.append(o.dtype.name)
+    return out
+
+
+def var(name: str, shape: Shape | int = (), dtype: str = "float64", **numpy: Any) -> Expr:
+    """A named input variable; a scalar float64 unless ``shape``/``dtype`` say otherwise.
+
+    >>> import symgrad as sg
+    >>> W = sg.var("W", shape=(4, 3))
+    >>> W.shape, W.dtype
+    ((4, 3), 'float64')
+
+    ``sg.var`` makes variables; NumPy's variance is ``symgrad.numpy.var`` (pass
+    ``np=symgrad.numpy`` to NumPy code that calls ``np.var``).
+    """
+    if not isinstance(name, str) or numpy:
+        raise NameConflictError(
+            f"sg.var makes a variable from a name, got {type(name).__name__}"
+            f"{' and ' + ', '.join(numpy) if numpy else ''}: for NumPy's "
+            "variance use symgrad.numpy.var (code written for np= should get symgrad.numpy)"
+        )
+    g = Graph()
+    return Expr(g, g.var(name, shape, dtype))
+
+
+def const(value: Any, like: Expr | None = None) -> Expr:
+    """A constant expression (a number or an array), in ``like``'s graph if given.
+
+    >>> import symgrad as sg
+    >>> sg.const([1.0, 2.0]).shape
+    (2,)
+    """
+    g = like.graph if like is not None else Graph()
+    return Expr(g, g.const(value))
+
+
+def build(op: Op, operands: Sequence[Any], attrs: dict) -> Expr:
+    """Apply ``op`` to operands (Exprs, numbers, arrays), merging graphs as needed."""
+    graph = _home(operands)
+    strong = _strong_dtypes(operands) if op.elementwise else None
+    args = tuple([o.node if type(o) is Expr and o.graph is graph else _operand(graph, o, strong)
+                  for o in operands])
+    return Expr(graph, graph.add(op, args, attrs))
+
+
+def call(name: str, *args: Any, **kwargs: Any) -> Expr:
+    """Build op ``name`` applied to ``args`` (Exprs, numbers or arrays), bound by its
+    signature; returns an Expr."""
+    op = REGISTRY[name]
+    operands, attrs = op.signature.bind(name, args, kwargs)
+    return build(op, operands, attrs)
+
+
+def function(name: str) -> Callable[..., Any] | None:
+    """The user-facing function NumPy calls ``name`` (``"sum"``, ``"linalg.solve"``): a
+    function of :data:`~symgrad.ir.op.FUNCTIONS`, else the public op's own, else None.
+
+    Every function has a ``signature`` (a :class:`~symgrad.ir.op.Signature`) saying which
+    parameters are operands and which static attributes: what the text parser reads.
+    """
+    fn = FUNCTIONS.get(name)
+    if fn is not None:
+        return fn
+    op = public_op(name)
+    if op is None:
+        return None
+    if op.front is not None:
+        return op.front
+    return _op_function(op, name)
+
+
+def _op_function(op: Op, name: str) -> Callable[..., Expr]:
+    def fn(*args: Any, **kwargs: Any) -> Expr:
+        return call(op.name, *args, **kwargs)
+
+    s = op.signature
+    params, keywords = s.describe()[1:-1], s.keywords_text()
+    fn.__name__ = fn.__qualname__ = name.rsplit(".", 1)[-1]
+    fn.__doc__ = (f"{name}({params}{', ' if params and keywords else ''}{keywords}): "
+                  f"{op.doc or op.name}")
+    fn.signature = s  # type: ignore[attr-defined]
+    return fn
+
+
+class _OpFunctions:
+    """``F.exp(x)`` builds an ``exp`` node: what backprop rules use to write graph."""
+
+    def __getattr__(self, name: str) -> Callable[..., Expr]:
+        if name not in REGISTRY:
+            raise AttributeError(name)
+        fn = lambda *a, **k: call(name, *a, **k)  # noqa: E731
+        setattr(self, name, fn)  # found directly next time (it still looks the op up)
+        return fn
+
+
+F = _OpFunctions()
+
+
+class NodeView:
+    """What a backprop rule sees of a node: ``args`` and ``out`` as Exprs, ``attrs``."""
+
+    __slots__ = ("graph", "data", "_args")
+
+    def __init__(self, graph: Graph, data: Node) -> None:
+        self.graph, self.data, self._args = graph, data, None
+
+    @property
+    def args(self) -> tuple[Expr, ...]:
+        if self._args is None:
+            graph = self.graph
+            self._args = tuple([Expr(graph, a) for a in self.data.args])
+        return self._args
+
+    @property
+    def out(self) -> Expr:
+        return Expr(self.graph, self.data.id)
+
+    @property
+    def attrs(self) -> dict:
+        return self.data.attrs
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.data.shape
+
+    @property
+    def dtype(self) -> str:
+        return self.data.dtype
+
+
+Graph.handle = Expr

@@ -1,0 +1,101 @@
+"""``symgrad.numpy``: NumPy's namespace with NumPy's meanings, for tracing NumPy code.
+
+Write a function against a namespace parameter and hand it this module::
+
+    import symgrad as sg, symgrad.numpy as snp
+
+    def nll(W, X, y, np):                       # ordinary NumPy code
+        z = X @ W
+        return np.mean(np.logaddexp(0.0, z) - y * z)
+
+    W = sg.var("W", shape=(3,))
+    f = nll(W, X, y, np=snp)                    # an Expr: differentiate, compile, ...
+
+Every name means what it means in NumPy: ``snp.var`` is the variance (``sg.var`` is the
+variable constructor), ``snp.linalg.solve``, ``snp.newaxis``, ``snp.pi``, ``snp.float64``.
+Plain ``numpy`` works too when the inputs are symgrad Exprs (the array protocols route
+``np.sin(x)``, ``np.linalg.solve(A, b)`` here). What symgrad does not trace (``nonzero``,
+``unique``, in-place writes) raises :class:`~symgrad.errors.UnsupportedError` saying what to
+use instead.
+
+>>> import symgrad as sg, symgrad.numpy as snp
+>>> x = sg.var("x", shape=(3,))
+>>> sg.evaluate(snp.std(x), {"x": [1.0, 2.0, 3.0]}) ** 2
+0.6666666666666666
+"""
+
+from __future__ import annotations
+
+import sys as _sys
+import types as _types
+from typing import Any as _Any
+
+import numpy as _np
+
+from . import frontend as _frontend
+from . import ops as _ops  # noqa: F401  (the ops, before their NumPy names are made)
+from .errors import UnsupportedError as _UnsupportedError
+from .ir.expr import function as _function
+from .ir.op import ALIASES as _ALIASES
+from .ir.op import FUNCTIONS as _FUNCTIONS
+from .ir.op import REGISTRY as _REGISTRY
+from .ir.op import UNSUPPORTED as _UNSUPPORTED
+
+_frontend.numpy_functions.register_ufuncs()
+
+# constants, types and helpers that are NumPy's own (nothing to trace)
+pi, e, inf, nan, newaxis, euler_gamma = _np.pi, _np.e, _np.inf, _np.nan, None, _np.euler_gamma
+float64, float32, int64, int32, bool_ = _np.float64, _np.float32, _np.int64, _np.int32, _np.bool_
+double, single, int_, intp, floating, integer = (_np.double, _np.single, _np.int_, _np.intp,
+                                                 _np.floating, _np.integer)
+dtype, finfo, iinfo, errstate, ndarray = _np.dtype, _np.finfo, _np.iinfo, _np.errstate, _np.ndarray
+broadcast_shapes, result_type, can_cast = _np.broadcast_shapes, _np.result_type, _np.can_cast
+globals()["bool"] = _np.bool_
+
+
+def _names() -> list[str]:
+    """Every NumPy name symgrad traces: NumPy functions built from ops, and public ops."""
+    ops = [n for n in (*_REGISTRY, *_ALIASES) if _function(n) is not None]
+    return sorted({*_FUNCTIONS, *ops})
+
+
+class _Namespace(_types.ModuleType):
+    """``symgrad.numpy.linalg``: the functions NumPy names ``linalg.*``."""
+
+    def __getattr__(self, name: str) -> _Any:
+        fn = _function(f"{self.__name__.rsplit('.', 1)[-1]}.{name}")
+        if fn is None:
+            raise AttributeError(_missing(f"linalg.{name}"))
+        return fn
+
+    def __dir__(self) -> list[str]:
+        prefix = self.__name__.rsplit(".", 1)[-1] + "."
+        return sorted(n[len(prefix):] for n in _names() if n.startswith(prefix))
+
+
+def _missing(name: str) -> str:
+    hint = _UNSUPPORTED.get(name, "it is not covered yet (dir(symgrad.numpy) lists what is)")
+    return f"symgrad.numpy has no {name!r}: {hint}"
+
+
+linalg = _Namespace(f"{__name__}.linalg")
+_sys.modules[linalg.__name__] = linalg
+
+
+def __getattr__(name: str) -> _Any:
+    fn = _function(name) if "." not in name else None
+    if fn is None:
+        raise AttributeError(_missing(name))
+    return fn
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *(n for n in _names() if "." not in n)})
+
+
+for _name in _names():
+    if "." not in _name and not _name.startswith("_"):
+        globals()[_name] = _function(_name)
+
+UnsupportedError = _UnsupportedError
+del _name
