@@ -573,3 +573,9 @@ def test_more_syntax_of_the_new_parser_matches_python():
     assert sg.evaluate(sg.parse("-2 ** 2")) == -4
     assert sg.evaluate(sg.parse("2 - 3 - 4")) == -5 and sg.evaluate(sg.parse("8 / 4 / 2")) == 1
     assert sg.evaluate(sg.parse("einsum(r'i->', x)", shapes={"x": (3,)}), {"x": [1, 2, 3]}) == 6
+
+
+def test_numpy_dotted_names_parse_to_the_same_graph_as_the_api():
+    A, B = sg.var("A", shape=(2, 3)), sg.var("B", shape=(3, 2))
+    got = sg.parse("linalg.matmul(A, B) * 2.0", shapes={"A": (2, 3), "B": (3, 2)})
+    assert structure(got) == structure(sg.linalg.matmul(A, B) * 2.0)
