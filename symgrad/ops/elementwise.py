@@ -126,12 +126,14 @@ unary("cosh", np.cosh, lambda n, g: (g * F.sinh(n.args[0]),), sympy="cosh")
 
 
 def _sigmoid(x):
-    # exp(x - softplus(x)): three NumPy calls, no overflow at +-1000, and accurate in both
-    # tails (for x << 0 the exponent is x itself; for x >> 0 the result rounds to 1)
-    return np.exp(x - np.logaddexp(0.0, x))
+    # 1 / (1 + exp(-x)): a few ulp everywhere, exactly 1 and 0 at +-inf (exp(-x) overflows
+    # to inf below x = -709.78, giving 0 where the true value is subnormal), and the same
+    # formula as the scalar math backend, so the two agree
+    return 1.0 / (1.0 + np.exp(-x))
 
 
-unary("sigmoid", _sigmoid, lambda n, g: (g * (n.out * (1.0 - n.out)),),
+# sigmoid' = s(x) s(-x): exact in both tails, where s (1 - s) cancels to 0 beyond x ~ 37
+unary("sigmoid", _sigmoid, lambda n, g: (g * (n.out * F.sigmoid(-n.args[0])),),
       sympy=lambda sp, x: 1 / (1 + sp.exp(-x)), domain=(-4.0, 4.0),
       doc="logistic function 1 / (1 + exp(-x)), computed without overflow")
 unary("softplus", lambda x: np.logaddexp(0.0, x), lambda n, g: (g * F.sigmoid(n.args[0]),),
