@@ -23,6 +23,7 @@ ARMED = False
 CURRENT = ""  # the call being walked, for the report
 TRIPPED: list[str] = []
 MARKER = os.environ.get("SYMGRAD_HOSTILE_MARKER", os.devnull)
+SANDBOX = tempfile.mkdtemp(prefix="symgrad-hostile-")  # where calls may write (draw's file)
 
 _METHODS = (
     "__str__", "__repr__", "__format__", "__index__", "__int__", "__float__", "__complex__",
@@ -169,7 +170,7 @@ def public_calls() -> list[tuple[str, Callable, tuple, dict]]:
         ("getitem", sg.getitem, (A, (1, slice(0, 2, 1))), {}),
         ("index", lambda k: A[k], ((slice(None), 1),), {}),
         ("index list", lambda k: x[k], ([0, 2, 2],), {}),
-        ("expr operators", lambda c, d: (x * c + d - c) / c ** d, (2.5, 2), {}),
+        ("expr operators", lambda c, d: (x * c + d - c) / x ** d, (2.5, 2), {}),
         ("expr methods", lambda ax, kd: A.sum(axis=ax, keepdims=kd) + A.mean(ax, keepdims=kd),
          (1, True), {}),
         ("reshape", lambda s: A.reshape(s), ((3, 2),), {}),
@@ -181,7 +182,7 @@ def public_calls() -> list[tuple[str, Callable, tuple, dict]]:
                                      backprop=lambda n, g: (-g,), numpy="-{0}"),
          ("hostile_walk_op",), {}),
     ]
-    calls.append(("draw", sg.draw, ([f], os.path.join(tempfile.mkdtemp(), "g.png")), {}))
+    calls.append(("draw", sg.draw, ([f], os.path.join(SANDBOX, "g.png")), {}))
     calls.append(("passes", sg.passes, (), {}))
     for name in sorted({*REGISTRY, *ALIASES}):
         op = lookup(name)

@@ -57,7 +57,12 @@ def test_derivative_that_stops_changing_is_not_rebuilt_a_million_times():
     assert sg.evaluate(d, {"x": 0.5}) == pytest.approx(math.exp(0.5), rel=1e-15)
     z = sg.derivative(x ** 3, x, 10**6)
     assert sg.evaluate(z, {"x": 2.0}) == 0.0
-    assert len(x.graph) < 200
+    y = sg.var("y")
+    for n in (10**18 + 1, 10**18 + 2, 2**70 + 3):  # sin, cos, -sin, -cos, sin, ...
+        want = [math.sin, math.cos, lambda t: -math.sin(t), lambda t: -math.cos(t)][n % 4]
+        got = sg.evaluate(sg.derivative(sg.sin(y), y, n), {"y": 0.3})
+        assert got == pytest.approx(want(0.3), rel=1e-15)
+    assert len(x.graph) < 200 and len(y.graph) < 200
 
 
 def test_dense_hessian_and_jacobian_are_checked_before_allocation():

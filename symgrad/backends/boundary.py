@@ -4,7 +4,6 @@ emitter and the emitted text."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from ..errors import SymgradError
@@ -18,7 +17,7 @@ def exact_names(items: Any, what: str, exprs: bool = False) -> list | None:
         return None
     if isinstance(items, str) or isinstance(items, Expr):
         items = [items]
-    elif not isinstance(items, Iterable) or isinstance(items, (bytes, dict)):
+    elif not isinstance(items, (list, tuple)):
         raise SymgradError(f"{what} must be a list of names, got {describe(items)}")
     out = []
     for item in list(items):
@@ -43,6 +42,6 @@ def emit_request(name: Any, inputs: Any, output_names: Any, scalars: Any
 def exact_flag(value: Any, what: str) -> bool:
     """A yes/no argument as an exact ``bool`` (``True``/``False``, ``0``/``1``)."""
     value = exact(value)
-    if value not in (True, False):
+    if type(value) not in (bool, int) or value not in (0, 1):
         raise SymgradError(f"{what} must be True or False, got {describe(value)}")
     return bool(value)

@@ -48,7 +48,7 @@ def evaluate(outputs: Expr | Sequence[Expr], inputs: Mapping[Any, Any] | None = 
         return []
     graph, ids = _common_graph(outs)
     unknown = exact(unknown)
-    if unknown not in ("warn", "error", "ignore"):
+    if not isinstance(unknown, str) or unknown not in ("warn", "error", "ignore"):
         raise EvaluationError(f"unknown must be 'warn', 'error' or 'ignore', got "
                               f"{describe(unknown)}")
     given = _by_name({} if inputs is None else inputs)

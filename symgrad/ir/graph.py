@@ -35,11 +35,19 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import networkx as nx
 
-from ..errors import NameConflictError, ShapeError, SymgradError
+from ..errors import ArgumentError, NameConflictError, ShapeError, SymgradError
 from .op import REGISTRY, Op
 from .shapes import fmt
 from .text import listing
-from .values import INT64_MAX, as_constant, check_dtype, check_name, check_shape, freeze
+from .values import (
+    INT64_MAX,
+    as_constant,
+    check_dtype,
+    check_name,
+    check_shape,
+    describe,
+    freeze,
+)
 
 if TYPE_CHECKING:
     from .expr import Expr
@@ -52,6 +60,14 @@ Rewriter = Callable[[Op, tuple, dict, tuple, str], "int | None"]
 
 class GraphError(SymgradError):
     """A graph that breaks one of the invariants (found by ``verify``)."""
+
+
+# what a shape rule or ``prepare`` raises on arguments it cannot use (SymgradErrors pass)
+_BARE = (TypeError, ValueError, ArithmeticError, IndexError, KeyError, AttributeError)
+
+
+def _argument_error(op: Op, e: Exception) -> ArgumentError:
+    return ArgumentError(f"{op.name}: cannot use these arguments ({type(e).__name__}: {e})")
 
 
 class _BuildState(threading.local):
@@ -197,7 +213,11 @@ class Graph:
         key = (op.name, args, freeze(attrs) if attrs else ())
         rewriter = self._state.rewriter
         with self.lock:
-            found = self._keys.get(key)
+            try:
+                found = self._keys.get(key)
+            except TypeError:  # an attribute that is no number, string, tuple or array
+                raise ArgumentError(f"{op.name}: cannot use the attributes "
+                                    f"{describe(attrs, 200)}") from None
             if found is not None and rewriter is None:
                 return found
             return self._add(op, args, attrs, key, found, rewriter)
@@ -209,7 +229,12 @@ class Graph:
             shapes = tuple([n.shape for n in argn])
             dtypes = tuple([n.dtype for n in argn])
             if op.prepare is not None:
-                attrs = op.prepare(shapes, dtypes, attrs)
+                try:
+                    attrs = op.prepare(shapes, dtypes, attrs)
+                except SymgradError:
+                    raise
+                except _BARE as e:
+                    raise _argument_error(op, e) from None
                 canonical = (op.name, args, freeze(attrs))
                 found = self._keys.get(canonical)
                 if found is not None:
@@ -218,7 +243,12 @@ class Graph:
         if found is not None:
             shape, dtype, attrs = nodes[found].shape, nodes[found].dtype, nodes[found].attrs
         else:
-            shape, dtype = op.infer(shapes, dtypes, attrs)
+            try:
+                shape, dtype = op.infer(shapes, dtypes, attrs)
+            except SymgradError:
+                raise
+            except _BARE as e:
+                raise _argument_error(op, e) from None
             shape = tuple(shape)
             if len(shape) > 1 and math.prod(shape) > INT64_MAX:
                 raise ShapeError(f"{op.name}: the result would have shape {fmt(shape)}, more "

@@ -50,6 +50,8 @@ def simplify(exprs: Any, sympy: bool = False) -> Any:
                            and all(isinstance(e, Expr) for e in exprs)):
         raise SymgradError("simplify needs a symgrad expression (an Expr) or a list or tuple "
                            "of them")
+    if type(sympy) not in (bool, int):
+        raise SymgradError("simplify: sympy must be True or False")
     outs = [exprs] if single else list(exprs)
     if not outs:
         return exprs

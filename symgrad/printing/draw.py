@@ -99,8 +99,12 @@ def draw(exprs: Graph | Expr | Sequence[Expr], path: str = "graph.png", *,
         _edges(ax, scene)
         _boxes(ax, scene)
         _legend(ax, scene, left, bottom - 0.35)
-        fig.savefig(path, dpi=min(dpi, int(MAX_PIXELS / max(width, height))),
-                    **({"pil_kwargs": {"compress_level": 1}} if path.endswith(".png") else {}))
+        try:
+            fig.savefig(path, dpi=min(dpi, int(MAX_PIXELS / max(width, height))),
+                        **({"pil_kwargs": {"compress_level": 1}} if path.endswith(".png")
+                           else {}))
+        except (OSError, ValueError) as e:  # an unwritable path or an unknown suffix
+            raise SymgradError(f"draw() cannot write {path[:200]!r}: {e}") from None
     return path
 
 

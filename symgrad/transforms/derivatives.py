@@ -157,11 +157,15 @@ def derivative(f: Expr, wrt: Wrt, n: int = 1) -> Expr:
         if 2 * (n - 1) > big or n > big:
             _check_dense(f"derivative(n={n})", w.size ** min(n, 64), w.size ** min(2 * n - 2, 64))
     out = f
+    results, orders = [f], {f.node: 0}  # for a scalar wrt: each derivative's first order
     with _budget(f, f"derivative(n={n})"):
-        for k in range(n):
-            prev, out = out, grad(out, w) if k == 0 else jacobian(out, w)
-            if w.ndim == 0 and k > 0 and out.node == prev.node:
-                break  # the derivative did not change (exp, zeros): neither will the next
+        for k in range(1, n + 1):
+            out = grad(out, w) if k == 1 else jacobian(out, w)
+            if w.ndim == 0:
+                first = orders.setdefault(out.node, k)
+                if first != k:  # d^k f is d^first f: the derivatives repeat from here on
+                    return results[first + (n - first) % (k - first)]
+                results.append(out)
     return out
 
 
