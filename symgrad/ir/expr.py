@@ -545,10 +545,16 @@ F = _OpFunctions()
 class NodeView:
     """What a backprop rule sees of a node: ``args`` and ``out`` as Exprs, ``attrs``."""
 
-    __slots__ = ("graph", "data", "_args")
+    __slots__ = ("graph", "data", "_args", "_needed")
 
-    def __init__(self, graph: Graph, data: Node) -> None:
-        self.graph, self.data, self._args = graph, data, None
+    def __init__(self, graph: Graph, data: Node, needed: tuple[bool, ...] | None = None
+                 ) -> None:
+        self.graph, self.data, self._args, self._needed = graph, data, None, needed
+
+    def needs(self, k: int) -> bool:
+        """Whether the transform uses operand ``k``'s contribution (a rule may skip building
+        it otherwise: ``x * 2.0`` needs no adjoint for the constant)."""
+        return self._needed is None or self._needed[k]
 
     @property
     def args(self) -> tuple[Expr, ...]:

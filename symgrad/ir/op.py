@@ -26,6 +26,8 @@ Fields of a stanza
     and ``g`` the incoming adjoint, which may carry extra *leading* batch axes: rules use
     negative axes, so one pass with an identity seed gives a whole Jacobian. Rules build
     graph from registered ops only and never simplify; broadcasting is undone centrally.
+    ``n.needs(k)`` says whether the transform uses operand ``k``'s contribution: a rule may
+    return None for it without building anything (``x * 2.0``: no adjoint for ``2.0``).
 ``sympy``
     For elementwise ops: the sympy function's name (translated both ways), or
     ``lambda sp, *args: ...`` building the sympy expression (one way).
@@ -47,7 +49,7 @@ from functools import cached_property
 from typing import Any
 
 from ..errors import SymgradError
-from .values import describe, exact
+from .values import _PLAIN, describe, exact
 
 Shape = tuple[int, ...]
 
@@ -144,7 +146,7 @@ class Signature:
                 raise SignatureError(f"{op}() got an unexpected keyword {describe(k)} "
                                      f"(takes {ok})")
             attrs[k] = v
-        return operands, {k: exact(v) for k, v in attrs.items()}
+        return operands, {k: v if type(v) in _PLAIN else exact(v) for k, v in attrs.items()}
 
     def describe(self) -> str:
         """``(x, axis, keepdims)``: the parameters as a person reads them."""

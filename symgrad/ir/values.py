@@ -74,8 +74,14 @@ def exact(value: Any, depth: int = 0) -> Any:
         return value if t in _NUMPY_SCALARS else float.__float__(value)
     if isinstance(value, complex):
         return complex(complex.real.__get__(value), complex.imag.__get__(value))
-    if t is tuple and all(type(v) in _PLAIN for v in value):
-        return value  # the common case: a shape, an axis tuple
+    if t is tuple:  # the common case: a shape, an axis tuple, an index key
+        for v in value:
+            if type(v) not in _PLAIN:
+                break
+        else:
+            return value
+        items = [v if type(v) in _PLAIN else exact(v, depth + 1) for v in value]
+        return value if all(a is b for a, b in zip(items, value)) else tuple(items)
     if isinstance(value, tuple):
         return tuple([exact(v, depth + 1) for v in tuple.__iter__(value)])
     if isinstance(value, list):
@@ -114,7 +120,7 @@ def freeze(value: Any) -> Any:
     if t is float:
         return ("f", value.hex())
     if t is tuple:
-        return ("tuple", *map(freeze, value))
+        return ("tuple", *[("i", v) if type(v) is int else freeze(v) for v in value])
     if t is str or value is None:
         return value
     if t is dict:
@@ -209,14 +215,14 @@ def as_constant(value: Any) -> np.ndarray:
                if _ragged(value) else str(e))
         raise ShapeError(f"cannot use {describe(value)} as a constant: {why}") from None
     if arr.dtype.kind == "f":
-        arr = arr.astype(np.float64 if arr.dtype != np.float32 else np.float32)
+        arr = arr.astype(np.float64 if arr.dtype != np.float32 else np.float32, copy=False)
     elif arr.dtype.kind == "u":
         if arr.size and int(arr.max()) > INT64_MAX:
             raise ShapeError(f"cannot use {describe(value)} as a constant: it does not fit "
                              "int64, the integer dtype symgrad uses")
         arr = arr.astype(np.int64)
     elif arr.dtype.kind == "i":
-        arr = arr.astype(np.int64 if arr.dtype != np.int32 else np.int32)
+        arr = arr.astype(np.int64 if arr.dtype != np.int32 else np.int32, copy=False)
     elif arr.dtype.kind == "c":
         raise ShapeError(f"complex numbers are not supported (got {describe(value)}): symgrad "
                          "differentiates real-valued functions")

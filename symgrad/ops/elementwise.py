@@ -81,9 +81,12 @@ def _where_zero(cond, value):
 binary("add", np.add, lambda n, g: (g, g), infix=("+", 11), sympy="Add")
 binary("subtract", np.subtract, lambda n, g: (g, -g), infix=("-", 11),
        sympy=lambda sp, x, y: x - y, aliases=("sub",))
-binary("multiply", np.multiply, lambda n, g: (g * n.args[1], g * n.args[0]),
+binary("multiply", np.multiply,
+       lambda n, g: (g * n.args[1] if n.needs(0) else None, g * n.args[0] if n.needs(1) else None),
        infix=("*", 12), sympy="Mul", aliases=("mul",))
-binary("divide", np.true_divide, lambda n, g: (g / n.args[1], -(g * (n.out / n.args[1]))),
+binary("divide", np.true_divide,
+       lambda n, g: (g / n.args[1] if n.needs(0) else None,
+                     -(g * (n.out / n.args[1])) if n.needs(1) else None),
        infer=_true_div, infix=("/", 12), sympy=lambda sp, x, y: x / y, domain=(0.5, 2.0),
        aliases=("div", "true_divide"))
 binary("power", np.power,

@@ -108,7 +108,8 @@ def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, total=_fold) -> Bac
             rule = REGISTRY[node.op].backprop if node.args else None  # leaves pass nothing on
             if rule is None:
                 continue
-            for a, c in zip(node.args, rule(NodeView(graph, node), g)):
+            needed = tuple([a in relevant for a in node.args])
+            for a, c in zip(node.args, rule(NodeView(graph, node, needed), g)):
                 if c is not None and a in relevant:
                     parts.setdefault(a, []).append(sum_to_shape(c, nodes[a].shape, batch))
     progress.close()
