@@ -153,64 +153,22 @@ class _Node:
     kind = ""
 
 
-class Name(_Node):
-    __slots__ = ("id",)
-    kind = "Name"
+def _kind(name: str, *fields: str, base: type = _Node) -> type:
+    return type(name, (base,), {"__slots__": fields, "kind": name})
 
 
-class Constant(_Node):
-    __slots__ = ("value",)
-    kind = "Constant"
-
-
-class UnaryOp(_Node):
-    __slots__ = ("op", "operand")
-    kind = "UnaryOp"
-
-
-class BinOp(_Node):
-    __slots__ = ("left", "op", "right", "op_at")
-    kind = "BinOp"
-
-
-class Compare(BinOp):
-    __slots__ = ()
-    kind = "Compare"
-
-
-class Attribute(_Node):
-    __slots__ = ("value", "attr", "attr_at")
-    kind = "Attribute"
-
-
-class Call(_Node):
-    __slots__ = ("func", "args", "keywords")
-    kind = "Call"
-
-
-class Keyword(_Node):
-    __slots__ = ("arg", "value")
-    kind = "Keyword"
-
-
-class Subscript(_Node):
-    __slots__ = ("value", "items", "is_tuple", "bracket_at")
-    kind = "Subscript"
-
-
-class Slice(_Node):
-    __slots__ = ("lower", "upper", "step")
-    kind = "Slice"
-
-
-class List(_Node):
-    __slots__ = ("elts",)
-    kind = "List"
-
-
-class Tuple(List):
-    __slots__ = ()
-    kind = "Tuple"
+Name = _kind("Name", "id")
+Constant = _kind("Constant", "value")
+UnaryOp = _kind("UnaryOp", "op", "operand")
+BinOp = _kind("BinOp", "left", "op", "right", "op_at")  # op_at: the operator's offset
+Compare = _kind("Compare", base=BinOp)
+Attribute = _kind("Attribute", "value", "attr", "attr_at")
+Call = _kind("Call", "func", "args", "keywords")
+Keyword = _kind("Keyword", "arg", "value")
+Subscript = _kind("Subscript", "value", "items", "is_tuple", "bracket_at")
+Slice = _kind("Slice", "lower", "upper", "step")
+List = _kind("List", "elts")
+Tuple = _kind("Tuple", base=List)
 
 
 def _node(cls: type, start: int, end: int, **fields: Any) -> Any:
