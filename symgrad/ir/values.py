@@ -120,7 +120,10 @@ def freeze(value: Any) -> Any:
     if t is float:
         return ("f", value.hex())
     if t is tuple:
-        return ("tuple", *[("i", v) if type(v) is int else freeze(v) for v in value])
+        for v in value:
+            if type(v) is not int:
+                return ("tuple", *[("i", v) if type(v) is int else freeze(v) for v in value])
+        return ("ints", value)  # a shape, axes, a key of ints: equal only to the same ints
     if t is str or value is None:
         return value
     if t is dict:

@@ -111,7 +111,9 @@ def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, total=_fold) -> Bac
             needed = tuple([a in relevant for a in node.args])
             for a, c in zip(node.args, rule(NodeView(graph, node, needed), g)):
                 if c is not None and a in relevant:
-                    parts.setdefault(a, []).append(sum_to_shape(c, nodes[a].shape, batch))
+                    if batch or nodes[c.node].shape != nodes[a].shape:
+                        c = sum_to_shape(c, nodes[a].shape, batch)
+                    parts.setdefault(a, []).append(c)
     progress.close()
     return Backprop(output.node, tuple(w.node for w in wrt), adjoint_of, batch, before,
                     len(graph))
