@@ -483,10 +483,11 @@ def const(value: Any, like: Expr | None = None) -> Expr:
 def build(op: Op, operands: Sequence[Any], attrs: dict) -> Expr:
     """Apply ``op`` to operands (Exprs, numbers, arrays), merging graphs as needed."""
     graph = _home(operands)
-    strong = _strong_dtypes(operands) if op.elementwise else None
-    args = tuple([o.node if type(o) is Expr and o.graph is graph else _operand(graph, o, strong)
-                  for o in operands])
-    return Expr(graph, graph.add(op, args, attrs))
+    args = [o.node if type(o) is Expr and o.graph is graph else None for o in operands]
+    if None in args:  # numbers, arrays or Exprs of other graphs among the operands
+        strong = _strong_dtypes(operands) if op.elementwise else None
+        args = [_operand(graph, o, strong) if a is None else a for a, o in zip(args, operands)]
+    return Expr(graph, graph.add(op, tuple(args), attrs))
 
 
 def call(name: str, *args: Any, **kwargs: Any) -> Expr:
