@@ -8,10 +8,10 @@ matplotlib. The sources also run as ordinary scripts (``python notebooks/src/01_
 ``python notebooks/build.py`` executes every code cell in order in one namespace (``exec`` of
 our own notebook source, as Jupyter would), records what it prints and the value of its last
 expression (``text/plain``, plus ``text/html``, ``text/latex`` and ``image/png`` when the
-value has ``_repr_html_``/``_repr_latex_``/``_repr_png_``, as IPython shows them), and writes nbformat v4.5 JSON with
-the ``json`` module alone: neither jupyter nor nbformat is needed. The output is
-deterministic (fixed cell ids, no timestamps, no execution times; the notebooks seed their
-random generators). If matplotlib is missing, figure cells are kept without output.
+value has ``_repr_html_``/``_repr_latex_``/``_repr_png_``, as IPython shows them), and writes
+nbformat v4.5 JSON with the ``json`` module alone: neither jupyter nor nbformat is needed. The
+output is deterministic (fixed cell ids, no timestamps, no execution times; the notebooks
+seed their random generators). If matplotlib is missing, figure cells are kept without output.
 
 Usage::
 

@@ -122,7 +122,7 @@ def defop(
         name=name, infer=infer, impl=impl, backprop=backprop, signature=signature,
         prepare=prepare, sympy=sympy, elementwise=shape == "elementwise",
         domain=domain, differentiable=backprop is not None, examples=examples,
-        doc=doc or f"user-defined op {name}",
+        doc=doc or f"user-defined op {name}", builtin=False,
     )
     register(op)
     NUMPY[name] = template

@@ -99,3 +99,74 @@ for _name in _names():
 
 UnsupportedError = _UnsupportedError
 del _name
+
+
+# -- what is covered, for people (the README's "NumPy support" section is this text) -----------
+
+# NumPy functions users reach for, beyond what symgrad covers: the gaps are listed by name.
+COMMON = (
+    "abs absolute add all allclose amax amin any append arange arccos arccosh arcsin arcsinh "
+    "arctan arctan2 arctanh argmax argmin argpartition argsort argwhere around array "
+    "array_split asarray atleast_1d atleast_2d atleast_3d average block broadcast_arrays "
+    "broadcast_to cbrt ceil clip column_stack concatenate convolve copy corrcoef cos cosh "
+    "count_nonzero cov cross cumprod cumsum deg2rad degrees diag diagflat diagonal diff divide "
+    "dot dsplit dstack einsum empty empty_like equal exp exp2 expand_dims expm1 eye fabs fix "
+    "flatnonzero flip fliplr flipud float_power floor floor_divide fmax fmin fmod full "
+    "full_like gradient greater greater_equal heaviside hsplit hstack hypot identity imag inner "
+    "interp isclose isfinite isinf isnan kron linspace log log10 log1p log2 logaddexp "
+    "logaddexp2 logical_and logical_not logical_or logical_xor logspace matmul max maximum "
+    "mean median meshgrid min minimum mod moveaxis multiply nan_to_num nanmax nanmean nanmin "
+    "nansum negative nonzero ones ones_like outer pad partition percentile polyval positive "
+    "power prod ptp quantile rad2deg radians ravel real reciprocal remainder repeat reshape "
+    "rint roll rollaxis rot90 round searchsorted select sign signbit sin sinh sort split sqrt "
+    "square squeeze stack std subtract sum swapaxes take take_along_axis tan tanh tensordot "
+    "tile trace transpose trapezoid tril triu trunc unique var vdot vsplit vstack where "
+    "zeros zeros_like linalg.cholesky linalg.det linalg.eigh linalg.eigvalsh linalg.inv "
+    "linalg.lstsq linalg.matrix_power linalg.multi_dot linalg.norm linalg.pinv linalg.qr "
+    "linalg.slogdet linalg.solve linalg.svd linalg.eig linalg.eigvals linalg.matrix_rank "
+    "linalg.cond"
+).split()
+
+
+def support_markdown() -> str:
+    """The "NumPy support" section of the README, made from the registry (a test checks that
+    the README holds exactly this text).
+
+    >>> "linalg" in support_markdown() and "var" in support_markdown()
+    True
+    """
+    names = [n for n in _names() if not n.startswith("_") and _builtin(n)]
+    numpy_names = [n for n in names if _is_numpy(n)]
+    ufuncs = [n for n in numpy_names if isinstance(getattr(_np, n, None), _np.ufunc)]
+    lin = [n for n in numpy_names if n.startswith("linalg.")]
+    rest = [n for n in numpy_names if n not in ufuncs and n not in lin]
+    extra = [n for n in names if not _is_numpy(n) and "." not in n]
+    missing = [n for n in COMMON if n not in names]
+    lines = [
+        f"`symgrad.numpy` covers {len(numpy_names)} of NumPy's functions (names and meanings as "
+        "NumPy's, keywords included), each differentiable where NumPy's function is: "
+        f"{len(ufuncs)} ufuncs, {len(lin)} `numpy.linalg` functions and {len(rest)} others. "
+        "The same names work through the array protocols (`np.sin(x)` on an Expr), in "
+        "`sg.parse` text and, except `var` (the variable constructor), as `sg.<name>`.",
+        "",
+        "- **ufuncs:** " + ", ".join(f"`{n}`" for n in ufuncs),
+        "- **`numpy.linalg`:** " + ", ".join(f"`{n[7:]}`" for n in lin),
+        "- **other functions:** " + ", ".join(f"`{n}`" for n in rest),
+        "- **beyond NumPy:** " + ", ".join(f"`{n}`" for n in extra),
+        "",
+        "Not covered, of the common ones:" if missing else "Every common function is covered.",
+    ]
+    for n in missing:
+        lines.append(f"- `{n}`: " + _UNSUPPORTED.get(n, "not yet"))
+    return "\n".join(lines) + "\n"
+
+
+def _builtin(name: str) -> bool:
+    op = _REGISTRY.get(_ALIASES.get(name, name))
+    return op is None or op.builtin
+
+
+def _is_numpy(name: str) -> bool:
+    space, _, attr = name.rpartition(".")
+    owner = _np.linalg if space == "linalg" else _np if not space else None
+    return owner is not None and callable(getattr(owner, attr, None))

@@ -103,3 +103,16 @@ def test_evaluate_notices_input_names_no_variable_has():
         warnings.simplefilter("error")
         assert sg.evaluate(f, {"x": 1.0, "y": 2.0}, unknown="ignore") == 2.0
         assert sg.evaluate(f, {x: 1.0}) == 2.0
+
+
+def test_a_numpy_failure_is_the_same_error_from_evaluate_and_compiled_code():
+    A = sg.var("A", (2, 2))
+    f = sg.linalg.inv(A)
+    fn = sg.compile(f)
+    caught = []
+    for call in (lambda: sg.evaluate(f, {"A": np.zeros((2, 2))}), lambda: fn(np.zeros((2, 2)))):
+        with pytest.raises(sg.EvaluationError) as info:
+            call()
+        assert isinstance(info.value, np.linalg.LinAlgError)  # as NumPy raised it
+        caught.append(type(info.value))
+    assert caught[0] is caught[1]

@@ -4,6 +4,8 @@ and dtypes, traces the same through real ``np`` (the array protocols), and diffe
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -51,7 +53,9 @@ CASES += [
     c("tensordot", A, B, kw={"axes": 1}), c("tensordot", A, A, kw={"axes": ([0, 1], [0, 1])}),
     c("inner", V3, U3), c("inner", V, V), c("vdot", A, A), c("kron", S, V3),
     c("cross", V3, U3), c("cross", V3[:, :2], U3[:, :2]), c("vecdot", V3, U3),
-    c("arctan2", A, P), c("hypot", A, P), c("logaddexp", A, P), c("mod", P, 0.7),
+    c("cov", A), c("cov", A, kw={"rowvar": False, "ddof": 0}), c("corrcoef", A),
+    c("fix", A, grad=False), c("arctan2", A, P), c("hypot", A, P), c("logaddexp", A, P),
+    c("mod", P, 0.7),
     c("round", A, 1, grad=False), c("floor", A, grad=False), c("sign", A, grad=False),
 ]
 CASES += [
@@ -81,6 +85,11 @@ CASES += [
     c("einsum", "i...,i...", V3, U3), c("einsum", A, [0, 1], B, [1, 2], [0, 2]),
     c("sort", A, 0), c("argsort", A, grad=False), c("argmax", A, 1, grad=False),
     c("meshgrid", W, V), c("meshgrid", W, V, kw={"indexing": "ij"}),
+    c("convolve", V, W), c("convolve", W, V, "same"), c("convolve", V, W, "valid"),
+    c("correlate", V, W), c("correlate", W, V, "full"),
+    c("interp", np.array([-1.0, 0.5, 2.0, 3.0, 5.0]), np.array([0.0, 1.0, 2.5, 4.0]),
+      np.array([1.0, 3.0, 2.0, 5.0])),
+    c("searchsorted", np.sort(V), A, grad=False),
 ]
 
 
@@ -263,3 +272,13 @@ def test_dtype_rules_are_numpy_2s():
     assert (z * np.float64(2.0)).dtype == "float64"  # a NumPy scalar is not weak
     with pytest.raises(sg.ShapeError, match="does not fit"):
         i + 2**40
+
+
+def test_the_readme_lists_what_is_covered_as_the_registry_says():
+    """README's "NumPy support" section is generated: symgrad.numpy.support_markdown()."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    start = readme.index("<!-- numpy-support:start -->\n") + len("<!-- numpy-support:start -->\n")
+    end = readme.index("<!-- numpy-support:end -->")
+    assert readme[start:end] == snp.support_markdown(), (
+        "regenerate: python -c 'import symgrad.numpy as s; print(s.support_markdown())'")
+

@@ -189,8 +189,9 @@ def _op_cases():
     cases = []
     for name in sorted({*REGISTRY, *ALIASES}):
         op = lookup(name)
-        if not op.public or name in FUNCTIONS:  # NumPy's signature: tests/test_numpy.py
-            continue
+        if not op.public or name in FUNCTIONS or "." in name or op.front is not None:
+            continue  # NumPy's signature: tests/test_numpy.py; dotted names (linalg.inv) wait
+            # for the parser to read them; functions returning tuples: tests/test_linalg.py
         if op.examples is not None:
             examples = op.examples(rng)
         elif op.arity == 0:

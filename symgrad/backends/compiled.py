@@ -16,14 +16,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import DifferentiationError, EvaluationError, InputError, SymgradError
+from ..errors import DifferentiationError, InputError, SymgradError
 from ..ir.expr import Expr
 from ..ir.shapes import fmt
-from ..ir.values import exact, type_name
-from ..ops.indexing import IndexOutOfRangeError
+from ..ir.values import exact
 from ..progress import step
 from .boundary import emit_request, exact_flag, exact_names
-from .interpreter import check_input
+from .interpreter import check_input, runtime_error
 from .numpy_source import Module, Namer, output_list, resolve_inputs
 
 __all__ = ["compile", "scipy_functions", "CompiledFunction", "ScipyFunctions"]
@@ -61,10 +60,8 @@ class CompiledFunction:
         values = [check_input(n, given) for n in self._nodes]
         try:
             return self.raw(*values)
-        except IndexError as e:  # what evaluate raises for the same inputs
-            raise IndexOutOfRangeError(f"{self.__name__}(): {e}") from None
-        except (ValueError, TypeError) as e:
-            raise EvaluationError(f"{self.__name__}(): {type_name(e)}: {e}") from None
+        except (IndexError, ValueError, TypeError) as e:  # what evaluate raises for them
+            raise runtime_error(e, f"{self.__name__}()") from None
 
     def __repr__(self) -> str:
         return f"<symgrad compiled function {self.__name__}({', '.join(self.inputs)})>"

@@ -80,15 +80,37 @@ def run(graph: Graph, outputs: Sequence[int], inputs: Mapping[str, Any]) -> dict
             op = REGISTRY[n.op]
             try:
                 values[i] = op.impl(*[values[a] for a in n.args], **n.attrs)
-            except IndexError as e:  # what a compiled function raises too
-                raise IndexOutOfRangeError(f"evaluating node {i} ({n.op}): {e}") from None
-            except (ValueError, TypeError) as e:
-                raise EvaluationError(f"evaluating node {i} ({n.op}): {e}") from None
+            except (IndexError, ValueError, TypeError) as e:  # what compiled code raises too
+                raise runtime_error(e, f"evaluating node {i} ({n.op})") from None
             for a in set(n.args):
                 if last_use[a] == i and a not in keep:
                     del values[a]
     progress.close()
     return {i: values[i] for i in outputs}
+
+
+_MIXED: dict[type, type] = {}
+
+
+def runtime_error(e: Exception, where: str) -> Exception:
+    """What ``evaluate`` and compiled functions raise when an op fails on the values: an
+    :class:`~symgrad.errors.EvaluationError` that is also of the failure's own class
+    (``IndexError``, ``numpy.linalg.LinAlgError``, ...), so either ``except`` catches it."""
+    if isinstance(e, EvaluationError):
+        return e
+    if isinstance(e, IndexError):
+        return IndexOutOfRangeError(f"{where}: {e}")
+    cls = _MIXED.get(type(e))
+    if cls is None:
+        try:
+            cls = type(type(e).__name__, (EvaluationError, type(e)), {"__module__": __name__})
+        except TypeError:  # a class that cannot be mixed in
+            cls = EvaluationError
+        _MIXED[type(e)] = cls
+    try:
+        return cls(f"{where}: {e}")
+    except TypeError:
+        return EvaluationError(f"{where}: {type(e).__name__}: {e}")
 
 
 def check_input(node, inputs: Mapping[str, Any]) -> np.ndarray:
@@ -157,5 +179,7 @@ def _check_known(graph: Graph, given: Mapping[str, Any], error: bool) -> None:
 def _finish(value: Any) -> Any:
     value = np.asarray(value)
     if value.ndim == 0:
-        return value.item() if value.dtype.kind in "fiub" else value
+        # float64, int64 and bool are exactly Python's float, int and bool; other dtypes
+        # (lstsq's int32 rank, float32) stay NumPy scalars, so their dtype survives
+        return value.item() if value.dtype.name in ("float64", "int64", "bool") else value[()]
     return value

@@ -67,7 +67,14 @@ MATH: dict[str, Template | None] = {
         "expand_dims", "squeeze", "concatenate", "stack", "index", "index_add", "scatter_sum",
         "take", "zeros_like", "ones_like", "eye", "zeros", "ones", "full", "arange", "linspace",
         "prod", "all", "any", "cumsum", "cumprod", "argmax", "argmin", "sort", "argsort",
-        "partition", "argpartition",
+        "partition", "argpartition", "searchsorted",
+    )),
+    # -- numpy.linalg (ops/decompositions.py): no scalar forms --
+    **dict.fromkeys((
+        "band", "inv", "det", "slogdet", "slogdet_sign", "solve", "cholesky", "eigh",
+        "eigh_vectors", "eigvalsh", "svd", "svd_u", "svd_vh", "svdvals", "pinv", "lstsq",
+        "lstsq_residuals", "lstsq_rank", "lstsq_sv", "qr", "qr_q", "matrix_power", "multi_dot",
+        "trace", "norm", "matrix_rank",
     )),
 }
 

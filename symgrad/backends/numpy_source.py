@@ -576,6 +576,10 @@ class Module:
             return [target]
         key = (id(names), o.id, self._scalar)
         texts = self._comments.get(key)
+        nodes = self.graph.nodes
+        if texts is None and any(nodes[a].is_const and nodes[a].shape != () and
+                                 a not in self.consts for a in o.args):
+            texts = [target]  # an array this module does not hold (another gradient's origin)
         if texts is None:
             args = ", ".join(names.get(a) or self._expr(a, names) for a in o.args)
             full = self._expr(o.id, names)

@@ -21,8 +21,8 @@ import numpy as np
 
 from ..errors import ShapeError, UnsupportedError
 from ..ir.expr import Expr, F, function
-from ..ir.op import FUNCTIONS, REGISTRY, SignatureError
-from .numpy_arrays import moveaxis
+from ..ir.op import FUNCTIONS, REGISTRY, UNSUPPORTED, SignatureError
+from .numpy_arrays import diagonal, moveaxis
 from .numpy_define import as_expr, axes_tuple, axis_int, define, no_out
 
 
@@ -58,7 +58,7 @@ def register_ufuncs() -> None:
     for name in names:
         if isinstance(getattr(np, name, None), np.ufunc):  # NumPy's ufuncs take its keywords
             FUNCTIONS.setdefault(name, _ufunc(name))
-    for name in ("matmul", "outer", "matrix_transpose", "trace"):
+    for name in ("matmul", "outer", "matrix_transpose"):
         if function(name) is not None:
             FUNCTIONS.setdefault(f"linalg.{name}", function(name))
 
@@ -441,4 +441,80 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     return moveaxis(out, -1, axisc)
 
 
+# -- trace with NumPy's keywords (the op is in ops/decompositions.py) ------------------------
+
+
+@define("trace", "a", "=offset", "=axis1", "=axis2", "=dtype", "=out", offset=0, axis1=0,
+        axis2=1, dtype=None, out=None, strings=("dtype",))
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    """NumPy's ``trace``: the sum of the offset diagonal of the (axis1, axis2) planes."""
+    no_out("trace", out)
+    return F.trace(_cast(a, dtype), offset=offset, axis1=axis1, axis2=axis2)
+
+
+@define("linalg.trace", "x", offset=0, dtype=None, strings=("dtype",))
+def linalg_trace(x, offset=0, dtype=None):
+    """NumPy 2's ``linalg.trace``: the trace of each matrix of the last two axes."""
+    return F.trace(_cast(x, dtype), offset=offset, axis1=-2, axis2=-1)
+
+
+@define("linalg.cond", "x", "=p", p=None, strings=("p",))
+def cond(x, p=None):
+    """NumPy's ``linalg.cond``: the ratio of the extreme singular values (``p`` None, 2, -2),
+    else ``norm(x, p) * norm(inv(x), p)`` (a singular matrix raises in ``inv``)."""
+    x = as_expr(x)
+    if p is None or p in (2, -2):
+        s = F.svdvals(x)
+        big, small = s[..., 0], s[..., -1]
+        return small / big if p == -2 else big / small
+    return (F.norm(x, ord=p, axis=(-2, -1)) * F.norm(F.inv(x), ord=p, axis=(-2, -1)))
+
+
+UNSUPPORTED.update({
+    "linalg.eig": "the eigenvalues of a general matrix are complex, and symgrad is real-valued;"
+                  " for a symmetric matrix use linalg.eigh",
+    "linalg.eigvals": "the eigenvalues of a general matrix are complex, and symgrad is "
+                      "real-valued; for a symmetric matrix use linalg.eigvalsh",
+})
+
+
 __all__ = ["register_ufuncs"]
+
+
+@define("fix", "x")
+def fix(x, out=None):
+    """Round toward zero (NumPy's fix is trunc for floats); its derivative is 0."""
+    no_out("fix", out)
+    return F.trunc(x)
+
+
+@define("cov", "m", "?y", "=rowvar", "=bias", "=ddof", rowvar=True, bias=False, ddof=None,
+        aweights=None, fweights=None, dtype=None, strings=("dtype",))
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, *,
+        dtype=None):
+    """NumPy's covariance of the rows (or columns) of ``m``, unweighted."""
+    if fweights is not None or aweights is not None:
+        raise UnsupportedError("cov: fweights and aweights are not supported")
+    x = as_expr(m)
+    x = F.reshape(x, (1, x.shape[0])) if x.ndim == 1 else x
+    if not rowvar:
+        x = F.transpose(x)
+    if y is not None:
+        yy = as_expr(y)
+        yy = F.reshape(yy, (1, yy.shape[0])) if yy.ndim == 1 else yy
+        x = F.concatenate([x, yy if rowvar else F.transpose(yy)], axis=0)
+    x = _cast(x, dtype)
+    n = x.shape[1]
+    d = x - F.mean(x, axis=1, keepdims=True)
+    c = (d @ F.transpose(d)) / float(max(n - (0 if bias else 1) if ddof is None else n - ddof,
+                                         0))
+    return F.reshape(c, ()) if c.shape == (1, 1) else c
+
+
+@define("corrcoef", "x", "?y", "=rowvar", rowvar=True, dtype=None, strings=("dtype",))
+def corrcoef(x, y=None, rowvar=True, *, dtype=None):
+    c = cov(x, y, rowvar, dtype=dtype)
+    if c.ndim == 0:
+        return c / c
+    d = F.sqrt(diagonal(c))
+    return c / F.outer(d, d)

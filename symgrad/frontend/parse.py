@@ -310,6 +310,9 @@ class _Parser:
         value = self._walk(tree)
         if isinstance(value, Expr):
             return value
+        if isinstance(value, tuple):  # a function with several results (eigh, svd, ...)
+            raise ParseError(f"the expression has {len(value)} results (as NumPy's function "
+                             "returns them); pick one, e.g. eigh(A)[1]", self.shown, lead)
         return const(value)
 
     # phase 0: tokens ----------------------------------------------------------------
@@ -888,6 +891,12 @@ class _Parser:
 
     def _build_Subscript(self, node: Subscript, args) -> Value:
         _, spec, is_tuple = node.plan
+        if isinstance(args[0], tuple):  # one result of eigh(A), svd(A), ...: NumPy's [k]
+            k = args[1] if len(args) == 2 and not is_tuple else None
+            if isinstance(k, bool) or not isinstance(k, int) or not -len(args[0]) <= k < len(
+                    args[0]):
+                self.fail(f"pick one of the {len(args[0])} results with an int, e.g. [0]", node)
+            return args[0][k]
         value = _expr(args[0], node, self)
         exprs = iter(zip(args[1:], (s[1] for s in spec if s[0] == "expr")))
         key = []

@@ -217,6 +217,7 @@ class Op:
     front: Callable[..., Any] | None = None
     write: Callable[[list[str], dict], str] | None = None
     doc: str = ""
+    builtin: bool = True  # False for ops defined with symgrad.extend
 
     @property
     def arity(self) -> int | None:
