@@ -46,6 +46,7 @@ from ..ir.graph import Graph
 from ..ir.shapes import fmt
 from ..ir.text import adjoint_pairs
 from ..progress import start
+from .boundary import emit_request
 from .math_table import MATH, fallback_names
 from .numpy_table import NUMPY, NUMPY_TYPE, Template, scalar_source
 
@@ -722,6 +723,7 @@ def to_source(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | Non
         dx = np.cos(x)  # backprop of: t1 = np.sin(x)
         return t1, dx
     """
+    name, inputs, output_names, scalars = emit_request(name, inputs, output_names, scalars)
     graph, outs, single = output_list(outputs)
     module = Module(graph, scalars)
     module.add(name, outs, inputs, single, output_names)
