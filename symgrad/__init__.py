@@ -33,6 +33,7 @@ from .errors import (
     ParseError,
     ShapeError,
     SymgradError,
+    SymgradWarning,
 )
 from .explain import explain
 from .frontend import function_for as _function_for
@@ -40,6 +41,7 @@ from .frontend import parse
 from .functional import grad, value_and_grad
 from .ir.expr import Expr, const, var
 from .ir.graph import Graph
+from .ir.limits import limits
 from .numpy import linalg
 from .ops.indexing import getitem
 from .passes import passes, simplify
@@ -90,10 +92,11 @@ def __getattr__(name: str) -> _Any:
 
 __all__ = [
     "DifferentiationError", "EvaluationError", "Expr", "Graph", "InputError", "LimitError",
-    "NameConflictError", "ParseError", "ShapeError", "SymgradError", "const", "derivative",
-    "evaluate", "getitem", "grad", "hessian", "hvp", "jacfwd", "jacobian", "jvp", "var", "vjp",
-    "linearize", "jacobian_sparsity", "hessian_sparsity", "pi", "e", "inf", "nan", "newaxis",
-    "parse", "to_source", "compile", "scipy_functions",
+    "NameConflictError", "ParseError", "ShapeError", "SymgradError", "SymgradWarning", "const",
+    "derivative", "evaluate", "getitem", "grad", "hessian", "hvp", "jacfwd", "jacobian", "jvp",
+    "var", "vjp", "linearize", "jacobian_sparsity", "hessian_sparsity", "pi", "e", "inf", "nan",
+    "newaxis", "parse", "to_source", "compile", "scipy_functions",
     "to_dot", "draw", "listing", "explain", "check_grads", "simplify", "passes", "numpy",
     "linalg", "value_and_grad", "to_html", "to_sympy", "from_sympy", "latex", "__version__",
+    "limits",
 ]

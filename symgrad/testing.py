@@ -22,6 +22,7 @@ strategy for random well-typed expressions built from the op registry.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,7 @@ from .ir.expr import Expr, F, build, const
 from .ir.graph import Graph
 from .ir.op import REGISTRY, Op
 from .ir.shapes import broadcast, fmt, is_float
+from .ir.values import describe, exact, type_name
 from .transforms.derivatives import Wrt, _resolve, jvp, vjp
 
 # Central differences have truncation error ~h^2 |f'''| and rounding error ~eps_mach |f| / h;
@@ -46,6 +48,13 @@ DEFAULT_EPS = 1e-5
 DEFAULT_RTOL = 1e-5
 DEFAULT_ATOL = 1e-8
 _EPS_MACH = np.finfo(np.float64).eps
+
+
+MAX_ORDER = 10
+
+
+class CheckArgumentError(SymgradError, ValueError, TypeError):
+    """An argument of check_grads that cannot be used (a ValueError/TypeError as well)."""
 
 
 class GradientCheckError(SymgradError, AssertionError):
@@ -99,7 +108,8 @@ def check_grads(
     >>> sg.check_grads(f, [x, W], at, order=2)   # passes silently
     >>> sg.check_grads(sg.sin(x), x, {"x": [3.0, 4.0, 5.0]}, order=1)
     """
-    f, targets, inputs = _prepare("check_grads", f, wrt, at, order)
+    order, eps, rtol, atol, seed = exact((order, eps, rtol, atol, seed))
+    f, targets, inputs = _prepare("check_grads", f, wrt, at, order, (eps, rtol, atol, seed))
     for w in targets:
         if w.dtype != "float64":
             raise SymgradError(f"check_grads needs float64 variables (finite differences in "
@@ -119,15 +129,18 @@ def check_grads(
         raise GradientCheckError(f"{e}\n  where f = {text}") from None
 
 
-def _prepare(who: str, f: Expr, wrt: Any, at: Mapping[Any, Any], order: int
-             ) -> tuple[Expr, list[Expr], dict[str, Any]]:
+def _prepare(who: str, f: Expr, wrt: Any, at: Mapping[Any, Any], order: Any,
+             tolerances: tuple) -> tuple[Expr, list[Expr], dict[str, Any]]:
     """The checks' arguments checked: ``f`` in a private copy of its graph (the checks add
     nodes and transforms: the caller's graph stays as it is), the wrt variables in it, the
     inputs by name."""
-    if isinstance(order, bool) or not isinstance(order, int) or order < 1:
-        raise ValueError(f"order must be a positive int, got {order!r}")
+    if isinstance(order, bool) or not isinstance(order, int) or not 1 <= order <= MAX_ORDER:
+        raise CheckArgumentError(f"order must be an int from 1 to {MAX_ORDER} (finite "
+                                 f"differences of higher orders keep no digits), got "
+                                 f"{describe(order)}")
     if not isinstance(f, Expr):
-        raise TypeError(f"{who} needs a symgrad expression, got {type(f).__name__}")
+        raise CheckArgumentError(f"{who} needs a symgrad expression, got {type_name(f)}")
+    _check_tolerances(*tolerances)
     many = isinstance(wrt, (list, tuple))
     f = _private_copy(f)
     targets = [_resolve(f, w) for w in (wrt if many else [wrt])]
@@ -136,6 +149,19 @@ def _prepare(who: str, f: Expr, wrt: Any, at: Mapping[Any, Any], order: int
         if w.name not in inputs:
             raise InputError(f"{who}: no value given for variable '{w.name}'")
     return f, targets, inputs
+
+
+def _check_tolerances(eps: Any, rtol: Any, atol: Any, seed: Any) -> None:
+    def positive(v: Any) -> bool:
+        return type(v) in (int, float) and math.isfinite(v) and v > 0
+
+    if not positive(eps) or eps > 1.0:
+        raise CheckArgumentError(f"eps must be a step in (0, 1], got {describe(eps)}")
+    for name, v in (("rtol", rtol), ("atol", atol)):
+        if v is not None and not (positive(v) or v == 0):
+            raise CheckArgumentError(f"{name} must be None or a number >= 0, got {describe(v)}")
+    if seed is not None and (type(seed) is not int or seed < 0):
+        raise CheckArgumentError(f"seed must be a non-negative int, got {describe(seed)}")
 
 
 def _private_copy(f: Expr) -> Expr:
@@ -203,7 +229,8 @@ def check_jvps(
     >>> x = sg.var("x", shape=(3,))
     >>> sg.testing.check_jvps(sg.exp(x) * x, x, {"x": [0.1, -0.4, 0.3]}, order=2)
     """
-    f, targets, inputs = _prepare("check_jvps", f, wrt, at, order)
+    order, eps, rtol, atol, seed = exact((order, eps, rtol, atol, seed))
+    f, targets, inputs = _prepare("check_jvps", f, wrt, at, order, (eps, rtol, atol, seed))
     rng = np.random.default_rng(seed)
     g, what = f, "f"
     try:
@@ -296,11 +323,11 @@ def numeric_jacobian(
 def _inputs(at: Mapping[Any, Any]) -> dict[str, Any]:
     """Inputs keyed by name; float values as float64 arrays (so they can be perturbed)."""
     if not isinstance(at, Mapping):
-        raise TypeError(f"at must be a dict of input values, got {type(at).__name__}")
+        raise CheckArgumentError(f"at must be a dict of input values, got {type_name(at)}")
     out = {}
     for k, value in at.items():
-        name = k.name if isinstance(k, Expr) else k
-        arr = np.asarray(value)
+        name = k.name if isinstance(k, Expr) else exact(k)
+        arr = np.asarray(value if isinstance(value, np.ndarray) else exact(value))
         out[name] = arr.astype(np.float64) if arr.dtype.kind == "f" else arr
     return out
 

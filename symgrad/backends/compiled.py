@@ -19,8 +19,10 @@ from typing import Any
 from ..errors import DifferentiationError, InputError, SymgradError
 from ..ir.expr import Expr
 from ..ir.shapes import fmt
+from ..ir.values import exact
 from ..progress import step
-from .interpreter import check_input
+from .boundary import emit_request, exact_flag, exact_names
+from .interpreter import check_input, runtime_error
 from .numpy_source import Module, Namer, output_list, resolve_inputs
 from .sparse_source import add_pattern, is_sparse, sparse_module
 
@@ -43,19 +45,24 @@ class CompiledFunction:
         self._index = {name: k for k, name in enumerate(self.inputs)}
         functools.update_wrapper(self, raw)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:  # an input may be named self
         if len(args) > len(self._nodes):
             raise InputError(f"{self.__name__}() takes {len(self._nodes)} inputs "
                              f"({', '.join(self.inputs)}), got {len(args)}")
         given = dict(zip(self.inputs, args))
         for k, v in kwargs.items():
+            k = exact(k)
             if k not in self._index:
                 raise InputError(f"{self.__name__}() has no input {k!r} "
                                  f"(inputs: {', '.join(self.inputs) or 'none'})")
             if k in given:
                 raise InputError(f"{self.__name__}() got input {k!r} twice")
             given[k] = v
-        return self.raw(*[check_input(n, given) for n in self._nodes])
+        values = [check_input(n, given) for n in self._nodes]
+        try:
+            return self.raw(*values)
+        except (IndexError, ValueError, TypeError) as e:  # what evaluate raises for them
+            raise runtime_error(e, f"{self.__name__}()") from None
 
     def __repr__(self) -> str:
         return f"<symgrad compiled function {self.__name__}({', '.join(self.inputs)})>"
@@ -96,6 +103,8 @@ def compile(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None 
     >>> fn.inputs
     ('x',)
     """
+    name, inputs, output_names, scalars = emit_request(name, inputs, output_names, scalars)
+    check_inputs = exact_flag(check_inputs, "check_inputs")
     sparse = outputs if is_sparse(outputs) else None
     if sparse is not None:
         graph = sparse.data.graph
@@ -155,6 +164,7 @@ def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | Non
     >>> s.hessp(np.zeros(2), np.array([1.0, 0.0]))
     array([2., 0.])
     """
+    hess = exact(hess)
     if hess not in (None, "sparse", "dense"):
         raise SymgradError(f"hess must be None, 'sparse' or 'dense', got {hess!r}")
     from ..transforms.derivatives import _resolve, grad, hessian, hvp
@@ -163,6 +173,7 @@ def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | Non
         shape = fmt(f.shape) if isinstance(f, Expr) else type(f).__name__
         raise DifferentiationError(f"scipy_functions needs a scalar expression, got {shape}")
     x = _resolve(f, wrt)
+    inputs = exact_names(inputs, "inputs", exprs=True)
     if x.ndim != 1:
         raise DifferentiationError(
             f"scipy_functions needs a 1-D variable (SciPy optimises vectors); '{x.name}' has "

@@ -13,10 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SymgradError
+from ..errors import DifferentiationError, SymgradError
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
+from ..ir.values import exact
 from ..transforms.derivatives import Wrt, _resolve, jvp
 from .compiled import CompiledFunction, compile
 from .interpreter import evaluate
@@ -62,8 +63,13 @@ def linearize(f: Expr, wrt: Wrt | Sequence[Wrt], at: Mapping[Any, Any]) -> tuple
     >>> np.round(lin(np.array([1.0, 1.0])), 6).tolist()
     [0.0, 1.381773]
     """
+    if not isinstance(f, Expr):
+        raise DifferentiationError(f"linearize needs a symgrad expression (an Expr), got "
+                                   f"{type(f).__name__}")
     many = isinstance(wrt, (list, tuple))
-    targets = [_resolve(f, w) for w in (wrt if many else [wrt])]
+    targets = [_resolve(f, w) for w in (exact(wrt) if many else [wrt])]
+    if not targets:
+        raise DifferentiationError("linearize needs at least one variable")
     graph = f.graph
     namer = Namer(graph.variables)
     seeds = [Expr(graph, graph.var(namer.fresh(f"{w.name}_dot"), w.shape, w.dtype))
@@ -101,4 +107,6 @@ def linearize(f: Expr, wrt: Wrt | Sequence[Wrt], at: Mapping[Any, Any]) -> tuple
 
 
 def _named(at: Mapping[Any, Any]) -> dict[str, Any]:
-    return {k.name if isinstance(k, Expr) else k: v for k, v in at.items()}
+    if not isinstance(at, Mapping):
+        raise SymgradError(f"at must be a dict of input values, got {type(at).__name__}")
+    return {k.name if isinstance(k, Expr) else exact(k): v for k, v in at.items()}

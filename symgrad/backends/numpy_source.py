@@ -46,6 +46,7 @@ from ..ir.graph import Graph
 from ..ir.shapes import fmt
 from ..ir.text import adjoint_pairs, tangent_pairs
 from ..progress import start
+from .boundary import emit_request
 from .math_table import MATH, fallback_names
 from .numpy_table import NUMPY, NUMPY_TYPE, Template, scalar_source
 
@@ -740,6 +741,7 @@ def to_source(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | Non
     """
     from .sparse_source import is_sparse, sparse_module
 
+    name, inputs, output_names, scalars = emit_request(name, inputs, output_names, scalars)
     if is_sparse(outputs):
         return sparse_module(outputs, inputs, name, scalars)[0].render()
     graph, outs, single = output_list(outputs)

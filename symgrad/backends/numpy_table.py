@@ -138,7 +138,7 @@ NUMPY: dict[str, Template] = {
     "cos": T("np.cos({0})"), "tan": T("np.tan({0})"), "tanh": T("np.tanh({0})"),
     "sinh": T("np.sinh({0})"),
     "cosh": T("np.cosh({0})"),
-    "sigmoid": T("np.exp({0} - np.logaddexp(0.0, {0}))"),
+    "sigmoid": T("1.0 / (1.0 + np.exp(-{0}))"),
     "softplus": T("np.logaddexp(0.0, {0})"), "relu": T("np.maximum({0}, 0)"),
     "abs": T("np.abs({0})"), "sign": T("np.sign({0})"),
     "less": T("{0} < {1}"), "less_equal": T("{0} <= {1}"), "greater": T("{0} > {1}"),
@@ -171,6 +171,7 @@ NUMPY: dict[str, Template] = {
     "sort": T("np.sort({0}, axis={axis!r})"), "argsort": T("np.argsort({0}, axis={axis!r})"),
     "partition": T("_sg_partition({0}, {kth!r}, {axis!r})", (_sg_partition,)),
     "argpartition": T("np.argpartition({0}, {kth!r}, axis={axis!r})"),
+    "searchsorted": T("np.searchsorted({0}, {1}, side={side!r}).astype(np.int64)"),
     # linear algebra
     "matmul": T("{0} @ {1}"), "dot": T("np.dot({0}, {1})"), "outer": T("np.outer({0}, {1})"),
     "transpose": T("np.transpose({0}, {axes!r})"),

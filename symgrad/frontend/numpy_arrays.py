@@ -107,6 +107,14 @@ def _sequence(name: str, arrays: Any) -> list[Expr]:
     return [as_expr(a) for a in arrays]
 
 
+def _along(name: str, a: Any, axis: Any) -> tuple[Expr, int]:
+    """The array and a checked axis; ``axis=None`` means the flattened array, as in NumPy."""
+    a = as_expr(a)
+    if axis is None:
+        return ravel(a), 0
+    return a, axis_int(name, axis, a.ndim)
+
+
 def _c_order(name: str, order: str) -> None:
     if order not in ("C", "A", "K"):
         raise UnsupportedError(f"{name}: order={order!r} is not supported (only C order)")
@@ -256,10 +264,7 @@ def append(arr, values, axis=None):
 
 @define("delete", "arr", "=obj", "=axis", obj=None, axis=None)
 def delete(arr, obj, axis=None):
-    a = as_expr(arr)
-    if axis is None:
-        a, axis = ravel(a), 0
-    axis = axis_int("delete", axis, a.ndim)
+    a, axis = _along("delete", arr, axis)
     n = a.shape[axis]
     drop = np.arange(n)[obj] if isinstance(obj, slice) else np.asarray(obj, dtype=np.int64)
     keep = np.setdiff1d(np.arange(n), np.asarray(drop) % n if n else drop)
@@ -283,10 +288,7 @@ def tile(A, reps):
 
 @define("repeat", "a", "=repeats", "=axis", repeats=None, axis=None)
 def repeat(a, repeats, axis=None):
-    a = as_expr(a)
-    if axis is None:
-        a, axis = ravel(a), 0
-    axis = axis_int("repeat", axis, a.ndim)
+    a, axis = _along("repeat", a, axis)
     counts = np.broadcast_to(np.asarray(_ints("repeat", "repeats", repeats)), (a.shape[axis],))
     return _slice_along(a, axis, np.repeat(np.arange(a.shape[axis]), counts))
 
@@ -442,10 +444,7 @@ def tri(N, M=None, k=0, dtype=float):
 
 @define("take_along_axis", "arr", "indices", "=axis", axis=-1)
 def take_along_axis(arr, indices, axis=-1):
-    a = as_expr(arr)
-    if axis is None:
-        a, axis = ravel(a), 0
-    axis = axis_int("take_along_axis", axis, a.ndim)
+    a, axis = _along("take_along_axis", arr, axis)
     idx = indices if isinstance(indices, Expr) else np.asarray(indices)
     if idx.ndim != a.ndim:
         raise ShapeError(f"take_along_axis: indices must have the array's rank {a.ndim}, got "
@@ -551,6 +550,61 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
         d = F.reshape(d, (-1,) + (1,) * (y.ndim - 1 - ax))
     avg = (_slice_along(y, ax, slice(1, None)) + _slice_along(y, ax, slice(None, -1))) / 2.0
     return F.sum(avg * d, axis=ax)
+
+
+@define("interp", "x", "xp", "fp", "?left", "?right", period=None)
+def interp(x, xp, fp, left=None, right=None, period=None):
+    """Piecewise-linear interpolation through (xp, fp) (xp increasing, 1-D), as NumPy's;
+    differentiable in x, xp and fp."""
+    if period is not None:
+        raise UnsupportedError("interp: period= is not supported")
+    x, xp, fp = as_expr(x), as_expr(xp), as_expr(fp)
+    n = xp.shape[0]
+    k = F.minimum(F.maximum(F.searchsorted(xp, x, side="right"), 1), n - 1)
+    x0, x1, y0, y1 = xp[k - 1], xp[k], fp[k - 1], fp[k]
+    y = y0 + (x - x0) * ((y1 - y0) / (x1 - x0))
+    y = F.where(x < xp[0], fp[0] if left is None else left, y)
+    return F.where(x > xp[n - 1], fp[n - 1] if right is None else right, y)
+
+
+def _conv_index(n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gather indices for the full convolution of lengths n and m: out[k] = sum_j
+    a[k - j] v[j]; positions outside ``a`` read a zero appended at index n."""
+    k, j = np.arange(n + m - 1)[:, None], np.arange(m)[None, :]
+    src = k - j
+    return np.where((src >= 0) & (src < n), src, n), np.zeros(1)
+
+
+@define("convolve", "a", "v", "=mode", mode="full", strings=("mode",))
+def convolve(a, v, mode="full"):
+    """NumPy's 1-D convolution as one gather and one matrix product (differentiable in both
+    arguments); ``mode`` full, same or valid."""
+    a, v = as_expr(a), as_expr(v)
+    if a.ndim != 1 or v.ndim != 1:
+        raise ShapeError("convolve: both arguments must be 1-D")
+    if a.shape[0] < v.shape[0]:
+        a, v = v, a
+    n, m = a.shape[0], v.shape[0]
+    idx, _ = _conv_index(n, m)
+    padded = concatenate([a, F.zeros((1,), dtype=a.dtype)], axis=0)
+    full = padded[idx] @ v
+    if mode == "full":
+        return full
+    if mode == "same":
+        start = (m - 1) // 2
+        return full[start: start + n]
+    if mode == "valid":
+        return full[m - 1: n]
+    raise ShapeError(f"convolve: mode must be 'full', 'same' or 'valid', got {mode!r}")
+
+
+@define("correlate", "a", "v", "=mode", mode="valid", strings=("mode",))
+def correlate(a, v, mode="valid"):
+    """NumPy's 1-D cross-correlation of real arrays: convolve with v reversed."""
+    a, v = as_expr(a), as_expr(v)
+    if a.shape[0] < v.shape[0]:
+        return flip(correlate(v, a, mode))
+    return convolve(a, flip(v), mode)
 
 
 # -- creation ----------------------------------------------------------------------------------
@@ -748,10 +802,6 @@ _UNSUPPORTED = {
     "place": "in-place writes are not traced; use where(mask, values, x)",
     "fill_diagonal": "in-place writes are not traced; use x.at[rows, cols].set(values)",
     "copyto": "in-place writes are not traced; use where(mask, src, dst)",
-    "searchsorted": "not supported yet (its result is an integer index: no gradient)",
-    "interp": "not supported yet",
-    "convolve": "not supported yet; write the sum of shifted slices",
-    "correlate": "not supported yet; write the sum of shifted slices",
     "insert": "not supported yet; use concatenate of slices",
     "resize": "not supported; use tile or reshape",
 }

@@ -417,6 +417,8 @@ def select(obj: Graph | Expr | Sequence[Expr]) -> tuple[Graph, list[int], list[i
     if _is_expr(obj):
         obj = [obj]
     elif not isinstance(obj, (list, tuple)):  # a Graph: every node; outputs = unused nodes
+        if type(obj).__name__ != "Graph" or not hasattr(obj, "nodes"):  # ir.graph imports us
+            raise SymgradError("expected a Graph, an Expr or a non-empty list of Exprs")
         used = {a for n in obj.nodes for a in n.args}
         outs = [n.id for n in obj.nodes if n.id not in used and not (n.is_var or n.is_const)]
         return obj, list(range(len(obj.nodes))), outs

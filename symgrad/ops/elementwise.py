@@ -116,9 +116,12 @@ binary("add", np.add, lambda n, g: (g, g), infix=("+", 11), sympy="Add",
        forward=lambda n, t: total(*_aligned(n, t)))
 binary("subtract", np.subtract, lambda n, g: (g, -g), infix=("-", 11),
        sympy=lambda sp, x, y: x - y, aliases=("sub",), forward=_subtract_forward)
-binary("multiply", np.multiply, lambda n, g: (g * n.args[1], g * n.args[0]),
+binary("multiply", np.multiply,
+       lambda n, g: (g * n.args[1] if n.needs(0) else None, g * n.args[0] if n.needs(1) else None),
        infix=("*", 12), sympy="Mul", aliases=("mul",), forward=_mul_forward)
-binary("divide", np.true_divide, lambda n, g: (g / n.args[1], -(g * (n.out / n.args[1]))),
+binary("divide", np.true_divide,
+       lambda n, g: (g / n.args[1] if n.needs(0) else None,
+                     -(g * (n.out / n.args[1])) if n.needs(1) else None),
        infer=_true_div, infix=("/", 12), sympy=lambda sp, x, y: x / y, domain=(0.5, 2.0),
        aliases=("div", "true_divide"), forward=_div_forward)
 binary("power", np.power,
@@ -161,12 +164,14 @@ unary("cosh", np.cosh, lambda n, g: (g * F.sinh(n.args[0]),), sympy="cosh")
 
 
 def _sigmoid(x):
-    # exp(x - softplus(x)): three NumPy calls, no overflow at +-1000, and accurate in both
-    # tails (for x << 0 the exponent is x itself; for x >> 0 the result rounds to 1)
-    return np.exp(x - np.logaddexp(0.0, x))
+    # 1 / (1 + exp(-x)): a few ulp everywhere, exactly 1 and 0 at +-inf (exp(-x) overflows
+    # to inf below x = -709.78, giving 0 where the true value is subnormal), and the same
+    # formula as the scalar math backend, so the two agree
+    return 1.0 / (1.0 + np.exp(-x))
 
 
-unary("sigmoid", _sigmoid, lambda n, g: (g * (n.out * (1.0 - n.out)),),
+# sigmoid' = s(x) s(-x): exact in both tails, where s (1 - s) cancels to 0 beyond x ~ 37
+unary("sigmoid", _sigmoid, lambda n, g: (g * (n.out * F.sigmoid(-n.args[0])),),
       sympy=lambda sp, x: 1 / (1 + sp.exp(-x)), domain=(-4.0, 4.0),
       doc="logistic function 1 / (1 + exp(-x)), computed without overflow")
 unary("softplus", lambda x: np.logaddexp(0.0, x), lambda n, g: (g * F.sigmoid(n.args[0]),),

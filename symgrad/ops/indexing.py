@@ -37,6 +37,7 @@ from ..errors import EvaluationError, ShapeError
 from ..ir.expr import Expr, F, const
 from ..ir.op import Op, register, sig
 from ..ir.shapes import Shape, broadcast, fmt, norm_axis, result_dtype
+from ..ir.values import describe, exact
 from .structure import gather_map, scatter_map
 from .tangent import first, flatten, linear
 
@@ -80,7 +81,7 @@ def getitem(x: Any, key: Any):
     """
     if not isinstance(x, Expr):
         x = const(x)
-    entries, dynamic = _split_key(key)
+    entries, dynamic = _split_key(exact(key))
     explicit = _explicit(x.shape, entries)
     if not dynamic:
         explicit = canonical_key("index", x.shape, explicit, ())
@@ -136,8 +137,7 @@ def _split_key(key: Any) -> tuple[list, list]:
 
 
 def _short(value: Any) -> str:
-    text = "a symbolic expression" if hasattr(value, "graph") else repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+    return "a symbolic expression" if isinstance(value, Expr) else describe(value, 40)
 
 
 def _check_index_dtype(dtype: str, what: str) -> None:

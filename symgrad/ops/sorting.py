@@ -159,6 +159,27 @@ register(Op(
 ))
 
 
+def _searchsorted_prepare(shapes, dtypes, attrs):
+    if len(shapes[0]) != 1:
+        raise ShapeError(f"searchsorted: the sorted array must be 1-D, got shape {shapes[0]}")
+    if attrs["side"] not in ("left", "right"):
+        raise ShapeError(f"searchsorted: side must be 'left' or 'right', got {attrs['side']!r}")
+    return {"side": attrs["side"]}
+
+
+register(Op(
+    name="searchsorted", signature=sig("a", "v", "=side:str", side="left"),
+    prepare=_searchsorted_prepare, infer=lambda s, d, a: (s[1], "int64"),
+    impl=lambda a, v, side: np.asarray(np.searchsorted(a, v, side=side), dtype=np.int64),
+    differentiable=False,
+    examples=lambda rng: [([np.sort(rng.standard_normal(5)), rng.standard_normal((2, 3))],
+                           {"side": "left"}),
+                          ([np.array([0.0, 1.0, 1.0, 2.0]), np.array([1.0, 1.5])],
+                           {"side": "right"})],
+    doc="the indices where v would be inserted into the sorted 1-D a (int64)",
+))
+
+
 def _arg_prepare(name: str):
     def prepare(shapes, dtypes, attrs):
         axis, keep = attrs["axis"], attrs["keepdims"]

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..ir.expr import Expr, F, build
+from ..ir.expr import Expr, F, NodeView, build
 from ..ir.op import REGISTRY
 from ..ir.shapes import is_float
 
@@ -74,13 +74,14 @@ def elementwise(backprop: Callable[..., tuple]) -> Callable[..., Expr | None]:
     """The JVP of an elementwise op from its VJP: the Jacobian is diagonal (per broadcast
     element), so the tangent is ``sum_k backprop(n, t_k)[k]``, each operand's tangent
     broadcast against the result as its operand is. One rule call per operand that has a
-    tangent."""
+    tangent, asking for that operand's contribution only (``n.needs``)."""
 
     def forward(n, t):
         terms = []
         for k, tk in enumerate(t):
-            if tk is not None:
-                terms.append(backprop(n, align(tk, n.args[k], len(n.shape)))[k])
+            if tk is not None:  # the rule builds operand k's contribution only
+                only = NodeView(n.graph, n.data, tuple(j == k for j in range(len(t))))
+                terms.append(backprop(only, align(tk, n.args[k], len(n.shape)))[k])
         return total(*terms)
 
     return forward

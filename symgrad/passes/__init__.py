@@ -17,7 +17,7 @@ and the driver applies them to each node as it is built.
 
 from __future__ import annotations
 
-from .adjoint_cleanup import ADJOINT_CLEANUP
+from .adjoint_cleanup import ADJOINT_CLEANUP, sum_contributions
 from .exact import CONSTANT_FOLDING, IDENTITIES, NEGATIONS
 from .pattern import Const, Pass, Rule, rewriter
 from .simplify import CSE, SYMPY, simplify
@@ -43,4 +43,4 @@ def passes() -> list[Pass]:
 
 __all__ = ["ADJOINT_CLEANUP", "CONSTANT_FOLDING", "CSE", "Const", "IDENTITIES", "NEGATIONS",
            "PASSES", "Pass", "REVERSE", "Rule", "STABILITY", "SYMPY", "passes", "rewriter",
-           "simplify"]
+           "simplify", "sum_contributions"]

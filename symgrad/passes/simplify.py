@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from typing import Any
 
+from ..errors import SymgradError
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
@@ -45,6 +46,12 @@ def simplify(exprs: Any, sympy: bool = False) -> Any:
     '1.0'
     """
     single = isinstance(exprs, Expr)
+    if not single and not (isinstance(exprs, (list, tuple))
+                           and all(isinstance(e, Expr) for e in exprs)):
+        raise SymgradError("simplify needs a symgrad expression (an Expr) or a list or tuple "
+                           "of them")
+    if type(sympy) not in (bool, int):
+        raise SymgradError("simplify: sympy must be True or False")
     outs = [exprs] if single else list(exprs)
     if not outs:
         return exprs

@@ -7,7 +7,9 @@ turned into source, or differentiated again.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -15,7 +17,9 @@ import numpy as np
 from ..errors import DifferentiationError
 from ..ir.expr import Expr, F
 from ..ir.graph import Graph
+from ..ir.limits import exceeded, limits
 from ..ir.shapes import fmt, is_float
+from ..ir.values import describe, exact, exact_str, type_name
 from .forward import tangents as forward_pass
 from .reverse import backprop
 
@@ -38,12 +42,14 @@ def grad(f: Expr, wrt: Wrt | Sequence[Wrt], *, cleanup: bool = True) -> Expr | t
     >>> round(sg.evaluate(dx, {"x": 1.0}), 6)
     1.381773
     """
+    _check_output(f, "grad")
     if f.shape != ():
         raise DifferentiationError(
             f"grad needs a scalar output, but f has shape {fmt(f.shape)}; use "
             "sg.jacobian(f, wrt) for the full derivative or sg.vjp(f, wrt, g) for a product"
         )
-    return vjp(f, wrt, _seed(np.ones((), f.dtype), f), cleanup=cleanup)
+    with _budget(f, "grad"):
+        return vjp(f, wrt, _seed(np.ones((), f.dtype), f), cleanup=cleanup)
 
 
 def vjp(f: Expr, wrt: Wrt | Sequence[Wrt], g: Expr | str | Any, *,
@@ -51,24 +57,29 @@ def vjp(f: Expr, wrt: Wrt | Sequence[Wrt], g: Expr | str | Any, *,
     """The vector-Jacobian product ``g^T (df/dwrt)``: the adjoint of ``wrt`` for seed ``g``.
 
     ``g`` (an Expr, an array, or the name of a new variable) has ``f``'s shape, or extra
-    leading axes that are carried through as a batch.
+    leading axes that are carried through as a batch; a number stands for an array of
+    ``f``'s shape filled with it.
 
     >>> import symgrad as sg
     >>> x = sg.var("x", shape=(3,))
     >>> sg.evaluate(sg.vjp(x * x, x, "g"), {"x": [1.0, 2.0, 3.0], "g": [1.0, 0.0, 1.0]})
     array([2., 0., 6.])
     """
+    _check_output(f, "vjp")
     many = isinstance(wrt, (list, tuple))
-    targets = [_resolve(f, w) for w in (wrt if many else [wrt])]
+    targets = [_resolve(f, w) for w in (exact(wrt) if many else [wrt])]
     if isinstance(g, str):
         g = _var_like(f, g, f.shape)
+    elif isinstance(g, (int, float)) and not isinstance(g, bool):
+        g = np.full(f.shape, exact(g), dtype=f.dtype)
     g = _join(f, g)
     if g.shape[g.ndim - f.ndim:] != f.shape:
         raise DifferentiationError(
             f"the cotangent has shape {fmt(g.shape)}; it must end with f's shape {fmt(f.shape)}"
         )
     batch = g.shape[: g.ndim - f.ndim]
-    result = backprop(f, targets, g, cleanup)
+    with _budget(f, "vjp"):
+        result = backprop(f, targets, g, cleanup)
     out = []
     for w in targets:
         node = result.adjoint_of.get(w.node)
@@ -99,7 +110,9 @@ def jvp(f: Expr | Sequence[Expr], wrt: Wrt | Sequence[Wrt], tangents: Any, *,
     graph = max((o.graph for o in outs), key=len)
     outs = [o if o.graph is graph else Expr(graph, graph.find(o)) for o in outs]
     many = isinstance(wrt, (list, tuple))
-    targets = [_resolve(outs[0], w) for w in (wrt if many else [wrt])]
+    targets = [_resolve(outs[0], w) for w in (exact(wrt) if many else [wrt])]
+    if not targets:
+        raise DifferentiationError("jvp needs at least one variable to differentiate by")
     given = list(tangents) if many else [tangents]
     if many and len(given) != len(targets):
         raise DifferentiationError(f"jvp: {len(targets)} variables but {len(given)} tangents")
@@ -110,7 +123,8 @@ def jvp(f: Expr | Sequence[Expr], wrt: Wrt | Sequence[Wrt], tangents: Any, *,
             raise DifferentiationError(
                 f"jvp: the tangents' leading (batch) axes differ: {fmt(batch)} and "
                 f"{fmt(t.shape[: t.ndim - w.ndim])}")
-    record = forward_pass(outs, targets, seeds, cleanup)
+    with _budget(outs[0], "jvp"):
+        record = forward_pass(outs, targets, seeds, cleanup)
     result = []
     for o in outs:
         node = record.tangent_of.get(o.node)
@@ -144,8 +158,11 @@ def jacfwd(f: Expr, wrt: Wrt | Sequence[Wrt], *, cleanup: bool = True
            [1., 0.],
            [0., 6.]])
     """
+    _check_output(f, "jacfwd")
     many = isinstance(wrt, (list, tuple))
-    targets = [_resolve(f, w) for w in (wrt if many else [wrt])]
+    targets = [_resolve(f, w) for w in (exact(wrt) if many else [wrt])]
+    if not targets:
+        raise DifferentiationError("jacfwd needs at least one variable to differentiate by")
     total = sum(w.size for w in targets)
     seeds, start = [], 0
     for w in targets:
@@ -191,24 +208,32 @@ def jacobian(f: Expr, wrt: Wrt | Sequence[Wrt], *, mode: str | None = None,
     array([[2., 0.],
            [0., 6.]])
     """
+    _check_output(f, "jacobian")
+    mode = exact(mode)
     if mode not in MODES:
         raise DifferentiationError(f"jacobian: mode must be 'forward', 'reverse' or None "
-                                   f"(choose by size), got {mode!r}")
+                                   f"(choose by size), got {describe(mode)}")
+    many = isinstance(wrt, (list, tuple))
+    targets = [_resolve(f, w) for w in (exact(wrt) if many else [wrt])]
     if sparse:
         from .sparse import sparse_jacobian
 
-        if isinstance(wrt, (list, tuple)):
+        if many:
             raise DifferentiationError("a sparse Jacobian takes one variable (concatenate "
                                        "several into one vector)")
-        return sparse_jacobian(f, _resolve(f, wrt), mode)
+        with _budget(f, "jacobian"):
+            return sparse_jacobian(f, targets[0], mode)
+    inputs = sum(w.size for w in targets)
     if mode is None:
-        many = isinstance(wrt, (list, tuple))
-        inputs = sum(_resolve(f, w).size for w in (wrt if many else [wrt]))
         mode = "forward" if inputs < f.size else "reverse"
+    _check_dense("jacobian", f.size * inputs,
+                 inputs * inputs if mode == "forward" else f.size * f.size)
     if mode == "forward":
-        return jacfwd(f, wrt, cleanup=cleanup)
+        with _budget(f, "jacobian"):
+            return jacfwd(f, wrt, cleanup=cleanup)
     seed = _seed(np.eye(max(f.size, 1), dtype=f.dtype).reshape(f.shape + f.shape), f)
-    return vjp(f, wrt, seed, cleanup=cleanup)
+    with _budget(f, "jacobian"):
+        return vjp(f, wrt, seed, cleanup=cleanup)
 
 
 def hessian(f: Expr, wrt: Wrt | Sequence[Wrt], *, sparse: bool | None = None,
@@ -236,32 +261,45 @@ def hessian(f: Expr, wrt: Wrt | Sequence[Wrt], *, sparse: bool | None = None,
     >>> sg.evaluate([H[0][0], H[0][1], H[1][0], H[1][1]], {"a": 3.0, "b": 2.0})
     [4.0, 6.0, 6.0, 0.0]
     """
+    _check_output(f, "hessian")
     if isinstance(wrt, (list, tuple)):
         if sparse:
             raise DifferentiationError("a sparse Hessian takes one variable (concatenate "
                                        "several into one vector)")
-        targets = [_resolve(f, w) for w in wrt]
-        grads = grad(f, targets)
-        return tuple(tuple(jacobian(g, targets, mode="reverse")) for g in grads)
+        targets = [_resolve(f, w) for w in exact(wrt)]
+        size = sum(w.size for w in targets)
+        _check_dense("hessian", size * size, size * size)
+        with _budget(f, "hessian"):
+            grads = grad(f, targets)
+            return tuple(tuple(jacobian(g, targets, mode="reverse")) for g in grads)
     w = _resolve(f, wrt)
-    g = grad(f, w)
-    if sparse is False or (sparse is None and w.size < SPARSE_MIN):
-        return jacobian(g, w, mode="reverse")
-    from ..errors import LimitError
-    from .sparse import hessian_plan, sparse_hessian
+    method = exact(method)
+    if not sparse:  # the result is dense whichever way it is computed
+        _check_dense("hessian", w.size * w.size, w.size)
+    with _budget(f, "hessian"):
+        g = grad(f, w)
+        if sparse is False or (sparse is None and w.size < SPARSE_MIN):
+            return _dense_hessian(g, w)
+        from ..errors import LimitError
+        from .sparse import hessian_plan, sparse_hessian
 
-    try:
-        plan = hessian_plan(f, w, g, method)
-    except LimitError:
+        try:
+            plan = hessian_plan(f, w, g, method)
+        except LimitError:
+            if sparse:
+                raise
+            return _dense_hessian(g, w)
         if sparse:
-            raise
-        return jacobian(g, w, mode="reverse")
-    if sparse:
-        return sparse_hessian(f, w, g=g, plan=plan)
-    if plan.colours * SPARSE_GAIN > w.size:
-        return jacobian(g, w, mode="reverse")
-    return sparse_hessian(f, w, g=g, plan=plan).todense()
+            return sparse_hessian(f, w, g=g, plan=plan)
+        if plan.colours * SPARSE_GAIN > w.size:
+            return _dense_hessian(g, w)
+        _check_dense("hessian", w.size * w.size, plan.colours * w.size)
+        return sparse_hessian(f, w, g=g, plan=plan).todense()
 
+
+def _dense_hessian(g: Expr, w: Expr) -> Expr:
+    _check_dense("hessian", w.size * w.size, w.size * w.size)
+    return jacobian(g, w, mode="reverse")
 
 def jacobian_sparsity(f: Expr, wrt: Wrt) -> Any:
     """The structural sparsity pattern of ``df/dwrt`` as a boolean ``scipy.sparse``
@@ -278,6 +316,7 @@ def jacobian_sparsity(f: Expr, wrt: Wrt) -> Any:
     from .sparse import as_pattern
     from .sparsity import jacobian_pattern
 
+    _check_output(f, "jacobian_sparsity")
     return as_pattern(jacobian_pattern([f], [_resolve(f, wrt)]))
 
 
@@ -294,12 +333,14 @@ def hessian_sparsity(f: Expr, wrt: Wrt) -> Any:
     from .sparse import as_pattern
     from .sparsity import hessian_pattern
 
+    _check_output(f, "hessian_sparsity")
     if f.shape != ():
         raise DifferentiationError(f"hessian_sparsity needs a scalar f, got shape "
                                    f"{fmt(f.shape)}")
     graph = Graph()
     copy = Expr(graph, graph.import_node(f.graph, f.node))
     return as_pattern(hessian_pattern(copy, _resolve(copy, wrt)))
+
 
 
 def hvp(f: Expr, wrt: Wrt, v: Expr | str | Any) -> Expr:
@@ -315,11 +356,13 @@ def hvp(f: Expr, wrt: Wrt, v: Expr | str | Any) -> Expr:
     >>> sg.evaluate(hv, {"x": [1.0, 2.0], "v": [1.0, 0.0]})
     array([4., 2.])
     """
+    _check_output(f, "hvp")
     w = _resolve(f, wrt)
     v = _var_like(f, v, w.shape) if isinstance(v, str) else _join(f, v)
     if v.shape[v.ndim - w.ndim:] != w.shape or v.ndim < w.ndim:
         raise DifferentiationError(f"hvp: v has shape {fmt(v.shape)}, wrt has {fmt(w.shape)}")
-    return jvp(grad(f, w), w, v)
+    with _budget(f, "hvp"):
+        return jvp(grad(f, w), w, v)
 
 
 def derivative(f: Expr, wrt: Wrt, n: int = 1) -> Expr:
@@ -331,29 +374,68 @@ def derivative(f: Expr, wrt: Wrt, n: int = 1) -> Expr:
     >>> sg.evaluate(sg.derivative(x ** 4, x, 3), {"x": 2.0})
     48.0
     """
+    _check_output(f, "derivative")
+    n = exact(n)
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise DifferentiationError(f"derivative order must be a non-negative int, got {n!r}")
+        raise DifferentiationError(
+            f"derivative order must be a non-negative int, got {describe(n)}")
     w = _resolve(f, wrt)
+    if w.size > 1 and n > 1:  # the last order's seed has w.size ** (2 (n - 1)) elements
+        big = math.log(limits.dense_elements + 1) / math.log(w.size)
+        if 2 * (n - 1) > big or n > big:
+            _check_dense(f"derivative(n={n})", w.size ** min(n, 64), w.size ** min(2 * n - 2, 64))
     out = f
-    for k in range(n):
-        out = grad(out, w) if k == 0 else jacobian(out, w)
+    results, orders = [f], {f.node: 0}  # for a scalar wrt: each derivative's first order
+    with _budget(f, f"derivative(n={n})"):
+        for k in range(1, n + 1):
+            out = grad(out, w) if k == 1 else jacobian(out, w)
+            if w.ndim == 0:
+                first = orders.setdefault(out.node, k)
+                if first != k:  # d^k f is d^first f: the derivatives repeat from here on
+                    return results[first + (n - first) % (k - first)]
+                results.append(out)
     return out
 
 
 # -- helpers ------------------------------------------------------------------------------
 
 
+def _check_output(f: Any, what: str) -> None:
+    if not isinstance(f, Expr):
+        raise DifferentiationError(f"{what} needs a symgrad expression (an Expr) to "
+                                   f"differentiate, got {type_name(f)}")
+
+
+def _check_dense(what: str, result: int, seed: int) -> None:
+    """A dense derivative (and its identity seed) must fit ``sg.limits.dense_elements``."""
+    size = max(result, seed)
+    if size > limits.dense_elements:
+        raise exceeded("dense_elements", f"{what} would build a dense array of {size:,} "
+                       f"elements (limit {limits.dense_elements:,}); for large problems "
+                       "use sg.vjp or sg.hvp, which never build it")
+
+
+@contextmanager
+def _budget(f: Expr, what: str) -> Iterator[None]:
+    """The nodes ``what`` may add to ``f``'s graph: ``sg.limits.transform_nodes``."""
+    n = limits.transform_nodes
+    with f.graph.budget(n, lambda: exceeded(
+            "transform_nodes", f"{what} built more than {n:,} nodes")):
+        yield
+
+
 def _resolve(f: Expr, w: Wrt) -> Expr:
     """A wrt given as an Expr or a name, as a float variable of ``f``'s graph."""
     graph = f.graph
     if isinstance(w, str):
+        w = exact_str(w, "a variable name")
         if w not in graph.variables:
             known = ", ".join(sorted(graph.variables)) or "none"
             raise DifferentiationError(f"'{w}' is not a variable of this expression "
                                        f"(its variables: {known})")
         w = Expr(graph, graph.variables[w])
     elif not isinstance(w, Expr):
-        raise DifferentiationError(f"wrt must be an Expr or a variable name, got {w!r}")
+        raise DifferentiationError(f"wrt must be an Expr or a variable name, got {describe(w)}")
     elif w.graph is not graph:
         w = Expr(graph, graph.import_node(w.graph, w.node))
     if not graph.nodes[w.node].is_var:

@@ -24,7 +24,7 @@ from ..ir.expr import Expr, F, NodeView
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.shapes import Shape, is_float
-from ..passes import REVERSE, rewriter
+from ..passes import REVERSE, rewriter, sum_contributions
 from ..progress import start
 
 
@@ -56,9 +56,10 @@ def backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, cleanup: bool = True
     """Append B for ``output`` with adjoint ``seed`` (shape ``batch + output.shape``)."""
     graph = output.graph
     with _gc_paused(), adjoint_rewriting(graph, cleanup):
-        result = _backprop(output, wrt, seed)
-    graph.transforms.append(result)
-    graph.adjoint_of.update(result.adjoint_of)
+        result = _backprop(output, wrt, seed, sum_contributions if cleanup else _fold)
+    with graph.lock:
+        graph.transforms.append(result)
+        graph.adjoint_of.update(result.adjoint_of)
     return result
 
 
@@ -81,7 +82,12 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, role: str = "adjoint") -> Backprop:
+def _fold(terms: Sequence[Expr]) -> Expr:
+    return reduce(lambda a, b: a + b, terms)
+
+
+def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, total=_fold,
+              role: str = "adjoint") -> Backprop:
     graph = output.graph
     batch = seed.ndim - output.ndim
     before = len(graph)
@@ -98,14 +104,17 @@ def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, role: str = "adjoin
             continue
         node = nodes[i]
         with graph.provenance(i, role):
-            g = reduce(lambda a, b: a + b, parts.pop(i))
+            g = total(parts.pop(i))
             adjoint_of[i] = g.node
             rule = REGISTRY[node.op].backprop if node.args else None  # leaves pass nothing on
             if rule is None:
                 continue
-            for a, c in zip(node.args, rule(NodeView(graph, node), g)):
+            needed = tuple([a in relevant for a in node.args])
+            for a, c in zip(node.args, rule(NodeView(graph, node, needed), g)):
                 if c is not None and a in relevant:
-                    parts.setdefault(a, []).append(sum_to_shape(c, nodes[a].shape, batch))
+                    if batch or nodes[c.node].shape != nodes[a].shape:
+                        c = sum_to_shape(c, nodes[a].shape, batch)
+                    parts.setdefault(a, []).append(c)
     progress.close()
     return Backprop(output.node, tuple(w.node for w in wrt), adjoint_of, batch, before,
                     len(graph))

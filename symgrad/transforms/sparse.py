@@ -26,6 +26,7 @@ import numpy as np
 from ..errors import DifferentiationError
 from ..ir.expr import Expr, F
 from ..ir.shapes import fmt
+from ..ir.values import exact
 from .colouring import column_colouring, recovery, seed_rows, star_colouring
 from .derivatives import grad, jvp, vjp
 from .sparsity import Pattern, hessian_pattern, jacobian_pattern
@@ -101,6 +102,7 @@ class Plan:
 def jacobian_plan(f: Expr, w: Expr, mode: str | None = None) -> Plan:
     """Pattern and colouring of ``df/dw``: columns (forward mode) or rows (reverse mode),
     whichever needs fewer colours unless ``mode`` says."""
+    mode = exact(mode)
     if mode not in MODES:
         raise DifferentiationError(f"sparse jacobian: mode must be 'forward', 'reverse' or "
                                    f"None, got {mode!r}")
@@ -124,6 +126,7 @@ def jacobian_plan(f: Expr, w: Expr, mode: str | None = None) -> Plan:
 def hessian_plan(f: Expr, w: Expr, g: Expr, method: str | None = None) -> Plan:
     """Symmetric pattern of the Hessian and a star or distance-2 colouring (fewer colours
     unless ``method`` says)."""
+    method = exact(method)
     if method not in METHODS:
         raise DifferentiationError(f"sparse hessian: method must be 'star', 'distance2' or "
                                    f"None, got {method!r}")
