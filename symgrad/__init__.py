@@ -23,7 +23,7 @@ import math as _math
 from typing import Any as _Any
 
 from . import numpy  # noqa: E402  (symgrad.numpy: NumPy's names and meanings)
-from .backends import compile, evaluate, scipy_functions, to_source  # noqa: A004
+from .backends import compile, evaluate, linearize, scipy_functions, to_source  # noqa: A004
 from .errors import (
     DifferentiationError,
     EvaluationError,
@@ -48,7 +48,17 @@ from .passes import passes, simplify
 from .printing import draw, listing, to_dot, to_html
 from .sympy_io import from_sympy, latex, to_sympy
 from .testing import check_grads
-from .transforms import derivative, hessian, hvp, jacobian, vjp
+from .transforms import (
+    derivative,
+    hessian,
+    hessian_sparsity,
+    hvp,
+    jacfwd,
+    jacobian,
+    jacobian_sparsity,
+    jvp,
+    vjp,
+)
 
 
 def _version() -> str:
@@ -83,8 +93,9 @@ def __getattr__(name: str) -> _Any:
 __all__ = [
     "DifferentiationError", "EvaluationError", "Expr", "Graph", "InputError", "LimitError",
     "NameConflictError", "ParseError", "ShapeError", "SymgradError", "SymgradWarning", "const",
-    "derivative", "evaluate", "getitem", "grad", "hessian", "hvp", "jacobian", "var", "vjp",
-    "pi", "e", "inf", "nan", "newaxis", "parse", "to_source", "compile", "scipy_functions",
+    "derivative", "evaluate", "getitem", "grad", "hessian", "hvp", "jacfwd", "jacobian", "jvp",
+    "var", "vjp", "linearize", "jacobian_sparsity", "hessian_sparsity", "pi", "e", "inf", "nan",
+    "newaxis", "parse", "to_source", "compile", "scipy_functions",
     "to_dot", "draw", "listing", "explain", "check_grads", "simplify", "passes", "numpy",
     "linalg", "value_and_grad", "to_html", "to_sympy", "from_sympy", "latex", "__version__",
     "limits",

@@ -24,6 +24,7 @@ from ..progress import step
 from .boundary import emit_request, exact_flag, exact_names
 from .interpreter import check_input, runtime_error
 from .numpy_source import Module, Namer, output_list, resolve_inputs
+from .sparse_source import add_pattern, is_sparse, sparse_module
 
 __all__ = ["compile", "scipy_functions", "CompiledFunction", "ScipyFunctions"]
 
@@ -87,7 +88,9 @@ def compile(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None 
     """Emit the source of ``outputs`` (see :func:`to_source`) and load it as a function.
 
     The source is registered under a fake filename, so ``inspect.getsource``, tracebacks
-    and pdb show the generated code. With ``check_inputs`` the returned callable checks each
+    and pdb show the generated code. A sparse derivative (``sg.hessian(..., sparse=True)``)
+    compiles to a function returning its ``data``; the function's ``rows``, ``cols`` and
+    ``shape`` are the pattern. With ``check_inputs`` the returned callable checks each
     input's shape and dtype (like ``sg.evaluate``) and converts lists; ``fn.raw`` is the
     unchecked generated function (fastest; pass NumPy arrays). ``scalars``: as in
     :func:`to_source`.
@@ -102,43 +105,55 @@ def compile(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None 
     """
     name, inputs, output_names, scalars = emit_request(name, inputs, output_names, scalars)
     check_inputs = exact_flag(check_inputs, "check_inputs")
-    graph, outs, single = output_list(outputs)
-    module = Module(graph, scalars)
-    plan = module.add(name, outs, inputs, single, output_names)
+    sparse = outputs if is_sparse(outputs) else None
+    if sparse is not None:
+        graph = sparse.data.graph
+        module, plan = sparse_module(sparse, inputs, name, scalars)
+    else:
+        graph, outs, single = output_list(outputs)
+        module = Module(graph, scalars)
+        plan = module.add(name, outs, inputs, single, output_names)
     source = module.render()
     namespace, filename = _load(source, name)
     raw = namespace[name]
     params = [graph.nodes[i] for i in plan.params]
     raw.source, raw.inputs, raw.filename = source, tuple(n.name for n in params), filename
+    fn = raw if not check_inputs else CompiledFunction(raw, params, source, filename)
     if not check_inputs:
         raw.raw = raw
-        return raw
-    return CompiledFunction(raw, params, source, filename)
+    if sparse is not None:  # the pattern, for callers building their sparse matrix
+        fn.rows, fn.cols, fn.shape = namespace["ROWS"], namespace["COLS"], namespace["SHAPE"]
+    return fn
 
 
 @dataclass(frozen=True)
 class ScipyFunctions:
-    """``fun(x, *args) -> (value, gradient)`` and ``hessp(x, p, *args)`` for SciPy.
+    """``fun(x, *args) -> (value, gradient)``, ``hessp(x, p, *args)`` and, when asked for,
+    ``hess(x, *args)`` for SciPy.
 
     Use as ``scipy.optimize.minimize(s.fun, x0, args=..., jac=True, hessp=s.hessp,
-    method="trust-ncg")``. ``args`` names the extra arguments in order; ``source`` is the
-    module text (NumPy only).
+    method="trust-ncg")``, or ``hess=s.hess`` with ``method="trust-constr"``. ``args`` names
+    the extra arguments in order; ``source`` is the module text (NumPy only).
     """
 
     fun: Callable
     hessp: Callable
     source: str
     args: tuple[str, ...]
+    hess: Callable | None = None
 
 
-def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | None = None
-                    ) -> ScipyFunctions:
+def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | None = None,
+                    *, hess: str | None = None) -> ScipyFunctions:
     """Generated NumPy functions for ``scipy.optimize.minimize(jac=True, hessp=...)``.
 
     ``f`` is a scalar expression of one vector variable ``wrt``; its other variables become
     SciPy's extra ``args``, in the order ``inputs`` gives (default: the order they first
-    appear in ``f``). Both functions check their arguments' shapes and dtypes as
-    :func:`compile`'s functions do.
+    appear in ``f``). The functions check their arguments' shapes and dtypes as
+    :func:`compile`'s functions do. ``hess="sparse"`` adds ``hess(x, *args)`` returning a
+    ``scipy.sparse.csr_matrix`` (emitted: the non-zeros from a colouring, the pattern as
+    module constants ``HESS_ROWS``, ``HESS_COLS``, ``HESS_SHAPE``); ``hess="dense"`` one
+    returning the dense array.
 
     >>> import numpy as np, symgrad as sg
     >>> x = sg.var("x", shape=(2,))
@@ -149,7 +164,10 @@ def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | Non
     >>> s.hessp(np.zeros(2), np.array([1.0, 0.0]))
     array([2., 0.])
     """
-    from ..transforms.derivatives import _resolve, grad, hvp
+    hess = exact(hess)
+    if hess not in (None, "sparse", "dense"):
+        raise SymgradError(f"hess must be None, 'sparse' or 'dense', got {hess!r}")
+    from ..transforms.derivatives import _resolve, grad, hessian, hvp
 
     if not isinstance(f, Expr) or f.shape != ():
         shape = fmt(f.shape) if isinstance(f, Expr) else type(f).__name__
@@ -174,6 +192,13 @@ def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | Non
     module = Module(graph)
     module.add("fun", [f.node, g.node], [x.name, *extra_names], False, ["value", "grad"])
     module.add("hessp", [hv.node], [x.name, graph.nodes[p].name, *extra_names], True, ["hvp"])
+    h = None
+    if hess is not None:
+        h = hessian(f, x, sparse=hess == "sparse")
+        module.add("hess", [(h.data if hess == "sparse" else h).node], [x.name, *extra_names],
+                   True, ["data" if hess == "sparse" else "hess"])
+        if hess == "sparse":
+            add_pattern(module, h, "HESS_")
     source = module.render()
     namespace, filename = _load(source, "scipy")
     nodes = graph.nodes
@@ -181,4 +206,27 @@ def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | Non
                            filename)
     hessp = CompiledFunction(namespace["hessp"], [nodes[i] for i in [x.node, p, *extra]],
                              source, filename)
-    return ScipyFunctions(fun, hessp, source, tuple(extra_names))
+    hess_fn = None
+    if h is not None:
+        hess_fn = CompiledFunction(namespace["hess"], [nodes[i] for i in [x.node, *extra]],
+                                   source, filename)
+        if hess == "sparse":
+            hess_fn = _SparseHessian(hess_fn, h.pattern)
+    return ScipyFunctions(fun, hessp, source, tuple(extra_names), hess_fn)
+
+
+class _SparseHessian:
+    """``hess(x, *args)``: the generated ``data`` function's result as a CSR matrix."""
+
+    def __init__(self, data: CompiledFunction, pattern: Any) -> None:
+        self.data = data
+        self.pattern = pattern
+        self.source = data.source
+
+    def __call__(self, *args: Any) -> Any:
+        from ..transforms.sparse import as_matrix
+
+        return as_matrix(self.data(*args), self.pattern)
+
+    def __repr__(self) -> str:
+        return f"<symgrad sparse Hessian {self.pattern.shape}, {self.pattern.nnz} entries>"

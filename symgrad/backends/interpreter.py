@@ -21,11 +21,13 @@ from ..ir.shapes import fmt
 from ..ir.values import describe, exact, type_name
 from ..ops.indexing import IndexOutOfRangeError
 from ..progress import start
+from ..transforms.sparse import SparseExpr, as_matrix
 
 
 def evaluate(outputs: Expr | Sequence[Expr], inputs: Mapping[Any, Any] | None = None, *,
              unknown: str = "warn"):
-    """Evaluate one Expr (-> ndarray, or float for 0-d) or a list of them (-> list).
+    """Evaluate one Expr (-> ndarray, or float for 0-d) or a list of them (-> list). A
+    sparse derivative (``jacobian(..., sparse=True)``) gives a ``scipy.sparse`` matrix.
 
     ``inputs`` maps variable names (or variable Exprs) to values. A name that is no
     variable of the expressions' graph is probably a typo: ``unknown="warn"`` (the default)
@@ -39,13 +41,17 @@ def evaluate(outputs: Expr | Sequence[Expr], inputs: Mapping[Any, Any] | None = 
     >>> sg.evaluate([u3, u2 * u3], {"u1": 2.0, "u2": 3.0})
     [5.0, 15.0]
     """
-    single = isinstance(outputs, Expr)
+    single = isinstance(outputs, Expr) or is_sparse(outputs)
     if not single and not isinstance(outputs, (list, tuple)):
         raise EvaluationError(f"can only evaluate symgrad expressions (an Expr or a list of "
                               f"them), got {type_name(outputs)}")
     outs = [outputs] if single else list(outputs)
     if not outs:
         return []
+    if any(is_sparse(o) for o in outs):  # sparse derivatives: their data, in their pattern
+        values = evaluate([o.data if is_sparse(o) else o for o in outs], inputs, unknown=unknown)
+        results = [as_matrix(v, o.pattern) if is_sparse(o) else v for v, o in zip(values, outs)]
+        return results[0] if single else results
     graph, ids = _common_graph(outs)
     unknown = exact(unknown)
     if not isinstance(unknown, str) or unknown not in ("warn", "error", "ignore"):
@@ -57,6 +63,10 @@ def evaluate(outputs: Expr | Sequence[Expr], inputs: Mapping[Any, Any] | None = 
     values = run(graph, ids, given)
     results = [_finish(values[i]) for i in ids]
     return results[0] if single else results
+
+
+def is_sparse(e: Any) -> bool:
+    return isinstance(e, SparseExpr)
 
 
 def run(graph: Graph, outputs: Sequence[int], inputs: Mapping[str, Any]) -> dict[int, Any]:

@@ -6,8 +6,9 @@ Invariants (checked by :meth:`Graph.verify`):
 * ``node.args`` (an ordered tuple of ids) is the truth about operands; the networkx edges are
   derived from it for traversal (``x*x`` has one edge but two operands);
 * identical ``(op, args, attrs)`` are built once; a variable is identified by its name;
-* every node has ``role`` ``"forward"`` or ``"adjoint"``; an adjoint node records in
-  ``origin`` the forward node whose backprop rule built it.
+* every node has ``role`` ``"forward"``, ``"adjoint"`` or ``"tangent"``; an adjoint node
+  records in ``origin`` the node whose backprop rule built it, a tangent node the node whose
+  forward (JVP) rule built it.
 
 :class:`~symgrad.ir.expr.Expr` (in ``expr.py``) is the handle users hold. The builder
 (:meth:`Graph.add`) builds: it canonicalises attributes, checks shapes and
@@ -52,7 +53,7 @@ from .values import (
 if TYPE_CHECKING:
     from .expr import Expr
 
-_ROLES = ("forward", "adjoint")
+_ROLES = ("forward", "adjoint", "tangent")
 
 # (op, args, attrs, shape, dtype) -> the id of a replacement node, or None to build as asked
 Rewriter = Callable[[Op, tuple, dict, tuple, str], "int | None"]
@@ -86,15 +87,15 @@ class _BuildState(threading.local):
 class _Provenance:
     """``with graph.provenance(i):`` (a class: the reverse loop enters one per node)."""
 
-    __slots__ = ("state", "origin", "saved")
+    __slots__ = ("state", "origin", "role", "saved")
 
-    def __init__(self, state: _BuildState, origin: int) -> None:
-        self.state, self.origin = state, origin
+    def __init__(self, state: _BuildState, origin: int, role: str = "adjoint") -> None:
+        self.state, self.origin, self.role = state, origin, role
 
     def __enter__(self) -> None:
         state = self.state
         self.saved = state.role, state.origin
-        state.role, state.origin = "adjoint", self.origin
+        state.role, state.origin = self.role, self.origin
 
     def __exit__(self, *exc: Any) -> None:
         self.state.role, self.state.origin = self.saved
@@ -295,10 +296,10 @@ class Graph:
         """A constant node holding ``value`` (a number or an array)."""
         return self.add(REGISTRY["const"], (), {"value": as_constant(value)})
 
-    def provenance(self, origin: int) -> _Provenance:
-        """Nodes built inside (by this thread) are adjoint nodes made for forward node
-        ``origin`` (a context manager)."""
-        return _Provenance(self._state, origin)
+    def provenance(self, origin: int, role: str = "adjoint") -> _Provenance:
+        """Nodes built inside (by this thread) are ``role`` nodes (adjoint, or tangent for
+        forward mode) made for node ``origin`` (a context manager)."""
+        return _Provenance(self._state, origin, role)
 
     @contextmanager
     def budget(self, nodes: int, overrun: Callable[[], Exception]) -> Iterator[None]:
@@ -399,7 +400,7 @@ class Graph:
             raise GraphError(f"{where}: an operand does not precede its user: {n.args}")
         if op is not None and op.arity is not None and len(n.args) != op.arity:
             raise GraphError(f"{where}: takes {op.arity} operands, has {len(n.args)}")
-        if n.role not in _ROLES or (n.role == "adjoint") != (n.origin is not None):
+        if n.role not in _ROLES or (n.role == "forward") == (n.origin is not None):
             raise GraphError(f"{where}: role {n.role!r} with origin {n.origin!r}")
         if n.origin is not None and not 0 <= n.origin < n.id:
             raise GraphError(f"{where}: origin {n.origin} is not an earlier node")

@@ -28,6 +28,18 @@ Fields of a stanza
     graph from registered ops only and never simplify; broadcasting is undone centrally.
     ``n.needs(k)`` says whether the transform uses operand ``k``'s contribution: a rule may
     return None for it without building anything (``x * 2.0``: no adjoint for ``2.0``).
+``forward(n, t) -> tangent``
+    The forward-mode (JVP) rule: ``t`` holds one tangent per operand (an Expr of shape
+    ``batch + operand shape``, or None where the tangent is zero) and the rule returns the
+    output's tangent (shape ``batch + n.shape``, or anything that broadcasts to it), or None
+    for a zero tangent. Rules build graph from registered ops only (so forward-over-reverse
+    and reverse-over-forward compose) and accept tangents with extra leading batch axes,
+    which is how ``jacfwd`` is one pass. Every differentiable op has one.
+``sparsity(n) -> maps``
+    The structural sparsity rule: for each operand, the pairs ``(output element, operand
+    element)`` (flat indices, two int arrays) of its local Jacobian that may be non-zero, or
+    None where there are none. Left out: elementwise ops get their broadcasting map, other
+    ops the dense one (every output element depends on every operand element).
 ``sympy``
     For elementwise ops: the sympy function's name (translated both ways), or
     ``lambda sp, *args: ...`` building the sympy expression (one way).
@@ -205,6 +217,8 @@ class Op:
     infer: Callable[..., tuple[Shape, str]]
     impl: Callable[..., Any] | None
     backprop: Callable[..., tuple] | None = None
+    forward: Callable[..., Any] | None = None
+    sparsity: Callable[..., tuple] | None = None
     signature: Signature = UNARY
     prepare: Callable[..., dict] | None = None
     sympy: str | Callable[..., Any] | None = None
@@ -248,6 +262,8 @@ def register(op: Op) -> Op:
             raise ValueError(f"op name {name!r} registered twice")
     if op.differentiable and op.backprop is None and op.arity != 0:
         raise ValueError(f"op {op.name!r} is differentiable but has no backprop rule")
+    if op.differentiable and op.forward is None and op.arity != 0:
+        raise ValueError(f"op {op.name!r} is differentiable but has no forward (JVP) rule")
     REGISTRY[op.name] = op
     ALIASES.update({a: op.name for a in op.aliases})
     return op

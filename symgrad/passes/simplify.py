@@ -78,6 +78,7 @@ def rebuild(source: Graph, ids: list[int], forward: Sequence[Pass] = (),
     target = Graph()
     hooks = {"forward": rewriter(target, forward) if forward else None,
              "adjoint": rewriter(target, adjoint) if adjoint else None}
+    hooks["tangent"] = hooks["adjoint"]  # tangent nodes get what B gets (transforms/forward)
     nodes = source.nodes
     mapping: dict[int, int] = {}
     for i in source.ancestors(ids, origins=True):
@@ -87,7 +88,7 @@ def rebuild(source: Graph, ids: list[int], forward: Sequence[Pass] = (),
             continue
         with ExitStack() as stack:
             if n.origin is not None:
-                stack.enter_context(target.provenance(mapping[n.origin]))
+                stack.enter_context(target.provenance(mapping[n.origin], n.role))
             stack.enter_context(target.rewriting(hooks[n.role]))
             new = hook(i, mapping, target) if hook is not None else None
             if new is None:

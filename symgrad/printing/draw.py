@@ -18,6 +18,7 @@ BOX_STYLE = {
     "input": ("#ffffff", "#33475b", "-", 1.0),
     "forward": ("#dbe9f6", "#33475b", "-", 1.0),
     "adjoint": ("#fbd3cd", "#a2322a", "--", 1.0),
+    "tangent": ("#d6f0d9", "#2b7a3d", "--", 1.0),
     "intermediate": ("#fdeeeb", "#c0635b", "--", 0.8),
     "shared": ("#fff7d6", "#a07a00", ":", 1.2),
     "group": ("#eeeeee", "#555555", "-", 1.0),

@@ -86,7 +86,8 @@ def _fold(terms: Sequence[Expr]) -> Expr:
     return reduce(lambda a, b: a + b, terms)
 
 
-def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, total=_fold) -> Backprop:
+def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, total=_fold,
+              role: str = "adjoint") -> Backprop:
     graph = output.graph
     batch = seed.ndim - output.ndim
     before = len(graph)
@@ -102,7 +103,7 @@ def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, total=_fold) -> Bac
         if i not in parts:
             continue
         node = nodes[i]
-        with graph.provenance(i):
+        with graph.provenance(i, role):
             g = total(parts.pop(i))
             adjoint_of[i] = g.node
             rule = REGISTRY[node.op].backprop if node.args else None  # leaves pass nothing on
