@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test fuzz lint bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,6 +17,12 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest
+
+# the fuzz campaign of tests/test_fuzz.py with fresh random seeds (make test runs a bounded,
+# derandomized slice of it); FUZZ_EXAMPLES examples per test
+FUZZ_EXAMPLES ?= 3000
+fuzz: $(STAMP)
+	SYMGRAD_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q -p no:cacheprovider tests/test_fuzz.py
 
 lint: $(STAMP)
 	$(PY) -m ruff check symgrad tests benchmarks

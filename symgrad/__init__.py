@@ -23,7 +23,7 @@ import math as _math
 from typing import Any as _Any
 
 from . import numpy  # noqa: E402  (symgrad.numpy: NumPy's names and meanings)
-from .backends import compile, evaluate, scipy_functions, to_source  # noqa: A004
+from .backends import compile, evaluate, linearize, scipy_functions, to_source  # noqa: A004
 from .errors import (
     DifferentiationError,
     EvaluationError,
@@ -33,6 +33,7 @@ from .errors import (
     ParseError,
     ShapeError,
     SymgradError,
+    SymgradWarning,
 )
 from .explain import explain
 from .frontend import function_for as _function_for
@@ -40,6 +41,7 @@ from .frontend import parse
 from .functional import grad, value_and_grad
 from .ir.expr import Expr, const, var
 from .ir.graph import Graph
+from .ir.limits import limits
 from .numpy import linalg
 from .ops.indexing import getitem
 from .passes import passes, simplify
@@ -47,7 +49,17 @@ from .printing import draw, listing, to_dot, to_html
 from .stats import stats
 from .sympy_io import from_sympy, latex, to_sympy
 from .testing import check_grads
-from .transforms import derivative, hessian, hvp, jacobian, vjp
+from .transforms import (
+    derivative,
+    hessian,
+    hessian_sparsity,
+    hvp,
+    jacfwd,
+    jacobian,
+    jacobian_sparsity,
+    jvp,
+    vjp,
+)
 
 
 def _version() -> str:
@@ -82,10 +94,11 @@ def __getattr__(name: str) -> _Any:
 
 __all__ = [
     "DifferentiationError", "EvaluationError", "Expr", "Graph", "InputError", "LimitError",
-    "NameConflictError", "ParseError", "ShapeError", "SymgradError", "const", "derivative",
-    "evaluate", "getitem", "grad", "hessian", "hvp", "jacobian", "var", "vjp", "pi", "e",
-    "inf", "nan", "newaxis", "parse", "to_source", "compile", "scipy_functions",
+    "NameConflictError", "ParseError", "ShapeError", "SymgradError", "SymgradWarning", "const",
+    "derivative", "evaluate", "getitem", "grad", "hessian", "hvp", "jacfwd", "jacobian", "jvp",
+    "var", "vjp", "linearize", "jacobian_sparsity", "hessian_sparsity", "pi", "e", "inf", "nan",
+    "newaxis", "parse", "to_source", "compile", "scipy_functions",
     "to_dot", "draw", "listing", "explain", "check_grads", "simplify", "passes", "numpy",
     "linalg", "value_and_grad", "to_html", "to_sympy", "from_sympy", "latex", "__version__",
-    "stats",
+    "limits", "stats",
 ]

@@ -219,24 +219,63 @@ def cmd_grad(args: argparse.Namespace) -> int:
 
 
 def cmd_source(args: argparse.Namespace) -> int:
-    from .backends.numpy_source import to_source
-    from .transforms.derivatives import grad, hessian
+    from .backends.numpy_source import Module, output_list
+    from .transforms.derivatives import grad
 
     f = _expression(args)
     names = _targets(f, _wrt_names(args.wrt))
     outs = [f, *grad(f, names)]
     labels = ["value", *(f"d{n}" for n in names)]
+    layout = None
     if args.hessian:
-        outs += [hessian(f, n) for n in names]
-        labels += [f"hess_{n}" for n in names]
+        more, more_labels, layout = _hessian_outputs(f, names, args.hessian)
+        outs += more
+        labels += more_labels
     outs = _simplified(outs, args.simplify)
     inputs = parse_names(args.inputs, "--inputs")
-    _write(to_source(outs, inputs=inputs, name=args.name, output_names=labels), args.output)
+    graph, ids, single = output_list(outs)
+    module = Module(graph)
+    module.add(args.name, ids, inputs, single, labels)
+    if layout is not None:  # which rows and columns of the flat Hessian are which variable
+        module.constants.append(("HESS_LAYOUT", layout))
+    _write(module.render(), args.output)
     if args.stats:
         from .stats import _summary
 
         print(_summary(outs), file=sys.stderr)
     return 0
+
+
+def _hessian_outputs(f: Any, names: list[str], how: str) -> tuple[list, list, Any]:
+    """The Hessian outputs of ``source --hessian``: the blocks ``hess_a_b`` = d2f/da db for
+    ``a`` not after ``b`` in --wrt order (``hess_a`` for one variable; the block of ``b, a``
+    is ``hess_a_b`` transposed), or one ``hess`` over the variables concatenated
+    (flattened, in --wrt order) with its layout ``((name, start, stop), ...)``."""
+    from .ir.expr import F
+    from .transforms.derivatives import hessian
+
+    if len(names) == 1 and how == "blocks":
+        return [hessian(f, names[0])], [f"hess_{names[0]}"], None
+    blocks = hessian(f, names)
+    if how == "blocks":
+        upper = [(i, j) for i in range(len(names)) for j in range(i, len(names))]
+        return ([blocks[i][j] for i, j in upper],
+                [f"hess_{names[i]}_{names[j]}" for i, j in upper], None)
+    sizes = [_size_of(f, n) for n in names]
+    rows = [F.concatenate([F.reshape(b, (sizes[i], sizes[j])) for j, b in enumerate(row)],
+                          axis=1) for i, row in enumerate(blocks)]
+    flat = rows[0] if len(rows) == 1 else F.concatenate(rows, axis=0)
+    starts = [sum(sizes[:k]) for k in range(len(sizes) + 1)]
+    layout = tuple((n, starts[k], starts[k + 1]) for k, n in enumerate(names))
+    return [flat], ["hess"], layout
+
+
+def _size_of(f: Any, name: str) -> int:
+    node = f.graph.nodes[f.graph.variables[name]]
+    size = 1
+    for d in node.shape:
+        size *= d
+    return size
 
 
 def cmd_dot(args: argparse.Namespace) -> int:
@@ -318,8 +357,12 @@ def build_parser() -> argparse.ArgumentParser:
     c = command("source", cmd_source,
                 "emit a NumPy-only Python module computing EXPR and its gradients")
     c.add_argument("--wrt", metavar="X,Y", help="variables (default: every float variable)")
-    c.add_argument("--hessian", action="store_true",
-                   help="also return the Hessian of EXPR for each --wrt variable")
+    c.add_argument("--hessian", nargs="?", const="blocks", choices=("blocks", "flat"),
+                   help="also return the Hessian: the blocks hess_a_b = d2f/da db of the "
+                        "--wrt variables, a not after b (the block b, a is hess_a_b "
+                        "transposed; hess_a for one variable; the default), or 'flat': one "
+                        "matrix hess over the variables flattened and concatenated in --wrt "
+                        "order, its layout in the module constant HESS_LAYOUT")
     c.add_argument("--simplify", action="store_true", help="simplify before emitting")
     c.add_argument("--name", default="f", help="name of the generated function (default f)")
     c.add_argument("--inputs", metavar="W,x,...",

@@ -71,3 +71,12 @@ class LimitError(SymgradError):
 class UnsupportedError(SymgradError, TypeError):
     """A NumPy function, argument or Python operation symgrad does not support on symbolic
     values; the message says what to use instead."""
+
+
+class ArgumentError(SymgradError, TypeError, ValueError):
+    """An argument a function or op cannot use (of the wrong kind, or a wrong value); a
+    TypeError and a ValueError too, as the bare error would have been."""
+
+
+class SymgradWarning(UserWarning):
+    """Something that is probably a mistake but has a meaning (an input no variable has)."""

@@ -20,11 +20,13 @@ from typing import Any
 import numpy as np
 
 from .backends.interpreter import _by_name, run
+from .errors import SymgradError
 from .ir.expr import Expr, NodeView
 from .ir.graph import Graph
 from .ir.op import REGISTRY
 from .ir.shapes import fmt, is_float
 from .ir.text import _ATOM, const_text, node_form
+from .ir.values import exact, type_name
 from .transforms.derivatives import Wrt, _resolve
 from .transforms.reverse import adjoint_rewriting, backprop, sum_to_shape
 
@@ -118,7 +120,9 @@ def explain(
 
         f = parse(f)
     if not isinstance(f, Expr):
-        raise TypeError(f"explain needs a symgrad expression, got {type(f).__name__}")
+        raise SymgradError(f"explain needs a symgrad expression, got {type_name(f)}")
+    if at is not None:  # exact values: a user's float subclass never runs its methods
+        at = {k: v if isinstance(v, np.ndarray) else exact(v) for k, v in _by_name(at).items()}
     graph = Graph()
     out = Expr(graph, graph.import_node(f.graph, f.node))
     forward = graph.ancestors([out.node])

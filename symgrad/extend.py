@@ -2,7 +2,8 @@
 
 In the spirit of autograd's ``defvjp`` and JAX's ``custom_vjp``, but symbol to symbol: an op
 is its NumPy implementation, a shape rule, a backprop rule written with symgrad ops (so it
-is differentiated again for higher orders) and a NumPy source template. After ``defop`` the
+is differentiated again for higher orders), optionally a forward (JVP) rule and a
+sparsity rule, and a NumPy source template. After ``defop`` the
 op is ``sg.<name>`` and a function name in ``sg.parse`` text; ``grad``, ``hessian``,
 ``evaluate``, ``to_source``/``compile``, the printers and ``simplify`` treat it like a
 built-in op. Its stanza goes into the registry and its templates into each backend's table
@@ -32,6 +33,8 @@ from .frontend.functions import function_for
 from .ir.expr import Expr
 from .ir.op import ALIASES, REGISTRY, Op, register, sig
 from .ir.shapes import broadcast, float_dtype, norm_axis, result_dtype
+from .ops.tangent import elementwise as elementwise_forward
+from .transforms.forward import by_transposition
 
 Infer = Callable[[tuple, tuple, dict], tuple]
 _SHAPES = ("elementwise", "same")
@@ -57,6 +60,8 @@ def defop(
     backprop: Callable[..., tuple] | None = None,
     *,
     numpy: str | Callable[[list[str], dict], str],
+    forward: Callable[..., Any] | None = None,
+    sparsity: Callable[..., tuple] | None = None,
     shape: str | Infer = "elementwise",
     params: Sequence[str] = ("x",),
     attrs: dict[str, Any] | None = None,
@@ -81,6 +86,17 @@ def defop(
         with symgrad ops from ``n.args``, ``n.out``, ``n.attrs`` and the incoming adjoint
         ``g``, which may carry extra leading batch axes (use negative axes). None: the op
         is not differentiable.
+    forward
+        ``forward(n, t) -> tangent``: the output's tangent from ``t``, one tangent per
+        operand (None where zero), each with the operand's shape plus the same leading batch
+        axes, built with symgrad ops. Default: for ``shape="elementwise"`` the backprop rule
+        with each operand's tangent in place of ``g`` (the Jacobian is diagonal); otherwise
+        derived from the backprop rule by transposition (a reverse pass over the rule's
+        nodes: correct, about twice the nodes of a written rule).
+    sparsity
+        ``sparsity(n) -> maps``: per operand, ``(rows, cols)`` flat indices of the local
+        Jacobian's possible non-zeros (see :mod:`symgrad.ops.structure`). Default: the
+        broadcasting map for elementwise ops, dense otherwise (always a valid superset).
     numpy
         The NumPy source template: ``"{0} / (1 + np.abs({0}))"`` (operands ``{0} {1}``,
         attributes ``{axis!r}``) or ``(names, attrs) -> str``; it may call ``helpers``.
@@ -118,8 +134,12 @@ def defop(
     except ValueError as e:
         raise ExtensionError(f"defop {name!r}: {e}") from None
     template = _template(name, numpy, helpers)
+    if forward is None and backprop is not None:
+        forward = (elementwise_forward(backprop) if shape == "elementwise"
+                   else by_transposition(backprop))
     op = Op(
-        name=name, infer=infer, impl=impl, backprop=backprop, signature=signature,
+        name=name, infer=infer, impl=impl, backprop=backprop, forward=forward,
+        sparsity=sparsity, signature=signature,
         prepare=prepare, sympy=sympy, elementwise=shape == "elementwise",
         domain=domain, differentiable=backprop is not None, examples=examples,
         doc=doc or f"user-defined op {name}", builtin=False,

@@ -40,6 +40,7 @@ from .backends.compiled import CompiledFunction, compile
 from .errors import DifferentiationError, InputError, SymgradError
 from .ir.expr import Expr, const, var
 from .ir.shapes import fmt, is_float
+from .ir.values import exact
 from .progress import step
 from .transforms import derivatives
 
@@ -125,6 +126,7 @@ class GradFunction:
     def __init__(self, fun: Callable, argnums: Any, *, has_aux: bool, with_value: bool,
                  shapes: Any = None, dtypes: Any = None, cleanup: bool = True) -> None:
         self.fun = fun
+        argnums, shapes, dtypes = exact((argnums, shapes, dtypes))  # plain values only
         self.argnums = _argnums(argnums)
         self.has_aux, self.with_value, self.cleanup = has_aux, with_value, cleanup
         self.params = _parameter_names(fun)
@@ -154,10 +156,12 @@ class GradFunction:
 
     def compiled(self, *args: Any, **static: Any) -> CompiledFunction:
         """The compiled function for arguments like ``args`` (traced on first use)."""
+        args, static = exact(args), exact(static)
         arrays = [_as_array(a, self._name(k)) for k, a in enumerate(args)]
         return self._entry([(a.shape, a.dtype.name) for a in arrays], static)[0]
 
     def __call__(self, *args: Any, **static: Any) -> Any:
+        args, static = exact(args), exact(static)
         arrays = [_as_array(a, self._name(k)) for k, a in enumerate(args)]
         fn, used, aux_tree = self._entry([(a.shape, a.dtype.name) for a in arrays], static)
         out = fn(*[arrays[k] for k in used])

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .backends.boundary import exact_flag
 from .errors import SymgradError
 from .ir.expr import Expr
 from .ir.graph import Graph
@@ -86,9 +87,11 @@ def stats(exprs: Expr | Sequence[Expr], fast_math: bool = False) -> Stats:
     >>> [r.name for r in s.rows][:2]
     ['as built', 'constant_folding']
     """
-    outs = [exprs] if isinstance(exprs, Expr) else list(exprs)
+    outs = [exprs] if isinstance(exprs, Expr) else \
+        list(exprs) if isinstance(exprs, (list, tuple)) else []
     if not outs or not all(isinstance(e, Expr) for e in outs):
         raise SymgradError("stats needs an Expr or a non-empty list of Exprs")
+    fast_math = exact_flag(fast_math, "fast_math")
     graph = max((e.graph for e in outs), key=len)
     ids = [graph.find(e) for e in outs]
     rows = [_stage("as built", graph, ids)]

@@ -32,6 +32,7 @@ from .ir.graph import Graph
 from .ir.op import REGISTRY, Op
 from .ir.shapes import is_float
 from .ir.text import _keywords
+from .ir.values import exact, type_name
 
 LATEX_LIMIT = 5_000  # nodes: larger expressions are not printed as LaTeX
 
@@ -162,7 +163,11 @@ class _FromSympy:
 
     def __init__(self, sp, shapes, dtypes) -> None:
         self.sp = sp
-        self.shapes, self.dtypes = dict(shapes or {}), dict(dtypes or {})
+        for table, what in ((shapes, "shapes"), (dtypes, "dtypes")):
+            if table is not None and not isinstance(table, Mapping):
+                raise SymgradError(f"from_sympy: {what} must be a dict from symbol names, "
+                                   f"got {type_name(table)}")
+        self.shapes, self.dtypes = exact(dict(shapes or {})), exact(dict(dtypes or {}))
         self.graph = Graph()
         self.done: dict[Any, Expr] = {}
         self.names, self.patterns = _back_table(sp)

@@ -7,6 +7,14 @@ with the central difference of ``<u, f(x + h v)>`` in ``h``. One reverse pass an
 forward evaluations check any shape. Order ``k`` recurses: the symbolic VJP graph is
 itself checked the same way, so order 2 tests the derivative of the derivative graph.
 
+:func:`check_jvps` checks forward mode the same way: the tangent ``J v`` along a random
+direction against the central difference of ``f`` along it, and against reverse mode
+(``<u, J v> = <J^T u, v>``); order ``k`` differentiates the tangent graph again.
+
+:func:`sparse_functions` is a hypothesis strategy for random residual vectors of one vector
+variable with local (banded, block or arrow-head) structure: the test bed of the sparse
+Jacobians and Hessians.
+
 :func:`numeric_jacobian` is the element-by-element finite-difference Jacobian (for small
 inputs, where it localises a wrong entry), and :func:`random_expressions` is a hypothesis
 strategy for random well-typed expressions built from the op registry.
@@ -14,6 +22,7 @@ strategy for random well-typed expressions built from the op registry.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,7 +35,8 @@ from .ir.expr import Expr, F, build, const
 from .ir.graph import Graph
 from .ir.op import REGISTRY, Op
 from .ir.shapes import broadcast, fmt, is_float
-from .transforms.derivatives import Wrt, _resolve, vjp
+from .ir.values import describe, exact, type_name
+from .transforms.derivatives import Wrt, _resolve, jvp, vjp
 
 # Central differences have truncation error ~h^2 |f'''| and rounding error ~eps_mach |f| / h;
 # the sum is smallest near h = eps_mach^(1/3) ~ 6e-6 (relative to the size of x). h = 1e-5
@@ -38,6 +48,13 @@ DEFAULT_EPS = 1e-5
 DEFAULT_RTOL = 1e-5
 DEFAULT_ATOL = 1e-8
 _EPS_MACH = np.finfo(np.float64).eps
+
+
+MAX_ORDER = 10
+
+
+class CheckArgumentError(SymgradError, ValueError, TypeError):
+    """An argument of check_grads that cannot be used (a ValueError/TypeError as well)."""
 
 
 class GradientCheckError(SymgradError, AssertionError):
@@ -91,17 +108,9 @@ def check_grads(
     >>> sg.check_grads(f, [x, W], at, order=2)   # passes silently
     >>> sg.check_grads(sg.sin(x), x, {"x": [3.0, 4.0, 5.0]}, order=1)
     """
-    if isinstance(order, bool) or not isinstance(order, int) or order < 1:
-        raise ValueError(f"order must be a positive int, got {order!r}")
-    if not isinstance(f, Expr):
-        raise TypeError(f"check_grads needs a symgrad expression, got {type(f).__name__}")
-    many = isinstance(wrt, (list, tuple))
-    f = _private_copy(f)  # the checks add nodes and transforms: keep the caller's graph as is
-    targets = [_resolve(f, w) for w in (wrt if many else [wrt])]
-    inputs = _inputs(at)
+    order, eps, rtol, atol, seed = exact((order, eps, rtol, atol, seed))
+    f, targets, inputs = _prepare("check_grads", f, wrt, at, order, (eps, rtol, atol, seed))
     for w in targets:
-        if w.name not in inputs:
-            raise InputError(f"check_grads: no value given for variable '{w.name}'")
         if w.dtype != "float64":
             raise SymgradError(f"check_grads needs float64 variables (finite differences in "
                                f"{w.dtype} are too coarse); '{w.name}' is {w.dtype}")
@@ -118,6 +127,41 @@ def check_grads(
         text = str(f)
         text = text if len(text) <= 120 else text[:117] + "..."
         raise GradientCheckError(f"{e}\n  where f = {text}") from None
+
+
+def _prepare(who: str, f: Expr, wrt: Any, at: Mapping[Any, Any], order: Any,
+             tolerances: tuple) -> tuple[Expr, list[Expr], dict[str, Any]]:
+    """The checks' arguments checked: ``f`` in a private copy of its graph (the checks add
+    nodes and transforms: the caller's graph stays as it is), the wrt variables in it, the
+    inputs by name."""
+    if isinstance(order, bool) or not isinstance(order, int) or not 1 <= order <= MAX_ORDER:
+        raise CheckArgumentError(f"order must be an int from 1 to {MAX_ORDER} (finite "
+                                 f"differences of higher orders keep no digits), got "
+                                 f"{describe(order)}")
+    if not isinstance(f, Expr):
+        raise CheckArgumentError(f"{who} needs a symgrad expression, got {type_name(f)}")
+    _check_tolerances(*tolerances)
+    many = isinstance(wrt, (list, tuple))
+    f = _private_copy(f)
+    targets = [_resolve(f, w) for w in (wrt if many else [wrt])]
+    inputs = _inputs(at)
+    for w in targets:
+        if w.name not in inputs:
+            raise InputError(f"{who}: no value given for variable '{w.name}'")
+    return f, targets, inputs
+
+
+def _check_tolerances(eps: Any, rtol: Any, atol: Any, seed: Any) -> None:
+    def positive(v: Any) -> bool:
+        return type(v) in (int, float) and math.isfinite(v) and v > 0
+
+    if not positive(eps) or eps > 1.0:
+        raise CheckArgumentError(f"eps must be a step in (0, 1], got {describe(eps)}")
+    for name, v in (("rtol", rtol), ("atol", atol)):
+        if v is not None and not (positive(v) or v == 0):
+            raise CheckArgumentError(f"{name} must be None or a number >= 0, got {describe(v)}")
+    if seed is not None and (type(seed) is not int or seed < 0):
+        raise CheckArgumentError(f"seed must be a non-negative int, got {describe(seed)}")
 
 
 def _private_copy(f: Expr) -> Expr:
@@ -143,7 +187,7 @@ def _check_one(f, targets, inputs, level, what, eps, rtol, atol, rng) -> tuple[E
     for w, d in zip(targets, values):
         v = rng.standard_normal(w.shape)
         symbolic = float(np.sum(v * d))
-        numeric, noise = _directional(f, u, w.name, v, inputs, eps)
+        numeric, noise = _directional(f, u, [w.name], [v], inputs, eps)
         scale = max(abs(symbolic), abs(numeric), float(np.sum(np.abs(v * d))))
         if not (np.isfinite(symbolic) and np.isfinite(numeric)):
             bad = "symbolic" if not np.isfinite(symbolic) else "numeric"
@@ -162,15 +206,91 @@ def _check_one(f, targets, inputs, level, what, eps, rtol, atol, rng) -> tuple[E
     return derivs
 
 
-def _directional(f, u, name, v, inputs, eps) -> tuple[float, float]:
-    """Central difference of ``<u, f>`` along ``v`` in variable ``name``, and its rounding
-    error estimate (a few ulps of the evaluated terms, divided by the step)."""
-    x = inputs[name]
-    h = eps * max(1.0, float(np.max(np.abs(x), initial=0.0)))
-    plus = np.asarray(evaluate(f, {**inputs, name: x + h * v}), dtype=np.float64)
-    minus = np.asarray(evaluate(f, {**inputs, name: x - h * v}), dtype=np.float64)
-    numeric = float(np.sum(u * plus) - np.sum(u * minus)) / (2.0 * h)
-    noise = 16.0 * _EPS_MACH * float(np.sum(np.abs(u * plus)) + np.sum(np.abs(u * minus))) / h
+def check_jvps(
+    f: Expr,
+    wrt: Wrt | Sequence[Wrt],
+    at: Mapping[Any, Any],
+    order: int = 2,
+    *,
+    eps: float = DEFAULT_EPS,
+    rtol: float | None = None,
+    atol: float | None = None,
+    seed: int = 0,
+) -> None:
+    """Check forward mode: ``jvp(f, wrt, v)`` against finite differences and against ``vjp``.
+
+    For random directions ``v`` (one per variable, all moved together) and a random
+    cotangent ``u``: ``<u, J v>`` must match the central difference of ``<u, f>`` along
+    ``v`` (within the tolerances of :func:`check_grads`) and ``<J^T u, v>`` from reverse
+    mode (to rounding: ``1e-10`` relative). Order ``k`` repeats the checks on the tangent
+    graph ``J v`` itself (forward over forward, and reverse over forward).
+
+    >>> import symgrad as sg
+    >>> x = sg.var("x", shape=(3,))
+    >>> sg.testing.check_jvps(sg.exp(x) * x, x, {"x": [0.1, -0.4, 0.3]}, order=2)
+    """
+    order, eps, rtol, atol, seed = exact((order, eps, rtol, atol, seed))
+    f, targets, inputs = _prepare("check_jvps", f, wrt, at, order, (eps, rtol, atol, seed))
+    rng = np.random.default_rng(seed)
+    g, what = f, "f"
+    try:
+        for level in range(1, order + 1):
+            g = _check_tangent(g, targets, inputs, level, what, eps, rtol, atol, rng)
+            what = f"J({what}) v"
+    except GradientCheckError as e:
+        text = str(f)
+        text = text if len(text) <= 120 else text[:117] + "..."
+        raise GradientCheckError(f"{e}\n  where f = {text}") from None
+
+
+def _check_tangent(f, targets, inputs, level, what, eps, rtol, atol, rng) -> Expr:
+    """Check ``J v`` of ``f`` for random ``v``; return the tangent Expr."""
+    if not is_float(f.dtype):
+        raise GradientCheckError(f"{what} has dtype {f.dtype}; only float outputs have tangents")
+    vs = [rng.standard_normal(w.shape) for w in targets]
+    t = jvp(f, list(targets), [Expr(f.graph, f.graph.const(v)) for v in vs])
+    if t.shape != f.shape:
+        raise GradientCheckError(f"order {level}: the tangent of {what} has shape "
+                                 f"{fmt(t.shape)}; the expression has {fmt(f.shape)}")
+    u = rng.standard_normal(f.shape)
+    cot = vjp(f, list(targets), Expr(f.graph, f.graph.const(u)))
+    tangent, *adjoints = evaluate([t, *cot], inputs)
+    symbolic = float(np.sum(u * tangent))
+    reverse = float(sum(np.sum(v * a) for v, a in zip(vs, adjoints)))
+    numeric, noise = _directional(f, u, [w.name for w in targets], vs, inputs, eps)
+    scale = max(abs(symbolic), abs(numeric), float(np.sum(np.abs(u * tangent))))
+    if not (np.isfinite(symbolic) and np.isfinite(numeric)):
+        raise GradientCheckError(
+            f"order {level}: the tangent of {what} is not finite (symbolic {symbolic!r}, "
+            f"numeric {numeric!r}); is the point inside the function's domain?")
+    rtol = DEFAULT_RTOL * 10.0 ** (level - 1) if rtol is None else rtol
+    atol = DEFAULT_ATOL if atol is None else atol
+    if abs(symbolic - numeric) > atol + rtol * scale + noise:
+        raise GradientCheckError(
+            f"order {level}: the tangent (forward mode) of {what} disagrees with finite "
+            f"differences along a random direction: symbolic {symbolic!r}, numeric "
+            f"{numeric!r} (difference {abs(symbolic - numeric):.3g})")
+    # rounding is relative to the terms summed on either side, with a floor far below unit
+    # scale (an exact zero tangent can meet a reverse sum whose terms cancel to 1e-19)
+    terms = max(scale, float(sum(np.sum(np.abs(v * a)) for v, a in zip(vs, adjoints))))
+    if abs(symbolic - reverse) > 1e-10 * terms + _EPS_MACH:
+        raise GradientCheckError(
+            f"order {level}: forward and reverse mode disagree for {what}: <u, J v> = "
+            f"{symbolic!r} but <J^T u, v> = {reverse!r}")
+    return t
+
+
+def _directional(f, u, names, vs, inputs, eps) -> tuple[float, float]:
+    """Central difference of ``<u, f>`` when every variable ``names[k]`` moves along
+    ``vs[k]`` (one step for all), and its rounding error estimate."""
+    scale = max([1.0] + [float(np.max(np.abs(inputs[n]), initial=0.0)) for n in names])
+    h = eps * scale
+    plus = dict(inputs, **{n: inputs[n] + h * v for n, v in zip(names, vs)})
+    minus = dict(inputs, **{n: inputs[n] - h * v for n, v in zip(names, vs)})
+    fp = np.asarray(evaluate(f, plus), dtype=np.float64)
+    fm = np.asarray(evaluate(f, minus), dtype=np.float64)
+    numeric = float(np.sum(u * fp) - np.sum(u * fm)) / (2.0 * h)
+    noise = 16.0 * _EPS_MACH * float(np.sum(np.abs(u * fp)) + np.sum(np.abs(u * fm))) / h
     return numeric, noise
 
 
@@ -206,11 +326,11 @@ def numeric_jacobian(
 def _inputs(at: Mapping[Any, Any]) -> dict[str, Any]:
     """Inputs keyed by name; float values as float64 arrays (so they can be perturbed)."""
     if not isinstance(at, Mapping):
-        raise TypeError(f"at must be a dict of input values, got {type(at).__name__}")
+        raise CheckArgumentError(f"at must be a dict of input values, got {type_name(at)}")
     out = {}
     for k, value in at.items():
-        name = k.name if isinstance(k, Expr) else k
-        arr = np.asarray(value)
+        name = k.name if isinstance(k, Expr) else exact(k)
+        arr = np.asarray(value if isinstance(value, np.ndarray) else exact(value))
         out[name] = arr.astype(np.float64) if arr.dtype.kind == "f" else arr
     return out
 
@@ -341,6 +461,72 @@ def random_expressions(
 
 def _const(c: float) -> Expr:
     return const(c)
+
+
+def sparse_functions(n: int = 12, max_terms: int = 4, ops: Sequence[Op] | None = None):
+    """A hypothesis strategy of :class:`RandomCase` whose ``expr`` is a residual vector
+    ``r(x)`` of one vector variable ``x`` of ``n`` elements, with sparse structure.
+
+    ``r`` concatenates a few terms; each term combines shifted windows ``x[o:o + m]``
+    (offsets below a random width: a band) with random elementwise ops of the registry
+    (``ops``, default :func:`smooth_ops`), mapped into each op's domain, and then maybe sums
+    blocks of it (``reshape`` then ``sum``: dense blocks) or multiplies it by a sum over a
+    slice of ``x`` (a dense row and column: an arrow head). ``sum(r * r)`` is then a scalar
+    with a sparse Hessian.
+
+    >>> import symgrad as sg
+    >>> from hypothesis import given, settings
+    >>> @settings(max_examples=3, deadline=None, derandomize=True)
+    ... @given(sparse_functions(n=8))
+    ... def test(case):
+    ...     assert sg.jacobian_sparsity(case.expr, "x").shape == (case.expr.size, 8)
+    >>> test()
+    """
+    from hypothesis import strategies as st
+    from hypothesis.extra import numpy as hnp
+
+    pool = list(smooth_ops() if ops is None else ops)
+    unary_ops = [op for op in pool if op.arity == 1]
+    binary_ops = [op for op in pool if op.arity == 2]
+
+    @st.composite
+    def strategy(draw: Callable) -> RandomCase:
+        from .ir.expr import var
+
+        x = var("x", (n,))
+        terms, steps = [], []
+        for _ in range(draw(st.integers(1, max_terms))):
+            width = draw(st.integers(1, min(4, n)))
+            m = n - width + 1
+            offsets = draw(st.lists(st.integers(0, width - 1), min_size=1, max_size=3))
+            out, text = x[offsets[0]:offsets[0] + m], f"x[{offsets[0]}:{offsets[0] + m}]"
+            for o in offsets[1:]:
+                op = draw(st.sampled_from(binary_ops))
+                out = build(op, [_into_domain(out, op.domain),
+                                 _into_domain(x[o:o + m], op.domain)], dict(op.attrs))
+                text = f"{op.name}({text}, x[{o}:{o + m}])"
+            if unary_ops and draw(st.booleans()):
+                op = draw(st.sampled_from(unary_ops))
+                out = build(op, [_into_domain(out, op.domain)], dict(op.attrs))
+                text = f"{op.name}({text})"
+            kind = draw(st.sampled_from(["band", "block", "arrow"]))
+            blocks = [b for b in range(2, m + 1) if m % b == 0]
+            if kind == "block" and blocks:
+                b = draw(st.sampled_from(blocks))
+                out = F.sum(F.reshape(out, (m // b, b)), axis=-1)
+                text = f"block_sums({text}, {b})"
+            elif kind == "arrow":
+                lo = draw(st.integers(0, n - 1))
+                out = out * F.sum(x[lo:])
+                text = f"{text} * sum(x[{lo}:])"
+            terms.append(out)
+            steps.append(f"term{len(steps)} = {text}")
+        r = terms[0] if len(terms) == 1 else F.concatenate(terms)
+        values = draw(hnp.arrays(np.float64, (n,),
+                                 elements=st.floats(-2.0, 2.0, allow_nan=False, width=64)))
+        return RandomCase(r, {"x": values}, ["x"], steps)
+
+    return strategy()
 
 
 def _step(draw, kind, pool, labels, pick, ops, compares) -> tuple[Expr, str]:

@@ -171,3 +171,33 @@ def test_option_parsers():
     for bad in (["x=open('f')"], ["x"], ["x=True"], ["x='a'"]):
         with pytest.raises(UsageError):
             parse_values(bad)
+
+
+def test_source_hessian_of_several_variables_gives_every_block(tmp_path):
+    out = tmp_path / "blocks.py"
+    proc = run("source", "a*a*b + sum(x*a) + sum(x**3)", "--shape", "x=2", "--wrt", "a,b,x",
+               "--hessian", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text()
+    assert "hess_a_a, hess_a_b, hess_a_x, hess_b_b, hess_b_x, hess_x_x" in text
+    a, b, x = 3.0, 2.0, np.array([0.5, -1.0])
+    *_, haa, hab, hax, hbb, hbx, hxx = _load(out)(a, b, x)
+    assert (haa, hab, hbb) == (2 * b, 2 * a, 0.0)
+    np.testing.assert_array_equal(hax, [1.0, 1.0])
+    np.testing.assert_array_equal(hbx, [0.0, 0.0])
+    np.testing.assert_allclose(hxx, np.diag(6 * x), rtol=1e-15)
+
+
+def test_source_flat_hessian_is_labelled_with_its_layout(tmp_path):
+    out = tmp_path / "flat.py"
+    proc = run("source", "a*a*b + sum(x*a) + sum(x**3)", "--shape", "x=2", "--wrt", "a,b,x",
+               "--hessian", "flat", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    namespace: dict = {}
+    exec(compile(out.read_text(), str(out), "exec"), namespace)  # the test's own output
+    assert namespace["HESS_LAYOUT"] == (("a", 0, 1), ("b", 1, 2), ("x", 2, 4))
+    *_, hess = namespace["f"](3.0, 2.0, np.array([0.5, -1.0]))
+    want = np.array([[4.0, 6.0, 1.0, 1.0], [6.0, 0.0, 0.0, 0.0], [1.0, 0.0, 3.0, 0.0],
+                     [1.0, 0.0, 0.0, -6.0]])
+    np.testing.assert_allclose(hess, want, rtol=1e-15)
+    np.testing.assert_array_equal(hess, hess.T)

@@ -59,7 +59,8 @@ EXPECTED = {
         "forward: a = 3, b1 = 9, b2 = 5, c = 4, d1 = -1, d2 = 2, e = -2",
         "de/da = sum of the 4 paths = -11.25",
         "de/dc = -2.25, dc/da = 5.0, product = -11.25",
-        "new operations in B: ['subtract', 'multiply'] | B reads the forward output s: True",
+        "new operations in B: ['negative', 'sigmoid', 'multiply'] | B reads the forward output s: "
+        "True",
     ],
     "03_higher_order_and_codegen": [
         "d^4/dy^4 exp(2y) at 0 = 16.0",

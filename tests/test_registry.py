@@ -11,7 +11,10 @@ case we check
 (c) for differentiable ops, gradients of order 1 and 2 against finite differences;
 (d) the batched cotangent: ``jacobian`` (one pass, identity seed) against one ``vjp`` per
     output element;
-(e) ``graph.verify()`` after every transform.
+(e) ``graph.verify()`` after every transform;
+(f) forward mode: every differentiable op has a forward rule; ``jvp`` against finite
+    differences and against ``vjp`` (``<u, J v> = <J^T u, v>``) to second order, forward
+    over reverse, and the forward-mode Jacobian (one batched pass) against the reverse one.
 """
 
 from __future__ import annotations
@@ -27,8 +30,8 @@ from symgrad.backends import TABLES
 from symgrad.backends.math_table import MATH, fallback_names
 from symgrad.backends.numpy_table import NUMPY
 from symgrad.ir.shapes import fmt, is_float
-from symgrad.ops import REGISTRY
-from symgrad.testing import check_grads
+from symgrad.ops import REGISTRY, Op, register
+from symgrad.testing import check_grads, check_jvps
 
 FAMILIES = [(), (3, 4), (3, 1), (1, 4)]
 
@@ -173,3 +176,59 @@ def test_vjp_is_linear_in_the_cotangent(case, rng):
     zero = sg.evaluate(list(grads), {**inputs, "cot": np.zeros(out.shape)})
     for z in zero:
         np.testing.assert_array_equal(z, 0.0)
+
+
+# -- forward mode ---------------------------------------------------------------------------
+
+
+def test_every_differentiable_op_has_a_forward_rule_and_register_checks_it():
+    missing = sorted(n for n, op in REGISTRY.items()
+                     if op.differentiable and op.arity != 0 and op.forward is None)
+    assert not missing, f"differentiable ops without a forward (JVP) rule: {missing}"
+    op = Op(name="no_forward_rule", infer=lambda s, d, a: (s[0], d[0]), impl=np.negative,
+            backprop=lambda n, g: (-g,))
+    with pytest.raises(ValueError, match="no forward"):
+        register(op)
+    assert "no_forward_rule" not in REGISTRY
+
+
+def _float_case(case: Case):
+    """The case's output, its float operands and inputs (skipped without a float one)."""
+    out, xs, inputs = case.build()
+    wrt = [x for x in xs if is_float(x.dtype)]
+    if not wrt or not is_float(out.dtype):
+        pytest.skip("no float operand")
+    return out, wrt, inputs
+
+
+@pytest.mark.parametrize("case", DIFFERENTIABLE)
+def test_jvp_matches_finite_differences_and_vjp(case):
+    """<u, J v> against the central difference and against <J^T u, v>, for all float
+    operands moving together; order 2 checks the tangent graph again (forward over forward
+    and reverse over forward)."""
+    out, wrt, inputs = _float_case(case)
+    check_jvps(out, wrt, inputs, order=2)
+    out.graph.verify()
+
+
+@pytest.mark.parametrize("case", DIFFERENTIABLE)
+def test_forward_over_reverse(case, rng):
+    """The tangent of a vector-Jacobian product (what hvp builds) against finite differences
+    and against reverse over reverse."""
+    out, wrt, inputs = _float_case(case)
+    cots = sg.vjp(out, wrt, rng.standard_normal(out.shape))
+    g = sg.sum(sg.stack([sg.sum(c * rng.standard_normal(c.shape)) for c in cots]))
+    check_jvps(g, wrt, inputs, order=1)
+    out.graph.verify()
+
+
+@pytest.mark.parametrize("case", DIFFERENTIABLE)
+def test_jacfwd_equals_the_reverse_jacobian(case):
+    out, xs, inputs = case.build()
+    if not is_float(out.dtype):
+        pytest.skip("integer output")
+    for x in (x for x in xs if is_float(x.dtype)):
+        fwd, rev = sg.jacobian(out, x, mode="forward"), sg.jacobian(out, x, mode="reverse")
+        assert fwd.shape == rev.shape == out.shape + x.shape
+        np.testing.assert_allclose(*sg.evaluate([fwd, rev], inputs), rtol=1e-11, atol=1e-12)
+    out.graph.verify()

@@ -476,8 +476,10 @@ print("ds/dt =", ds_idiom, "  at t = -1000:", sg.evaluate(ds_idiom, {"t": -1000.
 assert s_prim.node in s_prim.graph.nodes[ds_idiom.node].args
 
 # %% [markdown]
-# The registry's `sigmoid` op carries the same identity in its backprop rule: B is
-# $s \cdot (1 - s)$ and costs two nodes (plus the constant 1):
+# The registry's `sigmoid` op carries the identity in its backprop rule, which reuses the
+# forward output: $s' = s(1 - s) = s(t)\,s(-t)$, and symgrad uses the second form, because
+# in floating point $1 - s$ cancels to 0 beyond $t \approx 37$ while $s(-t)$ keeps every
+# digit ($s'(40) \approx 4.2 \cdot 10^{-18}$, not 0). B costs three nodes:
 
 # %%
 t_op = sg.var("t")  # a fresh graph, so that the listing shows only this example
@@ -488,7 +490,9 @@ print(sg.listing([s_op, ds_op]))
 new_ops = [n.op for n in s_op.graph.nodes[n0:] if n.op != "const"]
 reads_forward = s_op.node in s_op.graph.nodes[ds_op.node].args
 print("new operations in B:", new_ops, "| B reads the forward output s:", reads_forward)
-assert len(new_ops) == 2 and reads_forward
+assert len(new_ops) == 3 and reads_forward
+assert np.isclose(sg.evaluate(ds_op, {"t": 40.0}), np.exp(-40.0) / (1 + np.exp(-40.0)) ** 2,
+                  rtol=1e-15, atol=0)
 
 # %% [markdown]
 # All the forms agree numerically where the mechanical one is finite, and the primitive

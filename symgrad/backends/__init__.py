@@ -3,7 +3,8 @@
 * :mod:`.interpreter` — ``evaluate``: runs each op's NumPy implementation (its stanza);
 * :mod:`.numpy_table` + :mod:`.numpy_source` — ``to_source``: standalone NumPy source;
 * :mod:`.math_table` — the scalar ``math`` form used by ``to_source(..., scalars="math")``;
-* :mod:`.compiled` — ``compile`` and ``scipy_functions``: the emitted source, loaded.
+* :mod:`.compiled` — ``compile`` and ``scipy_functions``: the emitted source, loaded;
+* :mod:`.linearized` — ``linearize``: the value at a point and the emitted map ``v -> J v``.
 
 :data:`TABLES` lists every emitter's table; a registry-driven test checks that each has an
 entry for every op (``None`` says "no form here" explicitly; a missing key is a bug).
@@ -11,10 +12,11 @@ entry for every op (``None`` says "no form here" explicitly; a missing key is a 
 
 from .compiled import compile, scipy_functions  # noqa: A004
 from .interpreter import evaluate
+from .linearized import linearize
 from .math_table import MATH
 from .numpy_source import to_source
 from .numpy_table import NUMPY
 
 TABLES = {"numpy": NUMPY, "math": MATH}
 
-__all__ = ["TABLES", "compile", "evaluate", "scipy_functions", "to_source"]
+__all__ = ["TABLES", "compile", "evaluate", "linearize", "scipy_functions", "to_source"]

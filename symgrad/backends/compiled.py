@@ -18,8 +18,10 @@ from typing import Any
 from ..errors import DifferentiationError, InputError, SymgradError
 from ..ir.expr import Expr
 from ..ir.shapes import fmt
+from ..ir.values import exact
 from ..progress import step
-from .interpreter import check_input
+from .boundary import emit_request, exact_flag, exact_names
+from .interpreter import check_input, runtime_error
 from .numpy_source import (
     Module,
     Namer,
@@ -28,6 +30,7 @@ from .numpy_source import (
     prepared,
     resolve_inputs,
 )
+from .sparse_source import add_pattern, is_sparse, sparse_module
 
 __all__ = ["compile", "scipy_functions", "CompiledFunction", "ScipyFunctions"]
 
@@ -48,19 +51,24 @@ class CompiledFunction:
         self._index = {name: k for k, name in enumerate(self.inputs)}
         functools.update_wrapper(self, raw)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:  # an input may be named self
         if len(args) > len(self._nodes):
             raise InputError(f"{self.__name__}() takes {len(self._nodes)} inputs "
                              f"({', '.join(self.inputs)}), got {len(args)}")
         given = dict(zip(self.inputs, args))
         for k, v in kwargs.items():
+            k = exact(k)
             if k not in self._index:
                 raise InputError(f"{self.__name__}() has no input {k!r} "
                                  f"(inputs: {', '.join(self.inputs) or 'none'})")
             if k in given:
                 raise InputError(f"{self.__name__}() got input {k!r} twice")
             given[k] = v
-        return self.raw(*[check_input(n, given) for n in self._nodes])
+        values = [check_input(n, given) for n in self._nodes]
+        try:
+            return self.raw(*values)
+        except (IndexError, ValueError, TypeError) as e:  # what evaluate raises for them
+            raise runtime_error(e, f"{self.__name__}()") from None
 
     def __repr__(self) -> str:
         return f"<symgrad compiled function {self.__name__}({', '.join(self.inputs)})>"
@@ -110,7 +118,9 @@ def compile(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None 
     """Emit the source of ``outputs`` (see :func:`to_source`) and load it as a function.
 
     The source is registered under a fake filename, so ``inspect.getsource``, tracebacks
-    and pdb show the generated code. With ``check_inputs`` the returned callable checks each
+    and pdb show the generated code. A sparse derivative (``sg.hessian(..., sparse=True)``)
+    compiles to a function returning its ``data``; the function's ``rows``, ``cols`` and
+    ``shape`` are the pattern. With ``check_inputs`` the returned callable checks each
     input's shape and dtype (like ``sg.evaluate``) and converts lists; ``fn.raw`` is the
     unchecked generated function (fastest; pass NumPy arrays). ``scalars``, ``optimize``
     and ``fast_math``: as in :func:`to_source`.
@@ -123,47 +133,61 @@ def compile(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None 
     >>> fn.inputs
     ('x',)
     """
-    graph, outs, single = output_list(outputs)
-    inputs = default_inputs(graph, outs, inputs)
-    new, (new_outs,) = prepared(graph, [outs], optimize, fast_math)
-    module = Module(new, scalars)
-    module.shown = {n: Expr(graph, o) for n, o in zip(new_outs, outs)}
-    plan = module.add(name, new_outs, inputs, single, output_names)
-    graph = new
+    name, inputs, output_names, scalars = emit_request(name, inputs, output_names, scalars)
+    check_inputs = exact_flag(check_inputs, "check_inputs")
+    sparse = outputs if is_sparse(outputs) else None
+    if sparse is not None:
+        graph = sparse.data.graph
+        module, plan = sparse_module(sparse, inputs, name, scalars)
+    else:
+        graph, outs, single = output_list(outputs)
+        inputs = default_inputs(graph, outs, inputs)
+        new, (new_outs,) = prepared(graph, [outs], optimize, fast_math)
+        module = Module(new, scalars)
+        module.shown = {n: Expr(graph, o) for n, o in zip(new_outs, outs)}
+        plan = module.add(name, new_outs, inputs, single, output_names)
+        graph = new
     source = module.render()
     namespace, filename = _load(source, name)
     raw = namespace[name]
     params = [graph.nodes[i] for i in plan.params]
     raw.source, raw.inputs, raw.filename = source, tuple(n.name for n in params), filename
+    fn = raw if not check_inputs else CompiledFunction(raw, params, source, filename)
     if not check_inputs:
         raw.raw = raw
-        return raw
-    return CompiledFunction(raw, params, source, filename)
+    if sparse is not None:  # the pattern, for callers building their sparse matrix
+        fn.rows, fn.cols, fn.shape = namespace["ROWS"], namespace["COLS"], namespace["SHAPE"]
+    return fn
 
 
 @dataclass(frozen=True)
 class ScipyFunctions:
-    """``fun(x, *args) -> (value, gradient)`` and ``hessp(x, p, *args)`` for SciPy.
+    """``fun(x, *args) -> (value, gradient)``, ``hessp(x, p, *args)`` and, when asked for,
+    ``hess(x, *args)`` for SciPy.
 
     Use as ``scipy.optimize.minimize(s.fun, x0, args=..., jac=True, hessp=s.hessp,
-    method="trust-ncg")``. ``args`` names the extra arguments in order; ``source`` is the
-    module text (NumPy only).
+    method="trust-ncg")``, or ``hess=s.hess`` with ``method="trust-constr"``. ``args`` names
+    the extra arguments in order; ``source`` is the module text (NumPy only).
     """
 
     fun: Callable
     hessp: Callable
     source: str
     args: tuple[str, ...]
+    hess: Callable | None = None
 
 
-def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | None = None
-                    ) -> ScipyFunctions:
+def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | None = None,
+                    *, hess: str | None = None) -> ScipyFunctions:
     """Generated NumPy functions for ``scipy.optimize.minimize(jac=True, hessp=...)``.
 
     ``f`` is a scalar expression of one vector variable ``wrt``; its other variables become
     SciPy's extra ``args``, in the order ``inputs`` gives (default: the order they first
-    appear in ``f``). Both functions check their arguments' shapes and dtypes as
-    :func:`compile`'s functions do.
+    appear in ``f``). The functions check their arguments' shapes and dtypes as
+    :func:`compile`'s functions do. ``hess="sparse"`` adds ``hess(x, *args)`` returning a
+    ``scipy.sparse.csr_matrix`` (emitted: the non-zeros from a colouring, the pattern as
+    module constants ``HESS_ROWS``, ``HESS_COLS``, ``HESS_SHAPE``); ``hess="dense"`` one
+    returning the dense array.
 
     >>> import numpy as np, symgrad as sg
     >>> x = sg.var("x", shape=(2,))
@@ -174,12 +198,16 @@ def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | Non
     >>> s.hessp(np.zeros(2), np.array([1.0, 0.0]))
     array([2., 0.])
     """
-    from ..transforms.derivatives import _resolve, grad, hvp
+    hess = exact(hess)
+    if hess not in (None, "sparse", "dense"):
+        raise SymgradError(f"hess must be None, 'sparse' or 'dense', got {hess!r}")
+    from ..transforms.derivatives import _resolve, grad, hessian, hvp
 
     if not isinstance(f, Expr) or f.shape != ():
         shape = fmt(f.shape) if isinstance(f, Expr) else type(f).__name__
         raise DifferentiationError(f"scipy_functions needs a scalar expression, got {shape}")
     x = _resolve(f, wrt)
+    inputs = exact_names(inputs, "inputs", exprs=True)
     if x.ndim != 1:
         raise DifferentiationError(
             f"scipy_functions needs a 1-D variable (SciPy optimises vectors); '{x.name}' has "
@@ -195,11 +223,16 @@ def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | Non
     hv = hvp(f, x, pname)
     p = graph.variables[pname]
     extra_names = [graph.nodes[i].name for i in extra]
-    p_name = graph.nodes[p].name
-    new, (fun, hessp) = prepared(graph, [[f.node, g.node], [hv.node]], True, False)
-    module = Module(new)
-    module.add("fun", fun, [x.name, *extra_names], False, ["value", "grad"])
-    module.add("hessp", hessp, [x.name, p_name, *extra_names], True, ["hvp"])
+    module = Module(graph)
+    module.add("fun", [f.node, g.node], [x.name, *extra_names], False, ["value", "grad"])
+    module.add("hessp", [hv.node], [x.name, graph.nodes[p].name, *extra_names], True, ["hvp"])
+    h = None
+    if hess is not None:
+        h = hessian(f, x, sparse=hess == "sparse")
+        module.add("hess", [(h.data if hess == "sparse" else h).node], [x.name, *extra_names],
+                   True, ["data" if hess == "sparse" else "hess"])
+        if hess == "sparse":
+            add_pattern(module, h, "HESS_")
     source = module.render()
     namespace, filename = _load(source, "scipy")
     nodes = graph.nodes
@@ -207,4 +240,27 @@ def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | Non
                            filename)
     hessp = CompiledFunction(namespace["hessp"], [nodes[i] for i in [x.node, p, *extra]],
                              source, filename)
-    return ScipyFunctions(fun, hessp, source, tuple(extra_names))
+    hess_fn = None
+    if h is not None:
+        hess_fn = CompiledFunction(namespace["hess"], [nodes[i] for i in [x.node, *extra]],
+                                   source, filename)
+        if hess == "sparse":
+            hess_fn = _SparseHessian(hess_fn, h.pattern)
+    return ScipyFunctions(fun, hessp, source, tuple(extra_names), hess_fn)
+
+
+class _SparseHessian:
+    """``hess(x, *args)``: the generated ``data`` function's result as a CSR matrix."""
+
+    def __init__(self, data: CompiledFunction, pattern: Any) -> None:
+        self.data = data
+        self.pattern = pattern
+        self.source = data.source
+
+    def __call__(self, *args: Any) -> Any:
+        from ..transforms.sparse import as_matrix
+
+        return as_matrix(self.data(*args), self.pattern)
+
+    def __repr__(self) -> str:
+        return f"<symgrad sparse Hessian {self.pattern.shape}, {self.pattern.nnz} entries>"

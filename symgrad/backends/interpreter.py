@@ -7,24 +7,33 @@ last consumer, so peak memory follows the live set, not the graph size.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from ..errors import EvaluationError, InputError
+from ..errors import EvaluationError, InputError, SymgradWarning
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.shapes import fmt
+from ..ir.values import describe, exact, type_name
+from ..ops.indexing import IndexOutOfRangeError
 from ..progress import start
+from ..transforms.sparse import SparseExpr, as_matrix
 
 
-def evaluate(outputs: Expr | Sequence[Expr], inputs: Mapping[Any, Any] | None = None):
-    """Evaluate one Expr (-> ndarray, or float for 0-d) or a list of them (-> list).
+def evaluate(outputs: Expr | Sequence[Expr], inputs: Mapping[Any, Any] | None = None, *,
+             unknown: str = "warn"):
+    """Evaluate one Expr (-> ndarray, or float for 0-d) or a list of them (-> list). A
+    sparse derivative (``jacobian(..., sparse=True)``) gives a ``scipy.sparse`` matrix.
 
-    ``inputs`` maps variable names (or variable Exprs) to values; names an expression does
-    not use are ignored.
+    ``inputs`` maps variable names (or variable Exprs) to values. A name that is no
+    variable of the expressions' graph is probably a typo: ``unknown="warn"`` (the default)
+    warns with a :class:`~symgrad.errors.SymgradWarning`, ``"error"`` raises
+    :class:`~symgrad.errors.InputError`, ``"ignore"`` is for an input dict shared by several
+    expressions.
 
     >>> import symgrad as sg
     >>> u1, u2 = sg.var("u1"), sg.var("u2")
@@ -32,14 +41,32 @@ def evaluate(outputs: Expr | Sequence[Expr], inputs: Mapping[Any, Any] | None = 
     >>> sg.evaluate([u3, u2 * u3], {"u1": 2.0, "u2": 3.0})
     [5.0, 15.0]
     """
-    single = isinstance(outputs, Expr)
+    single = isinstance(outputs, Expr) or is_sparse(outputs)
+    if not single and not isinstance(outputs, (list, tuple)):
+        raise EvaluationError(f"can only evaluate symgrad expressions (an Expr or a list of "
+                              f"them), got {type_name(outputs)}")
     outs = [outputs] if single else list(outputs)
     if not outs:
         return []
+    if any(is_sparse(o) for o in outs):  # sparse derivatives: their data, in their pattern
+        values = evaluate([o.data if is_sparse(o) else o for o in outs], inputs, unknown=unknown)
+        results = [as_matrix(v, o.pattern) if is_sparse(o) else v for v, o in zip(values, outs)]
+        return results[0] if single else results
     graph, ids = _common_graph(outs)
-    values = run(graph, ids, _by_name(inputs or {}))
+    unknown = exact(unknown)
+    if not isinstance(unknown, str) or unknown not in ("warn", "error", "ignore"):
+        raise EvaluationError(f"unknown must be 'warn', 'error' or 'ignore', got "
+                              f"{describe(unknown)}")
+    given = _by_name({} if inputs is None else inputs)
+    if unknown != "ignore":
+        _check_known(graph, given, unknown == "error")
+    values = run(graph, ids, given)
     results = [_finish(values[i]) for i in ids]
     return results[0] if single else results
+
+
+def is_sparse(e: Any) -> bool:
+    return isinstance(e, SparseExpr)
 
 
 def run(graph: Graph, outputs: Sequence[int], inputs: Mapping[str, Any]) -> dict[int, Any]:
@@ -63,13 +90,37 @@ def run(graph: Graph, outputs: Sequence[int], inputs: Mapping[str, Any]) -> dict
             op = REGISTRY[n.op]
             try:
                 values[i] = op.impl(*[values[a] for a in n.args], **n.attrs)
-            except (IndexError, ValueError, TypeError) as e:
-                raise EvaluationError(f"evaluating node {i} ({n.op}): {e}") from None
+            except (IndexError, ValueError, TypeError) as e:  # what compiled code raises too
+                raise runtime_error(e, f"evaluating node {i} ({n.op})") from None
             for a in set(n.args):
                 if last_use[a] == i and a not in keep:
                     del values[a]
     progress.close()
     return {i: values[i] for i in outputs}
+
+
+_MIXED: dict[type, type] = {}
+
+
+def runtime_error(e: Exception, where: str) -> Exception:
+    """What ``evaluate`` and compiled functions raise when an op fails on the values: an
+    :class:`~symgrad.errors.EvaluationError` that is also of the failure's own class
+    (``IndexError``, ``numpy.linalg.LinAlgError``, ...), so either ``except`` catches it."""
+    if isinstance(e, EvaluationError):
+        return e
+    if isinstance(e, IndexError):
+        return IndexOutOfRangeError(f"{where}: {e}")
+    cls = _MIXED.get(type(e))
+    if cls is None:
+        try:
+            cls = type(type(e).__name__, (EvaluationError, type(e)), {"__module__": __name__})
+        except TypeError:  # a class that cannot be mixed in
+            cls = EvaluationError
+        _MIXED[type(e)] = cls
+    try:
+        return cls(f"{where}: {e}")
+    except TypeError:
+        return EvaluationError(f"{where}: {type(e).__name__}: {e}")
 
 
 def check_input(node, inputs: Mapping[str, Any]) -> np.ndarray:
@@ -78,6 +129,8 @@ def check_input(node, inputs: Mapping[str, Any]) -> np.ndarray:
         raise InputError(f"missing input for variable '{node.name}' "
                          f"(shape {fmt(node.shape)}, dtype {node.dtype})")
     raw = inputs[node.name]
+    if not isinstance(raw, np.ndarray):
+        raw = exact(raw)  # a user's int/float subclass: its own methods never run
     try:
         value = np.asarray(raw)
     except Exception as e:
@@ -108,13 +161,29 @@ def _common_graph(outs: list[Expr]) -> tuple[Graph, list[int]]:
 
 
 def _by_name(inputs: Mapping[Any, Any]) -> dict[str, Any]:
+    if not isinstance(inputs, Mapping):
+        raise EvaluationError(f"inputs must be a dict from variable names (or variable "
+                              f"Exprs) to values, got {type_name(inputs)}")
     out = {}
-    for k, v in inputs.items():
+    items = dict.items(inputs) if isinstance(inputs, dict) else inputs.items()
+    for k, v in items:
         name = k.name if isinstance(k, Expr) else k
         if not isinstance(name, str):
-            raise EvaluationError(f"inputs are keyed by variable name, got {k!r}")
-        out[name] = v
+            raise EvaluationError(f"inputs are keyed by variable name, got {describe(k)}")
+        out[str.__str__(name)] = v
     return out
+
+
+def _check_known(graph: Graph, given: Mapping[str, Any], error: bool) -> None:
+    unknown = [k for k in given if k not in graph.variables]
+    if unknown:
+        known = ", ".join(sorted(graph.variables)[:20]) or "none"
+        message = (f"evaluate: no variable named {', '.join(map(repr, unknown[:5]))} in these "
+                   f"expressions (variables: {known}); pass unknown='ignore' for an input dict "
+                   "shared by other expressions")
+        if error:
+            raise InputError(message)
+        warnings.warn(message, SymgradWarning, stacklevel=3)
 
 
 def _finish(value: Any) -> Any:

@@ -43,11 +43,12 @@ from ..errors import SymgradError
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..ir.shapes import fmt
-from ..ir.text import adjoint_pairs
+from ..ir.text import adjoint_pairs, tangent_pairs
 from ..passes import pipeline
 from ..passes.simplify import gc_paused
 from ..progress import start
 from . import layout
+from .boundary import emit_request, exact_flag
 from .math_table import MATH, fallback_names
 from .numpy_table import NUMPY, NUMPY_TYPE, Template, scalar_source
 
@@ -132,6 +133,7 @@ class _Plan:
     aliases: dict[int, str] = field(default_factory=dict)  # output variable -> adjoint name
     alias_of: dict[int, int] = field(default_factory=dict)  # output variable -> its forward
     adjoint_for: dict[int, int] = field(default_factory=dict)  # adjoint node -> forward node
+    tangent_for: dict[int, int] = field(default_factory=dict)  # tangent node -> its node
 
 
 def output_list(outputs: Any) -> tuple[Graph, list[int], bool]:
@@ -224,6 +226,9 @@ def _plan(graph: Graph, name: str, outs: list[int], inputs: Any, single: bool,
         prev = plan.adjoint_for.get(a)
         if prev is None or (nodes[f].is_var and not nodes[prev].is_var):
             plan.adjoint_for[a] = f
+    for f, t in tangent_pairs(graph):  # forward mode: the earliest transform names first
+        if t in emitted and t != f and nodes[t].role == "tangent":
+            plan.tangent_for.setdefault(t, f)
     if labels is not None:
         labels = list(labels)
         if len(labels) != len(outs):
@@ -300,8 +305,11 @@ def _assign_names(graph: Graph, plan: _Plan, named: list[int], labels: list[str]
         if n.is_var or (n.is_const and i not in outputs) or i in names:
             continue
         f = adjoint_for.get(i)
+        tf = plan.tangent_for.get(i)
         if f is not None and f in names:
             names[i] = namer.fresh(("d" if nodes[f].is_var else "d_") + names[f])
+        elif tf is not None and tf in names:
+            names[i] = namer.fresh(names[tf] + "_dot")
         else:
             names[i], k = namer.counter("t", k)
     for i in sorted(outputs):
@@ -401,6 +409,7 @@ class Module:
         self._helper_names: set[str] = set()  # generated helper functions (bodies, parts)
         self.shown: dict[int, Expr] = {}  # output id -> the Expr its docstring line prints
         self._names_of: dict[int, set[str]] = {}
+        self.constants: list[tuple[str, Any]] = []  # public module constants (a pattern)
 
     def add(self, name: str, outs: list[int], inputs: Any, single: bool,
             labels: Sequence[str] | None = None) -> _Plan:
@@ -437,10 +446,16 @@ class Module:
         for i in hoisted:
             out.append(f"{self.consts[i]} = {_array_source(nodes[i].attrs['value'])}")
             out.append(f"{self.consts[i]}.flags.writeable = False")
+        for cname, value in self.constants:
+            if isinstance(value, np.ndarray):
+                out += ["", f"{cname} = {_array_source(value)}",
+                        f"{cname}.flags.writeable = False"]
+            else:
+                out += ["", f"{cname} = {value!r}"]
         helpers = _helpers(self.graph, [i for p in self.plans for i in p.order])
         for fn in helpers:
             out += ["", "", *_helper_source(fn)]
-        uses_np = bool(hoisted) or bool(helpers)
+        uses_np = bool(hoisted) or bool(helpers) or bool(self.constants)
         for p in self.plans:
             if self.scalars == "math" and self._all_scalar(p):
                 lines, code = self._scalar_function(p)
@@ -621,16 +636,18 @@ class Module:
         return lines
 
     def _line(self, code: str, n: Any, names: dict[int, str], of: int | None = None) -> str:
-        """``code`` plus, for an adjoint line, ``# backprop of: <forward line>`` (shortened)."""
-        if of is None and (n.role != "adjoint" or n.origin is None):
+        """``code`` plus, for an adjoint line, ``# backprop of: <forward line>`` (shortened);
+        for a tangent line (forward mode), ``# tangent of: <forward line>``."""
+        if of is None and (n.role == "forward" or n.origin is None):
             return code
         o = self.graph.nodes[n.origin if of is None else of]
+        mark = "tangent of" if of is None and n.role == "tangent" else "backprop of"
         target = names.get(o.id, f"node {o.id}")
         for what in self._forward_texts(o, target, names):
-            line = f"{code}  # backprop of: {what}"
+            line = f"{code}  # {mark}: {what}"
             if len(line) <= _LINE:
                 return line
-        return f"{code}  # backprop of: {target}"
+        return f"{code}  # {mark}: {target}"
 
     def _forward_texts(self, o: Any, target: str, names: dict[int, str]) -> list[str]:
         """Ways to name forward node ``o`` in a comment, longest first."""
@@ -850,6 +867,11 @@ def to_source(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | Non
         dx = np.cos(x)  # backprop of: t1 = np.sin(x)
         return t2, dx
     """
+    from .sparse_source import is_sparse, sparse_module
+
+    name, inputs, output_names, scalars = emit_request(name, inputs, output_names, scalars)
+    if is_sparse(outputs):
+        return sparse_module(outputs, inputs, name, scalars)[0].render()
     graph, outs, single = output_list(outputs)
     inputs = default_inputs(graph, outs, inputs)
     new, (new_outs,) = prepared(graph, [outs], optimize, fast_math)
@@ -873,6 +895,8 @@ def prepared(graph: Graph, groups: list[list[int]], optimize: bool, fast_math: b
              ) -> tuple[Graph, list[list[int]]]:
     """The graph (and output ids) to emit: rebuilt through the compile passes if
     ``optimize`` (with the non-exact ones if ``fast_math``), else as it is."""
+    optimize = exact_flag(optimize, "optimize")
+    fast_math = exact_flag(fast_math, "fast_math")
     if not optimize:
         if fast_math:
             raise SymgradError("fast_math=True needs optimize=True")

@@ -138,7 +138,7 @@ NUMPY: dict[str, Template] = {
     "cos": T("np.cos({0})"), "tan": T("np.tan({0})"), "tanh": T("np.tanh({0})"),
     "sinh": T("np.sinh({0})"),
     "cosh": T("np.cosh({0})"),
-    "sigmoid": T("np.exp({0} - np.logaddexp(0.0, {0}))"),
+    "sigmoid": T("1.0 / (1.0 + np.exp(-{0}))"),
     "softplus": T("np.logaddexp(0.0, {0})"), "relu": T("np.maximum({0}, 0)"),
     "abs": T("np.abs({0})"), "sign": T("np.sign({0})"),
     "less": T("{0} < {1}"), "less_equal": T("{0} <= {1}"), "greater": T("{0} > {1}"),

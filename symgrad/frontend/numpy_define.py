@@ -10,16 +10,19 @@ The parser reads the signature to tell literals (axes, ``ddof``) from expression
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ..errors import ShapeError, UnsupportedError
+from ..errors import ArgumentError, ShapeError, SymgradError, UnsupportedError
 from ..ir.expr import Expr, const
 from ..ir.op import FUNCTIONS, sig
+from ..ir.values import exact
 
 Fn = Callable[..., Any]
+_BARE = (TypeError, ValueError, ArithmeticError, IndexError, KeyError, AttributeError)
 
 
 def define(name: str, *spec: str, aliases: tuple[str, ...] = (), strings: tuple[str, ...] = (),
@@ -28,11 +31,23 @@ def define(name: str, *spec: str, aliases: tuple[str, ...] = (), strings: tuple[
     signature = sig(*spec, strings=strings, **defaults)
 
     def register(fn: Fn) -> Fn:
-        fn.signature = signature  # type: ignore[attr-defined]
-        fn.__name__ = fn.__qualname__ = name.rsplit(".", 1)[-1]
+        @functools.wraps(fn)
+        def exact_arguments(*args: Any, **kwargs: Any) -> Any:
+            # a user's str/int/float subclass becomes the plain value before fn sees it
+            args, kwargs = exact(args), {exact(k): exact(v) for k, v in kwargs.items()}
+            try:
+                return fn(*args, **kwargs)
+            except SymgradError:
+                raise
+            except _BARE as e:  # arguments fn cannot use: say so as a SymgradError
+                raise ArgumentError(f"{name}(): cannot use these arguments "
+                                    f"({type(e).__name__}: {e})") from None
+
+        exact_arguments.signature = signature  # type: ignore[attr-defined]
+        exact_arguments.__name__ = exact_arguments.__qualname__ = name.rsplit(".", 1)[-1]
         for n in (name, *aliases):
-            FUNCTIONS[n] = fn
-        return fn
+            FUNCTIONS[n] = exact_arguments
+        return exact_arguments
 
     return register
 

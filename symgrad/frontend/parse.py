@@ -1,11 +1,15 @@
-"""Text -> graph: a safe parser over Python's :mod:`ast` with an allowlist of node types.
+"""Text -> graph: an operator-precedence parser of its own over Python's tokenizer.
 
-User text is never evaluated: ``ast.parse(text, mode="eval")`` gives a tree, and an
-iterative walk (explicit stack, no recursion) accepts only arithmetic, comparisons, calls of
-registered ops by name, names, numeric literals, subscripts, ``.T`` and list literals; every
-other node raises :class:`~symgrad.errors.ParseError` with a caret under its column. Limits
-on input length, bracket depth, unary-operator runs, node count and literal size are checked
-before any work.
+User text is never evaluated. :mod:`tokenize` splits it into tokens, and an iterative
+operator-precedence parser (explicit stacks, no recursion, linear in the length of the
+text, so a sum of 10^5 terms is fine) accepts only arithmetic, comparisons, calls of
+registered ops by name (a dotted name such as ``linalg.solve`` only when it is registered
+as an op name or alias: never attribute access in general), names, numeric literals,
+subscripts, ``.T`` and list literals. Everything else raises
+:class:`~symgrad.errors.ParseError` with a caret under its column, and a hint where one
+helps (``sni(x)``: did you mean sin? ``x ^ 2``: use ``**``). The limits
+(``sg.limits.parse_*``: length, bracket depth, unary-operator runs, array-literal and
+string sizes) are checked before any work.
 
 The walk builds the graph with the same calls the Python API makes (Expr operators and
 :mod:`symgrad.frontend.functions`) in Python's left-to-right evaluation order, so
@@ -18,62 +22,75 @@ Variables declared but not used in the text are not created.
 
 from __future__ import annotations
 
-import ast
+import difflib
+import io
+import keyword
 import math
 import operator
 import re
+import tokenize
 import unicodedata
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..errors import ParseError, SymgradError
+from ..errors import LimitError, ParseError, SymgradError
 from ..ir.expr import Expr, const, var
-from ..ir.op import SignatureError
-from ..ir.values import as_constant, check_dtype, check_name, check_shape
+from ..ir.limits import DEFAULTS, limits
+from ..ir.op import ALIASES, FUNCTIONS, REGISTRY, SignatureError, public_op
+from ..ir.values import as_constant, check_dtype, check_name, check_shape, describe
 from .functions import Callee, callee
 
-MAX_CHARS = 100_000
-MAX_DEPTH = 100  # nested brackets
-MAX_UNARY_RUN = 100  # consecutive unary operators, e.g. "- - - x"
-MAX_NODES = 50_000  # ast nodes
-MAX_ARRAY_ELEMENTS = 10_000  # numbers in one list literal
+MAX_CHARS = DEFAULTS["parse_chars"][0]  # the defaults; sg.limits holds the live values
+MAX_DEPTH = DEFAULTS["parse_depth"][0]
+MAX_UNARY_RUN = DEFAULTS["parse_unary_run"][0]
+MAX_ARRAY_ELEMENTS = DEFAULTS["parse_array_elements"][0]
+MAX_STRING = DEFAULTS["parse_string_chars"][0]
 INT_LIMIT = 2**63 - 1  # integer literals and folded integer constants (int64)
-MAX_STRING = 200  # characters in a string argument (einsum's spec)
 
 CONSTANT_NAMES = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
 
-_BINOPS: dict[type, tuple[str, Callable]] = {
-    ast.Add: ("+", operator.add), ast.Sub: ("-", operator.sub),
-    ast.Mult: ("*", operator.mul), ast.Div: ("/", operator.truediv),
-    ast.Pow: ("**", operator.pow), ast.MatMult: ("@", operator.matmul),
+_BINOPS: dict[str, Callable] = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+    "**": operator.pow, "@": operator.matmul,
 }
-_CMPOPS: dict[type, tuple[str, Callable]] = {
-    ast.Lt: ("<", operator.lt), ast.LtE: ("<=", operator.le), ast.Gt: (">", operator.gt),
-    ast.GtE: (">=", operator.ge), ast.Eq: ("==", operator.eq), ast.NotEq: ("!=", operator.ne),
+_CMPOPS: dict[str, Callable] = {
+    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+    "==": operator.eq, "!=": operator.ne,
 }
-_UNARY: dict[type, Callable] = {ast.USub: operator.neg, ast.UAdd: operator.pos}
+_UNARY: dict[str, Callable] = {"-": operator.neg, "+": operator.pos}
+# binding power: comparisons < + - < * / @ < unary - + < ** (right-associative)
+_PREC = {**dict.fromkeys(_CMPOPS, 1), "+": 4, "-": 4, "*": 5, "/": 5, "@": 5, "**": 7}
+_UNARY_PREC = 6
+_REFUSED_OPS = {
+    "//": "operator '//' (floor division) is not supported; write floor(a / b) or a / b",
+    "%": "operator '%' (modulo) is not supported",
+    "<<": "operator '<<' (shift) is not supported", ">>": "operator '>>' (shift) is not supported",
+    "|": "operator '|' (bitwise or) is not supported; use where() and comparisons",
+    "&": "operator '&' (bitwise and) is not supported; use where() and comparisons",
+    "^": "operator '^' (bitwise xor) is not supported; for a power write x ** 2",
+    "~": "operator '~' is not supported",
+    ":=": "assignment expressions (:=) are not supported",
+    "=": "'=' (assignment) is not supported here; compare with ==",
+}
+_KEYWORDS = {
+    "lambda": "lambda is not supported",
+    "if": "conditional expressions are not supported; use where(cond, a, b)",
+    "and": "'and'/'or' are not supported; use where() and comparisons",
+    "or": "'and'/'or' are not supported; use where() and comparisons",
+    "not": "operator 'not' is not supported",
+    "in": "operator 'in' is not supported", "is": "operator 'is' is not supported",
+    "await": "await is not supported", "yield": "yield is not supported",
+}
 _EINSUM_SPEC = re.compile(r"[A-Za-z0-9_.,\->\s]*")
+_TUPLE = "tuples are only allowed as indices, static arguments or op lists"
+_STARRED = "starred arguments are not supported"
+_CLOSERS = {"(": ")", "[": "]"}
 
-_UNSUPPORTED = {
-    "Attribute": "attribute access is not supported (only .T)",
-    "Lambda": "lambda is not supported",
-    "IfExp": "conditional expressions are not supported; use where(cond, a, b)",
-    "BoolOp": "'and'/'or' are not supported; use where() and comparisons",
-    "ListComp": "comprehensions are not supported",
-    "SetComp": "comprehensions are not supported",
-    "DictComp": "comprehensions are not supported",
-    "GeneratorExp": "generator expressions are not supported",
-    "JoinedStr": "f-strings are not supported",
-    "NamedExpr": "assignment expressions (:=) are not supported",
-    "Starred": "starred arguments are not supported",
-    "Dict": "dict literals are not supported",
-    "Set": "set literals are not supported",
-    "Tuple": "tuples are only allowed as indices, static arguments or op lists",
-    "Await": "await is not supported",
-    "Yield": "yield is not supported",
-    "YieldFrom": "yield is not supported",
-    "Slice": "slices are only allowed inside []",
-}
+
+class ParseLimitError(ParseError, LimitError):
+    """Text over one of the ``sg.limits.parse_*`` limits (both a ParseError and a
+    LimitError)."""
+
 
 Value = Any  # an Expr, a Python number, or a nested list of numbers (an array literal)
 
@@ -115,8 +132,51 @@ def parse(
     (2,)
     >>> str(sg.parse("-log_softmax(z)[y]", shapes={"z": (3,)}, dtypes={"y": "int64"}))
     '-log_softmax(z)[y]'
+    >>> sg.parse("sni(x)")
+    Traceback (most recent call last):
+    ...
+    symgrad.errors.ParseError: unknown function 'sni'; did you mean sin?
+        sni(x)
+        ^
     """
     return _Parser(text, shapes, dtypes).run()
+
+
+# -- the syntax tree ----------------------------------------------------------------------
+#
+# Small nodes of our own: ``start``/``end`` are character offsets into the text, and
+# ``plan`` is what the checking pass of the walk leaves for the building pass.
+
+
+class _Node:
+    __slots__ = ("start", "end", "plan")
+    kind = ""
+
+
+def _kind(name: str, *fields: str, base: type = _Node) -> type:
+    return type(name, (base,), {"__slots__": fields, "kind": name})
+
+
+Name = _kind("Name", "id")
+Constant = _kind("Constant", "value")
+UnaryOp = _kind("UnaryOp", "op", "operand")
+BinOp = _kind("BinOp", "left", "op", "right", "op_at")  # op_at: the operator's offset
+Compare = _kind("Compare", base=BinOp)
+Attribute = _kind("Attribute", "value", "attr", "attr_at")
+Call = _kind("Call", "func", "args", "keywords")
+Keyword = _kind("Keyword", "arg", "value")
+Subscript = _kind("Subscript", "value", "items", "is_tuple", "bracket_at")
+Slice = _kind("Slice", "lower", "upper", "step")
+List = _kind("List", "elts")
+Tuple = _kind("Tuple", base=List)
+
+
+def _node(cls: type, start: int, end: int, **fields: Any) -> Any:
+    n = cls()
+    n.start, n.end, n.plan = start, end, None
+    for k, v in fields.items():
+        setattr(n, k, v)
+    return n
 
 
 # -- pre-checks ---------------------------------------------------------------------------
@@ -129,10 +189,13 @@ def _declarations(shapes, dtypes) -> dict[str, tuple[tuple[int, ...], str]]:
         if table is None:
             continue
         if not isinstance(table, Mapping):
-            raise ParseError(f"{what} must be a mapping from variable names, got {table!r:.80}")
-        for raw, value in table.items():
-            name = unicodedata.normalize("NFKC", raw) if isinstance(raw, str) else raw
-            check_name(name)
+            raise ParseError(f"{what} must be a mapping from variable names, got "
+                             f"{describe(table)}")
+        items = dict.items(table) if isinstance(table, dict) else table.items()
+        for raw, value in items:
+            name = unicodedata.normalize("NFKC", str.__str__(raw)) \
+                if isinstance(raw, str) else raw
+            name = check_name(name)
             entry = out.setdefault(name, [(), "float64"])
             if what == "shapes":
                 entry[0] = check_shape(value, f"variable '{name}'")
@@ -141,77 +204,85 @@ def _declarations(shapes, dtypes) -> dict[str, tuple[tuple[int, ...], str]]:
     return {k: (v[0], v[1]) for k, v in out.items()}
 
 
-def _scan(text: str) -> None:
-    """Bracket depth and unary-operator runs, counted before ``ast.parse`` sees the text."""
+def _scan(text: str, shown: str) -> None:
+    """Bracket depth and unary-operator runs, counted before the tokenizer sees the text."""
+    max_depth, max_run = limits.parse_depth, limits.parse_unary_run
     depth = run = 0
     for i, ch in enumerate(text):
         if ch in "([{":
             depth += 1
-            if depth > MAX_DEPTH:
-                raise ParseError(f"brackets nested deeper than {MAX_DEPTH}", text, i)
+            if depth > max_depth:
+                raise ParseLimitError(f"brackets nested deeper than {max_depth} "
+                                      "(sg.limits.parse_depth)", shown, i)
         elif ch in ")]}":
             depth -= 1
         if ch in "+-~":
             run += 1
-            if run > MAX_UNARY_RUN:
-                raise ParseError(f"more than {MAX_UNARY_RUN} operators in a row", text, i)
+            if run > max_run:
+                raise ParseLimitError(f"more than {max_run} operators in a row "
+                                      "(sg.limits.parse_unary_run)", shown, i)
         elif not ch.isspace():
             run = 0
 
 
-class _Positions:
-    """Maps ast (lineno, byte column) to a character offset into the original text."""
-
-    def __init__(self, text: str, lead: int) -> None:
-        self.lines = re.split(r"\r\n|\r|\n", text[lead:])
-        self.starts = [lead]
-        for line, sep in zip(self.lines, re.findall(r"\r\n|\r|\n", text[lead:])):
-            self.starts.append(self.starts[-1] + len(line) + len(sep))
-
-    def offset(self, lineno: int, col: int) -> int:
-        line = self.lines[lineno - 1] if 0 < lineno <= len(self.lines) else ""
-        if not line.isascii():
-            col = len(line.encode("utf-8")[:col].decode("utf-8", "ignore"))
-        return self.starts[min(max(lineno, 1), len(self.starts)) - 1] + col
+_FSTRING_START = getattr(tokenize, "FSTRING_START", None)  # Python 3.12+
+_SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.INDENT, tokenize.DEDENT}
 
 
 # -- the parser ---------------------------------------------------------------------------
 
 
+class _Frame:
+    """One bracket being parsed (or the whole text): its operand and operator stacks and
+    the items finished so far (call arguments, list elements, index entries)."""
+
+    __slots__ = ("kind", "open_at", "head", "vals", "ops", "items", "comma", "keyword",
+                 "slice")
+
+    def __init__(self, kind: str, open_at: int, head: Any = None) -> None:
+        self.kind, self.open_at, self.head = kind, open_at, head
+        self.vals: list = []
+        self.ops: list[tuple[str, int, int, bool]] = []  # symbol, precedence, at, unary
+        self.items: list = []
+        self.comma = False
+        self.keyword: tuple[str, int] | None = None
+        self.slice: list | None = None
+
+    def empty(self) -> bool:
+        return not self.vals and not self.ops and self.keyword is None and self.slice is None
+
+
 class _Parser:
     def __init__(self, text, shapes, dtypes) -> None:
         if not isinstance(text, str):
-            raise ParseError(f"parse() needs a string, got {type(text).__name__}")
-        if len(text) > MAX_CHARS:
-            raise ParseError(f"input is {len(text)} characters long (limit {MAX_CHARS})")
+            raise ParseError(f"parse() needs a string, got {describe(text)}")
+        text = str.__str__(text)
+        if len(text) > limits.parse_chars:
+            raise ParseLimitError(f"input is {len(text)} characters long (limit "
+                                  f"{limits.parse_chars}: sg.limits.parse_chars)")
         self.text = text
         # one printable line with the same offsets, for the caret display
         self.shown = text if text.isprintable() else "".join(
             c if c.isprintable() else " " for c in text)
         self.declared = _declarations(shapes, dtypes)
         self.names: dict[str, Expr] = {}
-        self.plans: dict[int, Any] = {}
 
     # errors
 
-    def fail(self, message: str, node: ast.AST | None = None, offset: int | None = None):
-        if offset is None and node is not None and hasattr(node, "lineno"):
-            offset = self.pos.offset(node.lineno, node.col_offset)
+    def fail(self, message: str, node: _Node | None = None, offset: int | None = None):
+        if offset is None and node is not None:
+            offset = node.start
         raise ParseError(message, self.shown, offset)
 
-    def where(self, node: ast.AST) -> int:
+    def where(self, node: _Node) -> int:
         """The column to blame for a node: its operator for binary ops, else its start."""
-        start = self.pos.offset(node.lineno, node.col_offset)
-        pair = _operator_span(node)
-        if pair is None:
-            return start
-        (left, right), symbol = pair
-        a = self.pos.offset(left.end_lineno, left.end_col_offset)
-        b = self.pos.offset(right.lineno, right.col_offset)
-        found = self.text.find(symbol, a, b)
-        return found if found >= 0 else start
+        if isinstance(node, BinOp):
+            return node.op_at
+        if isinstance(node, Subscript):
+            return node.bracket_at
+        return node.start
 
-    def rethrow(self, err: Exception, node: ast.AST):
+    def rethrow(self, err: Exception, node: _Node):
         col = self.where(node)
         if isinstance(err, ParseError):
             if err.source is not None:
@@ -232,16 +303,10 @@ class _Parser:
     def run(self) -> Expr:
         text = self.text
         lead = len(text) - len(text.lstrip())
-        self.pos = _Positions(text, lead)
         if lead == len(text):
             raise ParseError("empty expression", self.shown, len(text))
-        _scan(text)
-        tree = self._ast(text, lead)
-        count = 0
-        for _ in ast.walk(tree):
-            count += 1
-            if count > MAX_NODES:
-                raise ParseError(f"expression has more than {MAX_NODES} syntax nodes")
+        _scan(text, self.shown)
+        tree = self._parse(self._tokens(lead))
         value = self._walk(tree)
         if isinstance(value, Expr):
             return value
@@ -250,30 +315,333 @@ class _Parser:
                              "returns them); pick one, e.g. eigh(A)[1]", self.shown, lead)
         return const(value)
 
-    def _ast(self, text: str, lead: int) -> ast.Expression:
-        try:
-            return ast.parse(text[lead:], mode="eval")
-        except SyntaxError as e:
-            off = None
-            if e.lineno is not None and e.offset is not None:
-                line0 = self.pos.starts[min(max(e.lineno, 1), len(self.pos.starts)) - 1]
-                off = min(line0 + max(e.offset - 1, 0), len(text))
-            if off in (None, 0) and _completes(text[lead:]):
-                # CPython points at column 0 when the text stops mid-expression
-                raise ParseError("the expression ends too early (an operand is missing)",
-                                 self.shown, len(text.rstrip())) from None
-            raise ParseError(f"invalid syntax: {e.msg}", self.shown, off) from None
-        except (RecursionError, MemoryError):
-            raise ParseError(
-                "expression is nested too deeply for Python's parser (a chain such as "
-                "a + b + c + ... of more than about 2000 terms counts as deep; use sum())"
-            ) from None
-        except ValueError as e:
-            raise ParseError(f"invalid text: {e}") from None
+    # phase 0: tokens ----------------------------------------------------------------
 
-    def _walk(self, root: ast.Expression) -> Value:
+    def _tokens(self, lead: int) -> list[tuple[str, str, int, int]]:
+        """``(kind, text, start, end)`` with character offsets; kinds ``name number string
+        op newline end``. Comments and line breaks inside brackets are dropped."""
+        text = self.text
+        starts = [lead] + [lead + m.end() for m in re.finditer("\n", text[lead:])]
+        out: list[tuple[str, str, int, int]] = []
+
+        def at(pos: tuple[int, int]) -> int:
+            row, col = pos
+            return min(starts[min(max(row, 1), len(starts)) - 1] + col, len(text))
+
+        last = len(starts)
+
+        names = {tokenize.NAME: "name", tokenize.NUMBER: "number", tokenize.STRING: "string",
+                 tokenize.OP: "op", tokenize.NEWLINE: "newline", tokenize.ENDMARKER: "end"}
+        try:
+            for tok in tokenize.generate_tokens(io.StringIO(text[lead:]).readline):
+                kind = tok.type
+                if kind in _SKIP:
+                    continue
+                (r0, c0), (r1, c1) = tok.start, tok.end
+                if 0 < r0 <= last and 0 < r1 <= last:  # the usual case, inline
+                    start, end = starts[r0 - 1] + c0, starts[r1 - 1] + c1
+                else:
+                    start, end = at(tok.start), at(tok.end)
+                if kind == _FSTRING_START:
+                    self.fail("f-strings are not supported", offset=start)
+                if kind == tokenize.ERRORTOKEN:
+                    if tok.string.isspace():
+                        continue
+                    if tok.string in "'\"":
+                        self.fail("this string is never closed", offset=start)
+                    self.fail(f"invalid character {tok.string!r}", offset=start)
+                if kind not in names:
+                    self.fail("invalid syntax", offset=start)
+                out.append((names[kind], tok.string, start, end))
+        except tokenize.TokenError as e:
+            where = at(e.args[1]) if len(e.args) > 1 else len(text)
+            if "string" in str(e.args[0]):
+                self.fail("this string is never closed", offset=min(where, len(text) - 1))
+            out.append(("end", "", len(text.rstrip()), len(text)))  # an unclosed bracket
+        except SyntaxError as e:  # Python 3.12+: the C tokenizer
+            col = None if e.lineno is None else at((e.lineno, max((e.offset or 1) - 1, 0)))
+            self.fail(f"invalid syntax: {e.msg}", offset=col)
+        # a line break outside brackets ends the text: only the end may follow it
+        while out and out[-1][0] in ("newline", "end"):
+            out.pop()
+        for kind, _, start, _ in out:
+            if kind == "newline":
+                self.fail("the expression continues on a new line: put it in parentheses "
+                          "or write it on one line", offset=start)
+        end = len(text.rstrip())
+        out.append(("end", "", end, end))
+        return out
+
+    # phase 1: tokens -> tree, iteratively -------------------------------------------
+
+    def _parse(self, tokens: list[tuple[str, str, int, int]]) -> _Node:
+        frames = [_Frame("top", 0)]
+        operand = True  # expecting an operand (prefix position), else an operator
+        k = 0
+        while True:
+            kind, s, start, end = tokens[k]
+            frame = frames[-1]
+            k += 1
+            if kind == "end":
+                break
+            if operand:
+                k, operand = self._prefix(frames, frame, tokens, k, kind, s, start, end)
+            else:
+                k, operand = self._infix(frames, frame, tokens, k, kind, s, start, end)
+        if len(frames) > 1:
+            f = frames[-1]
+            self.fail(f"invalid syntax: '{self.text[f.open_at]}' was never closed",
+                      offset=f.open_at)
+        if operand:
+            top = frames[0]
+            if top.empty() and not top.items:
+                self.fail("empty expression", offset=tokens[-1][2])
+            self.fail("the expression ends too early (an operand is missing)",
+                      offset=tokens[-1][2])
+        top = frames[0]
+        self._finish_item(top)
+        if top.comma:
+            first = top.items[0]
+            return _node(Tuple, first.start, top.items[-1].end, elts=top.items)
+        return top.items[0]
+
+    def _prefix(self, frames, frame, tokens, k, kind, s, start, end) -> tuple[int, bool]:
+        """A token where an operand must start; returns the next index and the state."""
+        if kind == "name":
+            if s in ("True", "False", "None"):
+                value = {"True": True, "False": False, "None": None}[s]
+                frame.vals.append(_node(Constant, start, end, value=value))
+                return k, False
+            if keyword.iskeyword(s):
+                self.fail(_KEYWORDS.get(s, f"invalid syntax: '{s}' cannot start an operand"),
+                          offset=start)
+            if (frame.kind == "call" and frame.empty() and tokens[k][0] == "op"
+                    and tokens[k][1] == "="):
+                frame.keyword = (unicodedata.normalize("NFKC", s), start)
+                return k + 1, True
+            frame.vals.append(_node(Name, start, end, id=unicodedata.normalize("NFKC", s)))
+            return k, False
+        if kind == "number":
+            frame.vals.append(_node(Constant, start, end, value=self._literal(s, start)))
+            return k, False
+        if kind == "string":
+            frame.vals.append(_node(Constant, start, end, value=self._string(s, start)))
+            return k, False
+        if kind == "newline":
+            self.fail("invalid syntax", offset=start)
+        # an operator token
+        if s in _UNARY:
+            frame.ops.append((s, _UNARY_PREC, start, True))
+            return k, True
+        if s in _CLOSERS:
+            frames.append(_Frame("paren" if s == "(" else "list", start))
+            return k, True
+        if s == "...":
+            frame.vals.append(_node(Constant, start, end, value=...))
+            return k, False
+        if s == ":" and frame.kind == "index" and not frame.vals and not frame.ops:
+            self._slice_part(frame, None, start)
+            return k, True
+        if s in (")", "]", ",") and not frame.vals and not frame.ops and frame.keyword is None:
+            if s == "," and frame.slice is None:
+                self.fail("an operand is missing before ','", offset=start)
+            return self._separator(frames, frame, s, start, end, k)
+        if s == ",":
+            self.fail("an operand is missing before ','", offset=start)
+        if s in (")", "]"):
+            self.fail(f"an operand is missing before '{s}'", offset=start)
+        if s == "*":
+            self.fail(_STARRED, offset=start)
+        if s == "**" and frame.kind == "call" and frame.empty():
+            self.fail("**keyword arguments are not supported", offset=start)
+        if s == "{":
+            self.fail(self._braces(tokens, k), offset=start)
+        self.fail(_REFUSED_OPS.get(s, f"invalid syntax: '{s}' cannot start an operand"),
+                  offset=start)
+
+    def _infix(self, frames, frame, tokens, k, kind, s, start, end) -> tuple[int, bool]:
+        """A token after a complete operand: an operator, a trailer or a separator."""
+        if kind == "name":
+            if s == "not" and tokens[k][1] == "in":
+                self.fail("operator 'not in' is not supported", offset=start)
+            if s == "for":
+                what = "comprehensions" if frame.kind == "list" else "generator expressions"
+                self.fail(f"{what} are not supported", offset=start)
+            self.fail(_KEYWORDS.get(s, f"invalid syntax: '{s}' after an operand (an "
+                                       "operator is missing?)"), offset=start)
+        if kind != "op":
+            self.fail("invalid syntax: an operator is missing before this", offset=start)
+        if s in _PREC:
+            self._push_binary(frame, s, start)
+            return k, True
+        if s == "(":
+            frames.append(_Frame("call", start, frame.vals.pop()))
+            return k, True
+        if s == "[":
+            frames.append(_Frame("index", start, frame.vals.pop()))
+            return k, True
+        if s == ".":
+            kind2, attr, at2, end2 = tokens[k]
+            if kind2 != "name":
+                self.fail("invalid syntax: a name must follow '.'", offset=start)
+            value = frame.vals.pop()
+            frame.vals.append(_node(Attribute, value.start, end2, value=value,
+                                    attr=unicodedata.normalize("NFKC", attr), attr_at=at2))
+            return k + 1, False
+        if s == ":" and frame.kind == "index":
+            self._slice_part(frame, self._reduce(frame), start)
+            return k, True
+        if s in (")", "]", ","):
+            return self._separator(frames, frame, s, start, end, k)
+        self.fail(_REFUSED_OPS.get(s, f"invalid syntax: '{s}' is not supported here"),
+                  offset=start)
+
+    def _push_binary(self, frame: _Frame, s: str, at: int) -> None:
+        prec = _PREC[s]
+        ops = frame.ops
+        if prec == 1 and any(op[1] == 1 for op in ops):
+            self.fail("chained comparisons are not supported; compare two things at a time",
+                      offset=at)
+        while ops and (ops[-1][1] > prec or (ops[-1][1] == prec and s != "**")):
+            self._apply(frame)
+        ops.append((s, prec, at, False))
+
+    def _apply(self, frame: _Frame) -> None:
+        s, _, at, unary = frame.ops.pop()
+        vals = frame.vals
+        if unary:
+            x = vals.pop()
+            vals.append(_node(UnaryOp, at, x.end, op=s, operand=x))
+            return
+        b, a = vals.pop(), vals.pop()
+        cls = Compare if s in _CMPOPS else BinOp
+        vals.append(_node(cls, a.start, b.end, left=a, op=s, right=b, op_at=at))
+
+    def _reduce(self, frame: _Frame) -> _Node | None:
+        """The finished operand of the current item (None if the item is empty)."""
+        while frame.ops:
+            self._apply(frame)
+        return frame.vals.pop() if frame.vals else None
+
+    def _slice_part(self, frame: _Frame, value: _Node | None, colon: int) -> None:
+        if frame.slice is None:
+            frame.slice = [value]
+        elif len(frame.slice) < 2:
+            frame.slice.append(value)
+        else:
+            self.fail("invalid syntax: a slice has at most two ':'", offset=colon)
+
+    def _finish_item(self, frame: _Frame) -> None:
+        value = self._reduce(frame)
+        if frame.slice is not None:
+            parts = [*frame.slice, value, None, None][:3]
+            found = [p for p in parts if p is not None]
+            start = found[0].start if found else frame.open_at
+            value = _node(Slice, start, found[-1].end if found else start,
+                          lower=parts[0], upper=parts[1], step=parts[2])
+            frame.slice = None
+        if frame.keyword is not None:
+            name, at = frame.keyword
+            frame.keyword = None
+            if value is None:
+                self.fail(f"keyword '{name}' needs a value", offset=at)
+            value = _node(Keyword, at, value.end, arg=name, value=value)
+        elif frame.kind == "call" and any(isinstance(i, Keyword) for i in frame.items):
+            self.fail("a positional argument cannot follow keyword arguments",
+                      offset=value.start if value is not None else frame.open_at)
+        if value is not None:
+            frame.items.append(value)
+
+    def _separator(self, frames, frame, s, start, end, k) -> tuple[int, bool]:
+        """``,`` or a closing bracket, after an operand (or after nothing: ``f()``,
+        ``[1, 2,]``, ``x[1:]``)."""
+        if frame.kind == "top" and s != ",":
+            self.fail(f"invalid syntax: unmatched '{s}'", offset=start)
+        self._finish_item(frame)
+        if s == ",":
+            frame.comma = True
+            return k, True
+        want = _CLOSERS["(" if frame.kind in ("paren", "call") else "["]
+        if s != want:
+            opener = self.text[frame.open_at]
+            self.fail(f"invalid syntax: closing '{s}' does not match opening '{opener}'",
+                      offset=start)
+        frames.pop()
+        frames[-1].vals.append(self._close(frame, end))
+        return k, False
+
+    def _close(self, frame: _Frame, end: int) -> _Node:
+        items, at = frame.items, frame.open_at
+        if frame.kind == "paren":
+            if len(items) == 1 and not frame.comma:
+                return items[0]
+            return _node(Tuple, at, end, elts=items)
+        if frame.kind == "list":
+            return _node(List, at, end, elts=items)
+        head = frame.head
+        if frame.kind == "call":
+            args = [i for i in items if not isinstance(i, Keyword)]
+            kws = [i for i in items if isinstance(i, Keyword)]
+            return _node(Call, head.start, end, func=head, args=args, keywords=kws)
+        if not items:
+            self.fail("invalid syntax: an index is missing inside []", offset=at)
+        return _node(Subscript, head.start, end, value=head, items=items,
+                     is_tuple=frame.comma, bracket_at=at)
+
+    def _braces(self, tokens: list, k: int) -> str:
+        depth = 0
+        for _, s, _, _ in tokens[k:]:
+            if s in ("(", "[", "{"):
+                depth += 1
+            elif s in (")", "]", "}"):
+                if depth == 0:
+                    break
+                depth -= 1
+            elif s == ":" and depth == 0:
+                return "dict literals are not supported"
+        return "set literals are not supported"
+
+    # literals
+
+    def _literal(self, s: str, at: int) -> int | float:
+        """A NUMBER token's value, read without evaluating anything."""
+        digits = s.replace("_", "")
+        if digits[-1] in "jJ":
+            self.fail("complex literals are not supported here", offset=at)
+        if digits[:2].lower() in ("0x", "0o", "0b") or not any(c in digits for c in ".eE"):
+            if len(digits) > 40:
+                self.fail("integer literal is too large (limit 2**63 - 1)", offset=at)
+            try:
+                return int(digits, 0)
+            except ValueError:
+                self.fail(f"invalid number {s!r}", offset=at)
+        try:
+            return float(digits)
+        except ValueError:
+            self.fail(f"invalid number {s!r}", offset=at)
+
+    def _string(self, s: str, at: int) -> str:
+        """A STRING token's text: plain or raw strings only, without escapes."""
+        prefix = s[: len(s) - len(s.lstrip("rRbBuUfF"))].lower()
+        if "f" in prefix:
+            self.fail("f-strings are not supported", offset=at)
+        if "b" in prefix:
+            self.fail("bytes literals are not supported", offset=at)
+        body = s[len(prefix):]
+        quote = 3 if body[:3] in ('"""', "'''") else 1
+        body = body[quote:-quote]
+        if "\\" in body and "r" not in prefix:
+            self.fail("escape sequences are not supported in strings", offset=at)
+        if len(body) > limits.parse_string_chars:
+            raise ParseLimitError(f"string longer than {limits.parse_string_chars} "
+                                  "characters (sg.limits.parse_string_chars)", self.shown, at)
+        return body
+
+    # phase 2: check and build, post-order with an explicit stack ---------------------
+
+    def _walk(self, root: _Node) -> Value:
         """Post-order, left to right, with an explicit stack."""
-        stack: list[tuple[ast.AST, bool]] = [(root.body, False)]
+        stack: list[tuple[_Node, bool]] = [(root, False)]
         values: list[Value] = []
         while stack:
             node, ready = stack.pop()
@@ -282,7 +650,7 @@ class _Parser:
                 stack.append((node, True))
                 stack.extend((c, False) for c in reversed(children))
                 continue
-            n = self._count(node)
+            n = node.plan[0]
             args = values[len(values) - n:]
             del values[len(values) - n:]
             try:
@@ -293,89 +661,61 @@ class _Parser:
                 self.fail(f"cannot build this: {err}", offset=self.where(node))
         return values[0]
 
-    # phase 1: check the node, list the sub-expressions to evaluate
-
-    def _children(self, node: ast.AST) -> list[ast.AST]:
-        kind = type(node).__name__
-        handler = getattr(self, f"_check_{kind}", None)
+    def _children(self, node: _Node) -> list[_Node]:
+        handler = getattr(self, f"_check_{node.kind}", None)
         if handler is None:
-            reason = _UNSUPPORTED.get(kind, f"{kind} syntax is not supported")
-            self.fail(reason, node)
+            self.fail(_TUPLE if node.kind == "Tuple" else "invalid syntax", node)
         return handler(node)
 
-    def _count(self, node: ast.AST) -> int:
-        plan = self.plans.get(id(node))
-        return plan[0] if isinstance(plan, tuple) else 0
-
-    def _plan(self, node: ast.AST, children: list, *extra) -> list:
-        self.plans[id(node)] = (len(children), *extra)
+    def _plan(self, node: _Node, children: list, *extra) -> list:
+        node.plan = (len(children), *extra)
         return children
 
-    def _check_BinOp(self, node: ast.BinOp) -> list:
-        if type(node.op) not in _BINOPS:
-            self.fail(f"operator {type(node.op).__name__} is not supported", node,
-                      self.where(node))
+    def _check_BinOp(self, node: BinOp) -> list:
         return self._plan(node, [node.left, node.right])
 
-    def _check_UnaryOp(self, node: ast.UnaryOp) -> list:
-        if type(node.op) not in _UNARY:
-            what = "'not'" if isinstance(node.op, ast.Not) else "'~'"
-            self.fail(f"operator {what} is not supported", node)
+    _check_Compare = _check_BinOp
+
+    def _check_UnaryOp(self, node: UnaryOp) -> list:
         return self._plan(node, [node.operand])
 
-    def _check_Compare(self, node: ast.Compare) -> list:
-        if len(node.ops) > 1:
-            a, b = node.comparators[0], node.comparators[1]
-            symbol = _CMPOPS.get(type(node.ops[1]), ("",))[0]
-            start = self.pos.offset(a.end_lineno, a.end_col_offset)
-            found = self.text.find(symbol, start, self.pos.offset(b.lineno, b.col_offset))
-            self.fail("chained comparisons are not supported; compare two things at a time",
-                      b, found if symbol and found >= 0 else None)
-        if type(node.ops[0]) not in _CMPOPS:
-            self.fail(f"operator {type(node.ops[0]).__name__} is not supported", node)
-        return self._plan(node, [node.left, node.comparators[0]])
-
-    def _check_Name(self, node: ast.Name) -> list:
+    def _check_Name(self, node: Name) -> list:
         return self._plan(node, [])
 
-    def _check_Constant(self, node: ast.Constant) -> list:
+    def _check_Constant(self, node: Constant) -> list:
         self._number(node)
         return self._plan(node, [])
 
-    def _check_List(self, node: ast.List) -> list:
+    def _check_List(self, node: List) -> list:
         return self._plan(node, [], self._array(node))
 
-    def _check_Attribute(self, node: ast.Attribute) -> list:
+    def _check_Attribute(self, node: Attribute) -> list:
         if node.attr != "T":
-            self.fail(_UNSUPPORTED["Attribute"], node, self._attr_offset(node))
+            self.fail("attribute access is not supported (only .T)", offset=node.attr_at)
         return self._plan(node, [node.value])
 
-    def _check_Subscript(self, node: ast.Subscript) -> list:
-        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    def _check_Subscript(self, node: Subscript) -> list:
         spec, exprs = [], []
-        for item in items:
-            if isinstance(item, ast.Slice):
+        for item in node.items:
+            if isinstance(item, Slice):
                 spec.append(("slice", tuple(self._bound(b) for b in
                                             (item.lower, item.upper, item.step))))
-            elif isinstance(item, ast.Constant) and (item.value is None or item.value is ...):
+            elif isinstance(item, Constant) and (item.value is None or item.value is ...):
                 spec.append(("const", item.value))
             else:
                 spec.append(("expr", item))
                 exprs.append(item)
-        return self._plan(node, [node.value, *exprs], spec, isinstance(node.slice, ast.Tuple))
+        return self._plan(node, [node.value, *exprs], spec, node.is_tuple)
 
-    def _check_Call(self, node: ast.Call) -> list:
-        func = node.func
-        if not isinstance(func, ast.Name):
-            self.fail("only functions called by name are supported (e.g. exp(x))", func)
-        op = self._op(func)
+    def _check_Call(self, node: Call) -> list:
+        name = _dotted(node.func)
+        if name is None:
+            self.fail("only functions called by name are supported (e.g. exp(x))", node.func)
+        op = self._op(name, node.func)
         args = list(node.args)
         plan: list[tuple] = []
-        children: list[ast.AST] = []
+        children: list[_Node] = []
         statics: set[str] = set()
-        for arg in args:
-            if isinstance(arg, ast.Starred):
-                self.fail(_UNSUPPORTED["Starred"], arg)
         for p in op.signature.params:
             if not args:
                 break
@@ -385,11 +725,8 @@ class _Parser:
                 args = []
             elif p.kind == "list":
                 seq = args.pop(0)
-                if not isinstance(seq, (ast.List, ast.Tuple)):
+                if not isinstance(seq, List):  # a list or a tuple
                     self.fail(f"{op.name}() takes a list of arrays here, e.g. [a, b]", seq)
-                for elt in seq.elts:
-                    if isinstance(elt, ast.Starred):
-                        self.fail(_UNSUPPORTED["Starred"], elt)
                 plan.append(("list", len(seq.elts)))
                 children.extend(seq.elts)
             elif p.kind == "static":
@@ -399,28 +736,29 @@ class _Parser:
                 plan.append(("expr",))
                 children.append(args.pop(0))
         if args:
-            self.fail(f"{func.id}() takes {op.signature.describe()}; got extra arguments", args[0])
+            self.fail(f"{name}() takes {op.signature.describe()}; got extra arguments", args[0])
         kwargs = {}
         for kw in node.keywords:
-            if kw.arg is None:
-                self.fail("**keyword arguments are not supported", kw)
             if kw.arg not in op.attrs or kw.arg in statics:
-                ok = ", ".join(k for k in op.attrs if k not in statics) or "no keywords"
-                self.fail(f"{func.id}() got an unexpected keyword '{kw.arg}' (takes {ok})", kw)
+                allowed = [k for k in op.attrs if k not in statics]
+                ok = ", ".join(allowed) or "no keywords"
+                self.fail(f"{name}() got an unexpected keyword '{kw.arg}' (takes {ok})"
+                          f"{_did_you_mean(kw.arg, allowed)}", kw)
             kwargs[kw.arg] = self._static(kw.value, op, kw.arg)
         return self._plan(node, children, op, plan, kwargs)
 
-    def _op(self, func: ast.Name) -> Callee:
-        found = callee(func.id)
+    def _op(self, name: str, func: _Node) -> Callee:
+        found = callee(name)
         if found is None:
-            self.fail(f"unknown function '{func.id}'", func)
+            known = [*FUNCTIONS, *(n for n in (*REGISTRY, *ALIASES) if public_op(n))]
+            self.fail(f"unknown function '{name}'{_did_you_mean(name, known)}", func)
         return found
 
     # literals
 
-    def _number(self, node: ast.AST, what: str = "expected a number literal here") -> Any:
+    def _number(self, node: _Node, what: str = "expected a number literal here") -> Any:
         """The value of a numeric literal node (checked), or a ParseError saying ``what``."""
-        if isinstance(node, ast.Constant):
+        if isinstance(node, Constant):
             v = node.value
             if isinstance(v, bool):
                 return v
@@ -432,69 +770,70 @@ class _Parser:
                 if math.isinf(v):
                     self.fail("float literal overflows; write inf for infinity", node)
                 return v
-            kind = {str: "strings", type(None): "None", type(...): "'...'"}.get(
-                type(v), f"{type(v).__name__} literals")
-            self.fail(f"{kind} {'is' if kind[0] in 'N' + chr(39) else 'are'} not supported here",
-                      node)
-        if isinstance(node, ast.Name) and node.id in CONSTANT_NAMES:
+            kind = {str: "strings are", type(None): "None is", type(...): "'...' is"}[type(v)]
+            self.fail(f"{kind} not supported here", node)
+        if isinstance(node, Name) and node.id in CONSTANT_NAMES:
             if node.id not in self.declared:
                 return CONSTANT_NAMES[node.id]
-        if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+        if isinstance(node, UnaryOp):
             inner = node.operand
-            if isinstance(inner, (ast.Constant, ast.Name)):
+            if isinstance(inner, (Constant, Name)):
                 v = self._number(inner, what)
                 if not isinstance(v, bool):
-                    return _UNARY[type(node.op)](v)
+                    return _UNARY[node.op](v)
         self.fail(what, node)
 
-    def _static(self, node: ast.AST, op, param: str) -> Any:
+    def _static(self, node: _Node, op: Callee, param: str) -> Any:
         """A static argument: int, float, bool, None, a tuple/list of ints, or a spec string."""
-        if isinstance(node, ast.Constant) and node.value is None:
+        if isinstance(node, Constant) and node.value is None:
             return None
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        if isinstance(node, Constant) and isinstance(node.value, str):
             if not _string_param(op, param):
                 self.fail(f"{op.name}() does not take a string for '{param}'", node)
             s = node.value
-            if len(s) > MAX_STRING or not _EINSUM_SPEC.fullmatch(s):
-                self.fail("a string argument may only contain letters, digits, '_', ',', "
-                          "'->' and '...'", node)
+            if not _EINSUM_SPEC.fullmatch(s):
+                self.fail("an einsum spec may only contain letters, ',', '->', '...'", node)
             return s
         what = f"{op.name}() needs a literal for '{param}' (a number, None or a tuple of ints)"
-        if isinstance(node, (ast.Tuple, ast.List)):
+        if isinstance(node, List):
             if len(node.elts) > 64:
                 self.fail("too many entries in a static argument", node)
             items = [self._number(e, what) for e in node.elts]
             for e, v in zip(node.elts, items):
                 if isinstance(v, bool) or not isinstance(v, int):
                     self.fail("expected an int here", e)
-            return tuple(items) if isinstance(node, ast.Tuple) else items
+            return tuple(items) if isinstance(node, Tuple) else items
         if _string_param(op, param):
             what = f'{op.name}() needs a literal string for \'{param}\', e.g. "ij,j->i"'
         return self._number(node, what)
 
-    def _bound(self, node: ast.AST | None) -> int | None:
-        if node is None or (isinstance(node, ast.Constant) and node.value is None):
+    def _bound(self, node: _Node | None) -> int | None:
+        if node is None or (isinstance(node, Constant) and node.value is None):
             return None
         v = self._number(node, "slice bounds must be int literals")
         if isinstance(v, bool) or not isinstance(v, int):
             self.fail("slice bounds must be int literals", node)
         return v
 
-    def _array(self, root: ast.List) -> list:
+    def _array(self, root: List) -> list:
         """A nested list of number literals, as Python lists (iterative, size-limited)."""
+        if isinstance(root, Tuple):
+            self.fail(_TUPLE, root)
+        limit = limits.parse_array_elements
         out: list = []
-        stack: list[tuple[ast.AST, list]] = [(root, out)]
+        stack: list[tuple[_Node, list]] = [(root, out)]
         count = 0
         while stack:
             node, target = stack.pop()
-            if isinstance(node, ast.List):
+            if isinstance(node, List) and not isinstance(node, Tuple):
                 sub: list = []
                 target.append(sub)
                 stack.extend((e, sub) for e in reversed(node.elts))
                 continue
             count += 1
-            if count > MAX_ARRAY_ELEMENTS:
-                self.fail(f"array literal has more than {MAX_ARRAY_ELEMENTS} numbers", root)
+            if count > limit:
+                raise ParseLimitError(f"array literal has more than {limit} numbers "
+                                      "(sg.limits.parse_array_elements)", self.shown, root.start)
             target.append(self._number(node, "array literals may only hold numbers"))
         try:
             as_constant(out[0])
@@ -502,16 +841,12 @@ class _Parser:
             self.fail("array literal is not rectangular (or mixes numbers and lists)", root)
         return out[0]
 
-    def _attr_offset(self, node: ast.Attribute) -> int:
-        end = self.pos.offset(node.end_lineno, node.end_col_offset)
-        return max(end - len(node.attr), 0)
+    # building
 
-    # phase 2: build
+    def _combine(self, node: _Node, args: list) -> Value:
+        return getattr(self, f"_build_{node.kind}")(node, args)
 
-    def _combine(self, node: ast.AST, args: list) -> Value:
-        return getattr(self, f"_build_{type(node).__name__}")(node, args)
-
-    def _build_Name(self, node: ast.Name, args) -> Value:
+    def _build_Name(self, node: Name, args) -> Value:
         name = node.id
         if name in CONSTANT_NAMES and name not in self.declared:
             return CONSTANT_NAMES[name]
@@ -523,39 +858,39 @@ class _Parser:
             found = self.names[name] = var(name, shape, dtype)
         return found
 
-    def _build_Constant(self, node: ast.Constant, args) -> Value:
+    def _build_Constant(self, node: Constant, args) -> Value:
         return self._number(node)
 
-    def _build_List(self, node: ast.List, args) -> Value:
-        return self.plans[id(node)][1]
+    def _build_List(self, node: List, args) -> Value:
+        return node.plan[1]
 
-    def _build_Attribute(self, node: ast.Attribute, args) -> Value:
+    def _build_Attribute(self, node: Attribute, args) -> Value:
         return _expr(args[0], node, self).T
 
-    def _build_UnaryOp(self, node: ast.UnaryOp, args) -> Value:
+    def _build_UnaryOp(self, node: UnaryOp, args) -> Value:
         (a,) = args
         if isinstance(a, list):
             a = const(a)
-        return _UNARY[type(node.op)](a)
+        return _UNARY[node.op](a)
 
-    def _build_BinOp(self, node: ast.BinOp, args) -> Value:
-        symbol, fn = _BINOPS[type(node.op)]
+    def _build_BinOp(self, node: BinOp, args) -> Value:
+        symbol = node.op
         a, b = args
         if not isinstance(a, Expr) and not isinstance(b, Expr):
             if isinstance(a, list) or isinstance(b, list):
                 a, b = _as_expr(a), _as_expr(b)
             else:
-                return _fold_numbers(symbol, fn, a, b)
-        return fn(a, b)
+                return _fold_numbers(symbol, _BINOPS[symbol], a, b)
+        return _BINOPS[symbol](a, b)
 
-    def _build_Compare(self, node: ast.Compare, args) -> Value:
+    def _build_Compare(self, node: Compare, args) -> Value:
         a, b = args
         if isinstance(a, list) or isinstance(b, list):
             a, b = _as_expr(a), _as_expr(b)
-        return _CMPOPS[type(node.ops[0])][1](a, b)
+        return _CMPOPS[node.op](a, b)
 
-    def _build_Subscript(self, node: ast.Subscript, args) -> Value:
-        _, spec, is_tuple = self.plans[id(node)]
+    def _build_Subscript(self, node: Subscript, args) -> Value:
+        _, spec, is_tuple = node.plan
         if isinstance(args[0], tuple):  # one result of eigh(A), svd(A), ...: NumPy's [k]
             k = args[1] if len(args) == 2 and not is_tuple else None
             if isinstance(k, bool) or not isinstance(k, int) or not -len(args[0]) <= k < len(
@@ -575,7 +910,7 @@ class _Parser:
                 key.append(self._index(v, where))
         return value[tuple(key) if is_tuple else key[0]]
 
-    def _index(self, v: Value, node: ast.AST) -> Any:
+    def _index(self, v: Value, node: _Node) -> Any:
         if isinstance(v, Expr):
             if v.dtype not in ("int64", "int32"):
                 hint = f"; declare it, e.g. dtypes={{'{v.name}': 'int64'}}" if v.name else ""
@@ -588,8 +923,8 @@ class _Parser:
                       node)
         return v
 
-    def _build_Call(self, node: ast.Call, args) -> Value:
-        _, op, plan, kwargs = self.plans[id(node)]
+    def _build_Call(self, node: Call, args) -> Value:
+        _, op, plan, kwargs = node.plan
         values = iter(args)
         call_args: list = []
         for step in plan:
@@ -605,14 +940,24 @@ class _Parser:
 # -- helpers ------------------------------------------------------------------------------
 
 
-def _operator_span(node: ast.AST):
-    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-        return (node.left, node.right), _BINOPS[type(node.op)][0]
-    if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _CMPOPS:
-        return (node.left, node.comparators[0]), _CMPOPS[type(node.ops[0])][0]
-    if isinstance(node, ast.Subscript):
-        return (node.value, node.slice), "["
-    return None
+def _dotted(node: _Node) -> str | None:
+    """``name`` or ``a.b.c`` for a callee written as a (dotted) name, else None."""
+    parts = []
+    while isinstance(node, Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _did_you_mean(name: str, candidates: list[str]) -> str:
+    """``"; did you mean sin?"`` for the closest candidate, or ``""``."""
+    found = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
+    if not found and "." in name:
+        found = difflib.get_close_matches(name.rsplit(".", 1)[1], candidates, n=1, cutoff=0.6)
+    return f"; did you mean {found[0]}?" if found else ""
 
 
 def _string_param(op: Callee, param: str) -> bool:
@@ -624,7 +969,7 @@ def _as_expr(v: Value) -> Value:
     return const(v) if isinstance(v, list) else v
 
 
-def _expr(v: Value, node: ast.AST, parser: _Parser) -> Expr:
+def _expr(v: Value, node: _Node, parser: _Parser) -> Expr:
     if isinstance(v, Expr):
         return v
     if isinstance(v, list):
@@ -652,13 +997,4 @@ def _fold_numbers(symbol: str, fn: Callable, a: Any, b: Any) -> Any:
     return r
 
 
-__all__ = ["parse", "ParseError", "CONSTANT_NAMES"]
-
-
-def _completes(text: str) -> bool:
-    """Whether ``text`` followed by one more operand would parse (it stops mid-expression)."""
-    try:
-        ast.parse(text + " _", mode="eval")
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    return True
+__all__ = ["parse", "ParseError", "ParseLimitError", "CONSTANT_NAMES"]

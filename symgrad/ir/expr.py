@@ -19,6 +19,7 @@ from .graph import Graph, Node
 from .op import FUNCTIONS, REGISTRY, UNSUPPORTED, Op, public_op
 from .shapes import Shape
 from .text import infix
+from .values import describe, exact
 
 
 class Expr:
@@ -405,6 +406,10 @@ def _logical(name: str, *operands: Any) -> Expr:
 
 
 def _home(operands: Sequence[Any]) -> Graph:
+    if len(operands) == 2:  # the common case: a binary op on two Exprs of one graph
+        a, b = operands
+        if type(a) is Expr and type(b) is Expr and a.graph is b.graph:
+            return a.graph
     graphs = [o.graph for o in operands if isinstance(o, Expr)]
     if not graphs:
         return Graph()
@@ -414,6 +419,8 @@ def _home(operands: Sequence[Any]) -> Graph:
 def _operand(graph: Graph, o: Any, strong: list[str] | None = None) -> int:
     if isinstance(o, Expr):
         return o.node if o.graph is graph else graph.import_node(o.graph, o.node)
+    if isinstance(o, (int, float)) and type(o) not in (int, float, bool):
+        o = exact(o)  # a subclass: the plain number, its own methods never run
     if strong and type(o) in (int, float):  # NEP 50: a Python number takes the others' type
         weak = np.result_type(*strong, o)
         value = np.asarray(o)  # int64 or float64, unless that would change the result type
@@ -426,12 +433,8 @@ def _operand(graph: Graph, o: Any, strong: list[str] | None = None) -> int:
         return graph.const(value)
     if isinstance(o, (int, float, bool, np.ndarray, np.number, np.bool_, list, tuple)):
         return graph.const(o)
-    raise SymgradError(f"cannot use {type(o).__name__} {_describe(o)} in a symgrad expression")
-
-
-def _describe(o: Any) -> str:
-    text = repr(o)
-    return text if len(text) <= 60 else text[:57] + "..."
+    raise SymgradError(f"cannot use {describe(o)} in a symgrad expression (use Exprs, "
+                       "numbers or arrays)")
 
 
 def _strong_dtypes(operands: Sequence[Any]) -> list[str]:
@@ -480,9 +483,11 @@ def const(value: Any, like: Expr | None = None) -> Expr:
 def build(op: Op, operands: Sequence[Any], attrs: dict) -> Expr:
     """Apply ``op`` to operands (Exprs, numbers, arrays), merging graphs as needed."""
     graph = _home(operands)
-    strong = _strong_dtypes(operands) if op.elementwise else None
-    args = tuple(_operand(graph, o, strong) for o in operands)
-    return Expr(graph, graph.add(op, args, attrs))
+    args = [o.node if type(o) is Expr and o.graph is graph else None for o in operands]
+    if None in args:  # numbers, arrays or Exprs of other graphs among the operands
+        strong = _strong_dtypes(operands) if op.elementwise else None
+        args = [_operand(graph, o, strong) if a is None else a for a, o in zip(args, operands)]
+    return Expr(graph, graph.add(op, tuple(args), attrs))
 
 
 def call(name: str, *args: Any, **kwargs: Any) -> Expr:
@@ -530,7 +535,9 @@ class _OpFunctions:
     def __getattr__(self, name: str) -> Callable[..., Expr]:
         if name not in REGISTRY:
             raise AttributeError(name)
-        return lambda *a, **k: call(name, *a, **k)
+        fn = lambda *a, **k: call(name, *a, **k)  # noqa: E731
+        setattr(self, name, fn)  # found directly next time (it still looks the op up)
+        return fn
 
 
 F = _OpFunctions()
@@ -539,14 +546,23 @@ F = _OpFunctions()
 class NodeView:
     """What a backprop rule sees of a node: ``args`` and ``out`` as Exprs, ``attrs``."""
 
-    __slots__ = ("graph", "data")
+    __slots__ = ("graph", "data", "_args", "_needed")
 
-    def __init__(self, graph: Graph, data: Node) -> None:
-        self.graph, self.data = graph, data
+    def __init__(self, graph: Graph, data: Node, needed: tuple[bool, ...] | None = None
+                 ) -> None:
+        self.graph, self.data, self._args, self._needed = graph, data, None, needed
+
+    def needs(self, k: int) -> bool:
+        """Whether the transform uses operand ``k``'s contribution (a rule may skip building
+        it otherwise: ``x * 2.0`` needs no adjoint for the constant)."""
+        return self._needed is None or self._needed[k]
 
     @property
     def args(self) -> tuple[Expr, ...]:
-        return tuple(Expr(self.graph, a) for a in self.data.args)
+        if self._args is None:
+            graph = self.graph
+            self._args = tuple([Expr(graph, a) for a in self.data.args])
+        return self._args
 
     @property
     def out(self) -> Expr:

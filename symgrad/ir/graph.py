@@ -6,8 +6,9 @@ Invariants (checked by :meth:`Graph.verify`):
 * ``node.args`` (an ordered tuple of ids) is the truth about operands; the networkx edges are
   derived from it for traversal (``x*x`` has one edge but two operands);
 * identical ``(op, args, attrs)`` are built once; a variable is identified by its name;
-* every node has ``role`` ``"forward"`` or ``"adjoint"``; an adjoint node records in
-  ``origin`` the forward node whose backprop rule built it.
+* every node has ``role`` ``"forward"``, ``"adjoint"`` or ``"tangent"``; an adjoint node
+  records in ``origin`` the node whose backprop rule built it, a tangent node the node whose
+  forward (JVP) rule built it.
 
 :class:`~symgrad.ir.expr.Expr` (in ``expr.py``) is the handle users hold. The builder
 (:meth:`Graph.add`) builds: it canonicalises attributes, checks shapes and
@@ -15,27 +16,44 @@ shares identical nodes, and rewrites nothing. A pass that rewrites nodes as they
 (the adjoint cleanup of the reverse transform, the simplifier) is installed explicitly with
 :meth:`Graph.rewriting`; its answers are never cached under the key of the node it replaced,
 so what was built before never changes what a later expression means.
+
+One graph may be built, transformed and evaluated from several threads: the builder's
+critical section (hash-consing, appending a node, the variable table, imports, the
+networkx view, the transform records) runs under one re-entrant lock per graph, and what
+:meth:`Graph.provenance` and :meth:`Graph.rewriting` install is per thread, so a pass
+installed by a transform in one thread never rewrites what another thread builds.
 """
 
 from __future__ import annotations
 
+import math
+import sys
+import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..errors import NameConflictError, ShapeError, SymgradError
+from ..errors import ArgumentError, NameConflictError, ShapeError, SymgradError
 from .op import REGISTRY, Op
 from .shapes import fmt
 from .text import listing
-from .values import as_constant, check_dtype, check_name, check_shape, freeze
+from .values import (
+    INT64_MAX,
+    as_constant,
+    check_dtype,
+    check_name,
+    check_shape,
+    describe,
+    freeze,
+)
 
 if TYPE_CHECKING:
     import networkx as nx
 
     from .expr import Expr
 
-_ROLES = ("forward", "adjoint")
+_ROLES = ("forward", "adjoint", "tangent")
 
 # (op, args, attrs, shape, dtype) -> the id of a replacement node, or None to build as asked
 Rewriter = Callable[[Op, tuple, dict, tuple, str], "int | None"]
@@ -43,6 +61,44 @@ Rewriter = Callable[[Op, tuple, dict, tuple, str], "int | None"]
 
 class GraphError(SymgradError):
     """A graph that breaks one of the invariants (found by ``verify``)."""
+
+
+# what a shape rule or ``prepare`` raises on arguments it cannot use (SymgradErrors pass)
+_BARE = (TypeError, ValueError, ArithmeticError, IndexError, KeyError, AttributeError)
+
+
+def _argument_error(op: Op, e: Exception) -> ArgumentError:
+    return ArgumentError(f"{op.name}: cannot use these arguments ({type(e).__name__}: {e})")
+
+
+class _BuildState(threading.local):
+    """What the current thread's builds are: role, origin, the installed rewriter, and the
+    node budget (``built`` counts this thread's new nodes; ``stop`` is where it ends)."""
+
+    def __init__(self) -> None:
+        self.role = "forward"
+        self.origin: int | None = None
+        self.rewriter: Rewriter | None = None
+        self.built = 0
+        self.stop = sys.maxsize
+        self.overrun: Callable[[], Exception] | None = None
+
+
+class _Provenance:
+    """``with graph.provenance(i):`` (a class: the reverse loop enters one per node)."""
+
+    __slots__ = ("state", "origin", "role", "saved")
+
+    def __init__(self, state: _BuildState, origin: int, role: str = "adjoint") -> None:
+        self.state, self.origin, self.role = state, origin, role
+
+    def __enter__(self) -> None:
+        state = self.state
+        self.saved = state.role, state.origin
+        state.role, state.origin = self.role, self.origin
+
+    def __exit__(self, *exc: Any) -> None:
+        self.state.role, self.state.origin = self.saved
 
 
 class Node:
@@ -92,9 +148,8 @@ class Graph:
         self._imported: weakref.WeakKeyDictionary[Graph, dict[int, int]] = (
             weakref.WeakKeyDictionary()
         )
-        self._role = "forward"
-        self._origin: int | None = None
-        self._rewriter: Rewriter | None = None
+        self._state = _BuildState()
+        self.lock = threading.RLock()  # the builder's critical section (re-entrant: rules)
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -141,15 +196,16 @@ class Graph:
 
         Kept in step with ``nodes`` on access (building does not pay for networkx).
         """
-        if self._nx is None:
-            import networkx
+        with self.lock:
+            if self._nx is None:
+                import networkx
 
-            self._nx = networkx.DiGraph()
-        g = self._nx
-        for n in self.nodes[g.number_of_nodes():]:
-            g.add_node(n.id, **n.fields())
-            g.add_edges_from((a, n.id) for a in n.args)
-        return g
+                self._nx = networkx.DiGraph()
+            g = self._nx
+            for n in self.nodes[g.number_of_nodes():]:
+                g.add_node(n.id, **n.fields())
+                g.add_edges_from((a, n.id) for a in n.args)
+            return g
 
     # -- building -------------------------------------------------------------------------
 
@@ -160,15 +216,30 @@ class Graph:
         its answer is returned without being recorded under this node's key.
         """
         key = (op.name, args, freeze(attrs) if attrs else ())
-        found = self._keys.get(key)
-        if found is not None and self._rewriter is None:
-            return found
+        rewriter = self._state.rewriter
+        with self.lock:
+            try:
+                found = self._keys.get(key)
+            except TypeError:  # an attribute that is no number, string, tuple or array
+                raise ArgumentError(f"{op.name}: cannot use the attributes "
+                                    f"{describe(attrs, 200)}") from None
+            if found is not None and rewriter is None:
+                return found
+            return self._add(op, args, attrs, key, found, rewriter)
+
+    def _add(self, op: Op, args: tuple, attrs: dict, key: tuple, found, rewriter) -> int:
         nodes = self.nodes
         if found is None:
-            shapes = tuple(nodes[a].shape for a in args)
-            dtypes = tuple(nodes[a].dtype for a in args)
+            argn = [nodes[a] for a in args]
+            shapes = tuple([n.shape for n in argn])
+            dtypes = tuple([n.dtype for n in argn])
             if op.prepare is not None:
-                attrs = op.prepare(shapes, dtypes, attrs)
+                try:
+                    attrs = op.prepare(shapes, dtypes, attrs)
+                except SymgradError:
+                    raise
+                except _BARE as e:
+                    raise _argument_error(op, e) from None
                 canonical = (op.name, args, freeze(attrs))
                 found = self._keys.get(canonical)
                 if found is not None:
@@ -177,10 +248,18 @@ class Graph:
         if found is not None:
             shape, dtype, attrs = nodes[found].shape, nodes[found].dtype, nodes[found].attrs
         else:
-            shape, dtype = op.infer(shapes, dtypes, attrs)
+            try:
+                shape, dtype = op.infer(shapes, dtypes, attrs)
+            except SymgradError:
+                raise
+            except _BARE as e:
+                raise _argument_error(op, e) from None
             shape = tuple(shape)
-        if self._rewriter is not None:
-            replaced = self._rewriter(op, args, attrs, shape, dtype)
+            if len(shape) > 1 and math.prod(shape) > INT64_MAX:
+                raise ShapeError(f"{op.name}: the result would have shape {fmt(shape)}, more "
+                                 "than 2**63 - 1 elements (NumPy cannot hold it)")
+        if rewriter is not None:
+            replaced = rewriter(op, args, attrs, shape, dtype)
             if replaced is not None:
                 return replaced
         if found is not None:
@@ -189,69 +268,88 @@ class Graph:
 
     def _new(self, key, op, args, attrs, shape, dtype, name) -> int:
         i = len(self.nodes)
-        node = Node(i, op, args, attrs, shape, dtype, name, self._role, self._origin)
+        state = self._state
+        if state.built >= state.stop:
+            raise state.overrun()
+        state.built += 1
+        node = Node(i, op, args, attrs, shape, dtype, name, state.role, state.origin)
         self.nodes.append(node)
         self._keys[key] = i
         return i
 
     def var(self, name: str, shape: Any = (), dtype: Any = "float64") -> int:
         """The variable ``name``; the same name with another shape or dtype is an error."""
-        check_name(name)
+        name = check_name(name)
         shape = check_shape(shape, f"variable '{name}'")
         dtype = check_dtype(dtype, f"variable '{name}'")
-        found = self.variables.get(name)
-        if found is not None:
-            node = self.nodes[found]
-            if node.shape != shape or node.dtype != dtype:
-                raise NameConflictError(
-                    f"variable '{name}' already has shape {fmt(node.shape)} and dtype "
-                    f"{node.dtype}; it cannot also have shape {fmt(shape)} and dtype {dtype}"
-                )
-            return found
-        name = str(name)
-        i = self._new(("var", name), "var", (), {"name": name}, shape, dtype, name)
-        self.variables[name] = i
-        return i
+        with self.lock:
+            found = self.variables.get(name)
+            if found is not None:
+                node = self.nodes[found]
+                if node.shape != shape or node.dtype != dtype:
+                    raise NameConflictError(
+                        f"variable '{name}' already has shape {fmt(node.shape)} and dtype "
+                        f"{node.dtype}; it cannot also have shape {fmt(shape)} and dtype {dtype}"
+                    )
+                return found
+            i = self._new(("var", name), "var", (), {"name": name}, shape, dtype, name)
+            self.variables[name] = i
+            return i
 
     def const(self, value: Any) -> int:
         """A constant node holding ``value`` (a number or an array)."""
         return self.add(REGISTRY["const"], (), {"value": as_constant(value)})
 
+    def provenance(self, origin: int, role: str = "adjoint") -> _Provenance:
+        """Nodes built inside (by this thread) are ``role`` nodes (adjoint, or tangent for
+        forward mode) made for node ``origin`` (a context manager)."""
+        return _Provenance(self._state, origin, role)
+
     @contextmanager
-    def provenance(self, origin: int) -> Iterator[None]:
-        """Nodes built inside are adjoint nodes made for forward node ``origin``."""
-        saved = self._role, self._origin
-        self._role, self._origin = "adjoint", origin
+    def budget(self, nodes: int, overrun: Callable[[], Exception]) -> Iterator[None]:
+        """At most ``nodes`` new nodes may be built inside (by this thread); building one
+        more raises ``overrun()``. Budgets nest: the tightest one applies."""
+        state = self._state
+        saved = state.stop, state.overrun
+        stop = state.built + nodes
+        if stop < state.stop:
+            state.stop, state.overrun = stop, overrun
         try:
             yield
         finally:
-            self._role, self._origin = saved
+            state.stop, state.overrun = saved
 
     @contextmanager
     def rewriting(self, rewriter: Rewriter | None) -> Iterator[None]:
-        """Nodes built inside are first offered to ``rewriter`` (None: build as asked)."""
-        saved = self._rewriter
-        self._rewriter = rewriter
+        """Nodes built inside (by this thread) are first offered to ``rewriter`` (None:
+        build as asked)."""
+        state = self._state
+        saved = state.rewriter
+        state.rewriter = rewriter
         try:
             yield
         finally:
-            self._rewriter = saved
+            state.rewriter = saved
 
     def import_node(self, other: Graph, node: int) -> int:
         """Copy ``node`` and its ancestors from ``other`` as they are; returns the id here."""
-        memo = self._imported.setdefault(other, {})
-        if node in memo:
-            return memo[node]
-        with self.rewriting(None):
-            for i in other.ancestors([node]):
-                if i in memo:
-                    continue
-                n = other.nodes[i]
-                if n.is_var:
-                    memo[i] = self.var(n.name, n.shape, n.dtype)
-                else:
-                    memo[i] = self.add(REGISTRY[n.op], tuple(memo[a] for a in n.args), n.attrs)
+        with self.lock:
+            memo = self._imported.setdefault(other, {})
+            if node in memo:
+                return memo[node]
+            with self.rewriting(None):
+                self._import(other, node, memo)
         return memo[node]
+
+    def _import(self, other: Graph, node: int, memo: dict[int, int]) -> None:
+        for i in other.ancestors([node]):
+            if i in memo:
+                continue
+            n = other.nodes[i]
+            if n.is_var:
+                memo[i] = self.var(n.name, n.shape, n.dtype)
+            else:
+                memo[i] = self.add(REGISTRY[n.op], tuple(memo[a] for a in n.args), n.attrs)
 
     # -- walking --------------------------------------------------------------------------
 
@@ -306,7 +404,7 @@ class Graph:
             raise GraphError(f"{where}: an operand does not precede its user: {n.args}")
         if op is not None and op.arity is not None and len(n.args) != op.arity:
             raise GraphError(f"{where}: takes {op.arity} operands, has {len(n.args)}")
-        if n.role not in _ROLES or (n.role == "adjoint") != (n.origin is not None):
+        if n.role not in _ROLES or (n.role == "forward") == (n.origin is not None):
             raise GraphError(f"{where}: role {n.role!r} with origin {n.origin!r}")
         if n.origin is not None and not 0 <= n.origin < n.id:
             raise GraphError(f"{where}: origin {n.origin} is not an earlier node")

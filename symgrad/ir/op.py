@@ -26,6 +26,20 @@ Fields of a stanza
     and ``g`` the incoming adjoint, which may carry extra *leading* batch axes: rules use
     negative axes, so one pass with an identity seed gives a whole Jacobian. Rules build
     graph from registered ops only and never simplify; broadcasting is undone centrally.
+    ``n.needs(k)`` says whether the transform uses operand ``k``'s contribution: a rule may
+    return None for it without building anything (``x * 2.0``: no adjoint for ``2.0``).
+``forward(n, t) -> tangent``
+    The forward-mode (JVP) rule: ``t`` holds one tangent per operand (an Expr of shape
+    ``batch + operand shape``, or None where the tangent is zero) and the rule returns the
+    output's tangent (shape ``batch + n.shape``, or anything that broadcasts to it), or None
+    for a zero tangent. Rules build graph from registered ops only (so forward-over-reverse
+    and reverse-over-forward compose) and accept tangents with extra leading batch axes,
+    which is how ``jacfwd`` is one pass. Every differentiable op has one.
+``sparsity(n) -> maps``
+    The structural sparsity rule: for each operand, the pairs ``(output element, operand
+    element)`` (flat indices, two int arrays) of its local Jacobian that may be non-zero, or
+    None where there are none. Left out: elementwise ops get their broadcasting map, other
+    ops the dense one (every output element depends on every operand element).
 ``sympy``
     For elementwise ops: the sympy function's name (translated both ways), or
     ``lambda sp, *args: ...`` building the sympy expression (one way).
@@ -43,9 +57,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from ..errors import SymgradError
+from .values import _PLAIN, describe, exact
 
 Shape = tuple[int, ...]
 
@@ -95,12 +111,22 @@ class Signature:
             return None
         return sum(p.kind == "operand" for p in self.params)
 
+    @cached_property
+    def _operands_only(self) -> int:
+        """The arity of an op taking fixed operands and nothing else, or -1."""
+        plain = not self.defaults and all(p.kind == "operand" for p in self.params)
+        return len(self.params) if plain else -1
+
     @property
     def positional_statics(self) -> tuple[str, ...]:
         return tuple(p.name for p in self.params if p.kind == "static")
 
     def bind(self, op: str, args: tuple, kwargs: Mapping[str, Any]) -> tuple[list, dict]:
-        """Split a call's arguments into operands and static attributes."""
+        """Split a call's arguments into operands and static attributes; the attributes
+        made exact (:func:`~symgrad.ir.values.exact`): a user's subclass of ``int`` or
+        ``str`` never reaches a shape rule or emitted code."""
+        if not kwargs and self._operands_only == len(args):
+            return list(args), {}  # operands only: the common case in backprop rules
         operands: list = []
         attrs = dict(self.defaults)
         args = list(args)
@@ -126,11 +152,13 @@ class Signature:
         if args:
             raise SignatureError(f"{op}() takes {self.describe()}; got extra arguments")
         for k, v in kwargs.items():
+            k = exact(k)
             if k not in self.defaults:
                 ok = ", ".join(self.defaults) or "no keyword arguments"
-                raise SignatureError(f"{op}() got an unexpected keyword '{k}' (takes {ok})")
+                raise SignatureError(f"{op}() got an unexpected keyword {describe(k)} "
+                                     f"(takes {ok})")
             attrs[k] = v
-        return operands, attrs
+        return operands, {k: v if type(v) in _PLAIN else exact(v) for k, v in attrs.items()}
 
     def describe(self) -> str:
         """``(x, axis, keepdims)``: the parameters as a person reads them."""
@@ -189,6 +217,8 @@ class Op:
     infer: Callable[..., tuple[Shape, str]]
     impl: Callable[..., Any] | None
     backprop: Callable[..., tuple] | None = None
+    forward: Callable[..., Any] | None = None
+    sparsity: Callable[..., tuple] | None = None
     signature: Signature = UNARY
     prepare: Callable[..., dict] | None = None
     sympy: str | Callable[..., Any] | None = None
@@ -232,6 +262,8 @@ def register(op: Op) -> Op:
             raise ValueError(f"op name {name!r} registered twice")
     if op.differentiable and op.backprop is None and op.arity != 0:
         raise ValueError(f"op {op.name!r} is differentiable but has no backprop rule")
+    if op.differentiable and op.forward is None and op.arity != 0:
+        raise ValueError(f"op {op.name!r} is differentiable but has no forward (JVP) rule")
     REGISTRY[op.name] = op
     ALIASES.update({a: op.name for a in op.aliases})
     return op

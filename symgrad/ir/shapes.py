@@ -51,6 +51,9 @@ def norm_axes(op: str, axis, ndim: int) -> tuple[int, ...]:
     """``axis`` (None, int or tuple) as a sorted tuple of negative axes of an ``ndim`` array."""
     if axis is None:
         return tuple(range(-ndim, 0))
+    if not isinstance(axis, (int, np.integer, tuple, list)):
+        raise ShapeError(f"{op}: axis must be an int or a tuple of ints, got "
+                         f"{type(axis).__name__} {axis!r:.40}")
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     out = set()
     for a in axes:

@@ -335,8 +335,9 @@ def listing(graph_or_exprs: Graph | Expr | Sequence[Expr]) -> str:
     Variables appear by name and small constants inline; each line is
     ``v7:f64[4,3] = op operands attr=value``. Lines of the derivative subgraph end with
     ``# adjoint of v3`` (the adjoint of forward node ``v3``) or ``# backprop of v3`` (an
-    intermediate built by ``v3``'s backprop rule). Given a Graph, every node is listed and
-    the outputs are the nodes nothing uses.
+    intermediate built by ``v3``'s backprop rule); lines of forward mode with ``# tangent of
+    v3`` or ``# jvp of v3``. Given a Graph, every node is listed and the outputs are the
+    nodes nothing uses.
 
     Examples
     --------
@@ -355,6 +356,10 @@ def listing(graph_or_exprs: Graph | Expr | Sequence[Expr]) -> str:
     made_for: dict[int, list[int]] = {}
     for f, a in sorted(adjoint_pairs(graph)):
         made_for.setdefault(a, []).append(f)
+    tangent_for: dict[int, list[int]] = {}
+    for f, t in sorted(tangent_pairs(graph)):
+        if t != f:
+            tangent_for.setdefault(t, []).append(f)
     inline = {i: _inline(nodes[i], reserved) for i in ids
               if nodes[i].is_var or (nodes[i].is_const and i not in made_for)}
     inline = {i: t for i, t in inline.items() if t is not None}
@@ -381,8 +386,12 @@ def listing(graph_or_exprs: Graph | Expr | Sequence[Expr]) -> str:
         line += "".join(f" {part}" for part in (operands, attrs) if part)
         if i in made_for:
             line += "  # adjoint of " + ", ".join(_ref(nodes, f) for f in made_for[i])
+        elif i in tangent_for:
+            line += "  # tangent of " + ", ".join(_ref(nodes, f) for f in tangent_for[i])
         elif n.role == "adjoint" and n.origin is not None:
             line += f"  # backprop of {_ref(nodes, n.origin)}"
+        elif n.role == "tangent" and n.origin is not None:
+            line += f"  # jvp of {_ref(nodes, n.origin)}"
         lines.append(line)
     lines.append("outputs  " + "  ".join(inline.get(i, f"v{i}") for i in outputs))
     return "\n".join(lines)
@@ -408,6 +417,8 @@ def select(obj: Graph | Expr | Sequence[Expr]) -> tuple[Graph, list[int], list[i
     if _is_expr(obj):
         obj = [obj]
     elif not isinstance(obj, (list, tuple)):  # a Graph: every node; outputs = unused nodes
+        if type(obj).__name__ != "Graph" or not hasattr(obj, "nodes"):  # ir.graph imports us
+            raise SymgradError("expected a Graph, an Expr or a non-empty list of Exprs")
         used = {a for n in obj.nodes for a in n.args}
         outs = [n.id for n in obj.nodes if n.id not in used and not (n.is_var or n.is_const)]
         return obj, list(range(len(obj.nodes))), outs
@@ -437,4 +448,18 @@ def adjoint_pairs(graph: Graph) -> list[tuple[int, int]]:
     return out
 
 
-__all__ = ["infix", "listing", "node_form", "const_text", "select", "adjoint_pairs"]
+def tangent_pairs(graph: Graph) -> list[tuple[int, int]]:
+    """Every ``(node, tangent node)`` pair of every forward-mode transform of ``graph``, the
+    earliest transform first, each pair once."""
+    seen: set[tuple[int, int]] = set()
+    out = []
+    for t in graph.transforms:
+        for pair in getattr(t, "tangent_of", {}).items():
+            if pair not in seen:
+                seen.add(pair)
+                out.append(pair)
+    return out
+
+
+__all__ = ["infix", "listing", "node_form", "const_text", "select", "adjoint_pairs",
+           "tangent_pairs"]

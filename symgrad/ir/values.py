@@ -1,21 +1,133 @@
 """User values made exact: names, shapes, dtypes and constants checked and normalised once,
-and the hashable key of an attribute value (``freeze``)."""
+and the hashable key of an attribute value (``freeze``).
+
+Every value a user hands to symgrad is first made *exact* (:func:`exact`): a ``str``,
+``int`` or ``float`` subclass becomes the plain built-in with the same value, without
+calling any of its methods (``str.__str__``, ``int.__index__`` and ``float.__float__`` of
+the base type read the stored value), recursively through tuples, lists, dicts and
+slices. Checks and the code emitter then only ever see built-ins, so an object whose
+``__format__``, ``__repr__``, ``__index__``, ``__eq__`` or ``__hash__`` does something else
+never runs and never reaches emitted source.
+"""
 
 from __future__ import annotations
 
 import keyword
+import math
 from typing import Any
 
 import numpy as np
 
-from ..errors import NameConflictError, ShapeError
+from ..errors import NameConflictError, ShapeError, SymgradError
 from .shapes import DTYPES, Shape
 
 _RESERVED = {"np", "numpy"}
+_PLAIN = frozenset({int, float, str, bool, type(None), type(...), complex})
+_NUMPY_SCALARS = frozenset(t for t in np.sctypeDict.values() if issubclass(t, np.generic))
+INT64_MAX = 2**63 - 1
+_MAX_NESTING = 64  # lists inside lists (NumPy arrays have at most 64 axes)
+
+
+def type_name(value: Any) -> str:
+    """The name of ``value``'s type, read without running anything the type defines."""
+    return type.__dict__["__name__"].__get__(type(value), type)
+
+
+def describe(value: Any, limit: int = 60) -> str:
+    """``repr`` of a plain value (shortened), ``<T object>`` for anything else: error
+    messages never call a user object's ``__repr__``."""
+    if type(value) in _PLAIN or type(value) in _NUMPY_SCALARS:
+        text = repr(value)
+    elif type(value) in (tuple, list) and len(value) <= 16:
+        inner = ", ".join(describe(v, limit) for v in value)
+        text = f"({inner}{',' if len(value) == 1 else ''})" if type(value) is tuple \
+            else f"[{inner}]"
+    else:
+        return f"<{type_name(value)} object>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def exact(value: Any, depth: int = 0) -> Any:
+    """``value`` with every ``str``/``int``/``float``/``complex`` (subclass) replaced by the
+    exact built-in, through tuples, lists, dicts (keys too) and slices. Other objects
+    (Exprs, arrays, NumPy scalars, dtypes) are returned as they are.
+
+    >>> class Name(str):
+    ...     def __str__(self):
+    ...         return "something else"
+    >>> v = exact([Name("x"), (True, 2.5)])
+    >>> v, type(v[0]) is str
+    (['x', (True, 2.5)], True)
+    """
+    t = type(value)
+    if t in _PLAIN:
+        return value
+    if depth > _MAX_NESTING:
+        raise ShapeError(f"a value nested more than {_MAX_NESTING} levels deep")
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int.__index__(value)
+    if isinstance(value, float):
+        return value if t in _NUMPY_SCALARS else float.__float__(value)
+    if isinstance(value, complex):
+        return complex(complex.real.__get__(value), complex.imag.__get__(value))
+    if t is tuple:  # the common case: a shape, an axis tuple, an index key
+        for v in value:
+            if type(v) not in _PLAIN:
+                break
+        else:
+            return value
+        items = [v if type(v) in _PLAIN else exact(v, depth + 1) for v in value]
+        return value if all(a is b for a, b in zip(items, value)) else tuple(items)
+    if isinstance(value, tuple):
+        return tuple([exact(v, depth + 1) for v in tuple.__iter__(value)])
+    if isinstance(value, list):
+        return [exact(v, depth + 1) for v in list.__iter__(value)]
+    if isinstance(value, dict):
+        return {exact(k, depth + 1): exact(v, depth + 1) for k, v in dict.items(value)}
+    if t is slice:
+        return slice(exact(value.start, depth + 1), exact(value.stop, depth + 1),
+                     exact(value.step, depth + 1))
+    if isinstance(value, np.ndarray) and t is not np.ndarray:
+        return np.ndarray.view(value, np.ndarray)
+    return value
+
+
+def exact_str(value: Any, what: str) -> str:
+    """``value`` as an exact ``str``, or a :class:`SymgradError` naming ``what``."""
+    if not isinstance(value, str):
+        raise SymgradError(f"{what} must be a string, got {describe(value)}")
+    return str.__str__(value)
+
+
+def exact_int(value: Any, what: str) -> int:
+    """``value`` (an int, a NumPy integer, not a bool) as an exact ``int``."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int.__index__(value)
+    if type(value) in _NUMPY_SCALARS and isinstance(value, np.integer):
+        return int(value)
+    raise SymgradError(f"{what} must be an int, got {describe(value)}")
 
 
 def freeze(value: Any) -> Any:
     """A hashable key for an attribute value that tells 1 from 1.0 and 0.0 from -0.0."""
+    t = type(value)  # exact types first: this runs for every node built
+    if t is int:
+        return ("i", value)
+    if t is float:
+        return ("f", value.hex())
+    if t is tuple:
+        for v in value:
+            if type(v) is not int:
+                return ("tuple", *[("i", v) if type(v) is int else freeze(v) for v in value])
+        return ("ints", value)  # a shape, axes, a key of ints: equal only to the same ints
+    if t is str or value is None:
+        return value
+    if t is dict:
+        return tuple([(k, freeze(value[k])) for k in sorted(value)])
     if isinstance(value, np.ndarray):
         return ("nd", value.dtype.str, value.shape, value.tobytes())
     if isinstance(value, (bool, np.bool_)):
@@ -33,24 +145,40 @@ def freeze(value: Any) -> Any:
     return value
 
 
-def check_name(name: Any) -> None:
-    """Variable names are Python identifiers, not keywords, not dunders."""
-    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+def check_name(name: Any) -> str:
+    """A variable name as an exact ``str``: a Python identifier, not a keyword or dunder."""
+    if not isinstance(name, str):
+        raise NameConflictError(
+            f"{describe(name)} is not a valid variable name (use a Python identifier)")
+    name = str.__str__(name)  # an exact str: a subclass's methods never run again
+    if not name.isidentifier() or keyword.iskeyword(name):
         raise NameConflictError(f"{name!r} is not a valid variable name (use a Python identifier)")
     if name.startswith("__") or name in _RESERVED:
         raise NameConflictError(f"{name!r} is reserved; choose another variable name")
+    return name
 
 
 def check_shape(shape: Any, what: str) -> Shape:
-    """A shape as a tuple of non-negative ints (an int is a 1-tuple)."""
-    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+    """A shape as a tuple of non-negative ints (an int is a 1-tuple); its element count
+    must fit an int64, as NumPy requires.
+
+    >>> check_shape(3, "x"), check_shape([2, 3], "x")
+    ((3,), (2, 3))
+    """
+    if isinstance(shape, str) or not isinstance(shape, (int, np.integer, tuple, list)):
+        raise ShapeError(f"{what}: shape must be an int or a tuple of ints, got "
+                         f"{describe(shape)}")
+    if isinstance(shape, (int, np.integer)):
         shape = (shape,)
-    try:
-        out = tuple(int(d) for d in shape)
-    except (TypeError, ValueError):
-        raise ShapeError(f"{what}: shape must be a tuple of ints, got {shape!r}") from None
+    shape = exact(shape)
+    if any(isinstance(d, bool) or not isinstance(d, (int, np.integer)) for d in shape):
+        raise ShapeError(f"{what}: shape must be a tuple of ints, got {describe(shape)}")
+    out = tuple(int(d) for d in shape)
     if any(d < 0 for d in out) or len(out) > 32:
-        raise ShapeError(f"{what}: invalid shape {shape!r}")
+        raise ShapeError(f"{what}: invalid shape {describe(shape)} (sizes must be "
+                         "non-negative, at most 32 axes)")
+    if math.prod(out) > INT64_MAX:
+        raise ShapeError(f"{what}: shape {describe(shape)} has more than 2**63 - 1 elements")
     return out
 
 
@@ -61,34 +189,52 @@ def _short(value: Any) -> str:
 
 def check_dtype(dtype: Any, what: str) -> str:
     """A supported dtype's name (``"float64"``, ...)."""
+    dtype = exact(dtype)
     try:
         name = np.dtype(dtype).name
-    except TypeError:
-        name = str(dtype)
+    except (TypeError, ValueError):
+        name = str(dtype) if isinstance(dtype, str) else ""
     if name.startswith("complex"):
         raise ShapeError(f"{what}: complex dtypes are not supported (symgrad differentiates "
                          f"real-valued functions); use {', '.join(DTYPES)}")
     if name not in DTYPES:
-        raise ShapeError(f"{what}: dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+        raise ShapeError(f"{what}: dtype must be one of {', '.join(DTYPES)}, got "
+                         f"{describe(dtype)}")
     return name
 
 
 def as_constant(value: Any) -> np.ndarray:
     """A constant's canonical value: a read-only NumPy array of a supported dtype (float64,
-    float32, int64, int32, bool; other floats and ints become float64 and int64)."""
+    float32, int64, int32, bool; other floats and ints become float64 and int64).
+
+    >>> as_constant([1, 2]).dtype, as_constant(2.5).shape
+    (dtype('int64'), ())
+    """
+    value = exact(value)
     try:
         arr = np.array(value)
-    except (ValueError, TypeError):
-        raise ShapeError(f"cannot use {type(value).__name__} {_short(value)} as a constant "
-                         "(a ragged or mixed sequence?)") from None
+    except (ValueError, TypeError, OverflowError) as e:
+        why = ("the nested lists have different lengths (a constant must be rectangular)"
+               if _ragged(value) else str(e))
+        raise ShapeError(f"cannot use {describe(value)} as a constant: {why}") from None
     if arr.dtype.kind == "f":
-        arr = arr.astype(np.float64 if arr.dtype != np.float32 else np.float32)
-    elif arr.dtype.kind in "iu":
-        arr = arr.astype(np.int64 if arr.dtype != np.int32 else np.int32)
+        arr = arr.astype(np.float64 if arr.dtype != np.float32 else np.float32, copy=False)
+    elif arr.dtype.kind == "u":
+        if arr.size and int(arr.max()) > INT64_MAX:
+            raise ShapeError(f"cannot use {describe(value)} as a constant: it does not fit "
+                             "int64, the integer dtype symgrad uses")
+        arr = arr.astype(np.int64)
+    elif arr.dtype.kind == "i":
+        arr = arr.astype(np.int64 if arr.dtype != np.int32 else np.int32, copy=False)
     elif arr.dtype.kind == "c":
-        raise ShapeError(f"complex numbers are not supported (got {_short(value)}): symgrad "
+        raise ShapeError(f"complex numbers are not supported (got {describe(value)}): symgrad "
                          "differentiates real-valued functions")
     elif arr.dtype.kind != "b":
-        raise ShapeError(f"cannot use {type(value).__name__} {_short(value)} as a constant")
+        raise ShapeError(f"cannot use {describe(value)} as a constant (dtype "
+                         f"{arr.dtype}; numbers and arrays of int, float or bool only)")
     arr.setflags(write=False)
     return arr
+
+
+def _ragged(value: Any) -> bool:
+    return isinstance(value, (list, tuple)) and any(isinstance(v, (list, tuple)) for v in value)

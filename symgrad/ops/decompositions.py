@@ -25,6 +25,11 @@ for Hessians; each accepts a cotangent with extra leading batch axes):
   H.-J. Liao et al., "Differentiable programming tensor networks" (2019);
 * ``svd``: J. Townsend, "Differentiating the singular value decomposition" (2016).
 
+Forward (JVP) rules follow the same papers (Giles 2008 gives both modes; Murray 2016 eq. 8
+for Cholesky; Townsend 2016 for the SVD; Walter & Lehmann 2013 for QR); functions that read
+one triangle see ``tril(dA) + tril(dA, -1)^T`` (for ``UPLO="L"``). Sparsity: dense per
+matrix, leading axes batched.
+
 Conditions (where the derivative exists, and what symgrad gives where it does not):
 
 * ``cholesky`` and ``eigh``/``eigvalsh`` (and ``hermitian=True`` in ``svd``/``pinv``) read
@@ -71,6 +76,9 @@ from ..errors import DifferentiationError, ShapeError
 from ..ir.expr import Expr, F, call, const
 from ..ir.op import Op, SignatureError, register, sig
 from ..ir.shapes import broadcast, float_dtype, fmt, norm_axes, reduced, result_dtype
+from .linalg import matmul_jvp
+from .structure import batched_map, dense_maps, gather_map, reduce_map
+from .tangent import align, first, linear, total
 
 _INF = float("inf")
 
@@ -185,6 +193,23 @@ def _gap_inverse(w: Expr) -> Expr:
     return (ones - eye) / (d + eye)
 
 
+def _from_triangle(t: Expr, uplo: str) -> Expr:
+    """The symmetric tangent a function reading the ``uplo`` triangle sees:
+    ``tril(t) + tril(t, -1)^T`` for ``"L"`` (the diagonal halved, then mirrored: exact)."""
+    half = _half_triangle(t, uplo)
+    return half + _mT(half)
+
+
+def _right_solve(x: Expr, r: Expr) -> Expr:
+    """``x @ inv(r)`` as a solve: ``solve(r.T, x.T).T``."""
+    return _mT(F.solve(_mT(r), _mT(x)))
+
+
+def _squares(drop: int = 0, operands: int = 1):
+    """Sparsity of a function of square matrices whose result drops ``drop`` trailing axes."""
+    return lambda n: batched_map(n, (2,) * operands, 2 - drop)
+
+
 def _right_solve_transposed(x: Expr, r: Expr) -> Expr:
     """``x @ inv(r).T`` as a solve: ``solve(r, x.T).T``."""
     return _mT(F.solve(r, _mT(x)))
@@ -262,7 +287,8 @@ def _band_infer(shapes, dtypes, attrs):
 register(Op(
     name="band", signature=sig("x", "=lo", "=hi", "=diagonal", lo=None, hi=None, diagonal=1.0),
     prepare=_band_prepare, infer=_band_infer, impl=_sg_band,
-    backprop=lambda n, g: (F.band(g, **n.attrs),), public=False,
+    backprop=lambda n, g: (F.band(g, **n.attrs),), public=False, forward=linear,
+    sparsity=lambda n: gather_map(n, attrs={**n.attrs, "diagonal": 1.0}),
     examples=lambda rng: [([rng.standard_normal((3, 3))], {"lo": None, "hi": 0}),
                           ([rng.standard_normal((2, 3, 4))], {"lo": 1, "hi": None}),
                           ([rng.standard_normal((4, 3))], {"lo": -1, "hi": 1, "diagonal": 0.5}),
@@ -317,6 +343,7 @@ def _inv_rule(n, g):
 
 register(Op(
     name="inv", infer=_on_squares("inv"), impl=np.linalg.inv, backprop=_inv_rule,
+    forward=first(lambda n, t: -(n.out @ t @ n.out)), sparsity=_squares(),
     aliases=("linalg.inv",),
     examples=lambda rng: [([_well_conditioned(rng, (3, 3))], {}),
                           ([_well_conditioned(rng, (2, 2, 2))], {})],
@@ -331,12 +358,18 @@ def _det_rule(n, g):
 
 register(Op(
     name="det", infer=_on_squares("det", 2), impl=np.linalg.det, backprop=_det_rule,
+    forward=first(lambda n, t: n.out * _trace_of_solve(n, t)), sparsity=_squares(2),
     aliases=("linalg.det",),
     examples=lambda rng: [([_well_conditioned(rng, (3, 3))], {}),
                           ([_well_conditioned(rng, (2, 3, 3))], {}),
                           ([rng.standard_normal((1, 1)) + 2.0], {})],
     doc="the determinant of a square matrix (stacked over leading axes)",
 ))
+
+
+def _trace_of_solve(n, t):
+    """Giles (2008) 2.2.4: d log|det A| = tr(inv(A) dA) = sum(inv(A)^T * dA)."""
+    return F.sum(_mT(F.inv(n.args[0])) * t, axis=(-2, -1))
 
 
 def _slogdet_rule(n, g):
@@ -361,6 +394,7 @@ def slogdet(a) -> SlogdetResult:
 register(Op(
     name="slogdet", infer=_on_squares("slogdet", 2),
     impl=lambda a: _sg_part(np.linalg.slogdet, 1, a), backprop=_slogdet_rule,
+    forward=first(_trace_of_solve), sparsity=_squares(2),
     aliases=("linalg.slogdet",), front=slogdet, write=_item_writer("slogdet", 1, {}),
     examples=lambda rng: [([_well_conditioned(rng, (3, 3))], {}),
                           ([-_well_conditioned(rng, (2, 3, 3))], {})],
@@ -402,9 +436,28 @@ def _solve_rule(n, g):
     return -(gb @ _mT(x)), gb
 
 
+def _solve_forward(n, t):
+    """Giles (2008) 2.3.1: dx = solve(A, db - dA x)."""
+    a, b = n.args
+    ta, tb = (None if tk is None else align(tk, arg, len(n.shape)) for tk, arg in zip(t, n.args))
+    x = n.out
+    if b.ndim == 1:  # columns, so that the tangents' batch axes stay batch axes of the solve
+        rhs = total(tb, None if ta is None else
+                    -F.sum(ta * _reshape(x, x.shape[:-1] + (1,) + x.shape[-1:]), axis=-1))
+        col = F.solve(a, _reshape(rhs, rhs.shape + (1,)))
+        return _reshape(col, col.shape[:-1])
+    return F.solve(a, total(tb, None if ta is None else -(ta @ x)))
+
+
+def _solve_sparsity(n):
+    core = 1 if n.args[1].ndim == 1 else 2
+    return batched_map(n, (2, core), core)
+
+
 register(Op(
     name="solve", signature=sig("a", "b"), infer=_solve_infer, impl=np.linalg.solve,
-    backprop=_solve_rule, aliases=("linalg.solve",),
+    backprop=_solve_rule, aliases=("linalg.solve",), forward=_solve_forward,
+    sparsity=_solve_sparsity,
     examples=lambda rng: [
         ([_well_conditioned(rng, (3, 3)), rng.standard_normal(3)], {}),
         ([_well_conditioned(rng, (3, 3)), rng.standard_normal((3, 2))], {}),
@@ -433,8 +486,20 @@ def _cholesky_rule(n, g):
     return (_fold(left @ _half_triangle(inner) @ right, "U" if n.attrs["upper"] else "L"),)
 
 
+def _cholesky_forward(n, t):
+    """Murray (2016), eq. 8: dL = L Phi(L^-1 dA L^-T), dA read from the triangle LAPACK
+    reads; for ``upper=True``, U = L^T and dU = dL^T."""
+    upper = n.attrs["upper"]
+    low = _mT(n.out) if upper else n.out
+    inverse = F.inv(low)
+    inner = inverse @ _from_triangle(t, "U" if upper else "L") @ _mT(inverse)
+    d = low @ _half_triangle(inner)
+    return _mT(d) if upper else d
+
+
 register(Op(
-    name="cholesky", signature=sig("a", upper=False),
+    name="cholesky", signature=sig("a", upper=False), forward=first(_cholesky_forward),
+    sparsity=_squares(),
     prepare=lambda s, d, attrs: _check_static("cholesky", attrs, upper="upper"),
     infer=_on_squares("cholesky"), impl=lambda a, upper: np.linalg.cholesky(a, upper=upper),
     backprop=_cholesky_rule, aliases=("linalg.cholesky",),
@@ -475,6 +540,20 @@ def _eigenvectors_rule(n, g):
     return (_fold(v @ inner @ _mT(v), uplo),)
 
 
+def _eigenvalues_forward(n, t):
+    """Giles (2008) 3.1: dw_i = v_i^T dA v_i."""
+    uplo = n.attrs["UPLO"]
+    v = F.eigh_vectors(n.args[0], UPLO=uplo)
+    return F.sum(v * (_from_triangle(t, uplo) @ v), axis=-2)
+
+
+def _eigenvectors_forward(n, t):
+    """Giles (2008) 3.1: dV = V (E o (V^T dA V)), E_ij = 1 / (w_j - w_i)."""
+    a, uplo = n.args[0], n.attrs["UPLO"]
+    v = n.out
+    return v @ (_gap_inverse(F.eigh(a, UPLO=uplo)) * (_mT(v) @ _from_triangle(t, uplo) @ v))
+
+
 def eigh(a, UPLO: str = "L") -> EighResult:  # noqa: N803 - NumPy's keyword
     """``(eigenvalues, eigenvectors)`` of a symmetric matrix, as ``numpy.linalg.eigh``.
 
@@ -502,6 +581,7 @@ register(Op(
     name="eigh", signature=_UPLO, prepare=_uplo_prepare("eigh"),
     infer=_on_squares("eigh", 1), impl=lambda a, UPLO: _sg_part(np.linalg.eigh, 0, a, UPLO),
     backprop=_eigenvalues_rule, aliases=("linalg.eigh",), front=eigh,
+    forward=first(_eigenvalues_forward), sparsity=_squares(1),
     write=_item_writer("eigh", 0, {"UPLO": "L"}), examples=_eigh_examples,
     doc="the eigenvalues of a symmetric matrix, ascending (the node of eigh's first result)",
 ))
@@ -509,6 +589,7 @@ register(Op(
     name="eigh_vectors", signature=_UPLO, prepare=_uplo_prepare("eigh"),
     infer=_on_squares("eigh"), impl=lambda a, UPLO: _sg_part(np.linalg.eigh, 1, a, UPLO),
     backprop=_eigenvectors_rule, public=False, write=_item_writer("eigh", 1, {"UPLO": "L"}),
+    forward=first(_eigenvectors_forward), sparsity=_squares(),
     examples=_eigh_examples,
     doc="the eigenvectors of a symmetric matrix, in columns (the node of eigh's second result)",
 ))
@@ -516,6 +597,7 @@ register(Op(
     name="eigvalsh", signature=_UPLO, prepare=_uplo_prepare("eigvalsh"),
     infer=_on_squares("eigvalsh", 1), impl=lambda a, UPLO: np.linalg.eigvalsh(a, UPLO),
     backprop=_eigenvalues_rule, aliases=("linalg.eigvalsh",), examples=_eigh_examples,
+    forward=first(_eigenvalues_forward), sparsity=_squares(1),
     doc="the eigenvalues of a symmetric matrix, ascending (reads the UPLO triangle)",
 ))
 
@@ -589,6 +671,33 @@ def _townsend(a: Expr, attrs: dict, which: str, g: Expr) -> Expr:
     return _fold(out, "L") if attrs["hermitian"] else out
 
 
+def _townsend_forward(a: Expr, attrs: dict, which: str, t: Expr) -> Expr:
+    """Townsend (2016), forward: with dP = U^T dA V, dS = diag(dP),
+    dU = U (F o (dP S + S dP^T)) + (I - U U^T) dA V S^-1,
+    dV = V (F o (S dP + dP^T S)) + (I - V V^T) dA^T U S^-1, F_ij = 1 / (s_j^2 - s_i^2)."""
+    u, vh, keys = _reduced_factors(a, attrs, need_uv=which != "s")
+    if attrs["hermitian"]:
+        t = _from_triangle(t, "L")
+    v = _mT(vh)
+    tv = t @ v
+    if which == "s":
+        return F.sum(u * tv, axis=-2)
+    m, n = a.shape[-2:]
+    s = F.svd(a, compute_uv=True, **keys)
+    dp = _mT(u) @ tv
+    gaps = _gap_inverse(s * s)
+    if which == "u":
+        du = u @ (gaps * (_scale_columns(dp, s) + _scale_rows(_mT(dp), s)))
+        if m > n:
+            du = du + _scale_columns(tv - u @ (_mT(u) @ tv), 1.0 / s)
+        return du
+    tu = _mT(t) @ u
+    dv = v @ (gaps * (_scale_rows(dp, s) + _scale_columns(_mT(dp), s)))
+    if n > m:
+        dv = dv + _scale_columns(tu - v @ (vh @ tu), 1.0 / s)
+    return _mT(dv)
+
+
 def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
     """``numpy.linalg.svd``: ``(U, S, Vh)`` with ``a = U @ diag(S) @ Vh``, or ``S`` alone
     with ``compute_uv=False``.
@@ -623,7 +732,8 @@ register(Op(
                               **_SVD_DEFAULTS),
     prepare=_svd_prepare, infer=_svd_factor_infer("s"), impl=_svd_values,
     backprop=lambda n, g: (_townsend(n.args[0], n.attrs, "s", g),),
-    aliases=("linalg.svd",), front=svd,
+    forward=first(lambda n, t: _townsend_forward(n.args[0], n.attrs, "s", t)),
+    sparsity=_squares(1), aliases=("linalg.svd",), front=svd,
     write=lambda marks, attrs: _item_writer("svd", 1 if attrs["compute_uv"] else None,
                                             _SVD_DEFAULTS)(marks, attrs),
     examples=lambda rng: _svd_examples(rng) + [
@@ -632,6 +742,7 @@ register(Op(
     doc="the singular values, descending (the node of svd's S)",
 ))
 _UV_DEFAULTS = {"full_matrices": True, "hermitian": False}
+_PLAIN = {"full_matrices": False, "hermitian": False}
 for _name, _index, _which in (("svd_u", 0, "u"), ("svd_vh", 2, "vh")):
     register(Op(
         name=_name, signature=sig("a", "=full_matrices", "=hermitian", **_UV_DEFAULTS),
@@ -641,6 +752,8 @@ for _name, _index, _which in (("svd_u", 0, "u"), ("svd_vh", 2, "vh")):
         impl=lambda a, full_matrices, hermitian, _i=_index: _sg_part(
             np.linalg.svd, _i, a, full_matrices, True, hermitian),
         backprop=lambda n, g, _w=_which: (_townsend(n.args[0], n.attrs, _w, g),),
+        forward=first(lambda n, t, _w=_which: _townsend_forward(n.args[0], n.attrs, _w, t)),
+        sparsity=_squares(),
         public=False, write=_item_writer("svd", _index, _UV_DEFAULTS), examples=_svd_examples,
         doc=f"the {'left' if _which == 'u' else 'right (transposed)'} singular vectors "
             f"(the node of svd's {'U' if _which == 'u' else 'Vh'})",
@@ -651,6 +764,8 @@ register(Op(
     aliases=("linalg.svdvals",),
     backprop=lambda n, g: (_townsend(n.args[0], {"full_matrices": False, "hermitian": False},
                                      "s", g),),
+    forward=first(lambda n, t: _townsend_forward(n.args[0], _PLAIN, "s", t)),
+    sparsity=_squares(1),
     examples=lambda rng: [([rng.standard_normal((3, 2))], {}),
                           ([rng.standard_normal((2, 2, 3))], {})],
     doc="the singular values, descending (svd with compute_uv=False)",
@@ -703,6 +818,14 @@ def _pinv_vjp(a: Expr, p: Expr, g: Expr) -> Expr:
     return -(pt @ g @ pt) + (z - a @ (p @ z)) + (w - (w @ p) @ a)
 
 
+def _pinv_jvp(a: Expr, p: Expr, t: Expr) -> Expr:
+    """Golub & Pereyra (1973): dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P."""
+    tt = _mT(t)
+    left = (p @ _mT(p)) @ tt
+    right = tt @ (_mT(p) @ p)
+    return -(p @ t @ p) + (left - (left @ a) @ p) + (right - p @ (a @ right))
+
+
 def _pinv_rule(n, g):
     out = _pinv_vjp(n.args[0], n.out, g)
     return (_fold(out, "L") if n.attrs["hermitian"] else out,)
@@ -713,7 +836,9 @@ register(Op(
                                rtol=_NOT_GIVEN),
     prepare=_pinv_prepare, infer=_pinv_infer,
     impl=lambda a, rcond, hermitian: np.linalg.pinv(a, rcond=rcond, hermitian=hermitian),
-    backprop=_pinv_rule, aliases=("linalg.pinv",),
+    backprop=_pinv_rule, aliases=("linalg.pinv",), sparsity=_squares(),
+    forward=first(lambda n, t: _pinv_jvp(n.args[0], n.out, _from_triangle(t, "L")
+                                         if n.attrs["hermitian"] else t)),
     examples=lambda rng: [([rng.standard_normal((3, 2))], {}),
                           ([rng.standard_normal((2, 3))], {"rtol": None}),
                           ([rng.standard_normal((2, 3, 3))], {"rcond": 1e-10}),
@@ -799,6 +924,31 @@ def _residuals_rule(n, g):
     return -(r_bar @ _mT(x)), r_bar
 
 
+def _lstsq_forward(n, t):
+    """x = P b with P = pinv(A): dx = dP b + P db."""
+    a, b = n.args
+    ta, tb = t
+    p = F.pinv(a, rcond=_effective_rcond(a, n.attrs["rcond"]))
+    return matmul_jvp(p, b, None if ta is None else _pinv_jvp(a, p, ta), tb)
+
+
+def _residuals_forward(n, t):
+    """d sum(r^2) = 2 sum(r * (db - dA x)) at the least-squares x (A^T r = 0)."""
+    a, b = n.args
+    ta, tb = t
+    if 0 in n.shape:
+        return None
+    x = call("lstsq", a, b, rcond=n.attrs["rcond"])
+    r = b - a @ x
+    d = total(tb, None if ta is None else -matmul_jvp(a, x, ta, None))
+    axis = -1 if b.ndim == 1 else -2
+    return 2.0 * F.sum(r * d, axis=axis, keepdims=b.ndim == 1)
+
+
+def _lstsq_sparsity(n):
+    return batched_map(n, (2, n.args[1].ndim), len(n.shape))
+
+
 def lstsq(a, b, rcond=None) -> tuple:
     """``(x, residuals, rank, s)`` of ``numpy.linalg.lstsq``: the minimum-norm ``x``
     minimising ``|b - a @ x|``, with ``rcond`` NumPy 2's (machine epsilon times
@@ -829,6 +979,7 @@ _LSTSQ = sig("a", "b", "=rcond", rcond=None)
 register(Op(
     name="lstsq", signature=_LSTSQ, prepare=_lstsq_prepare, infer=_lstsq_infer("x"),
     impl=lambda a, b, rcond: _sg_part(np.linalg.lstsq, 0, a, b, rcond), backprop=_lstsq_rule,
+    forward=_lstsq_forward, sparsity=_lstsq_sparsity,
     aliases=("linalg.lstsq",), front=lstsq, write=_item_writer("lstsq", 0, {"rcond": None}),
     examples=_lstsq_examples,
     doc="the least-squares solution (the node of lstsq's first result)",
@@ -836,6 +987,7 @@ register(Op(
 register(Op(
     name="lstsq_residuals", signature=_LSTSQ, prepare=_lstsq_prepare,
     infer=_lstsq_infer("residuals"), impl=_sg_lstsq_residuals, backprop=_residuals_rule,
+    forward=_residuals_forward, sparsity=_lstsq_sparsity,
     public=False, write=_item_writer("lstsq", 1, {"rcond": None}),
     examples=lambda rng: _lstsq_examples(rng)[:2],
     doc="the sums of squared residuals (the node of lstsq's second result)",
@@ -851,6 +1003,8 @@ register(Op(
     impl=lambda a, b, rcond: _sg_part(np.linalg.lstsq, 3, a, b, rcond),
     backprop=lambda n, g: (_townsend(n.args[0], {"full_matrices": False, "hermitian": False},
                                      "s", g), None),
+    forward=first(lambda n, t: _townsend_forward(n.args[0], _PLAIN, "s", t)),
+    sparsity=lambda n: (batched_map(n, (2,), 1)[0], None),
     public=False, write=_item_writer("lstsq", 3, {"rcond": None}), examples=_lstsq_examples,
     doc="the singular values of a (the node of lstsq's fourth result)",
 ))
@@ -923,6 +1077,37 @@ def _qr_vjp(a: Expr, which: str, g: Expr, mode: str) -> Expr:
     return F.concatenate([x_bar, q @ v_bar], axis=-1)
 
 
+def _qr_square_jvp(q: Expr, r: Expr, t: Expr) -> tuple[Expr, Expr]:
+    """Walter & Lehmann (2013): A = QR with m >= n, X = Q^T dA R^-1, Omega = L - L^T with L
+    the strictly lower part of X: dQ = dA R^-1 - Q (X - Omega), dR = (X - Omega) R."""
+    y = _right_solve(t, r)
+    x = _mT(q) @ y
+    low = F.band(x, lo=None, hi=-1)
+    core = x - (low - _mT(low))
+    return y - q @ core, core @ r
+
+
+def _qr_jvp(a: Expr, which: str, t: Expr, mode: str) -> Expr:
+    rows, cols = a.shape[-2:]
+    if mode == "complete" and rows > cols and which == "q":
+        raise DifferentiationError(
+            f"qr: the derivative of Q of a {rows}x{cols} matrix with mode='complete' is not "
+            "defined (its extra columns are not unique); use mode='reduced'")
+    q, r = F.qr_q(a, mode="reduced"), F.qr(a, mode="reduced")
+    if rows >= cols:
+        dq, dr = _qr_square_jvp(q, r, t)
+        if which == "r" and mode == "complete" and rows > cols:
+            pad = F.zeros(shape=dr.shape[:-2] + (rows - cols, cols), dtype=dr.dtype)
+            return F.concatenate([dr, pad], axis=-2)
+        return dq if which == "q" else dr
+    # Liao et al. (2019): A = [X | Y] with X = QU square, R = [U | V], V = Q^T Y
+    dq, du = _qr_square_jvp(q, r[..., :, :rows], t[..., :, :rows])
+    if which == "q":
+        return dq
+    dv = _mT(dq) @ a[..., :, rows:] + _mT(q) @ t[..., :, rows:]
+    return F.concatenate([du, dv], axis=-1)
+
+
 def _qr_r(a, mode):
     return np.linalg.qr(a, "r") if mode == "r" else _sg_part(np.linalg.qr, 1, a, mode)
 
@@ -956,7 +1141,8 @@ register(Op(
     infer=_qr_infer("r"),
     impl=_qr_r,
     backprop=lambda n, g: (_qr_vjp(n.args[0], "r", g, n.attrs["mode"]),),
-    aliases=("linalg.qr",), front=qr,
+    forward=first(lambda n, t: _qr_jvp(n.args[0], "r", t, n.attrs["mode"])),
+    sparsity=_squares(), aliases=("linalg.qr",), front=qr,
     write=lambda marks, attrs: _item_writer("qr", None if attrs["mode"] == "r" else 1,
                                             {"mode": "reduced"})(marks, attrs),
     examples=lambda rng: _qr_examples(rng) + [([rng.standard_normal((3, 2))], {"mode": "r"}),
@@ -968,6 +1154,8 @@ register(Op(
     name="qr_q", signature=sig("a", "=mode:str", mode="reduced"), prepare=_qr_prepare,
     infer=_qr_infer("q"), impl=lambda a, mode: _sg_part(np.linalg.qr, 0, a, mode),
     backprop=lambda n, g: (_qr_vjp(n.args[0], "q", g, n.attrs["mode"]),), public=False,
+    forward=first(lambda n, t: _qr_jvp(n.args[0], "q", t, n.attrs["mode"])),
+    sparsity=_squares(),
     write=_item_writer("qr", 0, {"mode": "reduced"}), examples=_qr_examples,
     doc="the orthonormal factor Q (the node of qr's first result)",
 ))
@@ -1017,9 +1205,32 @@ def _power_rule(n, g):
     return (-(_mT(b) @ _power_vjp(b, -k, g) @ _mT(b)),)
 
 
+def _power_jvp(b: Expr, k: int, db: Expr) -> Expr:
+    """d(b^k) for k >= 1 by the binary powering NumPy uses: d(h @ h) = dh @ h + h @ dh
+    with h = b^(k/2), and d(b^(k-1) @ b) = d(b^(k-1)) @ b + b^(k-1) @ db."""
+    if k == 1:
+        return db
+    if k % 2:
+        return _power_jvp(b, k - 1, db) @ b + F.matrix_power(b, k - 1) @ db
+    h = F.matrix_power(b, k // 2)
+    dh = _power_jvp(b, k // 2, db)
+    return dh @ h + h @ dh
+
+
+def _power_forward(n, t):
+    a, k = n.args[0], n.attrs["n"]
+    if k == 0:
+        return None
+    if k > 0:
+        return _power_jvp(a, k, t)
+    b = F.inv(a)
+    return _power_jvp(b, -k, -(b @ t @ b))
+
+
 register(Op(
     name="matrix_power", signature=sig("a", "=n", n=None), prepare=_power_prepare,
     infer=_power_infer, impl=lambda a, n: np.linalg.matrix_power(a, n), backprop=_power_rule,
+    forward=first(_power_forward), sparsity=_squares(),
     aliases=("linalg.matrix_power",),
     examples=lambda rng: [([0.5 * rng.standard_normal((3, 3))], {"n": k})
                           for k in (0, 1, 2, 3, 6, 7)] + [
@@ -1070,9 +1281,28 @@ def _multi_dot_rule(n, g):
     return tuple(out)
 
 
+def _multi_dot_forward(n, t):
+    """The product rule along the chain: d(T @ A) = dT @ A + T @ dA, 1-D end arrays as a
+    row and a column."""
+    arrays, tangents = list(n.args), list(t)
+    batch = next(tk.shape[: tk.ndim - a.ndim] for a, tk in zip(arrays, tangents)
+                 if tk is not None)
+    for k, shape in ((0, lambda a: (1,) + a.shape), (-1, lambda a: a.shape + (1,))):
+        if arrays[k].ndim == 1:
+            if tangents[k] is not None:
+                tangents[k] = _reshape(tangents[k], batch + shape(arrays[k]))
+            arrays[k] = _reshape(arrays[k], shape(arrays[k]))
+    prod, dprod = arrays[0], tangents[0]
+    for a, ta in zip(arrays[1:], tangents[1:]):
+        dprod = total(None if dprod is None else dprod @ a, None if ta is None else prod @ ta)
+        prod = prod @ a
+    return _reshape(dprod, batch + n.shape)
+
+
 register(Op(
     name="multi_dot", signature=sig("[arrays]"), infer=_multi_dot_infer,
     impl=lambda *arrays: np.linalg.multi_dot(arrays), backprop=_multi_dot_rule,
+    forward=_multi_dot_forward, sparsity=dense_maps,
     aliases=("linalg.multi_dot",),
     examples=lambda rng: [([rng.standard_normal(s) for s in shapes], {}) for shapes in (
         [(2, 3), (3, 4)], [(3,), (3, 4), (4, 2)], [(2, 3), (3, 4), (4,)],
@@ -1119,7 +1349,8 @@ register(Op(
     signature=sig("a", "=offset", "=axis1", "=axis2", offset=0, axis1=0, axis2=1),
     prepare=_trace_prepare, infer=_trace_infer,
     impl=lambda a, offset, axis1, axis2: np.trace(a, offset, axis1, axis2),
-    backprop=_trace_rule,
+    backprop=_trace_rule, forward=linear,
+    sparsity=lambda n: (reduce_map(n, (n.attrs["axis1"], n.attrs["axis2"])),),
     examples=lambda rng: [([rng.standard_normal((3, 3))], {}),
                           ([rng.standard_normal((3, 4))], {"offset": 1}),
                           ([rng.standard_normal((2, 3, 4))], {"offset": -1, "axis1": 2,
@@ -1192,31 +1423,48 @@ def _tie_share(v: Expr, axes: tuple[int, ...], pick) -> Expr:
 
 def _norm_rule(n, g):
     x = n.args[0]
+    kept = reduced(x.shape, tuple(sorted(_norm_axes(x.ndim, n.attrs))), True)
+    batch = g.shape[: g.ndim - len(n.shape)]
+    return (_norm_terms(n, _reshape(g, batch + kept)),)
+
+
+def _norm_forward(n, t):
+    """The norm is a reduction: its tangent is the sum over the reduced axes of t times the
+    local derivative, which is the backprop rule's term with t in place of g."""
+    x = n.args[0]
+    terms = _norm_terms(n, t)
+    if terms is None:
+        return None
+    axes = tuple(sorted(_norm_axes(x.ndim, n.attrs)))
+    return F.sum(terms, axis=axes, keepdims=n.attrs["keepdims"])
+
+
+def _norm_terms(n, gk):
+    """``gk`` (the adjoint with the reduced axes kept, or a tangent) times d(norm)/dx."""
+    x = n.args[0]
     order = n.attrs["ord"]
     axes = _norm_axes(x.ndim, n.attrs)
     kept = reduced(x.shape, tuple(sorted(axes)), True)
-    batch = g.shape[: g.ndim - len(n.shape)]
-    gk = _reshape(g, batch + kept)
     matrix = len(axes) == 2 and not (n.attrs["axis"] is None and order is None)
     if order is None or order == "fro" or (order == 2 and not matrix):
         r = _reshape(n.out, kept)
-        return (gk * x / F.where(r == 0.0, F.ones_like(r), r),)
+        return gk * x / F.where(r == 0.0, F.ones_like(r), r)
     if order == 0:
-        return (None,)
+        return None
     if matrix and order in ("nuc", 2, -2):
-        return (gk * _spectral(x, axes, order),)
+        return gk * _spectral(x, axes, order)
     pick = F.max if order > 0 else F.min
     sign = F.sign(x)
     if not matrix:
         if order in (_INF, -_INF):
-            return (gk * _tie_share(F.abs(x), axes, pick) * sign,)
+            return gk * _tie_share(F.abs(x), axes, pick) * sign
         r = _reshape(n.out, kept)
         ratio = F.abs(x) / F.where(r == 0.0, F.ones_like(r), r)
-        return (gk * sign if order == 1 else gk * sign * ratio ** float(order - 1),)
+        return gk * sign if order == 1 else gk * sign * ratio ** float(order - 1)
     row, col = axes
     summed, across = (row, col) if order in (1, -1) else (col, row)
     sums = F.sum(F.abs(x), axis=summed, keepdims=True)
-    return (gk * _tie_share(sums, (across,), pick) * sign,)
+    return gk * _tie_share(sums, (across,), pick) * sign
 
 
 def _spectral(x: Expr, axes: tuple[int, int], order) -> Expr:
@@ -1262,6 +1510,8 @@ register(Op(
     prepare=_norm_prepare, infer=_norm_infer,
     impl=lambda x, ord, axis, keepdims: np.linalg.norm(x, ord, axis, keepdims),
     backprop=_norm_rule, aliases=("linalg.norm",), examples=_norm_examples,
+    forward=first(_norm_forward),
+    sparsity=lambda n: (reduce_map(n, _norm_axes(n.args[0].ndim, n.attrs)),),
     doc="a vector norm (ord None/2, 1, inf, -inf, 0, p) or a matrix norm (ord None/'fro', "
         "'nuc', 1, -1, 2, -2, inf, -inf) over axis",
 ))

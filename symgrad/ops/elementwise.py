@@ -2,7 +2,9 @@
 
 Each stanza is one call to :func:`unary`, :func:`binary` or :func:`register`. Backprop rules
 return contributions with the *output's* shape (plus leading batch axes); the reverse pass
-sums them back to each operand's shape.
+sums them back to each operand's shape. Forward rules default to the backprop rule with each
+operand's tangent in place of ``g`` (the Jacobian is diagonal: :func:`.tangent.elementwise`);
+the arithmetic ops state theirs.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from ..errors import ShapeError
 from ..ir.expr import F
 from ..ir.op import BINARY, UNARY, Op, register, sig
 from ..ir.shapes import broadcast, float_dtype, result_dtype
+from .tangent import align, elementwise, total
 
 
 def _same(shapes, dtypes, attrs):
@@ -43,21 +46,27 @@ def _compare(name: str) -> Callable:
     return infer
 
 
+def _forward(backprop, forward):
+    return forward or (elementwise(backprop) if backprop is not None else None)
+
+
 def unary(name, impl, backprop, *, sympy=None, domain=(-2.0, 2.0), keep_dtype=False,
-          differentiable=True, aliases=(), doc="", infix=None):
+          differentiable=True, aliases=(), doc="", infix=None, forward=None):
     """Register a one-operand elementwise op (``infix`` makes it a prefix operator)."""
     return register(Op(
         name=name, infer=_same if keep_dtype else _floating, impl=impl, backprop=backprop,
+        forward=_forward(backprop, forward),
         signature=sig("x", infix=infix) if infix else UNARY, sympy=sympy, domain=domain,
         differentiable=differentiable, aliases=aliases, doc=doc, elementwise=True,
     ))
 
 
 def binary(name, impl, backprop, *, infer=None, infix=None, sympy=None, domain=(-2.0, 2.0),
-           differentiable=True, aliases=(), doc=""):
+           differentiable=True, aliases=(), doc="", forward=None):
     """Register a two-operand broadcasting op."""
     return register(Op(
         name=name, infer=infer or _arith(name), impl=impl, backprop=backprop,
+        forward=_forward(backprop, forward),
         signature=sig("x", "y", infix=infix) if infix else BINARY, sympy=sympy, domain=domain,
         differentiable=differentiable, aliases=aliases, doc=doc, elementwise=True,
     ))
@@ -78,14 +87,43 @@ def _where_zero(cond, value):
 
 # -- arithmetic ---------------------------------------------------------------------------
 
-binary("add", np.add, lambda n, g: (g, g), infix=("+", 11), sympy="Add")
+def _aligned(n, t):
+    """The tangents broadcast-aligned with the output (None stays None)."""
+    return [None if tk is None else align(tk, a, len(n.shape)) for a, tk in zip(n.args, t)]
+
+
+def _subtract_forward(n, t):
+    tx, ty = _aligned(n, t)
+    return -ty if tx is None else tx if ty is None else tx - ty
+
+
+def _mul_forward(n, t):
+    # tangent first in both products, as the other rules write g * local: t * sin(h) built
+    # for cos(h) and for sin(h) * h is then one node
+    tx, ty = _aligned(n, t)
+    x, y = n.args
+    return total(None if tx is None else tx * y, None if ty is None else ty * x)
+
+
+def _div_forward(n, t):
+    tx, ty = _aligned(n, t)
+    x, y = n.args
+    q = None if tx is None else tx / y
+    return q if ty is None else -(ty * (n.out / y)) if q is None else q - ty * (n.out / y)
+
+
+binary("add", np.add, lambda n, g: (g, g), infix=("+", 11), sympy="Add",
+       forward=lambda n, t: total(*_aligned(n, t)))
 binary("subtract", np.subtract, lambda n, g: (g, -g), infix=("-", 11),
-       sympy=lambda sp, x, y: x - y, aliases=("sub",))
-binary("multiply", np.multiply, lambda n, g: (g * n.args[1], g * n.args[0]),
-       infix=("*", 12), sympy="Mul", aliases=("mul",))
-binary("divide", np.true_divide, lambda n, g: (g / n.args[1], -(g * (n.out / n.args[1]))),
+       sympy=lambda sp, x, y: x - y, aliases=("sub",), forward=_subtract_forward)
+binary("multiply", np.multiply,
+       lambda n, g: (g * n.args[1] if n.needs(0) else None, g * n.args[0] if n.needs(1) else None),
+       infix=("*", 12), sympy="Mul", aliases=("mul",), forward=_mul_forward)
+binary("divide", np.true_divide,
+       lambda n, g: (g / n.args[1] if n.needs(0) else None,
+                     -(g * (n.out / n.args[1])) if n.needs(1) else None),
        infer=_true_div, infix=("/", 12), sympy=lambda sp, x, y: x / y, domain=(0.5, 2.0),
-       aliases=("div", "true_divide"))
+       aliases=("div", "true_divide"), forward=_div_forward)
 binary("power", np.power,
        lambda n, g: (
            g * _zero_at_origin(n.args[0], n.args[1], n.args[1] * n.args[0] ** (n.args[1] - 1)),
@@ -126,12 +164,14 @@ unary("cosh", np.cosh, lambda n, g: (g * F.sinh(n.args[0]),), sympy="cosh")
 
 
 def _sigmoid(x):
-    # exp(x - softplus(x)): three NumPy calls, no overflow at +-1000, and accurate in both
-    # tails (for x << 0 the exponent is x itself; for x >> 0 the result rounds to 1)
-    return np.exp(x - np.logaddexp(0.0, x))
+    # 1 / (1 + exp(-x)): a few ulp everywhere, exactly 1 and 0 at +-inf (exp(-x) overflows
+    # to inf below x = -709.78, giving 0 where the true value is subnormal), and the same
+    # formula as the scalar math backend, so the two agree
+    return 1.0 / (1.0 + np.exp(-x))
 
 
-unary("sigmoid", _sigmoid, lambda n, g: (g * (n.out * (1.0 - n.out)),),
+# sigmoid' = s(x) s(-x): exact in both tails, where s (1 - s) cancels to 0 beyond x ~ 37
+unary("sigmoid", _sigmoid, lambda n, g: (g * (n.out * F.sigmoid(-n.args[0])),),
       sympy=lambda sp, x: 1 / (1 + sp.exp(-x)), domain=(-4.0, 4.0),
       doc="logistic function 1 / (1 + exp(-x)), computed without overflow")
 unary("softplus", lambda x: np.logaddexp(0.0, x), lambda n, g: (g * F.sigmoid(n.args[0]),),
@@ -160,9 +200,16 @@ def _where_infer(shapes, dtypes, attrs):
     return broadcast("where", *shapes), result_dtype(dtypes[1], dtypes[2])
 
 
+def _where_forward(n, t):
+    _, tx, ty = _aligned(n, t)
+    if tx is None and ty is None:
+        return None
+    return F.where(n.args[0], 0.0 if tx is None else tx, 0.0 if ty is None else ty)
+
+
 register(Op(
     name="where", signature=sig("condition", "x", "y"), infer=_where_infer, impl=np.where,
-    elementwise=True,
+    elementwise=True, forward=_where_forward,
     backprop=lambda n, g: (None, F.where(n.args[0], g, 0.0), F.where(n.args[0], 0.0, g)),
     doc="x where condition else y; the unselected branch gets an exact zero gradient",
 ))

@@ -25,6 +25,7 @@ from ..ir.expr import F
 from ..ir.op import Op, register, sig
 from ..ir.shapes import DTYPES, broadcast, result_dtype
 from .elementwise import _compare, _split, binary, unary
+from .tangent import first
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
 
@@ -189,6 +190,8 @@ register(Op(
     name="astype", signature=sig("x", "=dtype:str", dtype=None), prepare=_astype_prepare,
     infer=lambda s, d, a: (s[0], a["dtype"]), impl=lambda x, dtype: np.asarray(x).astype(dtype),
     backprop=_astype_rule, elementwise=True,
+    forward=first(lambda n, t: F.astype(t, n.dtype) if _astype_rule(n, t)[0] is not None
+                  else None),
     # float64 cases only: the registry's gradient checks need float64 (tests/test_dtypes.py
     # checks the float32 conversions)
     examples=lambda rng: [([rng.standard_normal((2, 3))], {"dtype": "float64"}),

@@ -37,6 +37,9 @@ from ..errors import EvaluationError, ShapeError
 from ..ir.expr import Expr, F, const
 from ..ir.op import Op, register, sig
 from ..ir.shapes import Shape, broadcast, fmt, norm_axis, result_dtype
+from ..ir.values import describe, exact
+from .structure import gather_map, scatter_map
+from .tangent import first, flatten, linear
 
 DYN = "@"  # marks, in a normalised key, where the next integer-array operand goes
 _INT_DTYPES = ("int64", "int32")
@@ -78,7 +81,7 @@ def getitem(x: Any, key: Any):
     """
     if not isinstance(x, Expr):
         x = const(x)
-    entries, dynamic = _split_key(key)
+    entries, dynamic = _split_key(exact(key))
     explicit = _explicit(x.shape, entries)
     if not dynamic:
         explicit = canonical_key("index", x.shape, explicit, ())
@@ -134,8 +137,7 @@ def _split_key(key: Any) -> tuple[list, list]:
 
 
 def _short(value: Any) -> str:
-    text = "a symbolic expression" if hasattr(value, "graph") else repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+    return "a symbolic expression" if isinstance(value, Expr) else describe(value, 40)
 
 
 def _check_index_dtype(dtype: str, what: str) -> None:
@@ -352,7 +354,8 @@ def _examples_index(rng):
 
 register(Op(
     name="index", signature=sig("x", "*indices", key=()), prepare=_index_prepare,
-    infer=_index_infer, impl=_index_impl, backprop=_index_rule, examples=_examples_index,
+    infer=_index_infer, impl=_index_impl, backprop=_index_rule, forward=linear,
+    sparsity=gather_map, examples=_examples_index,
     front=getitem, write=_index_write, public=False, domain=None,
     doc="x[key]: basic and integer-array indexing; build it with x[...] or sg.getitem",
 ))
@@ -372,7 +375,8 @@ def _scatter_prepare(shapes, dtypes, attrs):
     if batch < 0 or tuple(shapes[0][batch:]) != part:
         raise ShapeError(f"index_add: the values have shape {fmt(shapes[0])}, but indexing "
                          f"shape {fmt(shape)} by this key gives {fmt(part)}")
-    accumulate = any(len(s) > 0 for s in shapes[1:])  # only index arrays can repeat a position
+    # only index arrays can repeat a position; a caller that knows they do not says unique
+    accumulate = any(len(s) > 0 for s in shapes[1:]) and not attrs.get("unique", False)
     return {"key": key, "shape": shape, "batch": batch, "accumulate": accumulate}
 
 
@@ -407,6 +411,12 @@ def _scatter_rule(n, g):
     return (gg,) + (None,) * (len(n.args) - 1)
 
 
+def _scatter_sparsity(n):
+    attrs = {"key": n.attrs["key"], "batch": n.attrs["batch"]}
+    index_ops = tuple(range(1, len(n.args)))
+    return (scatter_map(n, _index_impl, attrs, 0, index_ops),) + (None,) * len(index_ops)
+
+
 def _examples_scatter(rng):
     return [
         ([rng.normal(size=(3, 3))], {"key": (slice(1, None), slice(None)), "shape": (4, 3)}),
@@ -417,9 +427,10 @@ def _examples_scatter(rng):
 
 
 register(Op(
-    name="index_add", signature=sig("g", "*indices", key=(), shape=None),
+    name="index_add", signature=sig("g", "*indices", key=(), shape=None, unique=False),
     prepare=_scatter_prepare, infer=_scatter_infer, impl=_scatter_impl,
-    backprop=_scatter_rule, examples=_examples_scatter, public=False, domain=None,
+    backprop=_scatter_rule, forward=linear, sparsity=_scatter_sparsity,
+    examples=_examples_scatter, public=False, domain=None,
     doc="zeros of `shape` with g added at [key] (np.add.at: duplicate indices accumulate)",
 ))
 
@@ -483,6 +494,34 @@ def _scatter_sum_rule(n, g):
     return tuple(out)
 
 
+def _scatter_sum_forward(n, t):
+    """The scatter of the parts' tangents (parts without one are left out)."""
+    operands, parts, k = [], [], 0
+    extra = 0
+    for (g, dyn), part in zip(split_parts(n.args, n.attrs["parts"]), n.attrs["parts"]):
+        tg = t[k]
+        k += 1 + len(dyn)
+        if tg is not None:
+            extra = tg.ndim - g.ndim
+            operands += [tg, *dyn]
+            parts.append(part)
+    if not parts:
+        return None
+    return F.scatter_sum(*operands, parts=tuple(parts), shape=n.attrs["shape"],
+                         batch=n.attrs["batch"] + extra)
+
+
+def _scatter_sum_sparsity(n):
+    out, k = [], 0
+    batch = n.attrs["batch"]
+    for (_g, dyn), (key, _, _) in zip(split_parts(n.args, n.attrs["parts"]), n.attrs["parts"]):
+        index_ops = tuple(range(k + 1, k + 1 + len(dyn)))
+        out += [scatter_map(n, _index_impl, {"key": key, "batch": batch}, k, index_ops)]
+        out += [None] * len(dyn)
+        k += 1 + len(dyn)
+    return tuple(out)
+
+
 def scatter_parts(node) -> tuple[list, tuple, Shape, int] | None:
     """An index_add or scatter_sum node as ``(operands, parts, buffer shape, batch)``; None
     for any other node. Two scatters into buffers of one shape are one scatter_sum of their
@@ -504,6 +543,7 @@ def _examples_scatter_sum(rng):
 register(Op(
     name="scatter_sum", signature=sig("*operands", parts=(), shape=None, batch=0),
     infer=_scatter_sum_infer, impl=_scatter_sum_impl, backprop=_scatter_sum_rule,
+    forward=_scatter_sum_forward, sparsity=_scatter_sum_sparsity,
     examples=_examples_scatter_sum, public=False, domain=None,
     doc="the sum of several index_adds of one shape, written into one buffer",
 ))
@@ -539,6 +579,13 @@ def _take_rule(n, g):
     return F.index_add(g, idx, key=_take_key(axis), shape=x.shape[axis:]), None
 
 
+def _take_forward(n, t):
+    x, idx = n.args
+    if n.attrs["axis"] is None:
+        return F.take(flatten(t, x), idx, axis=-1)
+    return F.take(t, idx, axis=n.attrs["axis"])
+
+
 def _examples_take(rng):
     x = rng.normal(size=(3, 4))
     return [([x, np.array([3, 0, 3])], {"axis": 1}), ([x, np.array([[1, 11]])], {"axis": None})]
@@ -547,6 +594,7 @@ def _examples_take(rng):
 register(Op(
     name="take", signature=sig("x", "indices", "=axis", axis=None), prepare=_take_prepare,
     infer=_take_infer, impl=_guarded(lambda x, indices, axis: np.take(x, indices, axis=axis)),
-    backprop=_take_rule, examples=_examples_take, domain=None,
+    backprop=_take_rule, forward=first(_take_forward), sparsity=gather_map,
+    examples=_examples_take, domain=None,
     doc="elements of x at integer `indices` along `axis` (x flattened when axis is None)",
 ))

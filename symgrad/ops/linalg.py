@@ -31,6 +31,8 @@ from ..errors import LimitError, ShapeError
 from ..ir.expr import F
 from ..ir.op import Op, SignatureError, register, sig
 from ..ir.shapes import broadcast, fmt, result_dtype
+from .structure import einsum_map, gather_map, matmul_spec
+from .tangent import align, batch_of, linear, total
 
 # -- matmul and dot -------------------------------------------------------------------------
 
@@ -83,6 +85,34 @@ def matmul_vjp(a, b, g) -> tuple:
     return col * b, col * a
 
 
+def matmul_jvp(a, b, ta, tb):
+    """Tangent of ``a @ b`` for tangents ``ta``/``tb`` (None: zero) with leading batch axes:
+    ``ta @ b + a @ tb``, 1-D operands promoted (and the added axis dropped) explicitly so
+    that batch axes stay in front of the broadcast matrix axes."""
+    return total(None if ta is None else _batched_matmul(ta, a, b, True),
+                 None if tb is None else _batched_matmul(tb, b, a, False))
+
+
+def _batched_matmul(t, own, other, left: bool):
+    """``t @ other`` (``left``) or ``other @ t``, where ``t`` is a tangent of ``own``."""
+    lead = batch_of(t, own)
+    a2 = own.shape if own.ndim > 1 else ((1,) + own.shape if left else own.shape + (1,))
+    o2 = other.shape if other.ndim > 1 else (other.shape + (1,) if left else (1,) + other.shape)
+    nb = max(len(a2), len(o2)) - 2
+    t2 = _reshape(t, lead + (1,) * (nb - (len(a2) - 2)) + a2)
+    o = _reshape(other, o2)
+    out = t2 @ o if left else o @ t2
+    drop = [k for k, flat in ((-2, (own if left else other).ndim == 1),
+                              (-1, (other if left else own).ndim == 1)) if flat]
+    shape = tuple(d for k, d in enumerate(out.shape) if k - out.ndim not in drop)
+    return _reshape(out, shape)
+
+
+def _matmul_sparsity(n):
+    a, b = n.args
+    return einsum_map(matmul_spec(a.shape, b.shape, n.shape), n)
+
+
 def _matmul_examples(rng) -> list:
     r = rng.standard_normal
     pairs = [((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4)), ((2, 3), (3, 4)),
@@ -94,6 +124,7 @@ def _matmul_examples(rng) -> list:
 register(Op(
     name="matmul", signature=sig("a", "b", infix=("@", 12)), infer=_matmul_infer,
     impl=np.matmul, backprop=lambda n, g: matmul_vjp(*n.args, g), examples=_matmul_examples,
+    forward=lambda n, t: matmul_jvp(*n.args, *t), sparsity=_matmul_sparsity,
     doc="matrix product a @ b with NumPy semantics (1-D promotion, broadcast batch axes)",
 ))
 
@@ -115,8 +146,26 @@ def _dot_rule(n, g):
     return matmul_vjp(a, b, g)
 
 
+def _dot_forward(n, t):
+    a, b = n.args
+    ta, tb = t
+    if a.ndim == 0 or b.ndim == 0:  # a product: tangents broadcast like the operands
+        nd = len(n.shape)
+        return total(None if ta is None else align(ta, a, nd) * b,
+                     None if tb is None else align(tb, b, nd) * a)
+    return matmul_jvp(a, b, ta, tb)
+
+
+def _dot_sparsity(n):
+    a, b = n.args
+    if a.ndim == 0 or b.ndim == 0:
+        return einsum_map(f"{'ij'[:a.ndim]},{'ij'[:b.ndim]}->{'ij'[:len(n.shape)]}", n)
+    return _matmul_sparsity(n)
+
+
 register(Op(
     name="dot", signature=sig("a", "b"), infer=_dot_infer, impl=np.dot, backprop=_dot_rule,
+    forward=_dot_forward, sparsity=_dot_sparsity,
     examples=lambda rng: [([rng.standard_normal(p), rng.standard_normal(q)], {}) for p, q in (
         ((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 2)), ((2, 3), (3, 4)), ((), (2, 3)))],
     doc="NumPy dot for operands of at most 2 axes (a scalar operand multiplies)",
@@ -133,6 +182,11 @@ def _outer_infer(shapes, dtypes, attrs):
 register(Op(
     name="outer", signature=sig("a", "b"), infer=_outer_infer, impl=np.outer,
     backprop=lambda n, g: (g @ n.args[1], n.args[0] @ g),
+    forward=lambda n, t: total(
+        None if t[0] is None else _reshape(t[0], t[0].shape + (1,)) * n.args[1],
+        None if t[1] is None else _reshape(n.args[0], n.args[0].shape + (1,)) * _reshape(
+            t[1], t[1].shape[:-1] + (1, t[1].shape[-1]))),
+    sparsity=lambda n: einsum_map("i,j->ij", n),
     examples=lambda rng: [([rng.standard_normal(3), rng.standard_normal(4)], {})],
     doc="outer product of two 1-D arrays: out[i, j] = a[i] * b[j]",
 ))
@@ -185,7 +239,7 @@ register(Op(
     name="transpose", signature=sig("x", "=axes", axes=None), prepare=_transpose_prepare,
     infer=_transpose_infer,
     impl=lambda x, axes=None: np.transpose(x, _permutation(axes, np.ndim(x))),
-    backprop=_transpose_rule,
+    backprop=_transpose_rule, forward=linear, sparsity=gather_map,
     examples=lambda rng: [([rng.standard_normal((2, 3))], {"axes": None}),
                           ([rng.standard_normal((2, 3, 4))], {"axes": (1, 0, 2)}),
                           ([rng.standard_normal((2, 3, 4))], {"axes": None}),
@@ -204,7 +258,7 @@ def _matrix_transpose_infer(shapes, dtypes, attrs):
 register(Op(
     name="matrix_transpose", infer=_matrix_transpose_infer,
     impl=lambda x: np.swapaxes(x, -1, -2),
-    backprop=lambda n, g: (F.matrix_transpose(g),),
+    backprop=lambda n, g: (F.matrix_transpose(g),), forward=linear, sparsity=gather_map,
     examples=lambda rng: [([rng.standard_normal((2, 3))], {}),
                           ([rng.standard_normal((4, 2, 3))], {})],
     doc="swap the last two axes",
@@ -318,6 +372,26 @@ def _einsum_adjoint(k, terms, lead, out, g, args, sizes, fresh):
     return v
 
 
+def _einsum_forward(n, t):
+    """The sum over operands of the einsum with that operand's tangent in its place (the
+    tangent's batch axes get fresh letters, kept in front)."""
+    terms, out, sizes = _parse_spec(n.attrs["spec"], [a.shape for a in n.args])
+    terms_out = []
+    for k, tk in enumerate(t):
+        if tk is None:
+            continue
+        fresh = [c for c in _LETTERS if c not in sizes]
+        nbatch = tk.ndim - n.args[k].ndim
+        if nbatch > len(fresh):
+            raise LimitError(f"einsum: {n.attrs['spec']!r} with {nbatch} batch axes needs "
+                             "more than 52 index letters")
+        lead = "".join(fresh[:nbatch])
+        ins = [lead + term if j == k else term for j, term in enumerate(terms)]
+        ops = [tk if j == k else a for j, a in enumerate(n.args)]
+        terms_out.append(F.einsum(",".join(ins) + "->" + lead + out, *ops))
+    return total(*terms_out)
+
+
 def _einsum_examples(rng) -> list:
     r = rng.standard_normal
     cases = [("ij,jk->ik", (2, 3), (3, 4)), ("ij->ji", (2, 3)), ("ii->", (3, 3)),
@@ -331,6 +405,7 @@ def _einsum_examples(rng) -> list:
 register(Op(
     name="einsum", signature=sig("=spec:str", "*operands", spec=None),
     prepare=_einsum_prepare, infer=_einsum_infer, impl=_einsum, backprop=_einsum_rule,
+    forward=_einsum_forward, sparsity=lambda n: einsum_map(n.attrs["spec"], n),
     examples=_einsum_examples,
     doc="Einstein summation over letter subscripts ('ij,jk->ik'); no '...' (ellipsis)",
 ))

@@ -30,6 +30,8 @@ from ..errors import ShapeError
 from ..ir.expr import F
 from ..ir.op import Op, SignatureError, register, sig
 from ..ir.shapes import float_dtype, fmt, norm_axes, norm_axis, reduced
+from .structure import lane_map, reduce_map
+from .tangent import first, linear
 
 _NEG_INF = float("-inf")
 
@@ -125,13 +127,29 @@ _AXES = sig("x", "=axis", "=keepdims", axis=None, keepdims=False)
 _ONE_AXIS = sig("x", "=axis", axis=-1)
 
 
-def _reduction(name, impl, backprop, dtype_rule, *, nonempty=False, aliases=(), doc=""):
+def _reduction(name, impl, backprop, dtype_rule, *, forward, nonempty=False, aliases=(),
+               doc=""):
     """Register a reduction with NumPy's ``(x, axis=None, keepdims=False)`` signature."""
     return register(Op(
         name=name, signature=_AXES, prepare=_prepare_axes(name),
         infer=_reduce_infer(name, dtype_rule, nonempty), impl=impl, backprop=backprop,
-        examples=_reduce_examples, aliases=aliases, doc=doc,
+        forward=forward, sparsity=lambda n: (reduce_map(n),), examples=_reduce_examples,
+        aliases=aliases, doc=doc,
     ))
+
+
+def weighted(derivative: Callable) -> tuple[Callable, Callable]:
+    """Backprop and forward rules of a reduction whose local derivative is ``D =
+    derivative(n)`` (operand-shaped): the adjoint is ``g`` (reduced axes kept) times ``D``,
+    the tangent is ``sum(t * D)`` over the reduced axes."""
+
+    def backprop(n, g):
+        return (_keep(g, n, n.attrs["axis"]) * derivative(n),)
+
+    def forward(n, t):
+        return F.sum(t * derivative(n), axis=n.attrs["axis"], keepdims=n.attrs["keepdims"])
+
+    return backprop, first(forward)
 
 
 # -- sum, mean, max, min --------------------------------------------------------------------
@@ -142,22 +160,23 @@ def _mean_rule(n, g):
     return (_spread(g, n) / float(max(count, 1)),)
 
 
-def _extreme_rule(n, g):
-    """max/min: the adjoint goes to the extreme elements, split equally among ties."""
+def _extreme_share(n):
+    """max/min: the derivative goes to the extreme elements, split equally among ties."""
     x, axes = n.args[0], n.attrs["axis"]
     hit = F.where(x == _keep(n.out, n, axes), 1.0, 0.0)
-    share = hit / F.sum(hit, axis=axes, keepdims=True)
-    return (_keep(g, n, axes) * share,)
+    return hit / F.sum(hit, axis=axes, keepdims=True)
 
 
-_reduction("sum", np.sum, lambda n, g: (_spread(g, n),), _sum_dtype,
+_extreme_rule, _extreme_forward = weighted(_extreme_share)
+
+_reduction("sum", np.sum, lambda n, g: (_spread(g, n),), _sum_dtype, forward=linear,
            doc="sum over axis (all axes when None)")
-_reduction("mean", np.mean, _mean_rule, float_dtype,
+_reduction("mean", np.mean, _mean_rule, float_dtype, forward=linear,
            doc="arithmetic mean over axis (all axes when None)")
-_reduction("max", np.max, _extreme_rule, _same_dtype, nonempty=True, aliases=("amax",),
-           doc="maximum over axis; tied maxima share the gradient equally")
-_reduction("min", np.min, _extreme_rule, _same_dtype, nonempty=True, aliases=("amin",),
-           doc="minimum over axis; tied minima share the gradient equally")
+_reduction("max", np.max, _extreme_rule, _same_dtype, forward=_extreme_forward, nonempty=True,
+           aliases=("amax",), doc="maximum over axis; tied maxima share the gradient equally")
+_reduction("min", np.min, _extreme_rule, _same_dtype, forward=_extreme_forward, nonempty=True,
+           aliases=("amin",), doc="minimum over axis; tied minima share the gradient equally")
 
 
 # -- logsumexp, softmax, log_softmax ------------------------------------------------------
@@ -170,12 +189,15 @@ def _sg_logsumexp(x, axis, keepdims):
     return out if keepdims else np.squeeze(out, axis=axis)
 
 
-def _logsumexp_rule(n, g):
-    """g * softmax(x), with a zero gradient where the whole slice is -inf."""
+def _softmax_weights(n):
+    """d logsumexp / dx = softmax(x), with zeros where the whole slice is -inf."""
     x, axes = n.args[0], n.attrs["axis"]
     out = _keep(n.out, n, axes)
     safe = F.where(out == _NEG_INF, 0.0, out)
-    return (_keep(g, n, axes) * F.exp(x - safe),)
+    return F.exp(x - safe)
+
+
+_logsumexp_rule, _logsumexp_forward = weighted(_softmax_weights)
 
 
 def _sg_softmax(x, axis):
@@ -198,20 +220,29 @@ def _log_softmax_rule(n, g):
     return (g - F.exp(n.out) * F.sum(g, axis=axis, keepdims=True),)
 
 
+def _log_softmax_forward(n, t):
+    """J = I - 1 p^T along the axis: J t = t - sum(p * t)."""
+    return t - F.sum(F.exp(n.out) * t, axis=n.attrs["axis"], keepdims=True)
+
+
 register(Op(
     name="logsumexp", signature=_AXES, prepare=_prepare_axes("logsumexp"),
     infer=_reduce_infer("logsumexp", float_dtype), impl=_sg_logsumexp,
-    backprop=_logsumexp_rule, examples=_reduce_examples,
+    backprop=_logsumexp_rule, forward=_logsumexp_forward,
+    sparsity=lambda n: (reduce_map(n),), examples=_reduce_examples,
     doc="log(sum(exp(x), axis)) computed stably; -inf for an all -inf slice",
 ))
 register(Op(
     name="softmax", signature=_ONE_AXIS, prepare=_prepare_one_axis("softmax"),
     infer=_one_axis_infer, impl=_sg_softmax, backprop=_softmax_rule,
+    # the Jacobian diag(p) - p p^T is symmetric: the tangent is the backprop rule's image
+    forward=first(lambda n, t: _softmax_rule(n, t)[0]), sparsity=lambda n: (lane_map(n),),
     examples=_one_axis_examples,
     doc="exp(x) / sum(exp(x), axis) computed stably (the maximum is subtracted first)",
 ))
 register(Op(
     name="log_softmax", signature=_ONE_AXIS, prepare=_prepare_one_axis("log_softmax"),
     infer=_one_axis_infer, impl=_sg_log_softmax, backprop=_log_softmax_rule,
+    forward=first(_log_softmax_forward), sparsity=lambda n: (lane_map(n),),
     examples=_one_axis_examples, doc="x - logsumexp(x, axis, keepdims=True) computed stably",
 ))

@@ -22,7 +22,9 @@ from ..ir.expr import F
 from ..ir.op import Op, register, sig
 from ..ir.shapes import norm_axis
 from .indexing import index_along
-from .reductions import _keep, _prepare_axes, _reduce_examples, _reduce_infer, _sum_dtype
+from .reductions import _prepare_axes, _reduce_examples, _reduce_infer, _sum_dtype, weighted
+from .structure import lane_map, reduce_map
+from .tangent import first, flatten
 
 
 def _scan_prepare(name: str):
@@ -65,6 +67,10 @@ def _cumsum_rule(n, g):
     return (_unflat(_flip(F.cumsum(_flip(g, axis), axis=axis), axis), n),)
 
 
+def _cumsum_forward(n, t):
+    return F.cumsum(flatten(t, n.args[0]) if n.attrs["axis"] is None else t, axis=_axis(n))
+
+
 def _last(x, axis: int):
     """``x`` with ``axis`` moved last (it is the trailing axes that carry meaning)."""
     if axis == -1:
@@ -104,6 +110,25 @@ def _cumprod_rule(n, g):
     return (_unflat(_unlast(gx, axis), n),)
 
 
+def _cumprod_forward(n, t):
+    """T_j = sum_{i<=j} prod(x[:i]) prod(x[i+1:j+1]) t_i: the recursion T_j = x_j T_{j-1} +
+    out_{j-1} t_j solved with the products over ranges of the backprop rule."""
+    axis = _axis(n)
+    x = _last(_flat(n.args[0], n), axis)  # (..., m)
+    tl = _last(flatten(t, n.args[0]) if n.attrs["axis"] is None else t, axis)
+    m = x.shape[-1]
+    after = np.arange(m)[:, None] < np.arange(m)[None, :]  # k > i
+    ranges = F.cumprod(F.where(after, F.expand_dims(x, axis=-2), 1.0), axis=-1)  # (.., i, j)
+    before = np.arange(m)[None, :] < np.arange(m)[:, None]  # j < i
+    weights = F.where(before, 0.0, ranges)
+    scaled = F.expand_dims(_exclusive_cumprod(x) * tl, axis=-1)  # (..., i, 1)
+    return _unlast(F.sum(weights * scaled, axis=-2), axis)
+
+
+def _scan_sparsity(n):
+    return (lane_map(n, _axis(n), flat=n.attrs["axis"] is None),)
+
+
 def _scan_examples(rng):
     return [([rng.standard_normal(4)], {"axis": None}),
             ([rng.standard_normal((3, 4))], {"axis": 0}),
@@ -112,17 +137,17 @@ def _scan_examples(rng):
             ([np.array([2.0, 0.0, 3.0, 0.5])], {"axis": 0})]
 
 
-for _name, _fn, _rule in (("cumsum", np.cumsum, _cumsum_rule),
-                          ("cumprod", np.cumprod, _cumprod_rule)):
+for _name, _fn, _rule, _fwd in (("cumsum", np.cumsum, _cumsum_rule, _cumsum_forward),
+                                ("cumprod", np.cumprod, _cumprod_rule, _cumprod_forward)):
     register(Op(
         name=_name, signature=sig("x", "=axis", axis=None), prepare=_scan_prepare(_name),
         infer=_scan_infer, impl=lambda x, axis, _fn=_fn: _fn(x, axis=axis), backprop=_rule,
-        examples=_scan_examples,
+        forward=first(_fwd), sparsity=_scan_sparsity, examples=_scan_examples,
         doc=f"{_name[3:]} of the elements up to each position along axis (flattened if None)",
     ))
 
 
-def _prod_rule(n, g):
+def _prod_others(n):
     """The product of all the other elements: exclusive prefix times exclusive suffix."""
     x, axes = n.args[0], n.attrs["axis"]
     keep = [a for a in range(-x.ndim, 0) if a not in axes]
@@ -136,13 +161,16 @@ def _prod_rule(n, g):
     if perm != tuple(range(x.ndim)):
         inverse = sorted(range(x.ndim), key=lambda k: perm[k])
         others = F.transpose(others, axes=tuple(inverse))
-    return (_keep(g, n, axes) * others,)
+    return others
+
+
+_prod_rule, _prod_forward = weighted(_prod_others)
 
 
 register(Op(
     name="prod", signature=sig("x", "=axis", "=keepdims", axis=None, keepdims=False),
     prepare=_prepare_axes("prod"), infer=_reduce_infer("prod", _sum_dtype), impl=np.prod,
-    backprop=_prod_rule,
+    backprop=_prod_rule, forward=_prod_forward, sparsity=lambda n: (reduce_map(n),),
     examples=lambda rng: [*_reduce_examples(rng),
                           ([np.array([[2.0, 0.0, 3.0], [0.0, 0.0, 1.5]])],
                            {"axis": -1, "keepdims": False})],
@@ -159,4 +187,4 @@ for _name, _fn in (("all", np.all), ("any", np.any)):
         doc=f"whether {_name} elements are true, over axis",
     ))
 
-del _name, _fn
+del _name, _fn, _rule, _fwd

@@ -27,6 +27,8 @@ from ..ir.expr import F
 from ..ir.op import Op, register, sig
 from ..ir.shapes import Shape, fmt, norm_axes, norm_axis, result_dtype
 from .indexing import index_along
+from .structure import gather_map
+from .tangent import align, first, linear
 
 
 def _ints(op: str, what: str, value) -> tuple[int, ...]:
@@ -97,7 +99,7 @@ register(Op(
     name="reshape", signature=sig("x", "=shape", shape=None, src_ndim=None),
     prepare=_reshape_prepare, infer=_reshape_infer,
     impl=lambda x, shape, src_ndim, batch: np.reshape(x, np.shape(x)[:batch] + shape),
-    backprop=_reshape_rule,
+    backprop=_reshape_rule, forward=linear, sparsity=gather_map,
     examples=_examples_reshape, domain=None,
     doc="x with a new shape (one -1 is inferred); src_ndim: how many trailing axes "
         "of x to reshape (default all)",
@@ -136,6 +138,9 @@ register(Op(
     impl=lambda x, shape, batch: np.broadcast_to(x, np.shape(x)[:batch] + shape),
     # The reverse pass sums the broadcast axes back (sum_to_shape), so the rule passes g on.
     backprop=lambda n, g: (g,), examples=_examples_broadcast, domain=None,
+    forward=first(lambda n, t: F.broadcast_to(align(t, n.args[0], len(n.attrs["shape"])),
+                                              n.attrs["shape"])),
+    sparsity=gather_map,
     doc="x broadcast to `shape` (NumPy rules); extra leading axes of x are kept as batch axes",
 ))
 
@@ -192,16 +197,16 @@ register(Op(
     name="expand_dims", signature=sig("x", "=axis", axis=None),
     prepare=_expand_prepare, infer=_expand_infer,
     impl=lambda x, axis: np.expand_dims(x, axis),
-    backprop=lambda n, g: (F.squeeze(g, axis=n.attrs["axis"]),),
-    examples=_examples_expand, domain=None,
+    backprop=lambda n, g: (F.squeeze(g, axis=n.attrs["axis"]),), forward=linear,
+    sparsity=gather_map, examples=_examples_expand, domain=None,
     doc="x with new length-1 axes at `axis` (positions in the result)",
 ))
 register(Op(
     name="squeeze", signature=sig("x", "=axis", axis=None),
     prepare=_squeeze_prepare, infer=_squeeze_infer,
     impl=lambda x, axis: np.squeeze(x, axis=axis),
-    backprop=lambda n, g: (F.expand_dims(g, axis=n.attrs["axis"]),),
-    examples=_examples_squeeze, domain=None,
+    backprop=lambda n, g: (F.expand_dims(g, axis=n.attrs["axis"]),), forward=linear,
+    sparsity=gather_map, examples=_examples_squeeze, domain=None,
     doc="x without its length-1 axes (all of them, or those in `axis`)",
 ))
 
@@ -270,13 +275,13 @@ register(Op(
     name="concatenate", signature=sig("[arrays]", "=axis", axis=0),
     prepare=_join_prepare("concatenate", 0), infer=_concat_infer,
     impl=lambda *arrays, axis: np.concatenate(arrays, axis=axis), backprop=_concat_rule,
-    examples=_examples_join, domain=None, aliases=("concat",),
+    forward=linear, sparsity=gather_map, examples=_examples_join, domain=None, aliases=("concat",),
     doc="the arrays joined along an existing `axis`",
 ))
 register(Op(
     name="stack", signature=sig("[arrays]", "=axis", axis=0),
     prepare=_join_prepare("stack", 1), infer=_stack_infer,
     impl=lambda *arrays, axis: np.stack(arrays, axis=axis), backprop=_stack_rule,
-    examples=_examples_stack, domain=None,
+    forward=linear, sparsity=gather_map, examples=_examples_stack, domain=None,
     doc="the arrays (all of one shape) joined along a new `axis`",
 ))

@@ -21,6 +21,8 @@ from ..ir.expr import F
 from ..ir.op import Op, register, sig
 from ..ir.shapes import norm_axis, reduced
 from .indexing import DYN
+from .structure import lane_map
+from .tangent import first, flatten
 
 
 def _axis_prepare(name: str):
@@ -50,23 +52,46 @@ def _grids(shape: tuple, axis: int, indices) -> list:
     return out
 
 
+def _order(order_op: str, n):
+    """The operand (flattened for ``axis=None``) and the index operands that take it in the
+    order ``order_op`` gives."""
+    x, attrs = n.args[0], n.attrs
+    flat = x if attrs["axis"] is None and x.ndim == 1 else \
+        F.reshape(x, (x.size,)) if attrs["axis"] is None else x
+    axis = -1 if attrs["axis"] is None else attrs["axis"]
+    extra = {k: v for k, v in attrs.items() if k not in ("axis",)}
+    idx = getattr(F, order_op)(flat, axis=axis, **extra)
+    return flat, _grids(flat.shape, axis, idx)
+
+
 def _permuted_rule(order_op: str):
     """Adjoint of ``x`` taken in the order ``order_op(x)`` gives: scatter it back."""
 
     def rule(n, g):
-        x, attrs = n.args[0], n.attrs
-        flat = x if attrs["axis"] is None and x.ndim == 1 else \
-            F.reshape(x, (x.size,)) if attrs["axis"] is None else x
-        axis = -1 if attrs["axis"] is None else attrs["axis"]
-        extra = {k: v for k, v in attrs.items() if k not in ("axis",)}
-        idx = getattr(F, order_op)(flat, axis=axis, **extra)
-        grids = _grids(flat.shape, axis, idx)
+        x = n.args[0]
+        flat, grids = _order(order_op, n)
         gx = F.index_add(g, *grids, key=(DYN,) * flat.ndim, shape=flat.shape)
-        if flat is not x:
+        if flat.node != x.node:
             gx = F.reshape(gx, x.shape, src_ndim=1)
         return (gx,)
 
     return rule
+
+
+def _permuted_forward(order_op: str):
+    """Tangent of ``x`` taken in that order: the tangent taken in the same order."""
+
+    def forward(n, t):
+        flat, grids = _order(order_op, n)
+        return F.index(flatten(t, n.args[0]) if n.attrs["axis"] is None else t, *grids,
+                       key=(DYN,) * flat.ndim)
+
+    return first(forward)
+
+
+def _lanes(n):
+    axis = n.attrs["axis"]
+    return (lane_map(n, -1 if axis is None else axis, flat=axis is None),)
 
 
 def _same_infer(shapes, dtypes, attrs):
@@ -108,7 +133,8 @@ def _sg_partition(x, kth, axis):
 register(Op(
     name="sort", signature=sig("x", "=axis", axis=-1), prepare=_axis_prepare("sort"),
     infer=_same_infer, impl=lambda x, axis: np.sort(x, axis=axis),
-    backprop=_permuted_rule("argsort"), examples=_sort_examples,
+    backprop=_permuted_rule("argsort"), forward=_permuted_forward("argsort"),
+    sparsity=_lanes, examples=_sort_examples,
     doc="the elements sorted along axis (flattened if None); gradients follow the elements",
 ))
 register(Op(
@@ -119,7 +145,8 @@ register(Op(
 register(Op(
     name="partition", signature=sig("x", "=kth", "=axis", kth=None, axis=-1),
     prepare=_kth_prepare, infer=_same_infer, impl=_sg_partition,
-    backprop=_permuted_rule("argpartition"),
+    backprop=_permuted_rule("argpartition"), forward=_permuted_forward("argpartition"),
+    sparsity=_lanes,
     examples=lambda rng: [([rng.standard_normal(6)], {"kth": 2, "axis": -1}),
                           ([rng.standard_normal((3, 4))], {"kth": (0, 2), "axis": 0})],
     doc="x rearranged so the kth element is where sorting would put it (argpartition order)",

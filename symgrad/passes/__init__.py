@@ -24,7 +24,7 @@ and the driver applies them to each node as it is built.
 
 from __future__ import annotations
 
-from .adjoint_cleanup import ADJOINT_CLEANUP
+from .adjoint_cleanup import ADJOINT_CLEANUP, sum_contributions
 from .exact import CONSTANT_FOLDING, IDENTITIES, NEGATIONS
 from .idioms import IDIOMS
 from .lowering import LOWERING
@@ -57,4 +57,4 @@ def passes() -> list[Pass]:
 __all__ = ["ADJOINT_CLEANUP", "CANONICAL_ORDER", "COMPILE", "CONSTANT_FOLDING", "CSE", "Const",
            "FAST_MATH", "IDENTITIES", "IDIOMS", "LOWERING", "NEGATIONS", "NORMAL_FORM",
            "PASSES", "Pass", "REVERSE", "Rule", "STABILITY", "SYMPY", "passes", "rewriter",
-           "simplify"]
+           "simplify", "sum_contributions"]

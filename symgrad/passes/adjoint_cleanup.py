@@ -10,12 +10,18 @@ so a forward expression means what NumPy means whatever was differentiated befor
   (``sqrt'(0)``, ``exp(1000)``). Re-applying the mask after the product keeps the zero exact
   (NumPy would give ``0 * inf = nan``).
 * Scatters: ``index_add(a, k1) + index_add(b, k2)`` (the adjoint of an array used through
-  many slices) becomes one ``scatter_sum`` writing every part into one buffer.
+  many slices) becomes one ``scatter_sum`` writing every part into one buffer. The reverse
+  transform sums a node's contributions with :func:`sum_contributions`, which merges all
+  of them at once (linear in their number; merging pairwise would rebuild a growing parts
+  tuple at every ``+``: quadratic).
 * Sum first: ``sum(a @ b, rows) -> sum(a, rows) @ b`` and ``sum(-x) -> -sum(x)`` when
   ``sum_to_shape`` undoes a broadcast (equal up to rounding; fewer full-size passes).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import reduce
 
 from ..ir.expr import Expr, F
 from ..ops.indexing import scatter_parts
@@ -45,6 +51,34 @@ def _merged_scatters(u: Expr, v: Expr) -> Expr | None:
         return None
     operands = [Expr(u.graph, a) for a in pu[0] + pv[0]]
     return F.scatter_sum(*operands, parts=pu[1] + pv[1], shape=pu[2], batch=pu[3])
+
+
+def sum_contributions(terms: Sequence[Expr]) -> Expr:
+    """The sum of one node's adjoint contributions, with every scatter among them merged
+    into ONE ``scatter_sum`` in a single step (it takes the place of the first scatter; the
+    other terms are added left to right, each offered to the rules as usual).
+
+    >>> import symgrad as sg
+    >>> v = sg.var("v", shape=(5,))
+    >>> g = sg.grad(v[0] * v[1] + v[2] * v[3], v)
+    >>> g.op, sg.evaluate(g, {"v": [1.0, 2.0, 3.0, 4.0, 5.0]})
+    ('scatter_sum', array([2., 1., 4., 3., 0.]))
+    """
+    if len(terms) == 1:
+        return terms[0]
+    scatters = [(k, t, p) for k, t in enumerate(terms)
+                if (p := scatter_parts(t.data)) is not None]
+    first = scatters[0][2] if scatters else None
+    group = [(k, t, p) for k, t, p in scatters if p[2:] == first[2:] and t.shape == terms[0].shape]
+    if len(group) < 2:
+        return reduce(lambda a, b: a + b, terms)
+    operands = [Expr(terms[0].graph, a) for _, _, p in group for a in p[0]]
+    parts = tuple(part for _, _, p in group for part in p[1])
+    merged = F.scatter_sum(*operands, parts=parts, shape=first[2], batch=first[3])
+    merged_at = {k for k, _, _ in group}
+    rest = [merged if k == group[0][0] else t for k, t in enumerate(terms)
+            if k == group[0][0] or k not in merged_at]
+    return reduce(lambda a, b: a + b, rest)
 
 
 def _sum_of_matmul(a: Expr, b: Expr, axis: tuple, keep: bool) -> Expr | None:

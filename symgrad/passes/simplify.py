@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
+from ..errors import SymgradError
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
@@ -51,6 +52,12 @@ def simplify(exprs: Any, sympy: bool = False) -> Any:
     '1.0'
     """
     single = isinstance(exprs, Expr)
+    if not single and not (isinstance(exprs, (list, tuple))
+                           and all(isinstance(e, Expr) for e in exprs)):
+        raise SymgradError("simplify needs a symgrad expression (an Expr) or a list or tuple "
+                           "of them")
+    if type(sympy) not in (bool, int):
+        raise SymgradError("simplify: sympy must be True or False")
     outs = [exprs] if single else list(exprs)
     if not outs:
         return exprs
@@ -96,6 +103,7 @@ def _rebuild(source: Graph, ids: list[int], forward: Sequence[Pass],
     target = Graph()
     hooks = {"forward": rewriter(target, forward) if forward else None,
              "adjoint": rewriter(target, adjoint) if adjoint else None}
+    hooks["tangent"] = hooks["adjoint"]  # tangent nodes get what B gets (transforms/forward)
     nodes = source.nodes
     mapping: dict[int, int] = {}
     context = None  # (role, origin) of the contexts entered: consecutive nodes share them
@@ -103,14 +111,16 @@ def _rebuild(source: Graph, ids: list[int], forward: Sequence[Pass],
         stack = outer
         for i in source.ancestors(ids, origins=True):
             n = nodes[i]
-            if n.is_var:
+            if n.is_var:  # a variable is made outside any provenance
+                stack.close()
+                context = None
                 mapping[i] = _copy_var(target, n)
                 continue
             if context != (n.role, n.origin):
                 stack.close()
                 stack = outer.enter_context(ExitStack())
                 if n.origin is not None:
-                    stack.enter_context(target.provenance(mapping[n.origin]))
+                    stack.enter_context(target.provenance(mapping[n.origin], n.role))
                 stack.enter_context(target.rewriting(hooks[n.role]))
                 context = (n.role, n.origin)
             new = hook(i, mapping, target) if hook is not None else None

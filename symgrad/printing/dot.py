@@ -15,6 +15,8 @@ NODE_ATTRS = {
     "forward": 'shape=box, style="rounded,filled", color="#33475b", fillcolor="#dbe9f6"',
     "adjoint": 'shape=box, style="rounded,filled,dashed", color="#a2322a", '
                'fillcolor="#fbd3cd"',
+    "tangent": 'shape=box, style="rounded,filled,dashed", color="#2b7a3d", '
+               'fillcolor="#d6f0d9"',
     "intermediate": 'shape=box, style="rounded,filled,dashed", color="#c0635b", '
                     'fillcolor="#fdeeeb"',
     "shared": 'shape=note, style="filled,dotted", color="#a07a00", fillcolor="#fff7d6"',

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from ..errors import SymgradError
 from ..ir.expr import Expr
 from ..ir.graph import Graph
+from ..ir.values import describe
 from ..progress import step
 from .scene import EDGE_LEGEND, LEGEND, Box, Edge, Scene, build_scene
 
@@ -17,6 +18,7 @@ BOX_STYLE = {
     "input": ("#ffffff", "#33475b", "-", 1.0),
     "forward": ("#dbe9f6", "#33475b", "-", 1.0),
     "adjoint": ("#fbd3cd", "#a2322a", "--", 1.0),
+    "tangent": ("#d6f0d9", "#2b7a3d", "--", 1.0),
     "intermediate": ("#fdeeeb", "#c0635b", "--", 0.8),
     "shared": ("#fff7d6", "#a07a00", ":", 1.2),
     "group": ("#eeeeee", "#555555", "-", 1.0),
@@ -78,6 +80,9 @@ def draw(exprs: Graph | Expr | Sequence[Expr], path: str = "graph.png", *,
             "draw() needs matplotlib (pip install 'symgrad[plot]'); "
             "or write DOT text with sg.to_dot(exprs) and render it with Graphviz"
         ) from None
+    if not isinstance(path, str):
+        raise SymgradError(f"draw() needs a file name, got {describe(path)}")
+    path = str.__str__(path)
     with step("draw", unit="box") as s:
         scene = build_scene(exprs, title=title, collapse=collapse)
         s.update(len(scene.boxes))
@@ -95,8 +100,12 @@ def draw(exprs: Graph | Expr | Sequence[Expr], path: str = "graph.png", *,
         _edges(ax, scene)
         _boxes(ax, scene)
         _legend(ax, scene, left, bottom - 0.35)
-        fig.savefig(path, dpi=min(dpi, int(MAX_PIXELS / max(width, height))),
-                    **({"pil_kwargs": {"compress_level": 1}} if path.endswith(".png") else {}))
+        try:
+            fig.savefig(path, dpi=min(dpi, int(MAX_PIXELS / max(width, height))),
+                        **({"pil_kwargs": {"compress_level": 1}} if path.endswith(".png")
+                           else {}))
+        except (OSError, ValueError) as e:  # an unwritable path or an unknown suffix
+            raise SymgradError(f"draw() cannot write {path[:200]!r}: {e}") from None
     return path
 
 

@@ -172,10 +172,11 @@ def _details(scene: Scene, values: dict[int, Any], table: Table | None) -> dict[
                 facts.append(["value", _text(values[node])])
             if anchor is not None:
                 info["adjoint"] = anchor.key
-        elif b.kind == "intermediate":
+        elif b.kind in ("intermediate", "tangent"):
             origin = scene.boxes.get(b.origin or "")
+            rule = "forward (JVP)" if n is not None and n.role == "tangent" else "backprop"
             if origin is not None:
-                facts.append(["built by", f"the backprop rule of {origin.label} "
+                facts.append(["built by", f"the {rule} rule of {origin.label} "
                                            f"({origin.op or 'a collapsed chain'})"])
             if b.node in values:
                 facts.append(["value", _text(values[b.node])])

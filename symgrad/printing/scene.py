@@ -14,6 +14,8 @@ render the same scene, so they agree on what a student sees:
 * a dotted link labelled ``∂f/∂u_i`` joins each forward node to its adjoint; when the adjoint
   *is* a forward node (hash-consing shares it: in ``sin(x) * y`` the adjoint of ``y`` is
   ``sin(x)``), B shows a "shared" box ``P_i = u_j`` that points at that node;
+* forward mode's tangents sit on B's side too, each tangent ``T_i`` of ``u_i`` in ``u_i``'s
+  row, joined to it by a dotted link labelled ``u̇_i`` (its directional derivative);
 * big graphs are summarised: chains of single-input single-user nodes collapse into one box
   (and their part of B into another); a picture of more than :data:`SCENE_LIMIT` boxes is
   refused with a hint.
@@ -31,7 +33,7 @@ from ..errors import LimitError
 from ..explain import definition, numbering
 from ..ir.expr import Expr
 from ..ir.graph import Graph
-from ..ir.text import _type, infix, select
+from ..ir.text import _type, infix, select, tangent_pairs
 
 COLLAPSE_AT = 60  # boxes above which collapse="auto" collapses chains
 CHAIN_MIN = 3  # the shortest chain that becomes one box
@@ -49,7 +51,8 @@ LEGEND = {
     "input": "input variable",
     "forward": "forward node u_i",
     "adjoint": "adjoint P_i = ∂f/∂u_i (in B)",
-    "intermediate": "other node of B (a backprop rule built it)",
+    "tangent": "tangent T_i = u̇_i = (∂u_i/∂x) v (forward mode)",
+    "intermediate": "other node of B or of the tangents (a rule built it)",
     "shared": "P_i is a forward node itself (shared)",
     "group": "collapsed chain (repeated structure)",
 }
@@ -57,7 +60,7 @@ EDGE_LEGEND = {
     "operand": "operand → user",
     "b-operand": "in B: operand → user",
     "cross": "forward value used in B",
-    "link": "forward node ⇢ its adjoint (∂f/∂u_i)",
+    "link": "forward node ⇢ its adjoint (∂f/∂u_i) or tangent (u̇_i)",
 }
 
 
@@ -66,7 +69,7 @@ class Box:
     """One box of the picture: a node, a "shared" marker or a collapsed group."""
 
     key: str
-    kind: str  # input | forward | adjoint | intermediate | shared | group
+    kind: str  # input | forward | adjoint | tangent | intermediate | shared | group
     label: str  # u3, P2 = P5, B4, x
     lines: list[str]  # text shown in the box
     node: int | None = None  # the graph node (None for shared markers and groups)
@@ -243,6 +246,10 @@ def _titles(graph: Graph, outputs: list[int], boxes: dict[str, Box], title: str 
             title = "derivative graph"
     sub = ("forward graph (left, values flow down) and its derivative subgraph B "
            "(right, adjoints flow up)" if has_b else "forward graph (values flow down)")
+    kinds = {b.kind for b in boxes.values()}
+    if "tangent" in kinds and "adjoint" not in kinds:
+        sub = ("forward graph (left, values flow down) and its tangents (right, forward "
+               "mode: tangents flow down with the values)")
     return title, sub
 
 
@@ -275,8 +282,12 @@ def _boxes(graph: Graph, ids: list[int], outputs: list[int]) -> tuple[dict, list
             text = f"P{prime}{base[1:]}" if base else None
             anchor_of.setdefault(a, []).append(f)
             p_labels.setdefault(a, []).append(text or f"P[{f}]")
+    t_of: dict[int, int] = {}  # tangent node -> the node it is the tangent of
+    for f, t in tangent_pairs(graph):
+        if f in chosen and t in chosen and nodes[t].role == "tangent":
+            t_of.setdefault(t, f)
     drawn = [i for i in ids if not nodes[i].is_const or
-             (i in p_labels and nodes[i].role == "adjoint")]
+             (i in p_labels and nodes[i].role == "adjoint") or i in t_of]
     b_count = 0
     names: dict[int, str] = dict(labels)
     for i in drawn:
@@ -284,6 +295,9 @@ def _boxes(graph: Graph, ids: list[int], outputs: list[int]) -> tuple[dict, list
             continue
         if i in p_labels and nodes[i].role == "adjoint":
             names[i] = _primary(p_labels[i], anchor_of[i], labels)
+        elif i in t_of:
+            base = names.get(t_of[i], "")
+            names[i] = f"T{base[1:]}" if base[:1] == "u" else f"T[{base or t_of[i]}]"
         else:
             b_count += 1
             names[i] = f"B{b_count}"
@@ -295,6 +309,9 @@ def _boxes(graph: Graph, ids: list[int], outputs: list[int]) -> tuple[dict, list
     outs = set(outputs)
     boxes: dict[str, Box] = {}
     for i in drawn:
+        if i in t_of:
+            boxes[f"n{i}"] = _tangent_box(graph, i, t_of[i], names, i in outs, names_all)
+            continue
         boxes[f"n{i}"] = _node_box(graph, i, names, p_labels, anchor_of, i in outs,
                                    names_all)
     edges: list[Edge] = []
@@ -307,6 +324,10 @@ def _boxes(graph: Graph, ids: list[int], outputs: list[int]) -> tuple[dict, list
             kind = ("operand" if src.side == dst.side == "forward"
                     else "b-operand" if src.side == dst.side == "B" else "cross")
             edges.append(Edge(src.key, dst.key, kind))
+    for t, f in t_of.items():
+        if f"n{f}" in boxes:
+            flabel = nodes[f].name if nodes[f].is_var else names.get(f, "?")
+            edges.append(Edge(f"n{f}", f"n{t}", "link", f"{flabel[:1]}\u0307{flabel[1:]}"))
     for a, fs in anchor_of.items():
         shared = nodes[a].role == "forward"
         for f, p in zip(fs, p_labels[a]):
@@ -325,6 +346,16 @@ def _boxes(graph: Graph, ids: list[int], outputs: list[int]) -> tuple[dict, list
             flabel = nodes[f].name if nodes[f].is_var else names.get(f, "?")
             edges.append(Edge(src.key, target, "link", f"∂f/∂{flabel}"))
     return boxes, edges
+
+
+def _tangent_box(graph: Graph, i: int, f: int, names, output: bool, names_all) -> Box:
+    n = graph.nodes[i]
+    text = "seed" if n.is_const else _clip(definition(graph, i, names))
+    lines = [f"{names_all[i]} = {text}"]
+    if n.shape:
+        lines.append(_type(n.shape, n.dtype))
+    return Box(f"n{i}", "tangent", names_all[i], lines, node=i, op=n.op, output=output,
+               anchor=f"n{f}", origin=None if n.origin is None else f"n{n.origin}")
 
 
 def _primary(ps: list[str], fs: list[int], labels: dict[int, str]) -> str:

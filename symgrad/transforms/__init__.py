@@ -1,9 +1,25 @@
 """Transforms: graph -> larger graph. Reverse mode appends the derivative subgraph B
-(:mod:`.reverse`); :mod:`.derivatives` builds grad, vjp, jacobian, hessian, hvp and n-th
-derivatives on it."""
+(:mod:`.reverse`), forward mode the tangent nodes (:mod:`.forward`); :mod:`.derivatives`
+builds grad, vjp, jvp, jacobian, hessian, hvp and n-th derivatives on them; :mod:`.sparsity`,
+:mod:`.colouring` and :mod:`.sparse` find sparsity patterns, colour them and build sparse
+Jacobians and Hessians from a few batched passes."""
 
-from .derivatives import derivative, grad, hessian, hvp, jacobian, vjp
+from .derivatives import (
+    derivative,
+    grad,
+    hessian,
+    hessian_sparsity,
+    hvp,
+    jacfwd,
+    jacobian,
+    jacobian_sparsity,
+    jvp,
+    vjp,
+)
+from .forward import Tangents, tangents
 from .reverse import Backprop, backprop, sum_to_shape
+from .sparse import SparseExpr
 
-__all__ = ["Backprop", "backprop", "derivative", "grad", "hessian", "hvp", "jacobian",
-           "sum_to_shape", "vjp"]
+__all__ = ["Backprop", "SparseExpr", "Tangents", "backprop", "derivative", "grad", "hessian",
+           "hessian_sparsity", "hvp", "jacfwd", "jacobian", "jacobian_sparsity", "jvp",
+           "sum_to_shape", "tangents", "vjp"]

@@ -23,7 +23,7 @@ from ..ir.expr import Expr, F, NodeView
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.shapes import Shape, is_float
-from ..passes import IDIOMS, REVERSE, rewriter
+from ..passes import IDIOMS, REVERSE, rewriter, sum_contributions
 from ..passes.simplify import gc_paused
 from ..progress import start
 
@@ -61,9 +61,11 @@ def backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, cleanup: bool = True
     """
     graph = output.graph
     with gc_paused(), adjoint_rewriting(graph, cleanup):
-        result = _backprop(output, wrt, seed, cleanup if idioms is None else idioms)
-    graph.transforms.append(result)
-    graph.adjoint_of.update(result.adjoint_of)
+        result = _backprop(output, wrt, seed, sum_contributions if cleanup else _fold,
+                           idioms=cleanup if idioms is None else idioms)
+    with graph.lock:
+        graph.transforms.append(result)
+        graph.adjoint_of.update(result.adjoint_of)
     return result
 
 
@@ -74,7 +76,15 @@ def adjoint_rewriting(graph: Graph, cleanup: bool = True) -> Iterator[None]:
         yield
 
 
-def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, idioms: bool) -> Backprop:
+_gc_paused = gc_paused  # forward mode's name for it
+
+
+def _fold(terms: Sequence[Expr]) -> Expr:
+    return reduce(lambda a, b: a + b, terms)
+
+
+def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, total=_fold,
+              role: str = "adjoint", idioms: bool = False) -> Backprop:
     graph = output.graph
     batch = seed.ndim - output.ndim
     before = len(graph)
@@ -91,16 +101,19 @@ def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, idioms: bool) -> Ba
         if i not in parts:
             continue
         node = nodes[i]
-        with graph.provenance(i):
-            g = reduce(lambda a, b: a + b, parts.pop(i))
+        with graph.provenance(i, role):
+            g = total(parts.pop(i))
             adjoint_of[i] = g.node
             targets, rule = found.get(i) or (node.args, REGISTRY[node.op].backprop
                                              if node.args else None)  # leaves pass nothing on
             if rule is None:
                 continue
-            for a, c in zip(targets, rule(NodeView(graph, node), g)):
+            needed = tuple([a in relevant for a in node.args])
+            for a, c in zip(targets, rule(NodeView(graph, node, needed), g)):
                 if c is not None and a in relevant:
-                    parts.setdefault(a, []).append(sum_to_shape(c, nodes[a].shape, batch))
+                    if batch or nodes[c.node].shape != nodes[a].shape:
+                        c = sum_to_shape(c, nodes[a].shape, batch)
+                    parts.setdefault(a, []).append(c)
     progress.close()
     return Backprop(output.node, tuple(w.node for w in wrt), adjoint_of, batch, before,
                     len(graph))

@@ -22,7 +22,8 @@ def w3_grad_hvp(x, v):
     Returns a tuple of 3:
         t10: float64 () = sum(100.0 * (x[1:] - x[:6] * x[:6]) ** 2 + (1.0 - x[:6]) ** 2)
         dx: float64 (7,) = adjoint of x (derivative of the expression w.r.t. x)
-        dx_1: float64 (7,) = adjoint of x (derivative of the expression w.r.t. x)
+        dx_dot: float64 (7,) = scatter_sum((v[1:] - v[:6] * x[:6] * 2.0) * 200.0, (-v[:6] -
+        ((v[1:] - v[:6] ...
     """
     t1 = x[:6]
     t2 = x[1:]
@@ -40,17 +41,18 @@ def w3_grad_hvp(x, v):
     t12 = t7 - t11  # backprop of: t1 = x[:6]
     d_t1 = t12 * (-2.0)  # backprop of: t1 = x[:6]
     dx = _sg_scatter_sum((7,), ((d_t4, np.s_[1:], False), (d_t1, np.s_[:6], False),))  # backprop of: x  # noqa: E501
-    d_d_t4 = v[1:]  # backprop of: dx = scatter_sum(d_t4, d_t1)
-    d_d_t1 = v[:6]  # backprop of: dx = scatter_sum(d_t4, d_t1)
-    d_t11 = d_d_t1 * 2.0  # backprop of: t12 = t7 - t11
-    d_d_t3 = d_t11 * t1  # backprop of: t11 = d_t3 * t1
-    t13 = d_t11 * d_t3  # backprop of: t11 = d_t3 * t1
-    t14 = d_d_t3 - d_d_t4  # backprop of: t4 = t2 - t3
-    d_t4_1 = t14 * (-200.0)  # backprop of: t4 = t2 - t3
-    d_t3_1 = t14 * 200.0  # backprop of: t4 = t2 - t3
-    t15 = d_t3_1 * t1  # backprop of: t3 = t1 * t1
-    t16 = t13 + d_t11  # backprop of: t1 = x[:6]
-    t17 = t15 * 2.0  # backprop of: t1 = x[:6]
-    d_t1_1 = t17 + t16  # backprop of: t1 = x[:6]
-    dx_1 = _sg_scatter_sum((7,), ((d_t4_1, np.s_[1:], False), (d_t1_1, np.s_[:6], False),))  # backprop of: x  # noqa: E501
-    return t10, dx, dx_1
+    t1_dot = v[:6]  # tangent of: t1 = x[:6]
+    t2_dot = v[1:]  # tangent of: t2 = x[1:]
+    t13 = t1_dot * t1  # tangent of: t3 = t1 * t1
+    t3_dot = t13 * 2.0  # tangent of: t3 = t1 * t1
+    t4_dot = t2_dot - t3_dot  # tangent of: t4 = t2 - t3
+    t7_dot = -t1_dot  # tangent of: t7 = 1.0 - t1
+    d_t4_dot = t4_dot * 200.0  # tangent of: d_t4 = t4 * 200.0
+    d_t3_dot = t4_dot * (-200.0)  # tangent of: d_t3 = t4 * (-200.0)
+    t14 = d_t3_dot * t1  # tangent of: t11 = d_t3 * t1
+    t15 = t1_dot * d_t3  # tangent of: t11 = d_t3 * t1
+    t11_dot = t15 + t14  # tangent of: t11 = d_t3 * t1
+    t12_dot = t7_dot - t11_dot  # tangent of: t12 = t7 - t11
+    d_t1_dot = t12_dot * (-2.0)  # tangent of: d_t1 = t12 * (-2.0)
+    dx_dot = _sg_scatter_sum((7,), ((d_t4_dot, np.s_[1:], False), (d_t1_dot, np.s_[:6], False),))  # tangent of: dx  # noqa: E501
+    return t10, dx, dx_dot
