@@ -14,7 +14,7 @@ from collections import defaultdict
 import numpy as np
 
 PACKAGES = ("symgrad", "numpy", "jax", "jaxlib", "torch", "autograd", "sympy", "networkx")
-GRAD_WORKLOADS = ("w1_mlp", "w2_gmm", "w3_rosenbrock", "w5_lstm")
+GRAD_WORKLOADS = ("w1_mlp", "w2_gmm", "w2_gmm_user", "w3_rosenbrock", "w5_lstm", "w5_lstm_user")
 SYSTEM_ORDER = ("numpy", "symgrad", "symgrad-eval", "jax", "torch", "autograd", "sympy")
 
 
@@ -145,6 +145,24 @@ def grad_tables(res: dict) -> list[str]:
     return lines
 
 
+def scale_tables(res: dict) -> list[str]:
+    lines = []
+    for k, r in sorted(res.items(), key=lambda kv: str(kv[0])):
+        if k[0] == "compile_scale" and k[3] == "compile":
+            lines += _table(
+                ["L", "forward nodes", "nodes with B", "emitted lines", "compile (wall)",
+                 "compile (CPU)", "peak RSS", "growth"],
+                [[f"{int(r['L']):,}", f"{int(r['forward_nodes']):,}", f"{int(r['nodes']):,}",
+                  f"{int(r['lines']):,}", t(r["compile_s"]), t(r["compile_cpu_s"]),
+                  f"{r['peak_mb']:.0f} MB", f"{r['growth_mb']:.0f} MB"]])
+        if k[0] == "cold_start":
+            lines += _table(["import numpy", "import symgrad", "difference (paired median)",
+                             "heavy modules imported"],
+                            [[f"{r['numpy_ms']:.1f} ms", f"{r['symgrad_ms']:.1f} ms",
+                              f"{r['extra_ms']:.1f} ms", r["heavy_modules"] or "none"]])
+    return lines
+
+
 def w4_tables(res: dict) -> list[str]:
     rows = [r for k, r in res.items() if k[0] == "w4_chain" and k[3] == "chain"]
     if not rows:
@@ -203,8 +221,15 @@ def _get(res, workload, config, system, task="grad", L=None):
     return res.get((workload, config, system, task, L, None))
 
 
+GRAD_CELLS = [("w1_mlp", "N128_d784_m256_K10"), ("w2_gmm", "d2_K5_N1000"),
+              ("w2_gmm", "d10_K25_N1000"), ("w2_gmm_user", "d2_K5_N1000"),
+              ("w2_gmm_user", "d10_K25_N1000"), ("w5_lstm", "T20_H32_I32"),
+              ("w5_lstm_user", "T20_H32_I32")]
+
+
 def targets(res: dict) -> list[list[str]]:
-    """Rows: target, workload, measured, limit, pass/fail."""
+    """Rows: target, workload, measured, limit, pass/fail (the targets of the optimizing
+    middle end's issue)."""
     out = []
 
     def add(name, where, value, limit, ok, shown=None):
@@ -213,47 +238,53 @@ def targets(res: dict) -> list[list[str]]:
         else:
             out.append([name, where, shown or x(value), limit, "PASS" if ok else "FAIL"])
 
-    grad_cells = [("w1_mlp", "N128_d784_m256_K10"), ("w2_gmm", "d2_K5_N1000"),
-                  ("w2_gmm", "d10_K25_N1000"), ("w5_lstm", "T20_H32_I32")]
-    for w, c in grad_cells:
+    w3 = [("w3_rosenbrock", c) for c in ("n100", "n1000")]
+    for w, c in GRAD_CELLS + w3:
         sg = _get(res, w, c, "symgrad")
         v = sg.get("vs_numpy") if sg else None
-        add("emitted gradient / hand-written NumPy", f"{w} {c}", v, "≤ 1.10×",
-            v is not None and v <= 1.10)
-    for w, c in grad_cells:
+        add("emitted gradient / hand-written NumPy", f"{w} {c}", v, "≤ 1.00×",
+            v is not None and v <= 1.0)
+    for w, c in w3:
+        r = _get(res, w, c, "symgrad", "hvp")
+        v = r.get("vs_numpy") if r else None
+        add("emitted HVP / hand-written HVP", f"{w} {c}", v, "≤ 1.00×", v is not None and v <= 1.0)
+    for w, c in GRAD_CELLS:
         sg = _get(res, w, c, "symgrad")
         v = sg.get("grad_over_fwd") if sg else None
-        add("gradient / forward (symgrad emitted)", f"{w} {c}", v, "≤ 3", v is not None and v <= 3)
-    for w, c in grad_cells:
+        add("gradient / forward (symgrad emitted)", f"{w} {c}", v, "≤ 2.00",
+            v is not None and v <= 2.0)
+    for w, c in GRAD_CELLS:
         sg, jx = _get(res, w, c, "symgrad"), _get(res, w, c, "jax")
         v = sg["build_s"] / jx["build_s"] if sg and jx and "build_s" in sg else None
         shown = f"{x(v)} ({t(sg['build_s'])} vs {t(jx['build_s'])})" if v is not None else None
         add("build / JAX trace+jit", f"{w} {c}", v, "≤ 0.10×", v is not None and v <= 0.10, shown)
-    r4 = _w4(res, 10_000)
-    v = r4["build_s"] if r4 else None
-    add("W4 build at L = 10^4", "w4_chain", v, "< 3 s", v is not None and v < 3.0,
-        t(v) if v is not None else None)
-    lo, hi = (_w4(res, L) for L in (1000, 100_000))
-    v = (hi["build_s"] / hi["L"]) / (lo["build_s"] / lo["L"]) if lo and hi else None
-    add("W4 linear build: per-step time L=10^5 / L=10^3", "w4_chain", v, "≤ 2×",
-        v is not None and v <= 2.0)
     evals = [r for k, r in res.items()
              if k[0] == "w4_chain" and k[2] == "symgrad" and k[3] == "chain"]
     if evals:
         worst = max(evals, key=lambda r: r["vs_hand"])
-        add("W4 emitted gradient / hand loop (worst L)", f"w4_chain L={int(worst['L']):,}",
-            worst["vs_hand"], "≤ 1.00×", worst["vs_hand"] <= 1.0)
-    sgh = _get(res, "w3_rosenbrock", "n1000", "symgrad", "hessian")
-    jxh = _get(res, "w3_rosenbrock", "n1000", "jax", "hessian")
-    v = sgh["time_s"] / jxh["time_s"] if sgh and jxh else None
-    shown = f"{x(v)} ({t(sgh['time_s'])} vs {t(jxh['time_s'])})" if v is not None else None
-    add("W3 full Hessian / jax.hessian (jit)", "w3_rosenbrock n1000", v, "≤ 1.00×",
-        v is not None and v <= 1.0, shown)
-    for c in ("n100", "n1000"):
-        r = _get(res, "w3_rosenbrock", c, "symgrad", "hvp")
-        v = r.get("vs_numpy") if r else None
-        add("W3 HVP / hand-written HVP", f"w3_rosenbrock {c}", v, "≤ 1.20×",
-            v is not None and v <= 1.2)
+        add("W4 emitted gradient / hand `math` loop (worst L)", f"w4_chain L={int(worst['L']):,}",
+            worst["vs_hand"], "≤ 1.20×", worst["vs_hand"] <= 1.2)
+    r4 = _w4(res, 10_000)
+    v = r4["build_s"] if r4 else None
+    add("W4 build at L = 10^4 (all passes on)", "w4_chain", v, "≤ 3 s",
+        v is not None and v <= 3.0, t(v) if v is not None else None)
+    lo, hi = (_w4(res, L) for L in (1000, 100_000))
+    v = (hi["build_s"] / hi["L"]) / (lo["build_s"] / lo["L"]) if lo and hi else None
+    add("W4 linear build: per-step time L=10^5 / L=10^3", "w4_chain", v, "≤ 2×",
+        v is not None and v <= 2.0)
+    ci = _get(res, "compile_scale", "L25000", "symgrad", "compile", 25_000)
+    v = ci["compile_s"] if ci else None
+    add("compile 10^5 forward nodes + gradient: time", "compile_scale L=25,000", v, "≤ 10 s",
+        v is not None and v <= 10.0,
+        f"{t(v)} (CPU {t(ci['compile_cpu_s'])})" if ci else None)
+    v = ci["peak_mb"] if ci else None
+    add("compile 10^5 forward nodes + gradient: peak memory", "compile_scale L=25,000", v,
+        "≤ 500 MB", v is not None and v <= 500, f"{v:.0f} MB" if ci else None)
+    cs = _get(res, "cold_start", "import", "symgrad", "import")
+    v = cs["extra_ms"] if cs else None
+    add("import symgrad − import numpy", "cold start", v, "≤ 50 ms", v is not None and v <= 50,
+        f"{v:.1f} ms (numpy {cs['numpy_ms']:.0f} ms; heavy: {cs['heavy_modules'] or 'none'})"
+        if cs else None)
     return out
 
 
@@ -302,6 +333,7 @@ def render(data: dict) -> str:
     lines += ["## Targets", ""]
     lines += _table(["target", "where", "measured", "limit", "result"], targets(res))
     lines += ["## Gradient workloads", ""] + grad_tables(res)
+    lines += ["## Compiling large graphs, cold start", ""] + scale_tables(res)
     lines += ["## W4", ""] + w4_tables(res)
     notes = cell_notes(cells)
     if notes:

@@ -151,7 +151,8 @@ def _generic(xp, params, data, cfg, consts, lse, reshape, swap):
     return constant(cfg) + xp.sum(lse(main, 0)) - n * lse(alphas, 0) + prior
 
 
-def symgrad_loss(cfg: dict):
+def symgrad_loss(cfg: dict, lse=None):
+    """(loss, params, data) as symgrad Exprs; ``lse(a, axis)`` defaults to sg.logsumexp."""
     import symgrad as sg
 
     d, k, n = cfg["d"], cfg["K"], cfg["N"]
@@ -161,7 +162,7 @@ def symgrad_loss(cfg: dict):
     D, S = scatter(d)
     loss = _generic(
         sg, params, data, cfg, (sg.const(D), sg.const(S)),
-        lambda a, ax: sg.logsumexp(a, axis=ax), sg.reshape,
+        lse or (lambda a, ax: sg.logsumexp(a, axis=ax)), sg.reshape,
         lambda a: sg.transpose(a, (0, 2, 1)),
     )
     return loss, params, data

@@ -36,10 +36,17 @@ def _sigmoid(a):
     return 1.0 / (1.0 + np.exp(-a))
 
 
-def _steps(params, data, cfg):
-    """Forward pass keeping what the backward pass needs."""
+def _squared_error(h, t, data):
+    """The step's loss 1/2 |h - y_t|^2 and its gradient with respect to h."""
+    r = h - data[1][t]
+    return 0.5 * float(r @ r), r
+
+
+def _steps(params, data, cfg, head=_squared_error):
+    """Forward pass keeping what the backward pass needs; ``head(h, t, data)`` gives each
+    step's loss and its gradient with respect to ``h``."""
     W, U, b = params
-    xs, ys = data
+    xs = data[0]
     H = cfg["H"]
     xw = xs @ W.T + b
     h = np.zeros(H)
@@ -54,29 +61,30 @@ def _steps(params, data, cfg):
         c = f * c + i * g
         tc = np.tanh(c)
         h = o * tc
-        r = h - ys[t]
-        loss += 0.5 * float(r @ r)
-        tape.append((i, f, o, g, c_prev, h_prev, tc, r))
+        step_loss, dh = head(h, t, data)
+        loss += step_loss
+        tape.append((i, f, o, g, c_prev, h_prev, tc, dh))
     return loss, tape
 
 
-def numpy_forward(params: tuple, data: tuple, cfg: dict) -> float:
-    return _steps(params, data, cfg)[0]
+def numpy_forward(params: tuple, data: tuple, cfg: dict, head=_squared_error) -> float:
+    return float(_steps(params, data, cfg, head)[0])
 
 
-def numpy_grad(params: tuple, data: tuple, cfg: dict) -> tuple[float, tuple]:
+def numpy_grad(params: tuple, data: tuple, cfg: dict, head=_squared_error
+               ) -> tuple[float, tuple]:
     """Hand-written backpropagation through time."""
     W, U, b = params
-    xs, _ = data
+    xs = data[0]
     H = cfg["H"]
-    loss, tape = _steps(params, data, cfg)
+    loss, tape = _steps(params, data, cfg, head)
     dxw = np.empty((cfg["T"], 4 * H))
     dU = np.zeros_like(U)
     dh_next = np.zeros(H)
     dc_next = np.zeros(H)
     for t in range(cfg["T"] - 1, -1, -1):
-        i, f, o, g, c_prev, h_prev, tc, r = tape[t]
-        dh = r + dh_next
+        i, f, o, g, c_prev, h_prev, tc, dh_t = tape[t]
+        dh = dh_t + dh_next
         dc = dh * o * (1.0 - tc * tc) + dc_next
         dz = dxw[t]
         dz[:H] = dc * g * i * (1.0 - i)
@@ -86,11 +94,17 @@ def numpy_grad(params: tuple, data: tuple, cfg: dict) -> tuple[float, tuple]:
         dU += np.outer(dz, h_prev)
         dh_next = U.T @ dz
         dc_next = dc * f
-    return loss, (dxw.T @ xs, dU, dxw.sum(axis=0))
+    return float(loss), (dxw.T @ xs, dU, dxw.sum(axis=0))
 
 
-def _generic(xp, params, data, cfg, sigmoid, zeros):
-    """The loss written once for symgrad / jax.numpy / torch / autograd.numpy."""
+def _squared(xp, h, y):
+    r = h - y
+    return 0.5 * xp.sum(r * r)
+
+
+def _generic(xp, params, data, cfg, sigmoid, zeros, head=_squared):
+    """The loss written once for symgrad / jax.numpy / torch / autograd.numpy;
+    ``head(xp, h, y_t)`` is a step's loss."""
     W, U, b = params
     xs, ys = data
     H = cfg["H"]
@@ -103,8 +117,7 @@ def _generic(xp, params, data, cfg, sigmoid, zeros):
         g = xp.tanh(z[3 * H:])
         c = f * c + i * g
         h = o * xp.tanh(c)
-        r = h - ys[t]
-        loss = loss + 0.5 * xp.sum(r * r)
+        loss = loss + head(xp, h, ys[t])
     return loss
 
 

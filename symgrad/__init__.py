@@ -46,6 +46,7 @@ from .numpy import linalg
 from .ops.indexing import getitem
 from .passes import passes, simplify
 from .printing import draw, listing, to_dot, to_html
+from .stats import stats
 from .sympy_io import from_sympy, latex, to_sympy
 from .testing import check_grads
 from .transforms import (
@@ -70,8 +71,6 @@ def _version() -> str:
         return "0+unknown"
 
 
-__version__ = _version()
-
 pi = _math.pi
 e = _math.e
 inf = _math.inf
@@ -84,7 +83,10 @@ for _name in numpy._names():
 
 
 def __getattr__(name: str) -> _Any:
-    """Ops registered after import (``symgrad.extend.defop``) are functions here too."""
+    """Ops registered after import (``symgrad.extend.defop``) are functions here too;
+    ``__version__`` is read on first use (importlib.metadata is slow to import)."""
+    if name == "__version__":
+        return _version()
     if "." not in name and name in numpy._names():
         return _function_for(name)
     raise AttributeError(f"module 'symgrad' has no attribute {name!r}")
@@ -98,5 +100,5 @@ __all__ = [
     "newaxis", "parse", "to_source", "compile", "scipy_functions",
     "to_dot", "draw", "listing", "explain", "check_grads", "simplify", "passes", "numpy",
     "linalg", "value_and_grad", "to_html", "to_sympy", "from_sympy", "latex", "__version__",
-    "limits",
+    "limits", "stats",
 ]

@@ -239,6 +239,10 @@ def cmd_source(args: argparse.Namespace) -> int:
     if layout is not None:  # which rows and columns of the flat Hessian are which variable
         module.constants.append(("HESS_LAYOUT", layout))
     _write(module.render(), args.output)
+    if args.stats:
+        from .stats import _summary
+
+        print(_summary(outs), file=sys.stderr)
     return 0
 
 
@@ -365,6 +369,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the function's parameters in this order (default: the order the "
                         "variables first appear in EXPR)")
     c.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    c.add_argument("--stats", action="store_true",
+                   help="print nodes, lines, flops and bytes before/after the passes to stderr")
 
     c = command("dot", cmd_dot, "print the graph of EXPR (and its gradients) in DOT format")
     c.add_argument("--wrt", metavar="X,Y", help="also include the gradient w.r.t. these")

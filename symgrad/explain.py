@@ -133,7 +133,7 @@ def explain(
     targets = [_resolve(out, w) for w in (wrt if many else [wrt])]
     labels = numbering(graph, forward)
     seed = np.eye(max(out.size, 1)).reshape(out.shape * 2) if out.shape else 1.0
-    result = backprop(out, targets, Expr(graph, graph.const(seed)))
+    result = backprop(out, targets, Expr(graph, graph.const(seed)), idioms=False)
     adjoint = result.adjoint_of
     with adjoint_rewriting(graph):  # the rules again, as the transform built them
         terms = _terms(graph, forward, adjoint, result.batch)

@@ -191,6 +191,9 @@ def public_calls() -> list[tuple[str, Callable, tuple, dict]]:
     ]
     calls.append(("draw", sg.draw, ([f], os.path.join(SANDBOX, "g.png")), {}))
     calls.append(("passes", sg.passes, (), {}))
+    calls.append(("stats", sg.stats, ([f, sg.grad(f, x)],), {"fast_math": True}))
+    calls.append(("to_source optimize", sg.to_source, ([f],), {"optimize": True,
+                                                              "fast_math": True}))
     for name in sorted({*REGISTRY, *ALIASES}):
         op = lookup(name)
         if op.public and hasattr(sg, name):

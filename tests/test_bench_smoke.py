@@ -25,7 +25,8 @@ from benchmarks import common, gradcell, report  # noqa: E402
 from benchmarks import w3_rosenbrock as w3  # noqa: E402
 from benchmarks import w4_chain as w4  # noqa: E402
 
-GRAD_WORKLOADS = ["w1_mlp", "w2_gmm", "w3_rosenbrock", "w5_lstm"]
+GRAD_WORKLOADS = ["w1_mlp", "w2_gmm", "w2_gmm_user", "w3_rosenbrock", "w5_lstm",
+                  "w5_lstm_user"]
 
 
 def _mod(name):
@@ -167,3 +168,14 @@ def test_small_network_hand_gradient_matches_symgrad():
     got = small_network.hand(*[at[k] for k in INPUTS])
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
+
+
+def test_cold_start_and_compile_scale_cells():
+    from benchmarks import cold_start, compile_scale
+
+    (row,) = cold_start.measure({"rounds": 1}, "symgrad", 0.0)
+    assert row["numpy_ms"] > 0 and row["symgrad_ms"] > 0
+    assert "networkx" not in row["heavy_modules"] and "sympy" not in row["heavy_modules"]
+    (row,) = compile_scale.measure({"L": 300}, "symgrad", 0.0)
+    assert row["forward_nodes"] == 4 * 300 + 1 and row["lines"] > row["forward_nodes"]
+    assert row["value"] == pytest.approx(w4.hand_loop(w4.X0, 300)[0], rel=1e-14)

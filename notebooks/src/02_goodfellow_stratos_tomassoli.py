@@ -440,32 +440,40 @@ show([e, de_da], "tomassoli_graph")
 #
 # Tomassoli remarks that backpropagation is not optimal: it composes local derivatives
 # mechanically and does not discover that the derivative of the sigmoid
-# $s(x) = 1/(1 + e^{-x})$ can be written with $s$ itself. Built from primitives, B is
-# exactly that mechanical composition:
+# $s(x) = 1/(1 + e^{-x})$ can be written with $s$ itself. Built from primitives with the
+# reverse-mode passes off (`cleanup=False`), B is exactly that mechanical composition:
 
 # %%
 t = sg.var("t")
 s_prim = 1 / (1 + sg.exp(-t))
-ds_prim = sg.grad(s_prim, t)
+ds_prim = sg.grad(s_prim, t, cleanup=False)
 print(sg.listing([s_prim, ds_prim]))
 print("ds/dt =", ds_prim)
 
 # %% [markdown]
-# `sg.simplify` applies exact local rewrites; with `sympy=True` it also hands each
-# elementwise region of the graph to `sympy.simplify` and keeps sympy's answer when it is
-# smaller:
+# It is also fragile: at $t = -1000$, $e^{-t}$ overflows and the chain rule multiplies
+# $0 \cdot \infty$. A rewrite of the derivative graph as an expression in $t$ (what
+# `sg.simplify(..., sympy=True)` does) has no reason to produce $s(1 - s)$: the identity is
+# a fact about the function $s$ (Tomassoli's point).
 
 # %%
-simple = sg.simplify(ds_prim)
+print("mechanical B at t = -1000:", sg.evaluate(ds_prim, {"t": -1000.0}))
 simple_sympy = sg.simplify(ds_prim, sympy=True)
-print("sg.simplify:              ", simple)
 print("sg.simplify(sympy=True):  ", simple_sympy)
-print(sg.listing(simple_sympy))
 
 # %% [markdown]
-# Whatever the simplifiers find, they work on the derivative graph as an expression in $t$:
-# the identity $s' = s(1 - s)$ is a fact about the function $s$, and a rewrite that does not
-# know the expression is a sigmoid has no reason to produce it (Tomassoli's point).
+# So symgrad knows the function instead: its *idioms* pass recognises the usual spellings of
+# the logistic function (and of softplus, log-sum-exp, log-softmax and softmax) in the
+# forward graph and differentiates them by the op's own rule, which reuses the forward
+# output. With the default `grad`, B of the hand-written $1/(1 + e^{-t})$ is
+# $s \cdot (1 - s)$ with $s$ the node the user wrote — two operations, finite everywhere —
+# while the forward value stays exactly as written:
+
+# %%
+ds_idiom = sg.grad(s_prim, t)
+print(sg.listing([s_prim, ds_idiom]))
+print("ds/dt =", ds_idiom, "  at t = -1000:", sg.evaluate(ds_idiom, {"t": -1000.0}))
+assert s_prim.node in s_prim.graph.nodes[ds_idiom.node].args
 
 # %% [markdown]
 # The registry's `sigmoid` op carries the identity in its backprop rule, which reuses the
@@ -487,13 +495,13 @@ assert np.isclose(sg.evaluate(ds_op, {"t": 40.0}), np.exp(-40.0) / (1 + np.exp(-
                   rtol=1e-15, atol=0)
 
 # %% [markdown]
-# All five forms agree numerically, and the primitive version's B can be rewritten by hand
-# to reuse the forward output in the same way:
+# All the forms agree numerically where the mechanical one is finite, and the primitive
+# version's B can be rewritten by hand to reuse the forward output in the same way:
 
 # %%
 ts = np.linspace(-6.0, 6.0, 25)
 s_hand = s_prim * (1 - s_prim)  # Tomassoli's formula, reusing the forward node s
-forms = {"B of primitives": ds_prim, "simplify": simple, "simplify(sympy)": simple_sympy,
+forms = {"B of primitives": ds_prim, "simplify(sympy)": simple_sympy, "idiom": ds_idiom,
          "sigmoid op": ds_op, "s (1 - s) by hand": s_hand}
 reference = np.exp(-ts) / (1 + np.exp(-ts)) ** 2
 for name, expr in forms.items():

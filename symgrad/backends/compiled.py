@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import builtins
 import functools
-import hashlib
 import linecache
 import types
 from collections.abc import Callable, Sequence
@@ -23,7 +22,14 @@ from ..ir.values import exact
 from ..progress import step
 from .boundary import emit_request, exact_flag, exact_names
 from .interpreter import check_input, runtime_error
-from .numpy_source import Module, Namer, output_list, resolve_inputs
+from .numpy_source import (
+    Module,
+    Namer,
+    default_inputs,
+    output_list,
+    prepared,
+    resolve_inputs,
+)
 from .sparse_source import add_pattern, is_sparse, sparse_module
 
 __all__ = ["compile", "scipy_functions", "CompiledFunction", "ScipyFunctions"]
@@ -69,22 +75,46 @@ class CompiledFunction:
 
 
 def _load(source: str, tag: str) -> tuple[dict, str]:
-    """Execute generated ``source`` as a fresh module registered with ``linecache``."""
+    """Execute generated ``source`` as a fresh module registered with ``linecache``.
+
+    A long module is compiled one top-level block (function, constant) at a time, each
+    with its own line numbers: CPython's compiler then never holds the syntax tree of the
+    whole text (its memory grows with the largest block, not the module).
+    """
+    import hashlib
+
     digest = hashlib.sha1(source.encode()).hexdigest()[:12]
     filename = f"<symgrad:{tag}-{digest}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    with step("compile (CPython)", total=source.count("\n"), unit="line") as s:
-        code = builtins.compile(source, filename, "exec", dont_inherit=True)
-        s.update(s.total)
+    lines = source.splitlines(True)
+    linecache.cache[filename] = (len(source), None, lines, filename)
     module = types.ModuleType(f"symgrad_generated_{tag}_{digest}")
     module.__file__ = filename
-    exec(code, module.__dict__)  # our own generated text: names and literals are checked
+    with step("compile (CPython)", total=len(lines), unit="line") as s:
+        for first, block in _blocks(lines, len(source)):
+            code = builtins.compile("\n" * first + block, filename, "exec", dont_inherit=True)
+            exec(code, module.__dict__)  # our own generated text: names, literals checked
+            s.update(block.count("\n"))
     return module.__dict__, filename
+
+
+def _blocks(lines: list[str], size: int, whole: int = 1 << 20):
+    """``(first line index, text)`` of the top-level blocks of generated source: a block
+    starts at each unindented ``def``/``class``. Sources under ``whole`` bytes: one block."""
+    if size < whole:
+        yield 0, "".join(lines)
+        return
+    start = 0
+    for k, line in enumerate(lines):
+        if k > start and line.startswith(("def ", "class ")):
+            yield start, "".join(lines[start:k])
+            start = k
+    yield start, "".join(lines[start:])
 
 
 def compile(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None = None,
             name: str = "f", check_inputs: bool = True, *,
-            output_names: Sequence[str] | None = None, scalars: str = "numpy") -> Callable:
+            output_names: Sequence[str] | None = None, scalars: str = "math",
+            optimize: bool = True, fast_math: bool = False) -> Callable:
     """Emit the source of ``outputs`` (see :func:`to_source`) and load it as a function.
 
     The source is registered under a fake filename, so ``inspect.getsource``, tracebacks
@@ -92,8 +122,8 @@ def compile(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None 
     compiles to a function returning its ``data``; the function's ``rows``, ``cols`` and
     ``shape`` are the pattern. With ``check_inputs`` the returned callable checks each
     input's shape and dtype (like ``sg.evaluate``) and converts lists; ``fn.raw`` is the
-    unchecked generated function (fastest; pass NumPy arrays). ``scalars``: as in
-    :func:`to_source`.
+    unchecked generated function (fastest; pass NumPy arrays). ``scalars``, ``optimize``
+    and ``fast_math``: as in :func:`to_source`.
 
     >>> import symgrad as sg
     >>> x = sg.var("x", shape=(3,))
@@ -111,8 +141,12 @@ def compile(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None 
         module, plan = sparse_module(sparse, inputs, name, scalars)
     else:
         graph, outs, single = output_list(outputs)
-        module = Module(graph, scalars)
-        plan = module.add(name, outs, inputs, single, output_names)
+        inputs = default_inputs(graph, outs, inputs)
+        new, (new_outs,) = prepared(graph, [outs], optimize, fast_math)
+        module = Module(new, scalars)
+        module.shown = {n: Expr(graph, o) for n, o in zip(new_outs, outs)}
+        plan = module.add(name, new_outs, inputs, single, output_names)
+        graph = new
     source = module.render()
     namespace, filename = _load(source, name)
     raw = namespace[name]

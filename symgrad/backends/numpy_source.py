@@ -26,9 +26,8 @@ their last use. The text depends only on the graph: no set order, no hash seed, 
 
 from __future__ import annotations
 
-import ast
 import builtins
-import inspect
+import functools
 import keyword
 import math
 import re
@@ -45,8 +44,11 @@ from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..ir.shapes import fmt
 from ..ir.text import adjoint_pairs, tangent_pairs
+from ..passes import pipeline
+from ..passes.simplify import gc_paused
 from ..progress import start
-from .boundary import emit_request
+from . import layout
+from .boundary import emit_request, exact_flag
 from .math_table import MATH, fallback_names
 from .numpy_table import NUMPY, NUMPY_TYPE, Template, scalar_source
 
@@ -245,8 +247,12 @@ def _helpers(graph: Graph, order: Sequence[int]) -> list[Callable]:
     return [found[k] for k in sorted(found)]
 
 
-def _helper_source(fn: Callable) -> list[str]:
-    return textwrap.dedent(inspect.getsource(fn)).rstrip().splitlines()
+@functools.cache
+def _helper_source(fn: Callable) -> tuple[str, ...]:
+    """The text of a helper function (read once: ``inspect`` is slow to import and run)."""
+    import inspect
+
+    return tuple(textwrap.dedent(inspect.getsource(fn)).rstrip().splitlines())
 
 
 def _template_bound_names(graph: Graph, order: list[int]) -> list[str]:
@@ -268,6 +274,8 @@ def _template_bound_names(graph: Graph, order: list[int]) -> list[str]:
         text = src.render([f"_SGPROBE{k}_" for k in range(len(n.args))], n.attrs)
         if not _BINDERS.search(text):
             continue
+        import ast
+
         for node in ast.walk(ast.parse(text, mode="eval")):
             if isinstance(node, ast.arg):
                 bound.add(node.arg)
@@ -390,7 +398,7 @@ def _array_source(value: np.ndarray, indent: str = "") -> str:
 class Module:
     """A generated module: functions over one graph sharing hoisted constants."""
 
-    def __init__(self, graph: Graph, scalars: str = "numpy") -> None:
+    def __init__(self, graph: Graph, scalars: str = "math") -> None:
         if scalars not in ("numpy", "math"):
             raise SymgradError(f"scalars must be 'numpy' or 'math', got {scalars!r}")
         self.graph = graph
@@ -398,6 +406,9 @@ class Module:
         self.scalars = scalars
         self._scalar = False  # rendering the Python-float version of a function
         self._shim_done = False  # the module defines _numpy_math already
+        self._helper_names: set[str] = set()  # generated helper functions (bodies, parts)
+        self.shown: dict[int, Expr] = {}  # output id -> the Expr its docstring line prints
+        self._names_of: dict[int, set[str]] = {}
         self.constants: list[tuple[str, Any]] = []  # public module constants (a pattern)
 
     def add(self, name: str, outs: list[int], inputs: Any, single: bool,
@@ -410,6 +421,10 @@ class Module:
         return plan
 
     def render(self) -> str:
+        with gc_paused():
+            return self._render()
+
+    def _render(self) -> str:
         nodes = self.graph.nodes
         hoisted = sorted({i for p in self.plans for i in p.order
                           if nodes[i].is_const and nodes[i].shape != ()})
@@ -514,61 +529,111 @@ class Module:
     def _scalar_function(self, p: _Plan) -> tuple[list[str], list[str]]:
         """``name`` running one body over Python floats with ``math`` and, where ``math``
         raises (overflow, a domain error, division by zero), the same body over NumPy
-        scalars with NumPy's functions, so the results are always NumPy's."""
+        scalars with NumPy's functions. Results are NumPy scalars either way (``np.float64``,
+        ``np.bool_``), as from the NumPy version."""
         params = [p.names[i] for i in p.params]
         body = self._helper_name(p, "scalar")
         self._scalar = True
         try:
-            lines, code = self._function(p, body, with_doc=False, extra="math=math")
+            lines, code = self._function(p, body, with_doc=False, extra="math")
         finally:
             self._scalar = False
-        floats = ", ".join(f"float({a})" for a in params)
-        numpy = ", ".join(f"np.float64({a})" for a in params)
-        head = [f"def {p.name}({', '.join(params)}):", *_docstring(self.graph, p)]
-        tail = ["    try:", f"        return {body}({floats})",
-                "    except (ArithmeticError, ValueError):",
-                f"        return {body}({numpy}{', ' if numpy else ''}math=_numpy_math)"]
+        nodes = self.graph.nodes
+        head = [*_call(f"def {p.name}(", params, "):", ""),
+                *_docstring(self.graph, p, self.shown)]
+        types = [NUMPY_TYPE[nodes[i].dtype] for i in p.outputs]
+        got = Namer(params)
+        held = [got.fresh(f"_r{k}") for k in range(len(types))]
+        floats = _typed(body, [f"float({a})" for a in params], types, held, p.single)
+        numpy = _typed(body, [f"np.float64({a})" for a in params] + ["math=_numpy_math"],
+                       types, held, p.single)
+        tail = ["    try:", *floats, "    except (ArithmeticError, ValueError):", *numpy]
         shim = [] if self._shim_done else [*_numpy_math(), "", ""]
         self._shim_done = True
         return shim + lines + ["", ""] + head + tail, shim + code + head[:1] + tail
 
     def _helper_name(self, p: _Plan, kind: str) -> str:
-        taken = set(p.names.values()) | {q.name for q in self.plans}
+        def taken(name: str) -> bool:
+            return (name in self._helper_names or name in self._plan_names(p)
+                    or any(q.name == name for q in self.plans))
+
         name, k = f"_{p.name}_{kind}", 1
-        while name in taken:
+        while taken(name):
             name, k = f"_{p.name}_{kind}_{k}", k + 1
+        self._helper_names.add(name)
         return name
+
+    def _plan_names(self, p: _Plan) -> set[str]:
+        found = self._names_of.get(id(p))
+        if found is None:
+            found = self._names_of[id(p)] = set(p.names.values())
+        return found
 
     def _function(self, p: _Plan, fname: str | None = None, with_doc: bool = True,
                   extra: str = "") -> tuple[list[str], list[str]]:
-        """The function's lines, and the same without its docstring."""
+        """The function's lines, and the same without its docstring (a long function:
+        its parts too, each a function of its own before it; see :mod:`.layout`)."""
         nodes, names = self.graph.nodes, p.names
-        params = [names[i] for i in p.params] + ([extra] if extra else [])
-        lines = [f"def {fname or p.name}({', '.join(params)}):"]
-        doc = _docstring(self.graph, p) if with_doc else []
-        lines += doc
+        fname = fname or p.name
         outputs = set(p.outputs)
-        releases = _releases(nodes, p.order, outputs)
-        progress = start(f"emit {fname or p.name}", total=len(p.order))
-        for i in p.order:
+        body = [i for i in p.order if not (nodes[i].is_var or (nodes[i].is_const
+                                                                and i not in outputs))]
+        big = len(body) > layout.REGISTERS_FROM
+        if big:
+            names = dict(names)
+            fixed = {i: names[i] for i in body if i in outputs}
+            names.update(layout.registers(nodes, body, fixed, set(names.values())))
+        params = [names[i] for i in p.params]
+        results = [p.aliases.get(i) or names.get(i) or self._expr(i, names) for i in p.outputs]
+        tail = [self._line(f"    {alias} = {names[i]}", nodes[i], names, p.alias_of.get(i))
+                for i, alias in sorted(p.aliases.items())]
+        ret = results[0] if p.single else ", ".join(results) + ("," if len(results) == 1 else "")
+        tail.append(f"    return {ret}" if p.single or len(results) > 1 else f"    return ({ret})")
+        doc = _docstring(self.graph, p, self.shown) if with_doc else []
+        extras = [f"{extra}={extra}"] if extra else []
+        head = [*_call(f"def {fname}(", params + extras, "):", ""), *doc]
+        if len(body) <= layout.PART_LINES:
+            lines = head + self._statements(body, names, outputs, comments=not big) + tail
+            lines = [_fit(line) for line in lines]
+            return lines, [*lines[:len(head) - len(doc)], *lines[len(head):]]
+        # a long function: parts sharing one list of the values that cross them
+        pieces, slots = layout.parts(nodes, body, p.params, [i for i in p.outputs
+                                                             if i not in p.aliases])
+        shared = Namer(list(names.values()) + params).fresh("_v")
+        before: list[str] = []
+        calls = [f"    {shared} = [None] * {len(slots)}"]
+        calls += _stores(shared, [(i, slots[i]) for i in p.params if i in slots], names)
+        for k, part in enumerate(pieces, start=1):
+            part_name = self._helper_name(p, f"part{k}")
+            before += [f"def {part_name}({shared}{', ' if extras else ''}{', '.join(extras)}):"]
+            before += _moves([(names[i], f"{shared}[{s}]") for i, s in part.loads])
+            before += self._statements(part.lines, names, outputs, comments=False)
+            before += _stores(shared, part.stores, names) + ["", ""]
+            calls.append(f"    {part_name}({shared}{', ' if extra else ''}{extra})")
+        calls += _moves([(names[i], f"{shared}[{slots[i]}]") for i in dict.fromkeys(p.outputs)
+                         if i in slots and i not in p.aliases])
+        lines = [_fit(line) for line in before + head + calls + tail]
+        return lines, [ln for ln in lines if ln not in doc]
+
+    def _statements(self, body: list[int], names: dict[int, str], outputs: set[int],
+                    comments: bool = True) -> list[str]:
+        """One assignment per node of ``body``; ``del`` after the last use of big arrays."""
+        nodes = self.graph.nodes
+        releases = _releases(nodes, body, outputs)
+        lines = []
+        progress = start("emit source", total=len(body))
+        for i in body:
             progress.update()
             n = nodes[i]
-            if n.is_var or (n.is_const and i not in outputs):
-                continue
             expr = self._expr(i, names)
             if n.is_const and i in self.consts:
                 expr += ".copy()"  # never hand out the shared module constant
-            lines.append(self._line(f"    {names[i]} = {expr}", n, names))
-            lines += _del_lines([names[a] for a in releases.get(i, ())])
+            code = f"    {names[i]} = {expr}"
+            lines.append(self._line(code, n, names) if comments else code)
+            dead = [names[a] for a in releases.get(i, ()) if names[a] != names[i]]
+            lines += _del_lines(dead)
         progress.close()
-        for i, alias in sorted(p.aliases.items()):
-            code = f"    {alias} = {names[i]}"
-            lines.append(self._line(code, nodes[i], names, p.alias_of.get(i)))
-        results = [p.aliases.get(i) or names.get(i) or self._expr(i, names) for i in p.outputs]
-        ret = results[0] if p.single else ", ".join(results) + ("," if len(results) == 1 else "")
-        lines.append(f"    return {ret}" if p.single or len(results) > 1 else f"    return ({ret})")
-        lines = [_fit(line) for line in lines]
-        return lines, [lines[0], *lines[1 + len(doc):]]
+        return lines
 
     def _line(self, code: str, n: Any, names: dict[int, str], of: int | None = None) -> str:
         """``code`` plus, for an adjoint line, ``# backprop of: <forward line>`` (shortened);
@@ -597,9 +662,13 @@ class Module:
                                  a not in self.consts for a in o.args):
             texts = [target]  # an array this module does not hold (another gradient's origin)
         if texts is None:
-            args = ", ".join(names.get(a) or self._expr(a, names) for a in o.args)
-            full = self._expr(o.id, names)
-            texts = [f"{target} = {full}"] if len(full) <= 48 else []
+            nodes = self.graph.nodes
+            unnamed = {a for a in o.args if nodes[a].is_const and nodes[a].shape != ()
+                       and a not in self.consts}  # an array constant this module does not hold
+            args = ", ".join(names.get(a) or ("<array>" if a in unnamed else self._expr(a, names))
+                             for a in o.args)
+            full = "" if unnamed else self._expr(o.id, names)
+            texts = [f"{target} = {full}"] if full and len(full) <= 48 else []
             texts.append(f"{target} = {o.op}({args})")
             self._comments[key] = texts
         return texts
@@ -641,6 +710,51 @@ def _del_lines(names: list[str]) -> list[str]:
     if cur:
         lines.append("    del " + ", ".join(cur))
     return lines
+
+
+def _stores(shared: str, stores: list[tuple[int, int]], names: dict[int, str]) -> list[str]:
+    """``shared[a:b] = (x, y, ...)``: the values of consecutive slots in one assignment."""
+    if not stores:
+        return []
+    first, last = stores[0][1], stores[-1][1]
+    assert last - first + 1 == len(stores), "a part's slots are consecutive"
+    items = [names[i] for i, _ in stores]
+    return _call(f"{shared}[{first}:{last + 1}] = (", items, ",)" if len(items) == 1 else ")")
+
+
+def _moves(pairs: list[tuple[str, str]], per_line: int = 3) -> list[str]:
+    """``a, b, c = x, y, z`` assignments, three per line (CPython moves up to three values
+    without building a tuple)."""
+    out = []
+    for k in range(0, len(pairs), per_line):
+        chunk = pairs[k:k + per_line]
+        left = ", ".join(t for t, _ in chunk)
+        right = ", ".join(v for _, v in chunk)
+        out.append(f"    {left} = {right}")
+    return out
+
+
+def _typed(body: str, args: list[str], types: list[str], held: list[str],
+           single: bool) -> list[str]:
+    """``return`` the results of ``body(*args)`` as NumPy scalars of their ``types``."""
+    lead = "        "
+    if single:
+        return _call(f"return {types[0]}({body}(", args, "))", lead)
+    target = ", ".join(held) + ("," if len(held) == 1 else "")
+    typed = [f"{t}({h})" for t, h in zip(types, held)]
+    return [*_call(f"{target} = {body}(", args, ")", lead),
+            *_call("return (", typed, ",)" if len(held) == 1 else ")", lead)]
+
+
+def _call(head: str, items: list[str], close: str, lead: str = "    ") -> list[str]:
+    """``lead + head`` + comma-separated ``items`` + ``close``, wrapped under the line
+    limit (one item per line-width, indented one level more)."""
+    one = f"{lead}{head}{', '.join(items)}{close}"
+    if len(one) <= _LINE:
+        return [one]
+    indent = lead + "    "
+    return [f"{lead}{head}", *(indent + line for line in _wrap_items(items, _LINE - len(indent))),
+            f"{lead}{close}"]
 
 
 def _fit(line: str) -> str:
@@ -686,8 +800,11 @@ def _escape(text: str) -> str:
     return text.replace('"""', '\\"\\"\\"')
 
 
-def _docstring(graph: Graph, p: _Plan) -> list[str]:
+def _docstring(graph: Graph, p: _Plan, shown: dict[int, Expr] | None = None) -> list[str]:
+    """The function's docstring; ``shown`` maps output ids to the Exprs to print for them
+    (the expressions as the user wrote them, before the compile passes)."""
     nodes, names = graph.nodes, p.names
+    shown = shown or {}
     body = ["Generated by symgrad (NumPy only).", "", "Parameters:"]
     for i in p.params:
         n = nodes[i]
@@ -701,7 +818,8 @@ def _docstring(graph: Graph, p: _Plan) -> list[str]:
         if n.role == "adjoint" and i in of_var:
             text = f"adjoint of {of_var[i]} (derivative of the expression w.r.t. {of_var[i]})"
         else:  # derivatives written out are long and the code below says it better
-            text = _text(Expr(graph, i), _TEXT_LIMIT if n.role == "forward" else 80)
+            e = shown[i] if i in shown else Expr(graph, i)
+            text = _text(e, _TEXT_LIMIT if n.role == "forward" else 80)
         body.append(f"    {labels[i]}: {n.dtype} {fmt(n.shape)} = {text}")
     wrapped: list[str] = []
     for line in body:
@@ -718,7 +836,7 @@ def _docstring(graph: Graph, p: _Plan) -> list[str]:
 
 def to_source(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None = None,
               name: str = "f", *, output_names: Sequence[str] | None = None,
-              scalars: str = "numpy") -> str:
+              scalars: str = "math", optimize: bool = True, fast_math: bool = False) -> str:
     """The text of a module, importing only NumPy, that defines ``def name(*inputs)``.
 
     The function returns the outputs (a tuple when a list was given, one value when one
@@ -727,17 +845,27 @@ def to_source(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | Non
     to right, like the signature you would write: ``V @ tanh(W @ x + b)`` gives
     ``(V, W, x, b)``). ``output_names`` optionally names the results
     in the code (otherwise: ``dx`` for the adjoint of ``x``, ``t1, t2, ...`` for the rest).
-    ``scalars="math"``: a function whose every value is a float scalar is emitted over Python
-    floats with the standard ``math`` module (several times faster than NumPy scalars), with
-    the NumPy version as the fallback wherever ``math`` raises (overflow, domain errors).
+
+    ``scalars="math"`` (the default): a function whose every value is a float scalar is
+    emitted over Python floats with the standard ``math`` module (several times faster than
+    NumPy scalars; ``math`` and NumPy may differ in the last bit of ``tanh``, ``**``, ...),
+    with the NumPy version as the fallback wherever ``math`` raises (overflow, domain
+    errors); results are NumPy scalars. ``scalars="numpy"``: NumPy everywhere.
+
+    ``optimize`` (default): the graph is first rebuilt through the exact passes
+    (:data:`symgrad.passes.COMPILE`: the results are what the graph computes, bit for bit);
+    ``fast_math=True`` also applies rewrites that are not IEEE-exact
+    (:data:`symgrad.passes.FAST_MATH`: ``a - a -> 0``, the idioms as ops, ...).
 
     >>> import symgrad as sg
-    >>> x = sg.var("x")
-    >>> src = sg.to_source([sg.sin(x), sg.grad(sg.sin(x), x)], name="sin_and_grad")
+    >>> x = sg.var("x", shape=(3,))
+    >>> f = sg.sum(sg.sin(x))
+    >>> src = sg.to_source([f, sg.grad(f, x)], name="sin_and_grad")
     >>> print(src.split('"' * 3)[-1].strip())
     t1 = np.sin(x)
+        t2 = np.add.reduce(t1, axis=(-1,), keepdims=False)
         dx = np.cos(x)  # backprop of: t1 = np.sin(x)
-        return t1, dx
+        return t2, dx
     """
     from .sparse_source import is_sparse, sparse_module
 
@@ -745,6 +873,32 @@ def to_source(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | Non
     if is_sparse(outputs):
         return sparse_module(outputs, inputs, name, scalars)[0].render()
     graph, outs, single = output_list(outputs)
-    module = Module(graph, scalars)
-    module.add(name, outs, inputs, single, output_names)
+    inputs = default_inputs(graph, outs, inputs)
+    new, (new_outs,) = prepared(graph, [outs], optimize, fast_math)
+    module = Module(new, scalars)
+    module.shown = {n: Expr(graph, o) for n, o in zip(new_outs, outs)}
+    module.add(name, new_outs, inputs, single, output_names)
     return module.render()
+
+
+def default_inputs(graph: Graph, outs: list[int], inputs: Any) -> Any:
+    """``inputs``, or when it is None the variable names in their default order, read from
+    the graph as written (the compile passes may reorder commutative operands)."""
+    if inputs is not None:
+        return inputs
+    nodes = graph.nodes
+    used = [i for i in graph.ancestors(outs) if nodes[i].is_var]
+    return [nodes[i].name for i in resolve_inputs(graph, None, used, outs)]
+
+
+def prepared(graph: Graph, groups: list[list[int]], optimize: bool, fast_math: bool
+             ) -> tuple[Graph, list[list[int]]]:
+    """The graph (and output ids) to emit: rebuilt through the compile passes if
+    ``optimize`` (with the non-exact ones if ``fast_math``), else as it is."""
+    optimize = exact_flag(optimize, "optimize")
+    fast_math = exact_flag(fast_math, "fast_math")
+    if not optimize:
+        if fast_math:
+            raise SymgradError("fast_math=True needs optimize=True")
+        return graph, groups
+    return pipeline.optimize(graph, groups, fast_math)

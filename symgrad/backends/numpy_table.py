@@ -155,10 +155,11 @@ NUMPY: dict[str, Template] = {
     "mod": T("np.remainder({0}, {1})"), "round": T("np.round({0}, {decimals!r})"),
     "astype": T("{0}.astype(np.{dtype})"),
     # reductions
-    "sum": T("np.sum({0}, axis={axis!r}, keepdims={keepdims!r})"),
+    # np.sum, np.max and np.min call these reductions: the same result, without the wrapper
+    "sum": T("np.add.reduce({0}, axis={axis!r}, keepdims={keepdims!r})"),
     "mean": T("np.mean({0}, axis={axis!r}, keepdims={keepdims!r})"),
-    "max": T("np.max({0}, axis={axis!r}, keepdims={keepdims!r})"),
-    "min": T("np.min({0}, axis={axis!r}, keepdims={keepdims!r})"),
+    "max": T("np.maximum.reduce({0}, axis={axis!r}, keepdims={keepdims!r})"),
+    "min": T("np.minimum.reduce({0}, axis={axis!r}, keepdims={keepdims!r})"),
     "logsumexp": T("_sg_logsumexp({0}, {axis!r}, {keepdims!r})", (_sg_logsumexp,)),
     "softmax": T("_sg_softmax({0}, {axis!r})", (_sg_softmax,)),
     "log_softmax": T("_sg_log_softmax({0}, {axis!r})", (_sg_log_softmax,)),
@@ -173,7 +174,8 @@ NUMPY: dict[str, Template] = {
     "argpartition": T("np.argpartition({0}, {kth!r}, axis={axis!r})"),
     "searchsorted": T("np.searchsorted({0}, {1}, side={side!r}).astype(np.int64)"),
     # linear algebra
-    "matmul": T("{0} @ {1}"), "dot": T("np.dot({0}, {1})"), "outer": T("np.outer({0}, {1})"),
+    "matmul": T("{0} @ {1}"), "dot": T("np.dot({0}, {1})"),
+    "outer": T("np.multiply.outer({0}, {1})"),  # np.outer's products, without its wrapper
     "transpose": T("np.transpose({0}, {axes!r})"),
     "matrix_transpose": T("np.swapaxes({0}, -1, -2)"), "einsum": T(_einsum),
     # shaping

@@ -34,8 +34,6 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import networkx as nx
-
 from ..errors import ArgumentError, NameConflictError, ShapeError, SymgradError
 from .op import REGISTRY, Op
 from .shapes import fmt
@@ -51,6 +49,8 @@ from .values import (
 )
 
 if TYPE_CHECKING:
+    import networkx as nx
+
     from .expr import Expr
 
 _ROLES = ("forward", "adjoint", "tangent")
@@ -139,7 +139,7 @@ class Graph:
     handle: ClassVar[type] = object  # the Expr class: registered by symgrad.ir.expr
 
     def __init__(self) -> None:
-        self._nx = nx.DiGraph()
+        self._nx: nx.DiGraph | None = None  # built on first use: networkx is slow to import
         self.nodes: list[Node] = []
         self.adjoint_of: dict[int, int] = {}
         self.transforms: list[Any] = []
@@ -197,6 +197,10 @@ class Graph:
         Kept in step with ``nodes`` on access (building does not pay for networkx).
         """
         with self.lock:
+            if self._nx is None:
+                import networkx
+
+                self._nx = networkx.DiGraph()
             g = self._nx
             for n in self.nodes[g.number_of_nodes():]:
                 g.add_node(n.id, **n.fields())

@@ -4,14 +4,21 @@
 ``constant_folding``   ops on small constants computed once (exact)
 ``identities``         ops that change nothing dropped (exact)
 ``negations``          negations folded into sums, moved out of products (exact)
+``normal_form``        x + x -> 2*x, -1 * x -> -x, broadcasts fused, reshape chains (exact)
+``canonical_order``    commutative operands in one order: ``t*100`` is ``100*t`` (exact)
 ``adjoint_cleanup``    inside B only: where-masks, merged scatters, sums before products
+``lowering``           inside B only: scatters as concatenate/stack, stacked outer products
+``idioms``             hand-written sigmoid, log-sum-exp, ... differentiated by their rule
 ``stability``          stable/cheaper forms (``log1p``, ``softplus``, ``logsumexp``, ...)
 ``sympy``              ``sympy.simplify`` on elementwise regions (``simplify(sympy=True)``)
 ``cse``                rebuilt through hash-consing; dead nodes dropped
+``fast_math``          opt-in, not IEEE-exact: ``a - a -> 0``, ``0 * x -> 0``, ``x + 0 -> x``
 =====================  ================================================================
 
-The reverse transform runs :data:`REVERSE` on the nodes it builds (B); :func:`simplify`
-runs the rest on request. Rules are data (:mod:`.pattern`): op names appear in patterns,
+The reverse transform runs :data:`REVERSE` on the nodes it builds (B); ``compile`` and
+``to_source`` rebuild what they emit through :data:`COMPILE` (the exact passes; with
+``fast_math=True`` also the others, :mod:`.pipeline`); :func:`simplify` runs the rest on
+request. Rules are data (:mod:`.pattern`): op names appear in patterns,
 and the driver applies them to each node as it is built.
 """
 
@@ -19,12 +26,18 @@ from __future__ import annotations
 
 from .adjoint_cleanup import ADJOINT_CLEANUP, sum_contributions
 from .exact import CONSTANT_FOLDING, IDENTITIES, NEGATIONS
+from .idioms import IDIOMS
+from .lowering import LOWERING
+from .normal_form import CANONICAL_ORDER, NORMAL_FORM
 from .pattern import Const, Pass, Rule, rewriter
+from .pipeline import COMPILE, FAST_MATH
 from .simplify import CSE, SYMPY, simplify
 from .stability import STABILITY
 
-REVERSE = (CONSTANT_FOLDING, IDENTITIES, NEGATIONS, ADJOINT_CLEANUP)
-PASSES = (CONSTANT_FOLDING, IDENTITIES, NEGATIONS, ADJOINT_CLEANUP, STABILITY, SYMPY, CSE)
+REVERSE = (CONSTANT_FOLDING, IDENTITIES, NEGATIONS, NORMAL_FORM, ADJOINT_CLEANUP, LOWERING,
+           IDIOMS)
+PASSES = (CONSTANT_FOLDING, IDENTITIES, NEGATIONS, NORMAL_FORM, CANONICAL_ORDER,
+          ADJOINT_CLEANUP, LOWERING, IDIOMS, STABILITY, SYMPY, CSE, FAST_MATH)
 
 
 def passes() -> list[Pass]:
@@ -33,14 +46,15 @@ def passes() -> list[Pass]:
 
     >>> import symgrad as sg
     >>> [p.name for p in sg.passes()]  # doctest: +NORMALIZE_WHITESPACE
-    ['constant_folding', 'identities', 'negations', 'adjoint_cleanup', 'stability', 'sympy',
-     'cse']
+    ['constant_folding', 'identities', 'negations', 'normal_form', 'canonical_order',
+     'adjoint_cleanup', 'lowering', 'idioms', 'stability', 'sympy', 'cse', 'fast_math']
     >>> print(sg.passes()[2])
     negations          negations folded into sums, moved out of products: a + (-b) -> a - b (exact)
     """
     return list(PASSES)
 
 
-__all__ = ["ADJOINT_CLEANUP", "CONSTANT_FOLDING", "CSE", "Const", "IDENTITIES", "NEGATIONS",
+__all__ = ["ADJOINT_CLEANUP", "CANONICAL_ORDER", "COMPILE", "CONSTANT_FOLDING", "CSE", "Const",
+           "FAST_MATH", "IDENTITIES", "IDIOMS", "LOWERING", "NEGATIONS", "NORMAL_FORM",
            "PASSES", "Pass", "REVERSE", "Rule", "STABILITY", "SYMPY", "passes", "rewriter",
            "simplify", "sum_contributions"]

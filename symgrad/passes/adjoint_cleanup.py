@@ -59,10 +59,10 @@ def sum_contributions(terms: Sequence[Expr]) -> Expr:
     other terms are added left to right, each offered to the rules as usual).
 
     >>> import symgrad as sg
-    >>> v = sg.var("v", shape=(4,))
+    >>> v = sg.var("v", shape=(5,))
     >>> g = sg.grad(v[0] * v[1] + v[2] * v[3], v)
-    >>> g.op, sg.evaluate(g, {"v": [1.0, 2.0, 3.0, 4.0]})
-    ('scatter_sum', array([2., 1., 4., 3.]))
+    >>> g.op, sg.evaluate(g, {"v": [1.0, 2.0, 3.0, 4.0, 5.0]})
+    ('scatter_sum', array([2., 1., 4., 3., 0.]))
     """
     if len(terms) == 1:
         return terms[0]

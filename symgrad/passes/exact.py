@@ -65,7 +65,8 @@ def _broadcast(n: Proposed, values: list) -> Expr | None:
 CONSTANT_FOLDING = Pass(
     "constant_folding",
     "ops on small constants computed once, as the interpreter would (exact)",
-    rules=(Rule(_all_constant, _computed), Rule(_repeated_constants, _broadcast)),
+    rules=(Rule(_all_constant, _computed, children=("const",)),
+           Rule(_repeated_constants, _broadcast, children=("const", "broadcast_to"))),
     stages=("reverse", "simplify"),
 )
 

@@ -8,12 +8,19 @@ and captures, so rule tables are data (no code switches on op names):
 * ``Const("c")`` — any constant (or broadcast of one), captured; ``Const("z", 0.0)`` one
   that is all zeros;
 * ``("multiply", p0, p1)`` — a node of that op whose operands match ``p0, p1``; a trailing
-  dict ``{"axis": "a"}`` captures attributes (``a`` is then the attribute's value).
+  dict ``{"axis": "a"}`` captures attributes (``a`` is then the attribute's value), a
+  value that is not a string must be equal (``{"keepdims": True}``), and ``{"@": "n"}``
+  captures the node itself as ``n``;
+* ``("stack", ..., {"axis": -2})`` — a node of that op with any operands;
+* ``OneOf(p, q, ...)`` — the first of the patterns that matches.
 
-``Rule(("multiply", "x", 1.0), lambda x: x)`` reads "x * 1 is x". ``build`` receives the
-captures as keywords and returns an Expr, or None to decline. A rule whose pattern is a
-callable ``(n) -> captures or None`` sees the proposed node ``n`` itself (constant folding
-needs every op). The driver keeps an answer only when it has the node's shape and dtype.
+``Rule(("multiply", "x", 1.0), lambda x: x)`` reads "x * 1 is x"; ``children=("const",)``
+says a rule can only match nodes whose operands are all of those ops; ``Rule(("concatenate",
+...), build)`` matches that op with any operands and hands ``build`` the proposed node
+``n``. ``build`` receives the captures as keywords and returns an Expr, or None to decline.
+A rule whose pattern is a callable ``(n) -> captures or None`` sees the proposed node ``n``
+itself (constant folding needs every op). The driver keeps an answer only when it has the
+node's shape and dtype.
 Patterns are compiled once, into matchers, when a rule is made.
 
 :func:`rewriter` turns passes into the hook :meth:`~symgrad.ir.graph.Graph.rewriting`
@@ -40,6 +47,17 @@ Matcher = Callable[[Graph, int, dict], bool]
 
 
 @dataclass(frozen=True)
+class OneOf:
+    """Pattern: the first of ``alternatives`` that matches (captures of a failed one are
+    dropped)."""
+
+    alternatives: tuple
+
+    def __init__(self, *alternatives: Any) -> None:
+        object.__setattr__(self, "alternatives", alternatives)
+
+
+@dataclass(frozen=True)
 class Const:
     """Pattern: a constant node (or a ``broadcast_to`` of one); all equal to ``value`` if
     given. Captured under ``name`` if given."""
@@ -51,16 +69,38 @@ class Const:
 class Rule:
     """``pattern`` (see the module docstring) and ``build(**captures) -> Expr | None``."""
 
-    __slots__ = ("pattern", "build", "root", "arity", "_match", "_nodes")
+    __slots__ = ("pattern", "build", "root", "arity", "guards", "children", "_matcher",
+                 "_nodes")
 
-    def __init__(self, pattern: Any, build: Callable[..., Expr | None]) -> None:
+    def __init__(self, pattern: Any, build: Callable[..., Expr | None],
+                 children: tuple[str, ...] | None = None) -> None:
         self.pattern, self.build = pattern, build
         self._nodes: set[str] = set()  # capture names that hold nodes (the rest: attributes)
+        self.guards: tuple[tuple[int, frozenset], ...] = ()  # (operand position, ops it may be)
+        self.children = None if children is None else frozenset(children)
+        self._matcher = None  # compiled on first use (import stays cheap)
         if callable(pattern):
-            self.root, self.arity, self._match = "*", None, None
+            self.root, self.arity = "*", None
+        elif len(pattern) == 2 and pattern[1] is Ellipsis:
+            self.root, self.arity = pattern[0], None
         else:
-            self.root, self.arity = pattern[0], len(_operands(pattern)[0])
-            self._match = _compile_node(pattern, self._nodes)
+            operands = _operands(pattern)[0]
+            self.root, self.arity = pattern[0], len(operands)
+            self.guards = tuple((k, g) for k, p in enumerate(operands)
+                                if (g := _guard(p)) is not None)
+
+    @property
+    def _match(self):
+        if self._matcher is None and self.arity is not None:
+            self._matcher = _compile_node(self.pattern, self._nodes)
+        return self._matcher
+
+    def applies(self, child_ops: tuple[str, ...]) -> bool:
+        """Whether the rule can match a node whose operands have these ops (a cheap test
+        the driver caches per root op and operand ops)."""
+        if self.children is not None and not all(c in self.children for c in child_ops):
+            return False
+        return all(k < len(child_ops) and child_ops[k] in ops for k, ops in self.guards)
 
     def __repr__(self) -> str:
         return f"Rule({self.pattern!r})"
@@ -68,11 +108,27 @@ class Rule:
     def captures(self, graph: Graph, op: Op, args: tuple, attrs: dict, shape, dtype):
         """The keyword arguments for ``build`` if the proposed node matches, else None."""
         if self._match is None:
-            return self.pattern(Proposed(graph, op, args, attrs, shape, dtype))
+            n = Proposed(graph, op, args, attrs, shape, dtype)
+            return self.pattern(n) if self.root == "*" else {"n": n}
         caps: dict = {}
         if not self._match(graph, args, attrs, caps):
             return None
         return {k: Expr(graph, v) if k in self._nodes else v for k, v in caps.items()}
+
+
+_CONSTANT_OPS = frozenset({"const", "broadcast_to"})  # what a constant pattern can match
+
+
+def _guard(p: Any) -> frozenset | None:
+    """The ops a node matching operand pattern ``p`` can have (None: any)."""
+    if isinstance(p, (Const, int, float)):
+        return _CONSTANT_OPS
+    if isinstance(p, tuple):
+        return frozenset({p[0]})
+    if isinstance(p, OneOf):
+        found = [_guard(q) for q in p.alternatives]
+        return None if any(g is None for g in found) else frozenset().union(*found)
+    return None
 
 
 @dataclass(frozen=True)
@@ -143,26 +199,33 @@ def _operands(pattern: tuple) -> tuple[tuple, dict]:
     return rest, {}
 
 
-def _compile_node(pattern: tuple, nodes: set[str]):
-    """A matcher ``(graph, args, attrs, caps) -> bool`` for a node pattern's operands."""
+def _compile_node(pattern: tuple, nodes: set[str], any_operands: bool = False):
+    """A matcher ``(graph, args, attrs, caps) -> bool`` for a node pattern's operands (only
+    its attributes with ``any_operands``)."""
     operands, named = _operands(pattern)
     subs = [_compile(p, nodes) for p in operands]
-    attrs = list(named.items())
+    attrs = [(k, v) for k, v in named.items() if k != "@" and isinstance(v, str)]
+    literals = [(k, v) for k, v in named.items() if not isinstance(v, str)]
     # the ops operands must be: checked first, as most rules fail there
     guards = [(k, p[0]) for k, p in enumerate(operands) if isinstance(p, tuple)]
     count = len(subs)
 
     def match(graph: Graph, args: tuple, node_attrs: dict, caps: dict) -> bool:
-        if len(args) != count:
+        if len(args) != count and not any_operands:
             return False
         nodes = graph.nodes
         for k, op in guards:
             if nodes[args[k]].op != op:
                 return False
+        for attr, value in literals:
+            if node_attrs.get(attr) != value:
+                return False
         for attr, cap in attrs:
             value = node_attrs[attr]
             if caps.setdefault(cap, value) != value:
                 return False
+        if any_operands:
+            return True
         for m, a in zip(subs, args):
             if not m(graph, a, caps):
                 return False
@@ -182,11 +245,35 @@ def _compile(pattern: Any, nodes: set[str]) -> Matcher:
         if pattern.name is not None:
             nodes.add(pattern.name)
         return lambda graph, i, caps: _const(graph, i, caps, pattern)
-    op, inner = pattern[0], _compile_node(pattern, nodes)
+    if isinstance(pattern, OneOf):
+        return _one_of([_compile(p, nodes) for p in pattern.alternatives])
+    if len(pattern) >= 2 and pattern[1] is Ellipsis:  # any operands: (op, ..., {attrs})
+        pattern = (pattern[0], *pattern[2:])
+        any_operands = True
+    else:
+        any_operands = False
+    op, inner = pattern[0], _compile_node(pattern, nodes, any_operands)
+    me = _operands(pattern)[1].get("@")
+    if me is not None:
+        nodes.add(me)
 
     def match(graph: Graph, i: int, caps: dict) -> bool:
         n = graph.nodes[i]
-        return n.op == op and inner(graph, n.args, n.attrs, caps)
+        if n.op != op or not inner(graph, n.args, n.attrs, caps):
+            return False
+        return me is None or _bind(caps, me, i)
+
+    return match
+
+
+def _one_of(matchers: list[Matcher]) -> Matcher:
+    def match(graph: Graph, i: int, caps: dict) -> bool:
+        for m in matchers:
+            trial = dict(caps)
+            if m(graph, i, trial):
+                caps.update(trial)
+                return True
+        return False
 
     return match
 
@@ -216,20 +303,32 @@ class _Rewriter:
     def __init__(self, graph: Graph, rules: Sequence[Rule]) -> None:
         self.graph = graph
         every = [r for r in rules if r.root == "*"]
-        self.table: dict[tuple[str, int], list[Rule]] = {}
+        table: dict[tuple[str, int | None], list[Rule]] = {}
         for r in rules:
             if r.root != "*":
-                self.table.setdefault((r.root, r.arity), []).append(r)
+                table.setdefault((r.root, r.arity), []).append(r)
+        self.table = {k: tuple(v) for k, v in table.items()}
         self.every = every
+        # (op, operand ops) -> the rules that can match: the driver's dispatch, cached
+        self._merged: dict[tuple, tuple[Rule, ...]] = {}
         self.depth = 0
 
+    def _rules(self, name: str, child_ops: tuple[str, ...]) -> tuple[Rule, ...]:
+        candidates = (*self.every, *self.table.get((name, len(child_ops)), ()),
+                      *self.table.get((name, None), ()))
+        return tuple(r for r in candidates if r.applies(child_ops))
+
     def __call__(self, op: Op, args: tuple, attrs: dict, shape: tuple, dtype: str) -> int | None:
-        rules = self.table.get((op.name, len(args)), ())
-        if (not rules and not self.every) or self.depth >= MAX_DEPTH:
+        nodes = self.graph.nodes
+        key = (op.name, *[nodes[a].op for a in args])
+        rules = self._merged.get(key)
+        if rules is None:
+            rules = self._merged[key] = self._rules(op.name, key[1:])
+        if not rules or self.depth >= MAX_DEPTH:
             return None
         self.depth += 1
         try:
-            for rule in (*self.every, *rules):
+            for rule in rules:
                 caps = rule.captures(self.graph, op, args, attrs, shape, dtype)
                 if caps is None:
                     continue

@@ -8,6 +8,7 @@ sign of a zero (``x + 0 -> x``). ``0 * x`` is never rewritten: it is NaN for inf
 from __future__ import annotations
 
 from ..ir.expr import F
+from .idioms import FORWARD_RULES
 from .pattern import Pass, Rule
 
 STABILITY = Pass(
@@ -38,6 +39,9 @@ STABILITY = Pass(
         Rule(("log1p", ("exp", "x")), lambda x: F.softplus(x)),
         Rule(("exp", ("log_softmax", "x", {"axis": "axis"})),
              lambda x, axis: F.softmax(x, axis=axis)),
+        Rule(("subtract", "x", ("logsumexp", "x", {"axis": "axis", "keepdims": True})),
+             lambda x, axis: F.log_softmax(x, axis=axis[0]) if len(axis) == 1 else None),
+        *FORWARD_RULES,  # 1 / (1 + exp(-x)) -> sigmoid(x), max-shifted log-sum-exp, ...
     ),
     stages=("simplify",),
 )

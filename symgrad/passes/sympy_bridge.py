@@ -1,13 +1,35 @@
 """The sympy pass of ``simplify(..., sympy=True)``: the only module importing sympy.
 
 Translations both ways are read from the registry: an elementwise op whose ``sympy`` field
-is a name translates to that sympy class and back; a callable translates one way. Regions
-are trees of translatable nodes cut at shared nodes, so a DAG is never expanded.
+is a name translates to that sympy class and back; a callable translates one way.
+
+A **region** is everything elementwise and translatable under a root — a node used by
+something that is not (or an output) — including the subexpressions it shares: sympy
+receives the DAG (sympy's expressions are shared as well), and what comes back goes
+through ``sympy.cse`` so that a repeated subexpression becomes one graph node again.
+sympy's answer replaces the root only if
+
+* it is cheaper by the cost model (:mod:`.cost`: flops, not node count alone);
+* a numeric spot check passes: at points where the leaves take ordinary values (zero and
+  negative ones included) it agrees with the original to 1e-9, and is NaN or ±inf exactly
+  where the original is — so ``exp(log(x)) -> x``, ``sqrt(x)**2 -> x`` and ``x/x -> 1``
+  are refused (they would turn NaN into numbers) — and at large values (±40, ±1000) it is
+  finite wherever the original is (so it never trades a stable form for an overflowing
+  one; it may remove an overflow: ``log(exp(x)) -> x`` is 1000 at x = 1000, which the
+  written form gives as inf);
+* it arrives within the budget: at most :data:`MAX_REGION` nodes and :data:`MAX_TREE`
+  operations written as a tree, no integer power above :data:`MAX_EXPONENT`, and
+  ``sympy.simplify`` stopped after :data:`TIME_BUDGET` seconds. A region over budget is
+  left as it was, with a :class:`SympyBudgetWarning` naming it.
 """
 
 from __future__ import annotations
 
+import ctypes
+import threading
+import warnings
 from functools import reduce
+from itertools import product
 
 import numpy as np
 import sympy as sp
@@ -16,12 +38,26 @@ from ..ir.expr import Expr, call
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.shapes import is_float
+from .cost import node_cost
 
-MAX_NODES = 40  # sympy.simplify is super-linear: keep each region small
+MAX_REGION = 200  # nodes of one region
+MAX_TREE = 4000  # operations of a region written out as a tree
+MAX_EXPONENT = 64  # integer powers above this are not expanded by sympy
+TIME_BUDGET = 2.0  # seconds of sympy.simplify per region
+_MODERATE = (-2.5, -1.0, -0.5, 0.0, 0.5, 1.0, 2.5)
+_LARGE = (-1000.0, -40.0, 40.0, 1000.0)
+
+
+class SympyBudgetWarning(UserWarning):
+    """A region ``simplify(sympy=True)`` left as it was: over its size or time budget."""
 
 
 class Untranslatable(Exception):
     """A sympy result that has no symgrad op."""
+
+
+class _Timeout(BaseException):
+    """Raised inside the thread running sympy when its time budget is spent."""
 
 
 def _back_table() -> dict[str, str]:
@@ -29,70 +65,243 @@ def _back_table() -> dict[str, str]:
             if op.elementwise and isinstance(op.sympy, str)}
 
 
+# -- regions ------------------------------------------------------------------------------------
+
+
 def region_hook(graph: Graph, outputs: list[int]):
-    """A ``simplify.rebuild`` hook that replaces each region root by sympy's simplification."""
+    """A ``simplify.rebuild`` hook that replaces each region root by sympy's simplification
+    (when it passes the checks of the module docstring)."""
     order = graph.ancestors(outputs)
-    users: dict[int, int] = {}
-    for i in order:
-        for a in set(graph.nodes[i].args):
-            users[a] = users.get(a, 0) + 1
-    roots = set(outputs)
+    nodes = graph.nodes
 
     def translatable(i: int) -> bool:
-        n = graph.nodes[i]
-        op = REGISTRY.get(n.op)  # None for a variable
-        return op is not None and op.elementwise and op.sympy is not None and is_float(n.dtype)
+        n = nodes[i]
+        op = REGISTRY.get(n.op)
+        return (op is not None and op.elementwise and op.sympy is not None
+                and is_float(n.dtype))
 
-    def interior(i: int) -> bool:
-        return translatable(i) and users.get(i, 0) == 1 and i not in roots
+    inside = {i for i in order if translatable(i)}
+    outer_use = set(outputs)
+    for i in order:
+        if i not in inside:
+            outer_use.update(a for a in nodes[i].args if a in inside)
+    roots = inside & outer_use
+    tree = _tree_sizes(graph, order, inside)
 
     def hook(i: int, mapping: dict[int, int], target: Graph) -> int | None:
-        if not translatable(i) or interior(i):
+        if i not in roots:
             return None
-        try:
-            expr, leaves, size = _to_sympy(graph, i, interior)
-        except Untranslatable:
-            return None
-        simple = sp.simplify(expr)
-        if sp.count_ops(simple) >= size:
-            return None
-        try:
-            out = _from_sympy(simple, {s: Expr(target, mapping[a]) for s, a in leaves.items()},
-                              target)
-        except Untranslatable:
-            return None
-        n = graph.nodes[i]
-        if out.shape != n.shape or out.dtype != n.dtype:
-            out = call("broadcast_to", out, n.shape) if out.dtype == n.dtype else None
-        return None if out is None else out.node
+        return _replace(graph, i, inside, tree.get(i, 0), mapping, target)
 
     return hook
 
 
-def _to_sympy(graph: Graph, root: int, interior) -> tuple[sp.Expr, dict[sp.Symbol, int], int]:
-    """The tree under ``root`` as sympy, its leaf symbols -> node ids, and its op count."""
-    leaves: dict[sp.Symbol, int] = {}
-    size = 0
-    done: dict[int, sp.Expr] = {}
-    stack = [(root, False)]
+def _tree_sizes(graph: Graph, order: list[int], inside: set[int]) -> dict[int, int]:
+    size: dict[int, int] = {}
+    for i in order:
+        if i in inside:
+            size[i] = min(1 + sum(size.get(a, 0) for a in graph.nodes[i].args), 1 << 40)
+    return size
+
+
+def _region(graph: Graph, root: int, inside: set[int]) -> list[int]:
+    """The region's nodes under ``root``, in topological order."""
+    seen, stack = set(), [root]
     while stack:
-        i, ready = stack.pop()
-        if i in done:
+        i = stack.pop()
+        if i in seen:
             continue
+        seen.add(i)
+        stack.extend(a for a in graph.nodes[i].args if a in inside)
+    return sorted(seen)
+
+
+def _replace(graph: Graph, root: int, inside: set[int], tree: int,
+             mapping: dict[int, int], target: Graph) -> int | None:
+    region = _region(graph, root, inside)
+    if len(region) < 2:
+        return None
+    where = f"region of {len(region)} nodes at node {root} ({graph.nodes[root].op})"
+    if len(region) > MAX_REGION or tree > MAX_TREE:
+        warnings.warn(f"simplify(sympy=True): {where} left as it was: larger than the "
+                      f"budget ({MAX_REGION} nodes, {MAX_TREE} operations as a tree)",
+                      SympyBudgetWarning, stacklevel=2)
+        return None
+    try:
+        expr, leaves = _to_sympy(graph, region)
+    except Untranslatable:
+        return None
+    if _has_large_power(expr):
+        warnings.warn(f"simplify(sympy=True): {where} left as it was: an integer power "
+                      f"above {MAX_EXPONENT}", SympyBudgetWarning, stacklevel=2)
+        return None
+    try:
+        simple = _with_budget(sp.simplify, expr, TIME_BUDGET)
+    except _Timeout:
+        warnings.warn(f"simplify(sympy=True): {where} left as it was: sympy.simplify took "
+                      f"more than {TIME_BUDGET} s", SympyBudgetWarning, stacklevel=2)
+        return None
+    except (MemoryError, RecursionError, ValueError, TypeError, ZeroDivisionError):
+        return None
+    try:
+        out = _from_sympy(simple, {s: Expr(target, mapping[a]) for s, a in leaves.items()},
+                          target)
+    except (Untranslatable, KeyError):
+        return None
+    n = graph.nodes[root]
+    if out.dtype != n.dtype:
+        return None
+    if out.shape != n.shape:
+        out = call("broadcast_to", out, n.shape)
+    if not _cheaper(target, out.node, {mapping[a] for a in leaves.values()}, graph, region):
+        return None
+    if not _agrees(graph, region, leaves, target, out.node, mapping):
+        return None
+    return out.node
+
+
+# -- budget ---------------------------------------------------------------------------------------
+
+
+def _with_budget(fn, arg, seconds: float):
+    """``fn(arg)``, interrupted with :class:`_Timeout` after ``seconds`` (an exception
+    raised asynchronously in this thread: sympy is Python, it stops at the next bytecode)."""
+    tid = threading.get_ident()
+    lock = threading.Lock()
+    state = {"active": True, "fired": False}
+
+    def fire() -> None:
+        with lock:
+            if state["active"]:
+                state["fired"] = True
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid),
+                                                           ctypes.py_object(_Timeout))
+
+    timer = threading.Timer(seconds, fire)
+    timer.daemon = True
+    timer.start()
+    try:
+        return fn(arg)
+    finally:
+        timer.cancel()
+        with lock:
+            state["active"] = False
+            if state["fired"]:  # fired but maybe not raised yet: clear the pending exception
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid), None)
+
+
+def _has_large_power(expr: sp.Expr) -> bool:
+    return any(p.exp.is_Integer and abs(int(p.exp)) > MAX_EXPONENT for p in expr.atoms(sp.Pow))
+
+
+# -- checks ---------------------------------------------------------------------------------------
+
+
+def _cheaper(target: Graph, new: int, leaves: set[int], graph: Graph, region: list[int]) -> bool:
+    """Whether the candidate's new nodes cost fewer flops per element than the region
+    (both are elementwise over the same shape)."""
+    before = sum(_per_element(graph, i) for i in region)
+    after = sum(_per_element(target, i) for i in _cone(target, new, leaves))
+    return after < before
+
+
+def _cone(graph: Graph, root: int, leaves: set[int]) -> list[int]:
+    """The computed nodes between ``leaves`` and ``root``, in topological order."""
+    seen, stack = set(), [root]
+    while stack:
+        i = stack.pop()
+        if i in seen or i in leaves or graph.nodes[i].is_const or graph.nodes[i].is_var:
+            continue
+        seen.add(i)
+        stack.extend(graph.nodes[i].args)
+    return sorted(seen)
+
+
+def _per_element(graph: Graph, i: int) -> float:
+    n = graph.nodes[i]
+    size = int(np.prod(n.shape, dtype=np.int64)) if n.shape else 1
+    return node_cost(graph, i)[0] / max(size, 1)
+
+
+def _points(count: int, values: tuple, seed: int) -> list[tuple]:
+    if count == 0:
+        return [()]
+    if len(values) ** count <= 64:
+        return list(product(values, repeat=count))
+    rng = np.random.default_rng(seed)
+    return [tuple(rng.choice(values, size=count)) for _ in range(64)]
+
+
+def _agrees(graph: Graph, region: list[int], leaves: dict, target: Graph, new: int,
+            mapping: dict[int, int]) -> bool:
+    """The numeric spot check of the module docstring."""
+    order = list(leaves.values())
+    targets = [mapping[a] for a in order]
+    cone = _cone(target, new, set(targets))
+    for values, strict in ((_MODERATE, True), (_LARGE, False)):
+        for point in _points(len(order), values, len(region)):
+            old = _evaluate(graph, region, dict(zip(order, point)))
+            got = _evaluate(target, cone, dict(zip(targets, point))) if cone else \
+                _evaluate(target, [], dict(zip(targets, point)), new)
+            if not _same(old, got, strict):
+                return False
+    return True
+
+
+def _same(old: float, got: float, strict: bool) -> bool:
+    if np.isfinite(old):
+        return bool(np.isfinite(got)) and abs(got - old) <= 1e-9 * max(1.0, abs(old))
+    if not strict:  # an overflow of the written form may go
+        return True
+    return (np.isnan(old) and np.isnan(got)) or old == got
+
+
+def _evaluate(graph: Graph, order: list[int], known: dict[int, float],
+              root: int | None = None) -> float:
+    """The value of the last node of ``order`` (or of ``root``) from the leaf values
+    ``known``, by the ops' NumPy implementations: the nodes are elementwise, so scalars
+    stand for every element."""
+    values: dict[int, object] = {k: np.float64(v) for k, v in known.items()}
+
+    def value(i: int):
+        if i not in values:
+            n = graph.nodes[i]
+            if not n.is_const:
+                raise Untranslatable(f"node {i} has no value")
+            flat = np.asarray(n.attrs["value"]).reshape(-1)
+            values[i] = flat[0] if flat.size else np.float64(0.0)
+        return values[i]
+
+    with np.errstate(all="ignore"):
+        for i in order:
+            n = graph.nodes[i]
+            values[i] = np.asarray(REGISTRY[n.op].impl(*[value(a) for a in n.args],
+                                                       **n.attrs)).reshape(-1)[0]
+    return float(value(order[-1] if root is None else root))
+
+
+# -- translation ----------------------------------------------------------------------------------
+
+
+def _to_sympy(graph: Graph, region: list[int]) -> tuple[sp.Expr, dict[sp.Symbol, int]]:
+    """The region (topologically sorted, root last) as a sympy expression, and its leaf
+    symbols -> node ids."""
+    inside = set(region)
+    leaves: dict[sp.Symbol, int] = {}
+    done: dict[int, sp.Expr] = {}
+    for i in region:
         n = graph.nodes[i]
-        if i != root and not interior(i):
-            done[i] = _leaf(n, leaves)
-        elif not ready:
-            stack.append((i, True))
-            stack.extend((a, False) for a in n.args)
-        else:
-            if len(done) > MAX_NODES:
-                raise Untranslatable("region too large")
-            fn = REGISTRY[n.op].sympy
-            args = [done[a] for a in n.args]
-            size += 1
+        args = []
+        for a in n.args:
+            if a not in done and a not in inside:
+                done[a] = _leaf(graph.nodes[a], leaves)
+            args.append(done[a])
+        fn = REGISTRY[n.op].sympy
+        try:
             done[i] = getattr(sp, fn)(*args) if isinstance(fn, str) else fn(sp, *args)
-    return done[root], leaves, size
+        except (TypeError, ValueError) as exc:
+            raise Untranslatable(str(exc)) from None
+    return done[region[-1]], leaves
 
 
 def _leaf(n, leaves: dict) -> sp.Expr:
@@ -106,6 +315,15 @@ def _leaf(n, leaves: dict) -> sp.Expr:
 
 
 def _from_sympy(expr: sp.Expr, leaves: dict[sp.Symbol, Expr], graph: Graph) -> Expr:
+    """``expr`` as graph nodes: ``sympy.cse`` first, so shared subexpressions are one node."""
+    replacements, (reduced,) = sp.cse([expr])
+    known = dict(leaves)
+    for sym, sub in replacements:
+        known[sym] = _build(sub, known, graph)
+    return _build(reduced, known, graph)
+
+
+def _build(expr: sp.Expr, leaves: dict[sp.Symbol, Expr], graph: Graph) -> Expr:
     table = _back_table()
     done: dict[sp.Basic, Expr] = {}
     stack = [(expr, False)]
@@ -127,6 +345,7 @@ def _from_sympy(expr: sp.Expr, leaves: dict[sp.Symbol, Expr], graph: Graph) -> E
             name = table.get(type(e).__name__)
             if name is None:
                 raise Untranslatable(type(e).__name__)
-            done[e] = reduce(lambda a, b: call(name, a, b), [done[a] for a in e.args]) \
-                if REGISTRY[name].arity == 2 else call(name, *[done[a] for a in e.args])
+            args = [done[a] for a in e.args]
+            done[e] = reduce(lambda a, b: call(name, a, b), args) \
+                if REGISTRY[name].arity == 2 else call(name, *args)
     return done[expr]

@@ -14,7 +14,6 @@ seed gives a whole Jacobian in one pass).
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -24,7 +23,8 @@ from ..ir.expr import Expr, F, NodeView
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.shapes import Shape, is_float
-from ..passes import REVERSE, rewriter, sum_contributions
+from ..passes import IDIOMS, REVERSE, rewriter, sum_contributions
+from ..passes.simplify import gc_paused
 from ..progress import start
 
 
@@ -52,11 +52,17 @@ class Backprop:
                        wrt=tuple(mapping.get(w, -1) for w in self.wrt))
 
 
-def backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, cleanup: bool = True) -> Backprop:
-    """Append B for ``output`` with adjoint ``seed`` (shape ``batch + output.shape``)."""
+def backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, cleanup: bool = True,
+             idioms: bool | None = None) -> Backprop:
+    """Append B for ``output`` with adjoint ``seed`` (shape ``batch + output.shape``).
+
+    ``idioms`` (default: ``cleanup``): differentiate hand-written sigmoids, log-sum-exps, ...
+    by their own rule (:data:`symgrad.passes.IDIOMS`); off, every node gets its own adjoint.
+    """
     graph = output.graph
-    with _gc_paused(), adjoint_rewriting(graph, cleanup):
-        result = _backprop(output, wrt, seed, sum_contributions if cleanup else _fold)
+    with gc_paused(), adjoint_rewriting(graph, cleanup):
+        result = _backprop(output, wrt, seed, sum_contributions if cleanup else _fold,
+                           idioms=cleanup if idioms is None else idioms)
     with graph.lock:
         graph.transforms.append(result)
         graph.adjoint_of.update(result.adjoint_of)
@@ -70,16 +76,7 @@ def adjoint_rewriting(graph: Graph, cleanup: bool = True) -> Iterator[None]:
         yield
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    # the transform allocates many small objects and creates no cycles
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
+_gc_paused = gc_paused  # forward mode's name for it
 
 
 def _fold(terms: Sequence[Expr]) -> Expr:
@@ -87,7 +84,7 @@ def _fold(terms: Sequence[Expr]) -> Expr:
 
 
 def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, total=_fold,
-              role: str = "adjoint") -> Backprop:
+              role: str = "adjoint", idioms: bool = False) -> Backprop:
     graph = output.graph
     batch = seed.ndim - output.ndim
     before = len(graph)
@@ -96,6 +93,7 @@ def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, total=_fold,
     on_path = graph.descendants([w.node for w in wrt], forward)
     relevant = {i for i in on_path if is_float(nodes[i].dtype)}
     parts: dict[int, list[Expr]] = {output.node: [seed]} if output.node in relevant else {}
+    found = IDIOMS.run(graph, [i for i in forward if i in relevant]) if idioms else {}
     adjoint_of: dict[int, int] = {}
     progress = start("reverse mode", total=len(forward))
     for i in reversed(forward):
@@ -106,11 +104,12 @@ def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, total=_fold,
         with graph.provenance(i, role):
             g = total(parts.pop(i))
             adjoint_of[i] = g.node
-            rule = REGISTRY[node.op].backprop if node.args else None  # leaves pass nothing on
+            targets, rule = found.get(i) or (node.args, REGISTRY[node.op].backprop
+                                             if node.args else None)  # leaves pass nothing on
             if rule is None:
                 continue
             needed = tuple([a in relevant for a in node.args])
-            for a, c in zip(node.args, rule(NodeView(graph, node, needed), g)):
+            for a, c in zip(targets, rule(NodeView(graph, node, needed), g)):
                 if c is not None and a in relevant:
                     if batch or nodes[c.node].shape != nodes[a].shape:
                         c = sum_to_shape(c, nodes[a].shape, batch)

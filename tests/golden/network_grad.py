@@ -44,13 +44,11 @@ def network_and_grad(V, W, x, b, g, y):
     loss = -t7
     d_t6 = _sg_index_add((-1.0), np.s_[y], (2,), False)  # backprop of: t7 = t6[y]
     t8 = np.exp(t6)  # backprop of: t6 = _sg_log_softmax(t5, -1)
-    t9 = np.sum(d_t6, axis=(-1,), keepdims=True)  # backprop of: t6 = _sg_log_softmax(t5, -1)
-    t10 = t8 * t9  # backprop of: t6 = _sg_log_softmax(t5, -1)
-    dg = d_t6 - t10  # backprop of: t6 = _sg_log_softmax(t5, -1)
-    dV = np.outer(dg, t3)  # backprop of: t4 = V @ t3
+    dg = t8 + d_t6  # backprop of: t6 = _sg_log_softmax(t5, -1)
+    dV = np.multiply.outer(dg, t3)  # backprop of: t4 = V @ t3
     d_t3 = dg @ V  # backprop of: t4 = V @ t3
-    t11 = t3 * t3  # backprop of: t3 = np.tanh(t2)
-    t12 = 1.0 - t11  # backprop of: t3 = np.tanh(t2)
-    db = d_t3 * t12  # backprop of: t3 = np.tanh(t2)
-    dW = np.outer(db, x)  # backprop of: t1 = W @ x
+    t9 = t3 * t3  # backprop of: t3 = np.tanh(t2)
+    t10 = 1.0 - t9  # backprop of: t3 = np.tanh(t2)
+    db = t10 * d_t3  # backprop of: t3 = np.tanh(t2)
+    dW = np.multiply.outer(db, x)  # backprop of: t1 = W @ x
     return loss, dW, db, dV, dg

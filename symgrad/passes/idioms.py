@@ -1,0 +1,329 @@
+"""Idioms: the usual hand-written spellings of the logistic function, softplus, log-sum-exp,
+log-softmax and softmax, recognised so that reverse mode uses their cheap, stable rule.
+
+================================  ===================  =====================================
+written                           recognised as        backprop of the idiom
+================================  ===================  =====================================
+``1 / (1 + exp(-x))``             ``sigmoid(x)``       Tomassoli's ``g * (s * (1 - s))``
+``log(1 + exp(x))``               ``softplus(x)``      softplus's rule: ``g * sigmoid(x)``
+``m + log(sum(exp(a - m)))``      ``logsumexp(a)``     ``g * e / sum(e)``
+``a - m - log(sum(exp(a - m)))``  ``log_softmax(a)``   ``g - e / sum(e) * sum(g)``
+``exp(a - m) / sum(exp(a - m))``  ``softmax(a)``       ``p * (g - sum(g * p))``
+================================  ===================  =====================================
+
+Here ``m = max(a, axis, keepdims=...)`` (any keepdims, reshaped, squeezed, broadcast or
+not, on either side of the ``+``), ``e = exp(a - m)`` and ``sum(e)`` are the forward nodes
+the user wrote. The shift ``m`` gets no gradient from the idiom: its adjoint is exactly
+``1 - sum(softmax) = 0``, which the chain rule would compute with ``==``, ``where`` and two
+sums as a rounding error.
+
+**The forward value stays bit for bit as written.** Reverse mode (:data:`IDIOMS`, run on
+the forward nodes before B is built) only replaces the backprop of the idiom's root by the
+idiom's rule, sending its contribution straight to the idiom's input; the nodes inside the
+idiom get no contribution from it (they keep those of any other users). So
+``grad(1 / (1 + exp(-x)))`` is ``s * (1 - s)`` with ``s`` the written node, finite at
+x = -1000 where the chain rule gives ``0 * inf``. ``simplify`` (and ``compile(...,
+fast_math=True)``) also rewrite the forward expression into the op (:data:`FORWARD_RULES`,
+used by the stability pass), whose values are then the op's (stable where the written form
+overflows). Either way the stability of a derivative does not depend on whether
+``simplify`` ran before or after ``grad``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..ir.expr import Expr, F, NodeView
+from ..ir.graph import Graph, Node
+from ..ir.op import REGISTRY
+from ..ir.shapes import reduced
+from .pattern import OneOf, Pass, Rule, _compile
+
+# -- patterns ---------------------------------------------------------------------------------
+
+_MAX = ("max", "a", {"axis": "ax", "keepdims": "mk", "@": "m"})
+_SUM_KEYS = {"axis": "ax", "keepdims": "sk", "@": "s"}
+
+
+def _wrapped(p, me: str) -> OneOf:
+    """``p`` itself or ``p`` under one shape op that keeps the elements in order (checked
+    by shape; an index only with new axes and whole slices: ``m[:, None]``)."""
+    shaped = tuple((op, p, {"@": me}) for op in ("reshape", "expand_dims", "squeeze",
+                                                 "broadcast_to"))
+    return OneOf(*shaped, ("index", p, {"@": me, "key": me + "_key"}), p)
+
+
+_SHIFTED = ("subtract", "a", _wrapped(_MAX, "mw"), {"@": "d"})  # a - m
+_EXP = ("exp", _SHIFTED, {"@": "e"})
+_LOG_SUM = ("log", ("sum", _EXP, _SUM_KEYS), {"@": "l"})
+_ONE = 1.0
+
+
+@dataclass(frozen=True)
+class Idiom:
+    """One idiom: its spellings (``patterns``), the backprop ``rule(g, out, caps, graph) ->
+    {capture: contribution}``, the op it is (``forward(caps, graph) -> Expr``, for
+    simplify) and a shape ``check(graph, caps)`` of the captures (node ids)."""
+
+    name: str
+    patterns: tuple
+    rule: Callable[..., dict]
+    forward: Callable[..., Expr | None]
+    check: Callable[[Graph, dict], bool] | None = None
+    rewritten: tuple = ()  # further spellings met only in simplify (inner parts rewritten)
+
+
+def _aligned(graph: Graph, caps: dict, node: int) -> bool:
+    """Whether ``node`` (a max or a log-sum, maybe reshaped) lines up with ``a`` so that it is
+    constant along the reduced axes: size 1 there, the size of ``a`` elsewhere."""
+    a, axes = graph.nodes[caps["a"]].shape, caps["ax"]
+    shape = graph.nodes[node].shape
+    if len(shape) > len(a):
+        return False
+    padded = (1,) * (len(a) - len(shape)) + tuple(shape)
+    return all(p == 1 if k - len(a) in axes else p in (1, a[k]) for k, p in enumerate(padded))
+
+
+def _wrapper_ok(graph: Graph, caps: dict, wrapper: str, inner: str) -> bool:
+    """A shape op between ``inner`` and its user keeps the elements in order (or only
+    broadcasts along reduced axes)."""
+    w = caps.get(wrapper)
+    if w is None:
+        return _aligned(graph, caps, caps[inner])
+    key = caps.get(wrapper + "_key")
+    if key is not None and not all(k is None or k == slice(None) for k in key):
+        return False
+    nodes = graph.nodes
+    if nodes[w].shape == nodes[caps["a"]].shape:  # broadcast_to the full shape
+        return _aligned(graph, caps, caps[inner])
+    same_size = _size(nodes[w].shape) == _size(nodes[caps[inner]].shape)
+    return same_size and _aligned(graph, caps, w)
+
+
+def _size(shape) -> int:
+    out = 1
+    for d in shape:
+        out *= d
+    return out
+
+
+def _shift_ok(graph: Graph, caps: dict) -> bool:
+    nodes = graph.nodes
+    if nodes[caps["d"]].shape != nodes[caps["a"]].shape:
+        return False
+    return _wrapper_ok(graph, caps, "mw", "m")
+
+
+def _keep(x: Expr, batch: tuple, shape: tuple) -> Expr:
+    """``x`` (batch axes + anything with the same elements) reshaped to ``batch + shape``."""
+    target = batch + shape
+    return x if x.shape == target else F.reshape(x, target)
+
+
+def _softmax_of(graph: Graph, caps: dict) -> Expr:
+    """``e / sum(e)`` with the sum in keepdims form: the softmax, from forward nodes."""
+    a = graph.nodes[caps["a"]]
+    s = Expr(graph, caps["s"])
+    return Expr(graph, caps["e"]) / _keep(s, (), reduced(a.shape, caps["ax"], True))
+
+
+# -- log-sum-exp, log-softmax, softmax -----------------------------------------------------------
+
+
+def _lse_check(graph: Graph, caps: dict) -> bool:
+    nodes = graph.nodes
+    if not _shift_ok(graph, caps):
+        return False
+    m_out = caps.get("mo", caps["m"])
+    size_ok = _size(nodes[m_out].shape) == _size(nodes[caps["m"]].shape)
+    return size_ok and nodes[m_out].shape == nodes[caps["l"]].shape
+
+
+def _lse_rule(g: Expr, out: Expr, caps: dict, graph: Graph) -> dict:
+    a = graph.nodes[caps["a"]]
+    batch = g.shape[: g.ndim - out.ndim]
+    gk = _keep(g, batch, reduced(a.shape, caps["ax"], True))
+    return {"a": gk * _softmax_of(graph, caps)}
+
+
+def _log_softmax_check(graph: Graph, caps: dict) -> bool:
+    if not _shift_ok(graph, caps) or not _wrapper_ok(graph, caps, "lw", "l"):
+        return False
+    ml = caps.get("ml")  # a - (m + log(sum(exp(a - m)))): the sum lines up with a as well
+    return ml is None or (_aligned(graph, caps, ml) and _wrapper_ok(graph, caps, "mo", "m"))
+
+
+def _log_softmax_rule(g: Expr, out: Expr, caps: dict, graph: Graph) -> dict:
+    total = F.sum(g, axis=caps["ax"], keepdims=True)
+    return {"a": g - _softmax_of(graph, caps) * total}
+
+
+def _softmax_check(graph: Graph, caps: dict) -> bool:
+    return _shift_ok(graph, caps) and _wrapper_ok(graph, caps, "sw", "s")
+
+
+def _softmax_rule(g: Expr, out: Expr, caps: dict, graph: Graph) -> dict:
+    return {"a": out * (g - F.sum(g * out, axis=caps["ax"], keepdims=True))}
+
+
+def _one_axis(caps: dict) -> int | None:
+    return caps["ax"][0] if len(caps["ax"]) == 1 else None
+
+
+def _as_op(name: str) -> Callable[..., Expr | None]:
+    def forward(caps: dict, graph: Graph) -> Expr | None:
+        a = Expr(graph, caps["a"])
+        if name == "logsumexp":
+            keep = len(graph.nodes[caps["l"]].shape) == a.ndim
+            return F.logsumexp(a, axis=caps["ax"], keepdims=keep)
+        axis = _one_axis(caps)
+        return None if axis is None else getattr(F, name)(a, axis=axis)
+
+    return forward
+
+
+_M_OUT = OneOf(*((op, _MAX, {"@": "mo"}) for op in ("reshape", "squeeze", "expand_dims")), _MAX)
+# simplify rewrites log(sum(exp(a - m))) into logsumexp(a - m) before it meets the root
+_LSE_OP = ("logsumexp", _SHIFTED, {"axis": "ax", "keepdims": "sk", "@": "l"})
+
+
+def _lse_patterns(log_sum) -> tuple:
+    return (("add", _M_OUT, log_sum), ("add", log_sum, _M_OUT))
+
+
+def _log_softmax_patterns(log_sum) -> tuple:
+    kept = _wrapped(log_sum, "lw")
+    return (
+        ("subtract", _SHIFTED, kept),  # (a - m) - log(sum(exp(a - m)))
+        ("subtract", "a", ("add", _M_OUT, kept, {"@": "ml"})),  # a - (m + log(...))
+        ("subtract", "a", ("add", kept, _M_OUT, {"@": "ml"})),
+    )
+
+
+_SOFTMAX = (("divide", _EXP, _wrapped(("sum", _EXP, _SUM_KEYS), "sw")),)
+
+LSE_FAMILY = (
+    Idiom("logsumexp", _lse_patterns(_LOG_SUM), _lse_rule, _as_op("logsumexp"), _lse_check,
+          _lse_patterns(_LSE_OP)),
+    Idiom("log_softmax", _log_softmax_patterns(_LOG_SUM), _log_softmax_rule,
+          _as_op("log_softmax"), _log_softmax_check, _log_softmax_patterns(_LSE_OP)),
+    Idiom("softmax", _SOFTMAX, _softmax_rule, _as_op("softmax"), _softmax_check),
+)
+
+
+# -- sigmoid and softplus ----------------------------------------------------------------------
+
+
+_EXP_X = ("exp", "x", {"@": "e"})
+_ONE_PLUS = (("add", _ONE, _EXP_X), ("add", _EXP_X, _ONE))
+_NEG_X = ("exp", ("negative", "x"), {"@": "e"})
+_ONE_PLUS_NEG = (("add", _ONE, _NEG_X), ("add", _NEG_X, _ONE))
+
+def _op_rule(op: str, arg: str) -> Callable[..., dict]:
+    """The registry op's own backprop rule, with the written root node as its output (so
+    ``sigmoid``'s rule reuses the hand-written ``s``)."""
+
+    def rule(g: Expr, out: Expr, caps: dict, graph: Graph) -> dict:
+        n = out.data
+        node = Node(n.id, op, (caps[arg],), {}, n.shape, n.dtype, None, n.role, n.origin)
+        return {arg: REGISTRY[op].backprop(NodeView(graph, node), g)[0]}
+
+    return rule
+
+
+def _tomassoli(g: Expr, out: Expr, caps: dict, graph: Graph) -> dict:
+    """``s' = s (1 - s)`` with ``s`` the written node: two operations, 0 at both tails
+    (absolute error below 1e-16 where ``1 - s`` cancels, t > 37; the ``sigmoid`` op's own
+    rule, ``s(t) s(-t)``, keeps the relative precision there at the price of a sigmoid)."""
+    return {"x": g * (out * (1.0 - out))}
+
+
+SIGMOID_FAMILY = (
+    Idiom("sigmoid", tuple(("divide", _ONE, p) for p in _ONE_PLUS_NEG), _tomassoli,
+          lambda caps, graph: F.sigmoid(Expr(graph, caps["x"]))),
+    Idiom("softplus", tuple(("log", p) for p in _ONE_PLUS), _op_rule("softplus", "x"),
+          lambda caps, graph: F.softplus(Expr(graph, caps["x"]))),
+)
+
+ALL = SIGMOID_FAMILY + LSE_FAMILY
+
+
+# -- matching -----------------------------------------------------------------------------------
+
+
+class _Compiled:
+    """The idioms' patterns compiled once, indexed by the op of their root."""
+
+    def __init__(self, idioms: tuple[Idiom, ...]) -> None:
+        self.by_root: dict[str, list[tuple[Idiom, Callable, set]]] = {}
+        for idiom in idioms:
+            for p in idiom.patterns:
+                names: set[str] = set()
+                self.by_root.setdefault(p[0], []).append((idiom, _compile(p, names), names))
+
+    def match(self, graph: Graph, i: int) -> tuple[Idiom, dict] | None:
+        for idiom, matcher, _ in self.by_root.get(graph.nodes[i].op, ()):
+            caps: dict = {}
+            if matcher(graph, i, caps) and (idiom.check is None or idiom.check(graph, caps)):
+                return idiom, caps
+        return None
+
+
+_COMPILED: list[_Compiled] = []  # compiled on first use (import stays cheap)
+
+
+def find(graph: Graph, forward: list[int]) -> dict[int, tuple[tuple, Callable]]:
+    """``{root id: (input ids, rule)}`` for the idioms among the float nodes ``forward``:
+    what reverse mode uses instead of the root op's own rule (``rule(view, g)`` returns one
+    contribution per input id, as op rules do)."""
+    if not _COMPILED:
+        _COMPILED.append(_Compiled(ALL))
+    found = {}
+    for i in forward:
+        hit = _COMPILED[0].match(graph, i)
+        if hit is None:
+            continue
+        idiom, caps = hit
+        inputs = tuple(k for k in ("a", "x") if k in caps)
+        found[i] = (tuple(caps[k] for k in inputs), _bound(idiom, caps, inputs))
+    return found
+
+
+def _bound(idiom: Idiom, caps: dict, inputs: tuple) -> Callable:
+    def rule(view: NodeView, g: Expr) -> tuple:
+        out = idiom.rule(g, view.out, caps, view.graph)
+        return tuple(out.get(k) for k in inputs)
+
+    return rule
+
+
+def _forward_rule(idiom: Idiom, pattern: tuple) -> Rule:
+    """A rewrite rule turning the spelling into the op (for simplify's stability pass)."""
+
+    def build(**caps) -> Expr | None:
+        graph = next(v.graph for v in caps.values() if isinstance(v, Expr))
+        ids = {k: v.node if isinstance(v, Expr) else v for k, v in caps.items()}
+        if idiom.check is not None and not idiom.check(graph, ids):
+            return None
+        return idiom.forward(ids, graph)
+
+    return Rule(pattern, build)
+
+
+FORWARD_RULES = tuple(_forward_rule(idiom, p) for idiom in ALL
+                      for p in idiom.patterns + idiom.rewritten)
+
+
+def _run(graph: Graph, forward: list[int]) -> dict:
+    return find(graph, forward)
+
+
+IDIOMS = Pass(
+    "idioms",
+    "hand-written sigmoid, softplus, log-sum-exp, log-softmax, softmax: backprop by their rule",
+    run=_run,
+    stages=("reverse",),
+)
+
+__all__ = ["ALL", "FORWARD_RULES", "IDIOMS", "Idiom", "find"]

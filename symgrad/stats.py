@@ -1,0 +1,111 @@
+"""``sg.stats``: what an expression costs, before and after each pass ``compile`` runs.
+
+For each stage — the graph as built, then after each of the compile passes in turn
+(cumulative, as :data:`symgrad.passes.COMPILE` applies them; with ``fast_math=True`` also
+the non-exact ones) — the number of nodes, of lines the emitted function would have, the
+histogram of ops, and the cost model's estimated flops and bytes written
+(:mod:`symgrad.passes.cost`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .backends.boundary import exact_flag
+from .errors import SymgradError
+from .ir.expr import Expr
+from .ir.graph import Graph
+from .passes import pipeline
+from .passes.cost import cost
+from .passes.simplify import rebuild
+
+
+@dataclass
+class Stage:
+    """One row of :class:`Stats`."""
+
+    name: str
+    nodes: int
+    lines: int
+    flops: int
+    bytes: int
+    ops: dict[str, int]
+
+
+class Stats:
+    """The stages of :func:`stats`: ``rows`` (a list of :class:`Stage`), ``before`` (as
+    built) and ``after`` (the last stage); ``str()`` gives a table."""
+
+    def __init__(self, rows: list[Stage]) -> None:
+        self.rows = rows
+
+    @property
+    def before(self) -> Stage:
+        return self.rows[0]
+
+    @property
+    def after(self) -> Stage:
+        return self.rows[-1]
+
+    def __str__(self) -> str:
+        head = ("stage", "nodes", "lines", "flops", "bytes")
+        body = [(r.name, f"{r.nodes:,}", f"{r.lines:,}", f"{r.flops:,}", f"{r.bytes:,}")
+                for r in self.rows]
+        widths = [max(len(h), *(len(b[k]) for b in body)) for k, h in enumerate(head)]
+        lines = ["  ".join(h.ljust(w) if k == 0 else h.rjust(w)
+                           for k, (h, w) in enumerate(zip(head, widths)))]
+        lines += ["  ".join(c.ljust(w) if k == 0 else c.rjust(w)
+                            for k, (c, w) in enumerate(zip(row, widths))) for row in body]
+        top = sorted(self.after.ops.items(), key=lambda kv: (-kv[1], kv[0]))[:8]
+        lines.append("ops after: " + ", ".join(f"{op} {n}" for op, n in top))
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def _stage(name: str, graph: Graph, ids: list[int]) -> Stage:
+    c = cost(ids, graph)
+    nodes = graph.nodes
+    inline = sum(1 for i in graph.ancestors(ids)
+                 if nodes[i].is_var or (nodes[i].is_const and nodes[i].shape == ()))
+    return Stage(name, c.nodes, c.nodes - inline, c.flops, c.bytes, dict(c.ops))
+
+
+def stats(exprs: Expr | Sequence[Expr], fast_math: bool = False) -> Stats:
+    """Nodes, emitted lines, op histogram and estimated flops/bytes of ``exprs``: as
+    built, then after each pass ``compile`` runs on them.
+
+    >>> import symgrad as sg
+    >>> x = sg.var("x", shape=(100,))
+    >>> f = sg.sum(x * 100.0 + 100.0 * x)       # the same product, written twice
+    >>> s = sg.stats([f, sg.grad(f, x)])
+    >>> s.before.flops, s.after.flops     # 100*x and x*100 are one product, computed once
+    (400, 300)
+    >>> [r.name for r in s.rows][:2]
+    ['as built', 'constant_folding']
+    """
+    outs = [exprs] if isinstance(exprs, Expr) else \
+        list(exprs) if isinstance(exprs, (list, tuple)) else []
+    if not outs or not all(isinstance(e, Expr) for e in outs):
+        raise SymgradError("stats needs an Expr or a non-empty list of Exprs")
+    fast_math = exact_flag(fast_math, "fast_math")
+    graph = max((e.graph for e in outs), key=len)
+    ids = [graph.find(e) for e in outs]
+    rows = [_stage("as built", graph, ids)]
+    chain = pipeline.FAST if fast_math else pipeline.COMPILE
+    for k, p in enumerate(chain, start=1):
+        new, new_ids = rebuild(graph, ids, chain[:k], chain[:k])
+        rows.append(_stage(p.name, new, new_ids))
+    return Stats(rows)
+
+
+def _summary(exprs: Any) -> str:
+    """One line: the before/after of :func:`stats` (for ``symgrad source --stats``)."""
+    s = stats(exprs)
+    b, a = s.before, s.after
+    return (f"symgrad stats: {b.nodes:,} -> {a.nodes:,} nodes, {b.lines:,} -> {a.lines:,} "
+            f"lines, {b.flops:,} -> {a.flops:,} flops (estimated), {b.bytes:,} -> "
+            f"{a.bytes:,} bytes written")
