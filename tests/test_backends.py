@@ -28,7 +28,7 @@ import zlib
 
 import numpy as np
 import pytest
-from registry_cases import Case, registry_cases
+from registry_cases import Case, impl, registry_cases
 
 import symgrad as sg
 from symgrad.backends import TABLES
@@ -62,14 +62,7 @@ def _subset(cases, per_op=3):
     return out
 
 
-def _impl(case: Case):
-    op = case.op
-    attrs = {**op.attrs, **case.attrs}
-    if op.prepare is not None:
-        shapes = tuple(a.shape for a in case.arrays)
-        attrs = op.prepare(shapes, tuple(a.dtype.name for a in case.arrays), attrs)
-    with np.errstate(all="ignore"):
-        return attrs, op.impl(*case.arrays, **attrs)
+_impl = impl
 
 
 def _lanes(x: np.ndarray, axis) -> np.ndarray:
@@ -233,13 +226,20 @@ class _Lib:
         self.to_native, self.to_numpy = to_native, to_numpy
 
 
+def _read_only(a) -> np.ndarray:
+    """A read-only copy: the code must never write into its inputs."""
+    a = np.array(a)
+    a.flags.writeable = False
+    return a
+
+
 def _lib(kind: str) -> _Lib:
     if kind == "array_api-strict":
         xs = pytest.importorskip("array_api_strict")
         return _Lib("array_api", "array_api_strict", xs.asarray, np.asarray)
     if kind == "array_api-numpy":
         pytest.importorskip("array_api_compat")
-        return _Lib("array_api", "numpy", np.asarray, np.asarray)
+        return _Lib("array_api", "numpy", _read_only, np.asarray)
     if kind == "jax":
         jnp = pytest.importorskip("jax.numpy")
         return _Lib("jax", "jax", jnp.asarray, np.asarray)
@@ -302,3 +302,102 @@ def test_jax_backend_equals_evaluate(case, x64):
 @pytest.mark.parametrize("case", _subset(CASES, 2))
 def test_torch_backend_equals_evaluate(case):
     _run_case("torch", case)
+
+
+# -- the compiled functions' surface --------------------------------------------------------
+
+
+def test_jax_compile_is_jitted_and_checks_native_arrays(x64):
+    jax = pytest.importorskip("jax")
+    x = sg.var("x", shape=(3,))
+    f = sg.sum(sg.sin(x) * x)
+    fn = sg.compile([f, sg.grad(f, x)], backend="jax")
+    assert fn.inputs == ("x",) and "import jax.numpy as xp" in fn.source
+    assert hasattr(fn.raw, "lower")  # jax.jit's wrapper
+    a = np.array([0.5, -1.0, 2.0])
+    value, grad = fn(jax.numpy.asarray(a))
+    assert isinstance(grad, jax.Array)
+    np.testing.assert_allclose(np.asarray(grad), np.sin(a) + a * np.cos(a), rtol=1e-14)
+    with pytest.raises(sg.SymgradError, match="has shape"):
+        fn(jax.numpy.zeros(4))
+    with pytest.raises(sg.SymgradError, match="dtype float32.*jax_enable_x64"):
+        fn(jax.numpy.zeros(3, dtype=jax.numpy.float32))
+
+
+def test_torch_compile_takes_lists_and_returns_tensors():
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("array_api_compat")
+    x = sg.var("x", shape=(2,))
+    fn = sg.compile(sg.grad(sg.sum(sg.exp(x)), x), backend="torch")
+    got = fn([0.0, 1.0])
+    assert isinstance(got, torch.Tensor) and got.dtype == torch.float64
+    np.testing.assert_allclose(got.numpy(), np.exp([0.0, 1.0]), rtol=1e-15)
+
+
+def test_array_api_results_stay_in_the_input_library():
+    xs = pytest.importorskip("array_api_strict")
+    x = sg.var("x", shape=(2, 3))
+    f = sg.sum(sg.log_softmax(x, axis=1)[:, 1:])
+    fn = sg.compile([f, sg.grad(f, x)], backend="array_api")
+    a = np.arange(6.0).reshape(2, 3)
+    value, grad = fn(xs.asarray(a))
+    assert type(grad).__module__.startswith("array_api_strict")
+    want = sg.evaluate([f, sg.grad(f, x)], {"x": a})
+    _close(np.asarray(grad), want[1], "grad")
+    assert "xp = array_namespace(x)" in fn.source and "import numpy" not in fn.source
+
+
+def test_a_long_function_in_parts_passes_the_namespace():
+    """Past ``layout.PART_LINES`` lines the body is split into functions; each takes xp."""
+    xs = pytest.importorskip("array_api_strict")
+    x = sg.var("x", shape=(3,))
+    y = x
+    for _ in range(1500):
+        y = sg.sin(y) * 1.0001 + x[::-1] * 0.5
+    f = sg.sum(y * np.arange(3.0))
+    outs = [f, sg.grad(f, x)]
+    fn = sg.compile(outs, backend="array_api")
+    assert fn.source.count("(_v, xp)") > 1
+    a = np.array([0.1, 0.2, 0.3])
+    for got, want in zip(fn(xs.asarray(a)), sg.evaluate(outs, {"x": a})):
+        _close(np.asarray(got), want, "long function")
+
+
+@pytest.mark.parametrize("backend", ARRAY_BACKENDS)
+def test_emitted_array_sources_pass_ruff(backend, tmp_path):
+    import shutil
+    from pathlib import Path
+
+    ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
+    if ruff is None:
+        pytest.skip("ruff is not installed")
+    x, W = sg.var("x", shape=(3,)), sg.var("W", shape=(2, 3))
+    i = sg.var("i", shape=(2,), dtype="int64")
+    f = sg.sum(sg.tanh(W @ x) * np.array([1.0, 2.0])) + sg.logsumexp(x) + sg.sum(x[i] ** 2)
+    sources = [sg.to_source([f, *sg.grad(f, [x, W])], backend=backend),
+               sg.to_source(sg.sin(x), backend=backend)]
+    for k, src in enumerate(sources):
+        (tmp_path / f"m{k}.py").write_text(src)
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([ruff, "check", "--no-cache", "--config", str(root / "pyproject.toml"),
+                          str(tmp_path)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout
+
+
+def test_readme_backends_example_runs():
+    pytest.importorskip("array_api_strict")
+    pytest.importorskip("jax")
+    import contextlib
+    import io
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = text.split("### Backends", 1)[1]
+    block = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    namespace: dict = {}
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        exec(compile(block, "README.md", "exec"), namespace)  # our own documentation
+    a = np.array([0.5, 1.0, 2.0])
+    _close(np.asarray(namespace["grad"]), np.sin(a) + a * np.cos(a), "README")
+    assert "import jax.numpy as xp" in out.getvalue()

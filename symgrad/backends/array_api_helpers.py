@@ -20,9 +20,20 @@ from __future__ import annotations
 import math
 
 
-def _sg_xp_const(xp, spec):
-    data, shape, dtype = spec
-    return xp.reshape(xp.asarray(data, dtype=getattr(xp, dtype)), shape)
+def _sg_xp_const(xp, spec, _held={}):  # noqa: B006 - NumPy's arrays, built once
+    """The module constant ``spec`` (Python data) as an array of namespace ``xp``. On
+    NumPy it is built once and kept read-only; elsewhere it is built on each call (under
+    ``jax.jit``: once, at tracing)."""
+    key = (id(spec), getattr(xp, "__name__", ""))
+    out = _held.get(key)
+    if out is None:
+        data, shape, dtype = spec
+        out = xp.reshape(xp.asarray(data, dtype=getattr(xp, dtype)), shape)
+        flags = getattr(out, "flags", None)
+        if key[1].endswith("numpy") and flags is not None and len(_held) < 256:
+            flags.writeable = False
+            _held[key] = out
+    return out
 
 
 def _sg_xp_index(xp, x, key):

@@ -18,7 +18,7 @@ import math
 
 from ..ops.indexing import split_parts
 from . import array_api_helpers as h
-from .numpy_table import Template
+from .numpy_table import Template, scalar_source
 
 T = Template
 
@@ -28,32 +28,24 @@ UNSUPPORTED: dict[str, str] = {}
 
 def number_source(v) -> str:
     """Exact source of one number without NumPy: ``math.inf``, ``-0.0``, ``5e-324``."""
-    if isinstance(v, bool) or v is None or isinstance(v, str):
+    if v is None or isinstance(v, str):
         return repr(v)
-    if isinstance(v, int):
-        return repr(int(v))
-    v = float(v)
-    if math.isnan(v):
-        return "math.nan"
-    if math.isinf(v):
-        return "math.inf" if v > 0 else "-math.inf"
-    return repr(v)
+    return scalar_source(v, "math")
+
+
+def _key_entry(e, names) -> str:
+    if e is None or isinstance(e, str):
+        return "None" if e is None else next(names)
+    if not isinstance(e, slice):
+        return str(int(e))
+    items = [e.start, e.stop] + ([] if e.step is None else [e.step])
+    return f"slice({', '.join('None' if p is None else str(int(p)) for p in items)})"
 
 
 def key_tuple(key: tuple, names: list[str], batch: int) -> str:
     """A key as a tuple expression: ``(slice(None), slice(1, None), None, i)``."""
     it = iter(names)
-    parts = ["slice(None)"] * batch
-    for e in key:
-        if e is None:
-            parts.append("None")
-        elif isinstance(e, str):
-            parts.append(next(it))
-        elif isinstance(e, slice):
-            items = [e.start, e.stop] + ([] if e.step is None else [e.step])
-            parts.append(f"slice({', '.join('None' if p is None else str(int(p)) for p in items)})")
-        else:
-            parts.append(str(int(e)))
+    parts = ["slice(None)"] * batch + [_key_entry(e, it) for e in key]
     return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
 
 

@@ -151,7 +151,7 @@ def compile(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None 
     else:
         graph, outs, single = output_list(outputs)
         inputs = default_inputs(graph, outs, inputs)
-        new, (new_outs,) = prepared(graph, [outs], optimize, fast_math)
+        new, (new_outs,) = prepared(graph, [outs], optimize, fast_math, tgt)
         module = Module(new, scalars, tgt)
         module.shown = {n: Expr(graph, o) for n, o in zip(new_outs, outs)}
         plan = module.add(name, new_outs, inputs, single, output_names)

@@ -723,8 +723,9 @@ class Module:
             progress.update()
             n = nodes[i]
             expr = self._expr(i, names)
-            if n.is_const and i in self.consts and self.target.is_numpy:
-                expr += ".copy()"  # never hand out the shared module constant
+            if n.is_const and i in self.consts:  # never hand out the shared constant
+                expr = (f"{expr}.copy()" if self.target.is_numpy else
+                        f"{self.target.namespace}.asarray({expr}, copy=True)")
             code = f"    {names[i]} = {expr}"
             lines.append(self._line(code, n, names) if comments else code)
             dead = [names[a] for a in releases.get(i, ()) if names[a] != names[i]]
@@ -989,7 +990,7 @@ def to_source(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | Non
         return sparse_module(outputs, inputs, name, scalars, tgt)[0].render()
     graph, outs, single = output_list(outputs)
     inputs = default_inputs(graph, outs, inputs)
-    new, (new_outs,) = prepared(graph, [outs], optimize, fast_math)
+    new, (new_outs,) = prepared(graph, [outs], optimize, fast_math, tgt)
     module = Module(new, scalars, tgt)
     module.shown = {n: Expr(graph, o) for n, o in zip(new_outs, outs)}
     module.add(name, new_outs, inputs, single, output_names)
@@ -1006,14 +1007,20 @@ def default_inputs(graph: Graph, outs: list[int], inputs: Any) -> Any:
     return [nodes[i].name for i in resolve_inputs(graph, None, used, outs)]
 
 
-def prepared(graph: Graph, groups: list[list[int]], optimize: bool, fast_math: bool
-             ) -> tuple[Graph, list[list[int]]]:
+def prepared(graph: Graph, groups: list[list[int]], optimize: bool, fast_math: bool,
+             target: Target = TARGETS["numpy"]) -> tuple[Graph, list[list[int]]]:
     """The graph (and output ids) to emit: rebuilt through the compile passes if
-    ``optimize`` (with the non-exact ones if ``fast_math``), else as it is."""
+    ``optimize`` (with the non-exact ones if ``fast_math``; for JAX and PyTorch also
+    :mod:`symgrad.passes.array_targets`), else as it is."""
     optimize = exact_flag(optimize, "optimize")
     fast_math = exact_flag(fast_math, "fast_math")
     if not optimize:
         if fast_math:
             raise SymgradError("fast_math=True needs optimize=True")
         return graph, groups
-    return pipeline.optimize(graph, groups, fast_math)
+    graph, groups = pipeline.optimize(graph, groups, fast_math)
+    if target.sums_as_sums:
+        from ..passes.array_targets import for_arrays
+
+        graph, groups = for_arrays(graph, groups)
+    return graph, groups
