@@ -50,18 +50,6 @@ ARRAY_BACKENDS = ["array_api", "jax", "torch"]
 TOL = 1e-12
 
 
-def _subset(cases, per_op=3):
-    """At most ``per_op`` cases of each op (the slower backends: jit per case)."""
-    seen: dict[str, int] = {}
-    out = []
-    for c in cases:
-        name = c.values[0].op.name
-        if seen.get(name, 0) < per_op:
-            seen[name] = seen.get(name, 0) + 1
-            out.append(c)
-    return out
-
-
 _impl = impl
 
 
@@ -114,7 +102,7 @@ def test_every_op_has_an_entry_or_an_explicit_reason(backend):
     ops = {n for n in REGISTRY if n != "const"}
     assert set(tgt.table) == ops
     missing = sorted(n for n, t in tgt.table.items() if t is None)
-    assert missing == sorted(tgt.unsupported), "a None entry needs a reason, and only those"
+    assert set(missing) <= set(tgt.unsupported), "a None entry needs a reason"
     missing = [n for n in missing if n in BUILTIN]  # user ops (sg.extend) are NumPy only
     assert missing == [], f"ops the {backend!r} backend cannot write: {missing}"
 
@@ -289,17 +277,17 @@ def test_array_api_backend_on_array_api_strict_equals_evaluate(case):
     _run_case("array_api-strict", case)
 
 
-@pytest.mark.parametrize("case", _subset(CASES, 2))
+@pytest.mark.parametrize("case", CASES)
 def test_array_api_backend_on_numpy_equals_evaluate(case):
     _run_case("array_api-numpy", case)
 
 
-@pytest.mark.parametrize("case", _subset(CASES, 2))
+@pytest.mark.parametrize("case", CASES)
 def test_jax_backend_equals_evaluate(case, x64):
     _run_case("jax", case)
 
 
-@pytest.mark.parametrize("case", _subset(CASES, 2))
+@pytest.mark.parametrize("case", CASES)
 def test_torch_backend_equals_evaluate(case):
     _run_case("torch", case)
 
@@ -322,6 +310,9 @@ def test_jax_compile_is_jitted_and_checks_native_arrays(x64):
         fn(jax.numpy.zeros(4))
     with pytest.raises(sg.SymgradError, match="dtype float32.*jax_enable_x64"):
         fn(jax.numpy.zeros(3, dtype=jax.numpy.float32))
+    fast = sg.compile([f, sg.grad(f, x)], backend="jax", check_inputs=False)
+    assert fast.raw is fast and fast.inputs == ("x",) and "jax.numpy" in fast.source
+    np.testing.assert_allclose(np.asarray(fast(a)[1]), np.asarray(grad), rtol=1e-15)
 
 
 def test_torch_compile_takes_lists_and_returns_tensors():

@@ -155,11 +155,22 @@ def _transpose(names: list[str], attrs: dict) -> str:
     return f"xp.permute_dims({names[0]}, {tuple(a % len(axes) for a in axes)!r})"
 
 
+def _flat_if_none(x: str, axis) -> tuple[str, int]:
+    """NumPy's ``axis=None``: the flattened array, along its one axis."""
+    return (f"xp.reshape({x}, (-1,))", -1) if axis is None else (x, axis)
+
+
+def _sorting(fn: str, extra: str) -> Template:
+    def text(names: list[str], attrs: dict) -> str:
+        x, axis = _flat_if_none(names[0], attrs["axis"])
+        return f"xp.{fn}({x}, axis={axis!r}{extra})"
+    return T(text)
+
+
 def _cumulative(fn: str) -> Template:
     def text(names: list[str], attrs: dict) -> str:
-        if attrs["axis"] is None:  # NumPy's: over the flattened array
-            return f"xp.cumulative_{fn}(xp.reshape({names[0]}, (-1,)), axis=0)"
-        return f"xp.cumulative_{fn}({names[0]}, axis={attrs['axis']!r})"
+        x, axis = _flat_if_none(names[0], attrs["axis"])
+        return f"xp.cumulative_{fn}({x}, axis={axis!r})"
     return T(text)
 
 
@@ -211,8 +222,7 @@ ARRAY_API: dict[str, Template | None] = {
     "softmax": _with(h._sg_xp_softmax, "{axis!r}"),
     "log_softmax": _with(h._sg_xp_log_softmax, "{axis!r}"),
     "cumsum": _cumulative("sum"), "cumprod": _cumulative("prod"),
-    "sort": T("xp.sort({0}, axis={axis!r})"),
-    "argsort": T("xp.argsort({0}, axis={axis!r}, stable=False)"),
+    "sort": _sorting("sort", ""), "argsort": _sorting("argsort", ", stable=False"),
     "partition": _with(h._sg_xp_partition, "{kth!r}, {axis!r}", h._sg_xp_argpartition,
                        h._sg_xp_take_along),
     "argpartition": _with(h._sg_xp_argpartition, "{kth!r}, {axis!r}"),

@@ -56,17 +56,14 @@ class ArrayFunction(CompiledFunction):
     """A compiled array API function: checks its inputs without moving them."""
 
     def __init__(self, raw: Callable, params: list, source: str, filename: str,
-                 tgt: Target, check: bool) -> None:
+                 tgt: Target) -> None:
         super().__init__(raw, params, source, filename)
         self.backend = tgt.name
-        self._check = check
         self._torch = importlib.import_module("torch") if tgt.name == "torch" else None
 
     def _value(self, node: Any, given: dict) -> Any:
-        value = given.get(node.name, None) if node.name in given else None
-        if node.name in given and is_native(value):
-            if not self._check:
-                return value
+        value = given.get(node.name)
+        if is_native(value):
             shape = tuple(int(d) for d in value.shape)
             if shape != node.shape:
                 raise EvaluationError(f"input '{node.name}' has shape {fmt(shape)}, but the "
@@ -78,15 +75,14 @@ class ArrayFunction(CompiledFunction):
                                       f"{dtype_name(value.dtype)}, but the variable has dtype "
                                       f"{node.dtype}{hint}")
             return value
-        value = check_input(node, given) if self._check or node.name not in given else \
-            np.asarray(given[node.name])
+        value = check_input(node, given)
         if self._torch is not None:
             return self._torch.asarray(value)
         return value
 
 
 def load_array_function(tgt: Target, source: str, name: str, params: list, check: bool,
-                        load: Callable) -> ArrayFunction:
+                        load: Callable) -> Callable:
     """``source`` (emitted for ``tgt``) loaded, its function wrapped for ``compile``."""
     require(tgt)
     namespace, filename = load(source, name)
@@ -97,4 +93,7 @@ def load_array_function(tgt: Target, source: str, name: str, params: list, check
         raw = jax.jit(raw)
     raw.source, raw.filename = source, filename
     raw.inputs = tuple(n.name for n in params)
-    return ArrayFunction(raw, params, source, filename, tgt, check)
+    if not check:  # as for NumPy: the generated function itself (jitted for JAX)
+        raw.raw = raw
+        return raw
+    return ArrayFunction(raw, params, source, filename, tgt)
