@@ -220,6 +220,7 @@ def cmd_grad(args: argparse.Namespace) -> int:
 
 def cmd_source(args: argparse.Namespace) -> int:
     from .backends.numpy_source import Module, output_list
+    from .backends.target import TARGETS
     from .transforms.derivatives import grad
 
     f = _expression(args)
@@ -234,7 +235,7 @@ def cmd_source(args: argparse.Namespace) -> int:
     outs = _simplified(outs, args.simplify)
     inputs = parse_names(args.inputs, "--inputs")
     graph, ids, single = output_list(outs)
-    module = Module(graph)
+    module = Module(graph, target=TARGETS[args.backend])
     module.add(args.name, ids, inputs, single, labels)
     if layout is not None:  # which rows and columns of the flat Hessian are which variable
         module.constants.append(("HESS_LAYOUT", layout))
@@ -364,6 +365,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "matrix hess over the variables flattened and concatenated in --wrt "
                         "order, its layout in the module constant HESS_LAYOUT")
     c.add_argument("--simplify", action="store_true", help="simplify before emitting")
+    c.add_argument("--backend", default="numpy", choices=("numpy", "array_api", "jax", "torch"),
+                   help="the array library the module is written for (default numpy; see "
+                        "to_source's backend)")
     c.add_argument("--name", default="f", help="name of the generated function (default f)")
     c.add_argument("--inputs", metavar="W,x,...",
                    help="the function's parameters in this order (default: the order the "

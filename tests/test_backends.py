@@ -427,3 +427,20 @@ def test_array_api_backend_on_cupy_when_a_gpu_is_present():
     got = fn(*[cp.asarray(values[k]) for k in ("x", "W", "i")])
     for g, want in zip(got, sg.evaluate(outs, values)):
         _close(cp.asnumpy(g), want, "cupy")
+
+
+def test_cli_source_writes_a_module_for_a_backend(tmp_path):
+    xs = pytest.importorskip("array_api_strict")
+    from symgrad.cli import main
+
+    out = tmp_path / "m.py"
+    code = main(["source", "a*a*b + sum(x*a) + sum(x**3)", "--shape", "x=2", "--wrt", "a,b,x",
+                 "--hessian", "flat", "--backend", "array_api", "-o", str(out)])
+    assert code == 0
+    namespace: dict = {}
+    exec(compile(out.read_text(), str(out), "exec"), namespace)  # the test's own output
+    assert namespace["HESS_LAYOUT"] == (("a", 0, 1), ("b", 1, 2), ("x", 2, 4))
+    *_, hess = namespace["f"](xs.asarray(3.0), xs.asarray(2.0), xs.asarray([0.5, -1.0]))
+    want = np.array([[4.0, 6.0, 1.0, 1.0], [6.0, 0.0, 0.0, 0.0], [1.0, 0.0, 3.0, 0.0],
+                     [1.0, 0.0, 0.0, -6.0]])
+    _close(np.asarray(hess), want, "cli hessian")

@@ -527,13 +527,14 @@ class Module:
     def _render_array(self, hoisted: list[int]) -> str:
         """The module for an array API target: its header, the hoisted constants as Python
         data (built in the call's namespace by ``_sg_xp_const``), helpers, functions."""
-        if self.constants:
-            raise SymgradError(f"backend {self.target.name!r} cannot emit module constants "
-                               "(a sparse derivative's pattern); use backend='numpy'")
+        if any(isinstance(v, np.ndarray) for _, v in self.constants):
+            raise SymgradError(f"backend {self.target.name!r} cannot emit NumPy arrays as "
+                               "module constants (a sparse pattern); use backend='numpy'")
         nodes = self.graph.nodes
         out = list(self.target.header)
         for i in hoisted:
             out += ["", f"{self.consts[i]} = {_const_spec(nodes[i].attrs['value'])}"]
+        out += [line for cname, value in self.constants for line in ("", f"{cname} = {value!r}")]
         helpers = _helpers(self.graph, [i for p in self.plans for i in p.order], self.table)
         if hoisted:
             helpers = sorted([*helpers, _sg_xp_const], key=lambda fn: fn.__name__)
