@@ -12,7 +12,11 @@ are timed (median of ``repeat`` runs, interleaved):
   same emitted chunk function (``fn.raw`` of ``sg.compile``), summing;
 * ``numpy``: the same loop with a hand-written NumPy logistic-loss gradient.
 
-Throughput is rows per second of wall time. Memory per worker: ``ru_maxrss`` of each
+Throughput is rows per second of wall time; the CPU seconds of one evaluation (the
+workers' and this process's, which runs the scheduler) show the cost of distributing it
+apart from what else the machine runs, and "2 processes get" is the speed-up of the chunk
+function run on both workers at once over one alone (2.0 on two free cores; a shared
+virtual machine gives less). Memory per worker: ``ru_maxrss`` of each
 worker process (its peak resident set since it started; a fresh cluster per chunk length)
 and its RSS when idle before the runs, from ``client.run``; with the chunk length
 multiplied by 4, the peak should grow with the chunk, not with ``N``.
@@ -33,6 +37,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from .common import MALLOC_ENV
 
 TITLE = "Scale-out on Dask: logistic value + gradient over N x d rows"
 CONFIGS = {"N1e7": {"rows": 10_000_000, "d": 10, "chunks": [250_000, 1_000_000],
@@ -55,7 +61,9 @@ def write_data(path: Path, rows: int, d: int, chunk: int) -> tuple:
     with dask.config.set(scheduler="threads", num_workers=2):
         da.to_npy_stack(path / "X", X)
         da.to_npy_stack(path / "y", y)
-    return da.from_npy_stack(path / "X"), da.from_npy_stack(path / "y")
+    # read each chunk into memory (the loops use np.load too), not through a memory map
+    return (da.from_npy_stack(path / "X", mmap_mode=None),
+            da.from_npy_stack(path / "y", mmap_mode=None))
 
 
 def logistic(rows: int, d: int):
@@ -93,13 +101,32 @@ def _worker_memory(client) -> dict:
 
         import psutil
 
-        return {"rss_mb": psutil.Process().memory_info().rss / 2**20,
+        me = psutil.Process()
+        return {"rss_mb": me.memory_info().rss / 2**20, "cpu_s": sum(me.cpu_times()[:2]),
                 "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
     return client.run(probe)
 
 
+def _time_kernel(kernel, params, X, y, repeat=5) -> float:
+    t0 = time.perf_counter()
+    for _ in range(repeat):
+        kernel(X, y, params=params)
+    return (time.perf_counter() - t0) / repeat
+
+
+def _parallel_efficiency(client, fg, params, files_x, files_y) -> float:
+    """One chunk's kernel timed on one worker alone, then on both workers at once: the
+    speed-up two processes really get on this machine (2.0 on two free cores)."""
+    X, y = np.load(files_x[0]), np.load(files_y[0])
+    first = sorted(client.scheduler_info()["workers"])[:1]
+    alone = client.run(_time_kernel, fg._grad, params, X, y, workers=first)
+    both = client.run(_time_kernel, fg._grad, params, X, y)
+    return 2.0 * min(alone.values()) / max(both.values())
+
+
 def measure_chunk(path: Path, rows: int, d: int, chunk: int, repeat: int) -> dict:
+    import dask
     import distributed
 
     import symgrad as sg
@@ -111,24 +138,34 @@ def measure_chunk(path: Path, rows: int, d: int, chunk: int, repeat: int) -> dic
     chunk_fn = fg.chunk_function()  # the function the workers run (length-polymorphic)
     files_x, files_y = _chunk_files(path, "X"), _chunk_files(path, "y")
     times: dict[str, list[float]] = {"dask": [], "loop": [], "numpy": []}
+    cpu = {"client": 0.0, "workers": 0.0, "loop": 0.0}
     results = {}
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
+    # the workers get the glibc malloc thresholds of every benchmark process (common.py);
+    # Dask's default trim threshold (64 KiB) returns each chunk's arrays to the OS
+    environ = {**dask.config.get("distributed.nanny.pre-spawn-environ"), **MALLOC_ENV}
+    with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}), \
+            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                     dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
         client.run(lambda: __import__("symgrad.dask"))
         idle = _worker_memory(client)
         fg(wv, bv)  # warm-up: the sum check, compiling on the workers
         for _ in range(repeat):
-            t0 = time.perf_counter()
+            before, c0, t0 = _worker_memory(client), time.process_time(), time.perf_counter()
             results["dask"] = fg(wv, bv)
             times["dask"].append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
+            cpu["client"] += time.process_time() - c0
+            after = _worker_memory(client)
+            cpu["workers"] += sum(after[k]["cpu_s"] - before[k]["cpu_s"] for k in after)
+            c0, t0 = time.process_time(), time.perf_counter()
             results["loop"] = _loop(chunk_fn, files_x, files_y, wv, bv)
             times["loop"].append(time.perf_counter() - t0)
+            cpu["loop"] += time.process_time() - c0
             t0 = time.perf_counter()
             results["numpy"] = _loop(hand, files_x, files_y, wv, bv)
             times["numpy"].append(time.perf_counter() - t0)
         peak = _worker_memory(client)
+        parallel = _parallel_efficiency(client, fg, [wv, np.asarray(bv)], files_x, files_y)
     value, (gw, gb) = results["dask"]
     ref = results["numpy"]
     err = max(abs(value - ref[0]) / abs(ref[0]),
@@ -143,6 +180,9 @@ def measure_chunk(path: Path, rows: int, d: int, chunk: int, repeat: int) -> dic
         "dask_rows_s": rows / med["dask"], "loop_rows_s": rows / med["loop"],
         "numpy_rows_s": rows / med["numpy"], "speedup_vs_loop": med["loop"] / med["dask"],
         "speedup_vs_numpy": med["numpy"] / med["dask"], "rel_err": err,
+        "dask_cpu_s": (cpu["client"] + cpu["workers"]) / repeat,
+        "client_cpu_s": cpu["client"] / repeat, "loop_cpu_s": cpu["loop"] / repeat,
+        "load_avg": os.getloadavg()[0], "two_process_speedup": parallel,
         "worker_idle_rss_mb": max(v["rss_mb"] for v in idle.values()),
         "worker_peak_rss_mb": max(v["maxrss_mb"] for v in peak.values()),
         "samples": repeat,
@@ -160,13 +200,16 @@ def measure(cfg: dict, system: str, budget: float) -> list[dict]:
 
 def table(rows: list[dict]) -> str:
     head = ("| N x d | chunk (rows, MB) | Dask 2 workers | loop, same chunk fn | loop, hand NumPy "
-            "| vs loop | worker RSS idle -> peak |\n|---|---|---|---|---|---|---|")
+            "| vs loop | CPU s: Dask (all processes) / loop | 2 processes get | "
+            "worker RSS idle -> peak |\n|---|---|---|---|---|---|---|---|---|")
     lines = [head]
     for r in rows:
         lines.append(
             f"| {r['rows']:.0e} x {int(r['d'])} | {int(r['chunk']):,} ({r['chunk_mb']:.0f} MB) | "
             f"{r['dask_rows_s'] / 1e6:.1f} M rows/s | {r['loop_rows_s'] / 1e6:.1f} M rows/s | "
             f"{r['numpy_rows_s'] / 1e6:.1f} M rows/s | {r['speedup_vs_loop']:.2f}x | "
+            f"{r['dask_cpu_s']:.2f} / {r['loop_cpu_s']:.2f} | "
+            f"{r['two_process_speedup']:.2f}x | "
             f"{r['worker_idle_rss_mb']:.0f} -> {r['worker_peak_rss_mb']:.0f} MB |")
     return "\n".join(lines)
 

@@ -215,6 +215,9 @@ class ChunkKernel:
     sources: tuple[tuple[int | None, str], ...]
     nparams: int
 
+    def __dask_tokenize__(self) -> tuple:
+        return ("symgrad.dask.ChunkKernel", self.sources, self.nparams)
+
     def source(self, rows: int) -> str:
         table = dict(self.sources)
         return table[None] if None in table else table[rows]
@@ -316,7 +319,7 @@ class DaskObjective:
         with np.errstate(all="ignore"):
             empty = kernel(*self._empty(), params=params)[0]
         parts = da.blockwise(kernel, "iz", *pairs, new_axes={"z": empty.size}, dtype=np.float64,
-                             concatenate=True, params=params)
+                             concatenate=True, token="symgrad-chunk", params=params)
         total = parts.sum(axis=0, split_every=self.split_every)
         (flat,) = dask.compute(total)
         if np.any(empty != 0):  # terms without data: counted once, not once per chunk
