@@ -233,3 +233,28 @@ def test_import_symgrad_does_not_import_dask():
             "symgrad.dask; assert 'dask.array' in sys.modules; print('ok')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "ok", out.stderr
+
+
+def test_the_readme_example_runs_at_a_small_size():
+    """The README's Dask example, with 20,000 rows in chunks of 5,000 (it says 10^7)."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    block = next(b for b in re.findall(r"```python\n(.*?)```", text, re.S)
+                 if "sg.dask.value_and_grad" in b)
+    assert "N, d = 10_000_000, 10" in block
+    small = block.replace("10_000_000", "20_000").replace("250_000", "5_000")
+    namespace = {"__name__": "__main__"}
+    exec(compile(small, "README.md", "exec"), namespace)  # our own documentation
+    fit, objective = namespace["fit"], namespace["objective"]
+    assert fit.success and objective.chunks == (5_000,) * 4
+    X_data, y_data = dask.compute(namespace["X_data"], namespace["y_data"])
+    at = {"X": X_data, "y": y_data}
+    loss = namespace["loss"]
+    want = sg.evaluate([loss, *sg.grad(loss, ["w", "b"])], at | {"w": np.zeros(10), "b": 0.0})
+    assert namespace["value"] == pytest.approx(want[0], rel=1e-13)
+    np.testing.assert_allclose(namespace["dw"], want[1], rtol=1e-12, atol=1e-15)
+    g = sg.evaluate(sg.grad(loss, ["w", "b"]), at | {"w": namespace["w_fit"],
+                                                     "b": namespace["b_fit"]})
+    assert max(np.abs(g[0]).max(), abs(float(g[1]))) < 1e-6  # a minimum of the whole loss

@@ -13,7 +13,8 @@
 # features: generated lazily from a seed and stored chunk by chunk, never whole in one
 # process) with `scipy.optimize.minimize` — L-BFGS-B with `jac=True`, then Newton-CG
 # with Hessian-vector products — every call of the objective one Dask computation.
-# The stored outputs are from $N = 10^7$; set the environment variable
+# The stored outputs are from $N = 10^7$ (times vary from run to run); set the environment
+# variable
 # `SYMGRAD_NOTEBOOK_ROWS` for a smaller run (the tests use 20,000 rows). Run it in Jupyter
 # or with `python notebooks/build.py 04`: as a plain script, Dask's worker processes would
 # re-read it on start (Python's `spawn`), which needs an `if __name__ == "__main__"` guard.
@@ -59,7 +60,6 @@ with dask.config.set(scheduler="threads", num_workers=2):
 X_data, y_data = da.from_npy_stack(STORE / "X"), da.from_npy_stack(STORE / "y")
 print(f"{ROWS:,} rows x {D} features = {X_data.nbytes / 2**20:,.0f} MB in "
       f"{X_data.numblocks[0]} chunks of {CHUNK:,} rows ({CHUNK * D * 8 / 2**20:.1f} MB)")
-X_data
 
 # %% [markdown]
 # ## 2. The loss, on the full data shape
