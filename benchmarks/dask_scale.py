@@ -42,7 +42,7 @@ from .common import MALLOC_ENV
 
 TITLE = "Scale-out on Dask: logistic value + gradient over N x d rows"
 CONFIGS = {"N1e7": {"rows": 10_000_000, "d": 10, "chunks": [250_000, 1_000_000],
-                    "repeat": 3}}
+                    "repeat": 5}}
 SEED = 2026
 
 
@@ -145,7 +145,7 @@ def measure_chunk(path: Path, rows: int, d: int, chunk: int, repeat: int) -> dic
     environ = {**dask.config.get("distributed.nanny.pre-spawn-environ"), **MALLOC_ENV}
     with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}), \
             distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                     dashboard_address=None) as cluster, \
+                                     dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client:
         client.run(lambda: __import__("symgrad.dask"))
         idle = _worker_memory(client)
@@ -225,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", type=int, default=CONFIGS["N1e7"]["rows"])
     ap.add_argument("--d", type=int, default=CONFIGS["N1e7"]["d"])
     ap.add_argument("--chunks", default=",".join(map(str, CONFIGS["N1e7"]["chunks"])))
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args(argv)
     cfg = {"rows": args.rows, "d": args.d, "repeat": args.repeat,
            "chunks": [int(c) for c in args.chunks.split(",")]}

@@ -29,7 +29,7 @@ W0, B0 = RNG.normal(size=D) * 0.5, 0.3
 @pytest.fixture(scope="module")
 def client():
     cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                                       dashboard_address=None)
+                                       dashboard_address=":0")
     with distributed.Client(cluster) as c:
         yield c
     cluster.close()
@@ -109,6 +109,11 @@ def test_a_chunk_function_per_length_when_the_source_names_the_length(client):
     want = _reference(loss, [w], {"X": XN, "w": W0})
     assert value == pytest.approx(want[0], rel=1e-12)
     np.testing.assert_allclose(dw, want[1], rtol=1e-12)
+    v = RNG.normal(size=D)
+    (hv,) = fg.hvp([W0], [v])
+    assert len(fg._hvp.sources) == 3  # per length here too
+    np.testing.assert_allclose(hv, sg.evaluate(sg.hvp(loss, w, v), {"X": XN, "w": W0}),
+                               rtol=1e-12)
 
 
 def test_mean_over_the_data_axis_is_the_mean_over_all_rows():
@@ -183,8 +188,39 @@ def test_the_objective_pickles_as_text():
     f, ids = chunk_graph(loss, ["X", "y"], 10)
     g = f.graph
     want = sg.evaluate([f, *sg.grad(f, [sg.Expr(g, ids["w"]), sg.Expr(g, ids["b"])])], small)
-    np.testing.assert_allclose(out[0], np.concatenate([[want[0]], want[1], [want[2]]]),
+    np.testing.assert_allclose(out, np.concatenate([[want[0]], want[1], [want[2]]]),
                                rtol=1e-13)
+
+
+def test_the_chunk_results_are_summed_as_a_tree():
+    from symgrad.dask import _tree_sum
+
+    parts = [dask.delayed(np.full)(3, float(k)) for k in range(20)]
+    total = _tree_sum(parts, 3)
+    graph = dict(total.__dask_graph__())
+    adds = [k for k in graph if str(k).startswith("_sum_parts")]
+    assert len(adds) == 7 + 3 + 1  # 20 -> 7 -> 3 -> 1: log depth, fan-in 3
+    with dask.config.set(scheduler="synchronous"):
+        np.testing.assert_array_equal(total.compute(), np.full(3, 190.0))
+    loss, params, data = _problem()
+    with pytest.raises(sg.InputError, match="split_every"):
+        sg.dask.value_and_grad(loss, params, data, split_every=1)
+
+
+def test_integer_labels_and_float32_data():
+    X = sg.var("X", (N, D), dtype="float32")
+    y, w = sg.var("y", (N,), dtype="int64"), sg.var("w", (D,))
+    z = X @ w
+    loss = sg.sum(sg.logaddexp(0.0, z) - y * z)
+    Xd = da.from_array(XN.astype(np.float32), chunks=(CHUNK, D))
+    yd = da.from_array(YN.astype(np.int64), chunks=CHUNK)
+    fg = sg.dask.value_and_grad(loss, w, {X: Xd, y: yd})
+    with dask.config.set(scheduler="synchronous"):
+        value, (dw,) = fg(W0)
+    want = _reference(loss, [w], {"X": XN.astype(np.float32), "y": YN.astype(np.int64),
+                                  "w": W0})
+    assert value == pytest.approx(want[0], rel=1e-12)
+    np.testing.assert_allclose(dw, want[1], rtol=1e-10)
 
 
 def _error(loss, params, data, cls, *words, call=(W0,)):

@@ -94,7 +94,7 @@ print(objective.source)
 
 # %%
 cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                       dashboard_address=None)
+                       dashboard_address=":0")
 client = Client(cluster)
 w0, b0 = np.zeros(D), 0.0
 objective(w0, b0)  # the first call checks the loss is a sum over rows
