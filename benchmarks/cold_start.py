@@ -16,7 +16,7 @@ import statistics
 import subprocess
 import sys
 
-HEAVY = ("networkx", "sympy", "scipy", "hypothesis", "matplotlib")
+HEAVY = ("networkx", "sympy", "scipy", "hypothesis", "matplotlib", "dask", "distributed")
 
 
 def _import_ms(module: str, env: dict) -> float:

@@ -155,6 +155,10 @@ def scale_tables(res: dict) -> list[str]:
                 [[f"{int(r['L']):,}", f"{int(r['forward_nodes']):,}", f"{int(r['nodes']):,}",
                   f"{int(r['lines']):,}", t(r["compile_s"]), t(r["compile_cpu_s"]),
                   f"{r['peak_mb']:.0f} MB", f"{r['growth_mb']:.0f} MB"]])
+        if k[0] == "dask_scale" and k[3] == "dask":
+            from .dask_scale import table
+
+            lines += [table([r]), ""]
         if k[0] == "cold_start":
             lines += _table(["import numpy", "import symgrad", "difference (paired median)",
                              "heavy modules imported"],

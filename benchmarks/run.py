@@ -180,6 +180,19 @@ def run_sympy(runner: Runner, ladder=None) -> None:
             break
 
 
+def run_dask(runner: Runner) -> None:
+    """The Dask scale-out cell, when symgrad[dask] is installed (an optional extra)."""
+    import importlib.util
+
+    spec = {"workload": "dask_scale", "config": "N1e7", "system": "symgrad"}
+    if importlib.util.find_spec("distributed") is None:
+        runner.cells.append({"spec": spec, "rows": [],
+                             "skipped": "dask[distributed] not installed: pip install "
+                                        "'symgrad[dask]'"})
+        return
+    runner.cell(spec, timeout=600.0, need=120.0)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5, help="rounds of each cell (W4: L <= 1e4)")
@@ -201,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     runner.cell({"workload": "cold_start", "config": "import", "system": "symgrad"})
     runner.cell({"workload": "compile_scale", "config": "L25000", "system": "symgrad"},
                 need=60.0)
+    run_dask(runner)
     run_w4(runner, [s for s in W4_SYSTEMS if s in live],
            W4_LADDER[:3] if args.quick else W4_LADDER, rounds)
     if not args.quick and not notes["sympy"]:

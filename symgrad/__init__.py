@@ -85,9 +85,14 @@ for _name in numpy._names():
 
 def __getattr__(name: str) -> _Any:
     """Ops registered after import (``symgrad.extend.defop``) are functions here too;
-    ``__version__`` is read on first use (importlib.metadata is slow to import)."""
+    ``__version__`` is read on first use (importlib.metadata is slow to import), and
+    ``symgrad.dask`` is imported on first use (it imports Dask)."""
     if name == "__version__":
         return _version()
+    if name == "dask":  # symgrad.dask imports Dask: only on first use
+        import importlib
+
+        return importlib.import_module(".dask", __name__)
     if "." not in name and name in numpy._names():
         return _function_for(name)
     raise AttributeError(f"module 'symgrad' has no attribute {name!r}")

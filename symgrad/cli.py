@@ -219,8 +219,9 @@ def cmd_grad(args: argparse.Namespace) -> int:
 
 
 def cmd_source(args: argparse.Namespace) -> int:
-    from .backends.numpy_source import Module, output_list
+    from .backends.numpy_source import Module, default_inputs, output_list, prepared
     from .backends.target import TARGETS
+    from .ir.expr import Expr
     from .transforms.derivatives import grad
 
     f = _expression(args)
@@ -235,8 +236,12 @@ def cmd_source(args: argparse.Namespace) -> int:
     outs = _simplified(outs, args.simplify)
     inputs = parse_names(args.inputs, "--inputs")
     graph, ids, single = output_list(outs)
-    module = Module(graph, target=TARGETS[args.backend])
-    module.add(args.name, ids, inputs, single, labels)
+    inputs = default_inputs(graph, ids, inputs)
+    tgt = TARGETS[args.backend]
+    new, (new_ids,) = prepared(graph, [ids], True, False, tgt)
+    module = Module(new, target=tgt)
+    module.shown = {n: Expr(graph, o) for n, o in zip(new_ids, ids)}
+    module.add(args.name, new_ids, inputs, single, labels)
     if layout is not None:  # which rows and columns of the flat Hessian are which variable
         module.constants.append(("HESS_LAYOUT", layout))
     _write(module.render(), args.output)

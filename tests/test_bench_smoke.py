@@ -176,6 +176,26 @@ def test_cold_start_and_compile_scale_cells():
     (row,) = cold_start.measure({"rounds": 1}, "symgrad", 0.0)
     assert row["numpy_ms"] > 0 and row["symgrad_ms"] > 0
     assert "networkx" not in row["heavy_modules"] and "sympy" not in row["heavy_modules"]
+    assert "dask" not in row["heavy_modules"]  # symgrad.dask loads only on first use
     (row,) = compile_scale.measure({"L": 300}, "symgrad", 0.0)
     assert row["forward_nodes"] == 4 * 300 + 1 and row["lines"] > row["forward_nodes"]
     assert row["value"] == pytest.approx(w4.hand_loop(w4.X0, 300)[0], rel=1e-14)
+
+
+def test_dask_scale_cell_at_a_tiny_size(tmp_path):
+    """The Dask cell at 2,000 rows: its three ways agree with each other and with symgrad
+    on the whole data, and it reports throughput and worker memory (no timing checks)."""
+    pytest.importorskip("distributed", reason="dask[distributed] is not installed")
+    from benchmarks import dask_scale
+
+    row = dask_scale.measure_chunk(tmp_path, 2000, 3, 700, repeat=1)
+    assert row["chunks"] == 3 and row["polymorphic"] and row["rel_err"] < 1e-12
+    assert row["dask_rows_s"] > 0 and row["worker_peak_rss_mb"] >= row["worker_idle_rss_mb"]
+    X, y = (np.asarray(a) for a in dask_scale.write_data(tmp_path / "again", 2000, 3, 700))
+    loss, *_ = dask_scale.logistic(2000, 3)
+    w, b = np.linspace(0.5, -0.5, 3), 0.1
+    want = sg.evaluate([loss, *sg.grad(loss, ["w", "b"])], {"X": X, "y": y, "w": w, "b": b})
+    got = dask_scale.hand(w, b, X, y)
+    for a, ref in zip(got, want):
+        np.testing.assert_allclose(a, ref, rtol=1e-12)
+    assert "M rows/s" in dask_scale.table([row])

@@ -14,12 +14,15 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+# the Dask notebook fits 10^7 rows when built; 20,000 rows here keep the tests fast
+os.environ.setdefault("SYMGRAD_NOTEBOOK_ROWS", "20000")
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 
@@ -69,6 +72,11 @@ EXPECTED = {
         "check_grads passed: Rosenbrock and the network, orders 1 and 2",
         "GradientCheckError",
     ],
+    "04_dask_scale": [
+        "the chunk function is length-polymorphic: True",
+        "dask gradient == single-process loop over the chunks: True",
+        "L-BFGS-B and Newton-CG agree: True",
+    ],
 }
 
 
@@ -89,6 +97,8 @@ def _printed(outputs: list[dict]) -> str:
 @functools.cache
 def _execute(stem: str) -> tuple[dict, list[tuple[list[str], list[dict]]]]:
     """Run the .ipynb's code cells in order; (namespace, [(tags, outputs) per code cell])."""
+    if stem == "04_dask_scale":
+        pytest.importorskip("distributed", reason="dask[distributed] is not installed")
     namespace: dict = {"__name__": "__main__"}
     cells = []
     for k, (source, tags) in enumerate(build.code_cells(_notebook(stem))):
@@ -132,6 +142,15 @@ def test_higher_order_values():
     ns, _ = _execute("03_higher_order_and_codegen")
     np.testing.assert_allclose(ns["xk"], np.ones(5), atol=1e-12)
     np.testing.assert_allclose(ns["H"], ns["H_sympy"], rtol=1e-13, atol=1e-12)
+
+
+def test_dask_scale_values():
+    pytest.importorskip("distributed", reason="dask[distributed] is not installed")
+    ns, _ = _execute("04_dask_scale")
+    assert ns["ROWS"] == int(os.environ["SYMGRAD_NOTEBOOK_ROWS"]) and ns["same"]
+    np.testing.assert_allclose(ns["newton"].x, ns["lbfgs"].x, atol=1e-4)
+    # the fit recovers the weights the labels were drawn with (20,000 rows: to about 0.1)
+    np.testing.assert_allclose(ns["w_fit"], ns["w_true"], atol=0.15)
 
 
 @pytest.mark.skipif(not HAVE_MATPLOTLIB, reason="matplotlib is not installed: the figure "
