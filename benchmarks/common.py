@@ -72,6 +72,10 @@ def load(system: str) -> Any:
         import sympy
 
         return sympy
+    if system == "array_api":  # symgrad's array API backend on NumPy arrays
+        import array_api_compat
+
+        return array_api_compat
     raise ValueError(f"unknown system {system!r}")
 
 

@@ -339,10 +339,22 @@ def render(data: dict) -> str:
     lines += ["## Gradient workloads", ""] + grad_tables(res)
     lines += ["## Compiling large graphs, cold start", ""] + scale_tables(res)
     lines += ["## W4", ""] + w4_tables(res)
+    lines += backend_tables(res)
     notes = cell_notes(cells)
     if notes:
         lines += ["## Notes (skipped or failed cells)", ""] + [f"- {n}" for n in notes] + [""]
     return "\n".join(lines)
+
+
+def backend_tables(res: dict) -> list[str]:
+    """The rows of the ``backends`` cells (``benchmarks/backends.py``), if any ran."""
+    from . import backends
+
+    rows = [{"workload": k[1], **r} for k, r in sorted(res.items(), key=str)
+            if k[0] == "backends" and ("grad_vs_jax" in r or "vs_numpy_backend" in r)]
+    if not rows:
+        return []
+    return ["## Backends (`backend=\"jax\"`, `\"array_api\"`)", "", *backends.table(rows), ""]
 
 
 def _med(values):

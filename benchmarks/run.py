@@ -105,6 +105,18 @@ def run_grad_cells(runner: Runner, rounds: int, systems: list[str], cells=GRAD_C
                              "round": r})
 
 
+def run_backend_cells(runner: Runner, rounds: int, notes: dict) -> None:
+    """symgrad's ``jax`` and ``array_api`` backends on W1, W2, W5 (``benchmarks/backends.py``)."""
+    from . import backends
+
+    for r in range(rounds):
+        for name in backends.CONFIGS:
+            for system in backends.SYSTEMS:
+                if notes.get(system) is None and common.available(system) is None:
+                    runner.cell({"workload": "backends", "config": name, "system": system,
+                                 "round": r})
+
+
 def run_w4(runner: Runner, systems: list[str], ladder=W4_LADDER, rounds: int = 1) -> None:
     """Each system climbs the L ladder; stop at a failure or a predicted time-out.
 
@@ -198,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     live = [s for s in systems if not notes[s]]
     rounds = 1 if args.quick else args.rounds
     run_grad_cells(runner, rounds, live)
+    run_backend_cells(runner, rounds, notes)
     runner.cell({"workload": "cold_start", "config": "import", "system": "symgrad"})
     runner.cell({"workload": "compile_scale", "config": "L25000", "system": "symgrad"},
                 need=60.0)

@@ -25,6 +25,7 @@ from typing import Any as _Any
 from . import numpy  # noqa: E402  (symgrad.numpy: NumPy's names and meanings)
 from .backends import compile, evaluate, linearize, scipy_functions, to_source  # noqa: A004
 from .errors import (
+    BackendError,
     DifferentiationError,
     EvaluationError,
     InputError,
@@ -98,8 +99,9 @@ def __getattr__(name: str) -> _Any:
 
 
 __all__ = [
-    "DifferentiationError", "EvaluationError", "Expr", "Graph", "InputError", "LimitError",
-    "NameConflictError", "ParseError", "ShapeError", "SymgradError", "SymgradWarning", "const",
+    "BackendError", "DifferentiationError", "EvaluationError", "Expr", "Graph", "InputError",
+    "LimitError", "NameConflictError", "ParseError", "ShapeError", "SymgradError",
+    "SymgradWarning", "const",
     "derivative", "evaluate", "getitem", "grad", "hessian", "hvp", "jacfwd", "jacobian", "jvp",
     "var", "vjp", "linearize", "jacobian_sparsity", "hessian_sparsity", "pi", "e", "inf", "nan",
     "newaxis", "parse", "to_source", "compile", "scipy_functions",

@@ -220,6 +220,7 @@ def cmd_grad(args: argparse.Namespace) -> int:
 
 def cmd_source(args: argparse.Namespace) -> int:
     from .backends.numpy_source import Module, default_inputs, output_list, prepared
+    from .backends.target import TARGETS
     from .ir.expr import Expr
     from .transforms.derivatives import grad
 
@@ -236,8 +237,9 @@ def cmd_source(args: argparse.Namespace) -> int:
     inputs = parse_names(args.inputs, "--inputs")
     graph, ids, single = output_list(outs)
     inputs = default_inputs(graph, ids, inputs)
-    new, (new_ids,) = prepared(graph, [ids], True, False)
-    module = Module(new)
+    tgt = TARGETS[args.backend]
+    new, (new_ids,) = prepared(graph, [ids], True, False, tgt)
+    module = Module(new, target=tgt)
     module.shown = {n: Expr(graph, o) for n, o in zip(new_ids, ids)}
     module.add(args.name, new_ids, inputs, single, labels)
     if layout is not None:  # which rows and columns of the flat Hessian are which variable
@@ -368,6 +370,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "matrix hess over the variables flattened and concatenated in --wrt "
                         "order, its layout in the module constant HESS_LAYOUT")
     c.add_argument("--simplify", action="store_true", help="simplify before emitting")
+    c.add_argument("--backend", default="numpy", choices=("numpy", "array_api", "jax", "torch"),
+                   help="the array library the module is written for (default numpy; see "
+                        "to_source's backend)")
     c.add_argument("--name", default="f", help="name of the generated function (default f)")
     c.add_argument("--inputs", metavar="W,x,...",
                    help="the function's parameters in this order (default: the order the "

@@ -78,5 +78,10 @@ class ArgumentError(SymgradError, TypeError, ValueError):
     TypeError and a ValueError too, as the bare error would have been."""
 
 
+class BackendError(SymgradError, ValueError):
+    """A backend that does not exist, is not installed, or cannot write an op; the message
+    names the backend, the op and the valid choices."""
+
+
 class SymgradWarning(UserWarning):
     """Something that is probably a mistake but has a meaning (an input no variable has)."""

@@ -28,6 +28,7 @@ from typing import Any
 
 from .backends.math_table import MATH
 from .backends.numpy_table import NUMPY, Template
+from .backends.target import TARGETS
 from .errors import SymgradError
 from .frontend.functions import function_for
 from .ir.expr import Expr
@@ -147,6 +148,10 @@ def defop(
     register(op)
     NUMPY[name] = template
     MATH[name] = None if math is None else Template(math)
+    for target in TARGETS.values():  # the array API backends: said explicitly, with why
+        if not target.is_numpy:
+            target.table[name] = None
+            target.unsupported[name] = "a user-defined op (defop gives a NumPy template only)"
     return function_for(name)
 
 

@@ -57,3 +57,15 @@ def registry_cases(families) -> list:
                 label = "-".join(fmt(s).replace(" ", "") for s in shapes)
                 out.append(pytest.param(Case(op, arrays, {}), id=f"{name}-{label}"))
     return out
+
+
+def impl(case: Case):
+    """The op's prepared attributes and its ``impl`` on the case's arrays. (The built node
+    may be another op's when the stanza folds, so its attrs are not used here.)"""
+    op = case.op
+    attrs = {**op.attrs, **case.attrs}
+    if op.prepare is not None:
+        shapes = tuple(a.shape for a in case.arrays)
+        attrs = op.prepare(shapes, tuple(a.dtype.name for a in case.arrays), attrs)
+    with np.errstate(all="ignore"):
+        return attrs, op.impl(*case.arrays, **attrs)

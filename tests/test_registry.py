@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 import pytest
-from registry_cases import Case, registry_cases
+from registry_cases import Case, impl, registry_cases
 
 import symgrad as sg
 from symgrad.backends import TABLES
@@ -46,16 +46,7 @@ def test_every_op_with_operands_is_covered():
     assert not missing, f"ops with neither examples nor an elementwise domain: {missing}"
 
 
-def _impl(case: Case):
-    """The op's prepared attributes and its ``impl`` on the case's arrays. (The built node
-    may be another op's when the stanza folds, so its attrs are not used here.)"""
-    op = case.op
-    attrs = {**op.attrs, **case.attrs}
-    if op.prepare is not None:
-        shapes = tuple(a.shape for a in case.arrays)
-        attrs = op.prepare(shapes, tuple(a.dtype.name for a in case.arrays), attrs)
-    with np.errstate(all="ignore"):
-        return attrs, op.impl(*case.arrays, **attrs)
+_impl = impl
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -2,6 +2,9 @@
 
 * :mod:`.interpreter` — ``evaluate``: runs each op's NumPy implementation (its stanza);
 * :mod:`.numpy_table` + :mod:`.numpy_source` — ``to_source``: standalone NumPy source;
+* :mod:`.target` — the targets of ``to_source(..., backend=...)``: ``numpy``, ``array_api``
+  (:mod:`.array_api_table`, helpers in :mod:`.array_api_helpers`), ``jax``
+  (:mod:`.jax_table`), ``torch`` (:mod:`.torch_table`); :mod:`.array_compiled` loads them;
 * :mod:`.math_table` — the scalar ``math`` form used by ``to_source(..., scalars="math")``;
 * :mod:`.compiled` — ``compile`` and ``scipy_functions``: the emitted source, loaded;
 * :mod:`.linearized` — ``linearize``: the value at a point and the emitted map ``v -> J v``.
@@ -16,7 +19,8 @@ from .linearized import linearize
 from .math_table import MATH
 from .numpy_source import to_source
 from .numpy_table import NUMPY
+from .target import TARGETS
 
-TABLES = {"numpy": NUMPY, "math": MATH}
+TABLES = {"numpy": NUMPY, "math": MATH, **{k: t.table for k, t in TARGETS.items()}}
 
 __all__ = ["TABLES", "compile", "evaluate", "linearize", "scipy_functions", "to_source"]

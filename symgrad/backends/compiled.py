@@ -31,6 +31,7 @@ from .numpy_source import (
     resolve_inputs,
 )
 from .sparse_source import add_pattern, is_sparse, sparse_module
+from .target import target
 
 __all__ = ["compile", "scipy_functions", "CompiledFunction", "ScipyFunctions"]
 
@@ -64,11 +65,15 @@ class CompiledFunction:
             if k in given:
                 raise InputError(f"{self.__name__}() got input {k!r} twice")
             given[k] = v
-        values = [check_input(n, given) for n in self._nodes]
+        values = [self._value(n, given) for n in self._nodes]
         try:
             return self.raw(*values)
         except (IndexError, ValueError, TypeError) as e:  # what evaluate raises for them
             raise runtime_error(e, f"{self.__name__}()") from None
+
+    def _value(self, node: Any, given: dict) -> Any:
+        """The checked value of input ``node`` (a NumPy array)."""
+        return check_input(node, given)
 
     def __repr__(self) -> str:
         return f"<symgrad compiled function {self.__name__}({', '.join(self.inputs)})>"
@@ -114,7 +119,7 @@ def _blocks(lines: list[str], size: int, whole: int = 1 << 20):
 def compile(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None = None,
             name: str = "f", check_inputs: bool = True, *,
             output_names: Sequence[str] | None = None, scalars: str = "math",
-            optimize: bool = True, fast_math: bool = False) -> Callable:
+            optimize: bool = True, fast_math: bool = False, backend: str = "numpy") -> Callable:
     """Emit the source of ``outputs`` (see :func:`to_source`) and load it as a function.
 
     The source is registered under a fake filename, so ``inspect.getsource``, tracebacks
@@ -122,8 +127,11 @@ def compile(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None 
     compiles to a function returning its ``data``; the function's ``rows``, ``cols`` and
     ``shape`` are the pattern. With ``check_inputs`` the returned callable checks each
     input's shape and dtype (like ``sg.evaluate``) and converts lists; ``fn.raw`` is the
-    unchecked generated function (fastest; pass NumPy arrays). ``scalars``, ``optimize``
-    and ``fast_math``: as in :func:`to_source`.
+    unchecked generated function (fastest; pass NumPy arrays). ``scalars``, ``optimize``,
+    ``fast_math`` and ``backend``: as in :func:`to_source`. With ``backend="jax"`` the
+    function is ``jax.jit`` of the generated one; with ``"array_api"`` and ``"torch"``
+    arrays of the backend's library pass through unconverted (see
+    :mod:`symgrad.backends.array_compiled`).
 
     >>> import symgrad as sg
     >>> x = sg.var("x", shape=(3,))
@@ -135,19 +143,25 @@ def compile(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None 
     """
     name, inputs, output_names, scalars = emit_request(name, inputs, output_names, scalars)
     check_inputs = exact_flag(check_inputs, "check_inputs")
+    tgt = target(backend)
     sparse = outputs if is_sparse(outputs) else None
     if sparse is not None:
         graph = sparse.data.graph
-        module, plan = sparse_module(sparse, inputs, name, scalars)
+        module, plan = sparse_module(sparse, inputs, name, scalars, tgt)
     else:
         graph, outs, single = output_list(outputs)
         inputs = default_inputs(graph, outs, inputs)
-        new, (new_outs,) = prepared(graph, [outs], optimize, fast_math)
-        module = Module(new, scalars)
+        new, (new_outs,) = prepared(graph, [outs], optimize, fast_math, tgt)
+        module = Module(new, scalars, tgt)
         module.shown = {n: Expr(graph, o) for n, o in zip(new_outs, outs)}
         plan = module.add(name, new_outs, inputs, single, output_names)
         graph = new
     source = module.render()
+    if not tgt.is_numpy:
+        from .array_compiled import load_array_function
+
+        return load_array_function(tgt, source, name, [graph.nodes[i] for i in plan.params],
+                                   check_inputs, _load)
     namespace, filename = _load(source, name)
     raw = namespace[name]
     params = [graph.nodes[i] for i in plan.params]

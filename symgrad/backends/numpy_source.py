@@ -48,9 +48,12 @@ from ..passes import pipeline
 from ..passes.simplify import gc_paused
 from ..progress import start
 from . import layout
+from .array_api_helpers import _sg_xp_const
+from .array_api_table import number_source
 from .boundary import emit_request, exact_flag
 from .math_table import MATH, fallback_names
 from .numpy_table import NUMPY, NUMPY_TYPE, Template, scalar_source
+from .target import TARGETS, Target, target
 
 __all__ = ["to_source", "is_safe_name"]
 
@@ -207,13 +210,13 @@ def first_appearance(graph: Graph, outputs: Sequence[int], among: Sequence[int])
 
 
 def _plan(graph: Graph, name: str, outs: list[int], inputs: Any, single: bool,
-          labels: Sequence[str] | None = None) -> _Plan:
+          labels: Sequence[str] | None = None, target: Target = TARGETS["numpy"]) -> _Plan:
     nodes = graph.nodes
     order = graph.ancestors(outs)
     for i in order:
         n = nodes[i]
-        if not (n.is_var or n.is_const) and n.op not in NUMPY:
-            raise SymgradError(f"node {i}: op {n.op!r} has no NumPy source; cannot emit it")
+        if not (n.is_var or n.is_const) and target.table.get(n.op) is None:
+            _no_source(n.op, i, target)
     used = [i for i in order if nodes[i].is_var]
     params = resolve_inputs(graph, inputs, used, outs)
     # Forward nodes named in the comments of adjoint lines get names too (maybe no line).
@@ -233,17 +236,29 @@ def _plan(graph: Graph, name: str, outs: list[int], inputs: Any, single: bool,
         labels = list(labels)
         if len(labels) != len(outs):
             raise SymgradError(f"output_names has {len(labels)} names for {len(outs)} outputs")
-    _assign_names(graph, plan, named, labels or [])
+    _assign_names(graph, plan, named, labels or [], target)
     return plan
+
+
+def _no_source(op: str, i: int, target: Target) -> None:
+    """Raise: op ``op`` (node ``i``) cannot be written for ``target``, and why."""
+    from ..errors import BackendError
+
+    if target.is_numpy:
+        raise SymgradError(f"node {i}: op {op!r} has no NumPy source; cannot emit it")
+    why = target.unsupported.get(op) or "it has no template in this backend's table"
+    raise BackendError(f"op {op!r} (node {i}) cannot be emitted for backend "
+                       f"{target.name!r}: {why}; use backend='numpy' for this expression")
 
 
 _BINDERS = re.compile(r"\blambda\b|:=|\bfor\b")
 
 
-def _helpers(graph: Graph, order: Sequence[int]) -> list[Callable]:
+def _helpers(graph: Graph, order: Sequence[int], table: dict = NUMPY) -> list[Callable]:
     """The registry helper functions the ops of ``order`` call, sorted by name."""
     ops = {graph.nodes[i].op for i in order}
-    found = {fn.__name__: fn for op in ops if op in NUMPY for fn in NUMPY[op].helpers}
+    found = {fn.__name__: fn for op in ops if table.get(op) is not None
+             for fn in table[op].helpers}
     return [found[k] for k in sorted(found)]
 
 
@@ -255,18 +270,18 @@ def _helper_source(fn: Callable) -> tuple[str, ...]:
     return tuple(textwrap.dedent(inspect.getsource(fn)).rstrip().splitlines())
 
 
-def _template_bound_names(graph: Graph, order: list[int]) -> list[str]:
+def _template_bound_names(graph: Graph, order: list[int], table: dict = NUMPY) -> list[str]:
     """Names the op templates bind themselves (``lambda z: ...``, comprehension variables).
 
     No variable or temporary may take one: inside the template it would be captured.
     """
-    bound: set[str] = {fn.__name__ for fn in _helpers(graph, order)}
+    bound: set[str] = {fn.__name__ for fn in _helpers(graph, order, table)}
     seen: set[tuple] = set()
     for i in order:
         n = graph.nodes[i]
         if n.is_var or n.is_const:
             continue
-        src = NUMPY[n.op]
+        src = table[n.op]
         key = (n.op, len(n.args))
         if isinstance(src.text, str) and key in seen:
             continue
@@ -284,10 +299,14 @@ def _template_bound_names(graph: Graph, order: list[int]) -> list[str]:
     return sorted(bound)
 
 
-def _assign_names(graph: Graph, plan: _Plan, named: list[int], labels: list[str]) -> None:
+def _assign_names(graph: Graph, plan: _Plan, named: list[int], labels: list[str],
+                  target: Target = TARGETS["numpy"]) -> None:
     """Fill ``plan.names`` (every named node) and ``plan.aliases`` (outputs that are inputs)."""
     nodes, params, outputs = graph.nodes, plan.params, set(plan.outputs)
-    namer = Namer(_template_bound_names(graph, plan.order))
+    taken = _template_bound_names(graph, plan.order, target.table)
+    if not target.is_numpy:  # the namespace and the module's imports
+        taken += [target.namespace, "math", "array_namespace", "array_api_compat"]
+    namer = Namer(taken)
     names = plan.names
     for i in params + [i for i in named if nodes[i].is_var]:
         if i not in names:
@@ -322,7 +341,8 @@ def _assign_names(graph: Graph, plan: _Plan, named: list[int], labels: list[str]
 # -- constants -------------------------------------------------------------------------------
 
 
-def _inline(value: np.ndarray, user: Any, nodes: list, node_id: int, strong: bool = False) -> str:
+def _inline(value: np.ndarray, user: Any, nodes: list, node_id: int, strong: bool = False,
+            target: Target = TARGETS["numpy"]) -> str:
     """A 0-d constant as a literal in ``user``'s expression, typed exactly as the graph says.
 
     Python literals are "weak" under NumPy's promotion rules (``float32 * 2.0`` stays float32)
@@ -332,6 +352,8 @@ def _inline(value: np.ndarray, user: Any, nodes: list, node_id: int, strong: boo
     dtype = value.dtype.name
     py = value.item()
     others = [nodes[b].dtype for b in user.args if b != node_id]
+    if not target.is_numpy:
+        return _inline_array(py, dtype, others, strong)
     if dtype in ("float64", "int64", "bool") or (others and dtype in NUMPY_TYPE):
         weak_ok = not others or np.result_type(*others, dtype) == np.result_type(*others, py)
         if weak_ok and not strong:
@@ -343,6 +365,34 @@ def _inline(value: np.ndarray, user: Any, nodes: list, node_id: int, strong: boo
     else:
         raise SymgradError(f"cannot emit a constant of dtype {dtype}")
     return f"({text})" if text.startswith("-") else text
+
+
+def _inline_array(py: Any, dtype: str, others: list[str], strong: bool) -> str:
+    """A 0-d constant for the array API targets: a Python literal beside an array operand
+    where NumPy's promotion gives the same dtype, else ``xp.asarray(literal, dtype=...)``
+    (the standard's functions take arrays; a literal alone is not one)."""
+    if dtype not in NUMPY_TYPE:
+        raise SymgradError(f"cannot emit a constant of dtype {dtype}")
+    text = number_source(py)
+    weak_ok = bool(others) and np.result_type(*others, dtype) == np.result_type(*others, py)
+    if strong or not weak_ok:
+        return f"xp.asarray({text}, dtype=xp.{dtype})"
+    return f"({text})" if text.startswith("-") else text
+
+
+def _const_spec(value: np.ndarray) -> str:
+    """An array constant as ``((values...), shape, dtype)`` for ``_sg_xp_const``: Python
+    data only, built into an array of the call's namespace."""
+    dtype = value.dtype.name
+    if dtype not in NUMPY_TYPE:
+        raise SymgradError(f"cannot emit a constant of dtype {dtype}")
+    items = [number_source(v) for v in value.ravel().tolist()]
+    tail = f"), {value.shape!r}, {dtype!r})"
+    one = f"(({', '.join(items)}{',' if len(items) == 1 else ''}{tail}"
+    if len(one) <= _LINE - 10:
+        return one
+    inner = "\n".join(f"    {line}" for line in _wrap_items(items, _LINE - 8))
+    return f"((\n{inner}\n{tail}"
 
 
 def _wrap_items(items: list[str], width: int) -> list[str]:
@@ -398,12 +448,15 @@ def _array_source(value: np.ndarray, indent: str = "") -> str:
 class Module:
     """A generated module: functions over one graph sharing hoisted constants."""
 
-    def __init__(self, graph: Graph, scalars: str = "math") -> None:
+    def __init__(self, graph: Graph, scalars: str = "math",
+                 target: Target = TARGETS["numpy"]) -> None:
         if scalars not in ("numpy", "math"):
             raise SymgradError(f"scalars must be 'numpy' or 'math', got {scalars!r}")
         self.graph = graph
         self.plans: list[_Plan] = []
-        self.scalars = scalars
+        self.target = target
+        self.table = target.table
+        self.scalars = scalars if target.scalars else "numpy"  # array code throughout
         self._scalar = False  # rendering the Python-float version of a function
         self._shim_done = False  # the module defines _numpy_math already
         self._helper_names: set[str] = set()  # generated helper functions (bodies, parts)
@@ -416,7 +469,7 @@ class Module:
         _check_function_name(name)
         if any(p.name == name for p in self.plans):
             raise SymgradError(f"two generated functions named {name!r}")
-        plan = _plan(self.graph, name, outs, inputs, single, labels)
+        plan = _plan(self.graph, name, outs, inputs, single, labels, self.target)
         self.plans.append(plan)
         return plan
 
@@ -440,6 +493,8 @@ class Module:
         k = 1
         for i in hoisted:
             self.consts[i], k = namer.counter("_c", k)
+        if not self.target.is_numpy:
+            return self._render_array(hoisted)
         out = ["# Generated by symgrad. Requires only NumPy.", "import numpy as np"]
         if hoisted:
             out.append("")
@@ -469,26 +524,62 @@ class Module:
             out[k] += "  # noqa: F401"
         return "\n".join(out) + "\n"
 
+    def _render_array(self, hoisted: list[int]) -> str:
+        """The module for an array API target: its header, the hoisted constants as Python
+        data (built in the call's namespace by ``_sg_xp_const``), helpers, functions."""
+        if any(isinstance(v, np.ndarray) for _, v in self.constants):
+            raise SymgradError(f"backend {self.target.name!r} cannot emit NumPy arrays as "
+                               "module constants (a sparse pattern); use backend='numpy'")
+        nodes = self.graph.nodes
+        out = list(self.target.header)
+        for i in hoisted:
+            out += ["", f"{self.consts[i]} = {_const_spec(nodes[i].attrs['value'])}"]
+        out += [line for cname, value in self.constants for line in ("", f"{cname} = {value!r}")]
+        helpers = _helpers(self.graph, [i for p in self.plans for i in p.order], self.table)
+        if hoisted:
+            helpers = sorted([*helpers, _sg_xp_const], key=lambda fn: fn.__name__)
+        for fn in helpers:
+            out += ["", "", *_helper_source(fn)]
+        for p in self.plans:
+            lines, _ = self._function(p)
+            out += ["", "", *lines]
+        text = "\n".join(out) + "\n"
+        if "math." not in text.replace("import math", ""):
+            text = text.replace("import math\n\n", "", 1)
+        return text
+
     def _operand(self, a: int, user: Any, names: dict[int, str]) -> str:
         name = names.get(a)
         if name is not None and a not in self._inlined:
             return name
         if a in self.consts:
-            return self.consts[a]
+            return self._const_text(a)
         nodes = self.graph.nodes
-        key = (a, tuple(nodes[b].dtype for b in user.args if b != a))
+        # the array API takes one Python scalar beside arrays, never two
+        strong = not self.target.is_numpy and any(b in self._inlined for b in user.args
+                                                  if b != a)
+        key = (a, tuple(nodes[b].dtype for b in user.args if b != a), strong)
         text = self._literals.get(key)
         if text is None:
-            text = self._literals[key] = _inline(nodes[a].attrs["value"], user, nodes, a)
+            text = self._literals[key] = _inline(nodes[a].attrs["value"], user, nodes, a,
+                                                 strong, self.target)
         return text
+
+    def _const_text(self, i: int) -> str:
+        """A hoisted array constant as an operand: its module name (NumPy), or the array
+        built from it in the call's namespace."""
+        name = self.consts[i]
+        return name if self.target.is_numpy else f"_sg_xp_const(xp, {name})"
 
     def _expr(self, i: int, names: dict[int, str]) -> str:
         n = self.graph.nodes[i]
         if n.is_var:
             return names[i]
         if n.is_const:
-            return self.consts.get(i) or _inline(n.attrs["value"], n, self.graph.nodes, i)
-        src = MATH[n.op] if self._scalar else NUMPY[n.op]
+            if i in self.consts:
+                return self._const_text(i)
+            return _inline(n.attrs["value"], n, self.graph.nodes, i, target=self.target)
+        src = MATH[n.op] if self._scalar else self.table[n.op]
         texts = [self._operand(a, n, names) for a in n.args]
         if any(k in self._inlined for k in n.args):
             texts = self._typed_scalars(n, src, texts)
@@ -506,13 +597,15 @@ class Module:
             probes = [f"_SGPROBE{k}_" for k in range(len(texts))]
             probe = src.render(probes, n.attrs)
             used = [bool(re.search(rf"{p}\s*[.\[(]", probe)) for p in probes]
+            if not self.target.is_numpy and "_sg_xp_" in probe:  # helpers take arrays
+                used = [True] * len(probes)
             if key:
                 self._probes[key] = used
         out = list(texts)
         for k, a in enumerate(n.args):
             if a in self._inlined and used[k]:
                 out[k] = _inline(self.graph.nodes[a].attrs["value"], n, self.graph.nodes, a,
-                                 strong=True)
+                                 strong=True, target=self.target)
         return out
 
     def _all_scalar(self, p: _Plan) -> bool:
@@ -589,9 +682,14 @@ class Module:
                 for i, alias in sorted(p.aliases.items())]
         ret = results[0] if p.single else ", ".join(results) + ("," if len(results) == 1 else "")
         tail.append(f"    return {ret}" if p.single or len(results) > 1 else f"    return ({ret})")
-        doc = _docstring(self.graph, p, self.shown) if with_doc else []
+        doc = _docstring(self.graph, p, self.shown, self.target.label) if with_doc else []
         extras = [f"{extra}={extra}"] if extra else []
-        head = [*_call(f"def {fname}(", params + extras, "):", ""), *doc]
+        if self.target.per_call:  # parts take the namespace the function found
+            extra, extras = self.target.namespace, [self.target.namespace]
+        head = [*_call(f"def {fname}(", params + extras[:0 if self.target.per_call else 1],
+                       "):", ""), *doc]
+        if self.target.per_call:
+            head += self._binding(params)
         if len(body) <= layout.PART_LINES:
             lines = head + self._statements(body, names, outputs, comments=not big) + tail
             lines = [_fit(line) for line in lines]
@@ -626,14 +724,22 @@ class Module:
             progress.update()
             n = nodes[i]
             expr = self._expr(i, names)
-            if n.is_const and i in self.consts:
-                expr += ".copy()"  # never hand out the shared module constant
+            if n.is_const and i in self.consts:  # never hand out the shared constant
+                expr = (f"{expr}.copy()" if self.target.is_numpy else
+                        f"{self.target.namespace}.asarray({expr}, copy=True)")
             code = f"    {names[i]} = {expr}"
             lines.append(self._line(code, n, names) if comments else code)
             dead = [names[a] for a in releases.get(i, ()) if names[a] != names[i]]
             lines += _del_lines(dead)
         progress.close()
         return lines
+
+    def _binding(self, params: list[str]) -> list[str]:
+        """The first line of an array API function: the namespace of its inputs."""
+        ns = self.target.namespace
+        if not params:
+            return [f"    import array_api_compat.numpy as {ns}  # no inputs: NumPy's"]
+        return _call(f"{ns} = array_namespace(", params, ")")
 
     def _line(self, code: str, n: Any, names: dict[int, str], of: int | None = None) -> str:
         """``code`` plus, for an adjoint line, ``# backprop of: <forward line>`` (shortened);
@@ -800,12 +906,13 @@ def _escape(text: str) -> str:
     return text.replace('"""', '\\"\\"\\"')
 
 
-def _docstring(graph: Graph, p: _Plan, shown: dict[int, Expr] | None = None) -> list[str]:
+def _docstring(graph: Graph, p: _Plan, shown: dict[int, Expr] | None = None,
+               label: str = "Generated by symgrad (NumPy only).") -> list[str]:
     """The function's docstring; ``shown`` maps output ids to the Exprs to print for them
     (the expressions as the user wrote them, before the compile passes)."""
     nodes, names = graph.nodes, p.names
     shown = shown or {}
-    body = ["Generated by symgrad (NumPy only).", "", "Parameters:"]
+    body = [label, "", "Parameters:"]
     for i in p.params:
         n = nodes[i]
         note = "" if names[i] == n.name else f" (variable {n.name!r})"
@@ -836,7 +943,8 @@ def _docstring(graph: Graph, p: _Plan, shown: dict[int, Expr] | None = None) -> 
 
 def to_source(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None = None,
               name: str = "f", *, output_names: Sequence[str] | None = None,
-              scalars: str = "math", optimize: bool = True, fast_math: bool = False) -> str:
+              scalars: str = "math", optimize: bool = True, fast_math: bool = False,
+              backend: str = "numpy") -> str:
     """The text of a module, importing only NumPy, that defines ``def name(*inputs)``.
 
     The function returns the outputs (a tuple when a list was given, one value when one
@@ -857,6 +965,14 @@ def to_source(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | Non
     ``fast_math=True`` also applies rewrites that are not IEEE-exact
     (:data:`symgrad.passes.FAST_MATH`: ``a - a -> 0``, the idioms as ops, ...).
 
+    ``backend``: ``"numpy"`` (the default), ``"array_api"`` (the Python array API standard
+    only; the function takes its namespace from its inputs with
+    ``array_api_compat.array_namespace``, so it runs on NumPy, CuPy, PyTorch, JAX, Dask
+    arrays), ``"jax"`` (``jax.numpy``, functional updates; ``compile`` wraps it in
+    ``jax.jit``) or ``"torch"`` (PyTorch through ``array_api_compat.torch``). ``scalars``
+    applies to ``"numpy"`` only; the others emit array code throughout. See
+    :mod:`symgrad.backends.target`.
+
     >>> import symgrad as sg
     >>> x = sg.var("x", shape=(3,))
     >>> f = sg.sum(sg.sin(x))
@@ -870,12 +986,13 @@ def to_source(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | Non
     from .sparse_source import is_sparse, sparse_module
 
     name, inputs, output_names, scalars = emit_request(name, inputs, output_names, scalars)
+    tgt = target(backend)
     if is_sparse(outputs):
-        return sparse_module(outputs, inputs, name, scalars)[0].render()
+        return sparse_module(outputs, inputs, name, scalars, tgt)[0].render()
     graph, outs, single = output_list(outputs)
     inputs = default_inputs(graph, outs, inputs)
-    new, (new_outs,) = prepared(graph, [outs], optimize, fast_math)
-    module = Module(new, scalars)
+    new, (new_outs,) = prepared(graph, [outs], optimize, fast_math, tgt)
+    module = Module(new, scalars, tgt)
     module.shown = {n: Expr(graph, o) for n, o in zip(new_outs, outs)}
     module.add(name, new_outs, inputs, single, output_names)
     return module.render()
@@ -891,14 +1008,20 @@ def default_inputs(graph: Graph, outs: list[int], inputs: Any) -> Any:
     return [nodes[i].name for i in resolve_inputs(graph, None, used, outs)]
 
 
-def prepared(graph: Graph, groups: list[list[int]], optimize: bool, fast_math: bool
-             ) -> tuple[Graph, list[list[int]]]:
+def prepared(graph: Graph, groups: list[list[int]], optimize: bool, fast_math: bool,
+             target: Target = TARGETS["numpy"]) -> tuple[Graph, list[list[int]]]:
     """The graph (and output ids) to emit: rebuilt through the compile passes if
-    ``optimize`` (with the non-exact ones if ``fast_math``), else as it is."""
+    ``optimize`` (with the non-exact ones if ``fast_math``; for JAX and PyTorch also
+    :mod:`symgrad.passes.array_targets`), else as it is."""
     optimize = exact_flag(optimize, "optimize")
     fast_math = exact_flag(fast_math, "fast_math")
     if not optimize:
         if fast_math:
             raise SymgradError("fast_math=True needs optimize=True")
         return graph, groups
-    return pipeline.optimize(graph, groups, fast_math)
+    graph, groups = pipeline.optimize(graph, groups, fast_math)
+    if target.sums_as_sums:
+        from ..passes.array_targets import for_arrays
+
+        graph, groups = for_arrays(graph, groups)
+    return graph, groups

@@ -44,17 +44,18 @@ class Template:
         return {"np": np, "math": math, **{fn.__name__: fn for fn in self.helpers}}
 
 
-def scalar_source(v) -> str:
-    """Exact Python/NumPy source for one number: ``np.inf``, ``-0.0``, ``5e-324``, ..."""
+def scalar_source(v, module: str = "np") -> str:
+    """Exact Python/NumPy source for one number: ``np.inf``, ``-0.0``, ``5e-324``, ...
+    (``module`` names where ``inf`` and ``nan`` come from: ``np`` or ``math``)."""
     if isinstance(v, (bool, np.bool_)):
         return repr(bool(v))
     if isinstance(v, (int, np.integer)):
         return repr(int(v))
     v = float(v)
     if math.isnan(v):
-        return "np.nan"
+        return f"{module}.nan"
     if math.isinf(v):
-        return "np.inf" if v > 0 else "-np.inf"
+        return f"{module}.inf" if v > 0 else f"-{module}.inf"
     return repr(v)
 
 

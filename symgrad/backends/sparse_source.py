@@ -15,8 +15,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..errors import BackendError
 from ..transforms.sparse import SparseExpr
 from .numpy_source import Module, _Plan
+from .target import TARGETS, Target
 
 __all__ = ["is_sparse", "sparse_module"]
 
@@ -27,9 +29,15 @@ def is_sparse(outputs: Any) -> bool:
 
 
 def sparse_module(s: SparseExpr, inputs: Sequence[Any] | None, name: str,
-                  scalars: str = "numpy") -> tuple[Module, _Plan]:
+                  scalars: str = "numpy", target: Target = TARGETS["numpy"]
+                  ) -> tuple[Module, _Plan]:
     """A module with ``def name(*inputs) -> data`` and the constants ``ROWS``, ``COLS``,
-    ``SHAPE``; also returns the function's plan."""
+    ``SHAPE``; also returns the function's plan. NumPy only: the pattern is NumPy arrays."""
+    if not target.is_numpy:
+        raise BackendError(
+            f"sparse derivatives are emitted for backend='numpy' only (their pattern is NumPy "
+            f"arrays), not {target.name!r}; emit the dense derivative for {target.name!r}, or "
+            "use backend='numpy'")
     module = Module(s.data.graph, scalars)
     plan = module.add(name, [s.data.node], inputs, True, ["data"])
     add_pattern(module, s)

@@ -54,8 +54,15 @@ def optimize(graph: Graph, groups: list[list[int]], fast_math: bool = False
              ) -> tuple[Graph, list[list[int]]]:
     """The graph of ``groups`` (lists of output ids) rebuilt through the compile passes;
     returns the new graph and the outputs' new ids, group by group."""
-    flat = [i for group in groups for i in group]
     passes = FAST if fast_math else COMPILE
+    return rebuilt(graph, groups, passes)
+
+
+def rebuilt(graph: Graph, groups: list[list[int]], passes: tuple
+            ) -> tuple[Graph, list[list[int]]]:
+    """The graph of ``groups`` rebuilt through ``passes`` (every node), keeping every
+    variable; the new graph and the outputs' new ids, group by group."""
+    flat = [i for group in groups for i in group]
     new, ids = rebuild(graph, flat, passes, passes)
     for i in graph.variables.values():  # inputs the outputs do not use stay inputs
         _copy_var(new, graph.nodes[i])
