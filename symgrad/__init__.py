@@ -25,6 +25,7 @@ from typing import Any as _Any
 from . import numpy  # noqa: E402  (symgrad.numpy: NumPy's names and meanings)
 from .backends import compile, evaluate, linearize, scipy_functions, to_source  # noqa: A004
 from .errors import (
+    ArgumentError,
     BackendError,
     DifferentiationError,
     EvaluationError,
@@ -35,6 +36,7 @@ from .errors import (
     ShapeError,
     SymgradError,
     SymgradWarning,
+    UnsupportedError,
 )
 from .explain import explain
 from .frontend import function_for as _function_for
@@ -99,7 +101,7 @@ def __getattr__(name: str) -> _Any:
 
 
 __all__ = [
-    "BackendError", "DifferentiationError", "EvaluationError", "Expr", "Graph", "InputError",
+    "ArgumentError", "UnsupportedError", "BackendError", "DifferentiationError", "EvaluationError", "Expr", "Graph", "InputError",
     "LimitError", "NameConflictError", "ParseError", "ShapeError", "SymgradError",
     "SymgradWarning", "const",
     "derivative", "evaluate", "getitem", "grad", "hessian", "hvp", "jacfwd", "jacobian", "jvp",
