@@ -101,7 +101,8 @@ def __getattr__(name: str) -> _Any:
 
 
 __all__ = [
-    "ArgumentError", "UnsupportedError", "BackendError", "DifferentiationError", "EvaluationError", "Expr", "Graph", "InputError",
+    "ArgumentError", "UnsupportedError", "BackendError", "DifferentiationError",
+    "EvaluationError", "Expr", "Graph", "InputError",
     "LimitError", "NameConflictError", "ParseError", "ShapeError", "SymgradError",
     "SymgradWarning", "const",
     "derivative", "evaluate", "getitem", "grad", "hessian", "hvp", "jacfwd", "jacobian", "jvp",

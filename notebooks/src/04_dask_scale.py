@@ -170,9 +170,9 @@ assert agree and np.abs(flat.fun(newton.x)[1]).max() < 1e-6
 # computation over all the chunks):
 
 # %% tags=["figure"]
-import io
+import io  # noqa: E402  (the figure cell of the notebook)
 
-import matplotlib
+import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
