@@ -237,14 +237,20 @@ def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | Non
     hv = hvp(f, x, pname)
     p = graph.variables[pname]
     extra_names = [graph.nodes[i].name for i in extra]
-    module = Module(graph)
-    module.add("fun", [f.node, g.node], [x.name, *extra_names], False, ["value", "grad"])
-    module.add("hessp", [hv.node], [x.name, graph.nodes[p].name, *extra_names], True, ["hvp"])
-    h = None
-    if hess is not None:
-        h = hessian(f, x, sparse=hess == "sparse")
-        module.add("hess", [(h.data if hess == "sparse" else h).node], [x.name, *extra_names],
-                   True, ["data" if hess == "sparse" else "hess"])
+    h = hessian(f, x, sparse=hess == "sparse") if hess is not None else None
+    groups = [[f.node, g.node], [hv.node]]
+    if h is not None:
+        groups.append([(h.data if hess == "sparse" else h).node])
+    new, new_groups = prepared(graph, groups, True, False)  # the exact compile passes
+    module = Module(new)
+    module.shown = {n: Expr(graph, o) for old_ids, new_ids in zip(groups, new_groups)
+                    for n, o in zip(new_ids, old_ids)}
+    module.add("fun", new_groups[0], [x.name, *extra_names], False, ["value", "grad"])
+    module.add("hessp", new_groups[1], [x.name, graph.nodes[p].name, *extra_names], True,
+               ["hvp"])
+    if h is not None:
+        module.add("hess", new_groups[2], [x.name, *extra_names], True,
+                   ["data" if hess == "sparse" else "hess"])
         if hess == "sparse":
             add_pattern(module, h, "HESS_")
     source = module.render()
