@@ -219,7 +219,7 @@ def cmd_grad(args: argparse.Namespace) -> int:
 
 
 def cmd_source(args: argparse.Namespace) -> int:
-    from .backends.numpy_source import Module, default_inputs, output_list, prepared
+    from .backends.source import Module, default_inputs, output_list, prepared
     from .backends.target import TARGETS
     from .ir.expr import Expr
     from .transforms.derivatives import grad

@@ -23,7 +23,7 @@ from golden_files import check_golden
 from registry_cases import registry_cases
 
 import symgrad as sg
-from symgrad.backends.numpy_source import is_safe_name
+from symgrad.backends.source import is_safe_name
 from symgrad.ir.expr import Expr
 from symgrad.ir.graph import Graph
 from symgrad.ir.shapes import is_float

@@ -1,7 +1,7 @@
 """The back end: what a graph becomes. One table per target, keyed by op name.
 
 * :mod:`.interpreter` — ``evaluate``: runs each op's NumPy implementation (its stanza);
-* :mod:`.numpy_table` + :mod:`.numpy_source` — ``to_source``: standalone NumPy source;
+* :mod:`.source` — ``to_source``: the emitter of standalone source, for any target;
 * :mod:`.target` — the targets of ``to_source(..., backend=...)``: ``numpy``, ``array_api``
   (:mod:`.array_api_table`, helpers in :mod:`.array_api_helpers`), ``jax``
   (:mod:`.jax_table`), ``torch`` (:mod:`.torch_table`); :mod:`.array_compiled` loads them;
@@ -17,8 +17,8 @@ from .compiled import compile, scipy_functions  # noqa: A004
 from .interpreter import evaluate
 from .linearized import linearize
 from .math_table import MATH
-from .numpy_source import to_source
 from .numpy_table import NUMPY
+from .source import to_source
 from .target import TARGETS
 
 TABLES = {"numpy": NUMPY, "math": MATH, **{k: t.table for k, t in TARGETS.items()}}

@@ -1,6 +1,6 @@
 """Generated source as callables: ``compile()`` and the SciPy helpers.
 
-:mod:`symgrad.backends.numpy_source` writes the text; this module loads it as a fresh
+:mod:`symgrad.backends.source` writes the text; this module loads it as a fresh
 module registered with ``linecache`` (so ``inspect.getsource``, tracebacks and pdb show the
 generated code) and wraps it with the same input checks as ``sg.evaluate``.
 """
@@ -22,7 +22,7 @@ from ..ir.values import exact
 from ..progress import step
 from .boundary import emit_request, exact_flag, exact_names
 from .interpreter import check_input, runtime_error
-from .numpy_source import (
+from .source import (
     Module,
     Namer,
     default_inputs,

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import BackendError
 from ..transforms.sparse import SparseExpr
-from .numpy_source import Module, _Plan
+from .source import Module, _Plan
 from .target import TARGETS, Target
 
 __all__ = ["is_sparse", "sparse_module"]

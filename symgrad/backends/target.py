@@ -1,6 +1,6 @@
 """The targets of the source emitter: what differs between NumPy, the array API, JAX, torch.
 
-A :class:`Target` is data the generic emitter (:mod:`.numpy_source`) reads: the op table
+A :class:`Target` is data the generic emitter (:mod:`.source`) reads: the op table
 (keyed by op name), the module's import lines, the namespace the templates call, how the
 function finds that namespace (a fixed import, or ``array_namespace`` of its inputs),
 whether it may update arrays in place (only arrays it created: ``np.add.at`` into fresh

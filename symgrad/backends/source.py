@@ -1,10 +1,12 @@
-"""Standalone NumPy source for symgrad graphs (``to_source``); ``compile`` loads it.
+"""Standalone source for symgrad graphs (``to_source``); ``compile`` loads it.
 
-The emitter is generic: how each op is written comes from the NumPy table
-(:mod:`symgrad.backends.numpy_table`) or, for ``scalars="math"``, the scalar table
-(:mod:`symgrad.backends.math_table`).
+The emitter is generic: what differs between targets (NumPy, the array API, JAX, torch) is
+the :class:`~symgrad.backends.target.Target` it is given — how each op is written comes from
+that target's table (:mod:`symgrad.backends.numpy_table`, ``array_api_table``, ...) or, for
+``scalars="math"``, the scalar table (:mod:`symgrad.backends.math_table`).
 
-The emitted module imports only ``numpy as np`` and defines one straight-line function: one
+For NumPy (the default) the emitted module imports only ``numpy as np`` and defines one
+straight-line function: one
 assignment per node of the outputs' ancestors, in id order (a topological order), so every
 forward value is computed once and reused by the adjoint lines. Names are readable and never
 spliced from user text without checking: user variables keep their names when those are safe
