@@ -390,12 +390,12 @@ class DaskObjective:
             return  # no verdict at these parameters: check again at the next call
         gap = abs(both - (a + b - none))
         if not np.isfinite(gap) or gap > 1e-8 * (abs(a) + abs(b) + abs(none)) + 1e-12:
-                raise UnsupportedError(
-                    "the loss is not a sum over the data rows: on the first rows, "
-                    "f(rows 1-4) differs from f(rows 1-2) + f(rows 3-4) (minus the terms "
-                    "without data). Write it as sg.sum over the data axis of a row-by-row "
-                    "loss (a mean over all rows is fine; a log, square or variance of "
-                    "sums over rows is not)")
+            raise UnsupportedError(
+                "the loss is not a sum over the data rows: on the first rows, "
+                "f(rows 1-4) differs from f(rows 1-2) + f(rows 3-4) (minus the terms "
+                "without data). Write it as sg.sum over the data axis of a row-by-row "
+                "loss (a mean over all rows is fine; a log, square or variance of "
+                "sums over rows is not)")
         self._checked = True
 
     def scipy(self) -> ScipyObjective:
