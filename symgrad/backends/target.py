@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import BackendError
-from ..ir.values import exact_str
+from ..ir.values import describe, exact_str
 from .array_api_table import ARRAY_API
 from .array_api_table import UNSUPPORTED as ARRAY_API_UNSUPPORTED
 from .jax_table import JAX
@@ -86,8 +86,10 @@ TARGETS: dict[str, Target] = {
 def target(name: Any) -> Target:
     """The target called ``name`` (an exact ``str``), or a :class:`BackendError` listing
     the valid names."""
+    valid = ", ".join(repr(k) for k in TARGETS)
+    if not isinstance(name, str):
+        raise BackendError(f"backend must be a string, one of {valid}; got {describe(name)}")
     name = exact_str(name, "backend")
     if name not in TARGETS:
-        valid = ", ".join(repr(k) for k in TARGETS)
         raise BackendError(f"unknown backend {name!r}; the backends are {valid}")
     return TARGETS[name]
