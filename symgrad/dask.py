@@ -125,7 +125,16 @@ def _data_axes(old: tuple, new: tuple) -> tuple[int, ...]:
 def chunk_graph(loss: Expr, data: Sequence[str], rows: int) -> tuple[Expr, dict[str, int]]:
     """``loss`` rebuilt on ``rows`` rows: each data variable's leading dimension is
     ``rows``; a mean over the data axis becomes a sum times ``1/N`` (see the module
-    docstring). Returns the new loss and its variables' ids by name."""
+    docstring). Returns the new loss and its variables' ids by name.
+
+    >>> import symgrad as sg
+    >>> X, w = sg.var("X", (1000, 3)), sg.var("w", (3,))
+    >>> small, ids = chunk_graph(sg.mean(sg.tanh(X @ w)), ["X"], 7)
+    >>> small.graph.nodes[ids["X"]].shape, small.shape
+    ((7, 3), ())
+    >>> print(small)
+    sum(tanh(X @ w)) * 0.001
+    """
     src, target = loss.graph, Graph()
     nodes, mapping = src.nodes, {}
     for i in src.ancestors([loss.node]):
