@@ -256,7 +256,7 @@ def test_dot_shows_adjoints_apart_with_forward_to_adjoint_links():
     assert "subgraph cluster_forward" in dot and "subgraph cluster_B" in dot
     forward, back = dot.split("subgraph cluster_B")
     assert "u1 = A" in forward and "P2 = " in back  # Collins' numbering, as in explain
-    assert 'xlabel="∂f/∂x"' in dot  # the link from x to its adjoint
+    assert 'xlabel="∂f/∂u2"' in dot  # the link from x (u2) to its adjoint, named as its box
     assert '\\"ij,j->i\\"' in dot  # the spec's quotes are escaped
     assert _dot_strings_are_well_formed(dot)
     assert sg.to_dot([f, dx]) == dot  # deterministic
