@@ -21,6 +21,11 @@ from .shapes import Shape
 from .text import infix
 from .values import describe, exact
 
+# Jupyter's rich display: printing/ registers the functions that make each form ("latex",
+# "html") here, as ir/ imports nothing above it. Each takes an Expr and returns the text, or
+# None (too big, a tool missing) for Jupyter to show the plain text instead.
+DISPLAY: dict[str, Callable[[Expr], str | None]] = {}
+
 
 class Expr:
     """A handle on one node of a :class:`Graph`, with NumPy-like operators.
@@ -150,6 +155,17 @@ class Expr:
         if len(text) > 300 or "\n" in text:
             text = text.replace("\n", " ")[:297] + "..."
         return f"<Expr {text} : {self.dtype}{list(self.shape)}>"
+
+    def _repr_latex_(self) -> str | None:
+        """The formula, ``$...$``, for Jupyter (None when too big to write out)."""
+        make = DISPLAY.get("latex")
+        return None if make is None else make(self)
+
+    def _repr_html_(self) -> str | None:
+        """For a derivative, its picture beside the forward graph, for Jupyter (None for a
+        forward expression or one too big to draw: Jupyter shows the formula or text)."""
+        make = DISPLAY.get("html")
+        return None if make is None else make(self)
 
     def __add__(self, o):
         return F.add(self, o)

@@ -226,7 +226,8 @@ def _page(scene: Scene, details: dict[str, dict], at: Any, table: Table | None) 
         " (no input values given: pass at=... for numbers)" if at is None else "")
     legend = "".join(
         f'<li><span class="swatch" style="background:{BOX_STYLE[k][0]};'
-        f'border:1.5px {_css_dash(BOX_STYLE[k][2])} {BOX_STYLE[k][1]}"></span>'
+        f'border:{1.5 * BOX_STYLE[k][3]:.1f}px {_css_dash(BOX_STYLE[k][2])} '
+        f'{BOX_STYLE[k][1]}"></span>'
         f"{html.escape(LEGEND[k])}</li>" for k in scene.kinds)
     legend += "".join(
         f'<li><span class="line" style="border-top:2px {_css_dash(EDGE_STYLE[k][1])} '
@@ -249,13 +250,14 @@ FONT_ATTRS = ('font-family="ui-monospace, \'DejaVu Sans Mono\', monospace" '
 
 
 def _svg(scene: Scene, prefix: str = "", page: bool = True, head: float = 0.0,
-         foot: float = 0.0) -> str:
-    """The picture as SVG: for the page (boxes with ids the script finds) or, with
-    ``page=False``, a standalone image (its marker ids start with ``prefix``; ``head`` and
-    ``foot`` inches are left free above and below for a title and a legend)."""
+         foot: float = 0.0, min_width: float = 0.0) -> str:
+    """The picture as SVG, without its closing tag: for the page (boxes with ids the script
+    finds) or, with ``page=False``, a standalone image (its marker ids start with
+    ``prefix``; ``head`` and ``foot`` inches are left free above and below for a title and
+    a legend; at least ``min_width`` pixels wide)."""
     left, right, bottom, top = scene.extent()
     pad = 0.4
-    width = (right - left + 2 * pad) * PX
+    width = max((right - left + 2 * pad) * PX, min_width)
     height = (top - bottom + 2 * pad + head + foot) * PX
 
     def X(x: float) -> float:
