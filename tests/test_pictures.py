@@ -188,7 +188,8 @@ def test_draw_300_boxes_and_svg(tmp_path):
 # -- DOT ----------------------------------------------------------------------------------
 
 DOT_CASES = {**EXAMPLES, "chain": lambda: chain(300), "hessian": lambda: [
-    sg.hessian(sg.sum(sg.sin(v := sg.var("v", shape=(3,))) ** 2), v)]}
+    sg.hessian(sg.sum(sg.sin(v := sg.var("v", shape=(3,))) ** 2), v)],
+    "neuron": lambda: neuron()}  # a note, chain-rule edges through the seed
 
 
 @pytest.mark.parametrize("name", DOT_CASES)

@@ -120,7 +120,7 @@ def _legend(scene: Scene) -> list[str]:
         rows.append(f"<tr>{sample}<td align=\"left\">{_html(LEGEND[kind])}</td></tr>")
     for kind in scene.edge_kinds:
         colour = EDGE_ATTRS[kind].split('color="')[1].split('"')[0]
-        arrow = "⇢" if kind == "link" else "→"
+        arrow = "⇢" if kind in ("link", "chain") else "→"
         rows.append(f'<tr><td><font color="{colour}" point-size="14">{arrow}</font></td>'
                     f'<td align="left">{_html(EDGE_LEGEND[kind])}</td></tr>')
     table = ('<<table border="0" cellborder="0" cellspacing="3" cellpadding="2">'

@@ -522,7 +522,7 @@ def _collapse(boxes: dict[str, Box], edges: list[Edge]) -> tuple[dict, list, int
         return boxes, edges, 0
     members_b: dict[str, list[str]] = {}
     for k, b in boxes.items():
-        if b.side != "B" or b.kind == "group":
+        if b.side != "B" or b.kind in ("group", "note"):
             continue
         home = group_of.get(b.anchor or "") or group_of.get(b.origin or "")
         if home is None or (b.anchor and b.anchor not in group_of):
@@ -544,6 +544,9 @@ def _collapse(boxes: dict[str, Box], edges: list[Edge]) -> tuple[dict, list, int
         if g not in out:
             out[g] = _group_box(g, boxes, groups, group_of, members_b)
             hidden += len(out[g].members)
+    for b in out.values():  # a note beside a collapsed chain: beside its group
+        if b.kind == "note":
+            b.anchor = remap.get(b.anchor or "", b.anchor)
     new_edges: dict[tuple[str, str, str], Edge] = {}
     for e in edges:
         src, dst = remap.get(e.src, e.src), remap.get(e.dst, e.dst)
