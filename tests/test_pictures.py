@@ -426,3 +426,12 @@ def test_the_graph_fits_the_pane_at_1400_by_900(tmp_path):
             "return document.documentElement.scrollWidth <= window.innerWidth;")
     finally:
         browser.quit()
+
+
+def test_no_chain_rule_step_through_an_op_that_passes_no_gradient():
+    x = sg.var("x")
+    f = sg.floor(x) * 2.0 + x  # P2 = 2 (constant), P1 = 1: floor passes nothing to x
+    scene = build_scene([f, sg.grad(f, x)])
+    label = {b.key: b.label for b in scene.boxes.values()}
+    steps = {(label[e.src], label[e.dst]) for e in scene.edges if e.kind == "chain"}
+    assert steps == {("P4 = P3 = P1", "P2")}  # P2 = P3 J(2->3); nothing from P2 to P1

@@ -33,6 +33,7 @@ from ..errors import LimitError
 from ..explain import definition, numbering
 from ..ir.expr import Expr
 from ..ir.graph import Graph
+from ..ir.op import REGISTRY
 from ..ir.text import _type, infix, select, tangent_pairs
 
 COLLAPSE_AT = 60  # boxes above which collapse="auto" collapses chains
@@ -366,10 +367,13 @@ def _chain_edges(graph: Graph, chosen: set[int], boxes: dict[str, Box],
     """``P_j → P_i`` for each step of the chain rule ``P_i = Σ_j P_j J(i→j)`` that the graph
     holds no edge for: ``P_j`` a constant (the seed ``1.0``, folded into its users) or a
     shared forward node. ``j`` runs over the users of ``u_i`` and the node whose rule built
-    ``P_i`` (an idiom's root)."""
+    ``P_i`` (an idiom's root); not those that pass no gradient (``floor``)."""
     nodes = graph.nodes
     users: dict[int, list[int]] = {}
     for i in sorted(chosen):
+        op = REGISTRY.get(nodes[i].op)
+        if op is None or not op.differentiable:
+            continue
         for a in dict.fromkeys(nodes[i].args):
             users.setdefault(a, []).append(i)
     have = {(e.src, e.dst) for e in edges}
