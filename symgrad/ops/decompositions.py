@@ -77,6 +77,7 @@ from ..ir.expr import Expr, F, call, const
 from ..ir.op import Op, SignatureError, register, sig
 from ..ir.shapes import broadcast, float_dtype, fmt, norm_axes, reduced, result_dtype
 from .linalg import matmul_jvp
+from .reductions import extreme_share
 from .structure import batched_map, dense_maps, gather_map, reduce_map
 from .tangent import align, first, linear, total
 
@@ -1415,12 +1416,6 @@ def _norm_infer(shapes, dtypes, attrs):
     return reduced(shapes[0], tuple(sorted(axes)), attrs["keepdims"]), float_dtype(dtypes[0])
 
 
-def _tie_share(v: Expr, axes: tuple[int, ...], pick) -> Expr:
-    """1 / (number of ties) where ``v`` is extreme along ``axes``, else 0."""
-    hit = F.where(v == pick(v, axis=axes, keepdims=True), F.ones_like(v), F.zeros_like(v))
-    return hit / F.sum(hit, axis=axes, keepdims=True)
-
-
 def _norm_rule(n, g):
     x = n.args[0]
     kept = reduced(x.shape, tuple(sorted(_norm_axes(x.ndim, n.attrs))), True)
@@ -1453,18 +1448,17 @@ def _norm_terms(n, gk):
         return None
     if matrix and order in ("nuc", 2, -2):
         return gk * _spectral(x, axes, order)
-    pick = F.max if order > 0 else F.min
     sign = F.sign(x)
     if not matrix:
         if order in (_INF, -_INF):
-            return gk * _tie_share(F.abs(x), axes, pick) * sign
+            return gk * extreme_share(F.abs(x), axes, order > 0) * sign
         r = _reshape(n.out, kept)
         ratio = F.abs(x) / F.where(r == 0.0, F.ones_like(r), r)
         return gk * sign if order == 1 else gk * sign * ratio ** float(order - 1)
     row, col = axes
     summed, across = (row, col) if order in (1, -1) else (col, row)
     sums = F.sum(F.abs(x), axis=summed, keepdims=True)
-    return gk * _tie_share(sums, (across,), pick) * sign
+    return gk * extreme_share(sums, (across,), order > 0) * sign
 
 
 def _spectral(x: Expr, axes: tuple[int, int], order) -> Expr:
@@ -1481,7 +1475,7 @@ def _spectral(x: Expr, axes: tuple[int, int], order) -> Expr:
         d = u @ vh
     else:
         s = F.svd(moved, full_matrices=False, compute_uv=True, hermitian=False)
-        d = _scale_columns(u, _tie_share(s, (-1,), F.max if order == 2 else F.min)) @ vh
+        d = _scale_columns(u, extreme_share(s, (-1,), order == 2)) @ vh
     if moved is x:
         return d
     inverse = tuple(sorted(range(ndim), key=lambda i: perm[i]))
