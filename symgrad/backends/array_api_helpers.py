@@ -135,7 +135,10 @@ def _sg_xp_scatter(xp, shape, batch, parts):
 
 
 def _sg_xp_logsumexp(xp, x, axis, keepdims):
-    m = xp.max(x, axis=axis, keepdims=True)
+    if math.prod(x.shape) == 0:  # the max of nothing has no value: shift by nothing
+        m = xp.zeros_like(xp.sum(x, axis=axis, keepdims=True))
+    else:
+        m = xp.max(x, axis=axis, keepdims=True)
     m = xp.where(xp.isfinite(m), m, xp.zeros_like(m))  # an all -inf slice: shift by nothing
     out = xp.log(xp.sum(xp.exp(x - m), axis=axis, keepdims=True)) + m
     if keepdims:
@@ -144,11 +147,15 @@ def _sg_xp_logsumexp(xp, x, axis, keepdims):
 
 
 def _sg_xp_softmax(xp, x, axis):
+    if math.prod(x.shape) == 0:
+        return x
     e = xp.exp(x - xp.max(x, axis=axis, keepdims=True))
     return e / xp.sum(e, axis=axis, keepdims=True)
 
 
 def _sg_xp_log_softmax(xp, x, axis):
+    if math.prod(x.shape) == 0:
+        return x
     s = x - xp.max(x, axis=axis, keepdims=True)
     return s - xp.log(xp.sum(xp.exp(s), axis=axis, keepdims=True))
 
