@@ -21,7 +21,6 @@ from .shapes import DTYPES, Shape
 from .text import infix
 from .values import describe, exact
 
-
 _NUMPY_DTYPES = {name: np.dtype(name) for name in DTYPES}
 
 
