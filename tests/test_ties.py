@@ -39,6 +39,9 @@ def _one_ulp_off(a, b):
 
 
 def _compares_floats(exprs) -> bool:
+    """Whether the graph of ``exprs`` compares two float values with ``==``."""
+    if not exprs:
+        return False
     graph = exprs[0].graph
     nodes = graph.nodes
     return any(nodes[i].op == "equal" and is_float(nodes[nodes[i].args[0]].dtype)

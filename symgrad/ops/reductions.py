@@ -196,7 +196,7 @@ def _arg_one_hot(v: Expr, axes: tuple[int, ...], largest: bool) -> Expr:
     flat = moved if len(axes) == 1 else F.reshape(moved, lead + (size,))
     pick = (F.argmax if largest else F.argmin)(flat, axis=-1, keepdims=True)
     hot = pick == np.arange(size, dtype=np.int64)
-    if len(axes) > 1:
+    if len(axes) != 1:  # several axes flattened into one, or none (a size-1 axis added)
         hot = F.reshape(hot, moved.shape)
     if moved is v:
         return hot
