@@ -528,3 +528,22 @@ def test_a_function_without_inputs_makes_its_arrays_on_the_default_device():
     fn = sg.compile(sg.arange(3.0) * 2.0, inputs=[], backend="torch")
     assert fn().device == torch.empty(0).device
     np.testing.assert_array_equal(fn().numpy(), [0.0, 2.0, 4.0])
+
+
+def test_variables_named_like_the_bindings_are_renamed():
+    """``xp``, ``dev`` and the helpers' names are the module's own: a variable of one of
+    those names is renamed in the code, not allowed to shadow them."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("array_api_compat")
+    xs = [sg.var(n, (3,)) for n in ("xp", "dev", "_sg_xp_device", "_sg_xp_const")]
+    f = sg.sum(xs[0] * np.arange(3.0) + xs[1] * xs[2] * xs[3])
+    outs = [f, *sg.grad(f, xs)]
+    values = {x.name: np.linspace(0.5, 1.5, 3) + k for k, x in enumerate(xs)}
+    want = sg.evaluate(outs, values)
+    for backend in ("torch", "array_api"):
+        fn = sg.compile(outs, inputs=xs, backend=backend)
+        got = fn(*[torch.asarray(values[x.name], device="meta") for x in xs])
+        assert all(g.device.type == "meta" for g in got)
+        got = fn(*[torch.asarray(values[x.name]) for x in xs])
+        for g, w in zip(got, want):
+            _close(g.numpy(), w, backend)

@@ -308,7 +308,8 @@ def _assign_names(graph: Graph, plan: _Plan, named: list[int], labels: list[str]
     nodes, params, outputs = graph.nodes, plan.params, set(plan.outputs)
     taken = _template_bound_names(graph, plan.order, target.table)
     if not target.is_numpy:  # the namespace and the module's imports
-        taken += [target.namespace, DEVICE, "math", "array_namespace", "array_api_compat"]
+        taken += [target.namespace, DEVICE, "math", "array_namespace", "array_api_compat",
+                  _sg_xp_const.__name__, _sg_xp_device.__name__]
     namer = Namer(taken)
     names = plan.names
     for i in params + [i for i in named if nodes[i].is_var]:
