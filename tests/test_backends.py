@@ -547,3 +547,25 @@ def test_variables_named_like_the_bindings_are_renamed():
         got = fn(*[torch.asarray(values[x.name]) for x in xs])
         for g, w in zip(got, want):
             _close(g.numpy(), w, backend)
+
+
+def test_solve_broadcasts_its_stacks_itself_as_cupy_needs():
+    """CuPy's ``linalg.solve`` refuses ``a`` and ``b`` stacks of different shapes (seen on an
+    H100: ``solve-example3/4`` failed); the helper broadcasts them before the call."""
+    xs = pytest.importorskip("array_api_strict")
+    from symgrad.backends.array_api_helpers import _sg_xp_solve
+
+    class CupyLike:
+        def __getattr__(self, name):
+            return getattr(xs, name)
+
+        class linalg:  # noqa: N801 - the namespace's attribute
+            @staticmethod
+            def solve(a, b):
+                assert b.ndim == 1 or a.shape[:-2] == b.shape[:-2], (a.shape, b.shape)
+                return xs.linalg.solve(a, b)
+
+    rng = np.random.default_rng(0)
+    for (a, b), _ in REGISTRY["solve"].examples(rng):
+        got = _sg_xp_solve(CupyLike(), xs.asarray(a), xs.asarray(b))
+        np.testing.assert_allclose(np.asarray(got), np.linalg.solve(a, b), rtol=1e-12)

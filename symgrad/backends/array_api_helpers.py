@@ -293,6 +293,22 @@ def _sg_xp_sym(xp, x, uplo):
     return t + xp.matrix_transpose(xp.tril(x, k=-1))
 
 
+def _sg_xp_solve(xp, a, b):
+    """``numpy.linalg.solve``: a 1-D ``b`` is a vector; otherwise the stacks of ``a`` and
+    ``b`` broadcast against each other (CuPy's solve does not broadcast them itself)."""
+    if b.ndim == 1:
+        return xp.linalg.solve(a, b)
+    sa, sb = tuple(a.shape[:-2]), tuple(b.shape[:-2])
+    n = max(len(sa), len(sb))
+    sa, sb = (1,) * (n - len(sa)) + sa, (1,) * (n - len(sb)) + sb
+    batch = tuple(max(i, j) for i, j in zip(sa, sb))
+    if sa != batch:
+        a = xp.broadcast_to(a, batch + tuple(a.shape[-2:]))
+    if sb != batch:
+        b = xp.broadcast_to(b, batch + tuple(b.shape[-2:]))
+    return xp.linalg.solve(a, b)
+
+
 def _sg_xp_lstsq(xp, a, b, rcond):
     """``numpy.linalg.lstsq``: ``(x, residuals, rank, s)`` through the SVD of ``a``."""
     u, s, vh = xp.linalg.svd(a, full_matrices=False)

@@ -262,7 +262,7 @@ ARRAY_API: dict[str, Template | None] = {
     "band": _with(h._sg_xp_band, "{lo!r}, {hi!r}, {diagonal!r}", h._sg_xp_device),
     "inv": T("xp.linalg.inv({0})"), "det": T("xp.linalg.det({0})"),
     "slogdet": _part("slogdet", 1), "slogdet_sign": _part("slogdet", 0),
-    "solve": T("xp.linalg.solve({0}, {1})"),
+    "solve": T("_sg_xp_solve(xp, {0}, {1})", (h._sg_xp_solve,)),
     "cholesky": T("xp.linalg.cholesky({0}, upper={upper!r})"),
     "eigh": _eigh(0), "eigh_vectors": _eigh(1), "eigvalsh": _eigh(None),
     "svd": T(_svd_values),
