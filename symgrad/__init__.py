@@ -22,7 +22,10 @@ from __future__ import annotations
 import math as _math
 from typing import Any as _Any
 
-from . import numpy  # noqa: E402  (symgrad.numpy: NumPy's names and meanings)
+from . import (
+    numpy,  # noqa: E402  (symgrad.numpy: NumPy's names and meanings)
+    scipy,  # noqa: E402  (symgrad.scipy: SciPy's special functions, stats, linalg)
+)
 from .backends import compile, evaluate, linearize, scipy_functions, to_source  # noqa: A004
 from .errors import (
     ArgumentError,
@@ -101,6 +104,7 @@ def __getattr__(name: str) -> _Any:
 
 
 __all__ = [
+    "scipy",
     "ArgumentError", "UnsupportedError", "BackendError", "DifferentiationError",
     "EvaluationError", "Expr", "Graph", "InputError",
     "LimitError", "NameConflictError", "ParseError", "ShapeError", "SymgradError",

@@ -328,3 +328,26 @@ def _sg_xp_matrix_rank(xp, x, tol, rtol):
         cut = xp.reshape(xp.asarray(tol, dtype=s.dtype), tuple(s.shape[:-1]) + (1,)) \
             if hasattr(tol, "shape") else tol
     return xp.astype(xp.sum(xp.astype(s > cut, xp.int64), axis=-1), xp.int64)
+
+
+def _sg_xp_special(xp, name, *args):
+    """SciPy's special function ``name`` on arrays of namespace ``xp``. The standard has no
+    special functions: JAX's ``jax.scipy.special`` and PyTorch's ``torch.special`` are used
+    where ``xp`` is theirs and has ``name``; otherwise SciPy runs on NumPy copies of the
+    arrays (on the CPU) and the result comes back as an ``xp`` array."""
+    space = getattr(xp, "__name__", "")
+    own = None
+    if space.startswith("jax"):
+        import jax.scipy.special as own
+    elif "torch" in space:
+        import torch
+
+        own = torch.special
+    fn = getattr(own, name, None) if own is not None else None
+    if fn is not None:
+        return fn(*args)
+    import numpy as np
+    import scipy.special
+
+    out = getattr(scipy.special, name)(*(np.asarray(a) for a in args))
+    return xp.asarray(out)

@@ -9,6 +9,7 @@ one. Python numbers combine as NumPy 2 combines them (NEP 50: they are "weak", s
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -108,6 +109,13 @@ class Expr:
         self._no_value("complex()")
 
     def __array__(self, dtype=None, copy=None):
+        caller = _scipy_caller()
+        if caller is not None:
+            space = ".".join(caller.split(".")[:2])
+            fix = (f"use symgrad.{caller}, which takes the same arguments" if _symgrad_has(caller)
+                   else f"symgrad.{space} does not cover it yet (its __all__ lists what it has)")
+            raise UnsupportedError(f"{caller} cannot trace symbolic values (it converts its "
+                                   f"arguments to NumPy arrays): {fix}")
         self._no_value("converting to a NumPy array")
 
     def item(self, *args):
@@ -369,13 +377,68 @@ def _numpy_name(func: Any) -> str:
 def _numpy_call(name: str, args: tuple, kwargs: dict) -> Any:
     fn = function(name)
     if fn is None:
+        if name.startswith("scipy."):
+            space = name.rsplit(".", 1)[0]
+            raise UnsupportedError(f"{name} is not supported on symbolic arrays: "
+                                   f"symgrad.{space}.__all__ lists what is covered")
         hint = UNSUPPORTED.get(name, "symgrad.numpy lists what is covered (dir(sg.numpy))")
         raise UnsupportedError(f"numpy.{name} is not supported on symbolic arrays: {hint}")
     return fn(*args, **kwargs)
 
 
-def _array_ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
+def _scipy_caller() -> str | None:
+    """The SciPy function the user called that is converting an Expr to an array
+    (``"scipy.stats.norm.cdf"``, ``"scipy.linalg.solve_triangular"``), or None."""
+    frame, chain = sys._getframe(1), []
+    for _ in range(80):
+        if frame is None:
+            break
+        if frame.f_globals.get("__name__", "").startswith("scipy."):
+            chain.append(frame)
+        elif chain:
+            break  # out of SciPy again: the frame that called it
+        frame = frame.f_back
+    for f in reversed(chain):  # the outermost SciPy frame with a public name first
+        module, name = f.f_globals["__name__"], f.f_code.co_name
+        owner = f.f_locals.get("self")
+        owner = getattr(owner, "dist", owner)  # a frozen distribution: norm(0, 1).cdf
+        if module.startswith("scipy.stats.") and owner is not None and name[0] != "_":
+            dist = getattr(owner, "name", None) or type(owner).__name__.removesuffix("_gen")
+            return f"scipy.stats.{dist}.{name}"
+        # the function itself, or the one a decorator's wrapper holds
+        named = [(module, name)] + [(getattr(v, "__module__", None) or "", v.__name__)
+                                    for v in f.f_locals.values() if type(v).__name__ ==
+                                    "function"]
+        for mod, fn in named:
+            sub = mod.split(".")[1] if mod.startswith("scipy.") else ""
+            if sub and fn[0] != "_" and hasattr(sys.modules.get(f"scipy.{sub}"), fn):
+                return f"scipy.{sub}.{fn}"
+    return None
+
+
+def _symgrad_has(path: str) -> bool:
+    """Whether ``symgrad.<path>`` exists (``path`` = ``"scipy.stats.norm.cdf"``)."""
+    parts = path.split(".")
+    obj = sys.modules.get("symgrad." + ".".join(parts[:2]))
+    for p in parts[2:]:
+        obj = getattr(obj, p, None)
+    return obj is not None
+
+
+def _ufunc_name(ufunc: Any) -> str:
+    """NumPy's name of a ufunc (``"sin"``), or SciPy's full name of one of SciPy's
+    (``"scipy.special.erf"``): SciPy's ufuncs reach Exprs through the same protocol."""
     name = ufunc.__name__
+    if getattr(np, name, None) is ufunc:
+        return name
+    special = sys.modules.get("scipy.special")
+    if special is not None and getattr(special, name, None) is ufunc:
+        return f"scipy.special.{name}"
+    return name
+
+
+def _array_ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
+    name = _ufunc_name(ufunc)
     if method == "__call__":
         return _numpy_call(name, inputs, kwargs)
     if method == "reduce" and name in _REDUCE:
