@@ -13,6 +13,6 @@ code written against ``scipy`` traces when its imports name these modules instea
 0.0
 """
 
-from . import special, stats  # special registers the scipy.special names
+from . import linalg, special, stats  # special registers the scipy.special names
 
-__all__ = ["special", "stats"]
+__all__ = ["linalg", "special", "stats"]
