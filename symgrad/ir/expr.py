@@ -141,6 +141,13 @@ class Expr:
         """
         return _At(self)
 
+    def __array_namespace__(self, *, api_version: str | None = None) -> Any:
+        """``symgrad.numpy``: array-API-aware code (``xp = array_namespace(x)``) traces with
+        NumPy's names and meanings."""
+        import importlib
+
+        return importlib.import_module("symgrad.numpy")
+
     def __array_ufunc__(self, ufunc, method: str, *inputs: Any, **kwargs: Any):
         return _array_ufunc(ufunc, method, inputs, kwargs)
 

@@ -16,3 +16,20 @@ code written against ``scipy`` traces when its imports name these modules instea
 from . import linalg, special, stats  # special registers the scipy.special names
 
 __all__ = ["linalg", "special", "stats"]
+
+
+def support_lines() -> list[str]:
+    """The SciPy lines of the README's "NumPy support" section (generated with it)."""
+    dists = ", ".join(f"`{n}` ({', '.join(_methods(getattr(stats, n)))})" for n in stats.__all__)
+    return [
+        f"- **`scipy.special`** ({len(special.__all__)}; SciPy's ufuncs on an Expr route here): "
+        + ", ".join(f"`{n}`" for n in special.__all__),
+        f"- **`scipy.stats`** (built from ops; `scipy.stats.norm.cdf(x)` on an Expr names "
+        f"`symgrad.scipy.stats.norm.cdf`): {dists}",
+        f"- **`scipy.linalg`** ({len(linalg.__all__)}, built from ops): "
+        + ", ".join(f"`{n}`" for n in linalg.__all__),
+    ]
+
+
+def _methods(dist: object) -> list[str]:
+    return [m for m in dir(type(dist)) if not m.startswith("_") and m != "name"]
