@@ -501,6 +501,9 @@ def _operand(graph: Graph, o: Any, strong: list[str] | None = None) -> int:
                 raise ShapeError(f"the Python integer {o} does not fit the operands' dtype "
                                  f"{weak.name}") from None
         return graph.const(value)
+    if isinstance(o, (list, tuple)) and _holds_expr(o):  # [x, x + 2]: NumPy's array of them
+        e = stacked(o)
+        return e.node if e.graph is graph else graph.import_node(e.graph, e.node)
     if isinstance(o, (int, float, bool, np.ndarray, np.number, np.bool_, list, tuple)):
         return graph.const(o)
     raise SymgradError(f"cannot use {describe(o)} in a symgrad expression (use Exprs, "
@@ -539,6 +542,40 @@ def var(name: str, shape: Shape | int = (), dtype: str = "float64", **numpy: Any
     return Expr(g, g.var(name, shape, dtype))
 
 
+def _holds_expr(seq: Any) -> bool:
+    """Whether a (nested) list or tuple holds an Expr."""
+    todo = [seq]
+    while todo:
+        for item in todo.pop():
+            if isinstance(item, Expr):
+                return True
+            if isinstance(item, (list, tuple)):
+                todo.append(item)
+    return False
+
+
+def stacked(seq: Any) -> Expr:
+    """A (nested) list or tuple of Exprs and numbers as one array, as ``np.array`` makes it
+    (``[x, x + 2]`` stacks along a new first axis; numbers follow NEP 50 against the Exprs).
+
+    >>> import symgrad as sg
+    >>> x = sg.var("x", shape=(2,))
+    >>> sg.ir.expr.stacked([x, x + 2.0]).shape
+    (2, 2)
+    """
+    items = [stacked(i) if isinstance(i, (list, tuple)) and _holds_expr(i) else i for i in seq]
+    exprs = [i for i in items if isinstance(i, Expr)]
+    strong = _strong_dtypes(exprs)
+    like = exprs[0]
+    parts = [i if isinstance(i, Expr) else Expr(like.graph, _operand(like.graph, i, strong))
+             for i in items]
+    shapes = {p.shape for p in parts}
+    if len(shapes) > 1:
+        raise ShapeError(f"a list of arrays of different shapes {sorted(shapes)} is not one "
+                         "array (NumPy refuses it too)")
+    return F.stack(parts, axis=0)
+
+
 def const(value: Any, like: Expr | None = None) -> Expr:
     """A constant expression (a number or an array), in ``like``'s graph if given.
 
@@ -546,6 +583,8 @@ def const(value: Any, like: Expr | None = None) -> Expr:
     >>> sg.const([1.0, 2.0]).shape
     (2,)
     """
+    if isinstance(value, (list, tuple)) and _holds_expr(value):
+        return stacked(value)
     g = like.graph if like is not None else Graph()
     return Expr(g, g.const(value))
 
