@@ -66,8 +66,8 @@ def test_cholesky_cho_factor_cho_solve_solve_and_the_rest():
     blocks = sgl.block_diag(a[:2, :3], b, 3.0, b[:, 0])
     np.testing.assert_array_equal(sg.evaluate(blocks, at),
                                   sl.block_diag(SPD[:2, :3], B, 3.0, B[:, 0]))
-    with pytest.raises(AttributeError, match="no 'expm'.*eigh"):
-        sgl.expm(a)
+    np.testing.assert_allclose(sg.evaluate(sgl.expm(0.1 * a), at), sl.expm(0.1 * SPD),
+                               rtol=1e-13)
     with pytest.raises(AttributeError, match="no 'lu_factor'.*solve"):
         sgl.lu_factor(a)
 
@@ -132,3 +132,16 @@ def test_gp_nll_with_cho_solve_and_solve_triangular_against_jax(x64):
     fn = sg.compile([f, *grads], inputs=hyper)
     assert "scipy" not in fn.source  # the triangular solves are NumPy's solve
     np.testing.assert_allclose(fn(*theta), [value, *g], rtol=1e-14)
+
+
+def test_expm_derivative_is_scipys_frechet_derivative():
+    a, e = sg.var("a", shape=(4, 4)), RNG.standard_normal((4, 4))
+    m = 0.3 * A
+    jvp = sg.evaluate(sg.jvp(sgl.expm(a), a, e), {"a": m})
+    np.testing.assert_allclose(jvp, sl.expm_frechet(m, e, compute_expm=False), rtol=1e-12)
+    g = sg.evaluate(sg.grad(sg.sum(sgl.expm(a) * e), a), {"a": m})
+    np.testing.assert_allclose(g, sl.expm_frechet(m.T, e, compute_expm=False), rtol=1e-12)
+    sym = SPD / 10  # for a symmetric matrix: V diag(exp(w)) V^T
+    w, v = np.linalg.eigh(sym)
+    np.testing.assert_allclose(sg.evaluate(sgl.expm(a), {"a": sym}), (v * np.exp(w)) @ v.T,
+                               rtol=1e-12)

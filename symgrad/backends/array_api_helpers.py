@@ -351,3 +351,21 @@ def _sg_xp_special(xp, name, *args):
 
     out = getattr(scipy.special, name)(*(np.asarray(a) for a in args))
     return xp.asarray(out)
+
+
+def _sg_xp_expm(xp, a):
+    """The matrix exponential of the matrices of ``a`` (the standard has none): PyTorch's
+    ``matrix_exp`` or JAX's ``expm`` where ``xp`` is theirs, else SciPy's on a NumPy copy."""
+    space = getattr(xp, "__name__", "")
+    if space.startswith("jax"):
+        import jax.scipy.linalg
+
+        return jax.scipy.linalg.expm(a)
+    if "torch" in space:
+        import torch
+
+        return torch.linalg.matrix_exp(a)
+    import numpy as np
+    import scipy.linalg
+
+    return xp.asarray(scipy.linalg.expm(np.asarray(a)))

@@ -290,4 +290,6 @@ ARRAY_API: dict[str, Template | None] = {
     "polygamma": T("_sg_xp_special(xp, 'polygamma', {n!r}, {0})", (h._sg_xp_special,)),
     "sinc": T("xp.where({0} == 0, xp.ones_like({0}), xp.sin({0} * math.pi) / "
               "(xp.where({0} == 0, xp.ones_like({0}), {0}) * math.pi))"),
+    # -- scipy.linalg (ops/matrix_functions.py): not in the standard; see _sg_xp_expm --
+    "expm": _helper(h._sg_xp_expm),
 }

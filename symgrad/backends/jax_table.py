@@ -35,6 +35,7 @@ SPECIAL: dict[str, Template] = {
                         imports=("jax.scipy.special",)),
     "polygamma": Template("jax.scipy.special.polygamma({n!r}, {0})",
                           imports=("jax.scipy.special",)),
+    "expm": Template("jax.scipy.linalg.expm({0})", imports=("jax.scipy.linalg",)),
 }
 """SciPy's special functions (ops/special.py) as ``jax.scipy.special``'s."""
 

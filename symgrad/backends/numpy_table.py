@@ -245,4 +245,6 @@ NUMPY: dict[str, Template] = {
     "polygamma": T("scipy.special.polygamma({n!r}, {0}).astype(np.result_type({0}, np.float32))",
                    imports=("scipy.special",)),
     "sinc": T("np.sinc({0})"),
+    # -- scipy.linalg (ops/matrix_functions.py) --
+    "expm": T("scipy.linalg.expm({0})", imports=("scipy.linalg",)),
 }

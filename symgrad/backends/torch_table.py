@@ -33,6 +33,7 @@ SPECIAL: dict[str, Template] = {
     # and gamma through lgamma (gamma's sign: negative on (-1, 0), (-3, -2), ...)
     "erfcinv": _torch("-torch.special.ndtri({0} * 0.5) * 0.7071067811865476"),
     "betaln": _torch("torch.lgamma({0}) + torch.lgamma({1}) - torch.lgamma({0} + {1})"),
+    "expm": _torch("torch.linalg.matrix_exp({0})"),
     "gamma": _torch("torch.where(({0} > 0) | (torch.remainder(torch.floor({0}), 2) == 0), "
                     "1.0, -1.0) * torch.exp(torch.lgamma({0}))"),
 }

@@ -1,5 +1,6 @@
 """``symgrad.scipy.linalg``: SciPy's linear algebra on symbolic values, built from the ops of
-``numpy.linalg`` (:mod:`symgrad.ops.decompositions`).
+``numpy.linalg`` (:mod:`symgrad.ops.decompositions`) and ``expm``
+(:mod:`symgrad.ops.matrix_functions`).
 
 Signatures and meanings are SciPy's: ``cholesky`` gives the *upper* factor unless
 ``lower=True``; ``cho_factor`` returns ``(c, lower)`` for ``cho_solve``; ``solve_triangular``
@@ -26,11 +27,9 @@ from ..frontend.numpy_define import as_expr
 from ..ir.expr import Expr, F
 
 __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "eigvalsh",
-           "inv", "solve", "solve_triangular", "svd", "svdvals"]
+           "expm", "inv", "solve", "solve_triangular", "svd", "svdvals"]
 
 _NOT_YET = {
-    "expm": "the matrix exponential has no op yet; for a symmetric matrix use "
-            "eigh: V @ diag(exp(w)) @ V.T",
     "lu_factor": "LU factors have no op yet; use symgrad.scipy.linalg.solve (or cho_solve for "
                  "a positive definite matrix)",
     "lu_solve": "LU factors have no op yet; use symgrad.scipy.linalg.solve",
@@ -103,6 +102,12 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False,
     if transposed:
         a = F.matrix_transpose(a)
     return F.solve(a, as_expr(b))
+
+
+def expm(A: Any) -> Expr:
+    """The matrix exponential (of each matrix of the last two axes): the ``expm`` op, whose
+    derivative is the Fréchet derivative (block-matrix formula)."""
+    return F.expm(as_expr(A))
 
 
 def inv(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> Expr:
