@@ -369,3 +369,41 @@ def _sg_xp_expm(xp, a):
     import scipy.linalg
 
     return xp.asarray(scipy.linalg.expm(np.asarray(a)))
+
+
+def _sg_xp_lu(xp, a, index):
+    """``scipy.linalg.lu_factor``'s packed factors (``index`` 0), 0-based pivots (1) or the
+    row order ``perm`` with ``a[perm] = L U`` (2). JAX's ``lax.linalg.lu`` and PyTorch's
+    ``lu_factor`` where ``xp`` is theirs (the same LAPACK factorization), else SciPy's on a
+    NumPy copy (the standard has no LU)."""
+    space = getattr(xp, "__name__", "")
+    if space.startswith("jax"):
+        import jax.lax.linalg
+
+        out = jax.lax.linalg.lu(a)[index]
+        return out if index == 0 else xp.astype(out, xp.int64)
+    if "torch" in space:
+        import torch
+
+        lu, piv = torch.linalg.lu_factor(a)
+        if index == 0:
+            return lu
+        piv = piv.to(torch.int64) - 1
+        if index == 1:
+            return piv
+        order = list(range(piv.shape[-1]))
+        for i, p in enumerate(piv.tolist()):
+            order[i], order[p] = order[p], order[i]
+        return torch.asarray(order, dtype=torch.int64, device=a.device)
+    import numpy as np
+    import scipy.linalg
+
+    lu, piv = scipy.linalg.lu_factor(np.asarray(a))
+    if index == 0:
+        return xp.asarray(lu)
+    if index == 1:
+        return xp.asarray(piv.astype(np.int64))
+    order = list(range(piv.shape[-1]))
+    for i, p in enumerate(piv.tolist()):
+        order[i], order[p] = order[p], order[i]
+    return xp.asarray(order, dtype=xp.int64)

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..ops.decompositions import _sg_band, _sg_lstsq_residuals, _sg_part
 from ..ops.indexing import _sg_index_add, _sg_scatter_sum, key_source, split_parts
+from ..ops.matrix_functions import _sg_lu_permutation
 from ..ops.reductions import _sg_log_softmax, _sg_logsumexp, _sg_softmax
 from ..ops.sorting import _sg_partition
 
@@ -247,4 +248,7 @@ NUMPY: dict[str, Template] = {
     "sinc": T("np.sinc({0})"),
     # -- scipy.linalg (ops/matrix_functions.py) --
     "expm": T("scipy.linalg.expm({0})", imports=("scipy.linalg",)),
+    "lu_factor": T("scipy.linalg.lu_factor({0})[0]", imports=("scipy.linalg",)),
+    "lu_pivots": T("scipy.linalg.lu_factor({0})[1].astype(np.int64)", imports=("scipy.linalg",)),
+    "lu_permutation": T("_sg_lu_permutation({0})", (_sg_lu_permutation,), ("scipy.linalg",)),
 }

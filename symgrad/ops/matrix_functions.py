@@ -1,4 +1,5 @@
-"""Matrix functions of SciPy's ``linalg``: ``expm``, the matrix exponential.
+"""Matrix functions of SciPy's ``linalg``: ``expm``, the matrix exponential, and the LU
+factors of ``lu_factor`` (``lu_factor`` packed, ``lu_pivots``, and the row permutation).
 
 Its derivative is the Fréchet derivative ``L(A, E)``, the upper-right block of the
 exponential of the block matrix ``[[A, E], [0, A]]`` (Higham, *Functions of Matrices*,
@@ -18,10 +19,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import UnsupportedError
+import numpy as np
+
+from ..errors import ShapeError, UnsupportedError
 from ..ir.expr import F
 from ..ir.op import Op, register
+from ..ir.shapes import float_dtype, fmt
 from .decompositions import _mT, _on_squares
+from .tangent import first
 
 
 def _linalg() -> Any:
@@ -53,4 +58,81 @@ register(Op(
     examples=lambda rng: [([0.5 * rng.standard_normal((3, 3))], {}),
                           ([0.5 * rng.standard_normal((2, 2, 2))], {})],
     doc="the matrix exponential (stacked over leading axes), as scipy.linalg.expm",
+))
+
+
+# -- LU factors: scipy.linalg.lu_factor -----------------------------------------------------
+
+
+def _sg_lu_permutation(a):
+    """The row order ``perm`` of ``lu_factor(a)``: ``a[perm] = L @ U`` (LAPACK's pivots,
+    row swaps applied in turn)."""
+    import numpy as np
+    import scipy.linalg
+
+    piv = scipy.linalg.lu_factor(a)[1]
+    perm = np.arange(piv.shape[-1], dtype=np.int64)
+    for i, p in enumerate(piv.tolist()):
+        perm[i], perm[p] = perm[p], perm[i]
+    return perm
+
+
+def _lu_square(name: str, dtype_of):
+    def infer(shapes, dtypes, attrs):
+        shape = shapes[0]
+        if len(shape) != 2 or shape[0] != shape[1]:
+            raise ShapeError(f"{name}: needs one square matrix, got shape {fmt(shape)}")
+        return dtype_of(shape, dtypes[0])
+
+    return infer
+
+
+def lu_parts(a, lu):
+    """The unit lower factor ``L``, the upper ``U`` and the row permutation matrix ``Pm``
+    (``Pm @ a = L @ U``) of ``lu = lu_factor(a)``."""
+    size = a.shape[-1]
+    eye = F.eye(size, dtype=lu.dtype)
+    lower = F.band(lu, None, -1) + eye
+    upper = F.band(lu, 0, None)
+    return lower, upper, F.take(eye, F.lu_permutation(a), axis=0)
+
+
+def _lu_rule(n, g):
+    """A = P L U: A_bar = P L^-T (tril_-1(L^T L_bar) + triu(U_bar U^T)) U^-T, with L_bar and
+    U_bar the strictly lower and upper parts of the packed adjoint (Murray 2016, sec. 3)."""
+    lower, upper, perm = lu_parts(n.args[0], n.out)
+    inner = F.band(_mT(lower) @ F.band(g, None, -1), None, -1) \
+        + F.band(F.band(g, 0, None) @ _mT(upper), 0, None)
+    m = _mT(F.solve(upper, _mT(F.solve(_mT(lower), inner))))
+    return (_mT(perm) @ m,)
+
+
+def _lu_forward(n, t):
+    """dL = L tril_-1(X), dU = triu(X) U with X = L^-1 (P^T dA) U^-1: the packed tangent."""
+    lower, upper, perm = lu_parts(n.args[0], n.out)
+    x = _mT(F.solve(_mT(upper), _mT(F.solve(lower, perm @ t))))
+    return lower @ F.band(x, None, -1) + F.band(x, 0, None) @ upper
+
+
+def _lu_examples(rng):
+    return [([rng.standard_normal((3, 3)) + 2 * np.eye(3)], {}),
+            ([rng.standard_normal((4, 4))], {})]
+
+
+register(Op(
+    name="lu_factor", infer=_lu_square("lu_factor", lambda s, d: (s, float_dtype(d))),
+    impl=lambda a: _linalg().lu_factor(a)[0], backprop=_lu_rule,
+    forward=first(_lu_forward), examples=_lu_examples,
+    doc="the packed LU factors of scipy.linalg.lu_factor: U on and above the diagonal, "
+        "L (unit diagonal) below it",
+))
+register(Op(
+    name="lu_pivots", infer=_lu_square("lu_pivots", lambda s, d: (s[:1], "int64")),
+    impl=lambda a: _linalg().lu_factor(a)[1].astype(np.int64), differentiable=False,
+    examples=_lu_examples, doc="the pivot indices of scipy.linalg.lu_factor (0-based)",
+))
+register(Op(
+    name="lu_permutation", infer=_lu_square("lu_permutation", lambda s, d: (s[:1], "int64")),
+    impl=_sg_lu_permutation, differentiable=False, examples=_lu_examples, public=False,
+    doc="the row order of lu_factor: a[perm] = L @ U",
 ))

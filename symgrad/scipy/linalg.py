@@ -21,19 +21,19 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from .. import numpy as _numpy  # noqa: F401  (the ops and NumPy's names, registered first)
 from ..errors import ShapeError, UnsupportedError
 from ..frontend.numpy_define import as_expr
 from ..ir.expr import Expr, F
 
 __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "eigvalsh",
-           "expm", "inv", "solve", "solve_triangular", "svd", "svdvals"]
+           "expm", "inv", "lu_factor", "lu_solve", "solve", "solve_triangular", "svd",
+           "svdvals"]
 
 _NOT_YET = {
-    "lu_factor": "LU factors have no op yet; use symgrad.scipy.linalg.solve (or cho_solve for "
-                 "a positive definite matrix)",
-    "lu_solve": "LU factors have no op yet; use symgrad.scipy.linalg.solve",
-    "lu": "LU factors have no op yet; use symgrad.scipy.linalg.solve",
+    "lu": "the P, L, U form has no op yet; use lu_factor and lu_solve",
 }
 
 
@@ -108,6 +108,43 @@ def expm(A: Any) -> Expr:
     """The matrix exponential (of each matrix of the last two axes): the ``expm`` op, whose
     derivative is the Fréchet derivative (block-matrix formula)."""
     return F.expm(as_expr(A))
+
+
+def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> tuple[Expr, Expr]:
+    """``(lu, piv)``: SciPy's packed LU factors (``L`` unit lower below the diagonal, ``U``
+    on and above it) and 0-based pivots, LAPACK's partial pivoting."""
+    a = as_expr(a)
+    return F.lu_factor(a), F.lu_pivots(a)
+
+
+def _row_order(lu: Expr, piv: Any) -> Any:
+    """The row order ``perm`` (``a[perm] = L U``) for pivots ``piv``: from the matrix
+    ``lu_factor`` factored when ``piv`` is its ``lu_pivots``, or computed from constants."""
+    if isinstance(piv, Expr):
+        node = piv.graph.nodes[piv.node]
+        if node.op != "lu_pivots":  # the one op whose matrix can be recovered
+            raise UnsupportedError("lu_solve: piv must come from symgrad.scipy.linalg."
+                                   "lu_factor, or be constant pivots")
+        return F.lu_permutation(Expr(piv.graph, node.args[0]))
+    order = list(range(lu.shape[-1]))
+    for i, p in enumerate(np.asarray(piv).tolist()):
+        order[i], order[p] = order[p], order[i]
+    return np.asarray(order, dtype=np.int64)
+
+
+def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, trans: Any = 0, overwrite_b: bool = False,
+             check_finite: bool = True) -> Expr:
+    """x with ``a x = b`` (``trans`` 1 or ``'T'``: ``a^T x = b``) from ``lu_factor(a)``."""
+    lu, piv = lu_and_piv
+    lu, b = as_expr(lu), as_expr(b)
+    perm = _row_order(lu, piv)
+    if trans in (0, "N"):
+        y = solve_triangular(lu, F.take(b, perm, axis=0), lower=True, unit_diagonal=True)
+        return solve_triangular(lu, y, lower=False)
+    z = solve_triangular(lu, solve_triangular(lu, b, trans="T"), trans="T", lower=True,
+                         unit_diagonal=True)
+    rows = F.take(F.eye(lu.shape[-1], dtype=lu.dtype), perm, axis=0)
+    return F.matrix_transpose(rows) @ z
 
 
 def inv(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> Expr:
