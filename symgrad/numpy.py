@@ -155,22 +155,11 @@ def support_markdown() -> str:
         "- **other functions:** " + ", ".join(f"`{n}`" for n in rest),
         "- **beyond NumPy:** " + ", ".join(f"`{n}`" for n in extra),
         "",
-        "SciPy, as `symgrad.scipy.special`, `.stats` and `.linalg` (SciPy's names, signatures "
-        "and meanings; SciPy is needed to evaluate the special functions):",
-        "",
-        *_scipy_support(),
-        "",
         "Not covered, of the common ones:" if missing else "Every common function is covered.",
     ]
     for n in missing:
         lines.append(f"- `{n}`: " + _UNSUPPORTED.get(n, "not yet"))
     return "\n".join(lines) + "\n"
-
-
-def _scipy_support() -> list[str]:
-    from .scipy import support_lines  # symgrad.scipy is built on this module
-
-    return support_lines()
 
 
 def _builtin(name: str) -> bool:

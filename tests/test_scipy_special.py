@@ -243,3 +243,16 @@ def test_scipy_stats_on_an_expr_names_the_symgrad_function():
         stats.norm(0.0, 2.0).logpdf(x)
     with pytest.raises(sg.UnsupportedError, match="converting to a NumPy array"):
         np.asarray(x)
+
+
+def test_the_readme_lists_scipy_support_as_the_modules_say():
+    """README's "SciPy support" block is generated: symgrad.scipy.support_markdown()."""
+    from pathlib import Path
+
+    import symgrad.scipy
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    start = readme.index("<!-- scipy-support:start -->\n") + len("<!-- scipy-support:start -->\n")
+    end = readme.index("<!-- scipy-support:end -->")
+    assert readme[start:end] == symgrad.scipy.support_markdown(), (
+        "regenerate: python -c 'import symgrad.scipy as s; print(s.support_markdown())'")

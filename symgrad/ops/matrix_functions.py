@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ShapeError, UnsupportedError
-from ..ir.expr import F
+from ..ir.expr import Expr, F
 from ..ir.op import Op, register
 from ..ir.shapes import float_dtype, fmt
 from .decompositions import _mT, _on_squares
@@ -136,3 +136,10 @@ register(Op(
     impl=_sg_lu_permutation, differentiable=False, examples=_lu_examples, public=False,
     doc="the row order of lu_factor: a[perm] = L @ U",
 ))
+
+
+def factored_matrix(piv: Expr) -> Expr | None:
+    """The matrix ``a`` when ``piv`` is ``lu_pivots(a)`` (so its row order can be built),
+    else None."""
+    node = piv.graph.nodes[piv.node]
+    return Expr(piv.graph, node.args[0]) if node.op == "lu_pivots" else None

@@ -18,17 +18,27 @@ from . import linalg, special, stats  # special registers the scipy.special name
 __all__ = ["linalg", "special", "stats"]
 
 
-def support_lines() -> list[str]:
-    """The SciPy lines of the README's "NumPy support" section (generated with it)."""
+def support_markdown() -> str:
+    """The README's "SciPy support" block, made from these modules (a test checks that the
+    README holds exactly this text).
+
+    >>> "solve_triangular" in support_markdown()
+    True
+    """
     dists = ", ".join(f"`{n}` ({', '.join(_methods(getattr(stats, n)))})" for n in stats.__all__)
-    return [
+    lines = [
+        "SciPy's functions, as `symgrad.scipy.special`, `.stats` and `.linalg` (SciPy's names, "
+        "signatures and meanings; SciPy is needed to evaluate the special functions, `expm` "
+        "and the LU factors):",
+        "",
         f"- **`scipy.special`** ({len(special.__all__)}; SciPy's ufuncs on an Expr route here): "
         + ", ".join(f"`{n}`" for n in special.__all__),
         f"- **`scipy.stats`** (built from ops; `scipy.stats.norm.cdf(x)` on an Expr names "
         f"`symgrad.scipy.stats.norm.cdf`): {dists}",
-        f"- **`scipy.linalg`** ({len(linalg.__all__)}, built from ops): "
+        f"- **`scipy.linalg`** ({len(linalg.__all__)}, from ops): "
         + ", ".join(f"`{n}`" for n in linalg.__all__),
     ]
+    return "\n".join(lines) + "\n"
 
 
 def _methods(dist: object) -> list[str]:

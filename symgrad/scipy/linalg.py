@@ -27,6 +27,7 @@ from .. import numpy as _numpy  # noqa: F401  (the ops and NumPy's names, regist
 from ..errors import ShapeError, UnsupportedError
 from ..frontend.numpy_define import as_expr
 from ..ir.expr import Expr, F
+from ..ops.matrix_functions import factored_matrix
 
 __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "eigvalsh",
            "expm", "inv", "lu_factor", "lu_solve", "solve", "solve_triangular", "svd",
@@ -121,11 +122,11 @@ def _row_order(lu: Expr, piv: Any) -> Any:
     """The row order ``perm`` (``a[perm] = L U``) for pivots ``piv``: from the matrix
     ``lu_factor`` factored when ``piv`` is its ``lu_pivots``, or computed from constants."""
     if isinstance(piv, Expr):
-        node = piv.graph.nodes[piv.node]
-        if node.op != "lu_pivots":  # the one op whose matrix can be recovered
+        a = factored_matrix(piv)
+        if a is None:
             raise UnsupportedError("lu_solve: piv must come from symgrad.scipy.linalg."
                                    "lu_factor, or be constant pivots")
-        return F.lu_permutation(Expr(piv.graph, node.args[0]))
+        return F.lu_permutation(a)
     order = list(range(lu.shape[-1]))
     for i, p in enumerate(np.asarray(piv).tolist()):
         order[i], order[p] = order[p], order[i]
