@@ -29,6 +29,7 @@ from typing import Any as _Any
 __version__ = "0.1.0"  # the one place it is written (pyproject.toml reads it)
 
 __all__ = [
+    "scipy",
     "ArgumentError", "UnsupportedError", "BackendError", "DifferentiationError",
     "EvaluationError", "Expr", "Graph", "InputError",
     "LimitError", "NameConflictError", "ParseError", "ShapeError", "SymgradError",

@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import math as _math
 
-from . import numpy  # noqa: E402  (symgrad.numpy: NumPy's names and meanings)
+from . import (
+    numpy,  # symgrad.numpy: NumPy's names and meanings
+    scipy,  # symgrad.scipy: SciPy's special functions, stats, linalg
+)
 from .backends import compile, evaluate, linearize, scipy_functions, to_source  # noqa: A004
 from .errors import (
     ArgumentError,

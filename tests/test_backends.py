@@ -52,6 +52,9 @@ UNSPECIFIED_ORDER = {"partition", "argpartition"}
 SIGN_FREE = {"eigh_vectors": -2, "svd_u": -2, "svd_vh": -1}
 ARRAY_BACKENDS = ["array_api", "jax", "torch"]
 TOL = 1e-12
+# the libraries' own accuracy, where it is below TOL: PyTorch's polygamma (trigamma and
+# above: digamma's derivative) agrees with SciPy's to about 1e-9
+LIBRARY_TOL = {("torch", "digamma"): 1e-8, ("torch", "polygamma"): 1e-8}
 
 
 _impl = impl
@@ -82,7 +85,7 @@ def _signed(a: np.ndarray, along: int) -> np.ndarray:
     return a * np.sign(np.take_along_axis(a, k, axis=along))
 
 
-def _close(got, ref, what: str, op: str = ""):
+def _close(got, ref, what: str, op: str = "", tol: float = TOL):
     if op in SIGN_FREE:
         got, ref = _signed(np.asarray(got), SIGN_FREE[op]), _signed(np.asarray(ref),
                                                                     SIGN_FREE[op])
@@ -92,7 +95,7 @@ def _close(got, ref, what: str, op: str = ""):
         np.testing.assert_array_equal(got, ref, err_msg=what)
         return
     scale = max(1.0, float(np.max(np.abs(ref[np.isfinite(ref)]), initial=0.0)))
-    np.testing.assert_allclose(got, ref, rtol=TOL, atol=TOL * scale, err_msg=what,
+    np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * scale, err_msg=what,
                                equal_nan=True)
 
 
@@ -293,7 +296,8 @@ def _run_case(kind: str, case: Case):
             continue
         if k == 0 and hasattr(g, "dtype"):
             assert dtype_name(g.dtype) == np.asarray(r).dtype.name, what
-        _close(g, r, what, case.op.name if k == 0 else "")
+        _close(g, r, what, case.op.name if k == 0 else "",
+               LIBRARY_TOL.get((lib.backend, case.op.name), TOL))
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -27,7 +27,7 @@ from registry_cases import Case, impl, registry_cases
 
 import symgrad as sg
 from symgrad.backends import TABLES
-from symgrad.backends.math_table import MATH, fallback_names
+from symgrad.backends.math_table import MATH, TOTAL, fallback_names
 from symgrad.backends.numpy_table import NUMPY
 from symgrad.ir.shapes import fmt, is_float
 from symgrad.ops import REGISTRY, Op, register
@@ -102,7 +102,8 @@ def test_scalar_template_matches_impl(case):
     got = eval(text, {"math": math, **floats})  # noqa: S307 - our own template
     np.testing.assert_allclose(got, ref, rtol=1e-15, atol=0, err_msg=text)
     numpy_scalars = {n: np.asarray(a)[()] for n, a in zip(names, case.arrays)}
-    fallback = type("numpy_math", (), {m: getattr(np, n) for m, n in fallback_names().items()})
+    fallback = type("numpy_math", (), {**{m: getattr(np, n) for m, n in fallback_names().items()},
+                                       **{m: getattr(math, m) for m in TOTAL}})
     with np.errstate(all="ignore"):
         got = eval(text, {"math": fallback, **numpy_scalars})  # noqa: S307
     np.testing.assert_allclose(got, ref, rtol=1e-15, atol=0, err_msg=text)

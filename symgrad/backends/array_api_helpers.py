@@ -372,3 +372,82 @@ def _sg_xp_matrix_rank(xp, x, tol, rtol):
                          tuple(s.shape[:-1]) + (1,)) \
             if hasattr(tol, "shape") else tol
     return xp.astype(xp.sum(xp.astype(s > cut, xp.int64), axis=-1), xp.int64)
+
+
+def _sg_xp_special(xp, name, *args):
+    """SciPy's special function ``name`` on arrays of namespace ``xp``. The standard has no
+    special functions: JAX's ``jax.scipy.special`` and PyTorch's ``torch.special`` are used
+    where ``xp`` is theirs and has ``name``; otherwise SciPy runs on NumPy copies of the
+    arrays (on the CPU) and the result comes back as an ``xp`` array."""
+    space = getattr(xp, "__name__", "")
+    own = None
+    if space.startswith("jax"):
+        import jax.scipy.special as own
+    elif "torch" in space:
+        import torch
+
+        own = torch.special
+    fn = getattr(own, name, None) if own is not None else None
+    if fn is not None:
+        return fn(*args)
+    import numpy as np
+    import scipy.special
+
+    out = getattr(scipy.special, name)(*(np.asarray(a) for a in args))
+    return xp.asarray(out)
+
+
+def _sg_xp_expm(xp, a):
+    """The matrix exponential of the matrices of ``a`` (the standard has none): PyTorch's
+    ``matrix_exp`` or JAX's ``expm`` where ``xp`` is theirs, else SciPy's on a NumPy copy."""
+    space = getattr(xp, "__name__", "")
+    if space.startswith("jax"):
+        import jax.scipy.linalg
+
+        return jax.scipy.linalg.expm(a)
+    if "torch" in space:
+        import torch
+
+        return torch.linalg.matrix_exp(a)
+    import numpy as np
+    import scipy.linalg
+
+    return xp.asarray(scipy.linalg.expm(np.asarray(a)))
+
+
+def _sg_xp_lu(xp, a, index):
+    """``scipy.linalg.lu_factor``'s packed factors (``index`` 0), 0-based pivots (1) or the
+    row order ``perm`` with ``a[perm] = L U`` (2). JAX's ``lax.linalg.lu`` and PyTorch's
+    ``lu_factor`` where ``xp`` is theirs (the same LAPACK factorization), else SciPy's on a
+    NumPy copy (the standard has no LU)."""
+    space = getattr(xp, "__name__", "")
+    if space.startswith("jax"):
+        import jax.lax.linalg
+
+        out = jax.lax.linalg.lu(a)[index]
+        return out if index == 0 else xp.astype(out, xp.int64)
+    if "torch" in space:
+        import torch
+
+        lu, piv = torch.linalg.lu_factor(a)
+        if index == 0:
+            return lu
+        piv = piv.to(torch.int64) - 1
+        if index == 1:
+            return piv
+        order = list(range(piv.shape[-1]))
+        for i, p in enumerate(piv.tolist()):
+            order[i], order[p] = order[p], order[i]
+        return torch.asarray(order, dtype=torch.int64, device=a.device)
+    import numpy as np
+    import scipy.linalg
+
+    lu, piv = scipy.linalg.lu_factor(np.asarray(a))
+    if index == 0:
+        return xp.asarray(lu)
+    if index == 1:
+        return xp.asarray(piv.astype(np.int64))
+    order = list(range(piv.shape[-1]))
+    for i, p in enumerate(piv.tolist()):
+        order[i], order[p] = order[p], order[i]
+    return xp.asarray(order, dtype=xp.int64)

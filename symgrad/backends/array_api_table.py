@@ -183,6 +183,17 @@ def _reduce(fn: str) -> Template:
     return T(f"xp.{fn}({{0}}, axis={{axis!r}}, keepdims={{keepdims!r}})")
 
 
+SPECIAL_UNARY = ("erf", "erfc", "erfinv", "erfcinv", "erfcx", "ndtr", "ndtri", "log_ndtr",
+                 "logit", "gamma", "gammaln", "digamma", "i0", "i1", "i0e", "i1e")
+SPECIAL_BINARY = ("betaln", "xlogy", "xlog1py")
+
+
+def _special(name: str, arity: int = 1) -> Template:
+    """SciPy's ``name`` through :func:`~.array_api_helpers._sg_xp_special`."""
+    args = "".join(f", {{{k}}}" for k in range(arity))
+    return T(f"_sg_xp_special(xp, {name!r}{args})", (h._sg_xp_special,))
+
+
 _RENAMED = {"arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": "asinh",
             "arccosh": "acosh", "arctanh": "atanh", "rint": "round"}
 
@@ -278,4 +289,15 @@ ARRAY_API: dict[str, Template | None] = {
     "trace": _with(h._sg_xp_trace, "{offset!r}, {axis1!r}, {axis2!r}"),
     "norm": T(_norm, (h._sg_xp_norm,)),
     "matrix_rank": T(_matrix_rank, (h._sg_xp_matrix_rank, h._sg_xp_device)),
+    # -- scipy.special (ops/special.py): the standard has none; see _sg_xp_special --
+    **{name: _special(name) for name in SPECIAL_UNARY},
+    **{name: _special(name, 2) for name in SPECIAL_BINARY},
+    "polygamma": T("_sg_xp_special(xp, 'polygamma', {n!r}, {0})", (h._sg_xp_special,)),
+    "sinc": T("xp.where({0} == 0, xp.ones_like({0}), xp.sin({0} * math.pi) / "
+              "(xp.where({0} == 0, xp.ones_like({0}), {0}) * math.pi))"),
+    # -- scipy.linalg (ops/matrix_functions.py): not in the standard; see _sg_xp_expm --
+    "expm": _helper(h._sg_xp_expm),
+    "lu_factor": T("_sg_xp_lu(xp, {0}, 0)", (h._sg_xp_lu,)),
+    "lu_pivots": T("_sg_xp_lu(xp, {0}, 1)", (h._sg_xp_lu,)),
+    "lu_permutation": T("_sg_xp_lu(xp, {0}, 2)", (h._sg_xp_lu,)),
 }

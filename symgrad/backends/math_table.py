@@ -17,6 +17,9 @@ from .numpy_table import Template
 
 # ``math`` functions whose NumPy ufunc has another name
 _NUMPY_NAME = {"pow": "power"}
+TOTAL = ("erf", "erfc")
+"""``math`` functions that return a float for every float (never raise): the fallback keeps
+them as they are (NumPy has no ufunc of their name)."""
 _MATH_CALL = re.compile(r"\bmath\.([a-z0-9_]+)\(")
 
 
@@ -60,6 +63,15 @@ MATH: dict[str, Template | None] = {
     "fmod": T("math.fmod({0}, {1})"), "floor_divide": T("{0} // {1}"), "fmax": None,
     "fmin": None, "copysign": T("math.copysign({0}, {1})"),
     "float_power": T("math.pow({0}, {1})"), "heaviside": None, "astype": None,
+    # scipy.special (ops/special.py): math's erf and erfc (ndtr as SciPy computes it, through
+    # erfc); the others have no math form or raise where SciPy returns inf (lgamma at poles)
+    "erf": _fn("erf"), "erfc": _fn("erfc"),
+    "ndtr": T("0.5 * math.erfc({0} * -0.7071067811865476)"),
+    **dict.fromkeys((
+        "erfinv", "erfcinv", "erfcx", "ndtri", "log_ndtr", "logit", "gamma", "gammaln",
+        "digamma", "polygamma", "betaln", "xlogy", "xlog1py", "i0", "i1", "i0e", "i1e", "sinc",
+        "expm", "lu_factor", "lu_pivots", "lu_permutation",
+    )),
     # no scalar form: arrays, axes or helpers
     **dict.fromkeys((
         "sum", "mean", "max", "min", "logsumexp", "softmax", "log_softmax", "matmul", "dot",
@@ -80,7 +92,8 @@ MATH: dict[str, Template | None] = {
 
 
 def fallback_names(table: dict[str, Template | None] = MATH) -> dict[str, str]:
-    """``{math name: numpy name}`` for every ``math.<name>(`` the table's templates call.
+    """``{math name: numpy name}`` for every ``math.<name>(`` the table's templates call
+    (but the :data:`TOTAL` ones, which the fallback keeps).
 
     >>> fallback_names()["pow"], fallback_names()["exp"]
     ('power', 'exp')
@@ -89,4 +102,4 @@ def fallback_names(table: dict[str, Template | None] = MATH) -> dict[str, str]:
     for entry in table.values():
         if entry is not None and isinstance(entry.text, str):
             names.update(_MATH_CALL.findall(entry.text))
-    return {n: _NUMPY_NAME.get(n, n) for n in sorted(names)}
+    return {n: _NUMPY_NAME.get(n, n) for n in sorted(names) if n not in TOTAL}

@@ -11,7 +11,9 @@ is missing.
 
 from __future__ import annotations
 
+import importlib
 import math
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -19,6 +21,7 @@ import numpy as np
 
 from ..ops.decompositions import _sg_band, _sg_lstsq_residuals, _sg_part
 from ..ops.indexing import _sg_index_add, _sg_scatter_sum, key_source, split_parts
+from ..ops.matrix_functions import _sg_lu_permutation
 from ..ops.reductions import _sg_log_softmax, _sg_logsumexp, _sg_softmax
 from ..ops.sorting import _sg_partition
 
@@ -28,10 +31,12 @@ NUMPY_TYPE = {"float64": "np.float64", "float32": "np.float32", "int64": "np.int
 
 @dataclass(frozen=True)
 class Template:
-    """How one op is written: ``text`` (pattern or callable) and the helpers it calls."""
+    """How one op is written: ``text`` (pattern or callable), the helpers it calls and the
+    modules it ``imports`` beyond the target's own (``scipy.special``)."""
 
     text: str | Callable[[list[str], dict], str]
     helpers: tuple[Callable, ...] = ()
+    imports: tuple[str, ...] = ()
 
     def render(self, names: list[str], attrs: dict) -> str:
         """The text for operands ``names`` and the node's attributes."""
@@ -40,8 +45,12 @@ class Template:
         return self.text.format(*names, **attrs)
 
     def namespace(self) -> dict:
-        """The names the text may use: ``np``, ``math`` and the helpers."""
-        return {"np": np, "math": math, **{fn.__name__: fn for fn in self.helpers}}
+        """The names the text may use: ``np``, ``math``, the helpers and its imports."""
+        mods = {}
+        for module in self.imports:
+            importlib.import_module(module)
+            mods[module.split(".")[0]] = sys.modules[module.split(".")[0]]
+        return {"np": np, "math": math, **{fn.__name__: fn for fn in self.helpers}, **mods}
 
 
 def scalar_source(v, module: str = "np") -> str:
@@ -125,6 +134,12 @@ def _norm(names: list[str], attrs: dict) -> str:
 def _filled(fn: str, fill: bool) -> Template:
     middle = "{fill_value!r}, " if fill else ""
     return Template(f"np.{fn}({{shape!r}}, {middle}dtype=np.{{dtype}})")
+
+
+def _special(name: str, arity: int = 1) -> Template:
+    """``scipy.special.<name>(...)``: the module that calls it imports SciPy."""
+    args = ", ".join(f"{{{k}}}" for k in range(arity))
+    return Template(f"scipy.special.{name}({args})", imports=("scipy.special",))
 
 
 T = Template
@@ -223,4 +238,17 @@ NUMPY: dict[str, Template] = {
     "norm": T(_norm),
     "matrix_rank": T("np.asarray(np.linalg.matrix_rank({0}, {tol!r}, {hermitian!r}, "
                      "rtol={rtol!r}), dtype=np.int64)"),
+    # -- scipy.special (ops/special.py): the module imports SciPy --
+    **{name: _special(name) for name in (
+        "erf", "erfc", "erfinv", "erfcinv", "erfcx", "ndtr", "ndtri", "log_ndtr", "logit",
+        "gamma", "gammaln", "digamma", "i0", "i1", "i0e", "i1e")},
+    **{name: _special(name, 2) for name in ("betaln", "xlogy", "xlog1py")},
+    "polygamma": T("scipy.special.polygamma({n!r}, {0}).astype(np.result_type({0}, np.float32))",
+                   imports=("scipy.special",)),
+    "sinc": T("np.sinc({0})"),
+    # -- scipy.linalg (ops/matrix_functions.py) --
+    "expm": T("scipy.linalg.expm({0})", imports=("scipy.linalg",)),
+    "lu_factor": T("scipy.linalg.lu_factor({0})[0]", imports=("scipy.linalg",)),
+    "lu_pivots": T("scipy.linalg.lu_factor({0})[1].astype(np.int64)", imports=("scipy.linalg",)),
+    "lu_permutation": T("_sg_lu_permutation({0})", (_sg_lu_permutation,), ("scipy.linalg",)),
 }

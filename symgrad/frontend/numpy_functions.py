@@ -145,7 +145,13 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
 @define("std", *_MOMENT_SPEC, strings=("dtype",), **_MOMENT_DEFAULTS)
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None,
         correction=None):
-    return F.sqrt(_moments("std", a, axis, dtype, out, ddof, keepdims, where, mean, correction))
+    v = _moments("std", a, axis, dtype, out, ddof, keepdims, where, mean, correction)
+    a = as_expr(a)
+    count = math.prod(a.shape[k] for k in axes_tuple("std", axis, a.ndim))
+    if count == 1 and mean is None and where is True:
+        # the std of one element is identically 0: its derivative is 0 (sqrt'(0) * 0 is NaN)
+        return v * 0.0
+    return F.sqrt(v)
 
 
 @define("ptp", "a", "=axis", "=out", "=keepdims", axis=None, out=None, keepdims=False)

@@ -20,10 +20,12 @@ from . import (  # noqa: F401
     functions,
     indexing,
     linalg,
+    matrix_functions,
     reductions,
     scans,
     shaping,
     sorting,
+    special,
 )
 
 __all__ = ["ALIASES", "REGISTRY", "F", "Op", "Signature", "SignatureError", "call", "lookup",

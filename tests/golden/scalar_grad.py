@@ -39,6 +39,8 @@ class _numpy_math:
     tan = np.tan
     tanh = np.tanh
     trunc = np.trunc
+    erf = math.erf
+    erfc = math.erfc
 
 
 def _f_and_grad_scalar(x, y, math=math):
