@@ -41,6 +41,7 @@ from .errors import (
 from .explain import explain
 from .frontend import function_for as _function_for
 from .frontend import parse
+from .frontend.loops import fori_loop, scan
 from .functional import grad, value_and_grad
 from .ir.expr import Expr, const, var
 from .ir.graph import Graph
@@ -110,5 +111,5 @@ __all__ = [
     "newaxis", "parse", "to_source", "compile", "scipy_functions",
     "to_dot", "draw", "listing", "explain", "check_grads", "simplify", "passes", "numpy",
     "linalg", "value_and_grad", "to_html", "to_sympy", "from_sympy", "latex", "__version__",
-    "limits", "stats",
+    "limits", "stats", "scan", "fori_loop",
 ]

@@ -84,15 +84,22 @@ def _fold(terms: Sequence[Expr]) -> Expr:
 
 
 def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, total=_fold,
-              role: str = "adjoint", idioms: bool = False) -> Backprop:
+              role: str = "adjoint", idioms: bool = False,
+              also: Sequence[tuple[Expr, Expr]] = ()) -> Backprop:
+    """``also``: more ``(output, seed)`` pairs seeded in the same pass (a loop body's
+    results: one pass gives the adjoint of their seeded sum)."""
     graph = output.graph
     batch = seed.ndim - output.ndim
     before = len(graph)
-    forward = graph.ancestors([output.node])
+    seeded = [(output, seed), *also]
+    forward = graph.ancestors([o.node for o, _ in seeded])
     nodes = graph.nodes
     on_path = graph.descendants([w.node for w in wrt], forward)
     relevant = {i for i in on_path if is_float(nodes[i].dtype)}
-    parts: dict[int, list[Expr]] = {output.node: [seed]} if output.node in relevant else {}
+    parts: dict[int, list[Expr]] = {}
+    for o, s in seeded:
+        if o.node in relevant:
+            parts.setdefault(o.node, []).append(s)
     found = IDIOMS.run(graph, [i for i in forward if i in relevant]) if idioms else {}
     adjoint_of: dict[int, int] = {}
     progress = start("reverse mode", total=len(forward))
