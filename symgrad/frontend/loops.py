@@ -18,11 +18,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import ShapeError, SymgradError, UnsupportedError
-from ..ir.body import trace
+from ..ir.body import scan_nodes, trace
 from ..ir.expr import TRACES, Expr
 from ..ir.graph import Graph
 from ..ir.values import as_constant, describe, exact, type_name
-from ..ops.loops import scan_nodes
 
 Tree = Any
 

@@ -159,3 +159,12 @@ def _canonical(tg: Graph, inputs: list[int], outs: list[int]) -> tuple[Body, lis
             memo[i] = body.add(REGISTRY[n.op], tuple(memo[a] for a in n.args), n.attrs)
     result = Body(body, ids, [memo[o] for o in outs], len(inputs))
     return result, [Expr(tg, c) for c in captured]
+
+
+def scan_nodes(graph: Graph, body: Body, nc: int, nx: int, length: int, reverse: bool,
+               operands: Sequence[Expr], parts: Sequence[int]) -> list[Expr]:
+    """The nodes of results ``parts`` of one scan, built in ``graph`` (operands of other
+    graphs are imported into it)."""
+    attrs = {"body": body, "carries": nc, "xs": nx, "length": length, "reverse": reverse}
+    ids = tuple(graph.find(e) for e in operands)
+    return [Expr(graph, graph.add(REGISTRY["scan"], ids, {**attrs, "out": k})) for k in parts]
