@@ -273,4 +273,6 @@ ARRAY_API: dict[str, Template | None] = {
     "trace": _with(h._sg_xp_trace, "{offset!r}, {axis1!r}, {axis2!r}"),
     "norm": T(_norm, (h._sg_xp_norm,)),
     "matrix_rank": T(_matrix_rank, (h._sg_xp_matrix_rank,)),
+    # loops: the call of the loop function that backends/loop_source.py writes
+    "scan": T(lambda names, attrs: f"_sg_loop({', '.join(names)})[{attrs['out']}]"),
 }

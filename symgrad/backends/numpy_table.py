@@ -223,4 +223,6 @@ NUMPY: dict[str, Template] = {
     "norm": T(_norm),
     "matrix_rank": T("np.asarray(np.linalg.matrix_rank({0}, {tol!r}, {hermitian!r}, "
                      "rtol={rtol!r}), dtype=np.int64)"),
+    # loops: the call of the loop function that backends/loop_source.py writes
+    "scan": T(lambda names, attrs: f"_sg_loop({', '.join(names)})[{attrs['out']}]"),
 }
