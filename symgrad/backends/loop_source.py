@@ -163,7 +163,25 @@ class LoopEmitter:
         head = _call(f"def {name}(", head_args, "):", "")
         doc = f'    """scan: {length} steps of the body below (symgrad)."""'
         spec = _Spec(body, nc, nx, length, reverse, parts, params, xs, results)
-        return [*head, doc, *render(spec, stmts)]
+        lines = [*head, doc]
+        if module.target.is_numpy and module.scalars == "math" and sub._all_scalar(plan):
+            sub._scalar = True  # the step over Python floats with math; NumPy if it raises
+            try:
+                fast = sub._statements(order, names, outputs, comments=False)
+                results = [names.get(o) or sub._expr(o, names) for o in body.outputs]
+            finally:
+                sub._scalar = False
+            mspec = _Spec(body, nc, nx, length, reverse, parts, params, xs, results)
+            before = [*_call(f"def {name}_math(", signature, "):", ""),
+                      f'    """{name} over Python floats with math."""', "    import math",
+                      "", *_math(mspec, fast), "", ""]
+            args = ([f"float({c})" for c in signature[:nc]]
+                    + [f"{x}.tolist()" for x in xs] + [f"float({k})" for k in signature[nc + nx:]])
+            lines = before + lines + ["    try:", *_call(f"return {name}_math(", args, ")",
+                                                       "        "),
+                                      "    except (ArithmeticError, ValueError):",
+                                      "        pass  # the NumPy version below gives inf/nan"]
+        return [*lines, *render(spec, stmts)]
 
 
 class _Spec:
@@ -238,6 +256,32 @@ def _numpy(s: _Spec, stmts: list[str]) -> list[str]:
         loop = ["        pass"]
     lines += [f"    for _t in {s.steps()}:", *loop]
     return lines + [_return(s, ys, stored)]
+
+
+def _math(s: _Spec, stmts: list[str]) -> list[str]:
+    """The loop over Python floats: results in lists, NumPy arrays at the end."""
+    lines, ys, stored = [], {}, {}
+    for p in s.parts:
+        kind, j = s.kind(p)
+        if kind != "carry":
+            name = f"_y{j}" if kind == "y" else f"_s{j}"
+            (ys if kind == "y" else stored)[j] = name
+            lines.append(f"    {name} = [0.0] * {s.length}")
+    loop = [f"        {name}[_t] = {s.carries[j]}" for j, name in stored.items()]
+    loop += [f"        {x} = {xs}[_t]" for x, xs in zip(s.x_names, s.xs)]
+    loop += _indent(stmts)
+    loop += [f"        {name}[_t] = {s.results[s.nc + j]}" for j, name in ys.items()]
+    loop += _moves(s.carries, s.results[:s.nc], "        ")
+    lines += [f"    for _t in {s.steps()}:", *(loop or ["        pass"])]
+    out = []
+    for p in s.parts:
+        kind, j = s.kind(p)
+        typ = NUMPY_TYPE[s.aval(p)[1]]
+        if kind == "carry":
+            out.append(f"{typ}({s.carries[j]})")
+        else:
+            out.append(f"np.array({ys[j] if kind == 'y' else stored[j]}, dtype={typ})")
+    return lines + [f"    return ({', '.join(out)}{',' if len(out) == 1 else ''})"]
 
 
 def _return(s: _Spec, ys: dict, stored: dict) -> str:

@@ -241,9 +241,22 @@ def _forward(n, t):
     return r if out < nc else _from_front(r, nb)
 
 
+def _examples(rng) -> list:
+    from ..ir.body import trace
+
+    def step(c, x, k):  # a carry, a per-step input, a captured value
+        return [F.sin(c) * x + 0.5 * c * k, c * x - k]
+
+    body, _ = trace(step, [((3,), "float64"), ((3,), "float64"), ((3,), "float64")])
+    c, xs, k = rng.uniform(-1, 1, 3), rng.uniform(-1, 1, (4, 3)), rng.uniform(0.5, 1.5, 3)
+    attrs = {"body": body, "carries": 1, "xs": 1, "length": 4}
+    return [([c, xs, k], {**attrs, "out": 0}), ([c, xs, k], {**attrs, "out": 1}),
+            ([c, xs, k], {**attrs, "out": 2, "reverse": True})]
+
+
 SCAN = register(Op(
     name="scan", signature=_SIG, infer=_infer, impl=_sg_scan, backprop=_backprop,
-    forward=_forward, public=False, domain=None,
+    forward=_forward, public=False, domain=None, examples=_examples,
     doc="one result of a loop over a traced body (jax.lax.scan's meaning; see sg.scan)",
 ))
 
