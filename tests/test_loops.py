@@ -218,3 +218,25 @@ def test_scalar_loops_run_on_floats_and_fall_back_to_numpy_on_overflow():
             got = fn(x0)
         for g, w in zip(got, want):
             np.testing.assert_array_equal(np.asarray(g), w)
+
+
+def test_readme_rk4_example_runs_and_its_gradient_is_right():
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    block = next(b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "sg.scan(" in b)
+    ns: dict = {}
+    exec(compile(block, "README.md", "exec"), ns)  # our own documentation
+    rk4, steps, dt = ns["rk4"], ns["steps"], ns["dt"]
+
+    def loss(q):
+        x, y, total = 10.0, 5.0, 0.0
+        for _ in range(steps):
+            x, y = rk4(x, y, q, dt)
+            total += (x - 10.0) ** 2 + (y - 5.0) ** 2
+        return total
+
+    q0 = np.array([1.1, 0.4, 0.1, 0.4])
+    np.testing.assert_allclose(ns["loss0"], loss(q0), rtol=1e-12)
+    np.testing.assert_allclose(ns["grad0"], _fd(loss, q0, 1e-7), rtol=1e-5)
