@@ -338,9 +338,10 @@ def _jax(s: _Spec, stmts: list[str]) -> list[str]:
     final = [f"_f{j}" for j in range(s.nc)]
     avals = s.body.avals()
     init = [f"xp.asarray({c}, dtype=xp.{avals[j][1]})" for j, c in enumerate(s.carries)]
-    lines.append(f"    {tup(final)}, {tup([ys[j] for j in range(s.ny)] + list(stored.values()))}"
-                 f" = _sg_lax.scan(_sg_step, {tup(init)}, {tup(s.xs)}, "
-                 f"length={s.length}, reverse={s.reverse})")
+    lhs = f"{tup(final)}, {tup([ys[j] for j in range(s.ny)] + list(stored.values()))}"
+    lines += _call(f"{lhs} = _sg_lax.scan(", ["_sg_step", tup(init), tup(s.xs),
+                                              f"length={s.length}", f"reverse={s.reverse}"],
+                   ")", "    ")
     out = []
     for p in s.parts:
         kind, j = s.kind(p)
