@@ -67,9 +67,7 @@ def _key_order(k: Any) -> tuple:
 
 def unflatten(structure: Any, leaves: list[Any]) -> Tree:
     """The pytree of ``structure`` holding ``leaves`` (consumed in order)."""
-    it = iter(leaves)
-    out = _build(structure, it)
-    return out
+    return _build(structure, iter(leaves))
 
 
 def _build(structure: Any, it: Any) -> Tree:
@@ -83,7 +81,7 @@ def _build(structure: Any, it: Any) -> Tree:
     return kind(_build(s, it) for s in subs)
 
 
-def _leaf_aval(leaf: Any, what: str) -> tuple[tuple[int, ...], str]:
+def _leaf_aval(leaf: Any) -> tuple[tuple[int, ...], str]:
     if isinstance(leaf, Expr):
         return leaf.shape, leaf.dtype
     value = as_constant(leaf)
@@ -121,8 +119,8 @@ def scan(f: Callable[[Tree, Tree], tuple[Tree, Tree]], init: Tree, xs: Tree = No
     c_leaves = [_value(v) for v in c_leaves]
     x_leaves = [_value(v) for v in x_leaves]
     steps = _length(x_leaves, length)
-    c_avals = [_leaf_aval(v, "init") for v in c_leaves]
-    x_avals = [(s[1:], d) for s, d in (_leaf_aval(v, "xs") for v in x_leaves)]
+    c_avals = [_leaf_aval(v) for v in c_leaves]
+    x_avals = [(s[1:], d) for s, d in (_leaf_aval(v) for v in x_leaves)]
     y_tree: list[Any] = []
 
     def step(*v: Expr) -> list[Any]:
@@ -170,7 +168,7 @@ def _length(x_leaves: list[Any], length: Any) -> int:
         if isinstance(length, bool) or not isinstance(length, (int, np.integer)) or length < 0:
             raise LoopError(f"scan: length must be a non-negative int, got {describe(length)}")
         length = int(length)
-    sizes = {_leaf_aval(v, "xs")[0][:1] for v in x_leaves}
+    sizes = {_leaf_aval(v)[0][:1] for v in x_leaves}
     if () in sizes:
         raise LoopError("scan: every leaf of xs needs a leading axis to scan over (got a 0-d "
                         "value)")
@@ -224,7 +222,7 @@ def _home(values: list[Any], captured: list[Expr]) -> Graph:
     if TRACES.graphs:
         return TRACES.graphs[-1]
     graphs = [v.graph for v in values if isinstance(v, Expr)]
-    for c in captured:
+    for c in captured:  # the body's graph imported them from these graphs
         graphs += list(c.graph._imported.keys())
     return max(graphs, key=len) if graphs else Graph()
 
