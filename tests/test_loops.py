@@ -255,3 +255,17 @@ def test_batched_seeds_jacobians_match_jax():
     for jac in (sg.jacobian(ys, w), sg.jacfwd(ys, w)):
         np.testing.assert_allclose(sg.evaluate(jac, {"w": w0, "xs": x0}), want, rtol=1e-10,
                                    atol=1e-13)
+
+
+def test_one_backward_loop_for_all_the_results_of_a_scan():
+    """A loss over the final carry and the per-step outputs: one reverse scan, not one per
+    result (the results of a call are differentiated together: Op.joint)."""
+    x = sg.var("x", shape=3)
+    (c, d), (y1, y2) = sg.scan(lambda c, _: ((sg.sin(c[0]) * c[1], c[0] * x), c), (x, x),
+                               length=5)
+    f = sg.sum(c) + sg.sum(d) + sg.sum(y1) + sg.sum(y2 ** 2)
+    src = sg.to_source([f, sg.grad(f, x)])
+    assert src.count("def _sg_loop") == 2  # the forward loop and one backward loop
+    x0 = RNG.normal(size=3)
+    fun = lambda v: sg.evaluate(f, {"x": v})  # noqa: E731
+    np.testing.assert_allclose(sg.compile([f, sg.grad(f, x)])(x0)[1], _fd(fun, x0), rtol=1e-7)

@@ -147,25 +147,30 @@ def _derived(kind: str) -> Callable[..., Any]:
 
 
 def _backprop(n, g):
+    """Contributions for adjoints ``g``: a dict ``{result node: adjoint}`` (the results of
+    one call with an adjoint, :attr:`~symgrad.ir.op.Op.joint`) or one adjoint of ``n``."""
     body, nc, nx, ny = _layout(n.attrs)
-    length, reverse, out = n.attrs["length"], n.attrs["reverse"], n.attrs["out"]
+    length, reverse = n.attrs["length"], n.attrs["reverse"]
+    nodes = n.graph.nodes
+    seeds = {nodes[m].attrs["out"]: gm for m, gm in (g.items() if isinstance(g, dict)
+                                                     else [(n.data.id, g)])}
+    some = next(iter(seeds))
+    nb = seeds[some].ndim - _part_ndim(n, some)
+    batch = seeds[some].shape[:nb]
     args = n.args
-    nb = g.ndim - n.out.ndim
-    batch = g.shape[:nb]
     avals = body.avals()
     consts = range(nc + nx, len(args))
     wrt_x = tuple(i for i in range(nx) if n.needs(nc + i) and is_float(avals[nc + i][1]))
     wrt_k = tuple(c - nc - nx for c in consts if n.needs(c) and is_float(avals[c][1]))
     fc = [j for j in range(nc) if is_float(avals[j][1])]
-    if out < nc:
-        seeded: tuple = ()
-    else:
-        seeded = (("y", out - nc),) if out < nc + ny else (("stored", out - nc - ny),)
+    later = sorted(p for p in seeds if p >= nc)
+    seeded = tuple(("y", p - nc) if p < nc + ny else ("stored", p - nc - ny) for p in later)
     vbody, captured = _derived("vjp")(body, nc, nx, batch, seeded, wrt_x, wrt_k)
-    stored = scan_nodes(n.graph, body, nc, nx, length, reverse, args, range(nc + ny, 2 * nc + ny))
-    init = [g if j == out else _zeros(batch + avals[j][0], avals[j][1]) for j in fc]
+    stored = scan_nodes(n.graph, body, nc, nx, length, reverse, args,
+                        range(nc + ny, 2 * nc + ny))
+    init = [seeds[j] if j in seeds else _zeros(batch + avals[j][0], avals[j][1]) for j in fc]
     init += [_zeros(batch + avals[nc + nx + c][0], avals[nc + nx + c][1]) for c in wrt_k]
-    steps = [*stored, *args[nc:nc + nx]] + ([_to_front(g, nb)] if seeded else [])
+    steps = [*stored, *args[nc:nc + nx], *(_to_front(seeds[p], nb) for p in later)]
     operands = [*init, *steps, *args[nc + nx:], *captured]
     m = len(init)
     res = scan_nodes(n.graph, vbody, m, len(steps), length, not reverse, operands,
@@ -179,6 +184,16 @@ def _backprop(n, g):
     for i, r in zip(wrt_x, res[m:]):
         contrib[nc + i] = _from_front(r, nb)
     return tuple(contrib)
+
+
+def _part_ndim(n, part: int) -> int:
+    """The number of axes of result ``part`` of the scan ``n``."""
+    body, nc, _, ny = _layout(n.attrs)
+    if part < nc:
+        return len(body.avals()[part][0])
+    if part < nc + ny:
+        return 1 + len(body.avals([body.outputs[part]])[0][0])
+    return 1 + len(body.avals()[part - nc - ny][0])
 
 
 # -- forward mode -------------------------------------------------------------------------
@@ -256,7 +271,7 @@ def _examples(rng) -> list:
 
 SCAN = register(Op(
     name="scan", signature=_SIG, infer=_infer, impl=_sg_scan, backprop=_backprop,
-    forward=_forward, public=False, domain=None, examples=_examples,
+    forward=_forward, public=False, domain=None, examples=_examples, joint="out",
     doc="one result of a loop over a traced body (jax.lax.scan's meaning; see sg.scan)",
 ))
 
