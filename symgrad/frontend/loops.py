@@ -21,7 +21,7 @@ from ..errors import ShapeError, SymgradError, UnsupportedError
 from ..ir.body import scan_nodes, trace
 from ..ir.expr import TRACES, Expr
 from ..ir.graph import Graph
-from ..ir.values import as_constant, describe, exact, type_name
+from ..ir.values import as_constant, describe, exact, exact_int, type_name
 
 Tree = Any
 
@@ -165,9 +165,11 @@ def _length(x_leaves: list[Any], length: Any) -> int:
         if isinstance(length, Expr):
             raise UnsupportedError("scan: length must be a Python int (a symbolic trip "
                                    "count is not supported)")
-        if isinstance(length, bool) or not isinstance(length, (int, np.integer)) or length < 0:
+        if isinstance(length, bool) or not isinstance(length, (int, np.integer)):
             raise LoopError(f"scan: length must be a non-negative int, got {describe(length)}")
-        length = int(length)
+        length = exact_int(length, "scan: length")  # the plain int: no method of a subclass
+        if length < 0:
+            raise LoopError(f"scan: length must be a non-negative int, got {length}")
     sizes = {_leaf_aval(v)[0][:1] for v in x_leaves}
     if () in sizes:
         raise LoopError("scan: every leaf of xs needs a leading axis to scan over (got a 0-d "
@@ -256,7 +258,7 @@ def _bound(b: Any, name: str) -> int:
                                "count is not supported)")
     if isinstance(b, bool) or not isinstance(b, (int, np.integer)):
         raise LoopError(f"fori_loop: {name} must be an int, got {describe(b)}")
-    return int(b)
+    return exact_int(b, f"fori_loop: {name}")
 
 
 __all__ = ["LoopError", "fori_loop", "scan"]
