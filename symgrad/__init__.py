@@ -39,7 +39,7 @@ __all__ = [
     "newaxis", "parse", "to_source", "compile", "scipy_functions",
     "to_dot", "draw", "listing", "explain", "check_grads", "simplify", "passes", "numpy",
     "linalg", "value_and_grad", "to_html", "to_sympy", "from_sympy", "latex", "__version__",
-    "limits", "stats",
+    "limits", "stats", "scan", "fori_loop",
 ]
 
 

@@ -38,6 +38,7 @@ from .errors import (
 from .explain import explain
 from .frontend import function_for as _function_for
 from .frontend import parse
+from .frontend.loops import fori_loop, scan
 from .functional import grad, value_and_grad
 from .ir.expr import Expr, const, var
 from .ir.graph import Graph

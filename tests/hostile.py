@@ -190,6 +190,10 @@ def public_calls() -> list[tuple[str, Callable, tuple, dict]]:
         ("graph var", x.graph.var, ("gq", (2,), "float64"), {}),
         ("graph const", x.graph.const, (1.5,), {}),
         ("limits", _limits, (10**6,), {}),
+        ("scan", lambda c, n: sg.scan(lambda h, xi: (h * xi + c, h), c, x, length=n),
+         (1.5, 3), {}),
+        ("fori_loop", lambda lo, hi, c: sg.fori_loop(lo, hi, lambda i, v: v * x[i] + c, c),
+         (0, 3, 2.5), {}),
         ("defop", _defop_and_forget, ("hostile_walk_op",), {}),
     ]
     calls.append(("draw", sg.draw, ([f], os.path.join(SANDBOX, "g.png")), {}))

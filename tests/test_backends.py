@@ -40,6 +40,7 @@ from symgrad.backends.array_api_table import ARRAY_API, DEVICE
 from symgrad.backends.array_compiled import dtype_name
 from symgrad.backends.target import TARGETS
 from symgrad.errors import BackendError
+from symgrad.ir.body import Body
 from symgrad.ir.shapes import is_float
 from symgrad.ops import REGISTRY
 
@@ -161,6 +162,8 @@ def test_import_symgrad_imports_no_backend_library():
 
 @pytest.mark.parametrize("case", CASES)
 def test_array_api_template_runs_under_array_api_strict(case):
+    if is_loop(case):
+        pytest.skip("a loop's text is written by backends/loop_source.py (test_loops.py)")
     xs = pytest.importorskip("array_api_strict")
     attrs, ref = _impl(case)
     names = [f"a{k}" for k in range(len(case.arrays))]
@@ -483,10 +486,20 @@ def test_cli_source_writes_a_module_for_a_backend(tmp_path):
 # array_api_compat's torch ``sign`` writes NaN through a boolean mask, which reads the mask's
 # value (``.item()``) on a 0-d tensor; a meta tensor has none. abs and cbrt differentiate
 # through sign.
-_META_0D = {"sign-()", "abs-()", "cbrt-()"}
+_META_0D = {"sign-()", "abs-()", "cbrt-()", "i0e-()", "i1e-()"}
+
+
+# LU's row order (and the gradient of lu_factor, which uses it) is read from the pivots'
+# values: a meta tensor has none to read.
+# Special functions torch.special lacks run through SciPy on host copies (_sg_xp_host).
+_META_VALUES = ("lu_factor-", "lu_permutation-", "betaln-", "erfcinv-", "gamma-")
 
 
 def _meta_case(p):
+    if p.id.startswith(_META_VALUES):
+        return pytest.param(*p.values, id=p.id, marks=pytest.mark.xfail(
+            raises=(NotImplementedError, RuntimeError),
+            reason="read on the host: LU's pivots, SciPy's special functions"))
     if p.id in _META_0D:
         return pytest.param(*p.values, id=p.id, marks=pytest.mark.xfail(
             raises=RuntimeError, reason="array_api_compat's torch sign reads a 0-d mask"))
@@ -573,3 +586,6 @@ def test_solve_broadcasts_its_stacks_itself_as_cupy_needs():
     for (a, b), _ in REGISTRY["solve"].examples(rng):
         got = _sg_xp_solve(CupyLike(), xs.asarray(a), xs.asarray(b))
         np.testing.assert_allclose(np.asarray(got), np.linalg.solve(a, b), rtol=1e-12)
+def is_loop(case) -> bool:
+    """Whether the case is a loop (a node holding a traced body)."""
+    return isinstance(case.attrs.get("body"), Body)

@@ -376,9 +376,9 @@ def _sg_xp_matrix_rank(xp, x, tol, rtol):
 
 def _sg_xp_special(xp, name, *args):
     """SciPy's special function ``name`` on arrays of namespace ``xp``. The standard has no
-    special functions: JAX's ``jax.scipy.special`` and PyTorch's ``torch.special`` are used
-    where ``xp`` is theirs and has ``name``; otherwise SciPy runs on NumPy copies of the
-    arrays (on the CPU) and the result comes back as an ``xp`` array."""
+    special functions: JAX's ``jax.scipy.special``, PyTorch's ``torch.special`` and CuPy's
+    ``cupyx.scipy.special`` are used where ``xp`` is theirs and has ``name``; otherwise SciPy
+    runs on host copies of the arrays and the result goes back to their device."""
     space = getattr(xp, "__name__", "")
     own = None
     if space.startswith("jax"):
@@ -387,14 +387,41 @@ def _sg_xp_special(xp, name, *args):
         import torch
 
         own = torch.special
+    elif "cupy" in space:
+        import cupyx.scipy.special as own
     fn = getattr(own, name, None) if own is not None else None
     if fn is not None:
         return fn(*args)
-    import numpy as np
     import scipy.special
 
-    out = getattr(scipy.special, name)(*(np.asarray(a) for a in args))
-    return xp.asarray(out)
+    return _sg_xp_host(xp, getattr(scipy.special, name), *args)
+
+
+def _sg_xp_host(xp, fn, *args):
+    """``fn`` (NumPy or SciPy) on host copies of ``args``; its arrays come back as ``xp``
+    arrays on the device of ``args`` (a GPU's or a second device's arrays cannot be read by
+    NumPy in place)."""
+    import numpy as np
+
+    dev = _sg_xp_device(*args)
+
+    def host(a):
+        if not hasattr(a, "shape") or isinstance(a, np.ndarray):
+            return a
+        kind = type(a).__module__
+        if kind.startswith("cupy"):
+            return a.get()
+        if kind.startswith("torch"):
+            return a.detach().cpu().numpy()
+        info = getattr(xp, "__array_namespace_info__", None)
+        if dev is not None and info is not None and hasattr(a, "to_device"):
+            a = a.to_device(info().default_device())
+        return np.asarray(a)
+
+    out = fn(*(host(a) for a in args))
+    if isinstance(out, tuple):
+        return tuple(xp.asarray(o, device=dev) for o in out)
+    return xp.asarray(out, device=dev)
 
 
 def _sg_xp_expm(xp, a):
@@ -409,10 +436,9 @@ def _sg_xp_expm(xp, a):
         import torch
 
         return torch.linalg.matrix_exp(a)
-    import numpy as np
     import scipy.linalg
 
-    return xp.asarray(scipy.linalg.expm(np.asarray(a)))
+    return _sg_xp_host(xp, scipy.linalg.expm, a)
 
 
 def _sg_xp_lu(xp, a, index):
@@ -442,12 +468,11 @@ def _sg_xp_lu(xp, a, index):
     import numpy as np
     import scipy.linalg
 
-    lu, piv = scipy.linalg.lu_factor(np.asarray(a))
-    if index == 0:
-        return xp.asarray(lu)
-    if index == 1:
-        return xp.asarray(piv.astype(np.int64))
-    order = list(range(piv.shape[-1]))
-    for i, p in enumerate(piv.tolist()):
-        order[i], order[p] = order[p], order[i]
-    return xp.asarray(order, dtype=xp.int64)
+    def factor(m):
+        lu, piv = scipy.linalg.lu_factor(m)
+        order = list(range(piv.shape[-1]))
+        for i, p in enumerate(piv.tolist()):
+            order[i], order[p] = order[p], order[i]
+        return lu, piv.astype(np.int64), np.asarray(order, dtype=np.int64)
+
+    return _sg_xp_host(xp, factor, a)[index]

@@ -188,10 +188,14 @@ SPECIAL_UNARY = ("erf", "erfc", "erfinv", "erfcinv", "erfcx", "ndtr", "ndtri", "
 SPECIAL_BINARY = ("betaln", "xlogy", "xlog1py")
 
 
+_HOST = (h._sg_xp_host, h._sg_xp_device)  # SciPy on host copies, results on the device
+_SPECIAL_HELPERS = (h._sg_xp_special, *_HOST)
+
+
 def _special(name: str, arity: int = 1) -> Template:
     """SciPy's ``name`` through :func:`~.array_api_helpers._sg_xp_special`."""
     args = "".join(f", {{{k}}}" for k in range(arity))
-    return T(f"_sg_xp_special(xp, {name!r}{args})", (h._sg_xp_special,))
+    return T(f"_sg_xp_special(xp, {name!r}{args})", _SPECIAL_HELPERS)
 
 
 _RENAMED = {"arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": "asinh",
@@ -292,12 +296,14 @@ ARRAY_API: dict[str, Template | None] = {
     # -- scipy.special (ops/special.py): the standard has none; see _sg_xp_special --
     **{name: _special(name) for name in SPECIAL_UNARY},
     **{name: _special(name, 2) for name in SPECIAL_BINARY},
-    "polygamma": T("_sg_xp_special(xp, 'polygamma', {n!r}, {0})", (h._sg_xp_special,)),
+    "polygamma": T("_sg_xp_special(xp, 'polygamma', {n!r}, {0})", _SPECIAL_HELPERS),
     "sinc": T("xp.where({0} == 0, xp.ones_like({0}), xp.sin({0} * math.pi) / "
               "(xp.where({0} == 0, xp.ones_like({0}), {0}) * math.pi))"),
     # -- scipy.linalg (ops/matrix_functions.py): not in the standard; see _sg_xp_expm --
-    "expm": _helper(h._sg_xp_expm),
-    "lu_factor": T("_sg_xp_lu(xp, {0}, 0)", (h._sg_xp_lu,)),
-    "lu_pivots": T("_sg_xp_lu(xp, {0}, 1)", (h._sg_xp_lu,)),
-    "lu_permutation": T("_sg_xp_lu(xp, {0}, 2)", (h._sg_xp_lu,)),
+    "expm": T("_sg_xp_expm(xp, {0})", (h._sg_xp_expm, *_HOST)),
+    "lu_factor": T("_sg_xp_lu(xp, {0}, 0)", (h._sg_xp_lu, *_HOST)),
+    "lu_pivots": T("_sg_xp_lu(xp, {0}, 1)", (h._sg_xp_lu, *_HOST)),
+    "lu_permutation": T("_sg_xp_lu(xp, {0}, 2)", (h._sg_xp_lu, *_HOST)),
+    # loops: the call of the loop function that backends/loop_source.py writes
+    "scan": T(lambda names, attrs: f"_sg_loop({', '.join(names)})[{attrs['out']}]"),
 }

@@ -88,6 +88,7 @@ MATH: dict[str, Template | None] = {
         "lstsq_residuals", "lstsq_rank", "lstsq_sv", "qr", "qr_q", "matrix_power", "multi_dot",
         "trace", "norm", "matrix_rank",
     )),
+    "scan": None,  # a loop is array code (backends/loop_source.py)
 }
 
 

@@ -251,4 +251,6 @@ NUMPY: dict[str, Template] = {
     "lu_factor": T("scipy.linalg.lu_factor({0})[0]", imports=("scipy.linalg",)),
     "lu_pivots": T("scipy.linalg.lu_factor({0})[1].astype(np.int64)", imports=("scipy.linalg",)),
     "lu_permutation": T("_sg_lu_permutation({0})", (_sg_lu_permutation,), ("scipy.linalg",)),
+    # loops: the call of the loop function that backends/loop_source.py writes
+    "scan": T(lambda names, attrs: f"_sg_loop({', '.join(names)})[{attrs['out']}]"),
 }

@@ -53,6 +53,7 @@ from . import layout
 from .array_api_helpers import _sg_xp_const, _sg_xp_device
 from .array_api_table import DEVICE, ON_DEVICE, number_source
 from .boundary import emit_request, exact_flag
+from .loop_source import LoopEmitter
 from .math_table import MATH, TOTAL, fallback_names
 from .numpy_table import NUMPY, NUMPY_TYPE, Template, scalar_source
 from .target import TARGETS, Target, target
@@ -484,6 +485,8 @@ class Module:
         self.shown: dict[int, Expr] = {}  # output id -> the Expr its docstring line prints
         self._names_of: dict[int, set[str]] = {}
         self.constants: list[tuple[str, Any]] = []  # public module constants (a pattern)
+        # LOOP HOOK (symgrad.backends.loop_source): scans, their loop functions
+        self.loops = LoopEmitter(self)
 
     def add(self, name: str, outs: list[int], inputs: Any, single: bool,
             labels: Sequence[str] | None = None) -> _Plan:
@@ -538,6 +541,7 @@ class Module:
         for fn in helpers:
             out += ["", "", *_helper_source(fn)]
         uses_np = bool(hoisted) or bool(helpers) or bool(self.constants)
+        first = len(out)
         for p in self.plans:
             if self.scalars == "math" and self._all_scalar(p):
                 lines, code = self._scalar_function(p)
@@ -546,6 +550,9 @@ class Module:
                 lines, code = self._function(p)
             uses_np = uses_np or any("np." in ln.split("#")[0] for ln in code)
             out += ["", "", *lines]
+        loops = self.loops.definitions()  # LOOP HOOK: the loop functions, before the others
+        out[first:first] = loops
+        uses_np = uses_np or any("np." in ln.split("#")[0] for ln in loops)
         if not uses_np:  # e.g. only arithmetic: keep the import, quiet the linter
             k = out.index("import numpy as np")
             out[k] += "  # noqa: F401"
@@ -572,8 +579,10 @@ class Module:
                          key=lambda fn: fn.__name__)
         for fn in helpers:
             out += ["", "", *_helper_source(fn)]
+        first = len(out)
         for lines in functions:
             out += ["", "", *lines]
+        out[first:first] = self.loops.definitions()  # LOOP HOOK: the loop functions
         text = "\n".join(out) + "\n"
         if "math." not in text.replace("import math", ""):
             text = text.replace("import math\n\n", "", 1)
@@ -702,6 +711,7 @@ class Module:
         outputs = set(p.outputs)
         body = [i for i in p.order if not (nodes[i].is_var or (nodes[i].is_const
                                                                 and i not in outputs))]
+        body = self.loops.arrange(body)  # LOOP HOOK: a scan's results consecutive
         big = len(body) > layout.REGISTERS_FROM
         if big:
             names = dict(names)
@@ -765,12 +775,16 @@ class Module:
         for i in body:
             progress.update()
             n = nodes[i]
-            expr = self._expr(i, names)
-            if n.is_const and i in self.consts:  # never hand out the shared constant
-                expr = (f"{expr}.copy()" if self.target.is_numpy else
-                        f"{self.target.namespace}.asarray({expr}, copy=True)")
-            code = f"    {names[i]} = {expr}"
-            lines.append(self._line(code, n, names) if comments else code)
+            loop = self.loops.statement(i, names, body)  # LOOP HOOK: a scan's results
+            if loop is not None:
+                lines += loop
+            else:
+                expr = self._expr(i, names)
+                if n.is_const and i in self.consts:  # never hand out the shared constant
+                    expr = (f"{expr}.copy()" if self.target.is_numpy else
+                            f"{self.target.namespace}.asarray({expr}, copy=True)")
+                code = f"    {names[i]} = {expr}"
+                lines.append(self._line(code, n, names) if comments else code)
             dead = [names[a] for a in releases.get(i, ()) if names[a] != names[i]]
             lines += _del_lines(dead)
         progress.close()

@@ -10,6 +10,7 @@ one. Python numbers combine as NumPy 2 combines them (NEP 50: they are "weak", s
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -494,6 +495,18 @@ def _logical(name: str, *operands: Any) -> Expr:
     return call(name, *operands)
 
 
+class _Traces(threading.local):
+    """The graphs a loop body is being traced in (innermost last), per thread: an
+    operation mixing one of them with other graphs is built in it (the innermost), so a
+    body's values never leak into the user's graph (see :mod:`symgrad.ir.body`)."""
+
+    def __init__(self) -> None:
+        self.graphs: list[Graph] = []
+
+
+TRACES = _Traces()
+
+
 def _home(operands: Sequence[Any]) -> Graph:
     if len(operands) == 2:  # the common case: a binary op on two Exprs of one graph
         a, b = operands
@@ -502,6 +515,10 @@ def _home(operands: Sequence[Any]) -> Graph:
     graphs = [o.graph for o in operands if isinstance(o, Expr)]
     if not graphs:
         return Graph()
+    if len(graphs) > 1 and TRACES.graphs:
+        for g in reversed(TRACES.graphs):
+            if any(h is g for h in graphs):
+                return g
     return max(graphs, key=len) if len(graphs) > 1 else graphs[0]
 
 

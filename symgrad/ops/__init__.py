@@ -20,6 +20,7 @@ from . import (  # noqa: F401
     functions,
     indexing,
     linalg,
+    loops,
     matrix_functions,
     reductions,
     scans,

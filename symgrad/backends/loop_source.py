@@ -1,0 +1,358 @@
+"""Source for loops: each ``scan`` becomes one module-level function ``_sg_loopN`` whose
+body is emitted once, and the results of the scan one assignment calling it.
+
+* NumPy: a ``for`` loop over the steps with the step's statements inline; per-step results
+  and the carries reverse mode reads are written into preallocated arrays.
+* JAX: ``jax.lax.scan`` of a nested step function (a traced loop, compiled once by
+  ``jax.jit``).
+* The array API and torch: a ``for`` loop collecting the per-step results in lists,
+  stacked at the end.
+
+The generic emitter (:mod:`.source`) reaches this module through three marked hooks in
+``Module``: :meth:`LoopEmitter.arrange` (the results of one scan made consecutive, so one
+statement can assign them all), :meth:`LoopEmitter.statement` (that statement) and
+:meth:`LoopEmitter.definitions` (the loop functions, written before the module's
+functions). A step is itself rendered by a ``Module`` over the body's graph, so nested
+loops, constants and every op's template work inside a loop as they do outside.
+
+>>> import symgrad as sg
+>>> x = sg.var("x")
+>>> c, _ = sg.scan(lambda c, _: (sg.sin(c) * x, None), x, length=100)
+>>> src = sg.to_source(c, scalars="numpy")
+>>> print(src[src.index("def _sg_loop1"):src.index("def f(")].strip())
+def _sg_loop1(c0, k1):
+    ...
+    for _t in range(100):
+        t1 = np.sin(c0)
+        t2 = t1 * k1
+        c0 = t2
+    return (c0,)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import SymgradError
+from ..ir.body import Body
+from .numpy_table import NUMPY_TYPE
+
+
+def is_loop(node: Any) -> bool:
+    """Whether ``node`` is one result of a loop (it holds a traced body)."""
+    return isinstance(node.attrs.get("body"), Body) if node.attrs else False
+
+
+def _call_key(node: Any) -> tuple:
+    attrs = node.attrs
+    return (node.args, attrs["body"], attrs["carries"], attrs["xs"], attrs["length"],
+            attrs["reverse"])
+
+
+class LoopEmitter:
+    """The loops of one :class:`~symgrad.backends.source.Module` (``root``: the module
+    whose text holds the loop functions; nested loops share it)."""
+
+    def __init__(self, module: Any, root: LoopEmitter | None = None) -> None:
+        self.module = module
+        self.root = root or self
+        self.functions: dict[tuple, str] = {}  # (call key, parts) -> function name
+        self.lines: list[str] = []  # the loop functions' text
+        self.count = 0
+
+    # -- hook 1: the results of one scan consecutive ----------------------------------------
+
+    def arrange(self, body: list[int]) -> list[int]:
+        """``body`` with each scan's results right after its first one (valid: they all
+        depend on the same operands only)."""
+        nodes = self.module.graph.nodes
+        groups: dict[tuple, list[int]] = {}
+        for i in body:
+            if is_loop(nodes[i]):
+                groups.setdefault(_call_key(nodes[i]), []).append(i)
+        if not groups:
+            return body
+        out, placed = [], set()
+        for i in body:
+            if i in placed:
+                continue
+            if is_loop(nodes[i]):
+                members = groups[_call_key(nodes[i])]
+                out += members
+                placed.update(members)
+            else:
+                out.append(i)
+        return out
+
+    # -- hook 2: one statement for the results of one scan ---------------------------------
+
+    def statement(self, i: int, names: dict[int, str], body: list[int]) -> list[str] | None:
+        """The lines for node ``i`` if it is a loop result (None otherwise): the call of
+        its loop function at the first result of the scan in ``body``, nothing at the
+        others."""
+        nodes = self.module.graph.nodes
+        n = nodes[i]
+        if not is_loop(n):
+            return None
+        key = _call_key(n)
+        members = [j for j in body if is_loop(nodes[j]) and _call_key(nodes[j]) == key]
+        if members and members[0] != i and i in members:
+            return []
+        members = members or [i]
+        parts = sorted({nodes[j].attrs["out"] for j in members})
+        fname = self.root._function_for(n, tuple(parts), self.module)
+        args = [self._operand(a, n, names) for a in n.args]
+        if self.module.target.per_call:
+            args.insert(0, self.module.target.namespace)
+        by_part = {nodes[j].attrs["out"]: names[j] for j in members}
+        targets = [by_part[p] for p in parts]
+        lhs = ", ".join(targets) + ("," if len(targets) == 1 else "")
+        return _call(f"{lhs} = {fname}(", args, ")", "    ")
+
+    def _operand(self, a: int, user: Any, names: dict[int, str]) -> str:
+        m = self.module
+        if a in names and a not in m._inlined:
+            return names[a]
+        if a in m.consts:
+            return m._const_text(a)
+        from .source import _inline
+
+        nodes = m.graph.nodes
+        return _inline(nodes[a].attrs["value"], user, nodes, a, strong=True, target=m.target)
+
+    # -- hook 3: the loop functions --------------------------------------------------------
+
+    def definitions(self) -> list[str]:
+        """The loop functions' text, for the module's top level (empty if no loops)."""
+        return list(self.lines)
+
+    def _function_for(self, n: Any, parts: tuple, module: Any) -> str:
+        key = (_call_key(n)[1:], parts, module.target.name, module.scalars)
+        name = self.functions.get(key)
+        if name is None:
+            self.count += 1
+            name = self.functions[key] = f"_sg_loop{self.count}"
+            self.lines += ["", "", *self._render(name, n, parts, module)]
+        return name
+
+    def _render(self, name: str, n: Any, parts: tuple, module: Any) -> list[str]:
+        from .source import Module
+
+        body: Body = n.attrs["body"]
+        nc, nx = n.attrs["carries"], n.attrs["xs"]
+        length, reverse = n.attrs["length"], n.attrs["reverse"]
+        sub = Module(body.graph, "numpy", module.target)
+        sub.loops = LoopEmitter(sub, self.root)
+        _start(sub)
+        ins = [body.graph.nodes[v].name for v in body.inputs]
+        plan = sub.add("step", list(body.outputs), ins, False)
+        names = plan.names
+        params = [names[v] for v in body.inputs]
+        xs = [f"_x{k}" for k in range(nx)]
+        outputs = set(body.outputs)
+        nodes = body.graph.nodes
+        order = [i for i in plan.order if not (nodes[i].is_var or (nodes[i].is_const
+                                                                    and i not in outputs))]
+        order = sub.loops.arrange(order)
+        stmts = sub._statements(order, names, outputs, comments=False)
+        results = [names.get(o) or sub._expr(o, names) for o in body.outputs]
+        signature = params[:nc] + xs + params[nc + nx:]
+        render = _jax if module.target.name == "jax" else (
+            _numpy if module.target.is_numpy else _arrays)
+        head_args = ([module.target.namespace] if module.target.per_call else []) + signature
+        head = _call(f"def {name}(", head_args, "):", "")
+        doc = f'    """scan: {length} steps of the body below (symgrad)."""'
+        spec = _Spec(body, nc, nx, length, reverse, parts, params, xs, results)
+        lines = [*head, doc]
+        if module.target.is_numpy and module.scalars == "math" and sub._all_scalar(plan):
+            sub._scalar = True  # the step over Python floats with math; NumPy if it raises
+            try:
+                fast = sub._statements(order, names, outputs, comments=False)
+                results = [names.get(o) or sub._expr(o, names) for o in body.outputs]
+            finally:
+                sub._scalar = False
+            mspec = _Spec(body, nc, nx, length, reverse, parts, params, xs, results)
+            before = [*_call(f"def {name}_math(", signature, "):", ""),
+                      f'    """{name} over Python floats with math."""', "    import math",
+                      "", *_math(mspec, fast), "", ""]
+            args = ([f"float({c})" for c in signature[:nc]]
+                    + [f"{x}.tolist()" for x in xs] + [f"float({k})" for k in signature[nc + nx:]])
+            lines = before + lines + ["    try:", *_call(f"return {name}_math(", args, ")",
+                                                       "        "),
+                                      "    except (ArithmeticError, ValueError):",
+                                      "        pass  # the NumPy version below gives inf/nan"]
+        return [*lines, *render(spec, stmts)]
+
+
+class _Spec:
+    """What the renderers need of one loop."""
+
+    def __init__(self, body: Body, nc: int, nx: int, length: int, reverse: bool,
+                 parts: tuple, params: list[str], xs: list[str], results: list[str]) -> None:
+        self.body, self.nc, self.nx, self.length, self.reverse = body, nc, nx, length, reverse
+        self.parts, self.params, self.xs, self.results = parts, params, xs, results
+        self.ny = len(body.outputs) - nc
+        self.carries = params[:nc]
+        self.x_names = params[nc:nc + nx]
+
+    def kind(self, part: int) -> tuple[str, int]:
+        if part < self.nc:
+            return "carry", part
+        if part < self.nc + self.ny:
+            return "y", part - self.nc
+        return "stored", part - self.nc - self.ny
+
+    def aval(self, part: int) -> tuple[tuple, str]:
+        kind, j = self.kind(part)
+        if kind == "y":
+            shape, dtype = self.body.avals([self.body.outputs[self.nc + j]])[0]
+        else:
+            shape, dtype = self.body.avals()[j]
+        return shape, dtype
+
+    def steps(self) -> str:
+        return (f"range({self.length - 1}, -1, -1)" if self.reverse
+                else f"range({self.length})")
+
+
+def _start(sub: Any) -> None:
+    """The render state a ``Module`` sets up in ``render`` (a body holds no array
+    constants: they are captured as operands when it is traced)."""
+    nodes = sub.graph.nodes
+    if any(n.is_const and n.shape != () for n in nodes):
+        raise SymgradError("a loop body holds an array constant; it cannot be emitted")
+    sub.consts = {}
+    sub._inlined = {n.id for n in nodes if n.is_const}
+    sub._literals, sub._probes, sub._comments = {}, {}, {}
+
+
+def _indent(lines: list[str]) -> list[str]:
+    return ["    " + line if line else line for line in lines]
+
+
+def _moves(targets: list[str], values: list[str], lead: str) -> list[str]:
+    pairs = [(t, v) for t, v in zip(targets, values) if t != v]
+    if not pairs:
+        return []
+    return [f"{lead}{', '.join(t for t, _ in pairs)} = {', '.join(v for _, v in pairs)}"]
+
+
+def _numpy(s: _Spec, stmts: list[str]) -> list[str]:
+    lines, ys, stored = [], {}, {}
+    for p in s.parts:
+        kind, j = s.kind(p)
+        if kind == "carry":
+            continue
+        shape, dtype = s.aval(p)
+        name = f"_y{j}" if kind == "y" else f"_s{j}"
+        (ys if kind == "y" else stored)[j] = name
+        lines.append(f"    {name} = np.empty({(s.length, *shape)!r}, dtype={NUMPY_TYPE[dtype]})")
+    loop = [f"        {name}[_t] = {s.carries[j]}" for j, name in stored.items()]
+    loop += [f"        {x} = {xs}[_t]" for x, xs in zip(s.x_names, s.xs)]
+    loop += _indent(stmts)
+    loop += [f"        {name}[_t] = {s.results[s.nc + j]}" for j, name in ys.items()]
+    loop += _moves(s.carries, s.results[:s.nc], "        ")
+    if len(loop) == 0:
+        loop = ["        pass"]
+    lines += [f"    for _t in {s.steps()}:", *loop]
+    return lines + [_return(s, ys, stored)]
+
+
+def _math(s: _Spec, stmts: list[str]) -> list[str]:
+    """The loop over Python floats: results in lists, NumPy arrays at the end."""
+    lines, ys, stored = [], {}, {}
+    for p in s.parts:
+        kind, j = s.kind(p)
+        if kind != "carry":
+            name = f"_y{j}" if kind == "y" else f"_s{j}"
+            (ys if kind == "y" else stored)[j] = name
+            lines.append(f"    {name} = [0.0] * {s.length}")
+    loop = [f"        {name}[_t] = {s.carries[j]}" for j, name in stored.items()]
+    loop += [f"        {x} = {xs}[_t]" for x, xs in zip(s.x_names, s.xs)]
+    loop += _indent(stmts)
+    loop += [f"        {name}[_t] = {s.results[s.nc + j]}" for j, name in ys.items()]
+    loop += _moves(s.carries, s.results[:s.nc], "        ")
+    lines += [f"    for _t in {s.steps()}:", *(loop or ["        pass"])]
+    out = []
+    for p in s.parts:
+        kind, j = s.kind(p)
+        typ = NUMPY_TYPE[s.aval(p)[1]]
+        if kind == "carry":
+            out.append(f"{typ}({s.carries[j]})")
+        else:
+            out.append(f"np.array({ys[j] if kind == 'y' else stored[j]}, dtype={typ})")
+    return lines + [f"    return ({', '.join(out)}{',' if len(out) == 1 else ''})"]
+
+
+def _return(s: _Spec, ys: dict, stored: dict) -> str:
+    out = []
+    for p in s.parts:
+        kind, j = s.kind(p)
+        out.append(s.carries[j] if kind == "carry" else ys[j] if kind == "y" else stored[j])
+    return f"    return ({', '.join(out)}{',' if len(out) == 1 else ''})"
+
+
+def _arrays(s: _Spec, stmts: list[str]) -> list[str]:
+    lines, ys, stored = [], {}, {}
+    for p in s.parts:
+        kind, j = s.kind(p)
+        if kind != "carry":
+            name = f"_y{j}" if kind == "y" else f"_s{j}"
+            (ys if kind == "y" else stored)[j] = name
+            lines.append(f"    {name} = []")
+    loop = [f"        {name}.append({s.carries[j]})" for j, name in stored.items()]
+    loop += [f"        {x} = {xs}[_t, ...]" for x, xs in zip(s.x_names, s.xs)]
+    loop += _indent(stmts)
+    loop += [f"        {name}.append({s.results[s.nc + j]})" for j, name in ys.items()]
+    loop += _moves(s.carries, s.results[:s.nc], "        ")
+    lines += [f"    for _t in {s.steps()}:", *(loop or ["        pass"])]
+    for p in s.parts:
+        kind, j = s.kind(p)
+        if kind == "carry":
+            continue
+        name = ys[j] if kind == "y" else stored[j]
+        shape, dtype = s.aval(p)
+        if s.reverse:
+            lines.append(f"    {name}.reverse()")
+        empty = f"xp.zeros({(0, *shape)!r}, dtype=xp.{dtype})"
+        lines.append(f"    {name} = xp.stack({name}) if {name} else {empty}")
+    return lines + [_return(s, ys, stored)]
+
+
+def _jax(s: _Spec, stmts: list[str]) -> list[str]:
+    ys = {j: f"_y{j}" for j in range(s.ny)}
+    stored = {j: f"_s{j}" for j in range(s.nc)}
+
+    def tup(items: list[str]) -> str:
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+    lines = ["    from jax import lax as _sg_lax", "", "    def _sg_step(_c, _x):"]
+    if s.carries:
+        lines.append(f"        {', '.join(s.carries)}, = _c")
+    if s.x_names:
+        lines.append(f"        {', '.join(s.x_names)}, = _x")
+    lines += _indent(stmts)
+    lines.append(f"        return {tup(s.results[:s.nc])}, "
+                 f"{tup(s.results[s.nc:] + s.carries)}")
+    lines.append("")
+    final = [f"_f{j}" for j in range(s.nc)]
+    avals = s.body.avals()
+    init = [f"xp.asarray({c}, dtype=xp.{avals[j][1]})" for j, c in enumerate(s.carries)]
+    lhs = f"{tup(final)}, {tup([ys[j] for j in range(s.ny)] + list(stored.values()))}"
+    lines += _call(f"{lhs} = _sg_lax.scan(", ["_sg_step", tup(init), tup(s.xs),
+                                              f"length={s.length}", f"reverse={s.reverse}"],
+                   ")", "    ")
+    out = []
+    for p in s.parts:
+        kind, j = s.kind(p)
+        out.append(final[j] if kind == "carry" else ys[j] if kind == "y" else stored[j])
+    return lines + [f"    return {tup(out)}"]
+
+
+def _call(head: str, items: list[str], close: str, lead: str) -> list[str]:
+    from .source import _call as call
+
+    return call(head, items, close, lead)
+
+
+__all__ = ["LoopEmitter", "is_loop"]
