@@ -37,11 +37,37 @@ class Template:
         """The text for operands ``names`` and the node's attributes."""
         if callable(self.text):
             return self.text(names, dict(attrs))
-        return self.text.format(*names, **attrs)
+        return self.text.format(*names, **{k: _as_source(v) for k, v in attrs.items()})
 
     def namespace(self) -> dict:
         """The names the text may use: ``np``, ``math`` and the helpers."""
         return {"np": np, "math": math, **{fn.__name__: fn for fn in self.helpers}}
+
+
+class _Literal(float):
+    """A non-finite float that formats as Python source (``float('inf')``), as ``repr`` or
+    ``str``, alone or inside a tuple, list or dict: ``{attr!r}`` in a template stays valid
+    code (a bare ``inf`` would be a NameError when the function runs)."""
+
+    def __repr__(self) -> str:
+        return f"float('{float.__repr__(self)}')"
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        return repr(self) if not spec else float.__format__(self, spec)
+
+
+def _as_source(value):
+    """An attribute value whose non-finite floats format as source (see :class:`_Literal`)."""
+    t = type(value)
+    if t is float:
+        return value if math.isfinite(value) else _Literal(value)
+    if t in (tuple, list):
+        return t(_as_source(v) for v in value)
+    if t is dict:
+        return {k: _as_source(v) for k, v in value.items()}
+    return value
 
 
 def scalar_source(v, module: str = "np") -> str:

@@ -46,12 +46,21 @@ from .values import (
     check_shape,
     describe,
     freeze,
+    plain,
 )
 
 if TYPE_CHECKING:
     import networkx as nx
 
     from .expr import Expr
+
+def _plain_attrs(op: Op, attrs: Any) -> dict:
+    """A user-defined op's attributes as plain data (:func:`~.values.plain`)."""
+    if type(attrs) is not dict:
+        raise ArgumentError(f"{op.name}: prepare must return a dict of attributes, got "
+                            f"{describe(attrs)}")
+    return {k: plain(v, f"{op.name}: attribute {k!r}") for k, v in attrs.items()}
+
 
 _ROLES = ("forward", "adjoint", "tangent")
 
@@ -215,6 +224,8 @@ class Graph:
         While a rewriter is installed (:meth:`rewriting`) it is offered the node first, and
         its answer is returned without being recorded under this node's key.
         """
+        if attrs and not op.builtin:  # a user's op: its attributes are plain data only
+            attrs = _plain_attrs(op, attrs)
         key = (op.name, args, freeze(attrs) if attrs else ())
         rewriter = self._state.rewriter
         with self.lock:
@@ -236,6 +247,8 @@ class Graph:
             if op.prepare is not None:
                 try:
                     attrs = op.prepare(shapes, dtypes, attrs)
+                    if not op.builtin:
+                        attrs = _plain_attrs(op, attrs)
                 except SymgradError:
                     raise
                 except _BARE as e:

@@ -1,0 +1,100 @@
+"""Issue 25 (and issue 19 item 7): user ops that cannot inject, results that are never
+silently wrong, budgets that leave the graph as it was. Checks that define ops run in a
+fresh interpreter (``run_script``) so the registry of this process stays as collected."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import symgrad as sg
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_script(code: str, tmp_path: Path | None = None) -> dict:
+    """Run ``code`` in a fresh interpreter; it prints one JSON object as its last line."""
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                         text=True, timeout=300, cwd=tmp_path or ROOT)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_user_op_attributes_are_plain_data_and_never_run(tmp_path):
+    """Item 1: an attribute object's ``__repr__``/``__hash__`` never runs nor reaches source;
+    item 2: an ``inf``/``nan`` attribute is emitted as valid source."""
+    report = run_script("""
+        import json, numpy as np, symgrad as sg
+        from symgrad.extend import defop
+        ran = []
+        class Evil:
+            def __repr__(self):
+                ran.append("repr"); return "open('PWNED', 'w') and -1"
+            __str__ = __repr__
+            def __format__(self, spec):
+                ran.append("format"); return "open('PWNED', 'w') and -1"
+            def __hash__(self):
+                ran.append("hash"); return 1
+            def __eq__(self, other):
+                ran.append("eq"); return True
+        class Name(str):
+            def __repr__(self):
+                ran.append("str repr"); return "open('PWNED', 'w')"
+        def clipto(x, bound):
+            return np.minimum(x, bound)
+        rowsum = defop("rowsum", impl=lambda x, axis: np.sum(x, axis=axis),
+                       backprop=lambda n, g: (sg.broadcast_to(g, n.args[0].shape),),
+                       shape=lambda s, d, a: ((), d[0]), params=("x", "=axis"),
+                       attrs={"axis": None}, numpy="np.sum({0}, axis={axis!r})")
+        cap = defop("cap", impl=clipto, backprop=lambda n, g: (g,), shape="same",
+                    params=("x", "=bound"), attrs={"bound": 0.0},
+                    numpy="np.minimum({0}, {bound!r})", math="min({0}, {bound})")
+        tag = defop("tag", impl=lambda x, label: x, backprop=lambda n, g: (g,),
+                    shape="same", params=("x", "=label"), attrs={"label": ""},
+                    numpy="{0}")
+        x = sg.var("x", shape=(3,))
+        refused = []
+        for bad in (Evil(), [Evil()], {"k": Evil()}, (1, Evil()), np.array([0]), 1j):
+            try:
+                rowsum(x, bad)
+            except sg.SymgradError as e:
+                refused.append(type(e).__name__)
+        e = tag(rowsum(x, np.int32(0)), Name("a"))
+        attrs = [n.attrs for n in e.graph.nodes if n.op in ("rowsum", "tag")]
+        types = [type(v).__name__ for a in attrs for v in a.values()]
+        text = str(e) + sg.to_source(e) + sg.to_dot(e) + sg.latex(e)
+        xv = np.array([1.0, -2.0, 5.0])
+        vals = {}
+        for bound in (float("inf"), -float("inf"), float("nan")):
+            y = sg.sum(cap(x, bound))
+            got = sg.compile(y)(xv)
+            want = sg.evaluate(y, {"x": xv})
+            vals[repr(bound)] = [float(got), float(want)]
+        s = sg.var("s")
+        scal = sg.compile(cap(s, float("inf")), scalars="math")(2.0)
+        print(json.dumps({"ran": ran, "refused": refused, "types": types,
+                          "pwned": "PWNED" in text, "vals": vals, "scal": scal}))
+    """, tmp_path)
+    assert report["ran"] == []
+    assert report["refused"] == ["ArgumentError"] * 6
+    assert report["types"] == ["int", "str"]
+    assert not report["pwned"] and not list(tmp_path.iterdir())
+    assert report["vals"]["inf"] == [4.0, 4.0]
+    assert report["vals"]["-inf"] == [-np.inf, -np.inf]
+    assert np.isnan(report["vals"]["nan"]).all()
+    assert report["scal"] == 2.0
+
+
+def test_plain_is_what_the_attribute_check_reads():
+    from symgrad.ir.values import plain
+
+    assert plain([np.float32(0.5), (np.bool_(True), slice(None, np.int64(2)))], "a") == \
+        [0.5, (True, slice(None, 2))]
+    with pytest.raises(sg.SymgradError, match="attribute"):
+        plain(object(), "attribute")
