@@ -98,3 +98,72 @@ def test_plain_is_what_the_attribute_check_reads():
         [0.5, (True, slice(None, 2))]
     with pytest.raises(sg.SymgradError, match="attribute"):
         plain(object(), "attribute")
+
+
+def test_defop_without_a_rule_helpers_and_math_templates(tmp_path):
+    """Issue 19 item 7: no rule is an error naming the op (never a zero); a ``math=``
+    template may call what NumPy lacks; an unreadable or non-self-contained helper is
+    refused at ``defop``; a helper importing SciPy is named in the module's header."""
+    (tmp_path / "ops_erfc.py").write_text(textwrap.dedent('''
+        import numpy as np, symgrad as sg
+        from symgrad.extend import defop
+
+        def _sg_erfc(x):
+            from scipy.special import erfc
+            return erfc(x)
+
+        erfc = defop("erfc_user", impl=_sg_erfc, numpy="_sg_erfc({0})", helpers=(_sg_erfc,),
+                     math="math.erfc({0})",
+                     backprop=lambda n, g: (-2 / np.sqrt(np.pi) * g * sg.exp(-n.args[0] ** 2),))
+        cube = defop("cube_norule", impl=lambda x: x ** 3, numpy="{0} ** 3")
+
+        import numpy as npy
+
+        def _sg_npy(x):
+            return npy.sum(x)
+    '''))
+    report = run_script("""
+        import json, math, warnings, numpy as np, symgrad as sg
+        from symgrad.extend import defop, ExtensionError
+        from ops_erfc import erfc, cube, _sg_npy
+        x, y = sg.var("x", shape=(3,)), sg.var("y", shape=(3,))
+        f = sg.sum(cube(x) * y)
+        errors = {}
+        for name, call in [("grad", lambda: sg.grad(f, x)),
+                           ("jvp", lambda: sg.jvp(f, x, np.ones(3))),
+                           ("hessian", lambda: sg.hessian(f, x)),
+                           ("jacfwd", lambda: sg.jacobian(cube(x), x, mode="forward"))]:
+            try:
+                call()
+                errors[name] = "none"
+            except sg.DifferentiationError as e:
+                errors[name] = str(e)
+        at = {"x": np.array([1.0, 2.0, 3.0]), "y": np.ones(3)}
+        other = sg.evaluate(sg.grad(f, y), at).tolist()
+        pattern = np.asarray(sg.jacobian_sparsity(cube(x), x).todense()).tolist()
+        s = sg.var("s")
+        fn = sg.compile(erfc(s) + sg.exp(s), scalars="math")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            scal = [fn(0.5), fn(1000.0)]
+        src = sg.to_source(sg.sum(erfc(x)))
+        refused = []
+        ns = {}
+        exec("def _sg_dbl(x):\\n    return 2 * x\\n", ns)
+        for h in (ns["_sg_dbl"], _sg_npy):
+            try:
+                defop("dbl" + h.__name__, impl=h, numpy=h.__name__ + "({0})", helpers=(h,))
+            except ExtensionError as e:
+                refused.append(str(e))
+        print(json.dumps({"errors": errors, "other": other, "pattern": pattern,
+                          "scal": scal, "want": math.erfc(0.5) + math.exp(0.5),
+                          "header": src.splitlines()[0], "refused": refused}))
+    """, tmp_path)
+    for name, msg in report["errors"].items():
+        assert "'cube_norule' has no derivative rule" in msg, name
+    assert report["other"] == [1.0, 8.0, 27.0]
+    assert report["pattern"] == np.eye(3, dtype=bool).tolist()
+    assert report["scal"][0] == pytest.approx(report["want"], rel=1e-15)
+    assert report["scal"][1] == np.inf
+    assert "scipy" in report["header"] and "only NumPy" not in report["header"]
+    assert "cannot be read" in report["refused"][0] and "'npy'" in report["refused"][1]

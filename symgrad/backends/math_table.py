@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from .numpy_table import Template
 
 # ``math`` functions whose NumPy ufunc has another name
@@ -80,13 +82,20 @@ MATH: dict[str, Template | None] = {
 
 
 def fallback_names(table: dict[str, Template | None] = MATH) -> dict[str, str]:
-    """``{math name: numpy name}`` for every ``math.<name>(`` the table's templates call.
+    """``{math name: source of its fallback}`` for every ``math.<name>(`` the table's
+    templates call: NumPy's ufunc of the same meaning, or ``math``'s own function where
+    NumPy has none (``math.erfc`` in a user's template).
 
     >>> fallback_names()["pow"], fallback_names()["exp"]
-    ('power', 'exp')
+    ('np.power', 'np.exp')
     """
     names: set[str] = set()
-    for entry in table.values():
+    for entry in list(table.values()):  # a snapshot: defop may add entries meanwhile
         if entry is not None and isinstance(entry.text, str):
             names.update(_MATH_CALL.findall(entry.text))
-    return {n: _NUMPY_NAME.get(n, n) for n in sorted(names)}
+    return {n: _fallback(n) for n in sorted(names)}
+
+
+def _fallback(name: str) -> str:
+    numpy = _NUMPY_NAME.get(name, name)
+    return f"np.{numpy}" if isinstance(getattr(np, numpy, None), np.ufunc) else f"math.{name}"

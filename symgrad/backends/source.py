@@ -54,7 +54,7 @@ from .array_api_helpers import _sg_xp_const
 from .array_api_table import number_source
 from .boundary import emit_request, exact_flag
 from .math_table import MATH, fallback_names
-from .numpy_table import NUMPY, NUMPY_TYPE, Template, scalar_source
+from .numpy_table import NUMPY, NUMPY_TYPE, Template, header, scalar_source
 from .target import TARGETS, Target, target
 
 __all__ = ["to_source", "is_safe_name"]
@@ -510,6 +510,7 @@ class Module:
             else:
                 out += ["", f"{cname} = {value!r}"]
         helpers = _helpers(self.graph, [i for p in self.plans for i in p.order])
+        out[0] = header(helpers)
         for fn in helpers:
             out += ["", "", *_helper_source(fn)]
         uses_np = bool(hoisted) or bool(helpers) or bool(self.constants)
@@ -789,7 +790,7 @@ def _numpy_math() -> list[str]:
     lines = ["class _numpy_math:",
              '    """``math``\'s functions as NumPy ufuncs: inf/NaN results instead of '
              'exceptions."""', ""]
-    return lines + [f"    {m} = np.{n}" for m, n in names.items()]
+    return lines + [f"    {m} = {n}" for m, n in names.items()]
 
 
 def _releases(nodes: list, order: list[int], outputs: set[int]) -> dict[int, list[int]]:
