@@ -333,8 +333,25 @@ def _static_key(static: Mapping[str, Any]) -> tuple:
         if not isinstance(v, Hashable):
             raise InputError(f"keyword argument {k!r} is static (passed to the function as it "
                              f"is while tracing) and must be hashable, got {type(v).__name__}")
-        items.append((k, type(v).__name__, v))
+        items.append((k, _value_key(v)))
     return tuple(items)
+
+
+def _value_key(v: Any) -> Any:
+    """A key equal only for values that trace alike: the type in it, a float by its bits
+    (0.0 and -0.0 apart, a NaN equal to itself), through tuples and frozensets."""
+    t = type(v)
+    if t is float:
+        return ("float", v.hex())
+    if t is complex:
+        return ("complex", v.real.hex(), v.imag.hex())
+    if isinstance(v, np.generic):
+        return ("numpy", v.dtype.str, v.tobytes())
+    if t is tuple:
+        return ("tuple", *[_value_key(x) for x in v])
+    if t is frozenset:
+        return ("frozenset", frozenset(_value_key(x) for x in v))
+    return (t.__module__, t.__qualname__, v)
 
 
 def _flatten(tree: Any) -> tuple[list[Expr], Any]:

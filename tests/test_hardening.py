@@ -167,3 +167,22 @@ def test_defop_without_a_rule_helpers_and_math_templates(tmp_path):
     assert report["scal"][1] == np.inf
     assert "scipy" in report["header"] and "only NumPy" not in report["header"]
     assert "cannot be read" in report["refused"][0] and "'npy'" in report["refused"][1]
+
+
+def test_grad_of_a_function_traces_again_for_static_values_that_differ():
+    """Item 6: static keywords equal under ``==`` but not alike (0.0 and -0.0, 1 and 1.0)
+    get their own trace; a static NaN is found again (the cache does not grow)."""
+    df = sg.grad(lambda x, *, c: np.sum(x / c))
+    x = np.array([1.0, 2.0])
+    np.testing.assert_array_equal(df(x, c=0.0), [np.inf, np.inf])
+    np.testing.assert_array_equal(df(x, c=-0.0), [-np.inf, -np.inf])
+    df(x, c=np.float32(2.0))
+    df(x, c=2.0)
+    assert df.cache_size == 4
+    dt = sg.grad(lambda x, *, c: np.sum(x * c[0]))
+    dt(x, c=(1,))
+    dt(x, c=(1.0,))
+    assert dt.cache_size == 2
+    for _ in range(3):
+        assert np.isnan(df(x, c=float("nan"))).all()
+    assert df.cache_size == 5
