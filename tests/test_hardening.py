@@ -186,3 +186,34 @@ def test_grad_of_a_function_traces_again_for_static_values_that_differ():
     for _ in range(3):
         assert np.isnan(df(x, c=float("nan"))).all()
     assert df.cache_size == 5
+
+
+def _eval_and_compiled(e, names):
+    yield lambda *vals: sg.evaluate(e, dict(zip(names, vals)))
+    yield sg.compile(e, inputs=names)
+
+
+@pytest.mark.parametrize("dtype, value", [
+    ("int64", np.uint64(2**64 - 1)), ("int64", 2**63), ("int64", np.array([0, 2**64 - 1],
+                                                                          dtype=np.uint64)),
+    ("int32", 2**32 + 1), ("int32", np.int64(-(2**31) - 1)),
+])
+def test_integer_inputs_that_do_not_fit_are_refused(dtype, value):
+    """Item 7: ``w[i]`` with ``i`` out of the variable's range would wrap to another
+    element; refused like an out-of-range constant."""
+    shape = np.shape(value)
+    w, i = sg.var("w", shape=(3,)), sg.var("i", shape=shape, dtype=dtype)
+    for fn in _eval_and_compiled(w[i], ["w", "i"]):
+        with pytest.raises(sg.EvaluationError, match="do not fit"):
+            fn(np.array([10.0, 20.0, 30.0]), value)
+        assert float(np.sum(fn(np.array([10.0, 20.0, 30.0]),
+                               np.zeros(shape, np.uint64) + 2))) == 30.0 * max(1, np.size(value))
+
+
+def test_float32_inputs_that_would_overflow_are_refused():
+    x = sg.var("x", shape=(2,), dtype="float32")
+    for fn in _eval_and_compiled(x * 2, ["x"]):
+        with pytest.raises(sg.EvaluationError, match="do not fit"):
+            fn(np.array([1.0, 1e300]))
+        got = fn(np.array([np.inf, 3.0]))
+        assert got.dtype == np.float32 and got.tolist() == [np.inf, 6.0]
