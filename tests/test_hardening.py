@@ -217,3 +217,25 @@ def test_float32_inputs_that_would_overflow_are_refused():
             fn(np.array([1.0, 1e300]))
         got = fn(np.array([np.inf, 3.0]))
         assert got.dtype == np.float32 and got.tolist() == [np.inf, 6.0]
+
+
+def test_a_failed_transform_leaves_the_graph_as_it_was():
+    """Item 14: a LimitError (or any error) inside grad/derivative/hessian removes what it
+    built: retries neither grow the graph nor succeed by reusing a failed try's nodes."""
+    x, y = sg.var("x"), sg.var("y")
+    f = sg.sin(x) * sg.exp(x) + y
+    g = f.graph
+    _, ff = sg.grad(f, y), f * f  # a transform before: kept
+    before = (len(g), len(g.transforms), dict(g.adjoint_of), dict(g.variables))
+    lines = g.nx.number_of_nodes()
+    for _ in range(20):
+        with pytest.raises(sg.LimitError), sg.limits(transform_nodes=5):
+            sg.derivative(f, x, 6)
+    with pytest.raises(sg.LimitError), sg.limits(transform_nodes=25):
+        sg.hessian(ff, [x, y])  # its inner gradient succeeded, the whole did not
+    assert (len(g), len(g.transforms), g.adjoint_of, g.variables) == before
+    assert g.nx.number_of_nodes() == lines
+    g.verify()
+    d = sg.derivative(f, x, 3)  # the graph still works, and gives the right value
+    assert sg.evaluate(d, {"x": 0.3, "y": 1.0}) == pytest.approx(
+        2 * np.exp(0.3) * (np.cos(0.3) - np.sin(0.3)), rel=1e-13)
