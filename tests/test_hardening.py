@@ -239,3 +239,46 @@ def test_a_failed_transform_leaves_the_graph_as_it_was():
     d = sg.derivative(f, x, 3)  # the graph still works, and gives the right value
     assert sg.evaluate(d, {"x": 0.3, "y": 1.0}) == pytest.approx(
         2 * np.exp(0.3) * (np.cos(0.3) - np.sin(0.3)), rel=1e-13)
+
+
+def _float32_cases():
+    from symgrad.ir.op import REGISTRY
+
+    for name, op in sorted(REGISTRY.items()):
+        if (op.builtin and op.public and op.differentiable and op.arity in (1, 2)
+                and op.elementwise and op.domain and op.examples is None):
+            yield name
+    yield from ("max", "clip", "where")
+
+
+def _float32_expr(name, x, y):
+    if name == "max":
+        return sg.max(x * y)
+    if name == "clip":
+        return sg.clip(x, -0.5, 0.5) * y
+    if name == "where":
+        return sg.where(x > 0.5, x * y, 1.0)
+    op = sg.ops.REGISTRY[name]
+    return getattr(sg, name)(x) + y if op.arity == 1 else getattr(sg, name)(x, y)
+
+
+@pytest.mark.parametrize("name", list(_float32_cases()))
+def test_float32_gradients_stay_float32_in_the_graph_evaluate_and_emitted_code(name):
+    """Item 8: the gradient of a float32 function is float32 everywhere (the tie weights
+    of maximum/max, the literals of where in emitted code were float64)."""
+    op = sg.ops.REGISTRY.get(name)
+    lo, hi = op.domain if op is not None else (-1.0, 1.0)
+    x, y = sg.var("x", shape=(3,), dtype="float32"), sg.var("y", shape=(3,), dtype="float32")
+    at = {"x": np.array([lo + 0.37 * (hi - lo)] * 2 + [lo + 0.61 * (hi - lo)], np.float32),
+          "y": np.full(3, lo + 0.61 * (hi - lo), np.float32)}
+    e = _float32_expr(name, x, y)
+    if e.dtype != "float32":
+        pytest.skip(f"{name} of float32 is {e.dtype}")
+    first = sg.grad(sg.sum(e), [x, y])
+    outs = [*first, sg.grad(sg.sum(first[0]), x)]
+    with np.errstate(all="ignore"):
+        got = [sg.evaluate(outs, at), sg.compile(outs, inputs=["x", "y"])(at["x"], at["y"])]
+    assert [o.dtype for o in outs] == ["float32"] * 3
+    for values in got:
+        assert [np.asarray(v).dtype for v in values] == [np.float32] * 3
+    np.testing.assert_array_equal(got[0][0], got[1][0])

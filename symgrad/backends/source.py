@@ -353,7 +353,8 @@ def _inline(value: np.ndarray, user: Any, nodes: list, node_id: int, strong: boo
     """
     dtype = value.dtype.name
     py = value.item()
-    others = [nodes[b].dtype for b in user.args if b != node_id]
+    others = [nodes[b].dtype for b in user.args  # another inlined literal is weak too
+              if b != node_id and not (nodes[b].is_const and nodes[b].shape == ())]
     if not target.is_numpy:
         return _inline_array(py, dtype, others, strong)
     if dtype in ("float64", "int64", "bool") or (others and dtype in NUMPY_TYPE):

@@ -31,7 +31,7 @@ from ..ir.expr import F
 from ..ir.op import Op, SignatureError, register, sig
 from ..ir.shapes import float_dtype, fmt, norm_axes, norm_axis, reduced
 from .structure import lane_map, reduce_map
-from .tangent import first, linear
+from .tangent import first, linear, typed
 
 _NEG_INF = float("-inf")
 
@@ -163,7 +163,7 @@ def _mean_rule(n, g):
 def _extreme_share(n):
     """max/min: the derivative goes to the extreme elements, split equally among ties."""
     x, axes = n.args[0], n.attrs["axis"]
-    hit = F.where(x == _keep(n.out, n, axes), 1.0, 0.0)
+    hit = F.where(x == _keep(n.out, n, axes), typed(1.0, x), typed(0.0, x))
     return hit / F.sum(hit, axis=axes, keepdims=True)
 
 
