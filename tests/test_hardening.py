@@ -4,6 +4,7 @@ fresh interpreter (``run_script``) so the registry of this process stays as coll
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -282,3 +283,53 @@ def test_float32_gradients_stay_float32_in_the_graph_evaluate_and_emitted_code(n
     for values in got:
         assert [np.asarray(v).dtype for v in values] == [np.float32] * 3
     np.testing.assert_array_equal(got[0][0], got[1][0])
+
+
+SPECIAL = [-np.inf, -2.5, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 2.5, np.inf, np.nan]
+# the README's "Numerics across backends": math and NumPy may round these differently
+ROUNDING = {"exp", "log1p", "expm1", "tan", "tanh", "sinh", "cosh", "arcsin", "arccos",
+            "arcsinh", "arctanh", "exp2", "log10", "power", "arctan2", "hypot", "sigmoid",
+            "arccosh", "float_power"}
+
+
+def _scalar_cases():
+    from symgrad.backends.math_table import MATH
+
+    return [n for n, op in sorted(sg.ops.REGISTRY.items())
+            if MATH.get(n) is not None and op.builtin and op.elementwise and op.arity in (1, 2)]
+
+
+@pytest.mark.parametrize("name", _scalar_cases())
+def test_scalar_math_code_equals_evaluate_at_special_points(name):
+    """Item 10: ``scalars="math"`` values and first derivatives equal ``evaluate``'s at
+    signed zeros, infinities and NaN, the sign of a zero included (floor/ceil/trunc of
+    -0.0, x ** 0.5 at -inf, fmod's gradient, logical_xor of two non-zero floats)."""
+    op = sg.ops.REGISTRY[name]
+    xs = [sg.var("x"), sg.var("y")][: op.arity]
+    e = getattr(sg, name)(*xs)
+    outs = [e]
+    if op.differentiable and e.dtype == "float64":
+        outs += sg.grad(e, xs)
+    fn = sg.compile(outs, inputs=["x", "y"][: op.arity], scalars="math")
+    assert "math=_numpy_math" in fn.source  # the scalar form is what runs
+    with np.errstate(all="ignore"):
+        for point in itertools.product(SPECIAL, repeat=op.arity):
+            want = sg.evaluate(outs, dict(zip(["x", "y"], point)))
+            got = fn(*point)
+            for k, (u, v) in enumerate(zip(want, got)):
+                u, v = np.float64(u), np.float64(v)
+                if name in ROUNDING and np.isfinite(u) and u != 0:
+                    assert v == pytest.approx(u, rel=1e-13), (point, k)
+                else:
+                    assert (np.isnan(u) and np.isnan(v)) or (
+                        u == v and np.signbit(u) == np.signbit(v)), (point, k, u, v)
+
+
+def test_scalar_power_takes_numpys_square_root_path_at_one_half():
+    x = sg.var("x")
+    fn = sg.compile(x ** 0.5, scalars="math")
+    with np.errstate(all="ignore"):
+        for a in (-np.inf, -0.0, -1.0, 2.0):
+            want, got = np.float64(sg.evaluate(x ** 0.5, {"x": a})), np.float64(fn(a))
+            assert (np.isnan(want) and np.isnan(got)) or (
+                want == got and np.signbit(want) == np.signbit(got)), a

@@ -31,7 +31,7 @@ class _numpy_math:
     log10 = np.log10
     log1p = np.log1p
     log2 = np.log2
-    pow = np.power
+    pow = np.float_power
     radians = np.radians
     sin = np.sin
     sinh = np.sinh
