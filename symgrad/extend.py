@@ -199,7 +199,7 @@ def _template(name: str, numpy: Any, helpers: Sequence[Callable]) -> Template:
     if not (isinstance(numpy, str) or callable(numpy)):
         raise ExtensionError(f"defop {name!r}: numpy= must be a template string such as "
                              "'np.tanh({0})' or a function (names, attrs) -> str")
-    taken = {fn.__name__: fn for t in NUMPY.values() for fn in t.helpers}
+    taken = {fn.__name__: fn for t in list(NUMPY.values()) for fn in t.helpers}
     for fn in helpers:
         if not callable(fn) or not getattr(fn, "__name__", "").isidentifier():
             raise ExtensionError(f"defop {name!r}: helpers must be named functions")

@@ -32,7 +32,7 @@ from .ir.graph import Graph
 from .ir.op import REGISTRY, Op
 from .ir.shapes import is_float
 from .ir.text import _keywords
-from .ir.values import exact, type_name
+from .ir.values import exact, exact_str, type_name
 
 LATEX_LIMIT = 5_000  # nodes: larger expressions are not printed as LaTeX
 
@@ -158,6 +158,19 @@ def from_sympy(expr: Any, shapes: Mapping[str, Any] | None = None,
     return _FromSympy(sp, shapes, dtypes).tree(expr)
 
 
+def _short(text: str) -> str:
+    return text if len(text) <= 40 else f"{text[:20]}...{text[-10:]} ({len(text)} characters)"
+
+
+def _srepr(symbol: Any) -> str:
+    """``Symbol('a')``, ``Dummy('a')``, with assumptions if any (never a user repr)."""
+    kind = type_name(symbol)
+    facts = getattr(symbol, "assumptions0", {})
+    extra = "".join(f", {k}={v}" for k, v in sorted(facts.items())
+                    if k in ("positive", "negative", "real", "integer", "nonnegative"))
+    return f"{kind}({str.__str__(symbol.name)!r}{extra})"
+
+
 class _FromSympy:
     """One translation: a fresh graph, and every sympy subexpression translated once."""
 
@@ -170,6 +183,7 @@ class _FromSympy:
         self.shapes, self.dtypes = exact(dict(shapes or {})), exact(dict(dtypes or {}))
         self.graph = Graph()
         self.done: dict[Any, Expr] = {}
+        self.symbols: dict[str, Any] = {}
         self.names, self.patterns = _back_table(sp)
 
     def tree(self, root: Any) -> Expr:
@@ -181,8 +195,7 @@ class _FromSympy:
             if e in done:
                 continue
             if e.is_Symbol:
-                done[e] = Expr(self.graph, self.graph.var(
-                    e.name, self.shapes.get(e.name, ()), self.dtypes.get(e.name, "float64")))
+                done[e] = self._symbol(e)
             elif e.is_number or e in (self.sp.oo, -self.sp.oo, self.sp.nan):
                 done[e] = Expr(self.graph, self.graph.const(self._float(e)))
             elif not ready:
@@ -216,12 +229,32 @@ class _FromSympy:
             return [f if _inverse(f) is None else _inverse(f) for f in e.args]
         return list(e.args)
 
+    def _symbol(self, e: Any) -> Expr:
+        """A variable named as the symbol; two different symbols of one name (``a`` and
+        ``Dummy("a")``) are refused: as variables they would be merged into one."""
+        name = exact_str(e.name, "a sympy symbol's name")
+        seen = self.symbols.setdefault(name, e)
+        if seen != e:
+            raise SymgradError(
+                f"from_sympy: two different sympy symbols are named {name!r} ({_srepr(seen)}"
+                f" and {_srepr(e)}); symgrad names variables by name: rename one "
+                "(expr.subs(old, sympy.Symbol(new_name)))")
+        return Expr(self.graph, self.graph.var(name, self.shapes.get(name, ()),
+                                               self.dtypes.get(name, "float64")))
+
     def _float(self, e: Any) -> float:
         if e is self.sp.zoo or e is self.sp.nan or (e.is_number and e.is_real is False):
             if e is self.sp.nan:
                 return math.nan
             raise SymgradError(f"from_sympy: {e} is not a real number")
-        return float(e)
+        try:
+            value = float(e)
+        except OverflowError:
+            value = math.inf
+        if math.isinf(value) and e.is_finite is not False:
+            raise SymgradError(f"from_sympy: the number {_short(str(e))} does not fit a "
+                               "float64 (it would become inf)")
+        return value
 
     def _build(self, e: Any) -> Expr:
         done = self.done
@@ -275,7 +308,7 @@ def _back_table(sp) -> tuple[dict[str, str], list[tuple[Any, Any, str]]]:
     names: dict[str, str] = {}
     patterns = []
     t, w = sp.Dummy("t"), sp.Wild("w")
-    for op in REGISTRY.values():
+    for op in list(REGISTRY.values()):  # a snapshot: defop may register meanwhile
         if not (op.elementwise and isinstance(op.sympy, str)):
             continue
         names.setdefault(op.sympy, op.name)

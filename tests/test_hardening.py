@@ -333,3 +333,17 @@ def test_scalar_power_takes_numpys_square_root_path_at_one_half():
             want, got = np.float64(sg.evaluate(x ** 0.5, {"x": a})), np.float64(fn(a))
             assert (np.isnan(want) and np.isnan(got)) or (
                 want == got and np.signbit(want) == np.signbit(got)), a
+
+
+def test_from_sympy_refuses_two_symbols_of_one_name_and_numbers_beyond_float64():
+    """Item 11: ``a - Dummy("a")`` is not 0, and ``Integer(10**400)`` is not inf."""
+    sympy = pytest.importorskip("sympy")
+    a = sympy.Symbol("a")
+    for e in (a - sympy.Dummy("a"), a * sympy.Symbol("a", positive=True)):
+        with pytest.raises(sg.SymgradError, match="two different sympy symbols are named 'a'"):
+            sg.from_sympy(e)
+    for n in (sympy.Integer(10**400), sympy.Rational(-(10**400), 3)):
+        with pytest.raises(sg.SymgradError, match="does not fit a float64"):
+            sg.from_sympy(n * a)
+    assert sg.evaluate(sg.from_sympy(sympy.Integer(10**300) * a), {"a": 2.0}) == 2e300
+    assert sg.evaluate(sg.from_sympy(a - sympy.Symbol("b")), {"a": 2.0, "b": 0.5}) == 1.5
