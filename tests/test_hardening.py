@@ -347,3 +347,44 @@ def test_from_sympy_refuses_two_symbols_of_one_name_and_numbers_beyond_float64()
             sg.from_sympy(n * a)
     assert sg.evaluate(sg.from_sympy(sympy.Integer(10**300) * a), {"a": 2.0}) == 2e300
     assert sg.evaluate(sg.from_sympy(a - sympy.Symbol("b")), {"a": 2.0, "b": 0.5}) == 1.5
+
+
+def test_page_title_and_path_are_exact_and_the_script_is_allowed_by_its_hash(tmp_path):
+    """Items 3 and 4: a title is an exact string (a subclass's methods never run, other
+    types are refused), the page's one script runs by its hash (no 'unsafe-inline'), and
+    a file descriptor is not a path."""
+    import base64
+    import hashlib
+    import re
+
+    ran = []
+
+    class Title(str):
+        def replace(self, *args):
+            ran.append("replace")
+            return "<script>alert(1)</script>"
+
+        def __str__(self):
+            ran.append("str")
+            return "<script>alert(1)</script>"
+
+        def __len__(self):
+            ran.append("len")
+            return 3
+
+    x = sg.var("x")
+    page = sg.to_html(sg.exp(x), title=Title("a title"), path=tmp_path / "p.html")
+    dot = sg.to_dot(sg.exp(x), title=Title("a title"))
+    assert ran == [] and "alert" not in page + dot and "a title" in page and "a title" in dot
+    assert (tmp_path / "p.html").read_text(encoding="utf-8") == page
+    for bad in (3, b"t", ["t"]):
+        for fn in (sg.to_html, sg.to_dot):
+            with pytest.raises(sg.SymgradError, match="title must be a string"):
+                fn(sg.exp(x), title=bad)
+    with pytest.raises(sg.SymgradError, match="path must be a file name"):
+        sg.to_html(sg.exp(x), path=1)
+    policy = re.search(r'Content-Security-Policy" content="([^"]*)"', page).group(1)
+    assert "unsafe-inline" not in policy.split("script-src")[1]
+    scripts = re.findall(r"<script>(.*?)</script>", page, re.S)
+    digest = base64.b64encode(hashlib.sha256(scripts[0].encode()).digest()).decode()
+    assert len(scripts) == 1 and f"script-src 'sha256-{digest}'" in policy
