@@ -388,3 +388,20 @@ def test_page_title_and_path_are_exact_and_the_script_is_allowed_by_its_hash(tmp
     scripts = re.findall(r"<script>(.*?)</script>", page, re.S)
     digest = base64.b64encode(hashlib.sha256(scripts[0].encode()).digest()).decode()
     assert len(scripts) == 1 and f"script-src 'sha256-{digest}'" in policy
+
+
+def test_explain_of_a_constant_and_unknown_at_names_on_the_command_line(capsys):
+    """Item 21: ``explain(const(3.0))`` is an error that says why (was ``KeyError: 0``);
+    item 23: ``symgrad html``/``explain`` refuse an ``--at`` name that is no variable."""
+    from symgrad.cli import main
+
+    for c in (sg.const(3.0), sg.const([1.0, 2.0])):
+        with pytest.raises(sg.SymgradError, match="is a constant"):
+            sg.explain(c)
+    assert main(["explain", "3.0"]) == 2
+    assert main(["explain", "sin(x)", "--at", "x=1,zz=2"]) == 2
+    assert main(["html", "sin(x)", "--at", "zz=2"]) == 2
+    err = capsys.readouterr().err
+    assert "is a constant" in err and err.count("'zz', not a variable") == 2
+    assert "Traceback" not in err
+    assert main(["explain", "sin(x)", "--at", "x=1"]) == 0
