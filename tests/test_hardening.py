@@ -405,3 +405,45 @@ def test_explain_of_a_constant_and_unknown_at_names_on_the_command_line(capsys):
     assert "is a constant" in err and err.count("'zz', not a variable") == 2
     assert "Traceback" not in err
     assert main(["explain", "sin(x)", "--at", "x=1"]) == 0
+
+
+def _mutated_while_running(fn, table, *args):
+    """Run ``fn(*args)``; at its fifth line event (inside its loop) add a key to ``table``
+    (what a ``defop`` in another thread does at that moment), remove it after."""
+    import sys
+
+    lines = []
+
+    def local(frame, event, arg):
+        if event == "line":
+            lines.append(frame.f_lineno)
+            if len(lines) == 5:
+                table["_sg_probe"] = next(iter(table.values()))
+        return local
+
+    def tracer(frame, event, arg):
+        return local if frame.f_code is fn.__code__ else None
+
+    sys.settrace(tracer)
+    try:
+        return fn(*args)
+    finally:
+        sys.settrace(None)
+        table.pop("_sg_probe", None)
+
+
+def test_tables_read_while_another_thread_defines_an_op():
+    """Item 22: what compile/simplify/from_sympy read of the registry and tables is a
+    snapshot; a defop in another thread during the read no longer raises "dictionary
+    changed size during iteration"."""
+    sympy = pytest.importorskip("sympy")
+    from symgrad import sympy_io
+    from symgrad.backends.math_table import MATH, fallback_names
+    from symgrad.ir.op import REGISTRY
+    from symgrad.passes import sympy_bridge
+
+    assert _mutated_while_running(fallback_names, MATH) == fallback_names()
+    assert _mutated_while_running(sympy_io._back_table, REGISTRY, sympy)[0] == \
+        sympy_io._back_table(sympy)[0]
+    assert _mutated_while_running(sympy_bridge._back_table, REGISTRY) == \
+        sympy_bridge._back_table()
