@@ -40,7 +40,7 @@ from .backends.compiled import CompiledFunction, compile
 from .errors import DifferentiationError, InputError, SymgradError
 from .ir.expr import Expr, const, var
 from .ir.shapes import fmt, is_float
-from .ir.values import exact
+from .ir.values import describe, exact
 from .progress import step
 from .transforms import derivatives
 
@@ -253,10 +253,10 @@ def _argnums(argnums: Any) -> int | tuple[int, ...]:
     if isinstance(argnums, (tuple, list)) and argnums and all(ok(k) for k in argnums):
         out = tuple(int(k) for k in argnums)
         if len(set(out)) != len(out):
-            raise DifferentiationError(f"argnums {argnums!r} lists an argument twice")
+            raise DifferentiationError(f"argnums {describe(argnums)} lists an argument twice")
         return out
     raise DifferentiationError(f"argnums must be an int or a non-empty tuple of ints, got "
-                               f"{argnums!r}")
+                               f"{describe(argnums)}")
 
 
 def _parameter_names(fun: Callable) -> list[str]:
@@ -270,7 +270,10 @@ def _parameter_names(fun: Callable) -> list[str]:
         if p.kind not in kinds:
             break
         name = str(p.name)
-        names.append(name if name.isidentifier() and not keyword.iskeyword(name) else "arg")
+        ok = name.isidentifier() and not keyword.iskeyword(name) and name[:2] != "__"
+        # np/numpy name the module in emitted code: the variable is np_ (the user chose the
+        # parameter's name, not a variable's)
+        names.append("arg" if not ok else f"{name}_" if name in ("np", "numpy") else name)
     return names
 
 

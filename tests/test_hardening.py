@@ -447,3 +447,21 @@ def test_tables_read_while_another_thread_defines_an_op():
         sympy_io._back_table(sympy)[0]
     assert _mutated_while_running(sympy_bridge._back_table, REGISTRY) == \
         sympy_bridge._back_table()
+
+
+def test_flags_take_booleans_and_choices_are_compared_as_exact_values():
+    """Item 23: ``sparse="no"`` is not True, an array as ``sparse=``/``mode=``/``method=``
+    is refused by name (not NumPy's "truth value is ambiguous"); a function's parameter
+    named ``np`` is traced (the user chose no variable name)."""
+    x = sg.var("x", shape=(3,))
+    f = sg.sum(x ** 3)
+    calls = [lambda v: sg.jacobian(x * x, x, sparse=v), lambda v: sg.jacobian(x * x, x, mode=v),
+             lambda v: sg.hessian(f, x, sparse=v), lambda v: sg.hessian(f, x, method=v),
+             lambda v: sg.grad(f, x, cleanup=v), lambda v: sg.jvp(f, x, np.ones(3), cleanup=v)]
+    for call in calls:
+        for bad in ("no", np.array([True, False]), 1.0):
+            with pytest.raises(sg.DifferentiationError, match="must be one of"):
+                call(bad)
+    assert sg.hessian(f, x, sparse=np.True_).todense().shape == (3, 3)
+    df = sg.grad(lambda np, numpy: (np * numpy).sum())
+    np.testing.assert_array_equal(df(np.array([1.0, 2.0]), np.array([3.0, 4.0])), [3.0, 4.0])

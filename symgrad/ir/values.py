@@ -137,6 +137,23 @@ def exact_str(value: Any, what: str) -> str:
     return str.__str__(value)
 
 
+def exact_choice(value: Any, what: str, choices: tuple,
+                 error: type[SymgradError] = ArgumentError) -> Any:
+    """``value`` if it is one of ``choices`` (strings, None, bools), compared as an exact
+    built-in (an array or a user object is refused, never compared with ``==``).
+
+    >>> exact_choice("forward", "mode", (None, "forward", "reverse"))
+    'forward'
+    """
+    value = exact(value)
+    if type(value) in (str, bool, type(None)) and value in choices:
+        return value
+    if type(value) is np.bool_ and bool(value) in choices:
+        return bool(value)
+    shown = ", ".join(map(repr, choices))
+    raise error(f"{what} must be one of {shown}, got {describe(value)}")
+
+
 def exact_int(value: Any, what: str) -> int:
     """``value`` (an int, a NumPy integer, not a bool) as an exact ``int``."""
     if isinstance(value, int) and not isinstance(value, bool):
