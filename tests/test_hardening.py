@@ -465,3 +465,17 @@ def test_flags_take_booleans_and_choices_are_compared_as_exact_values():
     assert sg.hessian(f, x, sparse=np.True_).todense().shape == (3, 3)
     df = sg.grad(lambda np, numpy: (np * numpy).sum())
     np.testing.assert_array_equal(df(np.array([1.0, 2.0]), np.array([3.0, 4.0])), [3.0, 4.0])
+
+
+def test_dask_workers_keep_a_bounded_number_of_compiled_chunk_functions():
+    """Item 23: the per-process cache of compiled chunk sources is bounded (LRU)."""
+    from symgrad import dask as sgd
+
+    sources = [f"def chunk():\n    return {k}\n" for k in range(sgd._MAX_LOADED + 10)]
+    for src in sources:
+        assert sgd._function(src)() == int(src.split()[-1])
+    assert len(sgd._LOADED) == sgd._MAX_LOADED
+    assert sources[0] not in sgd._LOADED and sources[-1] in sgd._LOADED
+    sgd._function(sources[10])  # a hit moves to the end: the next eviction spares it
+    sgd._function(sources[0])
+    assert sources[10] in sgd._LOADED and sources[11] not in sgd._LOADED
