@@ -494,3 +494,16 @@ def test_order_statistic_gradients_on_the_array_backends(backend):
             got = sg.compile(g, backend=backend)(module.asarray(at))
             assert str(got.dtype).endswith("float64")
             np.testing.assert_allclose(np.asarray(got), sg.evaluate(g, {"x": at}), rtol=1e-15)
+
+
+def test_torch_backend_takes_a_reversed_numpy_view():
+    """Item 13: a NumPy view with negative strides is copied for torch (it raised torch's
+    bare ValueError)."""
+    pytest.importorskip("torch")
+    x = sg.var("x", shape=(2, 3))
+    f = sg.sum(sg.sin(x) * x)
+    at = np.arange(6.0).reshape(2, 3)[::-1, ::-1]
+    got = sg.compile([f, sg.grad(f, x)], backend="torch")(at)
+    want = sg.evaluate([f, sg.grad(f, x)], {"x": at})
+    np.testing.assert_allclose(got[0].numpy(), want[0], rtol=1e-15)
+    np.testing.assert_allclose(got[1].numpy(), want[1], rtol=1e-15)

@@ -77,6 +77,8 @@ class ArrayFunction(CompiledFunction):
             return value
         value = check_input(node, given)
         if self._torch is not None:
+            if any(st < 0 for st in value.strides):  # torch takes no negative strides
+                value = np.ascontiguousarray(value)
             return self._torch.asarray(value)
         return value
 
