@@ -507,3 +507,40 @@ def test_torch_backend_takes_a_reversed_numpy_view():
     want = sg.evaluate([f, sg.grad(f, x)], {"x": at})
     np.testing.assert_allclose(got[0].numpy(), want[0], rtol=1e-15)
     np.testing.assert_allclose(got[1].numpy(), want[1], rtol=1e-15)
+
+
+MIXED = ["float64", "float32", "int64", "int32"]
+
+
+@pytest.mark.parametrize("backend", ["array_api", "torch", "jax"])
+def test_mixed_dtypes_follow_numpys_promotion_on_the_array_backends(backend):
+    """Item 9: int/float operand pairs were refused by array-api-strict, computed in
+    float32 by torch (NumPy: float64); the emitted code casts where NumPy promotes."""
+    if backend == "jax":
+        jax = pytest.importorskip("jax")
+        before = jax.config.jax_enable_x64
+        jax.config.update("jax_enable_x64", True)
+        try:
+            _mixed_dtypes(backend, jax.numpy)
+        finally:
+            jax.config.update("jax_enable_x64", before)
+    else:
+        _mixed_dtypes(backend, pytest.importorskip(
+            "array_api_strict" if backend == "array_api" else "torch"))
+
+
+def _mixed_dtypes(backend, module):
+    ops = [lambda a, b: a + b, lambda a, b: a * b, lambda a, b: a / b, lambda a, b: a ** b,
+           lambda a, b: a // b, lambda a, b: a < b, sg.maximum, sg.arctan2,
+           lambda a, b: sg.where(a > 1, a, b), lambda a, b: sg.concatenate([a, b])]
+    for da in MIXED:
+        for db in MIXED:
+            x, y = sg.var("x", shape=(3,), dtype=da), sg.var("y", shape=(3,), dtype=db)
+            xv, yv = np.array([1, 2, 3]).astype(da), np.array([2, 1, 3]).astype(db)
+            outs = [op(x, y) for op in ops]
+            want = sg.evaluate(outs, {"x": xv, "y": yv})
+            got = sg.compile(outs, inputs=["x", "y"], backend=backend)(
+                module.asarray(xv), module.asarray(yv))
+            for k, (g, w) in enumerate(zip(got, want)):
+                assert str(g.dtype).rsplit(".")[-1] == w.dtype.name, (da, db, k)
+                np.testing.assert_allclose(np.asarray(g), w, rtol=1e-6, err_msg=str((da, db, k)))

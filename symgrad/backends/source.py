@@ -1020,13 +1020,16 @@ def prepared(graph: Graph, groups: list[list[int]], optimize: bool, fast_math: b
     :mod:`symgrad.passes.array_targets`), else as it is."""
     optimize = exact_flag(optimize, "optimize")
     fast_math = exact_flag(fast_math, "fast_math")
-    if not optimize:
-        if fast_math:
-            raise SymgradError("fast_math=True needs optimize=True")
-        return graph, groups
-    graph, groups = pipeline.optimize(graph, groups, fast_math)
-    if target.sums_as_sums:
+    if not optimize and fast_math:
+        raise SymgradError("fast_math=True needs optimize=True")
+    if optimize:
+        graph, groups = pipeline.optimize(graph, groups, fast_math)
+    if optimize and target.sums_as_sums:
         from ..passes.array_targets import for_arrays
 
         graph, groups = for_arrays(graph, groups)
+    if not target.is_numpy:  # NumPy's promotion of mixed dtypes, as explicit casts
+        from .promotion import promoted
+
+        graph, groups = promoted(graph, groups)
     return graph, groups
