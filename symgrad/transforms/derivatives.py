@@ -289,9 +289,12 @@ def hessian(f: Expr, wrt: Wrt | Sequence[Wrt], *, sparse: bool | None = None,
             return _dense_hessian(g, w)
         from ..errors import LimitError
         from .sparse import hessian_plan, sparse_hessian
+        from .sparsity import NNZ_LIMIT, pair_limit
 
         try:
-            plan = hessian_plan(f, w, g, method)
+            with pair_limit(max(w.size * w.size // SPARSE_GAIN, 10_000) if not sparse
+                            else NNZ_LIMIT):
+                plan = hessian_plan(f, w, g, method)
         except LimitError:
             if sparse:
                 raise
