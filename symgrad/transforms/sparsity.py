@@ -39,7 +39,12 @@ from ..progress import start
 
 NNZ_LIMIT = 20_000_000  # entries a node's pattern may have
 # a tighter bound for one computation (hessian's default: a pattern past it is dense anyway)
-_PAIRS: ContextVar[int] = ContextVar("symgrad_sparsity_pairs", default=NNZ_LIMIT)
+_PAIRS: ContextVar[int | None] = ContextVar("symgrad_sparsity_pairs", default=None)
+
+
+def _limit() -> int:
+    tighter = _PAIRS.get()
+    return NNZ_LIMIT if tighter is None else min(tighter, NNZ_LIMIT)
 
 
 @contextmanager
@@ -47,7 +52,7 @@ def pair_limit(n: int) -> Iterator[None]:
     """At most ``n`` dependency pairs at one node inside (and never over ``NNZ_LIMIT``):
     ``hessian`` decides against the sparse path as soon as a node is that dense, instead
     of finishing a pattern that costs seconds and gigabytes on a dense problem."""
-    token = _PAIRS.set(min(int(n), _PAIRS.get()))
+    token = _PAIRS.set(min(int(n), _limit()))
     try:
         yield
     finally:
@@ -70,9 +75,9 @@ class Pattern:
     def from_pairs(cls, shape: tuple[int, int], rows: np.ndarray, cols: np.ndarray) -> Pattern:
         """The pattern of the pairs ``(rows[k], cols[k])`` (duplicates merged)."""
         m, n = shape
-        if rows.size > _PAIRS.get():
+        if rows.size > _limit():
             raise LimitError(f"sparsity: a pattern with {rows.size:,} entries is over the limit "
-                             f"of {_PAIRS.get():,}; the derivative is too dense for a sparse one")
+                             f"of {_limit():,}; the derivative is too dense for a sparse one")
         keys = np.unique(rows.astype(np.int64) * max(n, 1) + cols)
         r, c = np.divmod(keys, max(n, 1))
         indptr = np.zeros(m + 1, dtype=np.int64)
@@ -135,9 +140,9 @@ def compose(rows: np.ndarray, cols: np.ndarray, p: Pattern) -> tuple[np.ndarray,
     starts = p.indptr[cols]
     lens = p.indptr[cols + 1] - starts
     total = int(lens.sum())
-    if total > _PAIRS.get():
+    if total > _limit():
         raise LimitError(f"sparsity: {total:,} dependency pairs at one node, over the limit of "
-                         f"{_PAIRS.get():,}; the derivative is too dense for a sparse one")
+                         f"{_limit():,}; the derivative is too dense for a sparse one")
     out_rows = np.repeat(rows, lens)
     first = np.repeat(starts - (np.cumsum(lens) - lens), lens)
     return out_rows, p.indices[first + np.arange(total, dtype=np.int64)]
