@@ -29,6 +29,7 @@ import numpy as np
 from .errors import LimitError, SymgradError
 from .ir.expr import Expr, call
 from .ir.graph import Graph
+from .ir.limits import exceeded, limits
 from .ir.op import REGISTRY, Op
 from .ir.shapes import is_float
 from .ir.text import _keywords
@@ -79,7 +80,9 @@ def to_sympy(expr: Expr) -> Any:
         raise SymgradError(f"to_sympy needs a symgrad expression, got {type(expr).__name__}")
     graph = expr.graph
     done: dict[int, Any] = {}
-    for i in graph.ancestors([expr.node]):
+    order = graph.ancestors([expr.node])
+    _check_tree(graph, order, expr.node, "to_sympy")
+    for i in order:
         n = graph.nodes[i]
         if n.is_var:
             done[i] = _symbol(sp, n.name, n.dtype)
@@ -88,6 +91,21 @@ def to_sympy(expr: Expr) -> Any:
         else:
             done[i] = _apply(sp, REGISTRY[n.op], [done[a] for a in n.args], n.attrs)
     return done[expr.node]
+
+
+def _check_tree(graph: Graph, order: list[int], root: int, what: str) -> None:
+    """A printed formula writes a shared subexpression once per use: the tree a DAG of 37
+    nodes unfolds into can have 10^12 nodes. Its size (counted in one pass, capped) must
+    fit ``sg.limits.print_tree_nodes``."""
+    cap = limits.print_tree_nodes
+    size: dict[int, int] = {}
+    nodes = graph.nodes
+    for i in order:
+        size[i] = min(cap + 1, 1 + sum(size[a] for a in nodes[i].args))
+    if size[root] > cap:
+        raise exceeded("print_tree_nodes", f"{what}: written out as a formula, the "
+                       f"expression has more than {cap:,} nodes (its {len(order):,} nodes "
+                       "share subexpressions); print a part of it, or use sg.listing(expr)")
 
 
 def _symbol(sp, name: str, dtype: str):
@@ -360,6 +378,7 @@ def latex(expr: Expr) -> str:
     if len(order) > LATEX_LIMIT:
         raise LimitError(f"latex: the expression has {len(order):,} nodes (more than "
                          f"{LATEX_LIMIT:,}); print a part of it, or use sg.listing(expr)")
+    _check_tree(graph, order, expr.node, "latex")
     holes: dict[str, tuple[str, str]] = {}  # placeholder name -> (LaTeX, precedence rank)
     sym: dict[int, Any] = {}
     for i in order:

@@ -571,3 +571,19 @@ def test_default_hessian_of_a_dense_problem_stops_the_pattern_early(monkeypatch)
     y = sg.var("y", shape=(n,))  # a sparse one still takes the sparse path
     s = sg.hessian(sg.sum((y[1:] - y[:-1] ** 2) ** 2), y, sparse=None)
     assert biggest[0] <= n * n // 4 and s.shape == (n, n)
+
+
+def test_latex_and_to_sympy_of_a_small_dag_with_a_huge_tree_are_bounded():
+    """Item 18: ``e = e * sin(e) + e`` twelve times is 37 nodes but about 10^6 in a formula
+    (71 s of LaTeX); the tree's size is counted first, against sg.limits.print_tree_nodes."""
+    x = sg.var("x")
+    e = x
+    for _ in range(12):
+        e = e * sg.sin(e) + e
+    for fn in (sg.latex, sg.to_sympy):
+        with pytest.raises(sg.LimitError, match="print_tree_nodes"):
+            fn(e)
+    small = x * sg.sin(x) + x
+    assert sg.latex(small) == sg.latex(small) and "sin" in sg.latex(small)
+    with sg.limits(print_tree_nodes=4), pytest.raises(sg.LimitError):
+        sg.latex(small)
