@@ -82,15 +82,25 @@ def to_sympy(expr: Expr) -> Any:
     done: dict[int, Any] = {}
     order = graph.ancestors([expr.node])
     _check_tree(graph, order, expr.node, "to_sympy")
-    for i in order:
-        n = graph.nodes[i]
-        if n.is_var:
-            done[i] = _symbol(sp, n.name, n.dtype)
-        elif n.is_const:
-            done[i] = _number(sp, n.attrs["value"], i)
-        else:
-            done[i] = _apply(sp, REGISTRY[n.op], [done[a] for a in n.args], n.attrs)
+    try:
+        for i in order:
+            n = graph.nodes[i]
+            if n.is_var:
+                done[i] = _symbol(sp, n.name, n.dtype)
+            elif n.is_const:
+                done[i] = _number(sp, n.attrs["value"], i)
+            else:
+                done[i] = _apply(sp, REGISTRY[n.op], [done[a] for a in n.args], n.attrs)
+    except RecursionError:
+        raise _too_deep("to_sympy") from None
     return done[expr.node]
+
+
+def _too_deep(what: str) -> LimitError:
+    """sympy walks its trees recursively: a chain nested thousands deep exhausts Python's
+    recursion limit inside sympy."""
+    return LimitError(f"{what}: the expression is nested too deeply for sympy (Python's "
+                      "recursion limit was reached inside it); translate a part of it")
 
 
 def _check_tree(graph: Graph, order: list[int], root: int, what: str) -> None:
@@ -173,7 +183,10 @@ def from_sympy(expr: Any, shapes: Mapping[str, Any] | None = None,
         expr = sp.Float(expr) if isinstance(expr, float) else sp.Integer(expr)
     if not isinstance(expr, sp.Basic):
         raise SymgradError(f"from_sympy needs a sympy expression, got {type(expr).__name__}")
-    return _FromSympy(sp, shapes, dtypes).tree(expr)
+    try:
+        return _FromSympy(sp, shapes, dtypes).tree(expr)
+    except RecursionError:
+        raise _too_deep("from_sympy") from None
 
 
 def _short(text: str) -> str:
@@ -379,6 +392,13 @@ def latex(expr: Expr) -> str:
         raise LimitError(f"latex: the expression has {len(order):,} nodes (more than "
                          f"{LATEX_LIMIT:,}); print a part of it, or use sg.listing(expr)")
     _check_tree(graph, order, expr.node, "latex")
+    try:
+        return _latex(sp, graph, order, expr.node)
+    except RecursionError:
+        raise _too_deep("latex") from None
+
+
+def _latex(sp, graph: Graph, order: list[int], root: int) -> str:
     holes: dict[str, tuple[str, str]] = {}  # placeholder name -> (LaTeX, precedence rank)
     sym: dict[int, Any] = {}
     for i in order:
@@ -394,7 +414,7 @@ def latex(expr: Expr) -> str:
             name = "SGPH" + _letters(len(holes))
             holes[name] = _matrix_form(sp, graph, i, sym, holes)
             sym[i] = sp.Symbol(name)
-    return _render(sp, graph.nodes[expr.node].shape, sym[expr.node], holes, top=True)
+    return _render(sp, graph.nodes[root].shape, sym[root], holes, top=True)
 
 
 def _letters(k: int) -> str:

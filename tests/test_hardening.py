@@ -587,3 +587,26 @@ def test_latex_and_to_sympy_of_a_small_dag_with_a_huge_tree_are_bounded():
     assert sg.latex(small) == sg.latex(small) and "sin" in sg.latex(small)
     with sg.limits(print_tree_nodes=4), pytest.raises(sg.LimitError):
         sg.latex(small)
+
+
+def test_impossible_intermediates_and_deep_chains_are_symgrad_errors():
+    """Item 20: NumPy's bare ``_ArrayMemoryError`` from evaluate and compiled functions,
+    and sympy's RecursionError from to_sympy/latex/from_sympy on a 4,900-deep chain."""
+    sympy = pytest.importorskip("sympy")
+    x = sg.var("x")
+    e = sg.sum(sg.zeros((10**6, 10**6)) + x)  # 7.3 TiB
+    for fn in (lambda: sg.evaluate(e, {"x": 1.0}), lambda: sg.compile(e)(1.0)):
+        with pytest.raises(sg.EvaluationError, match="does not fit in memory") as info:
+            fn()
+        assert isinstance(info.value, MemoryError)
+    c = x
+    for _ in range(4900):
+        c = sg.sin(c)
+    for fn in (sg.to_sympy, sg.latex):
+        with pytest.raises(sg.LimitError, match="nested too deeply"):
+            fn(c)
+    t = sympy.Symbol("a")
+    for _ in range(4900):
+        t = sympy.sin(t, evaluate=False)
+    with pytest.raises(sg.LimitError, match="nested too deeply"):
+        sg.from_sympy(t)

@@ -90,7 +90,7 @@ def run(graph: Graph, outputs: Sequence[int], inputs: Mapping[str, Any]) -> dict
             op = REGISTRY[n.op]
             try:
                 values[i] = op.impl(*[values[a] for a in n.args], **n.attrs)
-            except (IndexError, ValueError, TypeError) as e:  # what compiled code raises too
+            except (IndexError, ValueError, TypeError, MemoryError) as e:  # as compiled code
                 raise runtime_error(e, f"evaluating node {i} ({n.op})") from None
             for a in set(n.args):
                 if last_use[a] == i and a not in keep:
@@ -110,6 +110,9 @@ def runtime_error(e: Exception, where: str) -> Exception:
         return e
     if isinstance(e, IndexError):
         return IndexOutOfRangeError(f"{where}: {e}")
+    if isinstance(e, MemoryError):  # NumPy's own subclass takes other arguments
+        e = MemoryError(f"{e} (an intermediate value does not fit in memory: evaluate a "
+                        "smaller problem, or in parts)")
     cls = _MIXED.get(type(e))
     if cls is None:
         try:
