@@ -610,3 +610,24 @@ def test_impossible_intermediates_and_deep_chains_are_symgrad_errors():
         t = sympy.sin(t, evaluate=False)
     with pytest.raises(sg.LimitError, match="nested too deeply"):
         sg.from_sympy(t)
+
+
+def test_error_messages_never_call_a_user_objects_repr():
+    """Item 23: messages quoted user objects through their ``__repr__``."""
+    ran = []
+
+    class Evil:
+        def __repr__(self):
+            ran.append("repr")
+            return "EVIL"
+
+    x = sg.var("x", shape=(3, 4))
+    calls = [lambda: sg.sum(x, axis=Evil()), lambda: sg.reshape(x, Evil()),
+             lambda: sg.transpose(x, Evil()), lambda: sg.zeros(Evil()),
+             lambda: sg.quantile(x, 0.5, method=Evil()), lambda: sg.round(x, Evil()),
+             lambda: sg.grad(lambda v: sg.sum(v), argnums=Evil()),
+             lambda: sg.to_html(sg.sum(x), collapse=Evil())]
+    for call in calls:
+        with pytest.raises(sg.SymgradError, match="<Evil object>"):
+            call()
+    assert ran == []
