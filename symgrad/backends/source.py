@@ -50,8 +50,8 @@ from ..passes import pipeline
 from ..passes.simplify import gc_paused
 from ..progress import start
 from . import layout
-from .array_api_helpers import _sg_xp_const
-from .array_api_table import number_source
+from .array_api_helpers import _sg_xp_const, _sg_xp_device
+from .array_api_table import DEVICE, ON_DEVICE, number_source
 from .boundary import emit_request, exact_flag
 from .math_table import MATH, fallback_names
 from .numpy_table import NUMPY, NUMPY_TYPE, Template, header, scalar_source
@@ -64,6 +64,7 @@ _SOFT_KEYWORDS = frozenset(getattr(keyword, "softkwlist", ())) | {"_", "case", "
 _RESERVED = frozenset({"np", "numpy", "math", "_numpy_math"})
 _DEL_MIN_SIZE = 1000  # temporaries with at least this many elements are released early
 _LINE = 100  # maximum line length of the emitted text (ruff's limit for this project)
+_DEVICE_USE = re.compile(rf"\b{DEVICE}\b")  # a line that creates an array on the device
 _PRINT_LIMIT = 400  # expression-tree size up to which the docstring prints an expression
 _TEXT_LIMIT = 200  # characters of a printed expression kept in the docstring
 
@@ -307,7 +308,8 @@ def _assign_names(graph: Graph, plan: _Plan, named: list[int], labels: list[str]
     nodes, params, outputs = graph.nodes, plan.params, set(plan.outputs)
     taken = _template_bound_names(graph, plan.order, target.table)
     if not target.is_numpy:  # the namespace and the module's imports
-        taken += [target.namespace, "math", "array_namespace", "array_api_compat"]
+        taken += [target.namespace, DEVICE, "math", "array_namespace", "array_api_compat",
+                  _sg_xp_const.__name__, _sg_xp_device.__name__]
     namer = Namer(taken)
     names = plan.names
     for i in params + [i for i in named if nodes[i].is_var]:
@@ -372,15 +374,15 @@ def _inline(value: np.ndarray, user: Any, nodes: list, node_id: int, strong: boo
 
 def _inline_array(py: Any, dtype: str, others: list[str], strong: bool) -> str:
     """A 0-d constant for the array API targets: a Python literal beside an array operand
-    where NumPy's promotion gives the same dtype, else ``xp.asarray(literal, dtype=...)``
-    (the standard's functions take arrays; a literal alone is not one)."""
+    where NumPy's promotion gives the same dtype, else ``xp.asarray(literal, dtype=...,
+    device=dev)`` (the standard's functions take arrays; a literal alone is not one)."""
     if dtype not in NUMPY_TYPE:
         raise SymgradError(f"cannot emit a constant of dtype {dtype}")
     text = number_source(py)
     weak_ok = (any(o != "bool" for o in others)  # a literal beside masks only is typed
                and np.result_type(*others, dtype) == np.result_type(*others, py))
     if strong or not weak_ok:
-        return f"xp.asarray({text}, dtype=xp.{dtype})"
+        return f"xp.asarray({text}, dtype=xp.{dtype}, {ON_DEVICE})"
     return f"({text})" if text.startswith("-") else text
 
 
@@ -463,6 +465,7 @@ class Module:
         self.scalars = scalars if target.scalars else "numpy"  # array code throughout
         self._scalar = False  # rendering the Python-float version of a function
         self._shim_done = False  # the module defines _numpy_math already
+        self._uses_device = False  # a function binds its inputs' device (_sg_xp_device)
         self._helper_names: set[str] = set()  # generated helper functions (bodies, parts)
         self.shown: dict[int, Expr] = {}  # output id -> the Expr its docstring line prints
         self._names_of: dict[int, set[str]] = {}
@@ -540,13 +543,15 @@ class Module:
         for i in hoisted:
             out += ["", f"{self.consts[i]} = {_const_spec(nodes[i].attrs['value'])}"]
         out += [line for cname, value in self.constants for line in ("", f"{cname} = {value!r}")]
+        functions = [self._function(p)[0] for p in self.plans]
         helpers = _helpers(self.graph, [i for p in self.plans for i in p.order], self.table)
-        if hoisted:
-            helpers = sorted([*helpers, _sg_xp_const], key=lambda fn: fn.__name__)
+        more = [_sg_xp_const] if hoisted else []
+        more += [_sg_xp_device] if self._uses_device else []
+        helpers = sorted({fn.__name__: fn for fn in [*helpers, *more]}.values(),
+                         key=lambda fn: fn.__name__)
         for fn in helpers:
             out += ["", "", *_helper_source(fn)]
-        for p in self.plans:
-            lines, _ = self._function(p)
+        for lines in functions:
             out += ["", "", *lines]
         text = "\n".join(out) + "\n"
         if "math." not in text.replace("import math", ""):
@@ -574,7 +579,7 @@ class Module:
         """A hoisted array constant as an operand: its module name (NumPy), or the array
         built from it in the call's namespace."""
         name = self.consts[i]
-        return name if self.target.is_numpy else f"_sg_xp_const(xp, {name})"
+        return name if self.target.is_numpy else f"_sg_xp_const(xp, {name}, {DEVICE})"
 
     def _expr(self, i: int, names: dict[int, str]) -> str:
         n = self.graph.nodes[i]
@@ -688,31 +693,42 @@ class Module:
         ret = results[0] if p.single else ", ".join(results) + ("," if len(results) == 1 else "")
         tail.append(f"    return {ret}" if p.single or len(results) > 1 else f"    return ({ret})")
         doc = _docstring(self.graph, p, self.shown, self.target.label) if with_doc else []
+        whole = len(body) <= layout.PART_LINES
+        if whole:
+            code = self._statements(body, names, outputs, comments=not big)
+        else:  # a long function: parts sharing one list of the values that cross them
+            pieces, slots = layout.parts(nodes, body, p.params, [i for i in p.outputs
+                                                                 if i not in p.aliases])
+            codes = [self._statements(part.lines, names, outputs, comments=False)
+                     for part in pieces]
+            code = [line for c in codes for line in c]
+        device = not self.target.is_numpy and any(_DEVICE_USE.search(line)
+                                                  for line in code + tail)
         extras = [f"{extra}={extra}"] if extra else []
+        passed = [extra] if extra else []  # what the function hands its parts
         if self.target.per_call:  # parts take the namespace the function found
-            extra, extras = self.target.namespace, [self.target.namespace]
-        head = [*_call(f"def {fname}(", params + extras[:0 if self.target.per_call else 1],
-                       "):", ""), *doc]
-        if self.target.per_call:
-            head += self._binding(params)
-        if len(body) <= layout.PART_LINES:
-            lines = head + self._statements(body, names, outputs, comments=not big) + tail
-            lines = [_fit(line) for line in lines]
+            passed = extras = [self.target.namespace]
+        if device:  # ... and the device
+            passed = extras = [*extras[:int(self.target.per_call)], DEVICE]
+        head = [*_call(f"def {fname}(", params + extras[:0 if self.target.per_call
+                                                         or device else 1], "):", ""), *doc]
+        if self.target.per_call or device:
+            head += self._binding(params, device)
+        if whole:
+            lines = [_fit(line) for line in head + code + tail]
             return lines, [*lines[:len(head) - len(doc)], *lines[len(head):]]
-        # a long function: parts sharing one list of the values that cross them
-        pieces, slots = layout.parts(nodes, body, p.params, [i for i in p.outputs
-                                                             if i not in p.aliases])
         shared = Namer(list(names.values()) + params).fresh("_v")
         before: list[str] = []
         calls = [f"    {shared} = [None] * {len(slots)}"]
         calls += _stores(shared, [(i, slots[i]) for i in p.params if i in slots], names)
-        for k, part in enumerate(pieces, start=1):
+        tail_args = "".join(f", {a}" for a in passed)
+        for k, (part, part_code) in enumerate(zip(pieces, codes), start=1):
             part_name = self._helper_name(p, f"part{k}")
             before += [f"def {part_name}({shared}{', ' if extras else ''}{', '.join(extras)}):"]
             before += _moves([(names[i], f"{shared}[{s}]") for i, s in part.loads])
-            before += self._statements(part.lines, names, outputs, comments=False)
+            before += part_code
             before += _stores(shared, part.stores, names) + ["", ""]
-            calls.append(f"    {part_name}({shared}{', ' if extra else ''}{extra})")
+            calls.append(f"    {part_name}({shared}{tail_args})")
         calls += _moves([(names[i], f"{shared}[{slots[i]}]") for i in dict.fromkeys(p.outputs)
                          if i in slots and i not in p.aliases])
         lines = [_fit(line) for line in before + head + calls + tail]
@@ -739,12 +755,18 @@ class Module:
         progress.close()
         return lines
 
-    def _binding(self, params: list[str]) -> list[str]:
-        """The first line of an array API function: the namespace of its inputs."""
-        ns = self.target.namespace
-        if not params:
-            return [f"    import array_api_compat.numpy as {ns}  # no inputs: NumPy's"]
-        return _call(f"{ns} = array_namespace(", params, ")")
+    def _binding(self, params: list[str], device: bool) -> list[str]:
+        """The first lines of an array API function: the namespace of its inputs (found
+        on each call, for ``array_api``) and, where it creates arrays, their device."""
+        ns, out = self.target.namespace, []
+        if self.target.per_call:
+            out = (_call(f"{ns} = array_namespace(", params, ")") if params else
+                   [f"    import array_api_compat.numpy as {ns}  # no inputs: NumPy's"])
+        if device:
+            self._uses_device = self._uses_device or bool(params)
+            out += (_call(f"{DEVICE} = _sg_xp_device(", params, ")") if params else
+                    [f"    {DEVICE} = None  # no inputs: the default device"])
+        return out
 
     def _line(self, code: str, n: Any, names: dict[int, str], of: int | None = None) -> str:
         """``code`` plus, for an adjoint line, ``# backprop of: <forward line>`` (shortened);

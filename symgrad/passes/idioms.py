@@ -290,6 +290,23 @@ def find(graph: Graph, forward: list[int]) -> dict[int, tuple[tuple, Callable]]:
     return found
 
 
+def recognised(graph: Graph, i: int) -> str | None:
+    """The name of the idiom whose root is node ``i`` (what reverse mode differentiates by
+    the idiom's rule), or None; the pictures use it to say why the nodes inside have no
+    adjoint.
+
+    >>> import symgrad as sg
+    >>> x = sg.var("x")
+    >>> s = 1 / (1 + sg.exp(-x))
+    >>> recognised(s.graph, s.node), recognised(s.graph, x.node)
+    ('sigmoid', None)
+    """
+    if not _COMPILED:
+        _COMPILED.append(_Compiled(ALL))
+    hit = _COMPILED[0].match(graph, i)
+    return None if hit is None else hit[0].name
+
+
 def _bound(idiom: Idiom, caps: dict, inputs: tuple) -> Callable:
     def rule(view: NodeView, g: Expr) -> tuple:
         out = idiom.rule(g, view.out, caps, view.graph)
@@ -326,4 +343,4 @@ IDIOMS = Pass(
     stages=("reverse",),
 )
 
-__all__ = ["ALL", "FORWARD_RULES", "IDIOMS", "Idiom", "find"]
+__all__ = ["ALL", "FORWARD_RULES", "IDIOMS", "Idiom", "find", "recognised"]
