@@ -40,7 +40,7 @@ from .backends.compiled import CompiledFunction, compile
 from .errors import DifferentiationError, InputError, SymgradError
 from .ir.expr import Expr, const, var
 from .ir.shapes import fmt, is_float
-from .ir.values import exact
+from .ir.values import describe, exact
 from .progress import step
 from .transforms import derivatives
 
@@ -253,10 +253,10 @@ def _argnums(argnums: Any) -> int | tuple[int, ...]:
     if isinstance(argnums, (tuple, list)) and argnums and all(ok(k) for k in argnums):
         out = tuple(int(k) for k in argnums)
         if len(set(out)) != len(out):
-            raise DifferentiationError(f"argnums {argnums!r} lists an argument twice")
+            raise DifferentiationError(f"argnums {describe(argnums)} lists an argument twice")
         return out
     raise DifferentiationError(f"argnums must be an int or a non-empty tuple of ints, got "
-                               f"{argnums!r}")
+                               f"{describe(argnums)}")
 
 
 def _parameter_names(fun: Callable) -> list[str]:
@@ -270,7 +270,10 @@ def _parameter_names(fun: Callable) -> list[str]:
         if p.kind not in kinds:
             break
         name = str(p.name)
-        names.append(name if name.isidentifier() and not keyword.iskeyword(name) else "arg")
+        ok = name.isidentifier() and not keyword.iskeyword(name) and name[:2] != "__"
+        # np/numpy name the module in emitted code: the variable is np_ (the user chose the
+        # parameter's name, not a variable's)
+        names.append("arg" if not ok else f"{name}_" if name in ("np", "numpy") else name)
     return names
 
 
@@ -333,8 +336,25 @@ def _static_key(static: Mapping[str, Any]) -> tuple:
         if not isinstance(v, Hashable):
             raise InputError(f"keyword argument {k!r} is static (passed to the function as it "
                              f"is while tracing) and must be hashable, got {type(v).__name__}")
-        items.append((k, type(v).__name__, v))
+        items.append((k, _value_key(v)))
     return tuple(items)
+
+
+def _value_key(v: Any) -> Any:
+    """A key equal only for values that trace alike: the type in it, a float by its bits
+    (0.0 and -0.0 apart, a NaN equal to itself), through tuples and frozensets."""
+    t = type(v)
+    if t is float:
+        return ("float", v.hex())
+    if t is complex:
+        return ("complex", v.real.hex(), v.imag.hex())
+    if isinstance(v, np.generic):
+        return ("numpy", v.dtype.str, v.tobytes())
+    if t is tuple:
+        return ("tuple", *[_value_key(x) for x in v])
+    if t is frozenset:
+        return ("frozenset", frozenset(_value_key(x) for x in v))
+    return (t.__module__, t.__qualname__, v)
 
 
 def _flatten(tree: Any) -> tuple[list[Expr], Any]:

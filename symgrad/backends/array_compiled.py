@@ -80,6 +80,8 @@ class ArrayFunction(CompiledFunction):
             torch = self._torch
             device = next((v.device for v in given.values() if isinstance(v, torch.Tensor)),
                           None)
+            if any(st < 0 for st in value.strides):  # torch takes no negative strides
+                value = np.ascontiguousarray(value)
             return torch.asarray(value, device=device)
         return value
 

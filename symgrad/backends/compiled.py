@@ -68,7 +68,7 @@ class CompiledFunction:
         values = [self._value(n, given) for n in self._nodes]
         try:
             return self.raw(*values)
-        except (IndexError, ValueError, TypeError) as e:  # what evaluate raises for them
+        except (IndexError, ValueError, TypeError, MemoryError) as e:  # as evaluate does
             raise runtime_error(e, f"{self.__name__}()") from None
 
     def _value(self, node: Any, given: dict) -> Any:

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from .numpy_table import Template
 
 # ``math`` functions whose NumPy ufunc has another name
-_NUMPY_NAME = {"pow": "power"}
-TOTAL = ("erf", "erfc")
-"""``math`` functions that return a float for every float (never raise): the fallback keeps
-them as they are (NumPy has no ufunc of their name)."""
+# (``pow`` -> ``float_power``: ``power`` takes its ``sqrt`` path for an exponent of 0.5,
+# ``math.pow`` and ``float_power`` do not; the power template writes that branch itself)
+_NUMPY_NAME = {"pow": "float_power"}
 _MATH_CALL = re.compile(r"\bmath\.([a-z0-9_]+)\(")
 
 
@@ -31,7 +32,8 @@ T = Template
 MATH: dict[str, Template | None] = {
     # elementwise
     "add": T("{0} + {1}"), "subtract": T("{0} - {1}"), "multiply": T("{0} * {1}"),
-    "divide": T("{0} / {1}"), "power": T("math.pow({0}, {1})"), "negative": T("-{0}"),
+    "divide": T("{0} / {1}"), "negative": T("-{0}"),
+    "power": T("(math.sqrt({0}) if {1} == 0.5 else math.pow({0}, {1}))"),
     "square": T("{0} * {0}"), "maximum": None, "minimum": None,  # NaN rules differ from max()
     "exp": _fn("exp"), "log": _fn("log"), "log1p": _fn("log1p"), "expm1": _fn("expm1"),
     "sqrt": _fn("sqrt"), "sin": _fn("sin"), "cos": _fn("cos"), "tan": _fn("tan"),
@@ -52,12 +54,14 @@ MATH: dict[str, Template | None] = {
     "exp2": T("2.0 ** {0}"), "log2": _fn("log2"), "log10": _fn("log10"),
     "cbrt": None,  # math.cbrt needs Python 3.11
     "reciprocal": T("1.0 / {0}"), "deg2rad": _fn("radians"), "rad2deg": _fn("degrees"),
-    "floor": T("float(math.floor({0}))"), "ceil": T("float(math.ceil({0}))"),
-    "trunc": T("float(math.trunc({0}))"), "rint": None, "round": None,
+    # math.floor & co return ints: the sign of a zero result is the operand's (-0.0 -> -0.0)
+    "floor": T("math.copysign(float(math.floor({0})), {0})"),
+    "ceil": T("math.copysign(float(math.ceil({0})), {0})"),
+    "trunc": T("math.copysign(float(math.trunc({0})), {0})"), "rint": None, "round": None,
     "isnan": _fn("isnan"), "isinf": _fn("isinf"), "isfinite": _fn("isfinite"),
     "signbit": T("math.copysign(1.0, {0}) < 0.0"), "logical_not": T("(not {0})"),
     "logical_and": T("({0} and {1})"), "logical_or": T("({0} or {1})"),
-    "logical_xor": T("({0} != {1})"),
+    "logical_xor": T("((not {0}) != (not {1}))"),
     "arctan2": T("math.atan2({0}, {1})"), "hypot": T("math.hypot({0}, {1})"),
     "logaddexp": None, "logaddexp2": None, "mod": T("{0} % {1}"),
     "fmod": T("math.fmod({0}, {1})"), "floor_divide": T("{0} // {1}"), "fmax": None,
@@ -93,14 +97,20 @@ MATH: dict[str, Template | None] = {
 
 
 def fallback_names(table: dict[str, Template | None] = MATH) -> dict[str, str]:
-    """``{math name: numpy name}`` for every ``math.<name>(`` the table's templates call
-    (but the :data:`TOTAL` ones, which the fallback keeps).
+    """``{math name: source of its fallback}`` for every ``math.<name>(`` the table's
+    templates call: NumPy's ufunc of the same meaning, or ``math``'s own function where
+    NumPy has none (``math.erfc`` in a user's template).
 
     >>> fallback_names()["pow"], fallback_names()["exp"]
-    ('power', 'exp')
+    ('np.float_power', 'np.exp')
     """
     names: set[str] = set()
-    for entry in table.values():
+    for entry in list(table.values()):  # a snapshot: defop may add entries meanwhile
         if entry is not None and isinstance(entry.text, str):
             names.update(_MATH_CALL.findall(entry.text))
-    return {n: _NUMPY_NAME.get(n, n) for n in sorted(names) if n not in TOTAL}
+    return {n: _fallback(n) for n in sorted(names)}
+
+
+def _fallback(name: str) -> str:
+    numpy = _NUMPY_NAME.get(name, name)
+    return f"np.{numpy}" if isinstance(getattr(np, numpy, None), np.ufunc) else f"math.{name}"

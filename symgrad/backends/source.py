@@ -54,8 +54,8 @@ from .array_api_helpers import _sg_xp_const, _sg_xp_device
 from .array_api_table import DEVICE, ON_DEVICE, number_source
 from .boundary import emit_request, exact_flag
 from .loop_source import LoopEmitter
-from .math_table import MATH, TOTAL, fallback_names
-from .numpy_table import NUMPY, NUMPY_TYPE, Template, scalar_source
+from .math_table import MATH, fallback_names
+from .numpy_table import NUMPY, NUMPY_TYPE, Template, header, scalar_source
 from .target import TARGETS, Target, target
 
 __all__ = ["to_source", "is_safe_name"]
@@ -371,7 +371,8 @@ def _inline(value: np.ndarray, user: Any, nodes: list, node_id: int, strong: boo
     """
     dtype = value.dtype.name
     py = value.item()
-    others = [nodes[b].dtype for b in user.args if b != node_id]
+    others = [nodes[b].dtype for b in user.args  # another inlined literal is weak too
+              if b != node_id and not (nodes[b].is_const and nodes[b].shape == ())]
     if not target.is_numpy:
         return _inline_array(py, dtype, others, strong)
     if dtype in ("float64", "int64", "bool") or (others and dtype in NUMPY_TYPE):
@@ -394,7 +395,8 @@ def _inline_array(py: Any, dtype: str, others: list[str], strong: bool) -> str:
     if dtype not in NUMPY_TYPE:
         raise SymgradError(f"cannot emit a constant of dtype {dtype}")
     text = number_source(py)
-    weak_ok = bool(others) and np.result_type(*others, dtype) == np.result_type(*others, py)
+    weak_ok = (any(o != "bool" for o in others)  # a literal beside masks only is typed
+               and np.result_type(*others, dtype) == np.result_type(*others, py))
     if strong or not weak_ok:
         return f"xp.asarray({text}, dtype=xp.{dtype}, {ON_DEVICE})"
     return f"({text})" if text.startswith("-") else text
@@ -538,6 +540,8 @@ class Module:
             else:
                 out += ["", f"{cname} = {value!r}"]
         helpers = _helpers(self.graph, [i for p in self.plans for i in p.order])
+        if not imports:  # a user helper's own imports (extend.defop) name what it needs
+            out[0] = header(helpers)
         for fn in helpers:
             out += ["", "", *_helper_source(fn)]
         uses_np = bool(hoisted) or bool(helpers) or bool(self.constants)
@@ -849,8 +853,7 @@ def _numpy_math() -> list[str]:
     lines = ["class _numpy_math:",
              '    """``math``\'s functions as NumPy ufuncs: inf/NaN results instead of '
              'exceptions."""', ""]
-    return lines + [f"    {m} = np.{n}" for m, n in names.items()] + [
-        f"    {m} = math.{m}" for m in TOTAL]
+    return lines + [f"    {m} = {n}" for m, n in names.items()]
 
 
 def _releases(nodes: list, order: list[int], outputs: set[int]) -> dict[int, list[int]]:
@@ -1078,13 +1081,16 @@ def prepared(graph: Graph, groups: list[list[int]], optimize: bool, fast_math: b
     :mod:`symgrad.passes.array_targets`), else as it is."""
     optimize = exact_flag(optimize, "optimize")
     fast_math = exact_flag(fast_math, "fast_math")
-    if not optimize:
-        if fast_math:
-            raise SymgradError("fast_math=True needs optimize=True")
-        return graph, groups
-    graph, groups = pipeline.optimize(graph, groups, fast_math)
-    if target.sums_as_sums:
+    if not optimize and fast_math:
+        raise SymgradError("fast_math=True needs optimize=True")
+    if optimize:
+        graph, groups = pipeline.optimize(graph, groups, fast_math)
+    if optimize and target.sums_as_sums:
         from ..passes.array_targets import for_arrays
 
         graph, groups = for_arrays(graph, groups)
+    if not target.is_numpy:  # NumPy's promotion of mixed dtypes, as explicit casts
+        from .promotion import promoted
+
+        graph, groups = promoted(graph, groups)
     return graph, groups

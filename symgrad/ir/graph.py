@@ -46,12 +46,21 @@ from .values import (
     check_shape,
     describe,
     freeze,
+    plain,
 )
 
 if TYPE_CHECKING:
     import networkx as nx
 
     from .expr import Expr
+
+def _plain_attrs(op: Op, attrs: Any) -> dict:
+    """A user-defined op's attributes as plain data (:func:`~.values.plain`)."""
+    if type(attrs) is not dict:
+        raise ArgumentError(f"{op.name}: prepare must return a dict of attributes, got "
+                            f"{describe(attrs)}")
+    return {k: plain(v, f"{op.name}: attribute {k!r}") for k, v in attrs.items()}
+
 
 _ROLES = ("forward", "adjoint", "tangent")
 
@@ -215,6 +224,8 @@ class Graph:
         While a rewriter is installed (:meth:`rewriting`) it is offered the node first, and
         its answer is returned without being recorded under this node's key.
         """
+        if attrs and not op.builtin:  # a user's op: its attributes are plain data only
+            attrs = _plain_attrs(op, attrs)
         key = (op.name, args, freeze(attrs) if attrs else ())
         rewriter = self._state.rewriter
         with self.lock:
@@ -236,6 +247,8 @@ class Graph:
             if op.prepare is not None:
                 try:
                     attrs = op.prepare(shapes, dtypes, attrs)
+                    if not op.builtin:
+                        attrs = _plain_attrs(op, attrs)
                 except SymgradError:
                     raise
                 except _BARE as e:
@@ -308,16 +321,46 @@ class Graph:
     @contextmanager
     def budget(self, nodes: int, overrun: Callable[[], Exception]) -> Iterator[None]:
         """At most ``nodes`` new nodes may be built inside (by this thread); building one
-        more raises ``overrun()``. Budgets nest: the tightest one applies."""
+        more raises ``overrun()``. Budgets nest: the tightest one applies. If the block
+        fails, the nodes it built are removed again (unless another thread built nodes in
+        this graph meanwhile: ids are positions, so those stay, unused)."""
         state = self._state
         saved = state.stop, state.overrun
+        with self.lock:
+            before, built = len(self.nodes), state.built
         stop = state.built + nodes
         if stop < state.stop:
             state.stop, state.overrun = stop, overrun
         try:
             yield
+        except BaseException:
+            with self.lock:  # only this thread built since: the graph goes back as it was
+                if len(self.nodes) - before == state.built - built:
+                    self._truncate(before)
+                    state.built = built
+            raise
         finally:
             state.stop, state.overrun = saved
+
+    def _truncate(self, n: int) -> None:
+        """Forget every node from id ``n`` on, and what refers to them (a failed transform
+        leaves no partial derivative behind, and a retry builds the same graph)."""
+        if len(self.nodes) == n:
+            return
+        del self.nodes[n:]
+        self._keys = {k: v for k, v in self._keys.items() if v < n}
+        self.variables = {k: v for k, v in self.variables.items() if v < n}
+        for memo in self._imported.values():
+            for k in [k for k, v in memo.items() if v >= n]:
+                del memo[k]
+        if self._nx is not None:
+            self._nx.remove_nodes_from([i for i in list(self._nx.nodes) if i >= n])
+        kept = [t for t in self.transforms if t.nodes_after <= n]
+        if len(kept) != len(self.transforms):
+            self.transforms = kept
+            self.adjoint_of = {}
+            for t in kept:
+                self.adjoint_of.update(getattr(t, "adjoint_of", {}))
 
     @contextmanager
     def rewriting(self, rewriter: Rewriter | None) -> Iterator[None]:
