@@ -22,8 +22,11 @@ from __future__ import annotations
 import math as _math
 from typing import Any as _Any
 
-from . import numpy  # noqa: E402  (symgrad.numpy: NumPy's names and meanings)
-from .backends import compile, evaluate, linearize, scipy_functions, to_source  # noqa: A004
+from . import (
+    numpy,  # noqa: E402  (symgrad.numpy: NumPy's names and meanings)
+    tree_util,
+)
+from .backends import compile, evaluate, scipy_functions, to_source  # noqa: A004
 from .errors import (
     ArgumentError,
     BackendError,
@@ -41,7 +44,20 @@ from .errors import (
 from .explain import explain
 from .frontend import function_for as _function_for
 from .frontend import parse
-from .functional import grad, value_and_grad
+from .functional import (
+    grad,
+    hessian,
+    hvp,
+    jacfwd,
+    jacobian,
+    jacrev,
+    jit,
+    jvp,
+    linearize,
+    value_and_grad,
+    vjp,
+    vmap,
+)
 from .ir.expr import Expr, const, var
 from .ir.graph import Graph
 from .ir.limits import limits
@@ -52,17 +68,7 @@ from .printing import draw, listing, to_dot, to_html
 from .stats import stats
 from .sympy_io import from_sympy, latex, to_sympy
 from .testing import check_grads
-from .transforms import (
-    derivative,
-    hessian,
-    hessian_sparsity,
-    hvp,
-    jacfwd,
-    jacobian,
-    jacobian_sparsity,
-    jvp,
-    vjp,
-)
+from .transforms import derivative, hessian_sparsity, jacobian_sparsity
 
 
 def _version() -> str:
@@ -110,5 +116,5 @@ __all__ = [
     "newaxis", "parse", "to_source", "compile", "scipy_functions",
     "to_dot", "draw", "listing", "explain", "check_grads", "simplify", "passes", "numpy",
     "linalg", "value_and_grad", "to_html", "to_sympy", "from_sympy", "latex", "__version__",
-    "limits", "stats",
+    "limits", "stats", "jacrev", "jit", "vmap", "tree_util",
 ]
