@@ -176,6 +176,8 @@ class Transformed:
         exprs = [k for k, e in enumerate(out_leaves) if isinstance(e, Expr)]
         outputs = [out_leaves[k] for k in exprs] or [const(0.0)]
         graph = max((e.graph for e in outputs), key=len)
+        outputs = [e if e.graph is graph else Expr(graph, graph.import_node(e.graph, e.node))
+                   for e in outputs]
         used = [k for k, n in enumerate(names) if n in graph.variables]
         picks = self._capture.picks(set(graph.variables))
         hidden_names = _hidden_names(self._capture, picks)

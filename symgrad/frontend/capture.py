@@ -203,6 +203,10 @@ class Capture:
     def _lift(self, container: Any, key: str | None, value: Any, label: str, depth: int,
               name: str | None = None) -> Any:
         """The replacement for one global or cell (``_MISSING``: keep it), watching it."""
+        if value is np:
+            return NUMPY
+        if value is np.array or value is np.asarray:
+            return getattr(NUMPY, value.__name__)
         if isinstance(value, (types.ModuleType, type)):
             if value is np.random:
                 self.random.append(label)
@@ -255,6 +259,48 @@ class Capture:
                 f"{what}: {self.random[0]} (np.random or a Generator): random numbers drawn "
                 "while tracing are drawn once and frozen into the compiled function; draw "
                 "them outside and pass them as an argument", SymgradWarning, stacklevel=4)
+
+
+class _NumPy(types.ModuleType):
+    """NumPy as a traced function sees it: everything is NumPy's, except that
+    ``np.array``/``np.asarray`` of a nested list holding expressions stack them (NumPy's
+    own cannot return an expression: they do not dispatch on their argument)."""
+
+    def __init__(self) -> None:
+        super().__init__("numpy", np.__doc__)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(np, name)
+
+    @staticmethod
+    def array(obj: Any, *args: Any, **kwargs: Any) -> Any:
+        if _holds_expr(obj):
+            from .numpy_arrays import array
+
+            return array(obj, *args, **kwargs)
+        return np.array(obj, *args, **kwargs)
+
+    @staticmethod
+    def asarray(obj: Any, *args: Any, **kwargs: Any) -> Any:
+        if _holds_expr(obj):
+            from .numpy_arrays import array
+
+            return array(obj, *args, **kwargs)
+        return np.asarray(obj, *args, **kwargs)
+
+
+def _holds_expr(obj: Any) -> bool:
+    stack = [obj]
+    while stack:
+        o = stack.pop()
+        if isinstance(o, Expr):
+            return True
+        if isinstance(o, (list, tuple)):
+            stack.extend(o)
+    return False
+
+
+NUMPY = _NumPy()
 
 
 def _part_arrays(v: Any) -> list:
