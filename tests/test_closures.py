@@ -175,3 +175,31 @@ def test_nested_transforms_read_globals_too(rng):
 
     np.testing.assert_allclose(second, np.asarray(jax.hessian(jloss)(w)), rtol=1e-12)
     assert not np.allclose(first, second)
+
+
+# -- messages that name the call and the fix ------------------------------------------------------
+
+
+def test_messages_name_the_line_and_the_fix():
+    import scipy.linalg
+    import scipy.special
+
+    def fill(w):
+        out = np.zeros(2)
+        out[0] = w[0]
+        return np.sum(out)
+
+    with pytest.raises(sg.UnsupportedError, match=r"out\[0\] = w\[0\].*\.at\[i\]\.set.*np.stack"):
+        sg.grad(fill)(np.ones(2))
+    with pytest.raises(sg.UnsupportedError, match=r"test_closures.py:\d+: .*\.dot\(w\).*A @ expr"):
+        sg.grad(lambda w: np.sum(np.ones((2, 2)).dot(w)))(np.ones(2))
+    with pytest.raises(sg.UnsupportedError, match=r"float\(\) .*float\(w\[0\]\).*np.where"):
+        sg.grad(lambda w: w[0] * float(w[0]))(np.ones(2))
+    with pytest.raises(sg.UnsupportedError,
+                       match=r"scipy.linalg.solve_triangular.*symgrad.scipy.linalg"):
+        sg.grad(lambda w: np.sum(scipy.linalg.solve_triangular(np.eye(2), w)))(np.ones(2))
+    with pytest.raises(sg.UnsupportedError, match=r"ufunc kolmogorov .*scipy.special"):
+        sg.grad(lambda w: np.sum(scipy.special.kolmogorov(w) * w))(np.ones(2))
+    x = sg.var("x", shape=(2,))
+    with pytest.raises(sg.UnsupportedError, match=r"np.array\(\[\.\.\.\]\).*np.stack"):
+        np.array([x[0], x[1]])

@@ -35,7 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SymgradWarning
+from ..errors import SymgradWarning, UnsupportedError
+from ..ir.callsite import callsite
 from ..ir.expr import Expr
 from ..ir.graph import Graph, lifting
 from ..tree_util import LEAF, tree_flatten, tree_unflatten
@@ -261,6 +262,33 @@ class Capture:
                 "them outside and pass them as an argument", SymgradWarning, stacklevel=4)
 
 
+def _buffer(make: Callable) -> Callable:
+    """NumPy's ``zeros``/``ones``/``empty``/``full``: an array that says what to write
+    when an expression is stored into it (``out[i] = expr``)."""
+
+    def fn(*args: Any, **kwargs: Any) -> Any:
+        out = make(*args, **kwargs)
+        return out.view(Buffer) if type(out) is np.ndarray else out
+
+    fn.__name__ = make.__name__
+    return fn
+
+
+class Buffer(np.ndarray):
+    """A NumPy array made inside a traced function (``np.zeros(n)``)."""
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if _holds_expr(value):
+            line = callsite()[0]
+            at = f" (at {line})" if line else ""
+            raise UnsupportedError(
+                f"storing a symbolic expression into a NumPy array{at}: "
+                "a NumPy array holds numbers only; build the array symbolically: "
+                "out = out.at[i].set(value) on sg.zeros(...) (or collect the values in a "
+                "list and np.stack it)")
+        super().__setitem__(key, value)
+
+
 class _NumPy(types.ModuleType):
     """NumPy as a traced function sees it: everything is NumPy's, except that
     ``np.array``/``np.asarray`` of a nested list holding expressions stack them (NumPy's
@@ -271,6 +299,11 @@ class _NumPy(types.ModuleType):
 
     def __getattr__(self, name: str) -> Any:
         return getattr(np, name)
+
+    zeros = staticmethod(_buffer(np.zeros))
+    ones = staticmethod(_buffer(np.ones))
+    empty = staticmethod(_buffer(np.empty))
+    full = staticmethod(_buffer(np.full))
 
     @staticmethod
     def array(obj: Any, *args: Any, **kwargs: Any) -> Any:
