@@ -90,6 +90,7 @@ class Transformed:
         self.argnums = argnums
         self.params = _parameter_names(fun)
         self._cache: dict[tuple, _Entry] = {}
+        self._fast: dict[tuple, _Entry] = {}  # arrays as arguments: (specs, state) -> entry
         self._capture = Capture()
         self._latest: _Entry | None = None
         base = getattr(fun, "__name__", "fun")
@@ -127,19 +128,32 @@ class Transformed:
         return self._entry(leaves, treedef, exact(static))[0].checked
 
     def __call__(self, *args: Any, **static: Any) -> Any:
+        if not static:  # the common case, keyed without flattening: arrays as arguments
+            specs = []
+            for a in args:
+                if type(a) is not np.ndarray or a.dtype.char not in _CHARS:
+                    break
+                specs.append((a.shape, a.dtype.char))
+            else:
+                watches = self._capture.watches
+                parts, hidden = state(watches) if watches else ((), _NONE)
+                entry = self._fast.get((tuple(specs), parts))
+                if entry is not None:
+                    if entry.direct:
+                        return entry.run((*args, *hidden), self.__name__)
+                    return entry.run([args[k] for k in entry.used] +
+                                     [hidden[k] for k in entry.picks], self.__name__)
+        return self._call(args, static)
+
+    def _call(self, args: tuple, static: dict) -> Any:
         leaves, treedef = tree_flatten(args)
         if any(type(a) is Expr for a in leaves):
             return self._symbolic(leaves, treedef, static)
         arrays = [a if type(a) is np.ndarray and a.dtype.name in _OK else
                   _as_array(a, self._name(k)) for k, a in enumerate(leaves)]
         entry, hidden = self._entry(arrays, treedef, static)
-        try:
-            out = entry.fn(*[arrays[k] for k in entry.used], *[hidden[k] for k in entry.picks])
-        except (IndexError, ValueError, TypeError) as e:
-            from .backends.interpreter import runtime_error
-
-            raise runtime_error(e, f"{self.__name__}()") from None
-        return entry.unpack(out)
+        return entry.run([arrays[k] for k in entry.used] + [hidden[k] for k in entry.picks],
+                         self.__name__)
 
     # -- tracing -------------------------------------------------------------------------
 
@@ -158,6 +172,12 @@ class Transformed:
                 self._cache.pop(next(iter(self._cache)))
             key = key[:3] + (parts,)
             self._cache[key] = entry
+            if not static and treedef == tree_flatten((0,) * len(arrays))[1]:
+                if len(self._fast) >= _CACHE_SIZE:
+                    self._fast.clear()
+                entry.direct = entry.used == list(range(len(arrays))) and \
+                    entry.picks == list(range(len(hidden)))
+                self._fast[(key[1], parts)] = entry
         self._latest = entry
         return entry, hidden
 
@@ -204,18 +224,35 @@ class Transformed:
 
 
 _OK = frozenset({"float64", "float32", "int64", "int32", "bool"})
+_CHARS = frozenset(np.dtype(n).char for n in _OK)
+_NONE: list = []
 
 
 class _Entry:
     """One traced and compiled specialisation."""
 
-    __slots__ = ("checked", "fn", "used", "picks", "out_def", "template", "exprs")
+    __slots__ = ("checked", "fn", "used", "picks", "out_def", "template", "exprs", "single",
+                 "direct")
 
     def __init__(self, checked: Callable, used: list[int], picks: list[int], out_def: Any,
                  template: list, exprs: list[int]) -> None:
         self.checked, self.fn = checked, getattr(checked, "raw", checked)
         self.used, self.picks, self.out_def = used, picks, out_def
         self.template, self.exprs = template, exprs
+        self.single = out_def.kind == "leaf" and exprs == [0]
+        self.direct = False  # every argument and every hidden array used, in order
+
+    def run(self, values: list, name: str) -> Any:
+        """The compiled function on ``values``, its results in the output's structure."""
+        try:
+            out = self.fn(*values)
+        except (IndexError, ValueError, TypeError) as e:
+            from .backends.interpreter import runtime_error
+
+            raise runtime_error(e, f"{name}()") from None
+        if self.single:
+            return out[0]
+        return self.unpack(out)
 
     def unpack(self, out: Any) -> Any:
         leaves = list(self.template)

@@ -313,3 +313,18 @@ def test_lj13_hessian():
 
     x = pos.ravel()
     close(sg.hessian(energy)(x), jax.jit(jax.hessian(jenergy))(x), rtol=1e-10)
+
+
+def test_stop_gradient_matches_jax(xy):
+    x, _ = xy
+
+    def f(x):
+        return np.sum(x * sg.stop_gradient(x ** 2) + np.sin(x))
+
+    def jf(x):
+        return jnp.sum(x * jax.lax.stop_gradient(x ** 2) + jnp.sin(x))
+
+    close(sg.grad(f)(x), jax.grad(jf)(x))
+    close(sg.hessian(f)(x), jax.hessian(jf)(x))
+    v = sg.var("v")
+    assert sg.evaluate(sg.grad(v * sg.stop_gradient(v), v), {"v": 3.0}) == 3.0

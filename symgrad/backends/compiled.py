@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..errors import DifferentiationError, InputError, SymgradError
 from ..ir.expr import Expr
 from ..ir.shapes import fmt
@@ -50,9 +52,22 @@ class CompiledFunction:
         self._nodes = params
         self.inputs = tuple(n.name for n in params)
         self._index = {name: k for k, name in enumerate(self.inputs)}
+        self._expect = tuple((n.shape, np.dtype(n.dtype)) for n in params)
         functools.update_wrapper(self, raw)
 
     def __call__(self, /, *args: Any, **kwargs: Any) -> Any:  # an input may be named self
+        if not kwargs and len(args) == len(self._expect):  # arrays as they should be
+            for a, (shape, dtype) in zip(args, self._expect):
+                if type(a) is not np.ndarray or a.dtype is not dtype or a.shape != shape:
+                    break
+            else:
+                try:
+                    return self.raw(*args)
+                except (IndexError, ValueError, TypeError) as e:
+                    raise runtime_error(e, f"{self.__name__}()") from None
+        return self._checked(args, kwargs)
+
+    def _checked(self, args: tuple, kwargs: dict) -> Any:
         if len(args) > len(self._nodes):
             raise InputError(f"{self.__name__}() takes {len(self._nodes)} inputs "
                              f"({', '.join(self.inputs)}), got {len(args)}")

@@ -46,6 +46,7 @@ __all__ = ["Capture", "Watch", "current", "tracing"]
 _LIBRARIES = frozenset({"symgrad", "numpy", "scipy", "jax", "jaxlib", "torch", "builtins",
                         "functools", "math", "sympy", "networkx", "dask", "pandas"})
 _DTYPES = frozenset({"float64", "float32", "int64", "int32", "bool"})
+_CHARS = frozenset(np.dtype(n).char for n in _DTYPES)
 _MISSING = object()
 _STATE = threading.local()
 
@@ -84,7 +85,7 @@ def state(watches: list[Watch]) -> tuple[tuple, list[np.ndarray]]:
     arrays: list[np.ndarray] = []
     for w in watches:
         v = w.read()
-        if type(v) is np.ndarray and v.dtype.name in _DTYPES:
+        if type(v) is np.ndarray and v.dtype.char in _CHARS:
             parts.append((v.shape, v.dtype.char))
             arrays.append(v)
         else:
@@ -338,7 +339,7 @@ NUMPY = _NumPy()
 
 def _part_arrays(v: Any) -> list:
     arrays: list = []
-    if type(v) is np.ndarray and v.dtype.name in _DTYPES:
+    if type(v) is np.ndarray and v.dtype.char in _CHARS:
         return [v]
     _part(v, arrays)
     return arrays

@@ -24,6 +24,7 @@ from . import (  # noqa: F401
     scans,
     shaping,
     sorting,
+    stop_gradient,
 )
 
 __all__ = ["ALIASES", "REGISTRY", "F", "Op", "Signature", "SignatureError", "call", "lookup",
