@@ -193,6 +193,8 @@ class Transformed:
             out_leaves, out_def = tree_flatten(result)
             s.update(sum(1 for e in out_leaves if isinstance(e, Expr)))
         cap.warn_random(self.__name__)
+        out_leaves = [e.view(np.ndarray) if isinstance(e, np.ndarray) else e
+                      for e in out_leaves]  # not the traced function's Buffer
         exprs = [k for k, e in enumerate(out_leaves) if isinstance(e, Expr)]
         outputs = [out_leaves[k] for k in exprs] or [const(0.0)]
         graph = max((e.graph for e in outputs), key=len)
