@@ -39,7 +39,8 @@ __all__ = [
     "newaxis", "parse", "to_source", "compile", "scipy_functions",
     "to_dot", "draw", "listing", "explain", "check_grads", "simplify", "passes", "numpy",
     "linalg", "value_and_grad", "to_html", "to_sympy", "from_sympy", "latex", "__version__",
-    "limits", "stats", "scan", "fori_loop",
+    "limits", "stats", "scan", "fori_loop", "jacrev", "jit", "vmap", "tree_util",
+    "stop_gradient",
 ]
 
 
@@ -64,8 +65,8 @@ def _is_submodule(name: str) -> bool:
 def __getattr__(name: str) -> _Any:
     """The public names on first use; ops registered later (``symgrad.extend.defop``) are
     functions here too; ``symgrad.dask`` is imported on first use (it imports Dask)."""
-    if name == "dask":  # symgrad.dask imports Dask: only on first use
-        return _importlib.import_module(".dask", __name__)
+    if name in ("dask", "tree_util"):  # symgrad.dask imports Dask: only on first use
+        return _importlib.import_module(f".{name}", __name__)
     if name.startswith("__") or _is_submodule(name):  # the import system's own look-ups
         raise AttributeError(f"module 'symgrad' has no attribute {name!r}")
     api = _load()

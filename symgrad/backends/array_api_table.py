@@ -215,6 +215,7 @@ ARRAY_API: dict[str, Template | None] = {
         "hypot", "logaddexp", "floor_divide", "copysign", "logical_and", "logical_or",
         "logical_xor")},
     "arctan2": T("xp.atan2({0}, {1})"), "mod": T("xp.remainder({0}, {1})"),
+    "stop_gradient": T("{0}"),
     "sigmoid": T("1.0 / (1.0 + xp.exp(-{0}))"),
     "softplus": T("xp.logaddexp(xp.zeros_like({0}), {0})"),
     "relu": T("xp.maximum({0}, xp.zeros_like({0}))"),

@@ -55,6 +55,8 @@ def is_native(value: Any) -> bool:
 class ArrayFunction(CompiledFunction):
     """A compiled array API function: checks its inputs without moving them."""
 
+    _fast_path = False  # every input goes through _value (NumPy arrays become torch's)
+
     def __init__(self, raw: Callable, params: list, source: str, filename: str,
                  tgt: Target) -> None:
         super().__init__(raw, params, source, filename)

@@ -45,6 +45,7 @@ MATH: dict[str, Template | None] = {
     # relu(-0.0) and sign(-0.0) are +0.0 as in NumPy; NaN stays NaN
     "relu": T("(0.0 if {0} <= 0.0 else {0})"), "abs": T("abs({0})"),
     "sign": T("(1.0 if {0} > 0 else -1.0 if {0} < 0 else abs({0}))"),
+    "stop_gradient": T("{0}"),
     "less": T("{0} < {1}"), "less_equal": T("{0} <= {1}"), "greater": T("{0} > {1}"),
     "greater_equal": T("{0} >= {1}"), "equal": T("{0} == {1}"), "not_equal": T("{0} != {1}"),
     "where": T("({1} if {0} else {2})"),

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import NameConflictError, ShapeError, SymgradError, UnsupportedError
+from .callsite import callsite, message
 from .graph import Graph, Node
 from .op import FUNCTIONS, REGISTRY, UNSUPPORTED, Op, public_op
 from .shapes import DTYPES, Shape
@@ -94,16 +95,15 @@ class Expr:
         return (self[k] for k in range(self.shape[0]))
 
     def __bool__(self) -> bool:
+        line = callsite()[0]
         raise UnsupportedError(
             "the truth value of a symbolic expression is unknown while tracing (its value "
-            "comes later); use sg.where(cond, a, b) instead of if/else"
+            f"comes later{'; at ' + line if line else ''}); use sg.where(cond, a, b) "
+            "instead of if/else"
         )
 
     def _no_value(self, what: str):
-        raise UnsupportedError(
-            f"{what} of a symbolic expression: its value is unknown while tracing; keep it "
-            "symbolic (indexing, where, len for sizes) or evaluate it with sg.evaluate"
-        )
+        raise UnsupportedError(message(what))
 
     def __float__(self) -> float:
         self._no_value("float()")
@@ -467,6 +467,9 @@ def _ufunc_name(ufunc: Any) -> str:
 def _array_ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
     name = _ufunc_name(ufunc)
     if method == "__call__":
+        if function(name) is None and getattr(np, name, None) is not ufunc:
+            raise UnsupportedError(message(f"the ufunc {name} (not NumPy's)", skip=3,
+                                           subject=" called on a symbolic expression"))
         return _numpy_call(name, inputs, kwargs)
     if method == "reduce" and name in _REDUCE:
         kwargs = {"axis": 0, **kwargs}

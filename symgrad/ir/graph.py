@@ -34,6 +34,8 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import numpy as np
+
 from ..errors import ArgumentError, NameConflictError, ShapeError, SymgradError
 from .op import REGISTRY, Op
 from .shapes import fmt
@@ -78,6 +80,22 @@ _BARE = (TypeError, ValueError, ArithmeticError, IndexError, KeyError, Attribute
 
 def _argument_error(op: Op, e: Exception) -> ArgumentError:
     return ArgumentError(f"{op.name}: cannot use these arguments ({type(e).__name__}: {e})")
+
+
+LIFT_MIN = 1024  # elements from which a traced function's captured array is an input
+_LIFT = threading.local()
+
+
+@contextmanager
+def lifting(hook: Callable[[Graph, Any], int | None] | None) -> Iterator[None]:
+    """Inside, this thread's large array constants are first offered to ``hook(graph,
+    array)``, which returns a node to use instead (a variable) or None."""
+    saved = getattr(_LIFT, "hook", None)
+    _LIFT.hook = hook
+    try:
+        yield
+    finally:
+        _LIFT.hook = saved
 
 
 class _BuildState(threading.local):
@@ -310,7 +328,15 @@ class Graph:
             return i
 
     def const(self, value: Any) -> int:
-        """A constant node holding ``value`` (a number or an array)."""
+        """A constant node holding ``value`` (a number or an array).
+
+        While a function is traced (:func:`lifting`), a large array is offered to the
+        tracer first, which may make it an input read at every call instead."""
+        hook = getattr(_LIFT, "hook", None)
+        if hook is not None and type(value) is np.ndarray and value.size >= LIFT_MIN:
+            node = hook(self, value)
+            if node is not None:
+                return node
         return self.add(REGISTRY["const"], (), {"value": as_constant(value)})
 
     def provenance(self, origin: int, role: str = "adjoint") -> _Provenance:

@@ -27,6 +27,7 @@ from . import (  # noqa: F401
     shaping,
     sorting,
     special,
+    stop_gradient,
 )
 
 __all__ = ["ALIASES", "REGISTRY", "F", "Op", "Signature", "SignatureError", "call", "lookup",
