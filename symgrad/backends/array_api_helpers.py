@@ -389,6 +389,10 @@ def _sg_xp_special(xp, name, *args):
         own = torch.special
     elif "cupy" in space:
         import cupyx.scipy.special as own
+
+        # CuPy's kernels take arrays only (polygamma's order included)
+        args = tuple(a if hasattr(a, "shape") else xp.asarray(a, device=_sg_xp_device(*args))
+                     for a in args)
     fn = getattr(own, name, None) if own is not None else None
     if fn is not None:
         return fn(*args)
