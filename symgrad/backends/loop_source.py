@@ -31,6 +31,7 @@ def _sg_loop1(c0, k1):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import SymgradError
@@ -237,42 +238,50 @@ def _moves(targets: list[str], values: list[str], lead: str) -> list[str]:
     return [f"{lead}{', '.join(t for t, _ in pairs)} = {', '.join(v for _, v in pairs)}"]
 
 
-def _numpy(s: _Spec, stmts: list[str]) -> list[str]:
-    lines, ys, stored = [], {}, {}
-    for p in s.parts:
-        kind, j = s.kind(p)
-        if kind == "carry":
-            continue
-        shape, dtype = s.aval(p)
-        name = f"_y{j}" if kind == "y" else f"_s{j}"
-        (ys if kind == "y" else stored)[j] = name
-        lines.append(f"    {name} = np.empty({(s.length, *shape)!r}, dtype={NUMPY_TYPE[dtype]})")
-    loop = [f"        {name}[_t] = {s.carries[j]}" for j, name in stored.items()]
-    loop += [f"        {x} = {xs}[_t]" for x, xs in zip(s.x_names, s.xs)]
-    loop += _indent(stmts)
-    loop += [f"        {name}[_t] = {s.results[s.nc + j]}" for j, name in ys.items()]
-    loop += _moves(s.carries, s.results[:s.nc], "        ")
-    if len(loop) == 0:
-        loop = ["        pass"]
-    lines += [f"    for _t in {s.steps()}:", *loop]
-    return lines + [_return(s, ys, stored)]
-
-
-def _math(s: _Spec, stmts: list[str]) -> list[str]:
-    """The loop over Python floats: results in lists, NumPy arrays at the end."""
+def _buffers(s: _Spec, make: Callable[[tuple, str], str]) -> tuple[list[str], dict, dict]:
+    """One buffer per stacked y (``_y<j>``) and stored carry (``_s<j>``), each ``make(shape,
+    dtype)``; their lines and names."""
     lines, ys, stored = [], {}, {}
     for p in s.parts:
         kind, j = s.kind(p)
         if kind != "carry":
             name = f"_y{j}" if kind == "y" else f"_s{j}"
             (ys if kind == "y" else stored)[j] = name
-            lines.append(f"    {name} = [0.0] * {s.length}")
-    loop = [f"        {name}[_t] = {s.carries[j]}" for j, name in stored.items()]
-    loop += [f"        {x} = {xs}[_t]" for x, xs in zip(s.x_names, s.xs)]
+            lines.append(f"    {name} = {make(*s.aval(p))}")
+    return lines, ys, stored
+
+
+def _loop(s: _Spec, stmts: list[str], ys: dict, stored: dict,
+          store: Callable[[str, str], str], index: str) -> list[str]:
+    """The ``for`` statement: store the carries entering the step, take the step's xs at
+    ``index``, run the step, store its ys, move the carries on."""
+    loop = [f"        {store(name, s.carries[j])}" for j, name in stored.items()]
+    loop += [f"        {x} = {xs}[{index}]" for x, xs in zip(s.x_names, s.xs)]
     loop += _indent(stmts)
-    loop += [f"        {name}[_t] = {s.results[s.nc + j]}" for j, name in ys.items()]
+    loop += [f"        {store(name, s.results[s.nc + j])}" for j, name in ys.items()]
     loop += _moves(s.carries, s.results[:s.nc], "        ")
-    lines += [f"    for _t in {s.steps()}:", *(loop or ["        pass"])]
+    return [f"    for _t in {s.steps()}:", *(loop or ["        pass"])]
+
+
+def _set(name: str, value: str) -> str:
+    return f"{name}[_t] = {value}"
+
+
+def _append(name: str, value: str) -> str:
+    return f"{name}.append({value})"
+
+
+def _numpy(s: _Spec, stmts: list[str]) -> list[str]:
+    lines, ys, stored = _buffers(
+        s, lambda shape, dtype: f"np.empty({(s.length, *shape)!r}, dtype={NUMPY_TYPE[dtype]})")
+    lines += _loop(s, stmts, ys, stored, _set, "_t")
+    return lines + [_return(s, ys, stored)]
+
+
+def _math(s: _Spec, stmts: list[str]) -> list[str]:
+    """The loop over Python floats: results in lists, NumPy arrays at the end."""
+    lines, ys, stored = _buffers(s, lambda shape, dtype: f"[0.0] * {s.length}")
+    lines += _loop(s, stmts, ys, stored, _set, "_t")
     out = []
     for p in s.parts:
         kind, j = s.kind(p)
@@ -293,19 +302,8 @@ def _return(s: _Spec, ys: dict, stored: dict) -> str:
 
 
 def _arrays(s: _Spec, stmts: list[str]) -> list[str]:
-    lines, ys, stored = [], {}, {}
-    for p in s.parts:
-        kind, j = s.kind(p)
-        if kind != "carry":
-            name = f"_y{j}" if kind == "y" else f"_s{j}"
-            (ys if kind == "y" else stored)[j] = name
-            lines.append(f"    {name} = []")
-    loop = [f"        {name}.append({s.carries[j]})" for j, name in stored.items()]
-    loop += [f"        {x} = {xs}[_t, ...]" for x, xs in zip(s.x_names, s.xs)]
-    loop += _indent(stmts)
-    loop += [f"        {name}.append({s.results[s.nc + j]})" for j, name in ys.items()]
-    loop += _moves(s.carries, s.results[:s.nc], "        ")
-    lines += [f"    for _t in {s.steps()}:", *(loop or ["        pass"])]
+    lines, ys, stored = _buffers(s, lambda shape, dtype: "[]")
+    lines += _loop(s, stmts, ys, stored, _append, "_t, ...")
     for p in s.parts:
         kind, j = s.kind(p)
         if kind == "carry":
