@@ -112,7 +112,8 @@ def test_emitted_code_returns_empty_arrays_of_the_right_shape(backend, x64):
         outs = [*outs, sg.sum(Z) + sg.sum(X) + sg.sum(Y) + sg.sum(M)]  # every input used
         want = sg.evaluate(outs, VALUES)
         fn = sg.compile(outs, inputs=names, backend=backend)
-        got = fn(*[VALUES[n] for n in names])
+        with np.errstate(divide="ignore"):  # logsumexp over nothing: log(0) = -inf
+            got = fn(*[VALUES[n] for n in names])
         for g, w in zip(got, want):
             g = np.asarray(g.numpy() if hasattr(g, "numpy") and not isinstance(g, np.ndarray)
                            else g)
