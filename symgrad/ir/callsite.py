@@ -2,7 +2,7 @@
 instead: the line of user code (the first frame outside symgrad, NumPy and SciPy), the
 SciPy function it went through, and the fix for the common cases.
 
->>> "float()" in advice("float()", "    y = float(x) * 2", None)
+>>> "np.where" in advice("float()", "    y = float(x) * 2", None)
 True
 """
 
@@ -60,7 +60,7 @@ def advice(what: str, line: str | None, scipy_fn: str | None) -> str:
         scipy_fn = called.group(0)
     if scipy_fn is not None:
         name = scipy_fn.removeprefix("scipy.")
-        return (f"{scipy_fn} is SciPy's NumPy code and cannot take expressions: use "
+        return (f"{scipy_fn} is SciPy's own code and cannot take expressions: use "
                 f"symgrad.scipy.{name} where symgrad has it (import symgrad.scipy), or write "
                 "it with NumPy functions")
     if ".dot(" in text and what.startswith("converting"):
@@ -77,8 +77,11 @@ def advice(what: str, line: str | None, scipy_fn: str | None) -> str:
             "sizes) or evaluate it with sg.evaluate")
 
 
-def message(what: str, skip: int = 3, subject: str = " of a symbolic expression") -> str:
-    """The whole message: what was asked (of what), where, and the fix."""
-    line, scipy_fn = callsite(skip)
+def message(what: str, skip: int = 3, subject: str = " of a symbolic expression",
+            scipy_fn: str | None = None) -> str:
+    """The whole message: what was asked (of what), where, and the fix (``scipy_fn``: the
+    SciPy function it went through, where the caller knows it better than the frames)."""
+    line, found = callsite(skip)
+    scipy_fn = scipy_fn or found
     where = f" (at {line})" if line else ""
     return f"{what}{subject}{where}: {advice(what, line, scipy_fn)}"

@@ -467,6 +467,9 @@ def _ufunc_name(ufunc: Any) -> str:
 def _array_ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
     name = _ufunc_name(ufunc)
     if method == "__call__":
+        if function(name) is None and name.startswith("scipy."):
+            raise UnsupportedError(message(f"{name} is not supported on symbolic arrays",
+                                           skip=3, subject="", scipy_fn=name))
         if function(name) is None and getattr(np, name, None) is not ufunc:
             raise UnsupportedError(message(f"the ufunc {name} (not NumPy's)", skip=3,
                                            subject=" called on a symbolic expression"))
