@@ -181,7 +181,7 @@ def _check_name(name: Any) -> str:
         raise ExtensionError(f"op name {name!r} must be a public Python identifier")
     if name in REGISTRY or name in ALIASES:
         raise ExtensionError(f"an op named {name!r} is already registered")
-    if name in vars(symgrad):
+    if name in dir(symgrad):  # dir, not vars: the face imports its names on first use
         raise ExtensionError(f"{name!r} is a symgrad function; choose another op name")
     return name
 
