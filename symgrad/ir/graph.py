@@ -107,6 +107,7 @@ class _BuildState(threading.local):
         self.origin: int | None = None
         self.rewriter: Rewriter | None = None
         self.built = 0
+        self.calls = 0  # this thread's look-ups and builds (a rollback needs them all its own)
         self.stop = sys.maxsize
         self.overrun: Callable[[], Exception] | None = None
 
@@ -176,6 +177,7 @@ class Graph:
             weakref.WeakKeyDictionary()
         )
         self._state = _BuildState()
+        self._calls = 0  # look-ups and builds by every thread (see budget)
         self.lock = threading.RLock()  # the builder's critical section (re-entrant: rules)
 
     def __len__(self) -> int:
@@ -247,6 +249,8 @@ class Graph:
         key = (op.name, args, freeze(attrs) if attrs else ())
         rewriter = self._state.rewriter
         with self.lock:
+            self._calls += 1
+            self._state.calls += 1
             try:
                 found = self._keys.get(key)
             except TypeError:  # an attribute that is no number, string, tuple or array
@@ -314,6 +318,8 @@ class Graph:
         shape = check_shape(shape, f"variable '{name}'")
         dtype = check_dtype(dtype, f"variable '{name}'")
         with self.lock:
+            self._calls += 1
+            self._state.calls += 1
             found = self.variables.get(name)
             if found is not None:
                 node = self.nodes[found]
@@ -348,12 +354,13 @@ class Graph:
     def budget(self, nodes: int, overrun: Callable[[], Exception]) -> Iterator[None]:
         """At most ``nodes`` new nodes may be built inside (by this thread); building one
         more raises ``overrun()``. Budgets nest: the tightest one applies. If the block
-        fails, the nodes it built are removed again (unless another thread built nodes in
-        this graph meanwhile: ids are positions, so those stay, unused)."""
+        fails, the nodes it built are removed again, unless another thread built or looked up
+        nodes in this graph meanwhile (it may hold one of them: they stay, unused)."""
         state = self._state
         saved = state.stop, state.overrun
         with self.lock:
             before, built = len(self.nodes), state.built
+            calls, mine = self._calls, state.calls
         stop = state.built + nodes
         if stop < state.stop:
             state.stop, state.overrun = stop, overrun
@@ -361,7 +368,8 @@ class Graph:
             yield
         except BaseException:
             with self.lock:  # only this thread built since: the graph goes back as it was
-                if len(self.nodes) - before == state.built - built:
+                if (len(self.nodes) - before == state.built - built
+                        and self._calls - calls == state.calls - mine):
                     self._truncate(before)
                     state.built = built
             raise
