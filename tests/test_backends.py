@@ -24,7 +24,6 @@ vector, which the libraries' LAPACK drivers choose differently.
 
 from __future__ import annotations
 
-import importlib
 import math
 import subprocess
 import sys
@@ -263,19 +262,6 @@ def _lib(kind: str) -> _Lib:
     return _Lib("torch", "torch", torch.asarray,
                 lambda t: t.numpy() if isinstance(t, torch.Tensor) else np.asarray(t))
 
-
-@pytest.fixture(scope="module")
-def x64():
-    """float64 in JAX for these tests only (symgrad never flips JAX's configuration)."""
-    try:
-        jax = importlib.import_module("jax")
-    except ImportError:
-        yield
-        return
-    before = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", before)
 
 
 def _run_case(kind: str, case: Case):

@@ -5,8 +5,6 @@ The non-empty blocks beside them are checked against central differences."""
 
 from __future__ import annotations
 
-import importlib
-
 import numpy as np
 import pytest
 
@@ -86,18 +84,6 @@ def test_non_empty_blocks_beside_empty_ones_are_right():
     np.testing.assert_allclose(got[2], _numeric_jacobian(lambda a: a ** 2 * x, z, (3,)),
                                rtol=1e-8)
 
-
-@pytest.fixture(scope="module")
-def x64():
-    try:
-        jax = importlib.import_module("jax")
-    except ImportError:
-        yield
-        return
-    before = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", before)
 
 
 @pytest.mark.parametrize("backend", ["numpy", "array_api", "jax", "torch"])
