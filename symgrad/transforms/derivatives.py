@@ -20,6 +20,7 @@ from ..ir.graph import Graph
 from ..ir.limits import exceeded, limits
 from ..ir.shapes import fmt, is_float
 from ..ir.values import describe, exact, exact_choice, exact_str, type_name
+from ..passes.loops import loop_passes
 from .forward import tangents as forward_pass
 from .reverse import backprop
 
@@ -68,6 +69,7 @@ def vjp(f: Expr, wrt: Wrt | Sequence[Wrt], g: Expr | str | Any, *,
     """
     _check_output(f, "vjp")
     cleanup = _flag(cleanup, "vjp: cleanup")
+    (f,) = loop_passes([f])
     many = isinstance(wrt, (list, tuple))
     targets = [_resolve(f, w) for w in (exact(wrt) if many else [wrt])]
     if isinstance(g, str):
@@ -111,7 +113,7 @@ def jvp(f: Expr | Sequence[Expr], wrt: Wrt | Sequence[Wrt], tangents: Any, *,
         raise DifferentiationError("jvp needs an Expr or a non-empty list of Exprs")
     cleanup = _flag(cleanup, "jvp: cleanup")
     graph = max((o.graph for o in outs), key=len)
-    outs = [o if o.graph is graph else Expr(graph, graph.find(o)) for o in outs]
+    outs = loop_passes([o if o.graph is graph else Expr(graph, graph.find(o)) for o in outs])
     many = isinstance(wrt, (list, tuple))
     targets = [_resolve(outs[0], w) for w in (exact(wrt) if many else [wrt])]
     if not targets:
