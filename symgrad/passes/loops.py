@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from ..ir.expr import Expr
 from .pattern import Pass
 from .reductions import reduce_chains
+from .rolling import roll
 
 
 def loop_passes(outputs: Sequence[Expr], reassociate: bool = True) -> list[Expr]:
@@ -22,10 +23,14 @@ def loop_passes(outputs: Sequence[Expr], reassociate: bool = True) -> list[Expr]
     outs = list(outputs)
     if reassociate:
         outs = reduce_chains(outs)
-    return outs
+    return roll(outs)
 
 
 REDUCTIONS = Pass(
     "reductions", "add/multiply/maximum/minimum chains over consecutive elements of one "
     "array -> sum/prod/max/min of the sliced expression (sum, prod: reassociated)",
     run=reduce_chains, stages=("grad", "compile(fast_math=True)"))
+
+ROLLING = Pass(
+    "rolling", "a run of identical steps (a traced Python loop) -> one scan (bit for bit)",
+    run=roll, stages=("grad", "compile"))

@@ -55,7 +55,23 @@ def optimize(graph: Graph, groups: list[list[int]], fast_math: bool = False
     """The graph of ``groups`` (lists of output ids) rebuilt through the compile passes;
     returns the new graph and the outputs' new ids, group by group."""
     passes = FAST if fast_math else COMPILE
-    return rebuilt(graph, groups, passes)
+    return rebuilt(graph, _loops_rolled(graph, groups, fast_math), passes)
+
+
+def _loops_rolled(graph: Graph, groups: list[list[int]], fast_math: bool) -> list[list[int]]:
+    """The outputs with traced loops rolled (:mod:`.loops`), chains reduced if
+    ``fast_math``; the same ids where nothing changes."""
+    from .loops import loop_passes
+
+    flat = [Expr(graph, i) for group in groups for i in group]
+    if not flat:
+        return groups
+    ids = [e.node for e in loop_passes(flat, reassociate=fast_math)]
+    out, k = [], 0
+    for group in groups:
+        out.append(ids[k:k + len(group)])
+        k += len(group)
+    return out
 
 
 def rebuilt(graph: Graph, groups: list[list[int]], passes: tuple

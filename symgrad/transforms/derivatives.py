@@ -50,6 +50,7 @@ def grad(f: Expr, wrt: Wrt | Sequence[Wrt], *, cleanup: bool = True) -> Expr | t
             f"grad needs a scalar output, but f has shape {fmt(f.shape)}; use "
             "sg.jacobian(f, wrt) for the full derivative or sg.vjp(f, wrt, g) for a product"
         )
+    (f,) = loop_passes([f])  # before the seed: it is built for f
     with _budget(f, "grad"):
         return vjp(f, wrt, _seed(np.ones((), f.dtype), f), cleanup=cleanup)
 

@@ -1,0 +1,391 @@
+"""Rolling: a run of structurally identical steps in a traced graph becomes one ``scan``.
+
+A Python ``for`` loop over ``range(T)`` traced on symbolic values unrolls: step ``k+1``
+repeats step ``k``'s ops on step ``k``'s results. This pass finds such a run and replaces
+it by a ``scan`` whose body is one step, so what comes after the trace — differentiating,
+emitting, compiling — costs the same for 10 steps or 10^5.
+
+How (linear in the graph; every walk iterative):
+
+1. Each node gets a structural hash of its neighbourhood ``ROUNDS`` operands deep (op,
+   attributes, shape, dtype; per-step slices ``x[k]`` with the int positions blanked).
+2. In creation order, each node is paired with an earlier node of the same hash whose
+   operands are its own operands one step back (``prev``), the same node (a value shared by
+   every step), or a slice of the same array one position back (a per-step input).
+3. Chains of ``prev`` are *roles* (one node of the step each); roles linked by operands are
+   one loop. Steps are cut where its longest role's nodes were created; every step of the
+   run must use the same roles the same way: an operand of the same step, of the step
+   before (a carry), a slice (a scanned input) or a shared value (captured).
+4. The run becomes ``sg.scan(step, init, xs)``; uses of its nodes after it read the final
+   carry or the stacked per-step results.
+
+The scan runs the same ops on the same values in the same order, so the rolled graph gives
+the unrolled graph's values bit for bit. What does not roll (it stays unrolled, correct):
+steps whose ops or attributes change from step to step (``x ** k``), indices that do not
+advance by a fixed step, a value computed in one step and used two or more steps later,
+runs shorter than ``MIN_STEPS``.
+
+>>> import symgrad as sg
+>>> x = sg.var("x")
+>>> h = x
+>>> for _ in range(20):
+...     h = sg.sin(h) * h + sg.cos(h)
+>>> (r,) = roll([h])
+>>> sorted({h.graph.nodes[i].op for i in h.graph.ancestors([r.node])})
+['add', 'cos', 'multiply', 'scan', 'sin', 'var']
+>>> sg.evaluate(r, {"x": 0.5}) == sg.evaluate(h, {"x": 0.5})
+True
+"""
+
+from __future__ import annotations
+
+import weakref
+from bisect import bisect_right
+from collections.abc import Sequence
+from typing import Any
+
+from ..ir.expr import TRACES, Expr
+from ..ir.graph import Graph
+from ..ir.op import REGISTRY
+from ..ir.values import freeze
+from ..ops.indexing import static_key
+from .steps import lifted_slot, replaced, slot_step
+
+MIN_STEPS = 8  # steps from which a run becomes a loop (short loops stay as written)
+ROUNDS = 4  # operand levels the structural hash sees
+TRIES = 6  # earlier nodes of the same hash tried as a node's previous step
+MAX_LOOPS = 16  # runs rolled per call (each one a walk of the graph)
+
+
+def roll(outputs: Sequence[Expr]) -> list[Expr]:
+    """``outputs`` with every run of at least ``MIN_STEPS`` identical steps rolled into a
+    ``scan`` (new nodes in their graph; the outputs themselves if nothing rolls)."""
+    if not outputs or TRACES.graphs:
+        return list(outputs)
+    graph = outputs[0].graph
+    ids = [graph.find(o) for o in outputs]
+    known = _ROLLED.setdefault(graph, {})
+    if known:  # what was rolled before (by grad, say) is not searched again
+        ids = replaced(graph, ids, dict(known))
+    for _ in range(MAX_LOOPS):
+        new = _roll_one(graph, ids)
+        if not new:
+            break
+        known.update(new)
+        ids = replaced(graph, ids, new)
+    return [Expr(graph, i) for i in ids]
+
+
+# graph -> {node: its rolled replacement}: nodes never change, so neither does the answer
+_ROLLED: weakref.WeakKeyDictionary[Graph, dict[int, int]] = weakref.WeakKeyDictionary()
+
+
+def _roll_one(graph: Graph, ids: list[int]) -> dict[int, int]:
+    """Replacements for the longest run found among the ancestors of ``ids`` (or {})."""
+    order = graph.ancestors(ids)
+    prev = _match(graph, order)
+    if not prev:
+        return {}
+    loops = _loops(graph, order, prev)
+    for lp in sorted(loops, key=lambda lp: -lp.size):
+        run = lp.run(order, ids)
+        if run is not None:
+            return run.build(graph, order, ids)
+    return {}
+
+
+# -- 1, 2: hashes and pairing ---------------------------------------------------------------
+
+def _signature(n: Any) -> Any:
+    key = static_key(n)
+    if n.is_var or n.is_const:
+        return n.id
+    attrs = freeze(n.attrs) if n.attrs else ()
+    if key is not None:
+        attrs = tuple("#" if type(e) is int else e for e in key)
+    return (n.op, attrs, n.shape, n.dtype, len(n.args))
+
+
+def _hashes(graph: Graph, order: list[int]) -> dict[int, int]:
+    nodes = graph.nodes
+    h0 = {i: hash(_signature(nodes[i])) for i in order}
+    h = h0
+    for _ in range(ROUNDS):
+        h = {i: hash((h0[i], *[h[a] for a in nodes[i].args])) if nodes[i].args else h0[i]
+             for i in order}
+    return h
+
+
+def _match(graph: Graph, order: list[int]) -> dict[int, int]:
+    """``prev``: node -> the node it repeats, one step earlier."""
+    nodes = graph.nodes
+    h = _hashes(graph, order)
+    prev: dict[int, int] = {}
+    taken: set[int] = set()
+    buckets: dict[int, list[int]] = {}
+    for v in order:
+        if not nodes[v].args:
+            continue
+        found = buckets.setdefault(h[v], [])
+        if v not in prev:
+            for u in reversed(found[-TRIES:]):
+                if u in taken:
+                    continue
+                pairs = _pairs(graph, v, u, prev, taken, h)
+                if pairs is not None:
+                    for a, b in [(v, u), *pairs]:
+                        prev[a] = b
+                        taken.add(b)
+                    break
+        found.append(v)
+    return prev
+
+
+def _same_kind(na: Any, nb: Any) -> bool:
+    return (na.op == nb.op and na.shape == nb.shape and na.dtype == nb.dtype
+            and len(na.args) == len(nb.args) and na.attrs == nb.attrs)
+
+
+def _pairs(graph: Graph, v: int, u: int, prev: dict[int, int], taken: set[int],
+           h: dict[int, int]) -> list[tuple[int, int]] | None:
+    """Whether ``v`` repeats ``u`` one step on: the operand pairs it implies that are not
+    known yet (slices one position on; nodes of equal hash, checked later), or None."""
+    nodes = graph.nodes
+    if not _same_kind(nodes[v], nodes[u]):
+        return None
+    pairs: list[tuple[int, int]] = []
+    for a, b in zip(nodes[v].args, nodes[u].args):
+        if a == b or prev.get(a) == b or (a, b) in pairs:
+            continue
+        if a in prev or b in taken or b >= a or nodes[a].is_var or nodes[a].is_const:
+            return None
+        if any(x == a or y == b for x, y in pairs):
+            return None
+        if slot_step(graph, b, a) is None and not (h[a] == h[b]
+                                                   and _same_kind(nodes[a], nodes[b])):
+            return None
+        pairs.append((a, b))
+    return pairs
+
+
+# -- 3: roles, loops, the run ---------------------------------------------------------------
+
+class _Loop:
+    """Roles linked by operands: each role's nodes by step."""
+
+    def __init__(self, graph: Graph, roles: dict[int, list[int]]) -> None:
+        self.graph, self.roles = graph, roles
+        self.size = sum(len(c) for c in roles.values())
+
+    def run(self, order: list[int], ids: list[int]) -> _Run | None:
+        ref = self._cut(max(self.roles.values(), key=len))
+        if ref is None:
+            return None
+        step: dict[int, int] = {}
+        at: dict[int, dict[int, int]] = {}
+        for r, chain in self.roles.items():
+            s = [bisect_right(ref, v) - 1 for v in chain]
+            if any(b != a + 1 for a, b in zip(s, s[1:])):
+                return None
+            at[r] = {k: v for k, v in zip(s, chain)}
+            step.update(zip(chain, s))
+        first = max(min(m) for m in at.values())
+        last = min(max(m) for m in at.values())
+        if last - first + 1 < MIN_STEPS or first < 0:
+            return None
+        return _Run.check(self.graph, at, step, first, last, order)
+
+    def _cut(self, ref: list[int]) -> list[int] | None:
+        """The nodes of the role to cut steps before: the cut that carries fewest values
+        from one step to the next (steps first cut at ``ref``'s nodes)."""
+        nodes = self.graph.nodes
+        mid = ref[len(ref) // 2]
+        step = {v: bisect_right(ref, v) - 1 for c in self.roles.values() for v in c}
+        sm = step[mid]
+        here = {r: v for r, c in self.roles.items() for v in c if step[v] == sm}
+        if len(here) != len(self.roles):
+            return None
+        ranked = sorted(self.roles, key=lambda r: here[r])
+        rank = {r: k for k, r in enumerate(ranked)}
+        size = len(ranked)
+        role = {v: r for r, c in self.roles.items() for v in c}
+        reach = dict.fromkeys(ranked, 0)  # how far (in role positions) a value is used
+        for r in ranked:
+            v = here[r]
+            for a in nodes[v].args:
+                ra = role.get(a)
+                if ra is not None:
+                    span = (sm - step[a]) * size + rank[r] - rank[ra]
+                    reach[ra] = max(reach[ra], span)
+        diff = [0] * (size + 1)
+        for r, span in reach.items():
+            if span >= size:
+                return None  # used two steps on: no cut carries it one step
+            lo, hi = rank[r] + 1, rank[r] + span  # cuts before these positions carry r
+            for a, b in ((lo, min(hi, size - 1)), (max(lo - size, 0), hi - size)):
+                if a <= b:
+                    diff[a] += 1
+                    diff[b + 1] -= 1
+        counts, total = [], 0
+        for k in range(size):
+            total += diff[k]
+            counts.append(total)
+        best = min(range(size), key=lambda k: counts[k])
+        return self.roles[ranked[best]]
+
+
+def _loops(graph: Graph, order: list[int], prev: dict[int, int]) -> list[_Loop]:
+    nodes = graph.nodes
+    role: dict[int, int] = {}
+    parent: dict[int, int] = {}
+
+    def find(r: int) -> int:
+        while parent[r] != r:
+            parent[r] = parent[parent[r]]
+            r = parent[r]
+        return r
+
+    for v in order:
+        u = prev.get(v)
+        if u is not None:
+            role[v] = role.setdefault(u, u)
+            parent.setdefault(role[v], role[v])
+    for v in order:
+        u = prev.get(v)
+        if u is None:
+            continue
+        for a, b in zip(nodes[v].args, nodes[u].args):
+            if a != b and prev.get(a) == b:
+                ra, rb = find(role[v]), find(role[a])
+                if ra != rb:
+                    parent[ra] = rb
+    groups: dict[int, dict[int, list[int]]] = {}
+    for v in order:
+        if v in role:
+            groups.setdefault(find(role[v]), {}).setdefault(role[v], []).append(v)
+    return [_Loop(graph, roles) for roles in groups.values()]
+
+
+class _Run:
+    """A checked run: steps ``first..last`` of roles ``at`` (role -> step -> node); for
+    each computed role, how each operand is found (``uses``); the slices (``xs``)."""
+
+    def __init__(self) -> None:
+        self.at: dict[int, dict[int, int]] = {}
+        self.first = self.last = 0
+        self.uses: dict[int, list[tuple[str, Any]]] = {}
+        self.xs: dict[int, tuple[int, int]] = {}  # slice role -> (p, delta)
+        self.init: dict[int, int] = {}  # carry role -> its value entering step first
+        self.members: set[int] = set()
+
+    @classmethod
+    def check(cls, graph: Graph, at: dict[int, dict[int, int]], step: dict[int, int],
+              first: int, last: int, order: list[int]) -> _Run | None:
+        self = cls()
+        self.at, self.first, self.last = at, first, last
+        nodes = graph.nodes
+        ref = first + 1
+        for r, m in at.items():
+            d = slot_step(graph, m[ref - 1], m[ref])
+            if d is not None and not REGISTRY[nodes[m[ref]].op].elementwise:
+                self.xs[r] = d
+        role_of = {m[s]: r for r, m in at.items() for s in range(first - 1, last + 1) if s in m}
+        for r, m in at.items():
+            if r in self.xs:
+                continue
+            uses = []
+            for a in nodes[m[ref]].args:
+                ra = role_of.get(a)
+                if ra is not None and step[a] == ref and ra in at:
+                    uses.append(("x" if ra in self.xs else "same", ra))
+                elif ra is not None and step[a] == ref - 1 and ra not in self.xs:
+                    uses.append(("carry", ra))
+                elif ra is None:
+                    uses.append(("shared", a))
+                else:
+                    return None
+            self.uses[r] = uses
+        self.members = {m[s] for r, m in at.items() if r not in self.xs
+                        for s in range(first, last + 1)}
+        if not self._consistent(graph) or not self._shared_ok(graph, order):
+            return None
+        return self
+
+    def _consistent(self, graph: Graph) -> bool:
+        nodes = graph.nodes
+        at = self.at
+        for r, (p, d) in self.xs.items():
+            m = at[r]
+            if any(slot_step(graph, m[s - 1], m[s]) != (p, d)
+                   for s in range(self.first + 1, self.last + 1)):
+                return False
+        for r, uses in self.uses.items():
+            m = at[r]
+            for s in range(self.first, self.last + 1):
+                for a, (kind, what) in zip(nodes[m[s]].args, uses):
+                    if kind == "shared":
+                        ok = a == what
+                    elif kind == "carry" and s == self.first:
+                        ok = self.init.setdefault(what, a) == a
+                    elif kind == "carry":
+                        ok = at[what].get(s - 1) == a
+                    else:
+                        ok = at[what].get(s) == a
+                    if not ok:
+                        return False
+        nodes_in = [(nodes[a], nodes[at[r][self.first]]) for r, a in self.init.items()]
+        return bool(self.init) and all((a.shape, a.dtype) == (b.shape, b.dtype)
+                                       for a, b in nodes_in)
+
+    def _shared_ok(self, graph: Graph, order: list[int]) -> bool:
+        """Shared values and initial carries must not depend on the run itself."""
+        inside = graph.descendants(self.members, order)
+        outside = [w for uses in self.uses.values() for k, w in uses if k == "shared"]
+        return not any(w in inside for w in [*outside, *self.init.values()])
+
+    # -- 4: the scan --------------------------------------------------------------------
+
+    def build(self, graph: Graph, order: list[int], ids: list[int]) -> dict[int, int]:
+        """The scan of the run, and the replacements of its nodes used after it."""
+        from ..frontend.loops import scan
+
+        nodes = graph.nodes
+        members = self.members
+        needed = {a for i in order if i not in members for a in nodes[i].args if a in members}
+        needed |= {i for i in ids if i in members}
+        where = {m[s]: (r, s) for r, m in self.at.items() if r not in self.xs
+                 for s in range(self.first, self.last + 1)}
+        carries = sorted(self.init)
+        count = self.last - self.first + 1
+        ys = sorted({where[i][0] for i in needed
+                     if not (where[i][0] in self.init and where[i][1] == self.last)})
+        xs = sorted(self.xs)
+        steps = sorted(self.uses, key=lambda r: self.at[r][self.first])
+        template = {r: nodes[self.at[r][self.first]] for r in steps}
+
+        def body(c: Any, x: Any) -> Any:
+            env: dict[tuple, Expr] = {("carry", r): v for r, v in zip(carries, c)}
+            env.update({("x", r): v for r, v in zip(xs, x)})
+            tg = TRACES.graphs[-1]
+            for r in steps:
+                args = []
+                for kind, what in self.uses[r]:
+                    e = Expr(graph, what) if kind == "shared" else env[(kind, what)]
+                    args.append(tg.find(e))
+                n = template[r]
+                env[("same", r)] = Expr(tg, tg.add(REGISTRY[n.op], tuple(args), n.attrs))
+            return (tuple(env[("same", r)] for r in carries),
+                    tuple(env[("same", r)] for r in ys))
+
+        init = tuple(Expr(graph, self.init[r]) for r in carries)
+        sliced = tuple(lifted_slot(graph, self.at[r][self.first], *self.xs[r], count)
+                       for r in xs)
+        final, stacked = scan(body, init, sliced, length=count)
+        new: dict[int, int] = {}
+        for i in needed:
+            r, s = where[i]
+            if r in self.init and s == self.last:
+                new[i] = final[carries.index(r)].node
+            else:
+                new[i] = stacked[ys.index(r)][s - self.first].node
+        return new
