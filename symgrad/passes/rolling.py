@@ -102,7 +102,8 @@ def _signature(n: Any) -> Any:
         return n.id
     attrs = freeze(n.attrs) if n.attrs else ()
     if key is not None:
-        attrs = tuple("#" if type(e) is int else e for e in key)
+        attrs = tuple("#" if type(e) is int else (e.start, e.stop, e.step)
+                      if isinstance(e, slice) else e for e in key)
     return (n.op, attrs, n.shape, n.dtype, len(n.args))
 
 
