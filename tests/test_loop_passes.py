@@ -131,3 +131,147 @@ def test_jvp_and_hessian_see_the_reduction():
         float(np.sum(3 * v ** 2)), rel=1e-13)
     np.testing.assert_allclose(sg.evaluate(sg.hessian(f, x), {"x": v}), np.diag(6 * v),
                                rtol=1e-13)
+
+
+# -- rolling --------------------------------------------------------------------------------
+
+from symgrad.passes.rolling import roll  # noqa: E402
+
+UNARY = (sg.sin, sg.cos, sg.tanh)
+BINARY = (lambda a, b: a * b, lambda a, b: a + b, lambda a, b: a - b,
+          lambda a, b: a * 0.5 + b)
+
+
+def _random_step(rng: np.random.Generator, carries: int):
+    """A random step ``(carries, x, w) -> carries``: each new carry a random tree of
+    elementwise ops over the carries, this step's slice and a shared value."""
+    plans = []
+    for j in range(carries):
+        plan = [("leaf", ("c", j))]
+        for _ in range(int(rng.integers(1, 4))):
+            if rng.random() < 0.4:
+                plan.append(("unary", int(rng.integers(len(UNARY)))))
+            else:
+                leaf = [("c", int(rng.integers(carries))), ("x", 0), ("w", 0),
+                        ("k", float(rng.uniform(0.5, 1.5)))][int(rng.integers(4))]
+                plan.append(("binary", int(rng.integers(len(BINARY))), leaf))
+        plans.append(plan)
+
+    def step(cs, xk, w):
+        def leaf(spec):
+            kind, v = spec
+            return {"c": lambda: cs[v], "x": lambda: xk, "w": lambda: w,
+                    "k": lambda: v}[kind]()
+        out = []
+        for plan in plans:
+            e = leaf(plan[0][1])
+            for item in plan[1:]:
+                if item[0] == "unary":
+                    e = UNARY[item[1]](e)
+                else:
+                    e = BINARY[item[1]](e, leaf(item[2]))
+            out.append(e)
+        return out
+
+    return step
+
+
+def _unrolled(step, steps: int, carries: int, shape: tuple):
+    c0 = [sg.var(f"c{j}", shape=shape) for j in range(carries)]
+    xs, w = sg.var("xs", shape=(steps, *shape)), sg.var("w", shape=shape)
+    cs = list(c0)
+    for k in range(steps):
+        cs = step(cs, xs[k], w)
+    return cs
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_rolled_and_unrolled_graphs_agree_bit_for_bit(seed):
+    rng = np.random.default_rng(seed)
+    carries = int(rng.integers(1, 3))
+    shape = [(), (3,)][seed % 2]
+    steps = int(rng.integers(1, 40))
+    step = _random_step(rng, carries)
+    outs = _unrolled(step, steps, carries, shape)
+    total = outs[0] if carries == 1 else outs[0] * outs[1]
+    rolled = roll([total])[0]
+    values = {f"c{j}": rng.uniform(-1, 1, shape) for j in range(carries)}
+    values.update(xs=rng.uniform(-1, 1, (steps, *shape)), w=rng.uniform(-1, 1, shape))
+    want, got = sg.evaluate(total, values), sg.evaluate(rolled, values)
+    assert np.array_equal(want, got, equal_nan=True), (want, got)
+    if steps >= 24 and "scan" not in _ops(rolled):
+        pytest.fail("a 24-step loop did not roll")
+    if seed % 4 == 0:  # the rolled loop's gradient (a reverse scan) against the unrolled
+        g_roll = sg.evaluate(sg.grad(sg.sum(rolled), "c0"), values)
+        g_unrolled = sg.evaluate(sg.grad(sg.sum(total), "c0", cleanup=False), values)
+        np.testing.assert_allclose(g_roll, g_unrolled, rtol=1e-10, atol=1e-12)
+
+
+def test_w4_chain_rolls_and_differentiates_in_size_independent_of_the_trip_count():
+    sizes = []
+    for steps in (50, 400):
+        x = sg.var("x")
+        h = x
+        for _ in range(steps):
+            h = sg.sin(h) * h + sg.cos(h)
+        d = sg.grad(h, x)
+        sizes.append(len(d.graph.ancestors([d.node])))
+        got = sg.evaluate(d, {"x": 0.3})
+        fd = (sg.evaluate(h, {"x": 0.3 + 1e-6}) - sg.evaluate(h, {"x": 0.3 - 1e-6})) / 2e-6
+        assert got == pytest.approx(fd, rel=1e-5, abs=1e-8)
+        (r,) = roll([h])
+        assert sg.evaluate(r, {"x": 0.3}) == sg.evaluate(h, {"x": 0.3})
+    assert sizes[0] == sizes[1]  # the gradient's graph does not grow with the loop
+    src = sg.to_source([h, d], [x])
+    assert len(src.splitlines()) < 200
+
+
+def test_rk4_lotka_volterra_python_loop_rolls_with_a_scanned_input():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[1]))
+    from benchmarks.loops import S0, _fd_grad, _trajectory, rk4_step
+
+    steps = 40
+    dt = 10.0 / steps
+    data = np.array(_trajectory((1.0, 0.5, 0.12, 0.45), steps, dt))
+
+    def loss(p, obs):
+        x, y = S0
+        total = 0.0
+        for k in range(steps):
+            x, y = rk4_step(x, y, p, dt)
+            total = total + (x - obs[k, 0]) ** 2 + (y - obs[k, 1]) ** 2
+        return total
+
+    p0 = np.array([1.1, 0.4, 0.1, 0.4])
+    vg = sg.value_and_grad(loss)
+    value, grad = vg(p0, data)
+    assert value == loss(p0, data)  # the same loop run by NumPy, bit for bit
+    np.testing.assert_allclose(grad, _fd_grad(tuple(p0), data, dt), rtol=1e-6)
+    assert "for " in vg.source  # one loop emitted, not 40 unrolled steps
+    p, obs = sg.var("p", shape=(4,)), sg.var("obs", shape=(steps, 2))
+    unrolled = loss(p, obs)
+    (rolled,) = roll([unrolled])
+    assert "scan" in _ops(rolled) and len(_ops(rolled)) < len(_ops(unrolled)) // 4
+
+
+def test_what_does_not_roll_stays_correct():
+    x = sg.var("x")
+    h = x
+    for k in range(30):  # a constant that changes from step to step: no loop
+        h = sg.sin(h) * (1.0 + k)
+    (r,) = roll([h])
+    assert r.node == h.node
+    h1 = x
+    for k in range(30):  # ... unless it repeats: three steps are one
+        h1 = sg.sin(h1) ** (k % 3 + 1)
+    (r1,) = roll([h1])
+    assert "scan" in _ops(r1) and sg.evaluate(r1, {"x": 0.7}) == sg.evaluate(h1, {"x": 0.7})
+    h2 = x
+    prev = x
+    for _ in range(30):  # a value used two steps later
+        h2, prev = sg.sin(h2) + 0.5 * prev, h2
+    (r2,) = roll([h2])
+    assert sg.evaluate(r2, {"x": 0.2}) == sg.evaluate(h2, {"x": 0.2})

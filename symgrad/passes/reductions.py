@@ -25,6 +25,7 @@ reduced form (their results are rounded anyway); ``compile`` uses it with ``fast
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
 
 from ..ir.expr import Expr, F
@@ -34,6 +35,7 @@ from ..ops.reductions import CHAIN_REDUCTIONS
 from .steps import lifted_slot, padded, replaced, slot_step, use_counts
 
 MIN_RUN = 8  # terms from which a run becomes a reduction (short sums stay as written)
+MAX_TERM = 4096  # nodes of a term compared with the next one, at most
 _NUMERIC = ("float", "int", "uint")
 
 
@@ -148,10 +150,13 @@ def unify(graph: Graph, t: int, u: int
     each with its ``(p, delta)``, and the map from ``t``'s nodes to ``u``'s; or None."""
     nodes = graph.nodes
     mapping: dict[int, int] = {}
+    images: set[int] = set()
     slots: list[tuple[int, tuple[int, int]]] = []
-    stack = [(t, u)]
-    while stack:
-        a, b = stack.pop()
+    queue = deque([(t, u)])  # breadth first: terms that differ deep down fail early
+    while queue:
+        a, b = queue.popleft()
+        if len(mapping) > MAX_TERM:
+            return None
         if a in mapping:
             if mapping[a] != b:
                 return None
@@ -159,6 +164,9 @@ def unify(graph: Graph, t: int, u: int
         mapping[a] = b
         if a == b:
             continue
+        if b in mapping or a in images:  # the terms overlap: u builds on t, not beside it
+            return None
+        images.add(b)
         na, nb = nodes[a], nodes[b]
         if (na.op != nb.op or na.shape != nb.shape or na.dtype != nb.dtype
                 or len(na.args) != len(nb.args)):
@@ -169,7 +177,7 @@ def unify(graph: Graph, t: int, u: int
             continue
         if not REGISTRY[na.op].elementwise or na.attrs != nb.attrs:
             return None
-        stack.extend(reversed(list(zip(na.args, nb.args))))
+        queue.extend(zip(na.args, nb.args))
     return slots, mapping
 
 

@@ -117,28 +117,37 @@ def _hashes(graph: Graph, order: list[int]) -> dict[int, int]:
     return h
 
 
-def _match(graph: Graph, order: list[int]) -> dict[int, int]:
-    """``prev``: node -> the node it repeats, one step earlier."""
-    nodes = graph.nodes
-    h = _hashes(graph, order)
-    prev: dict[int, int] = {}
-    taken: set[int] = set()
+def _period(order: list[int], h: dict[int, int]) -> int:
+    """The most common distance (in node ids) from a node to an earlier node of the same
+    hash, the shortest of equals: in a traced loop, the nodes one step creates."""
+    votes: dict[int, int] = {}
     buckets: dict[int, list[int]] = {}
     for v in order:
-        if not nodes[v].args:
-            continue
         found = buckets.setdefault(h[v], [])
-        if v not in prev:
-            for u in reversed(found[-TRIES:]):
-                if u in taken:
-                    continue
-                pairs = _pairs(graph, v, u, prev, taken, h)
-                if pairs is not None:
-                    for a, b in [(v, u), *pairs]:
-                        prev[a] = b
-                        taken.add(b)
-                    break
+        for u in found[-TRIES:]:
+            votes[v - u] = votes.get(v - u, 0) + 1
         found.append(v)
+    if not votes:
+        return 0
+    return min(votes, key=lambda d: (-votes[d], d))
+
+
+def _match(graph: Graph, order: list[int]) -> dict[int, int]:
+    """``prev``: node -> the node it repeats, one step (``period`` node ids) earlier."""
+    nodes = graph.nodes
+    h = _hashes(graph, order)
+    period = _period(order, h)
+    prev: dict[int, int] = {}
+    taken: set[int] = set()
+    for v in order:
+        u = v - period
+        if v in prev or not nodes[v].args or u < 0 or h.get(u) != h[v] or u in taken:
+            continue
+        pairs = _pairs(graph, v, u, prev, taken, period)
+        if pairs is not None:
+            for a, b in [(v, u), *pairs]:
+                prev[a] = b
+                taken.add(b)
     return prev
 
 
@@ -148,9 +157,9 @@ def _same_kind(na: Any, nb: Any) -> bool:
 
 
 def _pairs(graph: Graph, v: int, u: int, prev: dict[int, int], taken: set[int],
-           h: dict[int, int]) -> list[tuple[int, int]] | None:
+           period: int) -> list[tuple[int, int]] | None:
     """Whether ``v`` repeats ``u`` one step on: the operand pairs it implies that are not
-    known yet (slices one position on; nodes of equal hash, checked later), or None."""
+    known yet (slices one position on; nodes one period apart, checked later), or None."""
     nodes = graph.nodes
     if not _same_kind(nodes[v], nodes[u]):
         return None
@@ -158,11 +167,11 @@ def _pairs(graph: Graph, v: int, u: int, prev: dict[int, int], taken: set[int],
     for a, b in zip(nodes[v].args, nodes[u].args):
         if a == b or prev.get(a) == b or (a, b) in pairs:
             continue
-        if a in prev or b in taken or b >= a or nodes[a].is_var or nodes[a].is_const:
+        if a in prev or b in taken or nodes[a].is_var or nodes[a].is_const:
             return None
         if any(x == a or y == b for x, y in pairs):
             return None
-        if slot_step(graph, b, a) is None and not (h[a] == h[b]
+        if slot_step(graph, b, a) is None and not (a - b == period
                                                    and _same_kind(nodes[a], nodes[b])):
             return None
         pairs.append((a, b))
@@ -185,14 +194,15 @@ class _Loop:
         step: dict[int, int] = {}
         at: dict[int, dict[int, int]] = {}
         for r, chain in self.roles.items():
-            s = [bisect_right(ref, v) - 1 for v in chain]
-            if any(b != a + 1 for a, b in zip(s, s[1:])):
+            placed = [(bisect_right(ref, v) - 1, v) for v in chain]
+            placed = [(k, v) for k, v in placed if k >= 0]  # before the first cut: a prefix
+            if not placed or any(b[0] != a[0] + 1 for a, b in zip(placed, placed[1:])):
                 return None
-            at[r] = {k: v for k, v in zip(s, chain)}
-            step.update(zip(chain, s))
+            at[r] = {k: v for k, v in placed}
+            step.update((v, k) for k, v in placed)
         first = max(min(m) for m in at.values())
         last = min(max(m) for m in at.values())
-        if last - first + 1 < MIN_STEPS or first < 0:
+        if last - first + 1 < MIN_STEPS:
             return None
         return _Run.check(self.graph, at, step, first, last, order)
 
@@ -218,21 +228,34 @@ class _Loop:
                 if ra is not None:
                     span = (sm - step[a]) * size + rank[r] - rank[ra]
                     reach[ra] = max(reach[ra], span)
-        diff = [0] * (size + 1)
+        carried, twice = [0] * (size + 1), [0] * (size + 1)
         for r, span in reach.items():
-            if span >= size:
-                return None  # used two steps on: no cut carries it one step
-            lo, hi = rank[r] + 1, rank[r] + span  # cuts before these positions carry r
-            for a, b in ((lo, min(hi, size - 1)), (max(lo - size, 0), hi - size)):
-                if a <= b:
-                    diff[a] += 1
-                    diff[b + 1] -= 1
-        counts, total = [], 0
+            laps, rest = divmod(span, size)  # a cut is crossed once per lap, +1 in ``rest``
+            if laps >= 2:
+                return None  # used two steps on whatever the cut
+            if laps == 1:
+                carried[0] += 1
+                carried[size] -= 1
+            _spread(twice if laps == 1 else carried, rank[r] + 1, rest, size)
+        counts, bad, c, t = [], [], 0, 0
         for k in range(size):
-            total += diff[k]
-            counts.append(total)
-        best = min(range(size), key=lambda k: counts[k])
+            c, t = c + carried[k], t + twice[k]
+            counts.append(c)
+            bad.append(t > 0)
+        good = [k for k in range(size) if not bad[k]]
+        if not good:
+            return None
+        best = min(good, key=lambda k: counts[k])
         return self.roles[ranked[best]]
+
+
+def _spread(diff: list[int], start: int, length: int, size: int) -> None:
+    """Add 1 to ``length`` cyclic positions from ``start`` (a difference array)."""
+    for a, b in ((start, min(start + length - 1, size - 1)),
+                 (max(start - size, 0), start + length - 1 - size)):
+        if length and a <= b:
+            diff[a] += 1
+            diff[b + 1] -= 1
 
 
 def _loops(graph: Graph, order: list[int], prev: dict[int, int]) -> list[_Loop]:
