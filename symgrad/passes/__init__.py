@@ -13,12 +13,15 @@
 ``sympy``              ``sympy.simplify`` on elementwise regions (``simplify(sympy=True)``)
 ``cse``                rebuilt through hash-consing; dead nodes dropped
 ``fast_math``          opt-in, not IEEE-exact: ``a - a -> 0``, ``0 * x -> 0``, ``x + 0 -> x``
+``reductions``         ``t(x[0]) + t(x[1]) + ...`` -> ``sum(t(x))``; ``prod``, ``max``, ``min``
+``rolling``            a run of identical steps (a traced Python loop) -> one ``scan`` (exact)
 =====================  ================================================================
 
 The reverse transform runs :data:`REVERSE` on the nodes it builds (B); ``compile`` and
 ``to_source`` rebuild what they emit through :data:`COMPILE` (the exact passes; with
 ``fast_math=True`` also the others, :mod:`.pipeline`); :func:`simplify` runs the rest on
-request. Rules are data (:mod:`.pattern`): op names appear in patterns,
+request. The loop passes (:mod:`.loops`) run before differentiating and before emitting.
+Rules are data (:mod:`.pattern`): op names appear in patterns,
 and the driver applies them to each node as it is built.
 """
 
@@ -27,6 +30,7 @@ from __future__ import annotations
 from .adjoint_cleanup import ADJOINT_CLEANUP, sum_contributions
 from .exact import CONSTANT_FOLDING, IDENTITIES, NEGATIONS
 from .idioms import IDIOMS
+from .loops import REDUCTIONS, ROLLING
 from .lowering import LOWERING
 from .normal_form import CANONICAL_ORDER, NORMAL_FORM
 from .pattern import Const, Pass, Rule, rewriter
@@ -37,7 +41,8 @@ from .stability import STABILITY
 REVERSE = (CONSTANT_FOLDING, IDENTITIES, NEGATIONS, NORMAL_FORM, ADJOINT_CLEANUP, LOWERING,
            IDIOMS)
 PASSES = (CONSTANT_FOLDING, IDENTITIES, NEGATIONS, NORMAL_FORM, CANONICAL_ORDER,
-          ADJOINT_CLEANUP, LOWERING, IDIOMS, STABILITY, SYMPY, CSE, FAST_MATH)
+          ADJOINT_CLEANUP, LOWERING, IDIOMS, STABILITY, SYMPY, CSE, FAST_MATH, REDUCTIONS,
+          ROLLING)
 
 
 def passes() -> list[Pass]:
@@ -47,7 +52,8 @@ def passes() -> list[Pass]:
     >>> import symgrad as sg
     >>> [p.name for p in sg.passes()]  # doctest: +NORMALIZE_WHITESPACE
     ['constant_folding', 'identities', 'negations', 'normal_form', 'canonical_order',
-     'adjoint_cleanup', 'lowering', 'idioms', 'stability', 'sympy', 'cse', 'fast_math']
+     'adjoint_cleanup', 'lowering', 'idioms', 'stability', 'sympy', 'cse', 'fast_math',
+     'reductions', 'rolling']
     >>> print(sg.passes()[2])
     negations          negations folded into sums, moved out of products: a + (-b) -> a - b (exact)
     """
@@ -56,5 +62,5 @@ def passes() -> list[Pass]:
 
 __all__ = ["ADJOINT_CLEANUP", "CANONICAL_ORDER", "COMPILE", "CONSTANT_FOLDING", "CSE", "Const",
            "FAST_MATH", "IDENTITIES", "IDIOMS", "LOWERING", "NEGATIONS", "NORMAL_FORM",
-           "PASSES", "Pass", "REVERSE", "Rule", "STABILITY", "SYMPY", "passes", "rewriter",
-           "simplify", "sum_contributions"]
+           "PASSES", "Pass", "REDUCTIONS", "REVERSE", "ROLLING", "Rule", "STABILITY", "SYMPY",
+           "passes", "rewriter", "simplify", "sum_contributions"]

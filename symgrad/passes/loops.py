@@ -27,10 +27,10 @@ def loop_passes(outputs: Sequence[Expr], reassociate: bool = True) -> list[Expr]
 
 
 REDUCTIONS = Pass(
-    "reductions", "add/multiply/maximum/minimum chains over consecutive elements of one "
-    "array -> sum/prod/max/min of the sliced expression (sum, prod: reassociated)",
+    "reductions", "t(x[0]) + t(x[1]) + ... -> sum(t(x)); prod, max, min too (sum, prod: "
+    "reassociated)",
     run=reduce_chains, stages=("grad", "compile(fast_math=True)"))
 
 ROLLING = Pass(
-    "rolling", "a run of identical steps (a traced Python loop) -> one scan (bit for bit)",
+    "rolling", "a run of identical steps (a traced Python loop) -> one scan (exact)",
     run=roll, stages=("grad", "compile"))

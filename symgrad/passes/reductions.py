@@ -20,7 +20,7 @@ reduced form (their results are rounded anyway); ``compile`` uses it with ``fast
 >>> x = sg.var("x", shape=(16,))
 >>> (s,) = reduce_chains([sum(x[i] ** 2 for i in range(16))])
 >>> str(s)
-'0 + sum(x ** 2, axis=0)'
+'0 + sum(x ** 2)'
 """
 
 from __future__ import annotations
