@@ -52,7 +52,7 @@ from ..ops.indexing import static_key
 from .steps import lifted_slot, replaced, slot_step
 
 MIN_STEPS = 8  # steps from which a run becomes a loop (short loops stay as written)
-ROUNDS = 4  # operand levels the structural hash sees
+ROUNDS = 3  # operand levels the structural hash sees
 TRIES = 6  # earlier nodes of the same hash tried as a node's previous step
 MAX_LOOPS = 16  # runs rolled per call (each one a walk of the graph)
 
@@ -122,10 +122,11 @@ def _period(order: list[int], h: dict[int, int]) -> int:
     hash, the shortest of equals: in a traced loop, the nodes one step creates."""
     votes: dict[int, int] = {}
     buckets: dict[int, list[int]] = {}
-    for v in order:
+    for k, v in enumerate(order):
         found = buckets.setdefault(h[v], [])
-        for u in found[-TRIES:]:
-            votes[v - u] = votes.get(v - u, 0) + 1
+        if k % 4 == 0:  # a sample of the nodes is enough to find the period
+            for u in found[-TRIES:]:
+                votes[v - u] = votes.get(v - u, 0) + 1
         found.append(v)
     if not votes:
         return 0
@@ -274,12 +275,14 @@ def _loops(graph: Graph, order: list[int], prev: dict[int, int]) -> list[_Loop]:
         if u is not None:
             role[v] = role.setdefault(u, u)
             parent.setdefault(role[v], role[v])
+    linked: set[tuple[int, int]] = set()
     for v in order:
         u = prev.get(v)
         if u is None:
             continue
         for a, b in zip(nodes[v].args, nodes[u].args):
-            if a != b and prev.get(a) == b:
+            if a != b and prev.get(a) == b and (role[v], role[a]) not in linked:
+                linked.add((role[v], role[a]))  # each step links the same roles again
                 ra, rb = find(role[v]), find(role[a])
                 if ra != rb:
                     parent[ra] = rb
