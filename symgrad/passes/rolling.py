@@ -64,20 +64,25 @@ def roll(outputs: Sequence[Expr]) -> list[Expr]:
         return list(outputs)
     graph = outputs[0].graph
     ids = [graph.find(o) for o in outputs]
-    known = _ROLLED.setdefault(graph, {})
+    known, done = _ROLLED.setdefault(graph, ({}, set()))
     if known:  # what was rolled before (by grad, say) is not searched again
         ids = replaced(graph, ids, dict(known))
+    if all(i in done for i in ids):
+        return [Expr(graph, i) for i in ids]
     for _ in range(MAX_LOOPS):
         new = _roll_one(graph, ids)
         if not new:
             break
         known.update(new)
         ids = replaced(graph, ids, new)
+    done.update(ids)
     return [Expr(graph, i) for i in ids]
 
 
-# graph -> {node: its rolled replacement}: nodes never change, so neither does the answer
-_ROLLED: weakref.WeakKeyDictionary[Graph, dict[int, int]] = weakref.WeakKeyDictionary()
+# graph -> ({node: its rolled replacement}, nodes whose ancestors have nothing left to roll):
+# nodes never change, so neither do the answers
+_ROLLED: weakref.WeakKeyDictionary[Graph, tuple[dict[int, int], set[int]]] = \
+    weakref.WeakKeyDictionary()
 
 
 def _roll_one(graph: Graph, ids: list[int]) -> dict[int, int]:
