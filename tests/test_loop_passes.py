@@ -275,3 +275,49 @@ def test_what_does_not_roll_stays_correct():
         h2, prev = sg.sin(h2) + 0.5 * prev, h2
     (r2,) = roll([h2])
     assert sg.evaluate(r2, {"x": 0.2}) == sg.evaluate(h2, {"x": 0.2})
+
+
+# -- checkpoint= ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("k", [1, 4, 5, 23, 40])
+def test_checkpointed_scan_gives_the_same_values_and_gradients_bit_for_bit(k, reverse):
+    x, xs = sg.var("x", shape=(3,)), sg.var("xs", shape=(23, 3))
+
+    def run(checkpoint):
+        c, ys = sg.scan(lambda c, xi: (sg.sin(c) * xi + c, c * 2.0), x, xs, reverse=reverse,
+                        checkpoint=checkpoint)
+        loss = sg.sum(c) + sg.sum(ys ** 2)
+        return [c, ys, *sg.grad(loss, [x, xs])]
+
+    values = {"x": np.arange(3.0), "xs": RNG.normal(size=(23, 3))}
+    for a, b in zip(sg.evaluate(run(None), values), sg.evaluate(run(k), values)):
+        assert np.array_equal(a, b)
+
+
+def test_checkpoint_lowers_the_peak_memory_of_the_gradient():
+    import tracemalloc
+
+    w = sg.var("w", shape=(2000,))
+
+    def gradient(checkpoint):
+        c, _ = sg.scan(lambda c, _: (sg.tanh(c * w + 0.1), None), w, length=400,
+                       checkpoint=checkpoint)
+        return sg.compile([sg.grad(sg.sum(c), w)], [w])
+
+    peaks, results = [], []
+    value = RNG.normal(size=2000)
+    for checkpoint in (None, 20):
+        fn = gradient(checkpoint)
+        fn(value)
+        tracemalloc.start()
+        results.append(fn(value)[0])
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-12, atol=1e-14)
+    assert peaks[1] < peaks[0] / 4, peaks  # 400 carries stored against about 20 + 20
+
+
+def test_checkpoint_is_checked():
+    with pytest.raises(sg.SymgradError, match="checkpoint must be a positive int"):
+        sg.scan(lambda c, _: (c, None), 0.0, length=3, checkpoint=0)
