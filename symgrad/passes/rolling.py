@@ -337,11 +337,50 @@ class _Run:
                 else:
                     return None
             self.uses[r] = uses
+        if not self._consistent(graph):
+            return None
+        while self._extend(graph):
+            pass
         self.members = {m[s] for r, m in at.items() if r not in self.xs
-                        for s in range(first, last + 1)}
-        if not self._consistent(graph) or not self._shared_ok(graph, order):
+                        for s in range(self.first, last + 1)}
+        if not self._shared_ok(graph, order):
             return None
         return self
+
+    def _extend(self, graph: Graph) -> bool:
+        """Take in the step before ``first`` when the values entering ``first`` are that
+        step computed from the values before it (the first steps of a loop, which the
+        hashes do not yet see as repeats); False when they are not."""
+        nodes = graph.nodes
+        s = self.first - 1
+        found: dict[int, int] = {}  # role -> its node in step s
+        entering: dict[int, int] = {}  # carry role -> the value entering step s
+        for r, v in self.init.items():
+            found[r] = v
+        for r in sorted(self.uses, key=lambda r: -self.at[r][self.first]):
+            v = found.get(r)
+            if v is None or not _same_kind(nodes[v], nodes[self.at[r][self.first]]):
+                return False
+            for a, (kind, what) in zip(nodes[v].args, self.uses[r]):
+                if kind == "shared":
+                    ok = a == what
+                elif kind == "carry":
+                    ok = entering.setdefault(what, a) == a
+                elif kind == "x":
+                    ok = (found.setdefault(what, a) == a
+                          and slot_step(graph, a, self.at[what][self.first]) == self.xs[what])
+                else:
+                    ok = found.setdefault(what, a) == a
+                if not ok:
+                    return False
+        if any((nodes[a].shape, nodes[a].dtype) != (nodes[found[r]].shape,
+                                                      nodes[found[r]].dtype)
+               for r, a in entering.items()) or set(entering) != set(self.init):
+            return False
+        for r, v in found.items():
+            self.at[r][s] = v
+        self.init, self.first = entering, s
+        return True
 
     def _consistent(self, graph: Graph) -> bool:
         nodes = graph.nodes
