@@ -194,9 +194,16 @@ class _Loop:
         self.size = sum(len(c) for c in roles.values())
 
     def run(self, order: list[int], ids: list[int]) -> _Run | None:
-        ref = self._cut(max(self.roles.values(), key=len))
-        if ref is None:
-            return None
+        """The checked run of the cut carrying fewest values; of equal cuts, the one whose
+        run reaches furthest back (the cut where the Python loop's iterations begin)."""
+        best = None
+        for ref in self._cuts(max(self.roles.values(), key=len)):
+            run = self._run_at(ref, order)
+            if run is not None and (best is None or run.start < best.start):
+                best = run
+        return best
+
+    def _run_at(self, ref: list[int], order: list[int]) -> _Run | None:
         step: dict[int, int] = {}
         at: dict[int, dict[int, int]] = {}
         for r, chain in self.roles.items():
@@ -212,16 +219,16 @@ class _Loop:
             return None
         return _Run.check(self.graph, at, step, first, last, order)
 
-    def _cut(self, ref: list[int]) -> list[int] | None:
-        """The nodes of the role to cut steps before: the cut that carries fewest values
-        from one step to the next (steps first cut at ``ref``'s nodes)."""
+    def _cuts(self, ref: list[int]) -> list[list[int]]:
+        """The nodes of the roles to cut steps before: the cuts that carry fewest values
+        from one step to the next (at most ``TRIES``; steps first cut at ``ref``'s)."""
         nodes = self.graph.nodes
         mid = ref[len(ref) // 2]
         step = {v: bisect_right(ref, v) - 1 for c in self.roles.values() for v in c}
         sm = step[mid]
         here = {r: v for r, c in self.roles.items() for v in c if step[v] == sm}
         if len(here) != len(self.roles):
-            return None
+            return []
         ranked = sorted(self.roles, key=lambda r: here[r])
         rank = {r: k for k, r in enumerate(ranked)}
         size = len(ranked)
@@ -238,7 +245,7 @@ class _Loop:
         for r, span in reach.items():
             laps, rest = divmod(span, size)  # a cut is crossed once per lap, +1 in ``rest``
             if laps >= 2:
-                return None  # used two steps on whatever the cut
+                return []  # used two steps on whatever the cut
             if laps == 1:
                 carried[0] += 1
                 carried[size] -= 1
@@ -249,10 +256,8 @@ class _Loop:
             counts.append(c)
             bad.append(t > 0)
         good = [k for k in range(size) if not bad[k]]
-        if not good:
-            return None
-        best = min(good, key=lambda k: counts[k])
-        return self.roles[ranked[best]]
+        fewest = min((counts[k] for k in good), default=0)
+        return [self.roles[ranked[k]] for k in good if counts[k] == fewest][:TRIES]
 
 
 def _spread(diff: list[int], start: int, length: int, size: int) -> None:
@@ -346,6 +351,11 @@ class _Run:
         if not self._shared_ok(graph, order):
             return None
         return self
+
+    @property
+    def start(self) -> int:
+        """The first node of the run (in creation order)."""
+        return min(m[self.first] for r, m in self.at.items() if r not in self.xs)
 
     def _extend(self, graph: Graph) -> bool:
         """Take in the step before ``first`` when the values entering ``first`` are that
