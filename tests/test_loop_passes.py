@@ -321,3 +321,18 @@ def test_checkpoint_lowers_the_peak_memory_of_the_gradient():
 def test_checkpoint_is_checked():
     with pytest.raises(sg.SymgradError, match="checkpoint must be a positive int"):
         sg.scan(lambda c, _: (c, None), 0.0, length=3, checkpoint=0)
+
+
+def test_a_failed_transform_does_not_leave_stale_rolled_nodes_behind():
+    x = sg.var("x", shape=(3,))
+    h = x
+    for _ in range(60):
+        h = sg.sin(h) * h + sg.cos(h)
+    f = sg.sum(h)
+    with sg.limits(transform_nodes=3), pytest.raises(sg.LimitError):
+        sg.hessian(f, x)  # rolls, then fails: the nodes it built are removed again
+    v = np.array([0.1, 0.2, 0.3])
+    hv = sg.evaluate(sg.hvp(f, x, np.ones(3)), {"x": v})
+    fd = (sg.evaluate(sg.grad(f, x), {"x": v + 1e-6}) -
+          sg.evaluate(sg.grad(f, x), {"x": v - 1e-6})) / 2e-6
+    np.testing.assert_allclose(hv, fd, rtol=1e-5, atol=1e-7)

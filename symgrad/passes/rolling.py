@@ -64,25 +64,42 @@ def roll(outputs: Sequence[Expr]) -> list[Expr]:
         return list(outputs)
     graph = outputs[0].graph
     ids = [graph.find(o) for o in outputs]
-    known, done = _ROLLED.setdefault(graph, ({}, set()))
+    known, done = _memo(graph)
     if known:  # what was rolled before (by grad, say) is not searched again
-        ids = replaced(graph, ids, dict(known))
+        ids = replaced(graph, ids, {i: r for i, (r, _) in known.items()})
     if all(i in done for i in ids):
         return [Expr(graph, i) for i in ids]
+    nodes = graph.nodes
     for _ in range(MAX_LOOPS):
         new = _roll_one(graph, ids)
         if not new:
             break
-        known.update(new)
+        known.update({i: (r, (nodes[i], nodes[r])) for i, r in new.items()})
         ids = replaced(graph, ids, new)
-    done.update(ids)
+    done.update({i: nodes[i] for i in ids})
     return [Expr(graph, i) for i in ids]
 
 
-# graph -> ({node: its rolled replacement}, nodes whose ancestors have nothing left to roll):
-# nodes never change, so neither do the answers
-_ROLLED: weakref.WeakKeyDictionary[Graph, tuple[dict[int, int], set[int]]] = \
-    weakref.WeakKeyDictionary()
+# graph -> ({node: (its rolled replacement, both Node records)}, {node whose ancestors have
+# nothing left to roll: its Node}): nodes never change, so neither do the answers, unless a
+# failed transform removed nodes (Graph.budget) and their ids were used again
+_ROLLED: weakref.WeakKeyDictionary[Graph, tuple[dict, dict]] = weakref.WeakKeyDictionary()
+
+
+def _memo(graph: Graph) -> tuple[dict, dict]:
+    """The answers remembered for ``graph``, those about removed nodes forgotten."""
+    known, done = _ROLLED.setdefault(graph, ({}, {}))
+    nodes = graph.nodes
+    size = len(nodes)
+
+    def alive(i: int, n: Any) -> bool:
+        return i < size and nodes[i] is n
+
+    for i in [i for i, (r, (a, b)) in known.items() if not (alive(i, a) and alive(r, b))]:
+        del known[i]
+    for i in [i for i, n in done.items() if not alive(i, n)]:
+        del done[i]
+    return known, done
 
 
 def _roll_one(graph: Graph, ids: list[int]) -> dict[int, int]:
