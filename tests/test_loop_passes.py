@@ -336,3 +336,15 @@ def test_a_failed_transform_does_not_leave_stale_rolled_nodes_behind():
     fd = (sg.evaluate(sg.grad(f, x), {"x": v + 1e-6}) -
           sg.evaluate(sg.grad(f, x), {"x": v - 1e-6})) / 2e-6
     np.testing.assert_allclose(hv, fd, rtol=1e-5, atol=1e-7)
+
+
+def test_compile_rolls_a_builtin_sum_bit_for_bit_and_reduces_it_with_fast_math():
+    x = sg.var("x", shape=(300,))
+    s = sum(sg.exp(x[i]) for i in range(300))
+    v = RNG.normal(size=300)
+    exact = sg.compile([s], [x])
+    assert exact(v)[0] == sum(np.exp(v))  # left to right, as Python's sum adds
+    assert "for " in sg.to_source([s], [x])
+    fast = sg.compile([s], [x], fast_math=True)
+    assert fast(v)[0] == pytest.approx(float(np.sum(np.exp(v))), rel=1e-14)
+    assert "np.add.reduce(" in sg.to_source([s], [x], fast_math=True)
