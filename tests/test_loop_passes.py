@@ -348,3 +348,17 @@ def test_compile_rolls_a_builtin_sum_bit_for_bit_and_reduces_it_with_fast_math()
     fast = sg.compile([s], [x], fast_math=True)
     assert fast(v)[0] == pytest.approx(float(np.sum(np.exp(v))), rel=1e-14)
     assert "np.add.reduce(" in sg.to_source([s], [x], fast_math=True)
+
+
+def test_latex_writes_a_loop_as_its_recurrence():
+    x, w = sg.var("x"), sg.var("w", shape=(4,))
+    c, ys = sg.scan(lambda c, wi: (c * wi + 1.0, c ** 2), x, w)
+    assert sg.latex(c) == (r"c_{0}\ \text{after}\ c_{0} \leftarrow c_{0} c_{1} + 1\ \text{for}"
+                           r"\ t = 1, \dots, 4\ \text{from}\ c_{0} = x,\ c_{1} = w_{t}")
+    assert sg.latex(ys).startswith(r"\left[c_{0}^{2}\right]_{t}\ \text{after}")
+    h = x
+    for _ in range(12):
+        h = sg.sin(h) * h
+    (r,) = roll([h])
+    assert r"c_{0} \leftarrow c_{0} \sin{\left(c_{0} \right)}" in sg.latex(r)
+    assert r"t = 1, \dots, 12" in sg.latex(r)
