@@ -152,7 +152,8 @@ def _period(order: list[int], h: dict[int, int]) -> int:
         found.append(v)
     if not votes:
         return 0
-    return min(votes, key=lambda d: (-votes[d], d))
+    best = min(votes, key=lambda d: (-votes[d], d))
+    return best if votes[best] * 4 >= MIN_STEPS else 0  # too few repeats for a loop
 
 
 def _match(graph: Graph, order: list[int]) -> dict[int, int]:
@@ -161,6 +162,8 @@ def _match(graph: Graph, order: list[int]) -> dict[int, int]:
     h = _hashes(graph, order)
     period = _period(order, h)
     prev: dict[int, int] = {}
+    if not period:
+        return prev
     taken: set[int] = set()
     for v in order:
         u = v - period
@@ -317,7 +320,8 @@ def _loops(graph: Graph, order: list[int], prev: dict[int, int]) -> list[_Loop]:
     for v in order:
         if v in role:
             groups.setdefault(find(role[v]), {}).setdefault(role[v], []).append(v)
-    return [_Loop(graph, roles) for roles in groups.values()]
+    return [_Loop(graph, roles) for roles in groups.values()  # long enough to roll
+            if max(len(c) for c in roles.values()) >= MIN_STEPS]
 
 
 class _Run:
