@@ -362,3 +362,10 @@ def test_latex_writes_a_loop_as_its_recurrence():
     (r,) = roll([h])
     assert r"c_{0} \leftarrow c_{0} \sin{\left(c_{0} \right)}" in sg.latex(r)
     assert r"t = 1, \dots, 12" in sg.latex(r)
+
+
+def test_a_sum_of_different_variables_is_left_alone():
+    xs = [sg.var(f"v{k}") for k in range(12)]
+    total = sum(xs)
+    (s,) = reduce_chains([total])
+    assert s.node == total.node

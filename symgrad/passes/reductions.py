@@ -169,8 +169,8 @@ def unify(graph: Graph, t: int, u: int
         images.add(b)
         na, nb = nodes[a], nodes[b]
         if (na.op != nb.op or na.shape != nb.shape or na.dtype != nb.dtype
-                or len(na.args) != len(nb.args)):
-            return None
+                or len(na.args) != len(nb.args) or na.is_var or na.is_const):
+            return None  # (two different variables or constants: not one term)
         step = slot_step(graph, a, b)
         if step is not None:
             slots.append((a, step))
