@@ -31,8 +31,8 @@ runs shorter than ``MIN_STEPS``.
 >>> for _ in range(20):
 ...     h = sg.sin(h) * h + sg.cos(h)
 >>> (r,) = roll([h])
->>> sorted({h.graph.nodes[i].op for i in h.graph.ancestors([r.node])})
-['add', 'cos', 'multiply', 'scan', 'sin', 'var']
+>>> [h.graph.nodes[i].op for i in h.graph.ancestors([r.node])]   # one loop: 20 steps
+['var', 'scan']
 >>> sg.evaluate(r, {"x": 0.5}) == sg.evaluate(h, {"x": 0.5})
 True
 """
