@@ -63,7 +63,11 @@ def roll(outputs: Sequence[Expr]) -> list[Expr]:
     if not outputs or TRACES.graphs:
         return list(outputs)
     graph = outputs[0].graph
-    ids = [graph.find(o) for o in outputs]
+    with graph.lock:  # one search per graph at a time (threads share what it remembers)
+        return _roll(graph, [graph.find(o) for o in outputs])
+
+
+def _roll(graph: Graph, ids: list[int]) -> list[Expr]:
     known, done = _memo(graph)
     if known:  # what was rolled before (by grad, say) is not searched again
         ids = replaced(graph, ids, {i: r for i, (r, _) in known.items()})
