@@ -219,7 +219,7 @@ def cmd_grad(args: argparse.Namespace) -> int:
 
 
 def cmd_source(args: argparse.Namespace) -> int:
-    from .backends.source import Module, default_inputs, output_list, prepared
+    from .backends.source import default_inputs, new_module, output_list, prepared
     from .backends.target import TARGETS
     from .ir.expr import Expr
     from .transforms.derivatives import grad
@@ -239,7 +239,7 @@ def cmd_source(args: argparse.Namespace) -> int:
     inputs = default_inputs(graph, ids, inputs)
     tgt = TARGETS[args.backend]
     new, (new_ids,) = prepared(graph, [ids], True, False, tgt)
-    module = Module(new, target=tgt)
+    module = new_module(new, "math", tgt)
     module.shown = {n: Expr(graph, o) for n, o in zip(new_ids, ids)}
     module.add(args.name, new_ids, inputs, single, labels)
     if layout is not None:  # which rows and columns of the flat Hessian are which variable

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import DifferentiationError, InputError, SymgradError
+from ..errors import BackendError, DifferentiationError, InputError, SymgradError
 from ..ir.expr import Expr
 from ..ir.shapes import fmt
 from ..ir.values import exact
@@ -23,9 +23,9 @@ from ..progress import step
 from .boundary import emit_request, exact_flag, exact_names
 from .interpreter import check_input, runtime_error
 from .source import (
-    Module,
     Namer,
     default_inputs,
+    new_module,
     output_list,
     prepared,
     resolve_inputs,
@@ -77,6 +77,16 @@ class CompiledFunction:
 
     def __repr__(self) -> str:
         return f"<symgrad compiled function {self.__name__}({', '.join(self.inputs)})>"
+
+
+def _loader(tgt: Any) -> Callable[[str, str], tuple[dict, str]]:
+    """How a NumPy-driver module is loaded: from text (NumPy), or from a file in the cache
+    folder, its kernels compiled or read from Numba's disk cache (Numba)."""
+    if tgt.name == "numba":
+        from .numba_source import load
+
+        return load
+    return _load
 
 
 def _load(source: str, tag: str) -> tuple[dict, str]:
@@ -152,17 +162,17 @@ def compile(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None 
         graph, outs, single = output_list(outputs)
         inputs = default_inputs(graph, outs, inputs)
         new, (new_outs,) = prepared(graph, [outs], optimize, fast_math, tgt)
-        module = Module(new, scalars, tgt)
+        module = new_module(new, scalars, tgt)
         module.shown = {n: Expr(graph, o) for n, o in zip(new_outs, outs)}
         plan = module.add(name, new_outs, inputs, single, output_names)
         graph = new
     source = module.render()
-    if not tgt.is_numpy:
+    if not tgt.is_numpy and tgt.name != "numba":  # Numba's driver is NumPy code
         from .array_compiled import load_array_function
 
         return load_array_function(tgt, source, name, [graph.nodes[i] for i in plan.params],
                                    check_inputs, _load)
-    namespace, filename = _load(source, name)
+    namespace, filename = _loader(tgt)(source, name)
     raw = namespace[name]
     params = [graph.nodes[i] for i in plan.params]
     raw.source, raw.inputs, raw.filename = source, tuple(n.name for n in params), filename
@@ -192,7 +202,7 @@ class ScipyFunctions:
 
 
 def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | None = None,
-                    *, hess: str | None = None) -> ScipyFunctions:
+                    *, hess: str | None = None, backend: str = "numpy") -> ScipyFunctions:
     """Generated NumPy functions for ``scipy.optimize.minimize(jac=True, hessp=...)``.
 
     ``f`` is a scalar expression of one vector variable ``wrt``; its other variables become
@@ -201,7 +211,8 @@ def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | Non
     :func:`compile`'s functions do. ``hess="sparse"`` adds ``hess(x, *args)`` returning a
     ``scipy.sparse.csr_matrix`` (emitted: the non-zeros from a colouring, the pattern as
     module constants ``HESS_ROWS``, ``HESS_COLS``, ``HESS_SHAPE``); ``hess="dense"`` one
-    returning the dense array.
+    returning the dense array. ``backend="numba"``: the same functions with their fused
+    loops compiled by Numba (see :func:`to_source`); SciPy calls them thousands of times.
 
     >>> import numpy as np, symgrad as sg
     >>> x = sg.var("x", shape=(2,))
@@ -213,6 +224,13 @@ def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | Non
     array([2., 0.])
     """
     hess = exact(hess)
+    tgt = target(backend)
+    if tgt.name not in ("numpy", "numba"):
+        raise BackendError(f"scipy_functions emits NumPy code (backend='numpy' or 'numba'), "
+                           f"not {tgt.name!r}: SciPy's optimizers pass NumPy arrays")
+    if hess == "sparse" and tgt.name == "numba":
+        raise BackendError("scipy_functions(hess='sparse') needs backend='numpy' (the sparse "
+                           "pattern is NumPy data); use hess='dense' or the NumPy backend")
     if hess not in (None, "sparse", "dense"):
         raise SymgradError(f"hess must be None, 'sparse' or 'dense', got {hess!r}")
     from ..transforms.derivatives import _resolve, grad, hessian, hvp
@@ -242,7 +260,7 @@ def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | Non
     if h is not None:
         groups.append([(h.data if hess == "sparse" else h).node])
     new, new_groups = prepared(graph, groups, True, False)  # the exact compile passes
-    module = Module(new)
+    module = new_module(new, "math", tgt)
     module.shown = {n: Expr(graph, o) for old_ids, new_ids in zip(groups, new_groups)
                     for n, o in zip(new_ids, old_ids)}
     module.add("fun", new_groups[0], [x.name, *extra_names], False, ["value", "grad"])
@@ -254,7 +272,7 @@ def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | Non
         if hess == "sparse":
             add_pattern(module, h, "HESS_")
     source = module.render()
-    namespace, filename = _load(source, "scipy")
+    namespace, filename = _loader(tgt)(source, "scipy")
     nodes = graph.nodes
     fun = CompiledFunction(namespace["fun"], [nodes[i] for i in [x.node, *extra]], source,
                            filename)

@@ -994,10 +994,20 @@ def to_source(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | Non
     graph, outs, single = output_list(outputs)
     inputs = default_inputs(graph, outs, inputs)
     new, (new_outs,) = prepared(graph, [outs], optimize, fast_math, tgt)
-    module = Module(new, scalars, tgt)
+    module = new_module(new, scalars, tgt)
     module.shown = {n: Expr(graph, o) for n, o in zip(new_outs, outs)}
     module.add(name, new_outs, inputs, single, output_names)
     return module.render()
+
+
+def new_module(graph: Graph, scalars: str, tgt: Target) -> Module:
+    """The module emitter for ``tgt``: Numba's (a NumPy driver calling compiled loops,
+    :mod:`.numba_source`) or the generic one."""
+    if tgt.name == "numba":
+        from .numba_source import NumbaModule
+
+        return NumbaModule(graph)
+    return Module(graph, scalars, tgt)
 
 
 def default_inputs(graph: Graph, outs: list[int], inputs: Any) -> Any:
