@@ -138,7 +138,7 @@ class NumbaModule(Module):
         rets = [_result_type(nodes[m]) for m in [r.root, *r.extras]]
         head = [f"@_jit(_sig(({', '.join(rets)},), ({''.join(p + ', ' for p in params)})))"]
         if len(head[0]) > 100:
-            head = ["@_jit(_sig(", *(f"    {t}," for t in rets), "), (",
+            head = ["@_jit(_sig((", *(f"    {t}," for t in rets), "), (",
                     *(f"    {t}," for t in params), ")))"]
         self.kernels.append("\n".join([*head, f"def {kname}({_names(len(params))}):",
                                        *_loop(nodes, r)]))
