@@ -1,13 +1,15 @@
 """``backend="numba"``: fused loops compiled by Numba, the rest NumPy's calls.
 
-The registry battery compiles, per dtype, **one module** holding one case of every
-elementwise op (a broadcasting one where the op has two operands or more), each op's value
-an output and all of them in one loss whose gradient is an output too; every region is
-compiled (the cost model is switched off, so even a lone op gets its loop). Values and
-gradients equal ``sg.evaluate`` to 1e-12 in float64; in float32 to 4 units in the last
-place (NumPy's float32 ``exp``, ``sin``, ... are its own SIMD kernels, Numba calls the C
-library's: they differ in the last bit). ``SYMGRAD_NUMBA_FULL=1`` (``make fuzz``) runs every
-case of every op, one module per op.
+The registry battery compiles, per dtype, **one module** holding one case of each op of
+:data:`SAMPLE`, each op's value an output and all of them in one loss (a few kernels: Numba
+takes about 0.1 s per op of a loop to compile, so the whole table is the opt-in battery);
+every region is compiled (the cost model is switched off, so even a lone op gets its loop).
+The gradients of composite models (a gradient is made of the same elementwise ops) are
+checked beside it. Values and gradients equal ``sg.evaluate`` to 1e-12 in float64; in
+float32 to 4 units in the last place (NumPy's float32 ``exp``, ``sin``, ... are its own SIMD
+kernels, Numba calls the C library's: they differ in the last bit). ``SYMGRAD_NUMBA_FULL=1``
+(``make fuzz``) runs every case of every op (broadcasting shapes, 0-d values), with the
+gradients, one module per op.
 """
 
 from __future__ import annotations
@@ -21,10 +23,10 @@ import pytest
 from registry_cases import registry_cases
 
 import symgrad as sg
-from symgrad.ir.expr import build
 from symgrad.backends import TABLES, fusion
 from symgrad.backends.numba_table import NOT_FUSED, NUMBA
 from symgrad.errors import BackendError
+from symgrad.ir.expr import build
 from symgrad.ops import REGISTRY
 
 pytest.importorskip("numba")
@@ -67,17 +69,26 @@ def test_every_op_has_a_form_or_a_reason():
     assert set(FUSED) <= elementwise
 
 
-def _pick(cases):
-    """One case per elementwise op with a form: its second (broadcasting) case."""
+# a representative sample: arithmetic, transcendental, two-operand special functions, the
+# forms of their own (where, heaviside, sigmoid, softplus, relu, mod), comparisons, logic
+SAMPLE = ("add", "divide", "power", "exp", "log1p", "tanh", "arccosh", "arctan2", "hypot",
+          "maximum", "fmin", "sign", "floor", "where", "heaviside", "sigmoid", "softplus",
+          "relu", "mod", "less", "logical_xor", "isnan", "copysign", "float_power", "cbrt")
+
+
+def _pick(cases, ops=SAMPLE):
+    """One case per op of ``ops``: its first (all operands (3, 4))."""
     by_op: dict[str, list] = {}
     for p in cases:
         by_op.setdefault(p.values[0].op.name, []).append(p.values[0])
-    return [v[min(1, len(v) - 1)] for k, v in sorted(by_op.items()) if k in FUSED]
+    return [v[0] for k, v in sorted(by_op.items()) if k in ops]
 
 
-def _battery(cases, dtype):
-    """One function: each case's op value, and the gradient of one loss over them all."""
-    outs, values, losses, xs = [], {}, [], []
+def _battery(cases, dtype, gradients=True):
+    """Each case's op value; one loss summing them all (a boolean value through ``where``),
+    and (``gradients``) the gradients of the loss contracted with random directions: one
+    scalar that is wrong if any gradient is."""
+    outs, values, terms, xs = [], {}, [], []
     rng = np.random.default_rng(7)
     for k, case in enumerate(cases):
         args = []
@@ -86,24 +97,32 @@ def _battery(cases, dtype):
             v = sg.var(f"c{k}_{j}", a.shape, a.dtype.name)
             values[v.name] = a
             args.append(v)
-            if a.dtype.kind == "f":
+            if a.dtype.kind == "f" and case.op.differentiable:
                 xs.append(v)
         y = build(case.op, args, {**case.op.attrs, **case.attrs})
         outs.append(y)
-        if y.dtype == dtype and case.op.differentiable:
-            w = rng.uniform(0.5, 1.5, size=y.shape).astype(dtype)
-            losses.append(sg.sum(y * w))
-    loss = losses[0]
-    for t in losses[1:]:
-        loss = loss + t
+        w = sg.const(rng.uniform(0.5, 1.5, size=y.shape).astype(dtype))
+        terms.append(sg.where(y, w, -w) if y.dtype == "bool" else y * w)
+    loss = sg.sum(_total(terms))
+    if not gradients:
+        return [*outs, loss], values
     grads = sg.grad(loss, xs)
-    return [*outs, loss, *grads], values
+    contracted = sg.sum(_total([g * sg.const(rng.uniform(0.5, 1.5, size=g.shape).astype(dtype))
+                                for g in grads]))
+    return [*outs, loss, contracted], values
+
+
+def _total(terms):
+    out = terms[0]
+    for t in terms[1:]:
+        out = out + t
+    return out
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_registry_sample_equals_evaluate(dtype, every_region):
     cases = _pick(registry_cases([(3, 4), (3, 1)]))
-    outs, values = _battery(cases, dtype)
+    outs, values = _battery(cases, dtype, gradients=False)  # gradients: the full battery
     fn = sg.compile(outs, backend="numba")
     assert fn.source.count("@_jit(") >= 3
     got = fn(**values)

@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-MAX_OPS = 48  # ops per compiled loop: Numba's compile time is superlinear in function size
+MAX_OPS = 32  # ops per compiled loop: Numba's compile time is superlinear in function size
 DTYPES = frozenset({"float64", "float32", "int64", "int32", "bool"})
 REDUCTIONS = frozenset({"sum"})  # reductions a region may end with (accumulated in its loop)
 

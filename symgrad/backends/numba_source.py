@@ -182,7 +182,10 @@ def _loop(nodes: Any, r: fusion.Region) -> list[str]:
         texts = [value.get(b) or local.get(b) or _literal(nodes[b]) for b in n.args]
         expr = NUMBA[n.op].render(texts, n.attrs)
         value[m] = f"v{k}"
-        inner.append(f"v{k} = {NUMPY_TYPE[n.dtype]}({expr})")
+        if n.dtype == "float64" and all(nodes[b].dtype == "float64" for b in n.args):
+            inner.append(f"v{k} = {expr}")  # already float64 (a cast costs compile time)
+        else:
+            inner.append(f"v{k} = {NUMPY_TYPE[n.dtype]}({expr})")
     ctor = NUMPY_TYPE[root.dtype]
     if r.reduces:
         total = value[root.args[0]]
