@@ -232,3 +232,13 @@ def test_scipy_functions_and_a_second_process_uses_the_disk_cache(tmp_path):
     assert "data saved" in first.stdout and "data saved" not in second.stdout
     assert "data loaded" in second.stdout
     assert first.stdout.splitlines()[-1] == second.stdout.splitlines()[-1]
+
+
+def test_the_function_says_what_is_compiled_and_what_numpy_runs():
+    W, x = sg.var("W", (8, 8)), sg.var("x", (8,))
+    f = sg.sum(sg.tanh(W @ x) * x + sg.exp(x))
+    fn = sg.compile([f, sg.grad(f, W)], backend="numba")
+    assert fn.numpy_ops.get("matmul") == 1 and "outer" in fn.numpy_ops
+    fused = [op for _, ops in fn.kernels for op in ops]
+    assert "tanh" in fused and "sum" in fused
+    assert set(fn.build_seconds) == {"passes", "emit", "native compile"}

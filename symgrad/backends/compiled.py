@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 import functools
 import linecache
+import time
 import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -161,7 +162,9 @@ def compile(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None 
     else:
         graph, outs, single = output_list(outputs)
         inputs = default_inputs(graph, outs, inputs)
+        clock = [time.perf_counter()]
         new, (new_outs,) = prepared(graph, [outs], optimize, fast_math, tgt)
+        clock.append(time.perf_counter())
         module = new_module(new, scalars, tgt)
         module.shown = {n: Expr(graph, o) for n, o in zip(new_outs, outs)}
         plan = module.add(name, new_outs, inputs, single, output_names)
@@ -172,6 +175,8 @@ def compile(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None 
 
         return load_array_function(tgt, source, name, [graph.nodes[i] for i in plan.params],
                                    check_inputs, _load)
+    if sparse is None:
+        clock.append(time.perf_counter())
     namespace, filename = _loader(tgt)(source, name)
     raw = namespace[name]
     params = [graph.nodes[i] for i in plan.params]
@@ -179,6 +184,11 @@ def compile(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None 
     fn = raw if not check_inputs else CompiledFunction(raw, params, source, filename)
     if not check_inputs:
         raw.raw = raw
+    if tgt.name == "numba":  # what was compiled, what NumPy runs, and the build's phases
+        clock.append(time.perf_counter())
+        fn.kernels, fn.numpy_ops = module.fused, module.numpy_ops()
+        fn.build_seconds = dict(zip(("passes", "emit", "native compile"),
+                                    (b - a for a, b in zip(clock, clock[1:]))))
     if sparse is not None:  # the pattern, for callers building their sparse matrix
         fn.rows, fn.cols, fn.shape = namespace["ROWS"], namespace["COLS"], namespace["SHAPE"]
     return fn

@@ -76,6 +76,11 @@ class NumbaModule(Module):
         self._current: _Plan | None = None
         self._contiguous = False
         self._fuse = True
+        self._numpy_ops: dict[str, int] = {}
+
+    def numpy_ops(self) -> dict[str, int]:
+        """``{op: count}`` of the lines the driver runs with NumPy (after :meth:`render`)."""
+        return dict(sorted(self._numpy_ops.items()))
 
     def _render(self) -> str:
         text = super()._render()
@@ -101,6 +106,8 @@ class NumbaModule(Module):
         nodes = self.graph.nodes
         regions = fusion.plan(nodes, body, outputs, NUMBA, self._contiguous) if self._fuse else []
         if not regions:
+            for i in body:
+                self._count(i)
             return super()._statements(body, names, outputs, comments)
         roots = {r.root: r for r in regions}
         hidden = {m for r in regions for m in r.members if m != r.root and m not in r.extras}
@@ -117,10 +124,16 @@ class NumbaModule(Module):
                 lines.append(f"{first}  # {note}" if len(first) + len(note) < 96 else first)
                 lines += rest
             else:
+                self._count(i)
                 keep = outputs | {i, *nodes[i].args}  # the dels are this method's
                 lines += super()._statements([i], names, keep, comments)
             lines += _del_lines([names[a] for a in releases.get(i, ()) if names[a] != names[i]])
         return lines
+
+    def _count(self, i: int) -> None:
+        n = self.graph.nodes[i]
+        if not (n.is_var or n.is_const):
+            self._numpy_ops[n.op] = self._numpy_ops.get(n.op, 0) + 1
 
     def _kernel(self, r: fusion.Region, names: dict[int, str]) -> tuple[str, str]:
         """The kernel of region ``r`` (kept in :attr:`kernels`) and the driver's call."""
