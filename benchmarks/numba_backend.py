@@ -1,14 +1,15 @@
 """``backend="numba"`` against hand NumPy, symgrad's NumPy backend and ``jax.jit(jax.grad)``.
 
-One process, one thread (``NUMBA_NUM_THREADS=1``, JAX's XLA flags as :mod:`.common` sets
-them), float64. Per workload: the gradient per call of symgrad-numba, of symgrad's NumPy
-backend, of the hand-written NumPy gradient (the workload's ``numpy_grad``) and of
-``jax.jit(jax.grad(loss))`` — sampled in turn (paired ratios); the build of symgrad-numba
-(loss expression, ``sg.grad``, passes, emit, Numba's compile) with an empty disk cache
-(``cold``) and again with the cache it wrote (``warm``; Numba already imported and
-initialised in both: a warm-up compile of the workload's smoke size comes first), and
-JAX's (trace, XLA compile, first call). W4 (the scalar chain at L = 10^4) needs the scan
-op of the loops issue, which this backend does not compile yet: not measured here.
+One process, one thread (the environment of :func:`.common.cell_env`, set by restarting
+itself, and ``NUMBA_NUM_THREADS=1``), float64. Per workload: the gradient per call of
+symgrad-numba, of symgrad's NumPy backend, of the hand-written NumPy gradient (the
+workload's ``numpy_grad``) and of ``jax.jit(jax.grad(loss))`` — sampled in turn (paired
+ratios); the build of symgrad-numba (loss expression, ``sg.grad``, passes, emit, Numba's
+compile) with an empty disk cache (``cold``) and again with the cache it wrote (``warm``;
+Numba already imported and initialised in both: a warm-up compile of the workload's smoke
+size comes first), and JAX's (trace, XLA compile, first call). W4 (the scalar chain at L =
+10^4) needs the scan op of the loops issue, which this backend does not compile yet: not
+measured here.
 
 ``python -m benchmarks.numba_backend [budget_seconds] [workload ...]`` prints the table.
 """
@@ -122,6 +123,9 @@ def table(rows: list[dict]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if os.environ.get("OPENBLAS_NUM_THREADS") != "1":  # one thread everywhere: restart so
+        env = {**common.cell_env(), "NUMBA_NUM_THREADS": "1"}  # BLAS and XLA read it at start
+        os.execve(sys.executable, [sys.executable, "-m", "benchmarks.numba_backend", *argv], env)
     budget = float(argv[0]) if argv else 1.5
     names = argv[1:] or list(CONFIGS)
     rows = []
