@@ -242,3 +242,15 @@ def test_the_function_says_what_is_compiled_and_what_numpy_runs():
     fused = [op for _, ops in fn.kernels for op in ops]
     assert "tanh" in fused and "sum" in fused
     assert set(fn.build_seconds) == {"passes", "emit", "native compile"}
+
+
+def test_readme_numba_example_prints_what_it_says():
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    block = next(b for b in re.findall(r"```python\n(.*?)```", text, re.S)
+                 if 'backend="numba"' in b)
+    out = subprocess.run([sys.executable, "-c", block], capture_output=True, text=True,
+                         check=True, timeout=600, env={**os.environ}).stdout
+    assert out.strip() == "7 {}"
