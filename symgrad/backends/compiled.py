@@ -20,18 +20,10 @@ from ..ir.expr import Expr
 from ..ir.shapes import fmt
 from ..ir.values import exact
 from ..progress import step
-from .boundary import emit_request, exact_flag, exact_names
+from .boundary import exact_flag, exact_names
 from .interpreter import check_input, runtime_error
-from .source import (
-    Module,
-    Namer,
-    default_inputs,
-    output_list,
-    prepared,
-    resolve_inputs,
-)
-from .sparse_source import add_pattern, is_sparse, sparse_module
-from .target import target
+from .naming import Namer
+from .request import Function, lower, numpy_request, pattern_constants, request, resolve_inputs
 
 __all__ = ["compile", "scipy_functions", "CompiledFunction", "ScipyFunctions"]
 
@@ -141,35 +133,23 @@ def compile(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None 
     >>> fn.inputs
     ('x',)
     """
-    name, inputs, output_names, scalars = emit_request(name, inputs, output_names, scalars)
     check_inputs = exact_flag(check_inputs, "check_inputs")
-    tgt = target(backend)
-    sparse = outputs if is_sparse(outputs) else None
-    if sparse is not None:
-        graph = sparse.data.graph
-        module, plan = sparse_module(sparse, inputs, name, scalars, tgt)
-    else:
-        graph, outs, single = output_list(outputs)
-        inputs = default_inputs(graph, outs, inputs)
-        new, (new_outs,) = prepared(graph, [outs], optimize, fast_math, tgt)
-        module = Module(new, scalars, tgt)
-        module.shown = {n: Expr(graph, o) for n, o in zip(new_outs, outs)}
-        plan = module.add(name, new_outs, inputs, single, output_names)
-        graph = new
-    source = module.render()
+    lowered = lower(request(outputs, inputs, name, output_names=output_names,
+                            scalars=scalars, optimize=optimize, fast_math=fast_math,
+                            backend=backend))
+    source = lowered.source()
+    tgt, name, params = lowered.request.target, lowered.functions[0].name, lowered.params()
     if not tgt.is_numpy:
         from .array_compiled import load_array_function
 
-        return load_array_function(tgt, source, name, [graph.nodes[i] for i in plan.params],
-                                   check_inputs, _load)
+        return load_array_function(tgt, source, name, params, check_inputs, _load)
     namespace, filename = _load(source, name)
     raw = namespace[name]
-    params = [graph.nodes[i] for i in plan.params]
     raw.source, raw.inputs, raw.filename = source, tuple(n.name for n in params), filename
     fn = raw if not check_inputs else CompiledFunction(raw, params, source, filename)
     if not check_inputs:
         raw.raw = raw
-    if sparse is not None:  # the pattern, for callers building their sparse matrix
+    if "ROWS" in dict(lowered.request.constants):  # a sparse pattern, for its callers
         fn.rows, fn.cols, fn.shape = namespace["ROWS"], namespace["COLS"], namespace["SHAPE"]
     return fn
 
@@ -238,22 +218,17 @@ def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | Non
     p = graph.variables[pname]
     extra_names = [graph.nodes[i].name for i in extra]
     h = hessian(f, x, sparse=hess == "sparse") if hess is not None else None
-    groups = [[f.node, g.node], [hv.node]]
+    args = (x.name, *extra_names)
+    fns = [Function("fun", (f.node, g.node), args, False, ("value", "grad")),
+           Function("hessp", (hv.node,), (x.name, graph.nodes[p].name, *extra_names), True,
+                    ("hvp",))]
+    pattern = ()
     if h is not None:
-        groups.append([(h.data if hess == "sparse" else h).node])
-    new, new_groups = prepared(graph, groups, True, False)  # the exact compile passes
-    module = Module(new)
-    module.shown = {n: Expr(graph, o) for old_ids, new_ids in zip(groups, new_groups)
-                    for n, o in zip(new_ids, old_ids)}
-    module.add("fun", new_groups[0], [x.name, *extra_names], False, ["value", "grad"])
-    module.add("hessp", new_groups[1], [x.name, graph.nodes[p].name, *extra_names], True,
-               ["hvp"])
-    if h is not None:
-        module.add("hess", new_groups[2], [x.name, *extra_names], True,
-                   ["data" if hess == "sparse" else "hess"])
-        if hess == "sparse":
-            add_pattern(module, h, "HESS_")
-    source = module.render()
+        sparse = hess == "sparse"
+        fns.append(Function("hess", ((h.data if sparse else h).node,), args, True,
+                            ("data" if sparse else "hess",)))
+        pattern = pattern_constants(h, "HESS_") if sparse else ()
+    source = lower(numpy_request(graph, fns, pattern)).source()
     namespace, filename = _load(source, "scipy")
     nodes = graph.nodes
     fun = CompiledFunction(namespace["fun"], [nodes[i] for i in [x.node, *extra]], source,

@@ -28,13 +28,10 @@ their last use. The text depends only on the graph: no set order, no hash seed, 
 
 from __future__ import annotations
 
-import builtins
 import functools
-import keyword
 import math
 import re
 import textwrap
-import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,80 +43,23 @@ from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..ir.shapes import fmt
 from ..ir.text import adjoint_pairs, tangent_pairs
-from ..passes import pipeline
 from ..passes.simplify import gc_paused
 from ..progress import start
 from . import layout
 from .array_api_helpers import _sg_xp_const
 from .array_api_table import number_source
-from .boundary import emit_request, exact_flag
 from .math_table import MATH, fallback_names
+from .naming import Namer, check_function_name, is_safe_name, sanitize
 from .numpy_table import NUMPY, NUMPY_TYPE, Template, scalar_source
-from .target import TARGETS, Target, target
+from .request import Lowered, lower, request, resolve_inputs
+from .target import TARGETS, Target
 
 __all__ = ["to_source", "is_safe_name"]
 
-_BUILTINS = frozenset(dir(builtins))
-_SOFT_KEYWORDS = frozenset(getattr(keyword, "softkwlist", ())) | {"_", "case", "match", "type"}
-_RESERVED = frozenset({"np", "numpy", "math", "_numpy_math"})
 _DEL_MIN_SIZE = 1000  # temporaries with at least this many elements are released early
 _LINE = 100  # maximum line length of the emitted text (ruff's limit for this project)
 _PRINT_LIMIT = 400  # expression-tree size up to which the docstring prints an expression
 _TEXT_LIMIT = 200  # characters of a printed expression kept in the docstring
-
-
-# -- names ----------------------------------------------------------------------------------
-
-
-def is_safe_name(name: Any) -> bool:
-    """Whether ``name`` can be emitted as-is: an identifier that shadows nothing we use.
-
-    >>> [is_safe_name(n) for n in ("W", "x_1", "sum", "lambda", "np", "__x", "a-b")]
-    [True, True, False, False, False, False, False]
-    """
-    return (
-        isinstance(name, str)
-        and name.isidentifier()
-        and unicodedata.normalize("NFKC", name) == name
-        and not keyword.iskeyword(name)
-        and name not in _SOFT_KEYWORDS
-        and name not in _BUILTINS
-        and name not in _RESERVED
-        and not name.startswith("__")
-    )
-
-
-def _sanitize(name: Any) -> str:
-    """A safe base for a user name: the name itself, or its word characters (``x_1`` style)."""
-    if is_safe_name(name):
-        return name
-    text = name if isinstance(name, str) else "v"
-    text = re.sub(r"[^0-9A-Za-z_]", "_", text)[:64].strip("_")
-    if not text or text[0].isdigit():
-        text = "v_" + text if text else "v"
-    return text
-
-
-class Namer:
-    """Hands out unique safe names: ``fresh("dx")`` gives ``dx``, then ``dx_1``, ..."""
-
-    def __init__(self, taken: Sequence[str] = ()) -> None:
-        self.taken: set[str] = set(taken)
-
-    def fresh(self, base: str) -> str:
-        cand, k = base, 0
-        while cand in self.taken or not is_safe_name(cand):
-            k += 1
-            cand = f"{base}_{k}"
-        self.taken.add(cand)
-        return cand
-
-    def counter(self, prefix: str, start: int) -> tuple[str, int]:
-        k = start
-        while f"{prefix}{k}" in self.taken:
-            k += 1
-        self.taken.add(f"{prefix}{k}")
-        return f"{prefix}{k}", k + 1
 
 
 # -- planning one function -------------------------------------------------------------------
@@ -139,76 +79,6 @@ class _Plan:
     alias_of: dict[int, int] = field(default_factory=dict)  # output variable -> its forward
     adjoint_for: dict[int, int] = field(default_factory=dict)  # adjoint node -> forward node
     tangent_for: dict[int, int] = field(default_factory=dict)  # tangent node -> its node
-
-
-def output_list(outputs: Any) -> tuple[Graph, list[int], bool]:
-    """The outputs as node ids of one graph (imported into the largest one if needed)."""
-    single = isinstance(outputs, Expr)
-    outs = [outputs] if single else list(outputs) if isinstance(outputs, (list, tuple)) else None
-    if not outs:
-        raise SymgradError("to_source needs an Expr or a non-empty list of Exprs to emit")
-    for e in outs:
-        if not isinstance(e, Expr):
-            raise SymgradError(f"can only emit symgrad expressions, got {type(e).__name__}")
-    graph = max((e.graph for e in outs), key=len)
-    ids = [e.node if e.graph is graph else graph.import_node(e.graph, e.node) for e in outs]
-    return graph, ids, single
-
-
-def resolve_inputs(graph: Graph, inputs: Any, used: list[int],
-                   outputs: Sequence[int] = ()) -> list[int]:
-    """Parameter node ids in call order; every used variable must be among them.
-
-    Without ``inputs``: the order in which the variables first appear when the outputs are
-    read left to right, operands in order (``V @ tanh(W @ x + b) + g`` -> V, W, x, b, g),
-    the outputs one after another; variables no output reaches that way come last, by id.
-    """
-    nodes = graph.nodes
-    if inputs is None:
-        return first_appearance(graph, outputs, used)
-    if isinstance(inputs, (str, Expr)):
-        inputs = [inputs]
-    params: list[int] = []
-    for item in inputs:
-        if isinstance(item, Expr):
-            if not item.data.is_var:
-                raise SymgradError(f"inputs must be variables, got the expression {_text(item)}")
-            item = item.name
-        if not isinstance(item, str):
-            raise SymgradError(f"inputs are variable Exprs or names, got {item!r}")
-        if item not in graph.variables:
-            known = ", ".join(sorted(graph.variables)) or "none"
-            raise SymgradError(f"input '{item}' is not a variable of these expressions "
-                               f"(their variables: {known})")
-        i = graph.variables[item]
-        if i in params:
-            raise SymgradError(f"input '{item}' is listed twice")
-        params.append(i)
-    missing = [nodes[i].name for i in used if i not in params]
-    if missing:
-        listed = ", ".join(str(nodes[i].name) for i in params) or "none"
-        raise SymgradError(
-            f"the outputs use variable(s) {', '.join(map(repr, missing))} that are not in "
-            f"inputs (inputs: {listed}); add them to inputs or leave inputs=None"
-        )
-    return params
-
-
-def first_appearance(graph: Graph, outputs: Sequence[int], among: Sequence[int]) -> list[int]:
-    """The variables ``among`` in reading order of ``outputs`` (an iterative pre-order
-    walk, each node once)."""
-    wanted, seen, out = set(among), set(), []
-    stack = list(reversed(outputs))
-    nodes = graph.nodes
-    while stack:
-        i = stack.pop()
-        if i in seen:
-            continue
-        seen.add(i)
-        if i in wanted:
-            out.append(i)
-        stack.extend(reversed(nodes[i].args))
-    return out + sorted(wanted.difference(out))
 
 
 def _plan(graph: Graph, name: str, outs: list[int], inputs: Any, single: bool,
@@ -312,12 +182,12 @@ def _assign_names(graph: Graph, plan: _Plan, named: list[int], labels: list[str]
     names = plan.names
     for i in params + [i for i in named if nodes[i].is_var]:
         if i not in names:
-            names[i] = namer.fresh(_sanitize(nodes[i].name))
+            names[i] = namer.fresh(sanitize(nodes[i].name))
     for i, label in zip(plan.outputs, labels):  # requested output names come next
         if nodes[i].is_var and i not in plan.aliases:
-            plan.aliases[i] = namer.fresh(_sanitize(label))
+            plan.aliases[i] = namer.fresh(sanitize(label))
         elif not nodes[i].is_var and i not in names:
-            names[i] = namer.fresh(_sanitize(label))
+            names[i] = namer.fresh(sanitize(label))
     adjoint_for = plan.adjoint_for
     k = 1
     first = [i for i in plan.outputs if adjoint_for.get(i) in names]  # outputs named dx first
@@ -468,7 +338,7 @@ class Module:
 
     def add(self, name: str, outs: list[int], inputs: Any, single: bool,
             labels: Sequence[str] | None = None) -> _Plan:
-        _check_function_name(name)
+        check_function_name(name)
         if any(p.name == name for p in self.plans):
             raise SymgradError(f"two generated functions named {name!r}")
         plan = _plan(self.graph, name, outs, inputs, single, labels, self.target)
@@ -870,14 +740,6 @@ def _fit(line: str) -> str:
     return line if len(line) <= _LINE or "\n" in line else f"{line}  # noqa: E501"
 
 
-def _check_function_name(name: Any) -> None:
-    if not is_safe_name(name) or (isinstance(name, str) and name.startswith("_")):
-        raise SymgradError(
-            f"function name {name!r} cannot be used: give a Python identifier that is not a "
-            "keyword, a builtin, 'np'/'numpy', or private (leading underscore)"
-        )
-
-
 # -- the docstring ---------------------------------------------------------------------------
 
 
@@ -985,45 +847,16 @@ def to_source(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | Non
         dx = np.cos(x)  # backprop of: t1 = np.sin(x)
         return t2, dx
     """
-    from .sparse_source import is_sparse, sparse_module
+    return lower(request(outputs, inputs, name, output_names=output_names, scalars=scalars,
+                         optimize=optimize, fast_math=fast_math, backend=backend)).source()
 
-    name, inputs, output_names, scalars = emit_request(name, inputs, output_names, scalars)
-    tgt = target(backend)
-    if is_sparse(outputs):
-        return sparse_module(outputs, inputs, name, scalars, tgt)[0].render()
-    graph, outs, single = output_list(outputs)
-    inputs = default_inputs(graph, outs, inputs)
-    new, (new_outs,) = prepared(graph, [outs], optimize, fast_math, tgt)
-    module = Module(new, scalars, tgt)
-    module.shown = {n: Expr(graph, o) for n, o in zip(new_outs, outs)}
-    module.add(name, new_outs, inputs, single, output_names)
+
+def render(lowered: Lowered) -> str:
+    """The text of the module of ``lowered`` (see :mod:`.request`)."""
+    req = lowered.request
+    module = Module(lowered.graph, req.scalars, req.target)
+    module.shown = dict(lowered.shown)
+    module.constants = list(req.constants)
+    for fn in lowered.functions:
+        module.add(fn.name, list(fn.outputs), list(fn.inputs), fn.single, fn.output_names)
     return module.render()
-
-
-def default_inputs(graph: Graph, outs: list[int], inputs: Any) -> Any:
-    """``inputs``, or when it is None the variable names in their default order, read from
-    the graph as written (the compile passes may reorder commutative operands)."""
-    if inputs is not None:
-        return inputs
-    nodes = graph.nodes
-    used = [i for i in graph.ancestors(outs) if nodes[i].is_var]
-    return [nodes[i].name for i in resolve_inputs(graph, None, used, outs)]
-
-
-def prepared(graph: Graph, groups: list[list[int]], optimize: bool, fast_math: bool,
-             target: Target = TARGETS["numpy"]) -> tuple[Graph, list[list[int]]]:
-    """The graph (and output ids) to emit: rebuilt through the compile passes if
-    ``optimize`` (with the non-exact ones if ``fast_math``; for JAX and PyTorch also
-    :mod:`symgrad.passes.array_targets`), else as it is."""
-    optimize = exact_flag(optimize, "optimize")
-    fast_math = exact_flag(fast_math, "fast_math")
-    if not optimize:
-        if fast_math:
-            raise SymgradError("fast_math=True needs optimize=True")
-        return graph, groups
-    graph, groups = pipeline.optimize(graph, groups, fast_math)
-    if target.sums_as_sums:
-        from ..passes.array_targets import for_arrays
-
-        graph, groups = for_arrays(graph, groups)
-    return graph, groups
