@@ -139,7 +139,7 @@ def compile(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None 
                             backend=backend))
     source = lowered.source()
     tgt, name, params = lowered.request.target, lowered.functions[0].name, lowered.params()
-    if not tgt.is_numpy:
+    if not tgt.printer.numpy_only:
         from .array_compiled import load_array_function
 
         return load_array_function(tgt, source, name, params, check_inputs, _load)

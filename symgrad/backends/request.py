@@ -90,9 +90,7 @@ class Lowered:
 
     def source(self) -> str:
         """The module's text, printed by the target's printer."""
-        from .source import render
-
-        return render(self)
+        return self.request.target.printer(self).module()
 
     def __str__(self) -> str:
         return (f"lowered for {self.request.target.name}: {len(self.graph)} nodes; "
@@ -139,7 +137,7 @@ def _sparse(s: Any, inputs: Any, name: str, scalars: str, tgt: Target) -> Reques
     >>> [c for c, _ in req.constants], req.constants[2][1]
     (['ROWS', 'COLS', 'SHAPE'], (3, 4))
     """
-    if not tgt.is_numpy:
+    if not tgt.printer.numpy_only:
         raise BackendError(
             f"sparse derivatives are emitted for backend='numpy' only (their pattern is NumPy "
             f"arrays), not {tgt.name!r}; emit the dense derivative for {tgt.name!r}, or "
@@ -219,9 +217,10 @@ def resolve_inputs(graph: Graph, inputs: Any, used: list[int],
     for item in inputs:
         if isinstance(item, Expr):
             if not item.data.is_var:
-                from .source import _text
+                from .docstring import expr_text
 
-                raise SymgradError(f"inputs must be variables, got the expression {_text(item)}")
+                raise SymgradError("inputs must be variables, got the expression "
+                                   f"{expr_text(item)}")
             item = item.name
         if not isinstance(item, str):
             raise SymgradError(f"inputs are variable Exprs or names, got {item!r}")
