@@ -16,6 +16,8 @@ d/dy = x
 from __future__ import annotations
 
 import argparse
+import ast
+import logging
 import os
 import re
 import sys
@@ -125,8 +127,6 @@ def parse_names(text: str | None, option: str) -> list[str] | None:
 def _literal(name: str, text: str) -> Any:
     if len(text) > 100_000:
         raise UsageError(f"--at value for {name!r} is too long")
-    import ast
-
     try:
         value = ast.literal_eval(text.strip())
     except (ValueError, SyntaxError, MemoryError, RecursionError):
@@ -219,9 +219,7 @@ def cmd_grad(args: argparse.Namespace) -> int:
 
 
 def cmd_source(args: argparse.Namespace) -> int:
-    from .backends.source import default_inputs, new_module, output_list, prepared
-    from .backends.target import TARGETS
-    from .ir.expr import Expr
+    from .backends.request import lower, request
     from .transforms.derivatives import grad
 
     f = _expression(args)
@@ -235,16 +233,10 @@ def cmd_source(args: argparse.Namespace) -> int:
         labels += more_labels
     outs = _simplified(outs, args.simplify)
     inputs = parse_names(args.inputs, "--inputs")
-    graph, ids, single = output_list(outs)
-    inputs = default_inputs(graph, ids, inputs)
-    tgt = TARGETS[args.backend]
-    new, (new_ids,) = prepared(graph, [ids], True, False, tgt)
-    module = new_module(new, "math", tgt)
-    module.shown = {n: Expr(graph, o) for n, o in zip(new_ids, ids)}
-    module.add(args.name, new_ids, inputs, single, labels)
+    req = request(outs, inputs, args.name, output_names=labels, backend=args.backend)
     if layout is not None:  # which rows and columns of the flat Hessian are which variable
-        module.constants.append(("HESS_LAYOUT", layout))
-    _write(module.render(), args.output)
+        req = req.with_constants(("HESS_LAYOUT", layout))
+    _write(lower(req).source(), args.output)
     if args.stats:
         from .stats import _summary
 
@@ -417,11 +409,10 @@ def _report_options(default: Any) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``symgrad`` command; returns the exit status (2 for user mistakes)."""
-    parser = build_parser()
-    args = parser.parse_args(argv)  # --version and --help end here, before any heavy import
-    import logging
+    from . import progress
 
-    from . import api, progress  # noqa: F401  (api: the compiler and its op registry)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     level = logging.WARNING if args.quiet else logging.DEBUG if args.verbose else logging.INFO
     progress.enable(level)
     try:

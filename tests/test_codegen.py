@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import inspect
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -575,3 +576,18 @@ def test_an_adjoint_shared_with_another_gradient_is_emitted():
     g = sg.grad(sg.sum(sg.tanh(a @ a)), a)
     a0 = np.random.default_rng(0).standard_normal((3, 3))
     np.testing.assert_array_equal(sg.compile(g, inputs=[a])(a0), sg.evaluate(g, {"a": a0}))
+
+
+def test_the_printers_read_hooks_not_target_flags():
+    """What differs between targets is a printer subclass; the shared code never asks which
+    target it prints (no ``is_numpy``, no mode flag toggled around a second table)."""
+    import symgrad.backends as backends
+    from symgrad.backends.printers import Printer
+    from symgrad.backends.target import TARGETS
+
+    folder = Path(backends.__file__).parent
+    for path in [folder / "source.py", *sorted((folder / "printers").glob("*.py"))]:
+        text = path.read_text(encoding="utf-8")
+        assert "is_numpy" not in text and not re.search(r"self\._scalar\b", text), path.name
+    for t in TARGETS.values():
+        assert issubclass(t.printer, Printer) and t.table is t.printer.table

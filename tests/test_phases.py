@@ -114,6 +114,39 @@ def test_passes_are_named_and_listed_once_with_one_line_each():
         assert (p in REVERSE) == ("reverse" in p.stages), p.name
 
 
+def test_every_pipeline_is_the_query_of_its_stage_tags():
+    """Where a pass runs is said once, by its tags: each pipeline is the query of its
+    stage, pinned here by name so a tag changed by mistake fails."""
+    import importlib
+
+    from symgrad.passes import pipeline, registry
+
+    simplify = importlib.import_module("symgrad.passes.simplify")  # the module, not sg.simplify
+    expected = {
+        "reverse": "constant_folding identities negations normal_form adjoint_cleanup "
+                   "lowering idioms",
+        "compile": "constant_folding identities negations normal_form canonical_order",
+        "fast_math": "constant_folding identities negations normal_form canonical_order "
+                     "fast_math adjoint_cleanup lowering stability",
+        "arrays": "sums_as_sums",
+        "simplify": "constant_folding identities negations normal_form stability cse",
+        "simplify_adjoint": "constant_folding identities negations normal_form "
+                            "adjoint_cleanup lowering stability",
+        "sympy": "sympy",
+    }
+    assert set(expected) == set(registry.STAGES)
+    for stage, names in expected.items():
+        assert [p.name for p in registry.query(stage)] == names.split(), stage
+    assert REVERSE == registry.query("reverse")
+    assert pipeline.COMPILE == registry.query("compile")
+    assert pipeline.FAST == registry.query("fast_math")
+    assert pipeline.ARRAYS == registry.query("arrays")
+    assert simplify.FORWARD == registry.query("simplify")
+    assert simplify.ADJOINT == registry.query("simplify_adjoint")
+    ran = {p for stage in registry.STAGES for p in registry.query(stage)}
+    assert ran == set(PASSES) == set(sg.passes())  # sg.passes() lists all that run
+
+
 def _op_names(pattern):
     if isinstance(pattern, tuple):
         yield pattern[0]

@@ -1,6 +1,6 @@
 """The array API backend's table: how each op is written against the array API standard.
 
-Entries are :class:`~symgrad.backends.numpy_table.Template` objects, like the NumPy table's,
+Entries are :class:`~symgrad.backends.template.Template` objects, like the NumPy table's,
 whose text calls the namespace ``xp`` (the emitted function binds it from its inputs with
 ``array_api_compat.array_namespace``, or to a fixed library for the ``jax`` and ``torch``
 backends). Ops the standard lacks call the standard-only helpers of
@@ -18,7 +18,8 @@ import math
 
 from ..ops.indexing import split_parts
 from . import array_api_helpers as h
-from .numpy_table import Template, scalar_source
+from .numpy_table import scalar_source
+from .template import Template
 
 T = Template
 

@@ -21,17 +21,10 @@ from ..ir.expr import Expr
 from ..ir.shapes import fmt
 from ..ir.values import exact
 from ..progress import step
-from .boundary import emit_request, exact_flag, exact_names
+from .boundary import exact_flag, exact_names
 from .interpreter import check_input, runtime_error
-from .source import (
-    Namer,
-    default_inputs,
-    new_module,
-    output_list,
-    prepared,
-    resolve_inputs,
-)
-from .sparse_source import add_pattern, is_sparse, sparse_module
+from .naming import Namer
+from .request import Function, lower, numpy_request, pattern_constants, request, resolve_inputs
 from .target import target
 
 __all__ = ["compile", "scipy_functions", "CompiledFunction", "ScipyFunctions"]
@@ -81,8 +74,8 @@ class CompiledFunction:
 
 
 def _loader(tgt: Any) -> Callable[[str, str], tuple[dict, str]]:
-    """How a NumPy-driver module is loaded: from text (NumPy), or from a file in the cache
-    folder, its kernels compiled or read from Numba's disk cache (Numba)."""
+    """How a NumPy-driver module is loaded: from its text (NumPy), or from a file in the
+    cache folder, its kernels compiled or read from Numba's disk cache (Numba)."""
     if tgt.name == "numba":
         from .numba_source import load
 
@@ -152,44 +145,32 @@ def compile(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None 
     >>> fn.inputs
     ('x',)
     """
-    name, inputs, output_names, scalars = emit_request(name, inputs, output_names, scalars)
     check_inputs = exact_flag(check_inputs, "check_inputs")
-    tgt = target(backend)
-    sparse = outputs if is_sparse(outputs) else None
-    if sparse is not None:
-        graph = sparse.data.graph
-        module, plan = sparse_module(sparse, inputs, name, scalars, tgt)
-    else:
-        graph, outs, single = output_list(outputs)
-        inputs = default_inputs(graph, outs, inputs)
-        clock = [time.perf_counter()]
-        new, (new_outs,) = prepared(graph, [outs], optimize, fast_math, tgt)
-        clock.append(time.perf_counter())
-        module = new_module(new, scalars, tgt)
-        module.shown = {n: Expr(graph, o) for n, o in zip(new_outs, outs)}
-        plan = module.add(name, new_outs, inputs, single, output_names)
-        graph = new
-    source = module.render()
-    if not tgt.is_numpy and tgt.name != "numba":  # Numba's driver is NumPy code
+    clock = [time.perf_counter()]
+    lowered = lower(request(outputs, inputs, name, output_names=output_names,
+                            scalars=scalars, optimize=optimize, fast_math=fast_math,
+                            backend=backend))
+    clock.append(time.perf_counter())
+    tgt, name, params = lowered.request.target, lowered.functions[0].name, lowered.params()
+    printer = tgt.printer(lowered)
+    source = printer.module()
+    clock.append(time.perf_counter())
+    if not tgt.printer.numpy_only:
         from .array_compiled import load_array_function
 
-        return load_array_function(tgt, source, name, [graph.nodes[i] for i in plan.params],
-                                   check_inputs, _load)
-    if sparse is None:
-        clock.append(time.perf_counter())
+        return load_array_function(tgt, source, name, params, check_inputs, _load)
     namespace, filename = _loader(tgt)(source, name)
     raw = namespace[name]
-    params = [graph.nodes[i] for i in plan.params]
     raw.source, raw.inputs, raw.filename = source, tuple(n.name for n in params), filename
     fn = raw if not check_inputs else CompiledFunction(raw, params, source, filename)
     if not check_inputs:
         raw.raw = raw
-    if tgt.name == "numba":  # what was compiled, what NumPy runs, and the build's phases
+    if hasattr(printer, "stats"):  # Numba: what was compiled, what NumPy runs, the phases
         clock.append(time.perf_counter())
-        fn.kernels, fn.numpy_ops = module.fused, module.numpy_ops()
+        fn.kernels, fn.numpy_ops = printer.stats()
         fn.build_seconds = dict(zip(("passes", "emit", "native compile"),
                                     (b - a for a, b in zip(clock, clock[1:]))))
-    if sparse is not None:  # the pattern, for callers building their sparse matrix
+    if "ROWS" in dict(lowered.request.constants):  # a sparse pattern, for its callers
         fn.rows, fn.cols, fn.shape = namespace["ROWS"], namespace["COLS"], namespace["SHAPE"]
     return fn
 
@@ -238,9 +219,6 @@ def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | Non
     if tgt.name not in ("numpy", "numba"):
         raise BackendError(f"scipy_functions emits NumPy code (backend='numpy' or 'numba'), "
                            f"not {tgt.name!r}: SciPy's optimizers pass NumPy arrays")
-    if hess == "sparse" and tgt.name == "numba":
-        raise BackendError("scipy_functions(hess='sparse') needs backend='numpy' (the sparse "
-                           "pattern is NumPy data); use hess='dense' or the NumPy backend")
     if hess not in (None, "sparse", "dense"):
         raise SymgradError(f"hess must be None, 'sparse' or 'dense', got {hess!r}")
     from ..transforms.derivatives import _resolve, grad, hessian, hvp
@@ -266,22 +244,17 @@ def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | Non
     p = graph.variables[pname]
     extra_names = [graph.nodes[i].name for i in extra]
     h = hessian(f, x, sparse=hess == "sparse") if hess is not None else None
-    groups = [[f.node, g.node], [hv.node]]
+    args = (x.name, *extra_names)
+    fns = [Function("fun", (f.node, g.node), args, False, ("value", "grad")),
+           Function("hessp", (hv.node,), (x.name, graph.nodes[p].name, *extra_names), True,
+                    ("hvp",))]
+    pattern = ()
     if h is not None:
-        groups.append([(h.data if hess == "sparse" else h).node])
-    new, new_groups = prepared(graph, groups, True, False)  # the exact compile passes
-    module = new_module(new, "math", tgt)
-    module.shown = {n: Expr(graph, o) for old_ids, new_ids in zip(groups, new_groups)
-                    for n, o in zip(new_ids, old_ids)}
-    module.add("fun", new_groups[0], [x.name, *extra_names], False, ["value", "grad"])
-    module.add("hessp", new_groups[1], [x.name, graph.nodes[p].name, *extra_names], True,
-               ["hvp"])
-    if h is not None:
-        module.add("hess", new_groups[2], [x.name, *extra_names], True,
-                   ["data" if hess == "sparse" else "hess"])
-        if hess == "sparse":
-            add_pattern(module, h, "HESS_")
-    source = module.render()
+        sparse = hess == "sparse"
+        fns.append(Function("hess", ((h.data if sparse else h).node,), args, True,
+                            ("data" if sparse else "hess",)))
+        pattern = pattern_constants(h, "HESS_") if sparse else ()
+    source = lower(numpy_request(graph, fns, pattern, tgt)).source()
     namespace, filename = _loader(tgt)(source, "scipy")
     nodes = graph.nodes
     fun = CompiledFunction(namespace["fun"], [nodes[i] for i in [x.node, *extra]], source,

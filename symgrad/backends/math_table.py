@@ -1,7 +1,7 @@
 """The scalar backend's table: how each op is written over Python floats with ``math``.
 
 Used by ``to_source(..., scalars="math")`` for functions whose every value is a scalar. An
-entry is a :class:`~symgrad.backends.numpy_table.Template` over Python floats, or ``None``
+entry is a :class:`~symgrad.backends.template.Template` over Python floats, or ``None``
 where the op has no scalar form (the function is then emitted with NumPy instead). A
 template may raise where NumPy would return inf or NaN (``math.exp(1000)``); the emitted
 code then reruns the same body over NumPy scalars with :func:`fallback_names`, derived from
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from .numpy_table import Template
+from .template import Template
 
 # ``math`` functions whose NumPy ufunc has another name
 _NUMPY_NAME = {"pow": "power"}

@@ -1,19 +1,18 @@
 """The NumPy source backend's table: how each op is written in emitted NumPy code.
 
-An entry is a :class:`Template`: a ``str.format`` pattern over operand names ``{0} {1}``
-and attributes (``{axis!r}``), or a callable ``(names, attrs) -> str``; with the NumPy-only
-helper functions (``_sg_*``) the text calls, which the emitter writes once at the top of a
-module. The helpers are the interpreter's own kernels (from :mod:`symgrad.ops`), so the
-emitted code and ``evaluate`` cannot disagree. The leaves (``var``, ``const``) are written
-by the emitter itself. Every other op of the registry has an entry: a test fails if one
-is missing.
+An entry is a :class:`Template` (:mod:`.template`): a ``str.format`` pattern over operand
+names ``{0} {1}`` and attributes (``{axis!r}``), or a callable ``(names, attrs) -> str``;
+with the NumPy-only helper functions (``_sg_*``) the text calls, which the printer writes
+once at the top of a module. The helpers are the interpreter's own kernels (from
+:mod:`symgrad.ops`), so the emitted code and ``evaluate`` cannot disagree. The leaves
+(``var``, ``const``) are written by the printer itself. Every other op of the registry has
+an entry: a test fails if one is missing.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -21,27 +20,10 @@ from ..ops.decompositions import _sg_band, _sg_lstsq_residuals, _sg_part
 from ..ops.indexing import _sg_index_add, _sg_scatter_sum, key_source, split_parts
 from ..ops.reductions import _sg_log_softmax, _sg_logsumexp, _sg_softmax
 from ..ops.sorting import _sg_partition
+from .template import Template
 
 NUMPY_TYPE = {"float64": "np.float64", "float32": "np.float32", "int64": "np.int64",
               "int32": "np.int32", "bool": "np.bool_"}
-
-
-@dataclass(frozen=True)
-class Template:
-    """How one op is written: ``text`` (pattern or callable) and the helpers it calls."""
-
-    text: str | Callable[[list[str], dict], str]
-    helpers: tuple[Callable, ...] = ()
-
-    def render(self, names: list[str], attrs: dict) -> str:
-        """The text for operands ``names`` and the node's attributes."""
-        if callable(self.text):
-            return self.text(names, dict(attrs))
-        return self.text.format(*names, **attrs)
-
-    def namespace(self) -> dict:
-        """The names the text may use: ``np``, ``math`` and the helpers."""
-        return {"np": np, "math": math, **{fn.__name__: fn for fn in self.helpers}}
 
 
 def scalar_source(v, module: str = "np") -> str:

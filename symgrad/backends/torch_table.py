@@ -11,7 +11,7 @@ taken by the shared helper).
 from __future__ import annotations
 
 from .array_api_table import ARRAY_API
-from .numpy_table import Template
+from .template import Template
 
 UNSUPPORTED: dict[str, str] = {}
 """Ops this backend cannot write, with the reason (none)."""

@@ -108,5 +108,5 @@ ADJOINT_CLEANUP = Pass(
         Rule(("sum", ("negative", "x"), ATTRS), lambda x, axis, keep: -F.sum(x, axis, keep)),
         Rule(("sum", ("matmul", "a", "b"), ATTRS), _sum_of_matmul),
     ),
-    stages=("reverse", "simplify"),
+    stages=("reverse", "fast_math", "simplify_adjoint"),
 )

@@ -264,5 +264,5 @@ LOWERING = Pass(
           for left in _orders("a", Const("c"), op="multiply")
           for right in _orders("b", Const("d"), op="multiply")),
     ),
-    stages=("reverse",),
+    stages=("reverse", "fast_math", "simplify_adjoint"),
 )

@@ -95,6 +95,20 @@ class Rule:
             self._matcher = _compile_node(self.pattern, self._nodes)
         return self._matcher
 
+    def match(self, graph: Graph, i: int) -> dict | None:
+        """The captures (node ids, attribute values) if node ``i`` of ``graph``, already
+        built, matches the pattern; else None. The same matcher the driver runs."""
+        n = graph.nodes[i]
+        if n.op != self.root or self._match is None:
+            return None
+        if not self.applies(tuple([graph.nodes[a].op for a in n.args])):
+            return None
+        caps: dict = {}
+        if not self._match(graph, n.args, n.attrs, caps):
+            return None
+        me = _operands(self.pattern)[1].get("@")
+        return caps if me is None or _bind(caps, me, i) else None
+
     def applies(self, child_ops: tuple[str, ...]) -> bool:
         """Whether the rule can match a node whose operands have these ops (a cheap test
         the driver caches per root op and operand ops)."""
