@@ -255,3 +255,54 @@ def test_readme_numba_example_prints_what_it_says():
     out = subprocess.run([sys.executable, "-c", block], capture_output=True, text=True,
                          check=True, timeout=600, env={**os.environ}).stdout
     assert out.strip() == "7 {}"
+
+
+def _consumers(nodes, body):
+    out: dict[int, set[int]] = {}
+    for i in body:
+        for a in nodes[i].args:
+            out.setdefault(a, set()).add(i)
+    return out
+
+
+@pytest.mark.parametrize("model", ["lstm", "gmm", "chain"])
+def test_regions_are_convex_and_store_what_others_read(model):
+    """The planner's invariants on gradients of real models (pure graph analysis)."""
+    from benchmarks import w2_gmm, w5_lstm
+    from symgrad.backends.request import lower, request
+
+    if model == "chain":
+        x = sg.var("x")
+        t = x
+        for _ in range(60):
+            t = sg.sin(t) * t + sg.cos(t)
+        outs = [t, sg.grad(t, x)]
+    else:
+        mod = w5_lstm if model == "lstm" else w2_gmm
+        f, params, _ = mod.symgrad_loss(mod.SMOKE_CONFIG)
+        outs = [f, *sg.grad(f, list(params))]
+    low = lower(request(outs, backend="numba"))
+    nodes = low.graph.nodes
+    body = [i for i in low.graph.ancestors(list(low.functions[0].outputs))
+            if not (nodes[i].is_var or nodes[i].is_const)]
+    escapes = set(low.functions[0].outputs)
+    regions = fusion.plan(nodes, body, escapes, NUMBA)
+    assert regions
+    users = _consumers(nodes, body)
+    seen: set[int] = set()
+    for r in regions:
+        assert r.members == sorted(r.members) and r.root == r.members[-1]
+        assert not seen & set(r.members)
+        seen |= set(r.members)
+        assert 1 < len(r.members) <= fusion.MAX_OPS
+        inside = set(r.members)
+        for m in r.members[:-1]:
+            assert nodes[m].shape == r.shape
+            outside = users.get(m, set()) - inside
+            if m in r.extras:
+                assert m in escapes or outside
+                assert all(u > r.root for u in outside)  # read only after the call
+            else:
+                assert not outside and m not in escapes  # lives only in the loop
+        for a in r.inputs:  # inputs are computed before the call
+            assert a < r.root and a not in inside
