@@ -27,7 +27,7 @@ import numpy as np
 from ...errors import BackendError, SymgradError
 from ...ir.expr import Expr
 from ...ir.graph import Graph
-from ...passes.simplify import gc_paused
+from ...passes.rebuild import gc_paused
 from ...progress import start
 from .. import layout
 from ..docstring import docstring
@@ -53,6 +53,7 @@ class ModuleState:
     shown: dict[int, Expr]  # output id -> the Expr its docstring line prints
     constants: list[tuple[str, Any]]  # public module constants (a sparse pattern)
     consts: dict[int, str] = field(default_factory=dict)  # hoisted array constant -> name
+    derived: list[int] = field(default_factory=list)  # hoisted constant-only ops, in id order
     inlined: set[int] = field(default_factory=set)  # 0-d constants written as literals
     helper_names: set[str] = field(default_factory=set)  # generated helpers (bodies, parts)
 
@@ -85,6 +86,7 @@ class Printer:
             out += self.constant_lines()
             for fn in self.helpers():
                 out += ["", "", *helper_source(fn)]
+            out += self.derived_lines()
             code: list[str] = []
             for p in self.state.plans:
                 lines, body = self.function(p)
@@ -103,6 +105,15 @@ class Printer:
     def helpers(self) -> list[Callable]:
         """The helper functions the module's templates call, sorted by name."""
         return helpers_of(self.table, self._ops())
+
+    def hoists(self) -> bool:
+        """Whether array values computed from constants alone are computed once, at module
+        level (after the helpers), instead of on every call."""
+        return False
+
+    def derived_lines(self) -> list[str]:
+        """The module-level lines of the hoisted constant-only values."""
+        return []
 
     def finish(self, out: list[str], code: list[str]) -> str:
         """The module's text from its lines (``code``: the functions' lines without their
@@ -168,11 +179,12 @@ class Printer:
 
     def _state(self, lowered: Lowered) -> ModuleState:
         graph, nodes = lowered.graph, lowered.graph.nodes
+        derived = self._derived(lowered)
         plans: list[Plan] = []
         for fn in lowered.functions:
             if any(p.name == fn.name for p in plans):
                 raise SymgradError(f"two generated functions named {fn.name!r}")
-            plans.append(self._plan(fn))
+            plans.append(self._plan(fn, frozenset(derived)))
         state = ModuleState(graph, plans, dict(lowered.shown), list(lowered.request.constants))
         ids = {i for p in plans for i in p.order if nodes[i].is_const}
         namer = Namer([p.name for p in plans])
@@ -182,23 +194,46 @@ class Printer:
         for i in sorted(ids):
             if nodes[i].shape != ():
                 state.consts[i], k = namer.counter("_c", k)
+        for i in derived:
+            state.consts[i], k = namer.counter("_c", k)
+        state.derived = derived
         state.inlined = {i for i in ids if nodes[i].shape == ()}
         return state
 
-    def _plan(self, fn: Function) -> Plan:
+    def _derived(self, lowered: Lowered) -> list[int]:
+        """The array values of the functions computed from constants alone (no variable
+        among their ancestors), if this printer hoists them: in id order."""
+        if not self.hoists():
+            return []
+        graph, nodes = lowered.graph, lowered.graph.nodes
+        order = graph.ancestors([i for fn in lowered.functions for i in fn.outputs])
+        constant = {i for i in order if nodes[i].is_const}
+        out = []
+        for i in order:  # a chain of arrays only: a 0-d value is no module constant here
+            n = nodes[i]
+            if (n.args and n.shape != () and self.table.get(n.op) is not None
+                    and all(a in constant for a in n.args)):
+                constant.add(i)
+                out.append(i)
+        return out
+
+    def _plan(self, fn: Function, hoisted: frozenset[int] = frozenset()) -> Plan:
         nodes = self.graph.nodes
         for i in self.graph.ancestors(list(fn.outputs)):
             n = nodes[i]
             if not (n.is_var or n.is_const) and self.table.get(n.op) is None:
                 self.no_source(n.op, i)
-        return plan(self.graph, fn, self.table, self.reserved())
+        return plan(self.graph, fn, self.table, self.reserved(), self.lowered.derivatives,
+                    hoisted)
 
     def _ops(self) -> list[str]:
         nodes = self.graph.nodes
         return [nodes[i].op for p in self.state.plans for i in p.order]
 
     def _hoisted(self) -> list[int]:
-        return sorted(self.state.consts)
+        """The array constants (leaves) the module holds, in id order."""
+        nodes = self.graph.nodes
+        return sorted(i for i in self.state.consts if nodes[i].is_const)
 
     # -- one function -------------------------------------------------------------------
 
@@ -211,8 +246,9 @@ class Printer:
         a function of its own before it; see :mod:`.layout`), and the same without ``doc``."""
         nodes, names = self.graph.nodes, p.names
         outputs = set(p.outputs)
-        body = [i for i in p.order if not (nodes[i].is_var or (nodes[i].is_const
-                                                                and i not in outputs))]
+        consts = self.state.consts
+        body = [i for i in p.order if not (nodes[i].is_var or (
+            (nodes[i].is_const or i in consts) and i not in outputs))]
         big = len(body) > layout.REGISTERS_FROM
         if big:
             names = dict(names)
@@ -280,14 +316,14 @@ class Printer:
                     comments: bool = True) -> list[str]:
         """One assignment per node of ``body``; ``del`` after the last use of big arrays."""
         nodes = self.graph.nodes
-        dead_after = releases(nodes, body, outputs)
+        dead_after = releases(nodes, body, outputs, self.state.consts)
         lines = []
         progress = start("emit source", total=len(body))
         for i in body:
             progress.update()
             n = nodes[i]
             expr = self._expr(i, names)
-            if n.is_const and i in self.state.consts:  # never hand out the shared constant
+            if i in self.state.consts:  # never hand out the shared constant
                 expr = self.copy_text(expr)
             code = f"    {names[i]} = {expr}"
             lines.append(self._line(code, n, names) if comments else code)
@@ -302,10 +338,14 @@ class Printer:
         n = self.graph.nodes[i]
         if n.is_var:
             return names[i]
+        if i in self.state.consts:
+            return self.const_text(i)
         if n.is_const:
-            if i in self.state.consts:
-                return self.const_text(i)
             return self.literal(n.attrs["value"], [], False)
+        return self._op_text(n, names)
+
+    def _op_text(self, n: Any, names: dict[int, str]) -> str:
+        """Node ``n`` (an op) as its template writes it over its operands."""
         src = self.table[n.op]
         texts = [self._operand(a, n, names) for a in n.args]
         if any(k in self.state.inlined for k in n.args):
@@ -359,8 +399,10 @@ class Printer:
         if of is None and (n.role == "forward" or n.origin is None):
             return code
         o = self.graph.nodes[n.origin if of is None else of]
+        if o.id not in names:  # no line of this function computes it: nothing to cite
+            return code
         mark = "tangent of" if of is None and n.role == "tangent" else "backprop of"
-        target = names.get(o.id, f"node {o.id}")
+        target = names[o.id]
         for what in self._forward_texts(o, target, names):
             line = f"{code}  # {mark}: {what}"
             if len(line) <= LINE:
