@@ -2,17 +2,25 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+HASH := $(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+# the demo needs symgrad's runtime dependencies only (numpy, sympy, networkx); the tests
+# need the `test` extra (JAX, torch, Dask, SciPy, ...), installed by the first `make test`
+BASE := $(VENV)/.installed-base-$(HASH)
+STAMP := $(VENV)/.installed-test-$(HASH)
 
 .PHONY: demo test fuzz lint bench clean
 
-$(STAMP): pyproject.toml
+$(BASE): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	PYTHONWARNINGS=ignore::UserWarning $(PY) -m pip install --quiet -e '.[test]'
-	rm -f $(VENV)/.installed-* && touch $(STAMP)
+	$(PY) -m pip install --quiet -e .
+	rm -f $(VENV)/.installed-base-* && touch $(BASE)
 
-demo: $(STAMP)
+$(STAMP): $(BASE)
+	PYTHONWARNINGS=ignore::UserWarning $(PY) -m pip install --quiet -e '.[test]'
+	rm -f $(VENV)/.installed-test-* && touch $(STAMP)
+
+demo: $(BASE)
 	$(PY) -m symgrad demo
 
 test: $(STAMP)

@@ -160,10 +160,13 @@ def scale_tables(res: dict) -> list[str]:
 
             lines += [table([r]), ""]
         if k[0] == "cold_start":
-            lines += _table(["import numpy", "import symgrad", "difference (paired median)",
+            lines += _table(["import numpy", "import symgrad.api (first use)",
+                             "difference (paired median)", "symgrad --version − python",
                              "heavy modules imported"],
                             [[f"{r['numpy_ms']:.1f} ms", f"{r['symgrad_ms']:.1f} ms",
-                              f"{r['extra_ms']:.1f} ms", r["heavy_modules"] or "none"]])
+                              f"{r['extra_ms']:.1f} ms",
+                              f"{r.get('cli_version_extra_ms', float('nan')):.1f} ms",
+                              r["heavy_modules"] or "none"]])
     return lines
 
 
@@ -286,9 +289,13 @@ def targets(res: dict) -> list[list[str]]:
         "≤ 500 MB", v is not None and v <= 500, f"{v:.0f} MB" if ci else None)
     cs = _get(res, "cold_start", "import", "symgrad", "import")
     v = cs["extra_ms"] if cs else None
-    add("import symgrad − import numpy", "cold start", v, "≤ 50 ms", v is not None and v <= 50,
+    add("first use (import symgrad.api) − import numpy", "cold start", v, "≤ 50 ms",
+        v is not None and v <= 50,
         f"{v:.1f} ms (numpy {cs['numpy_ms']:.0f} ms; heavy: {cs['heavy_modules'] or 'none'})"
         if cs else None)
+    v = cs.get("cli_version_extra_ms") if cs else None
+    add("symgrad --version − bare python", "cold start", v, "≤ 50 ms",
+        v is not None and v <= 50, f"{v:.1f} ms" if v is not None else None)
     return out
 
 

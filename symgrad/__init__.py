@@ -10,6 +10,9 @@ The package is laid out as the compiler's phases: ``frontend/`` (text and Python
 ``transforms/`` (reverse mode) -> ``backends/`` (evaluate, NumPy source, compile), with the
 tools for people on top (``printing/``, ``explain``, ``testing``, ``extend``, ``cli``).
 
+This file is the face only: the public names live in :mod:`symgrad.api`, imported on the
+first attribute read, so ``import symgrad`` and ``symgrad --version`` cost next to nothing.
+
 >>> import symgrad as sg
 >>> x = sg.var("x")
 >>> f = sg.sin(x) * x
@@ -19,86 +22,11 @@ tools for people on top (``printing/``, ``explain``, ``testing``, ``extend``, ``
 
 from __future__ import annotations
 
-import math as _math
+import importlib as _importlib
+import os as _os
 from typing import Any as _Any
 
-from . import numpy  # noqa: E402  (symgrad.numpy: NumPy's names and meanings)
-from .backends import compile, evaluate, linearize, scipy_functions, to_source  # noqa: A004
-from .errors import (
-    ArgumentError,
-    BackendError,
-    DifferentiationError,
-    EvaluationError,
-    InputError,
-    LimitError,
-    NameConflictError,
-    ParseError,
-    ShapeError,
-    SymgradError,
-    SymgradWarning,
-    UnsupportedError,
-)
-from .explain import explain
-from .frontend import function_for as _function_for
-from .frontend import parse
-from .functional import grad, value_and_grad
-from .ir.expr import Expr, const, var
-from .ir.graph import Graph
-from .ir.limits import limits
-from .numpy import linalg
-from .ops.indexing import getitem
-from .passes import passes, simplify
-from .printing import draw, listing, to_dot, to_html
-from .stats import stats
-from .sympy_io import from_sympy, latex, to_sympy
-from .testing import check_grads
-from .transforms import (
-    derivative,
-    hessian,
-    hessian_sparsity,
-    hvp,
-    jacfwd,
-    jacobian,
-    jacobian_sparsity,
-    jvp,
-    vjp,
-)
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("symgrad")
-    except PackageNotFoundError:  # running from a source tree that is not installed
-        return "0+unknown"
-
-
-pi = _math.pi
-e = _math.e
-inf = _math.inf
-nan = _math.nan
-newaxis = None
-
-for _name in numpy._names():
-    if "." not in _name and _name not in globals():
-        globals()[_name] = _function_for(_name)
-
-
-def __getattr__(name: str) -> _Any:
-    """Ops registered after import (``symgrad.extend.defop``) are functions here too;
-    ``__version__`` is read on first use (importlib.metadata is slow to import), and
-    ``symgrad.dask`` is imported on first use (it imports Dask)."""
-    if name == "__version__":
-        return _version()
-    if name == "dask":  # symgrad.dask imports Dask: only on first use
-        import importlib
-
-        return importlib.import_module(".dask", __name__)
-    if "." not in name and name in numpy._names():
-        return _function_for(name)
-    raise AttributeError(f"module 'symgrad' has no attribute {name!r}")
-
+__version__ = "0.1.0"  # the one place it is written (pyproject.toml reads it)
 
 __all__ = [
     "ArgumentError", "UnsupportedError", "BackendError", "DifferentiationError",
@@ -112,3 +40,41 @@ __all__ = [
     "linalg", "value_and_grad", "to_html", "to_sympy", "from_sympy", "latex", "__version__",
     "limits", "stats",
 ]
+
+
+def _load() -> _Any:
+    """Import the public names (:mod:`symgrad.api`) into this module, once."""
+    api = _importlib.import_module(".api", __name__)
+    if "var" not in globals():
+        globals().update((k, v) for k, v in vars(api).items() if not k.startswith("_"))
+    return api
+
+
+def _is_submodule(name: str) -> bool:
+    """``from . import frontend`` asks for the attribute before importing the submodule."""
+    # a plain loop: after _load, names such as ``any`` and ``all`` here are symgrad's ops
+    for folder in __path__:
+        for ext in (".py", "/__init__.py"):
+            if _os.path.exists(_os.path.join(folder, name + ext)):
+                return True
+    return False
+
+
+def __getattr__(name: str) -> _Any:
+    """The public names on first use; ops registered later (``symgrad.extend.defop``) are
+    functions here too; ``symgrad.dask`` is imported on first use (it imports Dask)."""
+    if name == "dask":  # symgrad.dask imports Dask: only on first use
+        return _importlib.import_module(".dask", __name__)
+    if name.startswith("__") or _is_submodule(name):  # the import system's own look-ups
+        raise AttributeError(f"module 'symgrad' has no attribute {name!r}")
+    api = _load()
+    if name in globals():
+        return globals()[name]
+    if "." not in name and name in api.numpy._names():
+        return api._function_for(name)
+    raise AttributeError(f"module 'symgrad' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    api = _load()
+    return sorted({*globals(), *__all__, *(n for n in api.numpy._names() if "." not in n)})

@@ -115,6 +115,40 @@ def test_demo_runs(tmp_path):
     assert proc.stdout.strip()
 
 
+# what `make demo` installs: symgrad's runtime dependencies and nothing of the test extra
+_BLOCK_EXTRAS = """
+import importlib.abc, sys
+EXTRAS = {"scipy", "matplotlib", "jax", "jaxlib", "torch", "dask", "distributed", "hypothesis",
+          "selenium", "pydot", "array_api_compat", "array_api_strict", "psutil", "tqdm"}
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in EXTRAS:
+            raise ImportError(f"the demo imported {name}, which make demo does not install")
+sys.meta_path.insert(0, Block())
+sys.argv = ["symgrad", "demo"]
+import runpy
+runpy.run_module("symgrad", run_name="__main__")
+"""
+
+
+def test_demo_needs_only_the_runtime_dependencies(tmp_path):
+    """`make demo` installs numpy, sympy and networkx only: the tour must not import (even
+    try to import) any package of the test extra."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-c", _BLOCK_EXTRAS], capture_output=True,
+                          text=True, cwd=tmp_path, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "make demo does not install" not in proc.stderr
+
+
+def test_make_demo_installs_no_extra():
+    text = (REPO / "Makefile").read_text()
+    demo_prereq = text.split("\ndemo:", 1)[1].split("\n", 1)[0].split()
+    assert demo_prereq == ["$(BASE)"]
+    base_recipe = text.split("\n$(BASE):", 1)[1].split("\n\n", 1)[0]
+    assert "pip install --quiet -e .\n" in base_recipe + "\n" and "[test]" not in base_recipe
+
+
 def test_help_everywhere():
     for args in ([], ["grad"], ["source"], ["dot"], ["explain"], ["demo"]):
         proc = run(*args, "--help")

@@ -56,6 +56,17 @@ def _audit(event: str, args: tuple) -> None:
 sys.addaudithook(_audit)  # inert unless a fuzz example is running in this thread
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _matplotlib_font_cache():
+    """Matplotlib builds its font cache on first use (it runs ``fc-list`` and writes
+    ``fontlist-*.json``): its own one-time set-up, done here so that a fresh machine's
+    first ``sg.draw`` inside a watched example is not taken for symgrad running a program."""
+    with contextlib.suppress(ImportError):
+        from matplotlib import font_manager
+
+        font_manager.findfont("DejaVu Sans")
+
+
 @contextlib.contextmanager
 def _watched(forbid: tuple[str, ...] = ALWAYS):
     """Run one example: hostile methods armed, audit events recorded, a hang timer set."""

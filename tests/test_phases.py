@@ -244,8 +244,8 @@ def test_the_check_above_catches_a_switch():
 FLOORS = {"errors": 0, "progress": 0, "ir": 1, "ops": 2, "frontend": 2, "numpy": 3,
           "passes": 3, "transforms": 4, "backends": 5, "explain": 6, "testing": 6, "extend": 6,
           "functional": 6, "sympy_io": 6, "stats": 6, "dask": 6, "printing": 7, "demo": 7,
-          "cli": 8,
-          "__main__": 9, "__init__": 9}
+          "api": 8, "cli": 9,
+          "__main__": 10, "__init__": 10}
 
 
 def _part(module: str) -> str:
@@ -375,10 +375,35 @@ def test_every_folder_says_what_it_is(folder):
 
 def test_import_symgrad_loads_every_module_that_registers_something():
     """Doctest collection imports every module; a stanza file missing from its package's
-    imports would look registered in the test session and be absent for users."""
-    code = ("import sys, symgrad; "
+    imports would look registered in the test session and be absent for users. (``import
+    symgrad`` is lazy: the first public name read loads the compiler.)"""
+    code = ("import sys, symgrad; symgrad.var; "
             "print('\\n'.join(m for m in sys.modules if m.startswith('symgrad.')))")
     loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                                 check=True).stdout.split())
     for path in sorted((PACKAGE / "ops").glob("*.py")):
         assert f"symgrad.ops.{path.stem}" in loaded or path.stem == "__init__", path.name
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["grad", "--help"]])
+def test_the_command_answers_version_and_help_without_the_compiler(argv):
+    """``symgrad --version`` / ``--help`` import neither NumPy, SymPy, networkx nor symgrad's
+    phases (their speed, as a time difference, is measured in benchmarks/cli_startup.py)."""
+    code = ("import sys, runpy; sys.argv = ['symgrad', *sys.argv[1:]]\n"
+            "try:\n    runpy.run_module('symgrad', run_name='__main__')\n"
+            "except SystemExit:\n    pass\n"
+            "print('LOADED', *sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('numpy', 'sympy', 'networkx') or m.startswith('symgrad.')))")
+    out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True,
+                         check=True).stdout
+    loaded = out.rsplit("LOADED", 1)[1].split()
+    assert loaded == ["symgrad.cli", "symgrad.errors"], loaded
+
+
+def test_import_symgrad_is_light_and_the_first_name_loads_the_rest():
+    code = ("import sys, symgrad as sg; before = 'numpy' in sys.modules; x = sg.var('x'); "
+            "print(before, 'symgrad.api' in sys.modules, sg.evaluate(sg.grad(sg.sin(x), x), "
+            "{'x': 0.0}), 'sin' in dir(sg), sg.__version__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out[:4] == ["False", "True", "1.0", "True"] and out[4][0].isdigit(), out

@@ -77,6 +77,15 @@ def test_readme_shell_line_runs(line, tmp_path):
     assert all(p.stat().st_size > 0 for p in written), written
 
 
+def test_every_system_tool_a_readme_line_uses_is_named_in_the_set_up():
+    """A line such as ``symgrad dot ... | dot -Tpng > g.png`` needs Graphviz: a new user must
+    read that before the shell leaves an empty g.png."""
+    ours = {"make", "symgrad", "python", "python3"}
+    tools = {t for line in _shell_lines() for t in _tools(line)} - ours
+    setup = README.read_text().split("## Set-up", 1)[1].split("\n## ", 1)[0]
+    assert tools and all(f"`{t}`" in setup for t in tools), (tools, setup)
+
+
 def test_the_readme_shows_no_usage_brackets_in_shell_blocks():
     assert not [line for line in _shell_lines() if re.search(r"\[--?\w", line)]
 

@@ -84,12 +84,11 @@ class Printer:
         with gc_paused():
             out = self.header()
             out += self.constant_lines()
-            for fn in self.helpers():
+            functions = [self.function(p) for p in self.state.plans]  # before the helpers:
+            for fn in self.helpers():  # they say which helpers the functions call
                 out += ["", "", *helper_source(fn)]
-            out += self.derived_lines()
             code: list[str] = []
-            for p in self.state.plans:
-                lines, body = self.function(p)
+            for lines, body in functions:
                 out += ["", "", *lines]
                 code += body
             return self.finish(out, code)
@@ -126,16 +125,17 @@ class Printer:
         """The parameters of the function's ``def`` line."""
         return params
 
-    def part_params(self) -> list[str]:
-        """The parameters a long function's parts take besides the shared list."""
+    def part_params(self, code: list[str]) -> list[str]:
+        """The parameters a long function's parts take besides the shared list (``code``:
+        the function's lines)."""
         return []
 
-    def part_args(self) -> list[str]:
+    def part_args(self, code: list[str]) -> list[str]:
         """The arguments the function passes its parts besides the shared list."""
-        return []
+        return self.part_params(code)
 
-    def prologue(self, params: list[str]) -> list[str]:
-        """Lines before the body (after the docstring)."""
+    def prologue(self, params: list[str], code: list[str]) -> list[str]:
+        """Lines before the body (after the docstring), given the body's ``code``."""
         return []
 
     def doc(self, p: Plan) -> list[str]:
@@ -260,37 +260,46 @@ class Printer:
                 for i, alias in sorted(p.aliases.items())]
         ret = results[0] if p.single else ", ".join(results) + ("," if len(results) == 1 else "")
         tail.append(f"    return {ret}" if p.single or len(results) > 1 else f"    return ({ret})")
-        head = [*call(f"def {fname}(", self.def_params(params), "):", ""), *doc,
-                *self.prologue(params)]
         if len(body) <= layout.PART_LINES:
-            lines = head + self._statements(body, names, outputs, comments=not big) + tail
-            lines = [fit(line) for line in lines]
+            code = self._statements(body, names, outputs, comments=not big)
+            head = self._head(fname, params, doc, code + tail)
+            lines = [fit(line) for line in head + code + tail]
         else:
-            lines = [fit(line) for line in self._parts(p, body, names, params, outputs, head)
-                     + tail]
+            lines = [fit(line) for line in self._parts(p, body, names, params, outputs, fname,
+                                                        doc, tail) + tail]
         docs = set(doc)
         return lines, [ln for ln in lines if ln not in docs]
 
+    def _head(self, fname: str, params: list[str], doc: list[str], code: list[str]
+              ) -> list[str]:
+        """The ``def`` line, the docstring and the prologue of a function with ``code``."""
+        return [*call(f"def {fname}(", self.def_params(params), "):", ""), *doc,
+                *self.prologue(params, code)]
+
     def _parts(self, p: Plan, body: list[int], names: dict[int, str], params: list[str],
-               outputs: set[int], head: list[str]) -> list[str]:
+               outputs: set[int], fname: str, doc: list[str], tail: list[str]) -> list[str]:
         """A long function as parts sharing one list of the values that cross them."""
         nodes = self.graph.nodes
         pieces, slots = layout.parts(nodes, body, p.params, [i for i in p.outputs
                                                              if i not in p.aliases])
+        codes = [self._statements(part.lines, names, outputs, comments=False)
+                 for part in pieces]
+        code = [line for c in codes for line in c] + tail
         shared = Namer(list(names.values()) + params).fresh("_v")
         before: list[str] = []
         calls = [f"    {shared} = [None] * {len(slots)}"]
         calls += stores(shared, [(i, slots[i]) for i in p.params if i in slots], names)
-        for k, part in enumerate(pieces, start=1):
+        part_params, part_args = self.part_params(code), self.part_args(code)
+        for k, (part, part_code) in enumerate(zip(pieces, codes), start=1):
             part_name = self._helper_name(p, f"part{k}")
-            before += [f"def {part_name}({', '.join([shared, *self.part_params()])}):"]
+            before += [f"def {part_name}({', '.join([shared, *part_params])}):"]
             before += moves([(names[i], f"{shared}[{s}]") for i, s in part.loads])
-            before += self._statements(part.lines, names, outputs, comments=False)
+            before += part_code
             before += stores(shared, part.stores, names) + ["", ""]
-            calls.append(f"    {part_name}({', '.join([shared, *self.part_args()])})")
+            calls.append(f"    {part_name}({', '.join([shared, *part_args])})")
         calls += moves([(names[i], f"{shared}[{slots[i]}]") for i in dict.fromkeys(p.outputs)
                         if i in slots and i not in p.aliases])
-        return before + head + calls
+        return before + self._head(fname, params, doc, code) + calls
 
     def _helper_name(self, p: Plan, kind: str) -> str:
         """A fresh name for a helper of function ``p`` (``_f_scalar``, ``_f_part1``)."""

@@ -126,10 +126,10 @@ class ScalarMathPrinter(NumpyPrinter):
     def def_params(self, params: list[str]) -> list[str]:
         return [*params, "math=math"]
 
-    def part_params(self) -> list[str]:
+    def part_params(self, code: list[str]) -> list[str]:
         return ["math=math"]
 
-    def part_args(self) -> list[str]:
+    def part_args(self, code: list[str]) -> list[str]:
         return ["math"]
 
     def function(self, p: Plan) -> tuple[list[str], list[str]]:

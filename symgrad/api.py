@@ -1,0 +1,69 @@
+"""The public names of symgrad, loaded by ``symgrad/__init__.py`` on first use.
+
+``import symgrad`` itself imports nothing heavy (``symgrad --version`` answers at once);
+the first attribute read (``sg.var``, ``sg.grad``, ...) imports this module, which imports
+the compiler's phases and fills the op registry. Every op of the registry is also a function
+here (``sg.exp``, ``sg.sum(x, axis=1)``), so NumPy code written against a namespace
+parameter traces unchanged: ``loss(W, x, np=sg)``.
+
+>>> from symgrad import api
+>>> api.evaluate(api.grad(api.sin(api.var("x")), "x"), {"x": 0.0})
+1.0
+"""
+
+# ruff: noqa: F401  (every import here is a public name, re-exported by symgrad/__init__.py)
+from __future__ import annotations
+
+import math as _math
+
+from . import numpy  # noqa: E402  (symgrad.numpy: NumPy's names and meanings)
+from .backends import compile, evaluate, linearize, scipy_functions, to_source  # noqa: A004
+from .errors import (
+    ArgumentError,
+    BackendError,
+    DifferentiationError,
+    EvaluationError,
+    InputError,
+    LimitError,
+    NameConflictError,
+    ParseError,
+    ShapeError,
+    SymgradError,
+    SymgradWarning,
+    UnsupportedError,
+)
+from .explain import explain
+from .frontend import function_for as _function_for
+from .frontend import parse
+from .functional import grad, value_and_grad
+from .ir.expr import Expr, const, var
+from .ir.graph import Graph
+from .ir.limits import limits
+from .numpy import linalg
+from .ops.indexing import getitem
+from .passes import passes, simplify
+from .printing import draw, listing, to_dot, to_html
+from .stats import stats
+from .sympy_io import from_sympy, latex, to_sympy
+from .testing import check_grads
+from .transforms import (
+    derivative,
+    hessian,
+    hessian_sparsity,
+    hvp,
+    jacfwd,
+    jacobian,
+    jacobian_sparsity,
+    jvp,
+    vjp,
+)
+
+pi = _math.pi
+e = _math.e
+inf = _math.inf
+nan = _math.nan
+newaxis = None
+
+for _name in numpy._names():
+    if "." not in _name and _name not in globals():
+        globals()[_name] = _function_for(_name)
