@@ -132,12 +132,11 @@ def run_cell(source: str, namespace: dict, label: str) -> list[dict]:
 def display_data(value: Any) -> dict:
     """The MIME bundle IPython would show for ``value``."""
     data: dict[str, Any] = {"text/plain": _lines(repr(value))}
-    html = getattr(value, "_repr_html_", None)
-    if callable(html):
-        data["text/html"] = _lines(html())
-    latex = getattr(value, "_repr_latex_", None)
-    if callable(latex):
-        data["text/latex"] = _lines(latex())
+    for mime, method in (("text/html", "_repr_html_"), ("text/latex", "_repr_latex_")):
+        make = getattr(value, method, None)
+        text = make() if callable(make) else None
+        if text is not None:  # None: this value has no such form (IPython skips it too)
+            data[mime] = _lines(text)
     png = getattr(value, "_repr_png_", None)
     if callable(png):
         raw = png()

@@ -235,7 +235,10 @@ def cmd_source(args: argparse.Namespace) -> int:
     inputs = parse_names(args.inputs, "--inputs")
     req = request(outs, inputs, args.name, output_names=labels, backend=args.backend)
     if layout is not None:  # which rows and columns of the flat Hessian are which variable
-        req = req.with_constants(("HESS_LAYOUT", layout))
+        flat = (f"Hessian of value w.r.t. {', '.join(names)}, flattened and concatenated "
+                "(rows and columns: HESS_LAYOUT)")
+        req = req.with_constants(("HESS_LAYOUT", layout)).with_notes(
+            *[None] * (len(labels) - 1), flat)
     _write(lower(req).source(), args.output)
     if args.stats:
         from .stats import _summary

@@ -144,9 +144,26 @@ def explain(
              for i in reversed(order) if i in adjoint]
     n = labels[out.node]
     title = f"P_i = d {n} / d u_i" + ("" if not out.shape else f" (shape {fmt(out.shape)} + u_i)")
-    at_text = ", ".join(f"{k}={_text(v) if np.ndim(v) == 0 else 'array' + fmt(np.shape(v))}"
-                        for k, v in _by_name(at or {}).items() if k in graph.variables)
+    at_text = ", ".join(at_item(k, v) for k, v in _by_name(at or {}).items()
+                        if k in graph.variables)
     return Table(rows, title, at_text)
+
+
+def at_item(name: str, value: Any) -> str:
+    """An input value in a title: ``y=1``, ``x=[1, 2, 3]`` (four numbers at most),
+    ``b: array of 10``, ``W: 4×3 array``.
+
+    >>> at_item("W", np.ones((4, 3))), at_item("x", [1, 2]), at_item("y", 1.5)
+    ('W: 4×3 array', 'x=[1, 2]', 'y=1.5')
+    >>> at_item("b", np.zeros(10))
+    'b: array of 10'
+    """
+    v = np.asarray(value)
+    if v.ndim == 0 or (v.ndim == 1 and v.size <= 4):
+        return f"{name}={_text(v)}"
+    if v.ndim == 1:
+        return f"{name}: array of {v.size}"
+    return f"{name}: {'×'.join(map(str, v.shape))} array"
 
 
 def numbering(graph: Graph, ids: Sequence[int]) -> dict[int, str]:

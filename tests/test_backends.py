@@ -9,7 +9,11 @@ For every op of the registry:
 (c) end to end: ``compile(..., backend=b)`` of the op and of the gradient of
     ``sum(op(...) * c)`` (random ``c``) equals ``sg.evaluate`` on the registry examples to
     1e-12 in float64, on ``array_api_strict`` arrays, NumPy arrays (``array_api``), JAX
-    arrays (``jax``, with ``jax_enable_x64`` on for the test) and torch tensors (``torch``).
+    arrays (``jax``, with ``jax_enable_x64`` on for the test) and torch tensors (``torch``);
+(d) devices: the results are on the inputs' device: ``array_api_strict``'s second device
+    in (c) (the library refuses to combine arrays of two devices), and PyTorch's ``meta``
+    device for the ``torch`` and ``array_api`` backends (shapes and dtypes only: a meta
+    tensor has no values). The GPUs themselves are ``tests/test_gpu.py``'s.
 
 ``partition``/``argpartition``: NumPy leaves the order within each side of ``kth``
 unspecified, and the array API backends sort; they are compared by the partition property
@@ -32,7 +36,7 @@ from registry_cases import Case, impl, registry_cases
 
 import symgrad as sg
 from symgrad.backends import TABLES
-from symgrad.backends.array_api_table import ARRAY_API
+from symgrad.backends.array_api_table import ARRAY_API, DEVICE
 from symgrad.backends.array_compiled import dtype_name
 from symgrad.backends.target import TARGETS
 from symgrad.errors import BackendError
@@ -159,10 +163,13 @@ def test_array_api_template_runs_under_array_api_strict(case):
     names = [f"a{k}" for k in range(len(case.arrays))]
     template = ARRAY_API[case.op.name]
     text = template.render(names, attrs)
-    space = {"xp": xs, "math": math, **{fn.__name__: fn for fn in template.helpers},
-             **{n: xs.asarray(a) for n, a in zip(names, case.arrays)}}
+    dev = xs.Device("device1")  # not the default: what the template creates must follow
+    space = {"xp": xs, "math": math, DEVICE: dev,
+             **{fn.__name__: fn for fn in template.helpers},
+             **{n: xs.asarray(a, device=dev) for n, a in zip(names, case.arrays)}}
     got = eval(text, space)  # noqa: S307 - our own template
-    got = np.asarray(got)
+    assert got.device == dev, f"{text}: on {got.device}"
+    got = np.asarray(xs.asarray(got, device=xs.Device("CPU_DEVICE")))
     ref = np.asarray(ref)
     if case.op.name in UNSPECIFIED_ORDER:
         values = case.arrays[0] if case.op.name == "argpartition" else None
@@ -181,7 +188,10 @@ def test_constant_makers_under_array_api_strict():
             if op.prepare is not None:
                 attrs = op.prepare((), (), attrs)
             text = ARRAY_API[name].render([], attrs)
-            got = np.asarray(eval(text, {"xp": xs, "math": math}))  # noqa: S307
+            dev = xs.Device("device1")
+            got = eval(text, {"xp": xs, "math": math, DEVICE: dev})  # noqa: S307
+            assert got.device == dev, text
+            got = np.asarray(xs.asarray(got, device=xs.Device("CPU_DEVICE")))
             ref = np.asarray(op.impl(**attrs))
             assert got.dtype == ref.dtype, text
             _close(got, ref, text)
@@ -214,6 +224,13 @@ class _Lib:
         self.to_native, self.to_numpy = to_native, to_numpy
 
 
+def _device(a):
+    """The device of array ``a`` as array-api-compat sees it (``None`` for a non-array)."""
+    from array_api_compat import device, is_array_api_obj
+
+    return device(a) if is_array_api_obj(a) else None
+
+
 def _read_only(a) -> np.ndarray:
     """A read-only copy: the code must never write into its inputs."""
     a = np.array(a)
@@ -224,7 +241,11 @@ def _read_only(a) -> np.ndarray:
 def _lib(kind: str) -> _Lib:
     if kind == "array_api-strict":
         xs = pytest.importorskip("array_api_strict")
-        return _Lib("array_api", "array_api_strict", xs.asarray, np.asarray)
+        pytest.importorskip("array_api_compat")
+        other = xs.Device("device1")  # not the default: every array created must follow
+        return _Lib("array_api", "array_api_strict",
+                    lambda a: xs.asarray(a, device=other),
+                    lambda a: np.asarray(xs.asarray(a, device=xs.Device("CPU_DEVICE"))))
     if kind == "array_api-numpy":
         pytest.importorskip("array_api_compat")
         return _Lib("array_api", "numpy", _read_only, np.asarray)
@@ -256,12 +277,15 @@ def _run_case(kind: str, case: Case):
     outs, inputs = _outputs(case)
     ref = sg.evaluate(outs, inputs)
     fn = sg.compile(outs, inputs=sorted(inputs), backend=lib.backend)
+    args = [lib.to_native(inputs[k]) for k in sorted(inputs)]
     with np.errstate(all="ignore"):
-        got = fn(*[lib.to_native(inputs[k]) for k in sorted(inputs)])
+        got = fn(*args)
     assert len(got) == len(ref)
     for k, (g, r) in enumerate(zip(got, ref)):
-        g = lib.to_numpy(g)
         what = f"{case.op.name} output {k} on {kind}"
+        if args and kind != "array_api-numpy":
+            assert _device(g) == _device(args[0]), f"{what}: on {_device(g)}"
+        g = lib.to_numpy(g)
         if k == 0 and case.op.name in UNSPECIFIED_ORDER:
             attrs = _impl(case)[0]
             values = case.arrays[0] if case.op.name == "argpartition" else None
@@ -339,7 +363,8 @@ def test_array_api_results_stay_in_the_input_library():
 
 
 def test_a_long_function_in_parts_passes_the_namespace():
-    """Past ``layout.PART_LINES`` lines the body is split into functions; each takes xp."""
+    """Past ``layout.PART_LINES`` lines the body is split into functions; each takes xp
+    and the device."""
     xs = pytest.importorskip("array_api_strict")
     x = sg.var("x", shape=(3,))
     y = x
@@ -348,10 +373,13 @@ def test_a_long_function_in_parts_passes_the_namespace():
     f = sg.sum(y * np.arange(3.0))
     outs = [f, sg.grad(f, x)]
     fn = sg.compile(outs, backend="array_api")
-    assert fn.source.count("(_v, xp)") > 1
+    assert fn.source.count("(_v, xp, dev)") > 1
     a = np.array([0.1, 0.2, 0.3])
-    for got, want in zip(fn(xs.asarray(a)), sg.evaluate(outs, {"x": a})):
-        _close(np.asarray(got), want, "long function")
+    dev = xs.Device("device1")
+    for got, want in zip(fn(xs.asarray(a, device=dev)), sg.evaluate(outs, {"x": a})):
+        assert got.device == dev
+        _close(np.asarray(xs.asarray(got, device=xs.Device("CPU_DEVICE"))), want,
+               "long function")
 
 
 @pytest.mark.parametrize("backend", ARRAY_BACKENDS)
@@ -444,3 +472,78 @@ def test_cli_source_writes_a_module_for_a_backend(tmp_path):
     want = np.array([[4.0, 6.0, 1.0, 1.0], [6.0, 0.0, 0.0, 0.0], [1.0, 0.0, 3.0, 0.0],
                      [1.0, 0.0, 0.0, -6.0]])
     _close(np.asarray(hess), want, "cli hessian")
+
+
+# -- (d) devices: PyTorch's meta device -------------------------------------------------------
+
+# array_api_compat's torch ``sign`` writes NaN through a boolean mask, which reads the mask's
+# value (``.item()``) on a 0-d tensor; a meta tensor has none. abs and cbrt differentiate
+# through sign.
+_META_0D = {"sign-()", "abs-()", "cbrt-()"}
+
+
+def _meta_case(p):
+    if p.id in _META_0D:
+        return pytest.param(*p.values, id=p.id, marks=pytest.mark.xfail(
+            raises=RuntimeError, reason="array_api_compat's torch sign reads a 0-d mask"))
+    return p
+
+
+@pytest.mark.parametrize("case", [_meta_case(p) for p in CASES])
+def test_torch_and_array_api_backends_keep_meta_tensors_on_meta(case):
+    """Every array the code creates (constants, ``zeros``, index grids, scatter buffers) is
+    made on the inputs' device: with inputs on ``meta`` every result is on ``meta``, with
+    the shape and dtype ``sg.evaluate`` gives (a GPU fails the same way as meta: "Expected
+    all tensors to be on the same device")."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("array_api_compat")
+    outs, inputs = _outputs(case)
+    args = [torch.asarray(inputs[k], device="meta") for k in sorted(inputs)]
+    for backend in ("torch", "array_api") if args else ("torch",):  # array_api: NumPy's
+        fn = sg.compile(outs, inputs=sorted(inputs), backend=backend)
+        got = fn(*args)
+        for k, (g, e) in enumerate(zip(got, outs)):
+            what = f"{case.op.name} output {k} on {backend}"
+            assert isinstance(g, torch.Tensor), what
+            assert g.device.type == ("meta" if args else "cpu"), f"{what}: on {g.device}"
+            assert tuple(g.shape) == e.shape, what
+            if k == 0 or is_float(e.dtype):
+                assert dtype_name(g.dtype) == e.dtype, f"{what}: {g.dtype}"
+
+
+def test_torch_lists_beside_tensors_go_to_the_tensors_device():
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("array_api_compat")
+    outs, values = _mixed_loss()
+    fn = sg.compile(outs, inputs=["x", "W", "i"], backend="torch")
+    got = fn(torch.asarray(values["x"], device="meta"), values["W"].tolist(), values["i"])
+    assert all(g.device.type == "meta" for g in got)
+
+
+def test_a_function_without_inputs_makes_its_arrays_on_the_default_device():
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("array_api_compat")
+    src = sg.to_source(sg.arange(3.0) * 2.0, inputs=[], backend="torch")
+    assert "dev = None  # no inputs" in src
+    fn = sg.compile(sg.arange(3.0) * 2.0, inputs=[], backend="torch")
+    assert fn().device == torch.empty(0).device
+    np.testing.assert_array_equal(fn().numpy(), [0.0, 2.0, 4.0])
+
+
+def test_variables_named_like_the_bindings_are_renamed():
+    """``xp``, ``dev`` and the helpers' names are the module's own: a variable of one of
+    those names is renamed in the code, not allowed to shadow them."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("array_api_compat")
+    xs = [sg.var(n, (3,)) for n in ("xp", "dev", "_sg_xp_device", "_sg_xp_const")]
+    f = sg.sum(xs[0] * np.arange(3.0) + xs[1] * xs[2] * xs[3])
+    outs = [f, *sg.grad(f, xs)]
+    values = {x.name: np.linspace(0.5, 1.5, 3) + k for k, x in enumerate(xs)}
+    want = sg.evaluate(outs, values)
+    for backend in ("torch", "array_api"):
+        fn = sg.compile(outs, inputs=xs, backend=backend)
+        got = fn(*[torch.asarray(values[x.name], device="meta") for x in xs])
+        assert all(g.device.type == "meta" for g in got)
+        got = fn(*[torch.asarray(values[x.name]) for x in xs])
+        for g, w in zip(got, want):
+            _close(g.numpy(), w, backend)

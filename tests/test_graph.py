@@ -234,6 +234,25 @@ def test_100k_node_chain_builds_and_evaluates_without_recursion():
           f"evaluate {t2 - t1:.2f}s, verify+print {t3 - t2:.2f}s")
 
 
+def test_expr_dtype_is_numpys():
+    """``Expr.dtype`` is a ``numpy.dtype``: it equals NumPy's scalar types and dtypes, and
+    its name, as an array's does (it was the string 'float64', unequal to np.float64)."""
+    x, i = sg.var("x", (2,)), sg.var("i", (), "int32")
+    for e, typ, name, kind in ((x, np.float64, "float64", "f"), (i, np.int32, "int32", "i"),
+                               (x > 0, np.bool_, "bool", "b"), (x * i, np.float64, "float64",
+                                                                "f")):
+        assert isinstance(e.dtype, np.dtype)
+        assert e.dtype == typ and e.dtype == np.dtype(typ) and e.dtype == name
+        assert typ == e.dtype and name == e.dtype
+        assert str(e.dtype) == name and e.dtype.name == name and e.dtype.kind == kind
+        assert np.zeros(2, e.dtype).dtype == e.dtype
+    assert x.dtype != np.float32 and x.dtype != "int64"
+    assert np.issubdtype(x.dtype, np.floating) and not np.issubdtype(i.dtype, np.floating)
+    assert repr(x) == "<Expr x : float64[2]>" and f"{x.dtype}" == "float64"
+    assert sg.var("y", (), x.dtype).dtype == x.dtype  # a dtype goes back in where one is taken
+    assert sg.astype(x, i.dtype).dtype == np.int32 and sg.zeros(2, dtype=i.dtype).dtype == "int32"
+
+
 def test_expr_properties_and_errors():
     W = sg.var("W", (4, 3))
     assert (W.shape, W.dtype, W.ndim, W.size, len(W)) == ((4, 3), "float64", 2, 12, 4)

@@ -581,3 +581,44 @@ def test_numpy_dotted_names_parse_to_the_same_graph_as_the_api():
     A, B = sg.var("A", shape=(2, 3)), sg.var("B", shape=(3, 2))
     got = sg.parse("linalg.matmul(A, B) * 2.0", shapes={"A": (2, 3), "B": (3, 2)})
     assert structure(got) == structure(sg.linalg.matmul(A, B) * 2.0)
+
+
+# -- hints for what other languages and Python's builtins call functions (issue 19) ---------
+
+
+@pytest.mark.parametrize("text,hint,cls", [
+    ("max(x, y)", "write maximum(a, b)", sg.ParseError),
+    ("min(x, y)", "write minimum(a, b)", sg.ParseError),
+    ("amax(x, y + 1)", "write maximum(a, b)", sg.ParseError),
+    ("min(x, 0)", "write minimum(a, b)", sg.ShapeError),  # axis 0 of a scalar
+    ("max(x, 1.5)", "write maximum(a, b)", sg.SymgradError),
+    ("ln(x)", "unknown function 'ln'; did you mean log?", sg.ParseError),
+    ("atan2(x, y)", "did you mean arctan2?", sg.ParseError),  # difflib says atan
+    ("expit(x)", "did you mean sigmoid?", sg.ParseError),
+    ("Exp(x)", "did you mean exp?", sg.ParseError),
+    ("np.max(x)", "did you mean max?", sg.ParseError),  # difflib says nanmax
+])
+def test_hints_for_names_of_other_languages(text, hint, cls):
+    with pytest.raises(cls) as info:
+        sg.parse(text)
+    assert hint in str(info.value)
+
+
+def test_max_with_an_axis_keeps_its_meaning_and_its_message():
+    v = sg.var("v", shape=(3, 2))
+    assert structure(sg.parse("max(v, 0)", shapes={"v": (3, 2)})) == structure(sg.max(v, 0))
+    with pytest.raises(sg.ParseError) as info:  # axis= by keyword: no elementwise hint
+        sg.parse("max(x, axis=y)")
+    assert "needs a literal for 'axis'" in str(info.value) and "maximum" not in str(info.value)
+    with pytest.raises(sg.ParseError) as info:  # sum has no elementwise twin
+        sg.parse("sum(x, y)")
+    assert "needs a literal" in str(info.value) and "write" not in str(info.value)
+
+
+def test_the_other_names_point_at_functions_that_exist():
+    from symgrad.frontend.functions import callee
+    from symgrad.frontend.parse import OTHER_NAMES
+
+    for other, ours in OTHER_NAMES.items():
+        assert callee(other) is None, other  # not a name symgrad knows itself
+        assert callee(ours) is not None, ours

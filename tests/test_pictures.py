@@ -188,7 +188,8 @@ def test_draw_300_boxes_and_svg(tmp_path):
 # -- DOT ----------------------------------------------------------------------------------
 
 DOT_CASES = {**EXAMPLES, "chain": lambda: chain(300), "hessian": lambda: [
-    sg.hessian(sg.sum(sg.sin(v := sg.var("v", shape=(3,))) ** 2), v)]}
+    sg.hessian(sg.sum(sg.sin(v := sg.var("v", shape=(3,))) ** 2), v)],
+    "neuron": lambda: neuron()}  # a note, chain-rule edges through the seed
 
 
 @pytest.mark.parametrize("name", DOT_CASES)
@@ -297,3 +298,140 @@ FIGURES = Path(__file__).resolve().parents[1] / "notebooks" / "figures"
 def test_the_committed_figures_are_there(name):
     data = (FIGURES / f"{name}.png").read_bytes()  # notebooks/figures.py draws them
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+# -- what the pictures said wrong or left out (issue 19, item 9) ----------------------------
+
+
+def neuron(cleanup: bool = True):  # the logistic neuron: the sigmoid idiom covers u6..u8
+    w, x, b = sg.var("w", shape=(3,)), sg.var("x", shape=(3,)), sg.var("b")
+    s = 1 / (1 + sg.exp(-(w @ x + b)))
+    return [s, *sg.grad(s, [w, b], cleanup=cleanup)]
+
+
+def _reached_from_the_seed(scene) -> set[str]:
+    """The B boxes reached from the seeds (constant adjoints of outputs) along B's edges."""
+    nodes = scene.graph.nodes
+    down: dict[str, list[str]] = {}
+    for e in scene.edges:
+        if e.kind in ("b-operand", "chain"):
+            down.setdefault(e.src, []).append(e.dst)
+    stack = [b.key for b in scene.boxes.values() if b.lines[0].endswith("(seed)")]
+    seen = set(stack)
+    while stack:
+        for k in down.get(stack.pop(), ()):
+            if k not in seen:
+                seen.add(k)
+                stack.append(k)
+    assert all(nodes[scene.boxes[k].node].is_const for k in stack)
+    return seen
+
+
+@pytest.mark.parametrize("name", [*EXAMPLES, "neuron"])
+def test_the_chain_rule_runs_from_the_seed_along_drawn_edges(name):
+    scene = build_scene(neuron() if name == "neuron" else EXAMPLES[name]())
+    reached = _reached_from_the_seed(scene)
+    adjoints = {b.key for b in scene.boxes.values() if b.kind in ("adjoint", "shared")}
+    assert adjoints <= reached, sorted(scene.boxes[k].label for k in adjoints - reached)
+
+
+def test_the_seed_and_constant_adjoints_have_edges():
+    scene = build_scene(collins())
+    label = {b.key: b.label for b in scene.boxes.values()}
+    chain = {(label[e.src], label[e.dst]) for e in scene.edges if e.kind == "chain"}
+    # P4 = 1 (seed); P3 = P4 J(3->4) = u2; P2 = P3 J(2->3) + P4 J(2->4); P1 = P3 J(1->3)
+    assert chain == {("P4", "P3"), ("P4", "P2"), ("P3", "P2"), ("P3", "P1")}
+    scene = build_scene(network())
+    label = {b.key: b.label for b in scene.boxes.values()}
+    steps = {(label[e.src], label[e.dst]) for e in scene.edges if e.kind in ("chain",
+                                                                             "b-operand")}
+    assert {("P14", "P13"), ("P13", "P12")} <= steps  # 1 (seed) -> -1 -> index_add(-1, y)
+    assert "chain" in scene.edge_kinds
+
+
+def test_rows_an_idiom_covered_carry_a_note():
+    scene = build_scene(neuron())
+    notes = [b for b in scene.boxes.values() if b.kind == "note"]
+    assert len(notes) == 1
+    text = " ".join(notes[0].lines)
+    assert "u6, u7, u8" in text and "sigmoid idiom at u9" in text and "P9 → P5" in text
+    u7 = next(b for b in scene.boxes.values() if b.label == "u7")
+    assert notes[0].side == "B" and notes[0].level == u7.level  # beside the covered rows
+    assert "note" in scene.kinds
+    table = str(sg.explain(neuron()[0], wrt=["w", "b"]))  # explain shows the full chain
+    assert "P7       P8 J(7->8)" in table
+    plain = build_scene(neuron(cleanup=False))  # no idiom used: every row has its adjoint
+    assert not [b for b in plain.boxes.values() if b.kind == "note"]
+    assert {"P6", "P7", "P8"} <= {p for b in plain.boxes.values() for p in b.label.split(" = ")}
+
+
+@pytest.mark.parametrize("name", ["network", "neuron", "collins"])
+def test_the_drawing_fits_its_legend_and_title(name, tmp_path):
+    from matplotlib.image import imread
+
+    exprs = neuron() if name == "neuron" else EXAMPLES[name]()
+    image = imread(sg.draw(exprs, str(tmp_path / "g.png")))[..., :3]
+    blank = np.all(image > 0.99, axis=2)
+    assert blank[:, -4:].all() and blank[-4:, :].all()  # nothing cut at the right or bottom
+    assert blank[:, :4].all() and blank[:4, :].all()
+
+
+def test_the_bold_border_of_an_output_is_in_every_legend():
+    exprs = collins()
+    scene = build_scene(exprs)
+    assert "output" in scene.kinds
+    meaning = "bold border: an output"
+    assert meaning in sg.to_dot(exprs) and meaning in sg.to_html(exprs)
+
+
+def test_links_are_named_as_the_boxes_are():
+    for exprs in (network(), sin_times_y(), neuron()):
+        links = [e.label for e in build_scene(exprs).edges if e.kind == "link"]
+        assert links and all(re.fullmatch(r"∂f/∂u\d+", t) for t in links), links
+    x, y = sg.var("x"), sg.var("y")
+    f = sg.sin(x) * y
+    t = sg.jvp(f, [x, y], [1.0, 0.0])
+    links = [e.label for e in build_scene([f, t]).edges if e.kind == "link"]
+    assert links and all(re.fullmatch("u\u0307\\d+", t) for t in links), links
+
+
+def test_the_page_says_sizes_not_reprs_and_fits_its_pane():
+    x, W = sg.var("x", shape=(3,)), sg.var("W", shape=(4, 3))
+    f = sg.sum(sg.tanh(W @ x))
+    page = sg.to_html(f, at={"W": np.ones((4, 3)), "x": np.arange(3.0)})
+    subtitle = re.search(r'<p class="sub">([^<]*)</p>', page).group(1)
+    assert "W: 4×3 array" in subtitle and "x=[0., 1., 2.]" in subtitle
+    assert "array(" not in page
+    assert '<div id="canvas" class="fit">' in page and "min-width: 0" in page
+    assert re.search(r'<svg id="graph" width="\d+" height="\d+" style="max-width: \d+px" '
+                     r'viewBox=', page)
+
+
+def test_the_graph_fits_the_pane_at_1400_by_900(tmp_path):
+    path = tmp_path / "network.html"
+    exprs = network()
+    sg.to_html(exprs, path=str(path))
+    browser = _browser()  # --window-size=1400,900
+    try:
+        browser.get(path.as_uri())
+        shown, pane, page, window = browser.execute_script(
+            "const c = document.getElementById('canvas');"
+            "return [document.getElementById('graph').getBoundingClientRect().width, "
+            "c.clientWidth, document.documentElement.scrollWidth, window.innerWidth];")
+        assert shown <= pane and page <= window, (shown, pane, page, window)
+        browser.find_element("id", "zoom").click()  # actual size: the pane scrolls instead
+        scroll, pane = browser.execute_script(
+            "const c = document.getElementById('canvas'); return [c.scrollWidth, c.clientWidth];")
+        assert scroll >= pane and browser.execute_script(
+            "return document.documentElement.scrollWidth <= window.innerWidth;")
+    finally:
+        browser.quit()
+
+
+def test_no_chain_rule_step_through_an_op_that_passes_no_gradient():
+    x = sg.var("x")
+    f = sg.floor(x) * 2.0 + x  # P2 = 2 (constant), P1 = 1: floor passes nothing to x
+    scene = build_scene([f, sg.grad(f, x)])
+    label = {b.key: b.label for b in scene.boxes.values()}
+    steps = {(label[e.src], label[e.dst]) for e in scene.edges if e.kind == "chain"}
+    assert steps == {("P4 = P3 = P1", "P2")}  # P2 = P3 J(2->3); nothing from P2 to P1

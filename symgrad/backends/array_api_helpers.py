@@ -8,7 +8,9 @@ route where the namespace offers one (``einsum``, ``add.at``, JAX's ``.at``, PyT
 ``index_add``): the same numbers, fewer temporaries; the standard route is what
 ``array-api-strict`` runs in the conformance tests.
 
-Nothing here writes into an array it did not create.
+Nothing here writes into an array it did not create, and every array a helper creates is
+made on the device of the arrays it was given (``_sg_xp_device``): on a GPU, or PyTorch's
+``meta`` device, the results stay where the inputs are.
 
 >>> import array_api_strict as xp
 >>> float(_sg_xp_logsumexp(xp, xp.asarray([0.0, 0.0]), None, False))
@@ -20,15 +22,26 @@ from __future__ import annotations
 import math
 
 
-def _sg_xp_const(xp, spec, _held={}):  # noqa: B006 - NumPy's arrays, built once
-    """The module constant ``spec`` (Python data) as an array of namespace ``xp``. On
-    NumPy it is built once and kept read-only; elsewhere it is built on each call (under
-    ``jax.jit``: once, at tracing)."""
+def _sg_xp_device(*arrays):
+    """The device of the first of ``arrays`` that has one; ``None`` (the namespace's default)
+    for none: Python numbers, Dask arrays, and JAX's tracers under ``jax.jit`` (whose
+    computation has a device of its own)."""
+    for x in arrays:
+        dev = getattr(x, "device", None)
+        if dev is not None and not callable(dev):
+            return dev
+    return None
+
+
+def _sg_xp_const(xp, spec, device, _held={}):  # noqa: B006 - NumPy's arrays, built once
+    """The module constant ``spec`` (Python data) as an array of namespace ``xp`` on
+    ``device``. On NumPy it is built once and kept read-only; elsewhere it is built on each
+    call (under ``jax.jit``: once, at tracing)."""
     key = (id(spec), getattr(xp, "__name__", ""))
     out = _held.get(key)
     if out is None:
         data, shape, dtype = spec
-        out = xp.reshape(xp.asarray(data, dtype=getattr(xp, dtype)), shape)
+        out = xp.reshape(xp.asarray(data, dtype=getattr(xp, dtype), device=device), shape)
         flags = getattr(out, "flags", None)
         if key[1].endswith("numpy") and flags is not None and len(_held) < 256:
             flags.writeable = False
@@ -44,7 +57,8 @@ def _sg_xp_index(xp, x, key):
         for j, k in enumerate(key):  # a reversed slice as a take (PyTorch has none)
             if isinstance(k, slice) and (k.step or 1) < 0:
                 picks = list(range(x.shape[axis]))[k]
-                x = xp.take(x, xp.asarray(picks, dtype=xp.int64), axis=axis)
+                x = xp.take(x, xp.asarray(picks, dtype=xp.int64, device=_sg_xp_device(x)),
+                            axis=axis)
                 key[j] = slice(None)
             axis += k is not None
         key = tuple(key)
@@ -59,7 +73,8 @@ def _sg_xp_index(xp, x, key):
     sizes = [y.shape[a] for a in adv]
     y = xp.permute_dims(y, tuple(adv + rest))
     y = xp.reshape(y, (math.prod(sizes),) + tuple(y.shape[len(adv):]))
-    idx = xp.broadcast_arrays(*[xp.asarray(used[a]) for a in adv])
+    dev = _sg_xp_device(*[used[a] for a in adv], x)
+    idx = xp.broadcast_arrays(*[xp.asarray(used[a], device=dev) for a in adv])
     flat = None
     for i, n in zip(idx, sizes):
         i = xp.where(i < 0, i + n, i)
@@ -99,7 +114,8 @@ def _sg_xp_add_at(xp, z, pos, g):
         add_at(z, (slice(None), pos), g)
         return z
     n = z.shape[1]
-    hot = xp.reshape(pos, (-1, 1)) == xp.reshape(xp.arange(n, dtype=pos.dtype), (1, -1))
+    cols = xp.arange(n, dtype=pos.dtype, device=_sg_xp_device(pos, z))
+    hot = xp.reshape(pos, (-1, 1)) == xp.reshape(cols, (1, -1))
     return z + g @ xp.astype(hot, g.dtype)
 
 
@@ -107,10 +123,11 @@ def _sg_xp_scatter(xp, shape, batch, parts):
     """A zero array of ``g.shape[:batch] + shape`` with each ``(g, key)`` of ``parts``
     added at ``key`` (duplicate positions accumulate); functional."""
     n = math.prod(shape)
-    cells = xp.reshape(xp.arange(n), shape)
+    dev = _sg_xp_device(*[g for g, _ in parts])
+    cells = xp.reshape(xp.arange(n, device=dev), shape)
     lead = tuple(parts[0][0].shape[:batch])
     m = math.prod(lead)
-    z = xp.zeros((m, n), dtype=xp.result_type(*[g for g, _ in parts]))
+    z = xp.zeros((m, n), dtype=xp.result_type(*[g for g, _ in parts]), device=dev)
     for g, key in parts:
         pos = xp.reshape(_sg_xp_index(xp, cells, key), (-1,))
         z = _sg_xp_add_at(xp, z, pos, xp.reshape(g, (m, pos.shape[0])))
@@ -118,7 +135,10 @@ def _sg_xp_scatter(xp, shape, batch, parts):
 
 
 def _sg_xp_logsumexp(xp, x, axis, keepdims):
-    m = xp.max(x, axis=axis, keepdims=True)
+    if math.prod(x.shape) == 0:  # the max of nothing has no value: shift by nothing
+        m = xp.zeros_like(xp.sum(x, axis=axis, keepdims=True))
+    else:
+        m = xp.max(x, axis=axis, keepdims=True)
     m = xp.where(xp.isfinite(m), m, xp.zeros_like(m))  # an all -inf slice: shift by nothing
     out = xp.log(xp.sum(xp.exp(x - m), axis=axis, keepdims=True)) + m
     if keepdims:
@@ -127,11 +147,15 @@ def _sg_xp_logsumexp(xp, x, axis, keepdims):
 
 
 def _sg_xp_softmax(xp, x, axis):
+    if math.prod(x.shape) == 0:
+        return x
     e = xp.exp(x - xp.max(x, axis=axis, keepdims=True))
     return e / xp.sum(e, axis=axis, keepdims=True)
 
 
 def _sg_xp_log_softmax(xp, x, axis):
+    if math.prod(x.shape) == 0:
+        return x
     s = x - xp.max(x, axis=axis, keepdims=True)
     return s - xp.log(xp.sum(xp.exp(s), axis=axis, keepdims=True))
 
@@ -151,7 +175,8 @@ def _sg_xp_einsum(xp, spec, *ops):
                 p, q = [k for k, d in enumerate(term) if d == c][:2]
                 keep = [k for k in range(len(term)) if k not in (p, q)]
                 x = xp.permute_dims(x, tuple(keep + [p, q]))
-                x = xp.sum(x * xp.eye(x.shape[-1], dtype=x.dtype), axis=-1)
+                eye = xp.eye(x.shape[-1], dtype=x.dtype, device=_sg_xp_device(x))
+                x = xp.sum(x * eye, axis=-1)
                 term = [term[k] for k in keep] + [c]
         mine = sorted(range(len(term)), key=lambda k: letters.index(term[k]))
         x = xp.permute_dims(x, tuple(mine))
@@ -189,7 +214,7 @@ def _sg_xp_take(xp, x, i, axis):
         x, axis = xp.reshape(x, (-1,)), 0
     axis %= x.ndim
     n = x.shape[axis]
-    i = xp.asarray(i)
+    i = xp.asarray(i, device=_sg_xp_device(i, x))
     flat = xp.reshape(xp.where(i < 0, i + n, i), (-1,))
     y = xp.take(x, flat, axis=axis)
     return xp.reshape(y, tuple(x.shape[:axis]) + tuple(i.shape) + tuple(x.shape[axis + 1:]))
@@ -245,8 +270,10 @@ def _sg_xp_take_along(xp, x, idx, axis):
 
 def _sg_xp_band(xp, x, lo, hi, diagonal):
     n, m = x.shape[-2:]
-    offset = xp.reshape(xp.arange(m), (1, m)) - xp.reshape(xp.arange(n), (n, 1))
-    keep = xp.ones((n, m), dtype=xp.bool)
+    dev = _sg_xp_device(x)
+    offset = (xp.reshape(xp.arange(m, device=dev), (1, m))
+              - xp.reshape(xp.arange(n, device=dev), (n, 1)))
+    keep = xp.ones((n, m), dtype=xp.bool, device=dev)
     if lo is not None:
         keep = keep & (offset >= lo)
     if hi is not None:
@@ -325,6 +352,7 @@ def _sg_xp_matrix_rank(xp, x, tol, rtol):
             rtol = max(x.shape[-2:]) * xp.finfo(s.dtype).eps
         cut = xp.max(s, axis=-1, keepdims=True) * rtol
     else:
-        cut = xp.reshape(xp.asarray(tol, dtype=s.dtype), tuple(s.shape[:-1]) + (1,)) \
+        cut = xp.reshape(xp.asarray(tol, dtype=s.dtype, device=_sg_xp_device(tol, s)),
+                         tuple(s.shape[:-1]) + (1,)) \
             if hasattr(tol, "shape") else tol
     return xp.astype(xp.sum(xp.astype(s > cut, xp.int64), axis=-1), xp.int64)

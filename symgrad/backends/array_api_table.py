@@ -26,6 +26,11 @@ T = Template
 UNSUPPORTED: dict[str, str] = {}
 """Ops this backend cannot write, with the reason (none)."""
 
+DEVICE = "dev"
+"""The name the emitted functions bind to their inputs' device (``_sg_xp_device`` of them;
+``None`` without array inputs): every array the code creates is made there."""
+ON_DEVICE = f"device={DEVICE}"
+
 
 def number_source(v) -> str:
     """Exact source of one number without NumPy: ``math.inf``, ``-0.0``, ``5e-324``."""
@@ -70,7 +75,7 @@ def _scatter_sum(names: list[str], attrs: dict) -> str:
     return f"_sg_xp_scatter(xp, {attrs['shape']!r}, {attrs['batch']!r}, ({items},))"
 
 
-_SCATTER = (h._sg_xp_scatter, h._sg_xp_index, h._sg_xp_add_at)
+_SCATTER = (h._sg_xp_scatter, h._sg_xp_index, h._sg_xp_add_at, h._sg_xp_device)
 
 
 def _batched(fn: str) -> Template:
@@ -145,7 +150,7 @@ def _matrix_rank(names: list[str], attrs: dict) -> str:
 def _filled(fn: str, fill: bool) -> Template:
     def text(names: list[str], attrs: dict) -> str:
         middle = f"{number_source(attrs['fill_value'])}, " if fill else ""
-        return f"xp.{fn}({attrs['shape']!r}, {middle}dtype=xp.{attrs['dtype']})"
+        return f"xp.{fn}({attrs['shape']!r}, {middle}dtype=xp.{attrs['dtype']}, {ON_DEVICE})"
     return T(text)
 
 
@@ -233,29 +238,29 @@ ARRAY_API: dict[str, Template | None] = {
     "transpose": T(_transpose),
     "matrix_transpose": T("xp.matrix_transpose({0})"),
     "einsum": T(lambda names, attrs: f"_sg_xp_einsum(xp, {attrs['spec']!r}, {', '.join(names)})",
-                (h._sg_xp_einsum,)),
+                (h._sg_xp_einsum, h._sg_xp_device)),
     # shaping
     "reshape": _batched("reshape"), "broadcast_to": _batched("broadcast_to"),
     "expand_dims": _with(h._sg_xp_expand_dims, "{axis!r}"),
     "squeeze": T("xp.squeeze({0}, axis={axis!r})"),
     "concatenate": _join("concat"), "stack": _join("stack"),
     # indexing
-    "index": T(_index, (h._sg_xp_index,)), "index_add": T(_scatter, _SCATTER),
+    "index": T(_index, (h._sg_xp_index, h._sg_xp_device)), "index_add": T(_scatter, _SCATTER),
     "scatter_sum": T(_scatter_sum, _SCATTER),
-    "take": _with(h._sg_xp_take, "{axis!r}"),
+    "take": _with(h._sg_xp_take, "{axis!r}", h._sg_xp_device),
     # constant-makers
     "zeros_like": T("xp.zeros_like({0})"), "ones_like": T("xp.ones_like({0})"),
-    "eye": T("xp.eye({N!r}, {M!r}, k={k!r}, dtype=xp.{dtype})"),
+    "eye": T(f"xp.eye({{N!r}}, {{M!r}}, k={{k!r}}, dtype=xp.{{dtype}}, {ON_DEVICE})"),
     "zeros": _filled("zeros", False), "ones": _filled("ones", False),
     "full": _filled("full", True),
     "arange": T(lambda names, attrs: f"xp.arange({number_source(attrs['start'])}, "
                 f"{number_source(attrs['stop'])}, {number_source(attrs['step'])}, "
-                f"dtype=xp.{attrs['dtype']})"),
+                f"dtype=xp.{attrs['dtype']}, {ON_DEVICE})"),
     "linspace": T(lambda names, attrs: f"xp.linspace({number_source(attrs['start'])}, "
                   f"{number_source(attrs['stop'])}, {attrs['num']!r}, "
-                  f"endpoint={attrs['endpoint']!r}, dtype=xp.{attrs['dtype']})"),
+                  f"endpoint={attrs['endpoint']!r}, dtype=xp.{attrs['dtype']}, {ON_DEVICE})"),
     # linalg (the standard's extension)
-    "band": _with(h._sg_xp_band, "{lo!r}, {hi!r}, {diagonal!r}"),
+    "band": _with(h._sg_xp_band, "{lo!r}, {hi!r}, {diagonal!r}", h._sg_xp_device),
     "inv": T("xp.linalg.inv({0})"), "det": T("xp.linalg.det({0})"),
     "slogdet": _part("slogdet", 1), "slogdet_sign": _part("slogdet", 0),
     "solve": T("xp.linalg.solve({0}, {1})"),
@@ -273,5 +278,5 @@ ARRAY_API: dict[str, Template | None] = {
     "multi_dot": T(lambda names, attrs: "(" + " @ ".join(names) + ")"),
     "trace": _with(h._sg_xp_trace, "{offset!r}, {axis1!r}, {axis2!r}"),
     "norm": T(_norm, (h._sg_xp_norm,)),
-    "matrix_rank": T(_matrix_rank, (h._sg_xp_matrix_rank,)),
+    "matrix_rank": T(_matrix_rank, (h._sg_xp_matrix_rank, h._sg_xp_device)),
 }

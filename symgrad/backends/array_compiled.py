@@ -5,8 +5,8 @@ The returned callable has :class:`~symgrad.backends.compiled.CompiledFunction`'s
 ``shape`` and ``dtype`` that is not NumPy's) pass through unconverted after their shape and
 dtype are checked, so the function runs where the arrays live; lists, numbers and NumPy
 arrays are checked as ``sg.evaluate`` checks them and then, for ``backend="torch"``, made
-tensors. For ``backend="jax"`` the function is ``jax.jit`` of the generated one (``raw``
-is the jitted function).
+tensors (on the device of the tensors given beside them). For ``backend="jax"`` the
+function is ``jax.jit`` of the generated one (``raw`` is the jitted function).
 
 JAX computes in float32 unless ``jax_enable_x64`` is on; symgrad never changes JAX's
 configuration. Run ``jax.config.update("jax_enable_x64", True)`` before calling a float64
@@ -76,8 +76,11 @@ class ArrayFunction(CompiledFunction):
                                       f"{node.dtype}{hint}")
             return value
         value = check_input(node, given)
-        if self._torch is not None:
-            return self._torch.asarray(value)
+        if self._torch is not None:  # on the device of the tensors given beside it
+            torch = self._torch
+            device = next((v.device for v in given.values() if isinstance(v, torch.Tensor)),
+                          None)
+            return torch.asarray(value, device=device)
         return value
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import SymgradError
-from .array_api_table import number_source
+from .array_api_table import ON_DEVICE, number_source
 from .numpy_table import NUMPY_TYPE, scalar_source
 
 __all__ = ["LINE", "array_literal", "array_source", "const_spec", "numpy_literal",
@@ -51,15 +51,15 @@ def numpy_literal(value: np.ndarray, others: list[str], strong: bool = False) ->
 
 def array_literal(value: np.ndarray, others: list[str], strong: bool = False) -> str:
     """A 0-d constant for the array API targets: a Python literal beside an array operand
-    where NumPy's promotion gives the same dtype, else ``xp.asarray(literal, dtype=...)``
-    (the standard's functions take arrays; a literal alone is not one)."""
+    where NumPy's promotion gives the same dtype, else ``xp.asarray(literal, dtype=...,
+    device=dev)`` (the standard's functions take arrays; a literal alone is not one)."""
     dtype, py = value.dtype.name, value.item()
     if dtype not in NUMPY_TYPE:
         raise SymgradError(f"cannot emit a constant of dtype {dtype}")
     text = number_source(py)
     weak_ok = bool(others) and np.result_type(*others, dtype) == np.result_type(*others, py)
     if strong or not weak_ok:
-        return f"xp.asarray({text}, dtype=xp.{dtype})"
+        return f"xp.asarray({text}, dtype=xp.{dtype}, {ON_DEVICE})"
     return f"({text})" if text.startswith("-") else text
 
 

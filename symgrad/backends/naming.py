@@ -108,22 +108,74 @@ class Plan:
     alias_of: dict[int, int] = field(default_factory=dict)  # output variable -> its forward
     adjoint_for: dict[int, int] = field(default_factory=dict)  # adjoint node -> forward node
     tangent_for: dict[int, int] = field(default_factory=dict)  # tangent node -> its node
+    derivatives: dict[int, Derivative] = field(default_factory=dict)  # what each one is
+    notes: tuple[str | None, ...] = ()  # what each output is, where the caller says
+
+
+@dataclass(frozen=True)
+class Derivative:
+    """What a derivative node is: the ``kind`` (``"gradient"``, ``"jacobian"``,
+    ``"vjp"``, ``"hessian"``, ``"tangent"``, ``"hvp"``) of transform output ``of`` w.r.t.
+    variable ``var`` (a tangent: the first of the variables ``wrt``); for a Hessian (or a
+    Hessian-vector product), ``first`` is the variable of the gradient differentiated
+    again."""
+
+    kind: str
+    var: int
+    of: int
+    first: int | None = None
+    wrt: tuple[int, ...] = ()
+
+
+def derivatives(graph: Graph) -> dict[int, Derivative]:
+    """Each derivative node of ``graph``'s transforms (the earliest transform first): the
+    adjoint of a variable a reverse transform was asked for, or a forward transform's
+    tangent of one of its outputs. The seed says which derivative: ones give a gradient,
+    an identity with a batch axis a Jacobian, anything else a VJP (a JVP)."""
+    out: dict[int, Derivative] = {}
+    grads: dict[int, int] = {}  # a gradient's node -> its variable, transforms so far
+    for t in graph.transforms:
+        tangent_of = getattr(t, "tangent_of", None)
+        if tangent_of is not None:
+            jac = getattr(t, "seed", "other") == "identity"
+            for f in t.outputs:
+                if 0 <= f and f in tangent_of and tangent_of[f] != f:
+                    kind = "hvp" if f in grads else "jacobian" if jac else "tangent"
+                    out.setdefault(tangent_of[f], Derivative(kind, t.wrt[0], f, grads.get(f),
+                                                             tuple(t.wrt)))
+            continue
+        first = grads.get(t.output)
+        seed = getattr(t, "seed", "other")
+        kind = ("hessian" if first is not None else
+                {"ones": "gradient", "identity": "jacobian"}.get(seed, "vjp"))
+        for w in t.wrt:
+            a = t.adjoint_of.get(w)
+            if a is not None and a != w:
+                out.setdefault(a, Derivative(kind, w, t.output, first, tuple(t.wrt)))
+        if kind == "gradient":
+            for w in t.wrt:
+                if t.adjoint_of.get(w, w) != w:
+                    grads.setdefault(t.adjoint_of[w], w)
+    return out
 
 
 def plan(graph: Graph, fn: Function, table: dict[str, Template | None],
-         reserved: Sequence[str] = ()) -> Plan:
+         reserved: Sequence[str] = (), known: dict[int, Derivative] | None = None,
+         hoisted: frozenset[int] = frozenset()) -> Plan:
     """The plan of function ``fn`` over ``graph``: the nodes it computes and every name, none
-    of them one of ``reserved`` or a name ``table``'s templates bind themselves."""
+    of them one of ``reserved`` or a name ``table``'s templates bind themselves; ``known``
+    says which outputs are derivatives where ``graph``'s records do not; ``hoisted`` nodes
+    are computed at module level (no name here unless an output)."""
     nodes = graph.nodes
     outs = list(fn.outputs)
     order = graph.ancestors(outs)
     params = [graph.variables[name] for name in fn.inputs]
-    # Forward nodes named in the comments of adjoint lines get names too (maybe no line).
     emitted = set(order)
     pairs = [(f, a) for f, a in adjoint_pairs(graph) if a in emitted]
-    extra = [nodes[i].origin for i in order if nodes[i].origin is not None]
-    named = graph.ancestors([*outs, *extra, *(f for f, _ in pairs)])
-    out = Plan(fn.name, params, outs, fn.single, order, {})
+    named = order  # only lines of this function have names (comments cite no other)
+    out = Plan(fn.name, params, outs, fn.single, order, {}, notes=fn.notes)
+    out.derivatives = {i: d for i, d in derivatives(graph).items() if i in emitted}
+    out.derivatives.update({i: d for i, d in (known or {}).items() if i in emitted})
     for f, a in pairs:  # the earliest transform names an adjoint first; variables win
         prev = out.adjoint_for.get(a)
         if prev is None or (nodes[f].is_var and not nodes[prev].is_var):
@@ -132,7 +184,8 @@ def plan(graph: Graph, fn: Function, table: dict[str, Template | None],
         if t in emitted and t != f and nodes[t].role == "tangent":
             out.tangent_for.setdefault(t, f)
     taken = [*_template_bound_names(graph, order, table), *reserved]
-    _assign_names(graph, out, named, list(fn.output_names or ()), taken)
+    _assign_names(graph, out, [i for i in named if i not in hoisted or i in outs],
+                  list(fn.output_names or ()), taken)
     return out
 
 
@@ -191,7 +244,10 @@ def _assign_names(graph: Graph, plan: Plan, named: list[int], labels: list[str],
             continue
         f = adjoint_for.get(i)
         tf = plan.tangent_for.get(i)
-        if f is not None and f in names:
+        role = _role_name(plan, i)
+        if role is not None:
+            names[i] = namer.fresh(role)
+        elif f is not None and f in names:
             names[i] = namer.fresh(("d" if nodes[f].is_var else "d_") + names[f])
         elif tf is not None and tf in names:
             names[i] = namer.fresh(names[tf] + "_dot")
@@ -200,5 +256,29 @@ def _assign_names(graph: Graph, plan: Plan, named: list[int], labels: list[str],
     for i in sorted(outputs):
         f = adjoint_for.get(i)
         if nodes[i].is_var and f is not None and f in names and i not in plan.aliases:
-            plan.aliases[i] = namer.fresh(("d" if nodes[f].is_var else "d_") + names[f])
+            role = _role_name(plan, i)
+            plan.aliases[i] = namer.fresh(role or ("d" if nodes[f].is_var else "d_") + names[f])
             plan.alias_of[i] = f
+
+
+def _role_name(plan: Plan, i: int) -> str | None:
+    """The name of derivative node ``i`` that says what it is: ``dx`` for a gradient (only),
+    ``jac_x``, ``vjp_x``, ``hess_a_b`` for a Hessian block (the gradient of ``a``
+    differentiated by ``b``), ``hvp_x`` for a Hessian-vector product, ``<name>_dot`` for the
+    tangent of a value this function computes, ``jvp`` for another's; else None."""
+    d = plan.derivatives.get(i)
+    names = plan.names
+    if d is None:
+        return None
+    if d.kind == "gradient":
+        return f"d{names[d.var]}" if d.var in names else None
+    if d.kind in ("jacobian", "vjp") and d.var in names:
+        return f"{'jac' if d.kind == 'jacobian' else 'vjp'}_{names[d.var]}"
+    if d.kind == "hessian" and d.first in names and d.var in names:
+        pair = (names[d.first],) if d.first == d.var else (names[d.first], names[d.var])
+        return "_".join(("hess", *pair))
+    if d.kind == "hvp" and d.first in names:
+        return f"hvp_{names[d.first]}"
+    if d.kind == "tangent":  # of a value this function computes, or else "jvp"
+        return f"{names[d.of]}_dot" if d.of in names else "jvp"
+    return None

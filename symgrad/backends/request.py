@@ -21,14 +21,14 @@ lowered for numpy: 4 nodes; def g(x) -> (value, dx)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import BackendError, SymgradError
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from .boundary import emit_request, exact_flag
-from .naming import check_function_name
+from .naming import Derivative, check_function_name, derivatives
 from .target import TARGETS, Target, target
 
 __all__ = ["Function", "Lowered", "Request", "lower", "request"]
@@ -43,6 +43,9 @@ class Function:
     inputs: tuple[str, ...]  # variable names in call order
     single: bool  # one output returned bare (not a tuple)
     output_names: tuple[str, ...] | None = None  # names of the results in the code
+    notes: tuple[str | None, ...] = ()  # what each result is, for the docstring (None: said
+    # by symgrad: the derivative it is, or the expression)
+    exprs: tuple[Expr, ...] = ()  # the outputs as the user gave them (their own graphs)
 
     def __str__(self) -> str:
         outs = ", ".join(self.output_names or [f"<{len(self.outputs)} outputs>"])
@@ -72,6 +75,11 @@ class Request:
         """The request with more public module constants (``("HESS_LAYOUT", ...)``)."""
         return replace(self, constants=(*self.constants, *constants))
 
+    def with_notes(self, *notes: str | None) -> Request:
+        """The request whose (one) function's docstring says ``notes[k]`` of output ``k``."""
+        (fn,) = self.functions
+        return replace(self, functions=(replace(fn, notes=tuple(notes)),))
+
 
 @dataclass(frozen=True)
 class Lowered:
@@ -82,6 +90,7 @@ class Lowered:
     graph: Graph
     functions: tuple[Function, ...]
     shown: dict[int, Expr]  # output id -> the Expr as the user wrote it
+    derivatives: dict[int, Derivative] = field(default_factory=dict)  # outputs that are ones
 
     def params(self, k: int = 0) -> list[Any]:
         """The input nodes (of :attr:`graph`) of function ``k``, in call order."""
@@ -121,7 +130,8 @@ def request(outputs: Expr | Sequence[Expr] | Any, inputs: Sequence[Expr | str] |
     if output_names is not None and len(output_names) != len(ids):
         raise SymgradError(f"output_names has {len(output_names)} names for {len(ids)} outputs")
     fn = Function(name, tuple(ids), call_order(graph, ids, inputs), single,
-                  None if output_names is None else tuple(output_names))
+                  None if output_names is None else tuple(output_names),
+                  exprs=(outputs,) if single else tuple(outputs))
     return Request(graph, (fn,), tgt, scalars, optimize, fast_math)
 
 
@@ -162,17 +172,37 @@ def lower(req: Request) -> Lowered:
     if req.optimize:
         from ..passes import pipeline
 
-        new, new_groups = pipeline.optimize(graph, groups, req.fast_math)
-        if req.target.sums_as_sums:
-            from ..passes.array_targets import for_arrays
-
-            new, new_groups = for_arrays(new, new_groups)
+        new, new_groups = pipeline.optimize(graph, groups, req.fast_math,
+                                            req.target.sums_as_sums)
     else:
         new, new_groups = graph, groups
     fns = tuple(replace(fn, outputs=tuple(ids)) for fn, ids in zip(req.functions, new_groups))
-    shown = {n: Expr(graph, o) for fn, new_fn in zip(req.functions, fns)
-             for n, o in zip(new_fn.outputs, fn.outputs)}
-    return Lowered(req, new, fns, shown)
+    shown = {n: fn.exprs[k] if fn.exprs else Expr(graph, o)
+             for fn, new_fn in zip(req.functions, fns)
+             for k, (n, o) in enumerate(zip(new_fn.outputs, fn.outputs))}
+    return Lowered(req, new, fns, shown, _derivatives(shown, new))
+
+
+def _derivatives(shown: dict[int, Expr], graph: Graph) -> dict[int, Derivative]:
+    """The outputs that are derivatives, read from the graphs the user built them in (the
+    compile passes and the import into one graph keep no transform records of them); the
+    variables as nodes of ``graph``."""
+    found: dict[int, dict[int, Derivative]] = {}
+    outputs = {(id(e.graph), e.node): i for i, e in shown.items()}
+    out = {}
+    for i, e in shown.items():
+        table = found.get(id(e.graph))
+        if table is None:
+            table = found[id(e.graph)] = derivatives(e.graph)
+        d = table.get(e.node)
+        if d is not None:
+            def var(v: int | None, g: Graph = e.graph) -> int | None:
+                return None if v is None else graph.variables.get(g.nodes[v].name, -1)
+
+            of = outputs.get((id(e.graph), d.of), -1)  # an output too, or no line here
+            out[i] = Derivative(d.kind, var(d.var), of, var(d.first),
+                                tuple(var(w) for w in d.wrt))
+    return out
 
 
 # -- outputs and inputs ----------------------------------------------------------------------

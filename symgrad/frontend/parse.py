@@ -730,7 +730,8 @@ class _Parser:
                 plan.append(("list", len(seq.elts)))
                 children.extend(seq.elts)
             elif p.kind == "static":
-                plan.append(("static", self._static(args.pop(0), op, p.name)))
+                plan.append(("static", self._static_argument(args.pop(0), op, p.name,
+                                                             not statics)))
                 statics.add(p.name)
             else:  # an operand, optional or not
                 plan.append(("expr",))
@@ -745,14 +746,26 @@ class _Parser:
                 self.fail(f"{name}() got an unexpected keyword '{kw.arg}' (takes {ok})"
                           f"{_did_you_mean(kw.arg, allowed)}", kw)
             kwargs[kw.arg] = self._static(kw.value, op, kw.arg)
-        return self._plan(node, children, op, plan, kwargs)
+        hint = _elementwise_hint(op) if any(s[0] == "static" for s in plan) else ""
+        return self._plan(node, children, op, plan, kwargs, hint)
 
     def _op(self, name: str, func: _Node) -> Callee:
         found = callee(name)
         if found is None:
             known = [*FUNCTIONS, *(n for n in (*REGISTRY, *ALIASES) if public_op(n))]
-            self.fail(f"unknown function '{name}'{_did_you_mean(name, known)}", func)
+            self.fail(f"unknown function '{name}'{_did_you_mean_function(name, known)}", func)
         return found
+
+    def _static_argument(self, node: _Node, op: Callee, param: str, first: bool) -> Any:
+        """A static argument written positionally; ``max(x, y)`` (a second operand where
+        the axis goes) gets a hint to the elementwise function."""
+        try:
+            return self._static(node, op, param)
+        except ParseError as err:
+            hint = _elementwise_hint(op) if first else ""
+            if not hint or err.source is not None and err.col != node.start:
+                raise
+            self.fail(err.msg_text + hint, node)
 
     # literals
 
@@ -924,7 +937,7 @@ class _Parser:
         return v
 
     def _build_Call(self, node: Call, args) -> Value:
-        _, op, plan, kwargs = node.plan
+        _, op, plan, kwargs, hint = node.plan
         values = iter(args)
         call_args: list = []
         for step in plan:
@@ -934,7 +947,12 @@ class _Parser:
                 call_args.append([next(values) for _ in range(step[1])])
             else:
                 call_args.append(step[1])
-        return op.fn(*call_args, **kwargs)
+        if not hint:
+            return op.fn(*call_args, **kwargs)
+        try:
+            return op.fn(*call_args, **kwargs)
+        except SymgradError as err:  # min(x, 0) of a scalar x: axis 0 is out of range
+            raise _with_hint(err, hint) from None
 
 
 # -- helpers ------------------------------------------------------------------------------
@@ -950,6 +968,54 @@ def _dotted(node: _Node) -> str | None:
         return None
     parts.append(node.id)
     return ".".join(reversed(parts))
+
+
+# Functions whose second positional argument is an axis, and the elementwise function meant
+# by who writes them with two arrays (as in Python's max(a, b)).
+_ELEMENTWISE = {"max": "maximum", "min": "minimum", "amax": "maximum", "amin": "minimum",
+                "nanmax": "fmax", "nanmin": "fmin"}
+# Names of functions in other languages and libraries, spelt too differently for difflib.
+OTHER_NAMES = {"ln": "log", "lg": "log10", "lb": "log2", "atan2": "arctan2",
+               "logistic": "sigmoid", "expit": "sigmoid", "sgn": "sign", "signum": "sign",
+               "log_sum_exp": "logsumexp", "logsoftmax": "log_softmax", "mm": "matmul",
+               "arctg": "arctan", "tg": "tan"}
+_MODULES = ("np.", "numpy.", "jnp.", "jax.numpy.", "math.", "torch.", "scipy.special.", "sp.")
+
+
+def _elementwise_hint(op: Callee) -> str:
+    """``"; for the elementwise maximum of two arrays write maximum(a, b)"`` or ``""``."""
+    meant = _ELEMENTWISE.get(op.name.rsplit(".", 1)[-1])
+    if meant is None:
+        return ""
+    what = "maximum" if "max" in meant else "minimum"
+    return (f"; {op.name}(a, axis) reduces a along an axis: for the elementwise {what} of "
+            f"two arrays write {meant}(a, b)")
+
+
+def _with_hint(err: SymgradError, hint: str) -> SymgradError:
+    """``err`` of the same class with ``hint`` added to its message (when it can be)."""
+    text = (err.msg_text if isinstance(err, ParseError) else str(err)) + hint
+    try:
+        new = type(err)(text)
+    except Exception:  # an error class with another constructor
+        return ParseError(text)
+    return new if str(new) == text else ParseError(text)
+
+
+def _did_you_mean_function(name: str, candidates: list[str]) -> str:
+    """The hint for an unknown function name: the name without a module prefix
+    (``np.max``), in lower case (``Exp``), the symgrad name of another library's
+    function (``ln``: log, ``expit``: sigmoid) or the closest spelling (``sni``: sin)."""
+    known = set(candidates)
+    bare = name
+    for prefix in _MODULES:
+        if name.startswith(prefix):
+            bare = name[len(prefix):]
+            break
+    for guess in (bare, bare.lower(), OTHER_NAMES.get(bare.lower())):
+        if guess is not None and guess != name and guess in known:
+            return f"; did you mean {guess}?"
+    return _did_you_mean(name, candidates)
 
 
 def _did_you_mean(name: str, candidates: list[str]) -> str:

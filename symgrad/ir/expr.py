@@ -17,9 +17,15 @@ import numpy as np
 from ..errors import NameConflictError, ShapeError, SymgradError, UnsupportedError
 from .graph import Graph, Node
 from .op import FUNCTIONS, REGISTRY, UNSUPPORTED, Op, public_op
-from .shapes import Shape
+from .shapes import DTYPES, Shape
 from .text import infix
 from .values import describe, exact
+
+# Jupyter's rich display: printing/ registers the functions that make each form ("latex",
+# "html") here, as ir/ imports nothing above it. Each takes an Expr and returns the text, or
+# None (too big, a tool missing) for Jupyter to show the plain text instead.
+DISPLAY: dict[str, Callable[[Expr], str | None]] = {}
+_NUMPY_DTYPES = {name: np.dtype(name) for name in DTYPES}
 
 
 class Expr:
@@ -49,8 +55,10 @@ class Expr:
         return self.graph.nodes[self.node].shape
 
     @property
-    def dtype(self) -> str:
-        return self.graph.nodes[self.node].dtype
+    def dtype(self) -> np.dtype:
+        """The NumPy dtype of the values (``x.dtype == np.float64`` and ``== "float64"``;
+        ``str(x.dtype)`` is its name, the graph's own record of it)."""
+        return _NUMPY_DTYPES[self.graph.nodes[self.node].dtype]
 
     @property
     def ndim(self) -> int:
@@ -150,6 +158,17 @@ class Expr:
         if len(text) > 300 or "\n" in text:
             text = text.replace("\n", " ")[:297] + "..."
         return f"<Expr {text} : {self.dtype}{list(self.shape)}>"
+
+    def _repr_latex_(self) -> str | None:
+        """The formula, ``$...$``, for Jupyter (None when too big to write out)."""
+        make = DISPLAY.get("latex")
+        return None if make is None else make(self)
+
+    def _repr_html_(self) -> str | None:
+        """For a derivative, its picture beside the forward graph, for Jupyter (None for a
+        forward expression or one too big to draw: Jupyter shows the formula or text)."""
+        make = DISPLAY.get("html")
+        return None if make is None else make(self)
 
     def __add__(self, o):
         return F.add(self, o)
@@ -442,7 +461,7 @@ def _strong_dtypes(operands: Sequence[Any]) -> list[str]:
     out = []
     for o in operands:
         if isinstance(o, Expr):
-            out.append(o.dtype)
+            out.append(o.data.dtype)
         elif isinstance(o, (np.ndarray, np.generic)):
             out.append(o.dtype.name)
     return out
@@ -454,7 +473,9 @@ def var(name: str, shape: Shape | int = (), dtype: str = "float64", **numpy: Any
     >>> import symgrad as sg
     >>> W = sg.var("W", shape=(4, 3))
     >>> W.shape, W.dtype
-    ((4, 3), 'float64')
+    ((4, 3), dtype('float64'))
+    >>> W.dtype == "float64", str(W.dtype)
+    (True, 'float64')
 
     ``sg.var`` makes variables; NumPy's variance is ``symgrad.numpy.var`` (pass
     ``np=symgrad.numpy`` to NumPy code that calls ``np.var``).

@@ -77,6 +77,7 @@ from ..ir.expr import Expr, F, call, const
 from ..ir.op import Op, SignatureError, register, sig
 from ..ir.shapes import broadcast, float_dtype, fmt, norm_axes, reduced, result_dtype
 from .linalg import matmul_jvp
+from .reductions import extreme_share
 from .structure import batched_map, dense_maps, gather_map, reduce_map
 from .tangent import align, first, linear, total
 
@@ -809,26 +810,66 @@ def _pinv_infer(shapes, dtypes, attrs):
     return shapes[0][:-2] + (n, m), float_dtype(dtypes[0])
 
 
-def _pinv_vjp(a: Expr, p: Expr, g: Expr) -> Expr:
+def _pinv_vjp(a: Expr, p: Expr, g: Expr, full: Expr) -> Expr:
     """Golub & Pereyra (1973), as reverse mode: P = pinv(A) of locally constant rank,
     A_bar = -P^T G P^T + (I - A P) G^T P P^T + P^T P G^T (I - P A)."""
     pt, gt = _mT(p), _mT(g)
     z = gt @ (p @ pt)
     w = (pt @ p) @ gt
-    return -(pt @ g @ pt) + (z - a @ (p @ z)) + (w - (w @ p) @ a)
+    rows, cols = _full_rank_zero(a, full, z - a @ (p @ z), w - (w @ p) @ a)
+    return -(pt @ g @ pt) + rows + cols
 
 
-def _pinv_jvp(a: Expr, p: Expr, t: Expr) -> Expr:
+def _pinv_jvp(a: Expr, p: Expr, t: Expr, full: Expr) -> Expr:
     """Golub & Pereyra (1973): dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P."""
     tt = _mT(t)
     left = (p @ _mT(p)) @ tt
     right = tt @ (_mT(p) @ p)
-    return -(p @ t @ p) + (left - (left @ a) @ p) + (right - p @ (a @ right))
+    rows, cols = _full_rank_zero(a, full, left - (left @ a) @ p, right - p @ (a @ right))
+    return -(p @ t @ p) + rows + cols
+
+
+def _full_rank_zero(a: Expr, full: Expr, rows: Expr, cols: Expr) -> tuple[Expr, Expr]:
+    """The terms of ``I - A P`` (``rows``) and ``I - P A`` (``cols``), each an exact 0
+    where it vanishes identically: ``A P = I`` when ``A`` has full row rank, ``P A = I``
+    when it has full column rank (``full``: the rank is ``min(M, N)``). Computed, they are
+    rounding noise of size eps * cond(A) multiplied by ``P P^T`` (size cond^2), whose
+    derivatives cancel only in exact arithmetic: the Hessian of ``pinv(X.T @ X)`` at cond
+    9e4 was off by 1e-3, as JAX's is; with the exact zeros it is as accurate as ``inv``'s.
+    Full rank is an open condition, so the zeros are exact to every order."""
+    m, n = a.shape[-2:]
+    mask = _reshape(full, full.shape + (1, 1))
+    if m <= n:
+        rows = F.where(mask, 0.0, rows)
+    if n <= m:
+        cols = F.where(mask, 0.0, cols)
+    return rows, cols
+
+
+def _has_full_rank(a: Expr, rcond: float, hermitian: bool = False) -> Expr:
+    """Whether each matrix of ``a`` has rank ``min(M, N)`` by pinv's and lstsq's cutoff
+    (singular values above ``rcond`` times the largest count)."""
+    return F.matrix_rank(a, hermitian=hermitian, rtol=rcond) == min(a.shape[-2:])
+
+
+def _pinv_parts(n) -> tuple[Expr, Expr]:
+    """The operand as pinv reads it (its ``L`` triangle mirrored for ``hermitian``: the
+    rule must depend on what the function reads, or its own derivative is wrong), and
+    whether it has full rank."""
+    a, hermitian = n.args[0], n.attrs["hermitian"]
+    full = _has_full_rank(a, n.attrs["rcond"], hermitian)
+    return (_from_triangle(a, "L") if hermitian else a), full
 
 
 def _pinv_rule(n, g):
-    out = _pinv_vjp(n.args[0], n.out, g)
+    a, full = _pinv_parts(n)
+    out = _pinv_vjp(a, n.out, g, full)
     return (_fold(out, "L") if n.attrs["hermitian"] else out,)
+
+
+def _pinv_forward(n, t):
+    a, full = _pinv_parts(n)
+    return _pinv_jvp(a, n.out, _from_triangle(t, "L") if n.attrs["hermitian"] else t, full)
 
 
 register(Op(
@@ -837,8 +878,7 @@ register(Op(
     prepare=_pinv_prepare, infer=_pinv_infer,
     impl=lambda a, rcond, hermitian: np.linalg.pinv(a, rcond=rcond, hermitian=hermitian),
     backprop=_pinv_rule, aliases=("linalg.pinv",), sparsity=_squares(),
-    forward=first(lambda n, t: _pinv_jvp(n.args[0], n.out, _from_triangle(t, "L")
-                                         if n.attrs["hermitian"] else t)),
+    forward=first(_pinv_forward),
     examples=lambda rng: [([rng.standard_normal((3, 2))], {}),
                           ([rng.standard_normal((2, 3))], {"rtol": None}),
                           ([rng.standard_normal((2, 3, 3))], {"rcond": 1e-10}),
@@ -904,11 +944,12 @@ def _lstsq_rule(n, g):
     """x = pinv(A) b (the minimum-norm solution, with lstsq's cut-off): b_bar = P^T x_bar,
     and A_bar is pinv's rule for P_bar = x_bar b^T."""
     a, b = n.args
-    p = F.pinv(a, rcond=_effective_rcond(a, n.attrs["rcond"]))
+    rcond = _effective_rcond(a, n.attrs["rcond"])
+    p, full = F.pinv(a, rcond=rcond), _has_full_rank(a, rcond)
     if b.ndim == 1:
         p_bar = _reshape(g, g.shape + (1,)) * _reshape(b, (1, b.shape[0]))
-        return _pinv_vjp(a, p, p_bar), g @ p
-    return _pinv_vjp(a, p, g @ _mT(b)), _mT(p) @ g
+        return _pinv_vjp(a, p, p_bar, full), g @ p
+    return _pinv_vjp(a, p, g @ _mT(b), full), _mT(p) @ g
 
 
 def _residuals_rule(n, g):
@@ -928,8 +969,10 @@ def _lstsq_forward(n, t):
     """x = P b with P = pinv(A): dx = dP b + P db."""
     a, b = n.args
     ta, tb = t
-    p = F.pinv(a, rcond=_effective_rcond(a, n.attrs["rcond"]))
-    return matmul_jvp(p, b, None if ta is None else _pinv_jvp(a, p, ta), tb)
+    rcond = _effective_rcond(a, n.attrs["rcond"])
+    p = F.pinv(a, rcond=rcond)
+    return matmul_jvp(p, b, None if ta is None else _pinv_jvp(a, p, ta, _has_full_rank(a, rcond)),
+                      tb)
 
 
 def _residuals_forward(n, t):
@@ -1415,12 +1458,6 @@ def _norm_infer(shapes, dtypes, attrs):
     return reduced(shapes[0], tuple(sorted(axes)), attrs["keepdims"]), float_dtype(dtypes[0])
 
 
-def _tie_share(v: Expr, axes: tuple[int, ...], pick) -> Expr:
-    """1 / (number of ties) where ``v`` is extreme along ``axes``, else 0."""
-    hit = F.where(v == pick(v, axis=axes, keepdims=True), F.ones_like(v), F.zeros_like(v))
-    return hit / F.sum(hit, axis=axes, keepdims=True)
-
-
 def _norm_rule(n, g):
     x = n.args[0]
     kept = reduced(x.shape, tuple(sorted(_norm_axes(x.ndim, n.attrs))), True)
@@ -1453,18 +1490,17 @@ def _norm_terms(n, gk):
         return None
     if matrix and order in ("nuc", 2, -2):
         return gk * _spectral(x, axes, order)
-    pick = F.max if order > 0 else F.min
     sign = F.sign(x)
     if not matrix:
         if order in (_INF, -_INF):
-            return gk * _tie_share(F.abs(x), axes, pick) * sign
+            return gk * extreme_share(F.abs(x), axes, order > 0) * sign
         r = _reshape(n.out, kept)
         ratio = F.abs(x) / F.where(r == 0.0, F.ones_like(r), r)
         return gk * sign if order == 1 else gk * sign * ratio ** float(order - 1)
     row, col = axes
     summed, across = (row, col) if order in (1, -1) else (col, row)
     sums = F.sum(F.abs(x), axis=summed, keepdims=True)
-    return gk * _tie_share(sums, (across,), pick) * sign
+    return gk * extreme_share(sums, (across,), order > 0) * sign
 
 
 def _spectral(x: Expr, axes: tuple[int, int], order) -> Expr:
@@ -1481,7 +1517,7 @@ def _spectral(x: Expr, axes: tuple[int, int], order) -> Expr:
         d = u @ vh
     else:
         s = F.svd(moved, full_matrices=False, compute_uv=True, hermitian=False)
-        d = _scale_columns(u, _tie_share(s, (-1,), F.max if order == 2 else F.min)) @ vh
+        d = _scale_columns(u, extreme_share(s, (-1,), order == 2)) @ vh
     if moved is x:
         return d
     inverse = tuple(sorted(range(ndim), key=lambda i: perm[i]))

@@ -6,7 +6,8 @@ describe the same axes of a cotangent that carries extra leading batch axes.
 Conventions (each one is tested):
 
 * ``max``/``min`` ties split the adjoint equally: ``grad(max([1, 3, 3])) = [0, .5, .5]``
-  (a NaN in the slice makes the value and its gradient NaN).
+  (a NaN in the slice makes the value and its gradient NaN). The tie mask never depends on
+  two computations of the same value agreeing to the last bit (:func:`extreme_share`).
 * ``logsumexp``, ``softmax`` and ``log_softmax`` subtract the maximum first, so values and
   gradients are finite for inputs like ``[1000, 0]`` or ``[-1000, 0]``.
 * ``logsumexp`` of an all ``-inf`` slice (or an empty one) is ``-inf`` and its gradient there
@@ -27,7 +28,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..errors import ShapeError
-from ..ir.expr import F
+from ..ir.expr import Expr, F
 from ..ir.op import Op, SignatureError, register, sig
 from ..ir.shapes import float_dtype, fmt, norm_axes, norm_axis, reduced
 from .structure import lane_map, reduce_map
@@ -160,22 +161,67 @@ def _mean_rule(n, g):
     return (_spread(g, n) / float(max(count, 1)),)
 
 
-def _extreme_share(n):
-    """max/min: the derivative goes to the extreme elements, split equally among ties."""
-    x, axes = n.args[0], n.attrs["axis"]
-    hit = F.where(x == _keep(n.out, n, axes), 1.0, 0.0)
+def extreme_share(v: Expr, axes: tuple[int, ...], largest: bool, m: Expr | None = None) -> Expr:
+    """The derivative of ``max`` (``largest``) or ``min`` of ``v`` over ``axes`` (negative
+    ints) with respect to ``v``: ``1/k`` at each of the ``k`` entries equal to the extreme
+    ``m`` (the axes kept; computed here when None), 0 elsewhere, NaN for a slice holding NaN.
+
+    The tie mask ``v == m`` is widened by the one-hot of ``argmax`` (``argmin``), so it is
+    never empty: a compiler may compute ``v`` or ``m`` again for the comparison, in another
+    order than for the reduction (XLA on a GPU fuses each use of a value separately), and
+    then ``v == m`` can be false everywhere, which made the shares ``0/0``.
+
+    >>> import symgrad as sg
+    >>> x = sg.var("x", shape=(4,))
+    >>> sg.evaluate(extreme_share(x, (-1,), True), {"x": [1.0, 3.0, 3.0, 2.0]})
+    array([0. , 0.5, 0.5, 0. ])
+    """
+    if m is None:
+        m = (F.max if largest else F.min)(v, axis=axes, keepdims=True)
+    chosen = _arg_one_hot(v, axes, largest) & ~F.isnan(v)
+    hit = F.astype((v == m) | chosen, v.dtype)
     return hit / F.sum(hit, axis=axes, keepdims=True)
 
 
-_extreme_rule, _extreme_forward = weighted(_extreme_share)
+def _arg_one_hot(v: Expr, axes: tuple[int, ...], largest: bool) -> Expr:
+    """True at the entry ``argmax`` (``argmin``) picks in each slice of ``v`` over
+    ``axes``: an integer comparison, exact wherever it is computed."""
+    nd = v.ndim
+    axes = tuple(sorted(a % nd for a in axes))
+    rest = [k for k in range(nd) if k not in axes]
+    perm = tuple(rest + list(axes))
+    moved = v if perm == tuple(range(nd)) else F.transpose(v, axes=perm)
+    lead = moved.shape[:len(rest)]
+    size = _count(v.shape, axes)
+    flat = moved if len(axes) == 1 else F.reshape(moved, lead + (size,))
+    pick = (F.argmax if largest else F.argmin)(flat, axis=-1, keepdims=True)
+    hot = pick == np.arange(size, dtype=np.int64)
+    if len(axes) != 1:  # several axes flattened into one, or none (a size-1 axis added)
+        hot = F.reshape(hot, moved.shape)
+    if moved is v:
+        return hot
+    return F.transpose(hot, axes=tuple(sorted(range(nd), key=lambda k: perm[k])))
+
+
+def _extreme_share(largest: bool) -> Callable:
+    """max/min: the derivative goes to the extreme elements, split equally among ties."""
+    def share(n):
+        axes = n.attrs["axis"]
+        return extreme_share(n.args[0], axes, largest, _keep(n.out, n, axes))
+
+    return share
+
+
+_max_rule, _max_forward = weighted(_extreme_share(True))
+_min_rule, _min_forward = weighted(_extreme_share(False))
 
 _reduction("sum", np.sum, lambda n, g: (_spread(g, n),), _sum_dtype, forward=linear,
            doc="sum over axis (all axes when None)")
 _reduction("mean", np.mean, _mean_rule, float_dtype, forward=linear,
            doc="arithmetic mean over axis (all axes when None)")
-_reduction("max", np.max, _extreme_rule, _same_dtype, forward=_extreme_forward, nonempty=True,
+_reduction("max", np.max, _max_rule, _same_dtype, forward=_max_forward, nonempty=True,
            aliases=("amax",), doc="maximum over axis; tied maxima share the gradient equally")
-_reduction("min", np.min, _extreme_rule, _same_dtype, forward=_extreme_forward, nonempty=True,
+_reduction("min", np.min, _min_rule, _same_dtype, forward=_min_forward, nonempty=True,
            aliases=("amin",), doc="minimum over axis; tied minima share the gradient equally")
 
 

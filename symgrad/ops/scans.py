@@ -90,6 +90,8 @@ def _unlast(x, axis: int):
 
 def _exclusive_cumprod(x):
     """``[1, x0, x0*x1, ...]`` along the last axis (no division)."""
+    if x.shape[-1] == 0:  # nothing before nothing
+        return x
     ones = F.ones(x.shape[:-1] + (1,), dtype=x.dtype)
     return F.concatenate([ones, index_along(F.cumprod(x, axis=-1), x.shape, -1,
                                             slice(None, -1))], axis=-1)
@@ -154,7 +156,7 @@ def _prod_others(n):
     perm = tuple(a + x.ndim for a in keep + list(axes))
     moved = F.transpose(x, axes=perm) if perm != tuple(range(x.ndim)) else x
     kept_shape = moved.shape[: len(keep)]
-    flat = F.reshape(moved, kept_shape + (-1,))
+    flat = F.reshape(moved, kept_shape + (int(np.prod(moved.shape[len(keep):])),))
     reverse = _flip(flat, -1)
     others = _exclusive_cumprod(flat) * _flip(_exclusive_cumprod(reverse), -1)
     others = F.reshape(others, moved.shape)

@@ -63,7 +63,7 @@ def broadcast_map(arg: Shape, out: Shape) -> Map:
 
 def elementwise_maps(n: Any) -> tuple[Map | None, ...]:
     """The broadcasting map of every float operand of an elementwise op."""
-    return tuple(broadcast_map(a.shape, n.shape) if is_float(a.dtype) else None
+    return tuple(broadcast_map(a.shape, n.shape) if is_float(a.data.dtype) else None
                  for a in n.args)
 
 
@@ -77,7 +77,7 @@ def dense_map(arg: Shape, out: Shape) -> Map:
 
 def dense_maps(n: Any) -> tuple[Map | None, ...]:
     """The fallback rule: dense for every float operand."""
-    return tuple(dense_map(a.shape, n.shape) if is_float(a.dtype) else None for a in n.args)
+    return tuple(dense_map(a.shape, n.shape) if is_float(a.data.dtype) else None for a in n.args)
 
 
 def constant(a: Any) -> np.ndarray | None:
@@ -92,11 +92,11 @@ def gather_map(n: Any, impl=None, attrs: dict | None = None) -> tuple[Map | None
     element each result element is. Integer operands must be constants (their values
     decide the selection); otherwise every result element may be any element (dense)."""
     fn = impl or REGISTRY[n.data.op].impl
-    sizes = [a.size if is_float(a.dtype) else 0 for a in n.args]
+    sizes = [a.size if is_float(a.data.dtype) else 0 for a in n.args]
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     operands = []
     for k, a in enumerate(n.args):
-        if is_float(a.dtype):
+        if is_float(a.data.dtype):
             operands.append(_ids(a.shape) + offsets[k] + 1)
         else:
             value = constant(a)
@@ -109,7 +109,7 @@ def gather_map(n: Any, impl=None, attrs: dict | None = None) -> tuple[Map | None
     which = np.searchsorted(offsets, src, side="right") - 1
     maps: list[Map | None] = []
     for k, a in enumerate(n.args):
-        if not is_float(a.dtype):
+        if not is_float(a.data.dtype):
             maps.append(None)
             continue
         pick = which == k
@@ -167,7 +167,7 @@ def batched_map(n: Any, cores: tuple[int, ...], out_core: int) -> tuple[Map | No
     oc = math.prod(out[len(out) - out_core:])
     maps: list[Map | None] = []
     for a, core in zip(n.args, cores):
-        if not is_float(a.dtype):
+        if not is_float(a.data.dtype):
             maps.append(None)
             continue
         ic = math.prod(a.shape[a.ndim - core:])
@@ -193,7 +193,7 @@ def einsum_map(spec: str, n: Any) -> tuple[Map | None, ...]:
     letters = "".join(dict.fromkeys(out + "".join(terms)))
     maps: list[Map | None] = []
     for k, (t, a) in enumerate(zip(terms, n.args)):
-        if not is_float(a.dtype):
+        if not is_float(a.data.dtype):
             maps.append(None)
             continue
         used = "".join(c for c in letters if c in out or c in t)

@@ -97,7 +97,7 @@ def linear(n: Any, t: Tangents) -> Expr | None:
     for a, tk in zip(n.args, t):
         if tk is not None:
             operands.append(tk)
-        elif is_float(a.dtype):
+        elif is_float(a.data.dtype):
             operands.append(zeros_for(a, batch))
         else:
             operands.append(a)

@@ -275,6 +275,21 @@ def find(graph: Graph, forward: list[int]) -> dict[int, tuple[tuple, Callable]]:
     return found
 
 
+def recognised(graph: Graph, i: int) -> str | None:
+    """The name of the idiom whose root is node ``i`` (what reverse mode differentiates by
+    the idiom's rule), or None; the pictures use it to say why the nodes inside have no
+    adjoint.
+
+    >>> import symgrad as sg
+    >>> x = sg.var("x")
+    >>> s = 1 / (1 + sg.exp(-x))
+    >>> recognised(s.graph, s.node), recognised(s.graph, x.node)
+    ('sigmoid', None)
+    """
+    hit = match(graph, i)
+    return None if hit is None else hit[0].name
+
+
 def _bound(idiom: Idiom, caps: dict) -> Callable:
     """The idiom's rule for the root ``view``: the root seen as a node of the idiom's op."""
 
@@ -318,4 +333,4 @@ IDIOMS = Pass(
     stages=("reverse",),
 )
 
-__all__ = ["ALL", "FORWARD_RULES", "IDIOMS", "Idiom", "find"]
+__all__ = ["ALL", "FORWARD_RULES", "IDIOMS", "Idiom", "find", "recognised"]

@@ -21,10 +21,13 @@ NODE_ATTRS = {
                     'fillcolor="#fdeeeb"',
     "shared": 'shape=note, style="filled,dotted", color="#a07a00", fillcolor="#fff7d6"',
     "group": 'shape=box3d, style="filled", color="#555555", fillcolor="#eeeeee"',
+    "note": 'shape=note, style="filled,dotted", color="#888888", fillcolor="#ffffff"',
+    "output": 'shape=box, style="rounded", color="#33475b", fillcolor="#ffffff", penwidth=2.5',
 }
 EDGE_ATTRS = {
     "operand": 'color="#33475b"',
     "b-operand": 'color="#a2322a"',
+    "chain": 'style=dashed, color="#a2322a", constraint=false',
     "cross": 'color="#b8b8b8", constraint=false',
     "link": 'style=dotted, color="#2f6fd0", fontcolor="#2f6fd0", constraint=false',
 }
@@ -48,7 +51,7 @@ def to_dot(exprs: Graph | Expr | Sequence[Expr], *, title: str | None = None,
     >>> dot = to_dot([f, sg.grad(f, x)])
     >>> dot.startswith("digraph symgrad {")
     True
-    >>> "∂f/∂x" in dot and "cluster_B" in dot and "legend" in dot
+    >>> "∂f/∂u1" in dot and "cluster_B" in dot and "legend" in dot
     True
     """
     scene = build_scene(exprs, title=title, collapse=collapse)
@@ -111,12 +114,13 @@ def _legend(scene: Scene) -> list[str]:
     rows = []
     for kind in scene.kinds:
         colour, fill, style = _legend_colours(kind)
-        sample = f'<td bgcolor="{fill}" color="{colour}" border="1" style="{style}" ' \
+        border = 3 if kind == "output" else 1
+        sample = f'<td bgcolor="{fill}" color="{colour}" border="{border}" style="{style}" ' \
                  'width="28"> </td>'
         rows.append(f"<tr>{sample}<td align=\"left\">{_html(LEGEND[kind])}</td></tr>")
     for kind in scene.edge_kinds:
         colour = EDGE_ATTRS[kind].split('color="')[1].split('"')[0]
-        arrow = "⇢" if kind == "link" else "→"
+        arrow = "⇢" if kind in ("link", "chain") else "→"
         rows.append(f'<tr><td><font color="{colour}" point-size="14">{arrow}</font></td>'
                     f'<td align="left">{_html(EDGE_LEGEND[kind])}</td></tr>')
     table = ('<<table border="0" cellborder="0" cellspacing="3" cellpadding="2">'

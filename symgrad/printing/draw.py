@@ -22,15 +22,20 @@ BOX_STYLE = {
     "intermediate": ("#fdeeeb", "#c0635b", "--", 0.8),
     "shared": ("#fff7d6", "#a07a00", ":", 1.2),
     "group": ("#eeeeee", "#555555", "-", 1.0),
+    "note": ("#ffffff", "#888888", ":", 1.0),
+    "output": ("#ffffff", "#33475b", "-", 2.2),  # the legend's sample of a bold border
 }
 # kind -> (colour, line style, line width)
 EDGE_STYLE = {
     "operand": ("#33475b", "-", 1.0),
     "b-operand": ("#a2322a", "-", 1.0),
+    "chain": ("#a2322a", "--", 1.0),
     "cross": ("#b8b8b8", "-", 0.6),
     "link": ("#2f6fd0", ":", 1.1),
 }
 FONT = {"family": "monospace", "size": 8}
+LEGEND_FONT = 7.5  # points, monospace: 0.6 of it per character
+LEGEND_ROW = 0.24  # inches
 ARC_RISE = 0.3  # inches: the highest a link arcs over its row
 MAX_PIXELS = 4_000  # the longer side of a PNG; larger pictures get fewer dots per inch
 
@@ -87,8 +92,11 @@ def draw(exprs: Graph | Expr | Sequence[Expr], path: str = "graph.png", *,
         scene = build_scene(exprs, title=title, collapse=collapse)
         s.update(len(scene.boxes))
         left, right, bottom, top = scene.extent()
-        legend_h = 0.5 + 0.22 * math.ceil(len(scene.kinds) + len(scene.edge_kinds)) / 2
-        width = max(right - left, 7.0) + 0.6
+        items = _legend_items(scene)
+        columns = _legend_columns(items)
+        inner = max(right - left, 7.0, sum(columns), len(scene.title) * 11 * 0.6 / 72 + 0.2)
+        legend_h = 0.5 + LEGEND_ROW * math.ceil(len(items) / len(columns))
+        width = inner + 0.6
         height = (top - bottom) + 1.0 + ARC_RISE + legend_h
         fig = Figure(figsize=(width, height))
         FigureCanvasAgg(fig)
@@ -99,7 +107,7 @@ def draw(exprs: Graph | Expr | Sequence[Expr], path: str = "graph.png", *,
         _title(ax, scene, left, top + ARC_RISE)
         _edges(ax, scene)
         _boxes(ax, scene)
-        _legend(ax, scene, left, bottom - 0.35)
+        _legend(ax, items, left, bottom - 0.35, columns)
         try:
             fig.savefig(path, dpi=min(dpi, int(MAX_PIXELS / max(width, height))),
                         **({"pil_kwargs": {"compress_level": 1}} if path.endswith(".png")
@@ -173,7 +181,16 @@ def edge_points(scene: Scene, e: Edge) -> list[tuple[float, float]]:
         pts = _curve(pts[0], pts[-1], 0.15 if e.kind == "cross" else 0.1)
     elif e.kind == "b-operand" and abs(a.level - b.level) > 1:
         pts = _curve(pts[0], pts[-1], 0.12)  # bend around the boxes between
+    elif e.kind == "chain" and abs(a.level - b.level) > 1:  # around the boxes between
+        pts = min((_curve(pts[0], pts[-1], bend) for bend in (-0.15, 0.15, -0.3, 0.3)),
+                  key=lambda c: _hits(scene, c, (e.src, e.dst)))
     return pts
+
+
+def _hits(scene: Scene, pts: list, ends: tuple[str, str]) -> int:
+    """How many points of a polyline lie inside boxes other than its ends."""
+    return sum(1 for b in scene.boxes.values() if b.key not in ends for x, y in pts
+               if abs(x - b.x) < b.width / 2 + 0.05 and abs(y - b.y) < b.height / 2 + 0.05)
 
 
 def label_point(scene: Scene, e: Edge, pts: list) -> tuple[float, float]:
@@ -225,14 +242,30 @@ def _head(p, q, size: float = 0.09) -> list[tuple[float, float]]:
             (bx + uy * size * 0.45, by - ux * size * 0.45)]
 
 
-def _legend(ax, scene: Scene, left: float, y: float) -> None:
+def _legend_items(scene: Scene) -> list[tuple[str, str, str]]:
+    return ([("box", k, LEGEND[k]) for k in scene.kinds]
+            + [("edge", k, EDGE_LEGEND[k]) for k in scene.edge_kinds])
+
+
+def _legend_columns(items: list[tuple[str, str, str]], count: int = 2) -> list[float]:
+    """The widths in inches of the legend's columns (filled row by row): each the sample,
+    its longest text (monospace: exact) and a gap. The figure is made wide enough."""
+    count = max(1, min(count, len(items)))
+    widths = []
+    for c in range(count):
+        chars = max((len(text) for _, _, text in items[c::count]), default=0)
+        widths.append(0.45 + chars * LEGEND_FONT * 0.6 / 72 + 0.3)
+    return widths
+
+
+def _legend(ax, items: list[tuple[str, str, str]], left: float, y: float,
+            columns: list[float]) -> None:
+    """The legend in ``len(columns)`` columns, filled row by row, under the picture."""
     from matplotlib.patches import FancyBboxPatch
 
-    items = [("box", k, LEGEND[k]) for k in scene.kinds]
-    items += [("edge", k, EDGE_LEGEND[k]) for k in scene.edge_kinds]
-    column = 4.6
+    starts = [left + sum(columns[:c]) for c in range(len(columns))]
     for n, (what, kind, text) in enumerate(items):
-        x, yy = left + column * (n % 2), y - 0.24 * (n // 2)
+        x, yy = starts[n % len(columns)], y - LEGEND_ROW * (n // len(columns))
         if what == "box":
             face, edge, style, lw = BOX_STYLE[kind]
             ax.add_patch(FancyBboxPatch((x, yy - 0.07), 0.34, 0.14,
@@ -241,4 +274,5 @@ def _legend(ax, scene: Scene, left: float, y: float) -> None:
         else:
             colour, style, lw = EDGE_STYLE[kind]
             ax.plot([x, x + 0.34], [yy, yy], color=colour, linestyle=style, lw=lw)
-        ax.text(x + 0.45, yy, text, ha="left", va="center", fontsize=7.5)
+        ax.text(x + 0.45, yy, text, ha="left", va="center", fontsize=LEGEND_FONT,
+                family="monospace")

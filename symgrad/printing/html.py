@@ -17,7 +17,7 @@ from typing import Any
 
 from ..backends.interpreter import _by_name, run
 from ..errors import SymgradError
-from ..explain import Table, _text, explain
+from ..explain import Table, _text, at_item, explain
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
@@ -180,6 +180,11 @@ def _details(scene: Scene, values: dict[int, Any], table: Table | None) -> dict[
                                            f"({origin.op or 'a collapsed chain'})"])
             if b.node in values:
                 facts.append(["value", _text(values[b.node])])
+        elif b.kind == "note":
+            facts.append(["why", "reverse mode recognised this idiom and differentiated it by "
+                                 "its own rule, which goes from the adjoint of its root to that "
+                                 "of its input in one step: the nodes inside get no adjoint "
+                                 "(sg.explain lists the chain rule step by step)"])
         else:  # a group
             facts.append(["stands for", b.lines[1]])
         out[key] = info
@@ -213,13 +218,16 @@ def _row_text(row: dict) -> str:
 
 
 def _page(scene: Scene, details: dict[str, dict], at: Any, table: Table | None) -> str:
-    svg = _svg(scene)
+    svg = _svg(scene) + "\n</svg>"
     data = json.dumps(details, ensure_ascii=False).replace("<", "\\u003c")
-    at_text = f" at {table.at_text}" if table is not None and table.at_text else (
+    given = [at_item(k, v) for k, v in _by_name(at).items() if k in scene.graph.variables] \
+        if at is not None else []
+    at_text = " at " + ", ".join(given) if given else (
         " (no input values given: pass at=... for numbers)" if at is None else "")
     legend = "".join(
         f'<li><span class="swatch" style="background:{BOX_STYLE[k][0]};'
-        f'border:1.5px {_css_dash(BOX_STYLE[k][2])} {BOX_STYLE[k][1]}"></span>'
+        f'border:{1.5 * BOX_STYLE[k][3]:.1f}px {_css_dash(BOX_STYLE[k][2])} '
+        f'{BOX_STYLE[k][1]}"></span>'
         f"{html.escape(LEGEND[k])}</li>" for k in scene.kinds)
     legend += "".join(
         f'<li><span class="line" style="border-top:2px {_css_dash(EDGE_STYLE[k][1])} '
@@ -237,43 +245,62 @@ def _css_dash(style: str) -> str:
     return {"-": "solid", "--": "dashed", ":": "dotted"}[style]
 
 
-def _svg(scene: Scene) -> str:
+FONT_ATTRS = ('font-family="ui-monospace, \'DejaVu Sans Mono\', monospace" '
+              'font-size="11.1"')
+
+
+def _svg(scene: Scene, prefix: str = "", page: bool = True, head: float = 0.0,
+         foot: float = 0.0, min_width: float = 0.0) -> str:
+    """The picture as SVG, without its closing tag: for the page (boxes with ids the script
+    finds) or, with ``page=False``, a standalone image (its marker ids start with
+    ``prefix``; ``head`` and ``foot`` inches are left free above and below for a title and
+    a legend; at least ``min_width`` pixels wide)."""
     left, right, bottom, top = scene.extent()
     pad = 0.4
-    width, height = (right - left + 2 * pad) * PX, (top - bottom + 2 * pad) * PX
+    width = max((right - left + 2 * pad) * PX, min_width)
+    height = (top - bottom + 2 * pad + head + foot) * PX
 
     def X(x: float) -> float:
         return round((x - left + pad) * PX, 1)
 
     def Y(y: float) -> float:
-        return round((top + pad - y) * PX, 1)
+        return round((top + pad + head - y) * PX, 1)
 
-    out = [f'<svg id="graph" width="{width:.0f}" height="{height:.0f}" '
-           f'viewBox="0 0 {width:.0f} {height:.0f}" role="img" '
+    first = (f'<svg id="graph" width="{width:.0f}" height="{height:.0f}" '
+             f'style="max-width: {width:.0f}px" ' if page else
+             f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" '
+             f'height="{height:.0f}" ')
+    out = [f'{first}viewBox="0 0 {width:.0f} {height:.0f}" role="img" {FONT_ATTRS} '
            f'aria-label="{html.escape(scene.title)}">', "<defs>"]
     for kind, (colour, _, _) in EDGE_STYLE.items():
-        out.append(f'<marker id="head-{kind}" viewBox="0 0 10 10" refX="10" refY="5" '
+        out.append(f'<marker id="{prefix}head-{kind}" viewBox="0 0 10 10" refX="10" refY="5" '
                    f'markerUnits="userSpaceOnUse" markerWidth="9" markerHeight="9" '
                    f'orient="auto-start-reverse">'
                    f'<path d="M0,0 L10,5 L0,10 z" fill="{colour}"/></marker>')
     out.append("</defs>")
+    if not page:
+        out.append('<rect width="100%" height="100%" fill="#ffffff"/>')
     for e in scene.edges:
         colour, style, lw = EDGE_STYLE[e.kind]
         pts = edge_points(scene, e)
         d = "M" + " L".join(f"{X(x)},{Y(y)}" for x, y in pts)
         dash = {"-": "", "--": ' stroke-dasharray="6 3"', ":": ' stroke-dasharray="2 3"'}[style]
-        out.append(f'<path class="edge {e.kind}" data-tail="{e.src}" data-head="{e.dst}" d="{d}" '
+        ident = (f'class="edge {e.kind}" data-tail="{e.src}" data-head="{e.dst}" '
+                 if page else "")
+        out.append(f'<path {ident}d="{d}" '
                    f'fill="none" stroke="{colour}" stroke-width="{lw * 1.3:.1f}"{dash} '
-                   f'marker-end="url(#head-{e.kind})"/>')
+                   f'marker-end="url(#{prefix}head-{e.kind})"/>')
         if e.label:
             x, y = label_point(scene, e, pts)
             out.append(f'<text class="elabel" x="{X(x)}" y="{Y(y) - 3}" fill="{colour}" '
-                       f'text-anchor="middle">{html.escape(e.label)}</text>')
+                       f'font-size="9.7" text-anchor="middle">{html.escape(e.label)}</text>')
     for b in scene.boxes.values():
         face, edge, style, lw = BOX_STYLE[b.kind]
         dash = {"-": "", "--": ' stroke-dasharray="5 3"', ":": ' stroke-dasharray="2 2"'}[style]
         x0, y0 = X(b.x - b.width / 2), Y(b.y + b.height / 2)
-        out.append(f'<g class="box {b.kind}" id="{b.key}" data-key="{b.key}" tabindex="0">'
+        ident = f'class="box {b.kind}" id="{b.key}" data-key="{b.key}" tabindex="0"' \
+            if page else ""
+        out.append(f'<g {ident}>'
                    f'<rect x="{x0}" y="{y0}" width="{b.width * PX:.1f}" '
                    f'height="{b.height * PX:.1f}" rx="5" fill="{face}" stroke="{edge}" '
                    f'stroke-width="{lw * (2.4 if b.output else 1.2):.1f}"{dash}/>')
@@ -283,8 +310,7 @@ def _svg(scene: Scene) -> str:
             out.append(f'<text x="{X(b.x)}" y="{first + step * k:.1f}" '
                        f'text-anchor="middle">{html.escape(line)}</text>')
         out.append("</g>")
-    out.append("</svg>")
-    return "\n".join(out)
+    return "\n".join(out)  # the caller adds what goes above and below, and "</svg>"
 
 
 _STYLE = """
@@ -294,8 +320,14 @@ h1 { font: 600 18px ui-monospace, 'DejaVu Sans Mono', monospace; margin: 0 0 4px
 .sub { color: #555; margin: 0 0 4px; }
 main { display: flex; gap: 12px; padding: 0 18px 18px; align-items: flex-start; }
 #canvas { overflow: auto; border: 1px solid #ddd; border-radius: 6px; max-height: 85vh;
-          flex: 1 1 auto; background: #fff; }
-#side { width: 380px; flex: 0 0 380px; position: sticky; top: 8px; }
+          flex: 1 1 auto; min-width: 0; background: #fff; }
+#canvas.fit svg { width: 100%; height: auto; display: block; }
+#side { width: 340px; flex: 0 0 340px; position: sticky; top: 8px; }
+@media (max-width: 900px) {
+  main { flex-direction: column; align-items: stretch; }
+  #side { position: static; width: auto; flex: none; }
+}
+#zoom { font: 12px system-ui, sans-serif; margin: 0 0 4px; }
 #panel { border: 1px solid #ccc; border-radius: 6px; padding: 10px 12px; min-height: 120px;
          background: #fafafa; }
 #panel h2 { font: 600 15px ui-monospace, 'DejaVu Sans Mono', monospace; margin: 0 0 2px; }
@@ -365,7 +397,13 @@ _SCRIPT = """
     g.addEventListener('keydown', ev => { if (ev.key === 'Enter') g.dispatchEvent(
       new MouseEvent('click')); });
   });
-  document.getElementById('canvas').addEventListener('click', () => {
+  const canvas = document.getElementById('canvas');
+  const zoom = document.getElementById('zoom');
+  zoom.addEventListener('click', () => {
+    const fit = canvas.classList.toggle('fit');
+    zoom.textContent = fit ? 'actual size' : 'fit to the window';
+  });
+  canvas.addEventListener('click', () => {
     if (picked) picked.classList.remove('picked');
     picked = null; show(null);
   });
@@ -388,9 +426,10 @@ style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
 <h1>{title}</h1>
 <p class="sub">{subtitle}</p>
 {note}
+<button id="zoom" type="button">actual size</button>
 </header>
 <main>
-<div id="canvas">
+<div id="canvas" class="fit">
 {svg}
 </div>
 <aside id="side">

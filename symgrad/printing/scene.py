@@ -33,6 +33,7 @@ from ..errors import LimitError
 from ..explain import definition, numbering
 from ..ir.expr import Expr
 from ..ir.graph import Graph
+from ..ir.op import REGISTRY
 from ..ir.text import _type, infix, select, tangent_pairs
 
 COLLAPSE_AT = 60  # boxes above which collapse="auto" collapses chains
@@ -55,10 +56,13 @@ LEGEND = {
     "intermediate": "other node of B or of the tangents (a rule built it)",
     "shared": "P_i is a forward node itself (shared)",
     "group": "collapsed chain (repeated structure)",
+    "note": "rows without adjoints: an idiom's rule covered them",
+    "output": "bold border: an output (what was asked for)",
 }
 EDGE_LEGEND = {
     "operand": "operand → user",
     "b-operand": "in B: operand → user",
+    "chain": "in B: chain rule P_j → P_i through a constant or a shared node",
     "cross": "forward value used in B",
     "link": "forward node ⇢ its adjoint (∂f/∂u_i) or tangent (u̇_i)",
 }
@@ -69,7 +73,7 @@ class Box:
     """One box of the picture: a node, a "shared" marker or a collapsed group."""
 
     key: str
-    kind: str  # input | forward | adjoint | tangent | intermediate | shared | group
+    kind: str  # input | forward | adjoint | tangent | intermediate | shared | group | note
     label: str  # u3, P2 = P5, B4, x
     lines: list[str]  # text shown in the box
     node: int | None = None  # the graph node (None for shared markers and groups)
@@ -121,7 +125,10 @@ class Scene:
 
     @property
     def kinds(self) -> list[str]:
+        """The legend's kinds of box present ("output": a bold border)."""
         present = {b.kind for b in self.boxes.values()}
+        if any(b.output for b in self.boxes.values()):
+            present.add("output")
         return [k for k in LEGEND if k in present]
 
     @property
@@ -326,7 +333,7 @@ def _boxes(graph: Graph, ids: list[int], outputs: list[int]) -> tuple[dict, list
             edges.append(Edge(src.key, dst.key, kind))
     for t, f in t_of.items():
         if f"n{f}" in boxes:
-            flabel = nodes[f].name if nodes[f].is_var else names.get(f, "?")
+            flabel = names_all.get(f, "?")  # u_i, as in the boxes (not the variable's name)
             edges.append(Edge(f"n{f}", f"n{t}", "link", f"{flabel[:1]}\u0307{flabel[1:]}"))
     for a, fs in anchor_of.items():
         shared = nodes[a].role == "forward"
@@ -343,9 +350,98 @@ def _boxes(graph: Graph, ids: list[int], outputs: list[int]) -> tuple[dict, list
                 target = key
             else:
                 target = f"n{a}"
-            flabel = nodes[f].name if nodes[f].is_var else names.get(f, "?")
-            edges.append(Edge(src.key, target, "link", f"∂f/∂{flabel}"))
+            edges.append(Edge(src.key, target, "link", f"∂f/∂{names_all.get(f, '?')}"))
+    edges += _chain_edges(graph, chosen, boxes, edges)
+    _idiom_notes(graph, chosen, boxes, names_all)
     return boxes, edges
+
+
+def _adjoint_key(graph: Graph, boxes: dict[str, Box], f: int, a: int) -> str | None:
+    """The box showing ``a``, the adjoint of ``f``: its node's, or a shared marker."""
+    key = f"s{f}_{a}" if graph.nodes[a].role == "forward" else f"n{a}"
+    return key if key in boxes else None
+
+
+def _chain_edges(graph: Graph, chosen: set[int], boxes: dict[str, Box],
+                 edges: list[Edge]) -> list[Edge]:
+    """``P_j → P_i`` for each step of the chain rule ``P_i = Σ_j P_j J(i→j)`` that the graph
+    holds no edge for: ``P_j`` a constant (the seed ``1.0``, folded into its users) or a
+    shared forward node. ``j`` runs over the users of ``u_i`` and the node whose rule built
+    ``P_i`` (an idiom's root); not those that pass no gradient (``floor``)."""
+    nodes = graph.nodes
+    users: dict[int, list[int]] = {}
+    for i in sorted(chosen):
+        op = REGISTRY.get(nodes[i].op)
+        if op is None or not op.differentiable:
+            continue
+        for a in dict.fromkeys(nodes[i].args):
+            users.setdefault(a, []).append(i)
+    have = {(e.src, e.dst) for e in edges}
+    out: list[Edge] = []
+    for _, table in _adjoint_tables(graph):
+        for f, a in table.items():
+            pi = _adjoint_key(graph, boxes, f, a) if f in chosen and a in chosen else None
+            if pi is None:
+                continue
+            feeders = list(users.get(f, ()))
+            if nodes[a].role == "adjoint" and nodes[a].origin not in (None, f):
+                feeders.append(nodes[a].origin)
+            for j in dict.fromkeys(feeders):
+                b = table.get(j)
+                pj = None if b is None or b not in chosen else _adjoint_key(graph, boxes, j, b)
+                if pj is None or pj == pi or (pj, pi) in have:
+                    continue
+                if nodes[b].is_const or boxes[pj].kind == "shared":
+                    have.add((pj, pi))
+                    out.append(Edge(pj, pi, "chain"))
+    return out
+
+
+def _idiom_notes(graph: Graph, chosen: set[int], boxes: dict[str, Box],
+                 labels: dict[int, str]) -> None:
+    """A note box in B beside the forward nodes inside an idiom (``1/(1+exp(-x))``): reverse
+    mode differentiated the idiom's root by the idiom's rule, so they have no adjoint."""
+    from ..passes.idioms import recognised
+
+    nodes = graph.nodes
+    for _, table in _adjoint_tables(graph):
+        for o in table:
+            if f"n{o}" not in boxes or f"note{o}" in boxes or nodes[o].role != "forward":
+                continue
+            covered, inputs = _inside(graph, o, table, chosen)
+            name = recognised(graph, o) if covered and inputs else None
+            if name is None:
+                continue
+            inner = sorted(covered)
+            shown = [labels[i] for i in inner if i in labels]
+            span = shown[0] if len(shown) == 1 else (
+                f"{shown[0]} … {shown[-1]}" if len(shown) > 3 else ", ".join(shown))
+            to = ", ".join("P" + labels[i][1:] for i in inputs if i in labels)
+            lines = [f"{_clip(span, 22)}: no adjoint", f"{name} idiom at {labels[o]}:",
+                     _clip(f"P{labels[o][1:]} → {to} in one step", 28)]
+            boxes[f"note{o}"] = Box(f"note{o}", "note", f"{name} idiom", lines,
+                                    anchor=f"n{inner[len(inner) // 2]}")
+
+
+def _inside(graph: Graph, root: int, table: dict[int, int], chosen: set[int],
+            limit: int = 64) -> tuple[set[int], list[int]]:
+    """The forward nodes between ``root`` and the nodes with adjoints it reaches back to
+    (those inputs), walking back through nodes without an adjoint (at most ``limit``)."""
+    nodes = graph.nodes
+    covered: set[int] = set()
+    inputs: dict[int, None] = {}
+    stack = [a for a in nodes[root].args]
+    while stack and len(covered) < limit:
+        i = stack.pop()
+        n = nodes[i]
+        if i not in chosen or n.is_const or n.role != "forward" or i in covered:
+            continue
+        if i in table:
+            inputs[i] = None
+        elif not n.is_var:
+            covered.add(i)
+            stack.extend(n.args)
+    return covered, sorted(inputs)
 
 
 def _tangent_box(graph: Graph, i: int, f: int, names, output: bool, names_all) -> Box:
@@ -430,7 +526,7 @@ def _collapse(boxes: dict[str, Box], edges: list[Edge]) -> tuple[dict, list, int
         return boxes, edges, 0
     members_b: dict[str, list[str]] = {}
     for k, b in boxes.items():
-        if b.side != "B" or b.kind == "group":
+        if b.side != "B" or b.kind in ("group", "note"):
             continue
         home = group_of.get(b.anchor or "") or group_of.get(b.origin or "")
         if home is None or (b.anchor and b.anchor not in group_of):
@@ -452,6 +548,9 @@ def _collapse(boxes: dict[str, Box], edges: list[Edge]) -> tuple[dict, list, int
         if g not in out:
             out[g] = _group_box(g, boxes, groups, group_of, members_b)
             hidden += len(out[g].members)
+    for b in out.values():  # a note beside a collapsed chain: beside its group
+        if b.kind == "note":
+            b.anchor = remap.get(b.anchor or "", b.anchor)
     new_edges: dict[tuple[str, str, str], Edge] = {}
     for e in edges:
         src, dst = remap.get(e.src, e.src), remap.get(e.dst, e.dst)

@@ -231,7 +231,7 @@ def jacobian(f: Expr, wrt: Wrt | Sequence[Wrt], *, mode: str | None = None,
     if mode == "forward":
         with _budget(f, "jacobian"):
             return jacfwd(f, wrt, cleanup=cleanup)
-    seed = _seed(np.eye(max(f.size, 1), dtype=f.dtype).reshape(f.shape + f.shape), f)
+    seed = _seed(np.eye(f.size, dtype=f.dtype).reshape(f.shape + f.shape), f)
     with _budget(f, "jacobian"):
         return vjp(f, wrt, seed, cleanup=cleanup)
 

@@ -21,29 +21,40 @@ xp = array_namespace(x)
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ...errors import SymgradError
-from ..array_api_helpers import _sg_xp_const
-from ..array_api_table import ARRAY_API
+from ..array_api_helpers import _sg_xp_const, _sg_xp_device
+from ..array_api_table import ARRAY_API, DEVICE
 from ..jax_table import JAX
 from ..literals import array_literal, const_spec
 from ..torch_table import TORCH
-from .base import Printer
+from .base import ModuleState, Printer
 from .lines import call
+
+if TYPE_CHECKING:
+    from ..request import Lowered
 
 __all__ = ["ArrayApiPrinter", "JaxPrinter", "TorchPrinter"]
 
 
 class ArrayApiPrinter(Printer):
-    """The Python array API standard only; the namespace comes from the inputs."""
+    """The Python array API standard only; the namespace comes from the inputs, and where
+    the function creates arrays, their device too (``dev``, from the inputs')."""
 
     table = ARRAY_API
 
+    def __init__(self, lowered: Lowered, state: ModuleState | None = None) -> None:
+        super().__init__(lowered, state)
+        self._uses_device = False  # a function binds its inputs' device (_sg_xp_device)
+
     def reserved(self) -> list[str]:
-        return [self.target.namespace, "math", "array_namespace", "array_api_compat"]
+        return [self.target.namespace, DEVICE, "math", "array_namespace", "array_api_compat",
+                _sg_xp_const.__name__, _sg_xp_device.__name__]
 
     def constant_lines(self) -> list[str]:
         state, nodes = self.state, self.graph.nodes
@@ -57,10 +68,10 @@ class ArrayApiPrinter(Printer):
                       for line in ("", f"{name} = {value!r}")]
 
     def helpers(self) -> list[Callable]:
-        found = super().helpers()
-        if self.state.consts:
-            found = sorted([*found, _sg_xp_const], key=lambda fn: fn.__name__)
-        return found
+        more = [_sg_xp_const] if self.state.consts else []
+        more += [_sg_xp_device] if self._uses_device else []
+        found = {fn.__name__: fn for fn in [*super().helpers(), *more]}
+        return [found[k] for k in sorted(found)]
 
     def finish(self, out: list[str], code: list[str]) -> str:
         text = super().finish(out, code)
@@ -68,24 +79,30 @@ class ArrayApiPrinter(Printer):
             text = text.replace("import math\n\n", "", 1)
         return text
 
-    def prologue(self, params: list[str]) -> list[str]:
-        """The namespace of the inputs (NumPy's when there are none)."""
+    def prologue(self, params: list[str], code: list[str]) -> list[str]:
+        """The namespace of the inputs (NumPy's when there are none), then their device."""
         ns = self.target.namespace
-        if not params:
-            return [f"    import array_api_compat.numpy as {ns}  # no inputs: NumPy's"]
-        return call(f"{ns} = array_namespace(", params, ")")
+        out = (call(f"{ns} = array_namespace(", params, ")") if params else
+               [f"    import array_api_compat.numpy as {ns}  # no inputs: NumPy's"])
+        return out + self._device_lines(params, code)
 
-    def part_params(self) -> list[str]:
-        return [self.target.namespace]  # the parts take the namespace the function found
+    def part_params(self, code: list[str]) -> list[str]:
+        # the parts take the namespace the function found, and its device if they use it
+        return [self.target.namespace, *([DEVICE] if _on_device(code) else [])]
 
-    def part_args(self) -> list[str]:
-        return [self.target.namespace]
+    def _device_lines(self, params: list[str], code: list[str]) -> list[str]:
+        """``dev = _sg_xp_device(inputs)`` where ``code`` creates arrays on the device."""
+        if not _on_device(code):
+            return []
+        self._uses_device = self._uses_device or bool(params)
+        return (call(f"{DEVICE} = _sg_xp_device(", params, ")") if params else
+                [f"    {DEVICE} = None  # no inputs: the default device"])
 
     def literal(self, value: np.ndarray, others: list[str], strong: bool) -> str:
         return array_literal(value, others, strong)
 
     def const_text(self, i: int) -> str:
-        return f"_sg_xp_const({self.target.namespace}, {self.state.consts[i]})"
+        return f"_sg_xp_const({self.target.namespace}, {self.state.consts[i]}, {DEVICE})"
 
     def copy_text(self, expr: str) -> str:
         return f"{self.target.namespace}.asarray({expr}, copy=True)"
@@ -101,14 +118,11 @@ class ArrayApiPrinter(Printer):
 class _ModuleNamespace(ArrayApiPrinter):
     """A variant whose module imports its namespace once (no ``array_namespace`` call)."""
 
-    def prologue(self, params: list[str]) -> list[str]:
-        return []
+    def prologue(self, params: list[str], code: list[str]) -> list[str]:
+        return self._device_lines(params, code)
 
-    def part_params(self) -> list[str]:
-        return []
-
-    def part_args(self) -> list[str]:
-        return []
+    def part_params(self, code: list[str]) -> list[str]:
+        return [DEVICE] if _on_device(code) else []
 
 
 class JaxPrinter(_ModuleNamespace):
@@ -121,3 +135,11 @@ class TorchPrinter(_ModuleNamespace):
     """PyTorch through ``array_api_compat.torch`` as ``xp``."""
 
     table = TORCH
+
+
+_DEVICE_USE = re.compile(rf"\b{DEVICE}\b")  # a line that creates an array on the device
+
+
+def _on_device(code: list[str]) -> bool:
+    """Whether any line of ``code`` creates an array on the inputs' device."""
+    return any(_DEVICE_USE.search(line) for line in code)

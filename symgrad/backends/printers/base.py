@@ -27,7 +27,7 @@ import numpy as np
 from ...errors import BackendError, SymgradError
 from ...ir.expr import Expr
 from ...ir.graph import Graph
-from ...passes.simplify import gc_paused
+from ...passes.rebuild import gc_paused
 from ...progress import start
 from .. import layout
 from ..docstring import docstring
@@ -53,6 +53,7 @@ class ModuleState:
     shown: dict[int, Expr]  # output id -> the Expr its docstring line prints
     constants: list[tuple[str, Any]]  # public module constants (a sparse pattern)
     consts: dict[int, str] = field(default_factory=dict)  # hoisted array constant -> name
+    derived: list[int] = field(default_factory=list)  # hoisted constant-only ops, in id order
     inlined: set[int] = field(default_factory=set)  # 0-d constants written as literals
     helper_names: set[str] = field(default_factory=set)  # generated helpers (bodies, parts)
 
@@ -83,11 +84,11 @@ class Printer:
         with gc_paused():
             out = self.header()
             out += self.constant_lines()
-            for fn in self.helpers():
+            functions = [self.function(p) for p in self.state.plans]  # before the helpers:
+            for fn in self.helpers():  # they say which helpers the functions call
                 out += ["", "", *helper_source(fn)]
             code: list[str] = []
-            for p in self.state.plans:
-                lines, body = self.function(p)
+            for lines, body in functions:
                 out += ["", "", *lines]
                 code += body
             return self.finish(out, code)
@@ -104,6 +105,15 @@ class Printer:
         """The helper functions the module's templates call, sorted by name."""
         return helpers_of(self.table, self._ops())
 
+    def hoists(self) -> bool:
+        """Whether array values computed from constants alone are computed once, at module
+        level (after the helpers), instead of on every call."""
+        return False
+
+    def derived_lines(self) -> list[str]:
+        """The module-level lines of the hoisted constant-only values."""
+        return []
+
     def finish(self, out: list[str], code: list[str]) -> str:
         """The module's text from its lines (``code``: the functions' lines without their
         docstrings)."""
@@ -115,16 +125,17 @@ class Printer:
         """The parameters of the function's ``def`` line."""
         return params
 
-    def part_params(self) -> list[str]:
-        """The parameters a long function's parts take besides the shared list."""
+    def part_params(self, code: list[str]) -> list[str]:
+        """The parameters a long function's parts take besides the shared list (``code``:
+        the function's lines)."""
         return []
 
-    def part_args(self) -> list[str]:
+    def part_args(self, code: list[str]) -> list[str]:
         """The arguments the function passes its parts besides the shared list."""
-        return []
+        return self.part_params(code)
 
-    def prologue(self, params: list[str]) -> list[str]:
-        """Lines before the body (after the docstring)."""
+    def prologue(self, params: list[str], code: list[str]) -> list[str]:
+        """Lines before the body (after the docstring), given the body's ``code``."""
         return []
 
     def doc(self, p: Plan) -> list[str]:
@@ -168,11 +179,12 @@ class Printer:
 
     def _state(self, lowered: Lowered) -> ModuleState:
         graph, nodes = lowered.graph, lowered.graph.nodes
+        derived = self._derived(lowered)
         plans: list[Plan] = []
         for fn in lowered.functions:
             if any(p.name == fn.name for p in plans):
                 raise SymgradError(f"two generated functions named {fn.name!r}")
-            plans.append(self._plan(fn))
+            plans.append(self._plan(fn, frozenset(derived)))
         state = ModuleState(graph, plans, dict(lowered.shown), list(lowered.request.constants))
         ids = {i for p in plans for i in p.order if nodes[i].is_const}
         namer = Namer([p.name for p in plans])
@@ -182,23 +194,46 @@ class Printer:
         for i in sorted(ids):
             if nodes[i].shape != ():
                 state.consts[i], k = namer.counter("_c", k)
+        for i in derived:
+            state.consts[i], k = namer.counter("_c", k)
+        state.derived = derived
         state.inlined = {i for i in ids if nodes[i].shape == ()}
         return state
 
-    def _plan(self, fn: Function) -> Plan:
+    def _derived(self, lowered: Lowered) -> list[int]:
+        """The array values of the functions computed from constants alone (no variable
+        among their ancestors), if this printer hoists them: in id order."""
+        if not self.hoists():
+            return []
+        graph, nodes = lowered.graph, lowered.graph.nodes
+        order = graph.ancestors([i for fn in lowered.functions for i in fn.outputs])
+        constant = {i for i in order if nodes[i].is_const}
+        out = []
+        for i in order:  # a chain of arrays only: a 0-d value is no module constant here
+            n = nodes[i]
+            if (n.args and n.shape != () and self.table.get(n.op) is not None
+                    and all(a in constant for a in n.args)):
+                constant.add(i)
+                out.append(i)
+        return out
+
+    def _plan(self, fn: Function, hoisted: frozenset[int] = frozenset()) -> Plan:
         nodes = self.graph.nodes
         for i in self.graph.ancestors(list(fn.outputs)):
             n = nodes[i]
             if not (n.is_var or n.is_const) and self.table.get(n.op) is None:
                 self.no_source(n.op, i)
-        return plan(self.graph, fn, self.table, self.reserved())
+        return plan(self.graph, fn, self.table, self.reserved(), self.lowered.derivatives,
+                    hoisted)
 
     def _ops(self) -> list[str]:
         nodes = self.graph.nodes
         return [nodes[i].op for p in self.state.plans for i in p.order]
 
     def _hoisted(self) -> list[int]:
-        return sorted(self.state.consts)
+        """The array constants (leaves) the module holds, in id order."""
+        nodes = self.graph.nodes
+        return sorted(i for i in self.state.consts if nodes[i].is_const)
 
     # -- one function -------------------------------------------------------------------
 
@@ -211,8 +246,9 @@ class Printer:
         a function of its own before it; see :mod:`.layout`), and the same without ``doc``."""
         nodes, names = self.graph.nodes, p.names
         outputs = set(p.outputs)
-        body = [i for i in p.order if not (nodes[i].is_var or (nodes[i].is_const
-                                                                and i not in outputs))]
+        consts = self.state.consts
+        body = [i for i in p.order if not (nodes[i].is_var or (
+            (nodes[i].is_const or i in consts) and i not in outputs))]
         big = len(body) > layout.REGISTERS_FROM
         if big:
             names = dict(names)
@@ -224,37 +260,46 @@ class Printer:
                 for i, alias in sorted(p.aliases.items())]
         ret = results[0] if p.single else ", ".join(results) + ("," if len(results) == 1 else "")
         tail.append(f"    return {ret}" if p.single or len(results) > 1 else f"    return ({ret})")
-        head = [*call(f"def {fname}(", self.def_params(params), "):", ""), *doc,
-                *self.prologue(params)]
         if len(body) <= layout.PART_LINES:
-            lines = head + self._statements(body, names, outputs, comments=not big) + tail
-            lines = [fit(line) for line in lines]
+            code = self._statements(body, names, outputs, comments=not big)
+            head = self._head(fname, params, doc, code + tail)
+            lines = [fit(line) for line in head + code + tail]
         else:
-            lines = [fit(line) for line in self._parts(p, body, names, params, outputs, head)
-                     + tail]
+            lines = [fit(line) for line in self._parts(p, body, names, params, outputs, fname,
+                                                        doc, tail) + tail]
         docs = set(doc)
         return lines, [ln for ln in lines if ln not in docs]
 
+    def _head(self, fname: str, params: list[str], doc: list[str], code: list[str]
+              ) -> list[str]:
+        """The ``def`` line, the docstring and the prologue of a function with ``code``."""
+        return [*call(f"def {fname}(", self.def_params(params), "):", ""), *doc,
+                *self.prologue(params, code)]
+
     def _parts(self, p: Plan, body: list[int], names: dict[int, str], params: list[str],
-               outputs: set[int], head: list[str]) -> list[str]:
+               outputs: set[int], fname: str, doc: list[str], tail: list[str]) -> list[str]:
         """A long function as parts sharing one list of the values that cross them."""
         nodes = self.graph.nodes
         pieces, slots = layout.parts(nodes, body, p.params, [i for i in p.outputs
                                                              if i not in p.aliases])
+        codes = [self._statements(part.lines, names, outputs, comments=False)
+                 for part in pieces]
+        code = [line for c in codes for line in c] + tail
         shared = Namer(list(names.values()) + params).fresh("_v")
         before: list[str] = []
         calls = [f"    {shared} = [None] * {len(slots)}"]
         calls += stores(shared, [(i, slots[i]) for i in p.params if i in slots], names)
-        for k, part in enumerate(pieces, start=1):
+        part_params, part_args = self.part_params(code), self.part_args(code)
+        for k, (part, part_code) in enumerate(zip(pieces, codes), start=1):
             part_name = self._helper_name(p, f"part{k}")
-            before += [f"def {part_name}({', '.join([shared, *self.part_params()])}):"]
+            before += [f"def {part_name}({', '.join([shared, *part_params])}):"]
             before += moves([(names[i], f"{shared}[{s}]") for i, s in part.loads])
-            before += self._statements(part.lines, names, outputs, comments=False)
+            before += part_code
             before += stores(shared, part.stores, names) + ["", ""]
-            calls.append(f"    {part_name}({', '.join([shared, *self.part_args()])})")
+            calls.append(f"    {part_name}({', '.join([shared, *part_args])})")
         calls += moves([(names[i], f"{shared}[{slots[i]}]") for i in dict.fromkeys(p.outputs)
                         if i in slots and i not in p.aliases])
-        return before + head + calls
+        return before + self._head(fname, params, doc, code) + calls
 
     def _helper_name(self, p: Plan, kind: str) -> str:
         """A fresh name for a helper of function ``p`` (``_f_scalar``, ``_f_part1``)."""
@@ -280,14 +325,14 @@ class Printer:
                     comments: bool = True) -> list[str]:
         """One assignment per node of ``body``; ``del`` after the last use of big arrays."""
         nodes = self.graph.nodes
-        dead_after = releases(nodes, body, outputs)
+        dead_after = releases(nodes, body, outputs, self.state.consts)
         lines = []
         progress = start("emit source", total=len(body))
         for i in body:
             progress.update()
             n = nodes[i]
             expr = self._expr(i, names)
-            if n.is_const and i in self.state.consts:  # never hand out the shared constant
+            if i in self.state.consts:  # never hand out the shared constant
                 expr = self.copy_text(expr)
             code = f"    {names[i]} = {expr}"
             lines.append(self._line(code, n, names) if comments else code)
@@ -302,10 +347,14 @@ class Printer:
         n = self.graph.nodes[i]
         if n.is_var:
             return names[i]
+        if i in self.state.consts:
+            return self.const_text(i)
         if n.is_const:
-            if i in self.state.consts:
-                return self.const_text(i)
             return self.literal(n.attrs["value"], [], False)
+        return self._op_text(n, names)
+
+    def _op_text(self, n: Any, names: dict[int, str]) -> str:
+        """Node ``n`` (an op) as its template writes it over its operands."""
         src = self.table[n.op]
         texts = [self._operand(a, n, names) for a in n.args]
         if any(k in self.state.inlined for k in n.args):
@@ -359,8 +408,10 @@ class Printer:
         if of is None and (n.role == "forward" or n.origin is None):
             return code
         o = self.graph.nodes[n.origin if of is None else of]
+        if o.id not in names:  # no line of this function computes it: nothing to cite
+            return code
         mark = "tangent of" if of is None and n.role == "tangent" else "backprop of"
-        target = names.get(o.id, f"node {o.id}")
+        target = names[o.id]
         for what in self._forward_texts(o, target, names):
             line = f"{code}  # {mark}: {what}"
             if len(line) <= LINE:

@@ -8,7 +8,7 @@ limit, ``del`` of dead temporaries, the moves between a long function's parts.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 
 from ..literals import LINE, wrap_items
 
@@ -33,8 +33,10 @@ def fit(line: str) -> str:
     return line if len(line) <= LINE or "\n" in line else f"{line}  # noqa: E501"
 
 
-def releases(nodes: Sequence, order: list[int], outputs: set[int]) -> dict[int, list[int]]:
-    """``{line node: [temporaries whose last use is that line]}`` for large temporaries."""
+def releases(nodes: Sequence, order: list[int], outputs: set[int],
+             held: Container[int] = ()) -> dict[int, list[int]]:
+    """``{line node: [temporaries whose last use is that line]}`` for large temporaries
+    (not the module's: ``held``)."""
     last: dict[int, int] = {}
     for i in order:
         for a in nodes[i].args:
@@ -42,7 +44,7 @@ def releases(nodes: Sequence, order: list[int], outputs: set[int]) -> dict[int, 
     out: dict[int, list[int]] = {}
     for a, i in sorted(last.items()):
         n = nodes[a]
-        if n.is_var or n.is_const or a in outputs:
+        if n.is_var or n.is_const or a in outputs or a in held:
             continue
         if math.prod(n.shape) >= DEL_MIN_SIZE:
             out.setdefault(i, []).append(a)

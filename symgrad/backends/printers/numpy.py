@@ -67,6 +67,17 @@ class NumpyPrinter(Printer):
                 out += ["", f"{name} = {value!r}"]
         return out
 
+    def hoists(self) -> bool:
+        return True
+
+    def derived_lines(self) -> list[str]:
+        state, nodes = self.state, self.graph.nodes
+        out = [""] if state.derived else []
+        for i in state.derived:
+            name = state.consts[i]
+            out += [f"{name} = {self._op_text(nodes[i], {})}", f"{name}.flags.writeable = False"]
+        return out
+
     def function(self, p: Plan) -> tuple[list[str], list[str]]:
         if p.name in self._scalar_plans:
             return self._math.function(p)
@@ -115,10 +126,10 @@ class ScalarMathPrinter(NumpyPrinter):
     def def_params(self, params: list[str]) -> list[str]:
         return [*params, "math=math"]
 
-    def part_params(self) -> list[str]:
+    def part_params(self, code: list[str]) -> list[str]:
         return ["math=math"]
 
-    def part_args(self) -> list[str]:
+    def part_args(self, code: list[str]) -> list[str]:
         return ["math"]
 
     def function(self, p: Plan) -> tuple[list[str], list[str]]:
