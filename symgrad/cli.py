@@ -16,8 +16,6 @@ d/dy = x
 from __future__ import annotations
 
 import argparse
-import ast
-import logging
 import os
 import re
 import sys
@@ -127,6 +125,8 @@ def parse_names(text: str | None, option: str) -> list[str] | None:
 def _literal(name: str, text: str) -> Any:
     if len(text) > 100_000:
         raise UsageError(f"--at value for {name!r} is too long")
+    import ast
+
     try:
         value = ast.literal_eval(text.strip())
     except (ValueError, SyntaxError, MemoryError, RecursionError):
@@ -412,10 +412,11 @@ def _report_options(default: Any) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``symgrad`` command; returns the exit status (2 for user mistakes)."""
-    from . import progress
-
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv)  # --version and --help end here, before any heavy import
+    import logging
+
+    from . import api, progress  # noqa: F401  (api: the compiler and its op registry)
     level = logging.WARNING if args.quiet else logging.DEBUG if args.verbose else logging.INFO
     progress.enable(level)
     try:
