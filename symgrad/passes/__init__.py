@@ -35,11 +35,10 @@ from .lowering import LOWERING
 from .normal_form import CANONICAL_ORDER, NORMAL_FORM
 from .pattern import Const, Pass, Rule, rewriter
 from .pipeline import COMPILE
-from .rebuild import CSE
+from .rebuild import CSE, SYMPY
 from .registry import PASSES, STAGES, query
 from .simplify import simplify
 from .stability import STABILITY
-from .sympy_bridge import SYMPY
 
 REVERSE = query("reverse")
 

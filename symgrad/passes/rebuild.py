@@ -3,7 +3,8 @@
 :func:`rebuild` copies the outputs' ancestors into a fresh graph in topological order, each
 node offered to the passes of its role (forward nodes to one list, adjoint and tangent
 nodes to another) as it is built; hash-consing shares identical subexpressions and drops
-dead nodes (:data:`CSE`: a rebuild with no passes). Adjoint nodes keep their role and
+dead nodes (:data:`CSE`: a rebuild with no passes; :data:`SYMPY`: one through the sympy
+bridge, loaded on first use). Adjoint nodes keep their role and
 origin; ``adjoint_of`` and every transform's record are carried over.
 """
 
@@ -17,7 +18,7 @@ from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from .pattern import Pass, rewriter
 
-__all__ = ["CSE", "gc_paused", "rebuild", "rebuilt"]
+__all__ = ["CSE", "SYMPY", "gc_paused", "rebuild", "rebuilt"]
 
 Hook = Callable[[int, dict, Graph], "int | None"]
 
@@ -114,3 +115,13 @@ def _cse(graph: Graph, ids: list[int]) -> tuple[Graph, list[int]]:
 
 CSE = Pass("cse", "rebuilt through hash-consing: identical subexpressions shared, dead nodes "
            "dropped", run=_cse, stages=("simplify",))
+
+
+def _sympy(graph: Graph, ids: list[int]) -> tuple[Graph, list[int]]:
+    from .sympy_bridge import region_hook  # sympy loads on first use only
+
+    return rebuild(graph, ids, hook=region_hook(graph, ids))
+
+
+SYMPY = Pass("sympy", "sympy.simplify on each elementwise region, kept when it has fewer ops",
+             run=_sympy, stages=("sympy",))

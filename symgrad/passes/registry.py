@@ -27,9 +27,8 @@ from .idioms import IDIOMS
 from .lowering import LOWERING
 from .normal_form import CANONICAL_ORDER, NORMAL_FORM
 from .pattern import Pass
-from .rebuild import CSE
+from .rebuild import CSE, SYMPY
 from .stability import STABILITY
-from .sympy_bridge import SYMPY
 
 __all__ = ["PASSES", "STAGES", "query"]
 

@@ -39,7 +39,6 @@ from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.shapes import is_float
 from .cost import node_cost
-from .pattern import Pass
 
 MAX_REGION = 200  # nodes of one region
 MAX_TREE = 4000  # operations of a region written out as a tree
@@ -350,13 +349,3 @@ def _build(expr: sp.Expr, leaves: dict[sp.Symbol, Expr], graph: Graph) -> Expr:
             done[e] = reduce(lambda a, b: call(name, a, b), args) \
                 if REGISTRY[name].arity == 2 else call(name, *args)
     return done[expr]
-
-
-def _sympy(graph: Graph, ids: list[int]) -> tuple[Graph, list[int]]:
-    from .rebuild import rebuild
-
-    return rebuild(graph, ids, hook=region_hook(graph, ids))
-
-
-SYMPY = Pass("sympy", "sympy.simplify on each elementwise region, kept when it has fewer ops",
-             run=_sympy, stages=("sympy",))

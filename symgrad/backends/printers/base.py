@@ -87,6 +87,7 @@ class Printer:
             functions = [self.function(p) for p in self.state.plans]  # before the helpers:
             for fn in self.helpers():  # they say which helpers the functions call
                 out += ["", "", *helper_source(fn)]
+            out += self.derived_lines()  # after the helpers: they may call them
             code: list[str] = []
             for lines, body in functions:
                 out += ["", "", *lines]
