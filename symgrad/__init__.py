@@ -29,6 +29,7 @@ from typing import Any as _Any
 __version__ = "0.1.0"  # the one place it is written (pyproject.toml reads it)
 
 __all__ = [
+    "scipy",
     "ArgumentError", "UnsupportedError", "BackendError", "DifferentiationError",
     "EvaluationError", "Expr", "Graph", "InputError",
     "LimitError", "NameConflictError", "ParseError", "ShapeError", "SymgradError",
@@ -38,7 +39,8 @@ __all__ = [
     "newaxis", "parse", "to_source", "compile", "scipy_functions",
     "to_dot", "draw", "listing", "explain", "check_grads", "simplify", "passes", "numpy",
     "linalg", "value_and_grad", "to_html", "to_sympy", "from_sympy", "latex", "__version__",
-    "limits", "stats",
+    "limits", "stats", "scan", "fori_loop", "jacrev", "jit", "vmap", "tree_util",
+    "stop_gradient",
 ]
 
 
@@ -63,8 +65,8 @@ def _is_submodule(name: str) -> bool:
 def __getattr__(name: str) -> _Any:
     """The public names on first use; ops registered later (``symgrad.extend.defop``) are
     functions here too; ``symgrad.dask`` is imported on first use (it imports Dask)."""
-    if name == "dask":  # symgrad.dask imports Dask: only on first use
-        return _importlib.import_module(".dask", __name__)
+    if name in ("dask", "tree_util"):  # symgrad.dask imports Dask: only on first use
+        return _importlib.import_module(f".{name}", __name__)
     if name.startswith("__") or _is_submodule(name):  # the import system's own look-ups
         raise AttributeError(f"module 'symgrad' has no attribute {name!r}")
     api = _load()

@@ -16,8 +16,12 @@ from __future__ import annotations
 
 import math as _math
 
-from . import numpy  # noqa: E402  (symgrad.numpy: NumPy's names and meanings)
-from .backends import compile, evaluate, linearize, scipy_functions, to_source  # noqa: A004
+from . import (
+    numpy,  # symgrad.numpy: NumPy's names and meanings
+    scipy,  # symgrad.scipy: SciPy's special functions, stats, linalg
+    tree_util,
+)
+from .backends import compile, evaluate, scipy_functions, to_source  # noqa: A004
 from .errors import (
     ArgumentError,
     BackendError,
@@ -35,7 +39,21 @@ from .errors import (
 from .explain import explain
 from .frontend import function_for as _function_for
 from .frontend import parse
-from .functional import grad, value_and_grad
+from .frontend.loops import fori_loop, scan
+from .functional import (
+    grad,
+    hessian,
+    hvp,
+    jacfwd,
+    jacobian,
+    jacrev,
+    jit,
+    jvp,
+    linearize,
+    value_and_grad,
+    vjp,
+    vmap,
+)
 from .ir.expr import Expr, const, var
 from .ir.graph import Graph
 from .ir.limits import limits
@@ -46,17 +64,7 @@ from .printing import draw, listing, to_dot, to_html
 from .stats import stats
 from .sympy_io import from_sympy, latex, to_sympy
 from .testing import check_grads
-from .transforms import (
-    derivative,
-    hessian,
-    hessian_sparsity,
-    hvp,
-    jacfwd,
-    jacobian,
-    jacobian_sparsity,
-    jvp,
-    vjp,
-)
+from .transforms import derivative, hessian_sparsity, jacobian_sparsity
 
 pi = _math.pi
 e = _math.e

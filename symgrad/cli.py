@@ -172,6 +172,15 @@ def _expression(args: argparse.Namespace, values: dict[str, Any] | None = None):
         return parse(args.expr, shapes=shapes, dtypes=dtypes)
 
 
+def _known_at(f, values: dict[str, Any]) -> None:
+    """``--at`` names must be variables of the expression (a typo is an error, not ignored)."""
+    unknown = [k for k in values if k not in f.graph.variables]
+    if unknown:
+        known = ", ".join(sorted(f.graph.variables)[:20]) or "none"
+        raise UsageError(f"--at names {', '.join(map(repr, unknown[:5]))}, not a variable of "
+                         f"the expression (its variables: {known})")
+
+
 def _targets(f, names: list[str] | None) -> list[str]:
     from .ir.shapes import is_float
 
@@ -296,6 +305,7 @@ def cmd_html(args: argparse.Namespace) -> int:
 
     values = parse_values(args.at)
     f = _expression(args, values)
+    _known_at(f, values)
     page = to_html(f, at=values or None, wrt=_wrt_names(args.wrt))
     _write(page, args.output)
     if args.output is not None:
@@ -310,6 +320,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
     values = parse_values(args.at)
     f = _expression(args, values)
+    _known_at(f, values)
     wrt = _wrt_names(args.wrt)
     _write(str(explain(f, wrt, at=values or None)), None)
     return 0

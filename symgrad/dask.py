@@ -56,6 +56,7 @@ from __future__ import annotations
 import ast
 import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -201,18 +202,22 @@ def _same_code(a: str, b: str) -> bool:
 
 # -- the chunk function, shipped as text ----------------------------------------------------
 
-_LOADED: dict[str, Callable] = {}
+_LOADED: OrderedDict[str, Callable] = OrderedDict()  # the most recently used last
+_MAX_LOADED = 64  # compiled chunk functions a worker keeps (a long session makes many)
 _LOCK = threading.Lock()
 
 
 def _function(source: str) -> Callable:
-    """The function ``chunk`` of generated ``source``, compiled once per process."""
-    fn = _LOADED.get(source)
-    if fn is None:
-        with _LOCK:
-            fn = _LOADED.get(source)
-            if fn is None:
-                fn = _LOADED[source] = _load(source, "chunk")[0]["chunk"]
+    """The function ``chunk`` of generated ``source``, compiled once per process (the
+    :data:`_MAX_LOADED` most recently used are kept)."""
+    with _LOCK:
+        fn = _LOADED.get(source)
+        if fn is not None:
+            _LOADED.move_to_end(source)
+            return fn
+        fn = _LOADED[source] = _load(source, "chunk")[0]["chunk"]
+        while len(_LOADED) > _MAX_LOADED:
+            _LOADED.popitem(last=False)
     return fn
 
 

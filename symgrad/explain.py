@@ -127,6 +127,10 @@ def explain(
     out = Expr(graph, graph.import_node(f.graph, f.node))
     forward = graph.ancestors([out.node])
     nodes = graph.nodes
+    if nodes[out.node].is_const:
+        raise SymgradError("explain needs an expression of variables; this one is a constant "
+                           f"({_text(nodes[out.node].attrs['value'])}): it has no forward "
+                           "pass to number and no derivative to explain")
     if wrt is None:
         wrt = [nodes[i].name for i in forward if nodes[i].is_var and is_float(nodes[i].dtype)]
     many = isinstance(wrt, (list, tuple))

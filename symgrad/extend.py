@@ -29,7 +29,7 @@ from typing import Any
 from .backends.math_table import MATH
 from .backends.numpy_table import NUMPY, Template
 from .backends.target import TARGETS
-from .errors import SymgradError
+from .errors import DifferentiationError, SymgradError
 from .frontend.functions import function_for
 from .ir.expr import Expr
 from .ir.op import ALIASES, REGISTRY, Op, register, sig
@@ -86,7 +86,8 @@ def defop(
         ``backprop(n, g) -> tuple``: one adjoint contribution per operand (or None), built
         with symgrad ops from ``n.args``, ``n.out``, ``n.attrs`` and the incoming adjoint
         ``g``, which may carry extra leading batch axes (use negative axes). None: the op
-        is not differentiable.
+        has no derivative, and differentiating through it raises
+        :class:`~symgrad.errors.DifferentiationError` (it is never taken to be zero).
     forward
         ``forward(n, t) -> tangent``: the output's tangent from ``t``, one tangent per
         operand (None where zero), each with the operand's shape plus the same leading batch
@@ -110,7 +111,9 @@ def defop(
         ``prepare(shapes, dtypes, attrs) -> attrs`` that normalises them (e.g. to negative
         axes, so batched adjoints keep the meaning).
     helpers
-        Module-level NumPy-only functions the template calls; emitted once per module.
+        Module-level functions the template calls, copied into emitted modules once as
+        their source text: defined with ``def`` in a file; any module other than ``np``
+        and ``math`` imported inside the function (the module's header then names it).
     math
         A template over Python floats and ``math`` for ``to_source(scalars="math")``, or
         None (functions using the op are then emitted with NumPy).
@@ -135,14 +138,17 @@ def defop(
     except ValueError as e:
         raise ExtensionError(f"defop {name!r}: {e}") from None
     template = _template(name, numpy, helpers)
-    if forward is None and backprop is not None:
+    differentiable = backprop is not None
+    if backprop is None:  # no rule: differentiating through it is an error, never a zero
+        backprop, forward = _no_rule(name), _no_rule(name)
+    elif forward is None:
         forward = (elementwise_forward(backprop) if shape == "elementwise"
                    else by_transposition(backprop))
     op = Op(
         name=name, infer=infer, impl=impl, backprop=backprop, forward=forward,
         sparsity=sparsity, signature=signature,
         prepare=prepare, sympy=sympy, elementwise=shape == "elementwise",
-        domain=domain, differentiable=backprop is not None, examples=examples,
+        domain=domain, differentiable=differentiable, examples=examples,
         doc=doc or f"user-defined op {name}", builtin=False,
     )
     register(op)
@@ -155,6 +161,16 @@ def defop(
     return function_for(name)
 
 
+def _no_rule(name: str) -> Callable[..., Any]:
+    """The backprop and forward rule of an op defined without one: raises when used."""
+    def rule(n: Any, g: Any) -> tuple:
+        raise DifferentiationError(
+            f"op {name!r} has no derivative rule (defop was given no backprop=): define it "
+            "again with one to differentiate through it; symgrad will not assume it is 0")
+
+    return rule
+
+
 def _check_name(name: Any) -> str:
     if not isinstance(name, str):
         raise ExtensionError(f"an op name must be a string, got {type(name).__name__}")
@@ -165,7 +181,7 @@ def _check_name(name: Any) -> str:
         raise ExtensionError(f"op name {name!r} must be a public Python identifier")
     if name in REGISTRY or name in ALIASES:
         raise ExtensionError(f"an op named {name!r} is already registered")
-    if name in vars(symgrad):
+    if name in dir(symgrad):  # dir, not vars: the face imports its names on first use
         raise ExtensionError(f"{name!r} is a symgrad function; choose another op name")
     return name
 
@@ -183,14 +199,52 @@ def _template(name: str, numpy: Any, helpers: Sequence[Callable]) -> Template:
     if not (isinstance(numpy, str) or callable(numpy)):
         raise ExtensionError(f"defop {name!r}: numpy= must be a template string such as "
                              "'np.tanh({0})' or a function (names, attrs) -> str")
-    taken = {fn.__name__: fn for t in NUMPY.values() for fn in t.helpers}
+    taken = {fn.__name__: fn for t in list(NUMPY.values()) for fn in t.helpers}
     for fn in helpers:
         if not callable(fn) or not getattr(fn, "__name__", "").isidentifier():
             raise ExtensionError(f"defop {name!r}: helpers must be named functions")
         if taken.get(fn.__name__, fn) is not fn:
             raise ExtensionError(f"defop {name!r}: a different helper named {fn.__name__!r} "
                                  "is already emitted by another op")
+        _check_helper_source(name, fn, {h.__name__ for h in helpers})
     return Template(numpy if isinstance(numpy, str) else numpy, tuple(helpers))
+
+
+def _check_helper_source(name: str, fn: Callable, helpers: set[str]) -> None:
+    """A helper is copied into emitted modules as its source text: that text must be
+    readable, and every global name it uses defined there (``np``, ``math``, builtins, the
+    op's other helpers) or imported inside it."""
+    import ast
+    import builtins
+    import inspect
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        raise ExtensionError(
+            f"defop {name!r}: the source of helper {fn.__name__!r} cannot be read (it is "
+            "copied into generated code): define it with def in a module file, not in "
+            "exec'd code, a lambda or an interactive session read from stdin") from None
+    bound = {"np", "numpy", "math", *helpers, *dir(builtins)}
+    loaded: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            loaded.append(node.id)
+        elif isinstance(node, ast.Name):
+            bound.add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+    free = sorted(set(loaded) - bound)
+    if free:
+        raise ExtensionError(
+            f"defop {name!r}: helper {fn.__name__!r} uses {', '.join(map(repr, free))}, "
+            "which generated code does not define (it holds np, math, builtins and the "
+            "op's helpers): import modules inside the helper, pass values as attributes")
 
 
 __all__ = ["ExtensionError", "defop", "elementwise", "norm_axis", "same"]

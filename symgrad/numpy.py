@@ -51,6 +51,7 @@ double, single, int_, intp, floating, integer = (_np.double, _np.single, _np.int
 dtype, finfo, iinfo, errstate, ndarray = _np.dtype, _np.finfo, _np.iinfo, _np.errstate, _np.ndarray
 broadcast_shapes, result_type, can_cast = _np.broadcast_shapes, _np.result_type, _np.can_cast
 globals()["bool"] = _np.bool_
+r_, c_ = _frontend.numpy_extra.r_, _frontend.numpy_extra.c_
 
 
 def _names() -> list[str]:

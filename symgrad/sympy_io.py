@@ -29,10 +29,11 @@ import numpy as np
 from .errors import LimitError, SymgradError
 from .ir.expr import Expr, call
 from .ir.graph import Graph
+from .ir.limits import exceeded, limits
 from .ir.op import REGISTRY, Op
 from .ir.shapes import is_float
 from .ir.text import _keywords
-from .ir.values import exact, type_name
+from .ir.values import exact, exact_str, type_name
 
 LATEX_LIMIT = 5_000  # nodes: larger expressions are not printed as LaTeX
 
@@ -79,15 +80,42 @@ def to_sympy(expr: Expr) -> Any:
         raise SymgradError(f"to_sympy needs a symgrad expression, got {type(expr).__name__}")
     graph = expr.graph
     done: dict[int, Any] = {}
-    for i in graph.ancestors([expr.node]):
-        n = graph.nodes[i]
-        if n.is_var:
-            done[i] = _symbol(sp, n.name, n.dtype)
-        elif n.is_const:
-            done[i] = _number(sp, n.attrs["value"], i)
-        else:
-            done[i] = _apply(sp, REGISTRY[n.op], [done[a] for a in n.args], n.attrs)
+    order = graph.ancestors([expr.node])
+    _check_tree(graph, order, expr.node, "to_sympy")
+    try:
+        for i in order:
+            n = graph.nodes[i]
+            if n.is_var:
+                done[i] = _symbol(sp, n.name, n.dtype)
+            elif n.is_const:
+                done[i] = _number(sp, n.attrs["value"], i)
+            else:
+                done[i] = _apply(sp, REGISTRY[n.op], [done[a] for a in n.args], n.attrs)
+    except RecursionError:
+        raise _too_deep("to_sympy") from None
     return done[expr.node]
+
+
+def _too_deep(what: str) -> LimitError:
+    """sympy walks its trees recursively: a chain nested thousands deep exhausts Python's
+    recursion limit inside sympy."""
+    return LimitError(f"{what}: the expression is nested too deeply for sympy (Python's "
+                      "recursion limit was reached inside it); translate a part of it")
+
+
+def _check_tree(graph: Graph, order: list[int], root: int, what: str) -> None:
+    """A printed formula writes a shared subexpression once per use: the tree a DAG of 37
+    nodes unfolds into can have 10^12 nodes. Its size (counted in one pass, capped) must
+    fit ``sg.limits.print_tree_nodes``."""
+    cap = limits.print_tree_nodes
+    size: dict[int, int] = {}
+    nodes = graph.nodes
+    for i in order:
+        size[i] = min(cap + 1, 1 + sum(size[a] for a in nodes[i].args))
+    if size[root] > cap:
+        raise exceeded("print_tree_nodes", f"{what}: written out as a formula, the "
+                       f"expression has more than {cap:,} nodes (its {len(order):,} nodes "
+                       "share subexpressions); print a part of it, or use sg.listing(expr)")
 
 
 def _symbol(sp, name: str, dtype: str):
@@ -155,7 +183,23 @@ def from_sympy(expr: Any, shapes: Mapping[str, Any] | None = None,
         expr = sp.Float(expr) if isinstance(expr, float) else sp.Integer(expr)
     if not isinstance(expr, sp.Basic):
         raise SymgradError(f"from_sympy needs a sympy expression, got {type(expr).__name__}")
-    return _FromSympy(sp, shapes, dtypes).tree(expr)
+    try:
+        return _FromSympy(sp, shapes, dtypes).tree(expr)
+    except RecursionError:
+        raise _too_deep("from_sympy") from None
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 40 else f"{text[:20]}...{text[-10:]} ({len(text)} characters)"
+
+
+def _srepr(symbol: Any) -> str:
+    """``Symbol('a')``, ``Dummy('a')``, with assumptions if any (never a user repr)."""
+    kind = type_name(symbol)
+    facts = getattr(symbol, "assumptions0", {})
+    extra = "".join(f", {k}={v}" for k, v in sorted(facts.items())
+                    if k in ("positive", "negative", "real", "integer", "nonnegative"))
+    return f"{kind}({str.__str__(symbol.name)!r}{extra})"
 
 
 class _FromSympy:
@@ -170,6 +214,7 @@ class _FromSympy:
         self.shapes, self.dtypes = exact(dict(shapes or {})), exact(dict(dtypes or {}))
         self.graph = Graph()
         self.done: dict[Any, Expr] = {}
+        self.symbols: dict[str, Any] = {}
         self.names, self.patterns = _back_table(sp)
 
     def tree(self, root: Any) -> Expr:
@@ -181,8 +226,7 @@ class _FromSympy:
             if e in done:
                 continue
             if e.is_Symbol:
-                done[e] = Expr(self.graph, self.graph.var(
-                    e.name, self.shapes.get(e.name, ()), self.dtypes.get(e.name, "float64")))
+                done[e] = self._symbol(e)
             elif e.is_number or e in (self.sp.oo, -self.sp.oo, self.sp.nan):
                 done[e] = Expr(self.graph, self.graph.const(self._float(e)))
             elif not ready:
@@ -216,12 +260,32 @@ class _FromSympy:
             return [f if _inverse(f) is None else _inverse(f) for f in e.args]
         return list(e.args)
 
+    def _symbol(self, e: Any) -> Expr:
+        """A variable named as the symbol; two different symbols of one name (``a`` and
+        ``Dummy("a")``) are refused: as variables they would be merged into one."""
+        name = exact_str(e.name, "a sympy symbol's name")
+        seen = self.symbols.setdefault(name, e)
+        if seen != e:
+            raise SymgradError(
+                f"from_sympy: two different sympy symbols are named {name!r} ({_srepr(seen)}"
+                f" and {_srepr(e)}); symgrad names variables by name: rename one "
+                "(expr.subs(old, sympy.Symbol(new_name)))")
+        return Expr(self.graph, self.graph.var(name, self.shapes.get(name, ()),
+                                               self.dtypes.get(name, "float64")))
+
     def _float(self, e: Any) -> float:
         if e is self.sp.zoo or e is self.sp.nan or (e.is_number and e.is_real is False):
             if e is self.sp.nan:
                 return math.nan
             raise SymgradError(f"from_sympy: {e} is not a real number")
-        return float(e)
+        try:
+            value = float(e)
+        except OverflowError:
+            value = math.inf
+        if math.isinf(value) and e.is_finite is not False:
+            raise SymgradError(f"from_sympy: the number {_short(str(e))} does not fit a "
+                               "float64 (it would become inf)")
+        return value
 
     def _build(self, e: Any) -> Expr:
         done = self.done
@@ -275,7 +339,7 @@ def _back_table(sp) -> tuple[dict[str, str], list[tuple[Any, Any, str]]]:
     names: dict[str, str] = {}
     patterns = []
     t, w = sp.Dummy("t"), sp.Wild("w")
-    for op in REGISTRY.values():
+    for op in list(REGISTRY.values()):  # a snapshot: defop may register meanwhile
         if not (op.elementwise and isinstance(op.sympy, str)):
             continue
         names.setdefault(op.sympy, op.name)
@@ -327,6 +391,14 @@ def latex(expr: Expr) -> str:
     if len(order) > LATEX_LIMIT:
         raise LimitError(f"latex: the expression has {len(order):,} nodes (more than "
                          f"{LATEX_LIMIT:,}); print a part of it, or use sg.listing(expr)")
+    _check_tree(graph, order, expr.node, "latex")
+    try:
+        return _latex(sp, graph, order, expr.node)
+    except RecursionError:
+        raise _too_deep("latex") from None
+
+
+def _latex(sp, graph: Graph, order: list[int], root: int) -> str:
     holes: dict[str, tuple[str, str]] = {}  # placeholder name -> (LaTeX, precedence rank)
     sym: dict[int, Any] = {}
     for i in order:
@@ -342,7 +414,7 @@ def latex(expr: Expr) -> str:
             name = "SGPH" + _letters(len(holes))
             holes[name] = _matrix_form(sp, graph, i, sym, holes)
             sym[i] = sp.Symbol(name)
-    return _render(sp, graph.nodes[expr.node].shape, sym[expr.node], holes, top=True)
+    return _render(sp, graph.nodes[root].shape, sym[root], holes, top=True)
 
 
 def _letters(k: int) -> str:

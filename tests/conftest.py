@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 
 import numpy as np
@@ -27,3 +28,18 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 def rng() -> np.random.Generator:
     """A NumPy generator with a fixed seed: every run draws the same numbers."""
     return np.random.default_rng(20240601)
+
+
+@pytest.fixture(scope="module")
+def x64():
+    """float64 in JAX for the tests that ask for it (symgrad never flips JAX's
+    configuration); nothing where JAX is not installed."""
+    try:
+        jax = importlib.import_module("jax")
+    except ImportError:
+        yield
+        return
+    before = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    yield
+    jax.config.update("jax_enable_x64", before)

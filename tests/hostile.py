@@ -141,6 +141,9 @@ def public_calls() -> list[tuple[str, Callable, tuple, dict]]:
         ("grad", sg.grad, (f, "x"), {}), ("grad list", sg.grad, (f, ["x"]), {}),
         ("value_and_grad", lambda fn, k: sg.value_and_grad(fn, argnums=k)(1.5, 2.0),
          (lambda p, q: sg.sin(p) * q, 1), {}),
+        ("jacrev", lambda k: sg.jacrev(lambda p: p * 2.0, argnums=k)(1.5), (0,), {}),
+        ("jit", lambda k: sg.jit(lambda p, q: p * q)(1.5, k), (2.0,), {}),
+        ("vmap", lambda ax: sg.vmap(lambda p: p * 2.0, in_axes=ax)([[1.0], [2.0]]), (0,), {}),
         ("to_html", sg.to_html, ([f],), {}), ("latex", sg.latex, (f,), {}),
         ("to_sympy", sg.to_sympy, (f,), {}),
         ("from_sympy", sg.from_sympy, (__import__("sympy").sympify("u*v + 1"),
@@ -190,6 +193,10 @@ def public_calls() -> list[tuple[str, Callable, tuple, dict]]:
         ("graph var", x.graph.var, ("gq", (2,), "float64"), {}),
         ("graph const", x.graph.const, (1.5,), {}),
         ("limits", _limits, (10**6,), {}),
+        ("scan", lambda c, n: sg.scan(lambda h, xi: (h * xi + c, h), c, x, length=n),
+         (1.5, 3), {}),
+        ("fori_loop", lambda lo, hi, c: sg.fori_loop(lo, hi, lambda i, v: v * x[i] + c, c),
+         (0, 3, 2.5), {}),
         ("defop", _defop_and_forget, ("hostile_walk_op",), {}),
     ]
     calls.append(("draw", sg.draw, ([f], os.path.join(SANDBOX, "g.png")), {}))

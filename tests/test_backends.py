@@ -24,7 +24,6 @@ vector, which the libraries' LAPACK drivers choose differently.
 
 from __future__ import annotations
 
-import importlib
 import math
 import subprocess
 import sys
@@ -40,6 +39,7 @@ from symgrad.backends.array_api_table import ARRAY_API, DEVICE
 from symgrad.backends.array_compiled import dtype_name
 from symgrad.backends.target import TARGETS
 from symgrad.errors import BackendError
+from symgrad.ir.body import Body
 from symgrad.ir.shapes import is_float
 from symgrad.ops import REGISTRY
 
@@ -52,6 +52,9 @@ UNSPECIFIED_ORDER = {"partition", "argpartition"}
 SIGN_FREE = {"eigh_vectors": -2, "svd_u": -2, "svd_vh": -1}
 ARRAY_BACKENDS = ["array_api", "jax", "torch"]
 TOL = 1e-12
+# the libraries' own accuracy, where it is below TOL: PyTorch's polygamma (trigamma and
+# above: digamma's derivative) agrees with SciPy's to about 1e-9
+LIBRARY_TOL = {("torch", "digamma"): 1e-8, ("torch", "polygamma"): 1e-8}
 
 
 _impl = impl
@@ -82,7 +85,7 @@ def _signed(a: np.ndarray, along: int) -> np.ndarray:
     return a * np.sign(np.take_along_axis(a, k, axis=along))
 
 
-def _close(got, ref, what: str, op: str = ""):
+def _close(got, ref, what: str, op: str = "", tol: float = TOL):
     if op in SIGN_FREE:
         got, ref = _signed(np.asarray(got), SIGN_FREE[op]), _signed(np.asarray(ref),
                                                                     SIGN_FREE[op])
@@ -92,7 +95,7 @@ def _close(got, ref, what: str, op: str = ""):
         np.testing.assert_array_equal(got, ref, err_msg=what)
         return
     scale = max(1.0, float(np.max(np.abs(ref[np.isfinite(ref)]), initial=0.0)))
-    np.testing.assert_allclose(got, ref, rtol=TOL, atol=TOL * scale, err_msg=what,
+    np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * scale, err_msg=what,
                                equal_nan=True)
 
 
@@ -158,6 +161,8 @@ def test_import_symgrad_imports_no_backend_library():
 
 @pytest.mark.parametrize("case", CASES)
 def test_array_api_template_runs_under_array_api_strict(case):
+    if is_loop(case):
+        pytest.skip("a loop's text is written by backends/loops.py (test_loops.py)")
     xs = pytest.importorskip("array_api_strict")
     attrs, ref = _impl(case)
     names = [f"a{k}" for k in range(len(case.arrays))]
@@ -258,19 +263,6 @@ def _lib(kind: str) -> _Lib:
                 lambda t: t.numpy() if isinstance(t, torch.Tensor) else np.asarray(t))
 
 
-@pytest.fixture(scope="module")
-def x64():
-    """float64 in JAX for these tests only (symgrad never flips JAX's configuration)."""
-    try:
-        jax = importlib.import_module("jax")
-    except ImportError:
-        yield
-        return
-    before = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", before)
-
 
 def _run_case(kind: str, case: Case):
     lib = _lib(kind)
@@ -293,7 +285,8 @@ def _run_case(kind: str, case: Case):
             continue
         if k == 0 and hasattr(g, "dtype"):
             assert dtype_name(g.dtype) == np.asarray(r).dtype.name, what
-        _close(g, r, what, case.op.name if k == 0 else "")
+        _close(g, r, what, case.op.name if k == 0 else "",
+               LIBRARY_TOL.get((lib.backend, case.op.name), TOL))
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -479,10 +472,20 @@ def test_cli_source_writes_a_module_for_a_backend(tmp_path):
 # array_api_compat's torch ``sign`` writes NaN through a boolean mask, which reads the mask's
 # value (``.item()``) on a 0-d tensor; a meta tensor has none. abs and cbrt differentiate
 # through sign.
-_META_0D = {"sign-()", "abs-()", "cbrt-()"}
+_META_0D = {"sign-()", "abs-()", "cbrt-()", "i0e-()", "i1e-()"}
+
+
+# LU's row order (and the gradient of lu_factor, which uses it) is read from the pivots'
+# values: a meta tensor has none to read.
+# Special functions torch.special lacks run through SciPy on host copies (_sg_xp_host).
+_META_VALUES = ("lu_factor-", "lu_permutation-", "betaln-", "erfcinv-", "gamma-")
 
 
 def _meta_case(p):
+    if p.id.startswith(_META_VALUES):
+        return pytest.param(*p.values, id=p.id, marks=pytest.mark.xfail(
+            raises=(NotImplementedError, RuntimeError),
+            reason="read on the host: LU's pivots, SciPy's special functions"))
     if p.id in _META_0D:
         return pytest.param(*p.values, id=p.id, marks=pytest.mark.xfail(
             raises=RuntimeError, reason="array_api_compat's torch sign reads a 0-d mask"))
@@ -547,3 +550,28 @@ def test_variables_named_like_the_bindings_are_renamed():
         got = fn(*[torch.asarray(values[x.name]) for x in xs])
         for g, w in zip(got, want):
             _close(g.numpy(), w, backend)
+
+
+def test_solve_broadcasts_its_stacks_itself_as_cupy_needs():
+    """CuPy's ``linalg.solve`` refuses ``a`` and ``b`` stacks of different shapes (seen on an
+    H100: ``solve-example3/4`` failed); the helper broadcasts them before the call."""
+    xs = pytest.importorskip("array_api_strict")
+    from symgrad.backends.array_api_helpers import _sg_xp_solve
+
+    class CupyLike:
+        def __getattr__(self, name):
+            return getattr(xs, name)
+
+        class linalg:  # noqa: N801 - the namespace's attribute
+            @staticmethod
+            def solve(a, b):
+                assert b.ndim == 1 or a.shape[:-2] == b.shape[:-2], (a.shape, b.shape)
+                return xs.linalg.solve(a, b)
+
+    rng = np.random.default_rng(0)
+    for (a, b), _ in REGISTRY["solve"].examples(rng):
+        got = _sg_xp_solve(CupyLike(), xs.asarray(a), xs.asarray(b))
+        np.testing.assert_allclose(np.asarray(got), np.linalg.solve(a, b), rtol=1e-12)
+def is_loop(case) -> bool:
+    """Whether the case is a loop (a node holding a traced body)."""
+    return isinstance(case.attrs.get("body"), Body)

@@ -87,6 +87,20 @@ def test_bad_definitions_are_refused_with_a_reason(name, kwargs, match):
     assert name == "softsign" or name not in sg.ops.REGISTRY
 
 
+def test_a_public_name_is_refused_before_the_face_has_loaded():
+    """``import symgrad`` is lazy: a defop before any ``sg.<name>`` read still sees every
+    public name."""
+    code = ("import numpy as np\n"
+            "from symgrad.extend import ExtensionError, defop\n"
+            "try:\n"
+            "    defop('parse', impl=np.tanh, numpy='np.tanh({0})')\n"
+            "except ExtensionError as e:\n"
+            "    print('refused:', e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert "is a symgrad function" in out, out
+
+
 def test_defining_an_op_in_a_fresh_process():
     code = (
         "import numpy as np, symgrad as sg\n"

@@ -111,7 +111,8 @@ def test_errors_say_what_to_do():
         sg.grad(lambda x: x, argnums="x")
     with pytest.raises(sg.InputError, match="does not fit"):
         sg.grad(lambda x: x, argnums=3)(1.0)
-    with pytest.raises(sg.DifferentiationError, match="Python function, got int"):
+    with pytest.raises(sg.DifferentiationError,
+                       match=r"Python function .*or an expression .*got int"):
         sg.grad(3, "x")
     with pytest.raises(sg.DifferentiationError, match="needs the variables"):
         sg.grad(sg.var("x"))

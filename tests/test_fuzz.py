@@ -192,6 +192,74 @@ def test_malformed_arguments_to_public_functions(data):
         fn(*args, **kwargs)
 
 
+# -- dtypes x backends, and special points (issue 25) ---------------------------------------
+
+SMALL = settings(  # each example compiles for several backends: a smaller slice in make test
+    max_examples=EXAMPLES or 12, deadline=None, derandomize=not EXAMPLES,
+    suppress_health_check=list(HealthCheck),
+)
+_DTYPES = ["float64", "float32", "int64", "int32"]
+_BINARY = ["add", "subtract", "multiply", "divide", "power", "maximum", "minimum",
+           "floor_divide", "mod", "arctan2", "hypot", "less", "equal"]
+_SPECIAL = [-np.inf, -2.5, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 2.5, np.inf, np.nan]
+
+
+@SMALL
+@given(st.sampled_from(_BINARY), st.sampled_from(_DTYPES), st.sampled_from(_DTYPES),
+       st.lists(st.integers(1, 4), min_size=3, max_size=3),
+       st.lists(st.integers(1, 4), min_size=3, max_size=3))
+def test_dtype_pairs_on_every_array_backend_equal_evaluate(name, da, db, a, b):
+    """The array backends give ``evaluate``'s dtype and values for mixed operand dtypes."""
+    x, y = sg.var("x", shape=(3,), dtype=da), sg.var("y", shape=(3,), dtype=db)
+    e = getattr(sg, name)(x, y)
+    xv, yv = np.array(a).astype(da), np.array(b).astype(db)
+    with np.errstate(all="ignore"):
+        want = sg.evaluate(e, {"x": xv, "y": yv})
+    libs = [("numpy", np.asarray)]
+    for backend, module in (("array_api", "array_api_strict"), ("torch", "torch")):
+        try:
+            libs.append((backend, __import__(module).asarray))
+        except ImportError:
+            pass
+    for backend, asarray in libs:
+        got = sg.compile(e, inputs=["x", "y"], backend=backend)(asarray(xv), asarray(yv))
+        assert str(got.dtype).rsplit(".")[-1] == want.dtype.name, backend
+        np.testing.assert_allclose(np.asarray(got, dtype=float), want.astype(float),
+                                   rtol=1e-6, err_msg=backend)
+
+
+@SMALL
+@given(st.data())
+def test_scalar_code_equals_evaluate_at_special_points(data):
+    """``scalars="math"`` values and gradients at signed zeros, infinities and NaN equal
+    ``evaluate``'s, the sign of a zero included (ops that may round differently by an ulp:
+    to 1e-13)."""
+    from symgrad.backends.math_table import MATH
+
+    names = sorted(n for n, op in sg.ops.REGISTRY.items()
+                   if MATH.get(n) is not None and op.builtin and op.elementwise
+                   and op.arity in (1, 2) and op.differentiable)
+    name = data.draw(st.sampled_from(names))
+    op = sg.ops.REGISTRY[name]
+    point = data.draw(st.lists(st.sampled_from(_SPECIAL), min_size=op.arity,
+                               max_size=op.arity))
+    xs = [sg.var("x"), sg.var("y")][: op.arity]
+    e = getattr(sg, name)(*xs)
+    if e.dtype != "float64":
+        return
+    outs = [e, *sg.grad(e, xs)]
+    fn = sg.compile(outs, inputs=["x", "y"][: op.arity], scalars="math")
+    with np.errstate(all="ignore"):
+        want = sg.evaluate(outs, dict(zip(["x", "y"], point)))
+        got = fn(*point)
+    for u, v in zip(want, got):
+        u, v = np.float64(u), np.float64(v)
+        if np.isnan(u) or (np.isfinite(u) and u != 0 and v == pytest.approx(u, rel=1e-13)):
+            assert np.isnan(u) == np.isnan(v), (name, point)
+            continue
+        assert u == v and np.signbit(u) == np.signbit(v), (name, point, u, v)
+
+
 def test_the_campaign_sees_a_bare_exception_and_an_execution():
     """The harness itself: a non-SymgradError fails the example, an audit event too."""
     with pytest.raises(ZeroDivisionError), _watched():

@@ -371,7 +371,7 @@ def test_matmul_shape_errors_name_both_shapes():
 
 
 @pytest.mark.parametrize("make, match", [
-    (lambda: sg.dot(sg.var("a", shape=(2, 2, 2)), sg.var("b", shape=(2,))), r"more than 2"),
+    (lambda: sg.dot(sg.var("a", shape=(2, 2, 3)), sg.var("b", shape=(2,))), r"3.*2|2.*3"),
     (lambda: sg.dot(sg.var("a", shape=(2, 3)), sg.var("b", shape=(2,))), r"not aligned: 3 != 2"),
     (lambda: sg.outer(sg.var("a", shape=(2, 2)), sg.var("b", shape=(2,))), r"must be 1-D"),
     (lambda: sg.transpose(sg.var("a", shape=(2, 3)), (0, 0)), r"repeat"),

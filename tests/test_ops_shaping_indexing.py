@@ -344,7 +344,10 @@ def test_shaping_errors(make, match):
         make(sg.var("A", shape=(4, 3)))
 
 
-def test_concatenate_and_stack_take_lists_only():
-    x = sg.var("x", shape=(2,))
-    with pytest.raises(sg.SymgradError, match="list"):
-        sg.concatenate(x)
+def test_concatenate_and_stack_of_one_array_iterate_it_as_numpy_does():
+    x, m = sg.var("x", shape=(2,)), sg.var("m", shape=(2, 3))
+    with pytest.raises(sg.ShapeError, match="zero-dimensional"):
+        sg.concatenate(x)  # NumPy: the same ValueError
+    mv = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(sg.evaluate(sg.concatenate(m), {"m": mv}), np.concatenate(mv))
+    np.testing.assert_array_equal(sg.evaluate(sg.stack(x), {"x": mv[0, :2]}), mv[0, :2])

@@ -5,8 +5,6 @@ The non-empty blocks beside them are checked against central differences."""
 
 from __future__ import annotations
 
-import importlib
-
 import numpy as np
 import pytest
 
@@ -87,18 +85,6 @@ def test_non_empty_blocks_beside_empty_ones_are_right():
                                rtol=1e-8)
 
 
-@pytest.fixture(scope="module")
-def x64():
-    try:
-        jax = importlib.import_module("jax")
-    except ImportError:
-        yield
-        return
-    before = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", before)
-
 
 @pytest.mark.parametrize("backend", ["numpy", "array_api", "jax", "torch"])
 def test_emitted_code_returns_empty_arrays_of_the_right_shape(backend, x64):
@@ -112,7 +98,8 @@ def test_emitted_code_returns_empty_arrays_of_the_right_shape(backend, x64):
         outs = [*outs, sg.sum(Z) + sg.sum(X) + sg.sum(Y) + sg.sum(M)]  # every input used
         want = sg.evaluate(outs, VALUES)
         fn = sg.compile(outs, inputs=names, backend=backend)
-        got = fn(*[VALUES[n] for n in names])
+        with np.errstate(divide="ignore"):  # logsumexp over nothing: log(0) = -inf
+            got = fn(*[VALUES[n] for n in names])
         for g, w in zip(got, want):
             g = np.asarray(g.numpy() if hasattr(g, "numpy") and not isinstance(g, np.ndarray)
                            else g)

@@ -293,6 +293,22 @@ def _sg_xp_sym(xp, x, uplo):
     return t + xp.matrix_transpose(xp.tril(x, k=-1))
 
 
+def _sg_xp_solve(xp, a, b):
+    """``numpy.linalg.solve``: a 1-D ``b`` is a vector; otherwise the stacks of ``a`` and
+    ``b`` broadcast against each other (CuPy's solve does not broadcast them itself)."""
+    if b.ndim == 1:
+        return xp.linalg.solve(a, b)
+    sa, sb = tuple(a.shape[:-2]), tuple(b.shape[:-2])
+    n = max(len(sa), len(sb))
+    sa, sb = (1,) * (n - len(sa)) + sa, (1,) * (n - len(sb)) + sb
+    batch = tuple(max(i, j) for i, j in zip(sa, sb))
+    if sa != batch:
+        a = xp.broadcast_to(a, batch + tuple(a.shape[-2:]))
+    if sb != batch:
+        b = xp.broadcast_to(b, batch + tuple(b.shape[-2:]))
+    return xp.linalg.solve(a, b)
+
+
 def _sg_xp_lstsq(xp, a, b, rcond):
     """``numpy.linalg.lstsq``: ``(x, residuals, rank, s)`` through the SVD of ``a``."""
     u, s, vh = xp.linalg.svd(a, full_matrices=False)
@@ -356,3 +372,111 @@ def _sg_xp_matrix_rank(xp, x, tol, rtol):
                          tuple(s.shape[:-1]) + (1,)) \
             if hasattr(tol, "shape") else tol
     return xp.astype(xp.sum(xp.astype(s > cut, xp.int64), axis=-1), xp.int64)
+
+
+def _sg_xp_special(xp, name, *args):
+    """SciPy's special function ``name`` on arrays of namespace ``xp``. The standard has no
+    special functions: JAX's ``jax.scipy.special``, PyTorch's ``torch.special`` and CuPy's
+    ``cupyx.scipy.special`` are used where ``xp`` is theirs and has ``name``; otherwise SciPy
+    runs on host copies of the arrays and the result goes back to their device."""
+    space = getattr(xp, "__name__", "")
+    own = None
+    if space.startswith("jax"):
+        import jax.scipy.special as own
+    elif "torch" in space:
+        import torch
+
+        own = torch.special
+    elif "cupy" in space:
+        import cupyx.scipy.special as own
+
+        # CuPy's kernels take arrays only (polygamma's order included)
+        args = tuple(a if hasattr(a, "shape") else xp.asarray(a, device=_sg_xp_device(*args))
+                     for a in args)
+    fn = getattr(own, name, None) if own is not None else None
+    if fn is not None:
+        return fn(*args)
+    import scipy.special
+
+    return _sg_xp_host(xp, getattr(scipy.special, name), *args)
+
+
+def _sg_xp_host(xp, fn, *args):
+    """``fn`` (NumPy or SciPy) on host copies of ``args``; its arrays come back as ``xp``
+    arrays on the device of ``args`` (a GPU's or a second device's arrays cannot be read by
+    NumPy in place)."""
+    import numpy as np
+
+    dev = _sg_xp_device(*args)
+
+    def host(a):
+        if not hasattr(a, "shape") or isinstance(a, np.ndarray):
+            return a
+        kind = type(a).__module__
+        if kind.startswith("cupy"):
+            return a.get()
+        if kind.startswith("torch"):
+            return a.detach().cpu().numpy()
+        info = getattr(xp, "__array_namespace_info__", None)
+        if dev is not None and info is not None and hasattr(a, "to_device"):
+            a = a.to_device(info().default_device())
+        return np.asarray(a)
+
+    out = fn(*(host(a) for a in args))
+    if isinstance(out, tuple):
+        return tuple(xp.asarray(o, device=dev) for o in out)
+    return xp.asarray(out, device=dev)
+
+
+def _sg_xp_expm(xp, a):
+    """The matrix exponential of the matrices of ``a`` (the standard has none): PyTorch's
+    ``matrix_exp`` or JAX's ``expm`` where ``xp`` is theirs, else SciPy's on a NumPy copy."""
+    space = getattr(xp, "__name__", "")
+    if space.startswith("jax"):
+        import jax.scipy.linalg
+
+        return jax.scipy.linalg.expm(a)
+    if "torch" in space:
+        import torch
+
+        return torch.linalg.matrix_exp(a)
+    import scipy.linalg
+
+    return _sg_xp_host(xp, scipy.linalg.expm, a)
+
+
+def _sg_xp_lu(xp, a, index):
+    """``scipy.linalg.lu_factor``'s packed factors (``index`` 0), 0-based pivots (1) or the
+    row order ``perm`` with ``a[perm] = L U`` (2). JAX's ``lax.linalg.lu`` and PyTorch's
+    ``lu_factor`` where ``xp`` is theirs (the same LAPACK factorization), else SciPy's on a
+    NumPy copy (the standard has no LU)."""
+    space = getattr(xp, "__name__", "")
+    if space.startswith("jax"):
+        import jax.lax.linalg
+
+        out = jax.lax.linalg.lu(a)[index]
+        return out if index == 0 else xp.astype(out, xp.int64)
+    if "torch" in space:
+        import torch
+
+        lu, piv = torch.linalg.lu_factor(a)
+        if index == 0:
+            return lu
+        piv = piv.to(torch.int64) - 1
+        if index == 1:
+            return piv
+        order = list(range(piv.shape[-1]))
+        for i, p in enumerate(piv.tolist()):
+            order[i], order[p] = order[p], order[i]
+        return torch.asarray(order, dtype=torch.int64, device=a.device)
+    import numpy as np
+    import scipy.linalg
+
+    def factor(m):
+        lu, piv = scipy.linalg.lu_factor(m)
+        order = list(range(piv.shape[-1]))
+        for i, p in enumerate(piv.tolist()):
+            order[i], order[p] = order[p], order[i]
+        return lu, piv.astype(np.int64), np.asarray(order, dtype=np.int64)
+
+    return _sg_xp_host(xp, factor, a)[index]

@@ -184,6 +184,21 @@ def _reduce(fn: str) -> Template:
     return T(f"xp.{fn}({{0}}, axis={{axis!r}}, keepdims={{keepdims!r}})")
 
 
+SPECIAL_UNARY = ("erf", "erfc", "erfinv", "erfcinv", "erfcx", "ndtr", "ndtri", "log_ndtr",
+                 "logit", "gamma", "gammaln", "digamma", "i0", "i1", "i0e", "i1e")
+SPECIAL_BINARY = ("betaln", "xlogy", "xlog1py")
+
+
+_HOST = (h._sg_xp_host, h._sg_xp_device)  # SciPy on host copies, results on the device
+_SPECIAL_HELPERS = (h._sg_xp_special, *_HOST)
+
+
+def _special(name: str, arity: int = 1) -> Template:
+    """SciPy's ``name`` through :func:`~.array_api_helpers._sg_xp_special`."""
+    args = "".join(f", {{{k}}}" for k in range(arity))
+    return T(f"_sg_xp_special(xp, {name!r}{args})", _SPECIAL_HELPERS)
+
+
 _RENAMED = {"arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": "asinh",
             "arccosh": "acosh", "arctanh": "atanh", "rint": "round"}
 
@@ -201,6 +216,7 @@ ARRAY_API: dict[str, Template | None] = {
         "hypot", "logaddexp", "floor_divide", "copysign", "logical_and", "logical_or",
         "logical_xor")},
     "arctan2": T("xp.atan2({0}, {1})"), "mod": T("xp.remainder({0}, {1})"),
+    "stop_gradient": T("{0}"),
     "sigmoid": T("1.0 / (1.0 + xp.exp(-{0}))"),
     "softplus": T("xp.logaddexp(xp.zeros_like({0}), {0})"),
     "relu": T("xp.maximum({0}, xp.zeros_like({0}))"),
@@ -263,7 +279,7 @@ ARRAY_API: dict[str, Template | None] = {
     "band": _with(h._sg_xp_band, "{lo!r}, {hi!r}, {diagonal!r}", h._sg_xp_device),
     "inv": T("xp.linalg.inv({0})"), "det": T("xp.linalg.det({0})"),
     "slogdet": _part("slogdet", 1), "slogdet_sign": _part("slogdet", 0),
-    "solve": T("xp.linalg.solve({0}, {1})"),
+    "solve": T("_sg_xp_solve(xp, {0}, {1})", (h._sg_xp_solve,)),
     "cholesky": T("xp.linalg.cholesky({0}, upper={upper!r})"),
     "eigh": _eigh(0), "eigh_vectors": _eigh(1), "eigvalsh": _eigh(None),
     "svd": T(_svd_values),
@@ -279,4 +295,17 @@ ARRAY_API: dict[str, Template | None] = {
     "trace": _with(h._sg_xp_trace, "{offset!r}, {axis1!r}, {axis2!r}"),
     "norm": T(_norm, (h._sg_xp_norm,)),
     "matrix_rank": T(_matrix_rank, (h._sg_xp_matrix_rank, h._sg_xp_device)),
+    # -- scipy.special (ops/special.py): the standard has none; see _sg_xp_special --
+    **{name: _special(name) for name in SPECIAL_UNARY},
+    **{name: _special(name, 2) for name in SPECIAL_BINARY},
+    "polygamma": T("_sg_xp_special(xp, 'polygamma', {n!r}, {0})", _SPECIAL_HELPERS),
+    "sinc": T("xp.where({0} == 0, xp.ones_like({0}), xp.sin({0} * math.pi) / "
+              "(xp.where({0} == 0, xp.ones_like({0}), {0}) * math.pi))"),
+    # -- scipy.linalg (ops/matrix_functions.py): not in the standard; see _sg_xp_expm --
+    "expm": T("_sg_xp_expm(xp, {0})", (h._sg_xp_expm, *_HOST)),
+    "lu_factor": T("_sg_xp_lu(xp, {0}, 0)", (h._sg_xp_lu, *_HOST)),
+    "lu_pivots": T("_sg_xp_lu(xp, {0}, 1)", (h._sg_xp_lu, *_HOST)),
+    "lu_permutation": T("_sg_xp_lu(xp, {0}, 2)", (h._sg_xp_lu, *_HOST)),
+    # loops: the call of the loop function that backends/loops.py writes
+    "scan": T(lambda names, attrs: f"_sg_loop({', '.join(names)})[{attrs['out']}]"),
 }

@@ -55,6 +55,8 @@ def is_native(value: Any) -> bool:
 class ArrayFunction(CompiledFunction):
     """A compiled array API function: checks its inputs without moving them."""
 
+    _fast_path = False  # every input goes through _value (NumPy arrays become torch's)
+
     def __init__(self, raw: Callable, params: list, source: str, filename: str,
                  tgt: Target) -> None:
         super().__init__(raw, params, source, filename)
@@ -80,6 +82,8 @@ class ArrayFunction(CompiledFunction):
             torch = self._torch
             device = next((v.device for v in given.values() if isinstance(v, torch.Tensor)),
                           None)
+            if any(st < 0 for st in value.strides):  # torch takes no negative strides
+                value = np.ascontiguousarray(value)
             return torch.asarray(value, device=device)
         return value
 

@@ -16,10 +16,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..errors import BackendError, DifferentiationError, InputError, SymgradError
 from ..ir.expr import Expr
 from ..ir.shapes import fmt
-from ..ir.values import exact
+from ..ir.values import exact, exact_choice
 from ..progress import step
 from .boundary import exact_flag, exact_names
 from .interpreter import check_input, runtime_error
@@ -44,9 +46,26 @@ class CompiledFunction:
         self._nodes = params
         self.inputs = tuple(n.name for n in params)
         self._index = {name: k for k, name in enumerate(self.inputs)}
+        self._expect = tuple((n.shape, np.dtype(n.dtype)) for n in params)
         functools.update_wrapper(self, raw)
 
+    #: NumPy arrays of the right shape and dtype go to ``raw`` unconverted (the NumPy target;
+    #: the array targets convert every input to their library's arrays)
+    _fast_path = True
+
     def __call__(self, /, *args: Any, **kwargs: Any) -> Any:  # an input may be named self
+        if self._fast_path and not kwargs and len(args) == len(self._expect):
+            for a, (shape, dtype) in zip(args, self._expect):
+                if type(a) is not np.ndarray or a.dtype is not dtype or a.shape != shape:
+                    break
+            else:
+                try:
+                    return self.raw(*args)
+                except (IndexError, ValueError, TypeError) as e:
+                    raise runtime_error(e, f"{self.__name__}()") from None
+        return self._checked(args, kwargs)
+
+    def _checked(self, args: tuple, kwargs: dict) -> Any:
         if len(args) > len(self._nodes):
             raise InputError(f"{self.__name__}() takes {len(self._nodes)} inputs "
                              f"({', '.join(self.inputs)}), got {len(args)}")
@@ -62,7 +81,7 @@ class CompiledFunction:
         values = [self._value(n, given) for n in self._nodes]
         try:
             return self.raw(*values)
-        except (IndexError, ValueError, TypeError) as e:  # what evaluate raises for them
+        except (IndexError, ValueError, TypeError, MemoryError) as e:  # as evaluate does
             raise runtime_error(e, f"{self.__name__}()") from None
 
     def _value(self, node: Any, given: dict) -> Any:
@@ -214,13 +233,11 @@ def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | Non
     >>> s.hessp(np.zeros(2), np.array([1.0, 0.0]))
     array([2., 0.])
     """
-    hess = exact(hess)
+    hess = exact_choice(hess, "scipy_functions' hess", (None, "sparse", "dense"))
     tgt = target(backend)
     if tgt.name not in ("numpy", "numba"):
         raise BackendError(f"scipy_functions emits NumPy code (backend='numpy' or 'numba'), "
                            f"not {tgt.name!r}: SciPy's optimizers pass NumPy arrays")
-    if hess not in (None, "sparse", "dense"):
-        raise SymgradError(f"hess must be None, 'sparse' or 'dense', got {hess!r}")
     from ..transforms.derivatives import _resolve, grad, hessian, hvp
 
     if not isinstance(f, Expr) or f.shape != ():

@@ -90,7 +90,7 @@ def run(graph: Graph, outputs: Sequence[int], inputs: Mapping[str, Any]) -> dict
             op = REGISTRY[n.op]
             try:
                 values[i] = op.impl(*[values[a] for a in n.args], **n.attrs)
-            except (IndexError, ValueError, TypeError) as e:  # what compiled code raises too
+            except (IndexError, ValueError, TypeError, MemoryError) as e:  # as compiled code
                 raise runtime_error(e, f"evaluating node {i} ({n.op})") from None
             for a in set(n.args):
                 if last_use[a] == i and a not in keep:
@@ -110,6 +110,9 @@ def runtime_error(e: Exception, where: str) -> Exception:
         return e
     if isinstance(e, IndexError):
         return IndexOutOfRangeError(f"{where}: {e}")
+    if isinstance(e, MemoryError):  # NumPy's own subclass takes other arguments
+        e = MemoryError(f"{e} (an intermediate value does not fit in memory: evaluate a "
+                        "smaller problem, or in parts)")
     cls = _MIXED.get(type(e))
     if cls is None:
         try:
@@ -145,8 +148,26 @@ def check_input(node, inputs: Mapping[str, Any]) -> np.ndarray:
         ):
             raise EvaluationError(f"input '{node.name}' has dtype {value.dtype}, "
                                   f"but the variable has dtype {node.dtype}")
+        if not np.can_cast(value.dtype, want) and value.size and not _fits(value, want):
+            raise EvaluationError(
+                f"input '{node.name}' has values that do not fit the variable's dtype "
+                f"{node.dtype} (they would wrap around or overflow to inf); pass values "
+                f"in range or declare the variable with a wider dtype")
         value = value.astype(want)
     return value
+
+
+def _fits(value: np.ndarray, want: np.dtype) -> bool:
+    """Whether narrowing ``value`` to ``want`` keeps every value (integers in range, finite
+    floats finite); NaN and inf stay what they are."""
+    if want.kind in "iu":
+        info = np.iinfo(want)
+        return info.min <= int(value.min()) and int(value.max()) <= info.max
+    if want.kind == "f" and value.dtype.kind == "f":
+        with np.errstate(invalid="ignore"):
+            big = np.abs(value) > np.finfo(want).max
+        return not np.any(big & np.isfinite(value))
+    return True
 
 
 def _common_graph(outs: list[Expr]) -> tuple[Graph, list[int]]:

@@ -57,7 +57,8 @@ def array_literal(value: np.ndarray, others: list[str], strong: bool = False) ->
     if dtype not in NUMPY_TYPE:
         raise SymgradError(f"cannot emit a constant of dtype {dtype}")
     text = number_source(py)
-    weak_ok = bool(others) and np.result_type(*others, dtype) == np.result_type(*others, py)
+    weak_ok = (any(o != "bool" for o in others)  # a literal beside masks only is typed
+               and np.result_type(*others, dtype) == np.result_type(*others, py))
     if strong or not weak_ok:
         return f"xp.asarray({text}, dtype=xp.{dtype}, {ON_DEVICE})"
     return f"({text})" if text.startswith("-") else text

@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from .template import Template
 
 # ``math`` functions whose NumPy ufunc has another name
-_NUMPY_NAME = {"pow": "power"}
+# (``pow`` -> ``float_power``: ``power`` takes its ``sqrt`` path for an exponent of 0.5,
+# ``math.pow`` and ``float_power`` do not; the power template writes that branch itself)
+_NUMPY_NAME = {"pow": "float_power"}
 _MATH_CALL = re.compile(r"\bmath\.([a-z0-9_]+)\(")
 
 
@@ -28,7 +32,8 @@ T = Template
 MATH: dict[str, Template | None] = {
     # elementwise
     "add": T("{0} + {1}"), "subtract": T("{0} - {1}"), "multiply": T("{0} * {1}"),
-    "divide": T("{0} / {1}"), "power": T("math.pow({0}, {1})"), "negative": T("-{0}"),
+    "divide": T("{0} / {1}"), "negative": T("-{0}"),
+    "power": T("(math.sqrt({0}) if {1} == 0.5 else math.pow({0}, {1}))"),
     "square": T("{0} * {0}"), "maximum": None, "minimum": None,  # NaN rules differ from max()
     "exp": _fn("exp"), "log": _fn("log"), "log1p": _fn("log1p"), "expm1": _fn("expm1"),
     "sqrt": _fn("sqrt"), "sin": _fn("sin"), "cos": _fn("cos"), "tan": _fn("tan"),
@@ -40,6 +45,7 @@ MATH: dict[str, Template | None] = {
     # relu(-0.0) and sign(-0.0) are +0.0 as in NumPy; NaN stays NaN
     "relu": T("(0.0 if {0} <= 0.0 else {0})"), "abs": T("abs({0})"),
     "sign": T("(1.0 if {0} > 0 else -1.0 if {0} < 0 else abs({0}))"),
+    "stop_gradient": T("{0}"),
     "less": T("{0} < {1}"), "less_equal": T("{0} <= {1}"), "greater": T("{0} > {1}"),
     "greater_equal": T("{0} >= {1}"), "equal": T("{0} == {1}"), "not_equal": T("{0} != {1}"),
     "where": T("({1} if {0} else {2})"),
@@ -49,17 +55,28 @@ MATH: dict[str, Template | None] = {
     "exp2": T("2.0 ** {0}"), "log2": _fn("log2"), "log10": _fn("log10"),
     "cbrt": None,  # math.cbrt needs Python 3.11
     "reciprocal": T("1.0 / {0}"), "deg2rad": _fn("radians"), "rad2deg": _fn("degrees"),
-    "floor": T("float(math.floor({0}))"), "ceil": T("float(math.ceil({0}))"),
-    "trunc": T("float(math.trunc({0}))"), "rint": None, "round": None,
+    # math.floor & co return ints: the sign of a zero result is the operand's (-0.0 -> -0.0)
+    "floor": T("math.copysign(float(math.floor({0})), {0})"),
+    "ceil": T("math.copysign(float(math.ceil({0})), {0})"),
+    "trunc": T("math.copysign(float(math.trunc({0})), {0})"), "rint": None, "round": None,
     "isnan": _fn("isnan"), "isinf": _fn("isinf"), "isfinite": _fn("isfinite"),
     "signbit": T("math.copysign(1.0, {0}) < 0.0"), "logical_not": T("(not {0})"),
     "logical_and": T("({0} and {1})"), "logical_or": T("({0} or {1})"),
-    "logical_xor": T("({0} != {1})"),
+    "logical_xor": T("((not {0}) != (not {1}))"),
     "arctan2": T("math.atan2({0}, {1})"), "hypot": T("math.hypot({0}, {1})"),
     "logaddexp": None, "logaddexp2": None, "mod": T("{0} % {1}"),
     "fmod": T("math.fmod({0}, {1})"), "floor_divide": T("{0} // {1}"), "fmax": None,
     "fmin": None, "copysign": T("math.copysign({0}, {1})"),
     "float_power": T("math.pow({0}, {1})"), "heaviside": None, "astype": None,
+    # scipy.special (ops/special.py): math's erf and erfc (ndtr as SciPy computes it, through
+    # erfc); the others have no math form or raise where SciPy returns inf (lgamma at poles)
+    "erf": _fn("erf"), "erfc": _fn("erfc"),
+    "ndtr": T("0.5 * math.erfc({0} * -0.7071067811865476)"),
+    **dict.fromkeys((
+        "erfinv", "erfcinv", "erfcx", "ndtri", "log_ndtr", "logit", "gamma", "gammaln",
+        "digamma", "polygamma", "betaln", "xlogy", "xlog1py", "i0", "i1", "i0e", "i1e", "sinc",
+        "expm", "lu_factor", "lu_pivots", "lu_permutation",
+    )),
     # no scalar form: arrays, axes or helpers
     **dict.fromkeys((
         "sum", "mean", "max", "min", "logsumexp", "softmax", "log_softmax", "matmul", "dot",
@@ -76,17 +93,25 @@ MATH: dict[str, Template | None] = {
         "lstsq_residuals", "lstsq_rank", "lstsq_sv", "qr", "qr_q", "matrix_power", "multi_dot",
         "trace", "norm", "matrix_rank",
     )),
+    "scan": None,  # a loop is array code (backends/loops.py)
 }
 
 
 def fallback_names(table: dict[str, Template | None] = MATH) -> dict[str, str]:
-    """``{math name: numpy name}`` for every ``math.<name>(`` the table's templates call.
+    """``{math name: source of its fallback}`` for every ``math.<name>(`` the table's
+    templates call: NumPy's ufunc of the same meaning, or ``math``'s own function where
+    NumPy has none (``math.erfc`` in a user's template).
 
     >>> fallback_names()["pow"], fallback_names()["exp"]
-    ('power', 'exp')
+    ('np.float_power', 'np.exp')
     """
     names: set[str] = set()
-    for entry in table.values():
+    for entry in list(table.values()):  # a snapshot: defop may add entries meanwhile
         if entry is not None and isinstance(entry.text, str):
             names.update(_MATH_CALL.findall(entry.text))
-    return {n: _NUMPY_NAME.get(n, n) for n in sorted(names)}
+    return {n: _fallback(n) for n in sorted(names)}
+
+
+def _fallback(name: str) -> str:
+    numpy = _NUMPY_NAME.get(name, name)
+    return f"np.{numpy}" if isinstance(getattr(np, numpy, None), np.ufunc) else f"math.{name}"

@@ -13,7 +13,8 @@ set.
 
 from __future__ import annotations
 
-from .numpy_table import NUMPY, Template
+from .numpy_table import NUMPY
+from .template import Template
 
 T = Template
 

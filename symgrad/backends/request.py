@@ -166,7 +166,8 @@ def pattern_constants(s: Any, prefix: str = "") -> tuple[tuple[str, Any], ...]:
 def lower(req: Request) -> Lowered:
     """The request's graph rebuilt through the compile passes if ``optimize`` (with the
     non-exact ones if ``fast_math``; for JAX and PyTorch also
-    :mod:`symgrad.passes.array_targets`), else as it is."""
+    :mod:`symgrad.passes.array_targets`), else as it is; for the array targets NumPy's
+    promotion of mixed dtypes is then made explicit (:mod:`.promotion`)."""
     graph = req.graph
     groups = [list(fn.outputs) for fn in req.functions]
     if req.optimize:
@@ -176,6 +177,10 @@ def lower(req: Request) -> Lowered:
                                             req.target.sums_as_sums)
     else:
         new, new_groups = graph, groups
+    if not req.target.printer.numpy_only:  # NumPy's promotion of mixed dtypes, as casts
+        from .promotion import promoted
+
+        new, new_groups = promoted(new, new_groups)
     fns = tuple(replace(fn, outputs=tuple(ids)) for fn, ids in zip(req.functions, new_groups))
     shown = {n: fn.exprs[k] if fn.exprs else Expr(graph, o)
              for fn, new_fn in zip(req.functions, fns)

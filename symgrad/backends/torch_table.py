@@ -10,10 +10,38 @@ taken by the shared helper).
 
 from __future__ import annotations
 
+from .array_api_helpers import _sg_xp_lu
 from .array_api_table import ARRAY_API
 from .template import Template
 
 UNSUPPORTED: dict[str, str] = {}
 """Ops this backend cannot write, with the reason (none)."""
 
-TORCH: dict[str, Template | None] = dict(ARRAY_API)
+_NATIVE = ("erf", "erfc", "erfinv", "erfcx", "ndtr", "ndtri", "log_ndtr", "logit", "gammaln",
+           "digamma", "i0", "i1", "i0e", "i1e", "sinc")
+
+
+def _torch(text: str) -> Template:
+    return Template(text, imports=("torch",))
+
+
+SPECIAL: dict[str, Template] = {
+    **{name: _torch(f"torch.special.{name}({{0}})") for name in _NATIVE},
+    "lu_permutation": Template("_sg_xp_lu(xp, {0}, 2)", (_sg_xp_lu,)),
+    "xlogy": _torch("torch.special.xlogy({0}, {1})"),
+    "xlog1py": _torch("torch.special.xlog1py({0}, {1})"),
+    "polygamma": _torch("torch.special.polygamma({n!r}, {0})"),
+    # PyTorch has no erfcinv, betaln or gamma: erfcinv(y) = -ndtri(y / 2) / sqrt(2); betaln
+    # and gamma through lgamma (gamma's sign: negative on (-1, 0), (-3, -2), ...)
+    "erfcinv": _torch("-torch.special.ndtri({0} * 0.5) * 0.7071067811865476"),
+    "betaln": _torch("torch.lgamma({0}) + torch.lgamma({1}) - torch.lgamma({0} + {1})"),
+    "expm": _torch("torch.linalg.matrix_exp({0})"),
+    # LAPACK's factors; PyTorch's pivots count from 1
+    "lu_factor": _torch("torch.linalg.lu_factor({0})[0]"),
+    "lu_pivots": _torch("torch.linalg.lu_factor({0})[1].to(torch.int64) - 1"),
+    "gamma": _torch("torch.where(({0} > 0) | (torch.remainder(torch.floor({0}), 2) == 0), "
+                    "1.0, -1.0) * torch.exp(torch.lgamma({0}))"),
+}
+"""SciPy's special functions (ops/special.py) as ``torch.special``'s."""
+
+TORCH: dict[str, Template | None] = {**ARRAY_API, **SPECIAL}

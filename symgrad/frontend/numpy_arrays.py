@@ -101,7 +101,10 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None, src_ndim=None
 
 
 def _sequence(name: str, arrays: Any) -> list[Expr]:
-    """A non-empty list or tuple of arrays (an Expr is one array, not a sequence)."""
+    """A non-empty list or tuple of arrays; an array of one axis or more is the list of its
+    rows (NumPy iterates it: ``vstack(x)``)."""
+    if isinstance(arrays, (Expr, np.ndarray)) and np.ndim(arrays) >= 1 and len(arrays):
+        return [as_expr(a) for a in arrays]
     if not isinstance(arrays, (list, tuple)) or not arrays:
         raise SignatureError(f"{name}() takes a non-empty list of arrays")
     return [as_expr(a) for a in arrays]

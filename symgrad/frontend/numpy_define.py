@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import ArgumentError, ShapeError, SymgradError, UnsupportedError
 from ..ir.expr import Expr, const
 from ..ir.op import FUNCTIONS, sig
-from ..ir.values import exact
+from ..ir.values import describe, exact
 
 Fn = Callable[..., Any]
 _BARE = (TypeError, ValueError, ArithmeticError, IndexError, KeyError, AttributeError)
@@ -70,7 +70,7 @@ def no_out(name: str, out: Any = None, where: Any = True) -> None:
 def axis_int(name: str, axis: Any, ndim: int) -> int:
     """A single axis as a non-negative int, checked like NumPy."""
     if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
-        raise ShapeError(f"{name}: axis must be an int, got {axis!r}")
+        raise ShapeError(f"{name}: axis must be an int, got {describe(axis)}")
     if not -ndim <= axis < ndim:
         raise ShapeError(f"{name}: axis {axis} is out of range for an array of rank {ndim}")
     return int(axis) % ndim
@@ -83,5 +83,5 @@ def axes_tuple(name: str, axis: Any, ndim: int) -> tuple[int, ...]:
     items = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     out = sorted({axis_int(name, a, ndim) for a in items})
     if len(out) != len(items):
-        raise ShapeError(f"{name}: repeated axis in {axis!r}")
+        raise ShapeError(f"{name}: repeated axis in {describe(axis)}")
     return tuple(out)

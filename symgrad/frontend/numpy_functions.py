@@ -22,6 +22,7 @@ import numpy as np
 from ..errors import ShapeError, UnsupportedError
 from ..ir.expr import Expr, F, function
 from ..ir.op import FUNCTIONS, REGISTRY, UNSUPPORTED, SignatureError
+from ..ir.values import describe
 from .numpy_arrays import diagonal, moveaxis
 from .numpy_define import as_expr, axes_tuple, axis_int, define, no_out
 
@@ -145,7 +146,13 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
 @define("std", *_MOMENT_SPEC, strings=("dtype",), **_MOMENT_DEFAULTS)
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None,
         correction=None):
-    return F.sqrt(_moments("std", a, axis, dtype, out, ddof, keepdims, where, mean, correction))
+    v = _moments("std", a, axis, dtype, out, ddof, keepdims, where, mean, correction)
+    a = as_expr(a)
+    count = math.prod(a.shape[k] for k in axes_tuple("std", axis, a.ndim))
+    if count == 1 and mean is None and where is True:
+        # the std of one element is identically 0: its derivative is 0 (sqrt'(0) * 0 is NaN)
+        return v * 0.0
+    return F.sqrt(v)
 
 
 @define("ptp", "a", "=axis", "=out", "=keepdims", axis=None, out=None, keepdims=False)
@@ -238,13 +245,14 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
     a slice makes its quantile NaN, as in NumPy."""
     no_out("quantile", out)
     if method != "linear":
-        raise UnsupportedError(f"quantile: method={method!r} is not supported (only 'linear')")
+        raise UnsupportedError(f"quantile: method={describe(method)} is not supported "
+                               "(only 'linear')")
     if isinstance(q, Expr):
         raise UnsupportedError("quantile: q must be numbers (the positions are static)")
     a = as_expr(a)
     qs = np.asarray(q, dtype=np.float64)
     if np.any((qs < 0) | (qs > 1)):
-        raise ShapeError(f"quantile: q must be in [0, 1], got {q!r}")
+        raise ShapeError(f"quantile: q must be in [0, 1], got {describe(q)}")
     flat = axis is None
     data = F.reshape(a, (a.size,)) if flat else a
     k = 0 if flat else axis_int("quantile", axis, a.ndim)
@@ -381,7 +389,7 @@ def tensordot(a, b, axes=2):
     ax_a = [axis_int("tensordot", x, a.ndim) for x in ax_a]
     ax_b = [axis_int("tensordot", x, b.ndim) for x in ax_b]
     if len(ax_a) != len(ax_b):
-        raise ShapeError(f"tensordot: axes {axes!r} pair {len(ax_a)} with {len(ax_b)} axes")
+        raise ShapeError(f"tensordot: axes {describe(axes)} pair {len(ax_a)} with {len(ax_b)} axes")
     ta, tb = list(_letters(a.ndim)), list(_letters(b.ndim, a.ndim))
     for i, j in zip(ax_a, ax_b):
         tb[j] = ta[i]

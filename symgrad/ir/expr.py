@@ -9,12 +9,15 @@ one. Python numbers combine as NumPy 2 combines them (NEP 50: they are "weak", s
 
 from __future__ import annotations
 
+import sys
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..errors import NameConflictError, ShapeError, SymgradError, UnsupportedError
+from .callsite import callsite, message
 from .graph import Graph, Node
 from .op import FUNCTIONS, REGISTRY, UNSUPPORTED, Op, public_op
 from .shapes import DTYPES, Shape
@@ -92,16 +95,15 @@ class Expr:
         return (self[k] for k in range(self.shape[0]))
 
     def __bool__(self) -> bool:
+        line = callsite()[0]
         raise UnsupportedError(
             "the truth value of a symbolic expression is unknown while tracing (its value "
-            "comes later); use sg.where(cond, a, b) instead of if/else"
+            f"comes later{'; at ' + line if line else ''}); use sg.where(cond, a, b) "
+            "instead of if/else"
         )
 
     def _no_value(self, what: str):
-        raise UnsupportedError(
-            f"{what} of a symbolic expression: its value is unknown while tracing; keep it "
-            "symbolic (indexing, where, len for sizes) or evaluate it with sg.evaluate"
-        )
+        raise UnsupportedError(message(what))
 
     def __float__(self) -> float:
         self._no_value("float()")
@@ -116,6 +118,13 @@ class Expr:
         self._no_value("complex()")
 
     def __array__(self, dtype=None, copy=None):
+        caller = _scipy_caller()
+        if caller is not None:
+            space = ".".join(caller.split(".")[:2])
+            fix = (f"use symgrad.{caller}, which takes the same arguments" if _symgrad_has(caller)
+                   else f"symgrad.{space} does not cover it yet (its __all__ lists what it has)")
+            raise UnsupportedError(f"{caller} cannot trace symbolic values (it converts its "
+                                   f"arguments to NumPy arrays): {fix}")
         self._no_value("converting to a NumPy array")
 
     def item(self, *args):
@@ -140,6 +149,13 @@ class Expr:
         array([1., 5., 3.])
         """
         return _At(self)
+
+    def __array_namespace__(self, *, api_version: str | None = None) -> Any:
+        """``symgrad.numpy``: array-API-aware code (``xp = array_namespace(x)``) traces with
+        NumPy's names and meanings."""
+        import importlib
+
+        return importlib.import_module("symgrad.numpy")
 
     def __array_ufunc__(self, ufunc, method: str, *inputs: Any, **kwargs: Any):
         return _array_ufunc(ufunc, method, inputs, kwargs)
@@ -388,14 +404,75 @@ def _numpy_name(func: Any) -> str:
 def _numpy_call(name: str, args: tuple, kwargs: dict) -> Any:
     fn = function(name)
     if fn is None:
+        if name.startswith("scipy."):
+            space = name.rsplit(".", 1)[0]
+            raise UnsupportedError(f"{name} is not supported on symbolic arrays: "
+                                   f"symgrad.{space}.__all__ lists what is covered")
         hint = UNSUPPORTED.get(name, "symgrad.numpy lists what is covered (dir(sg.numpy))")
         raise UnsupportedError(f"numpy.{name} is not supported on symbolic arrays: {hint}")
     return fn(*args, **kwargs)
 
 
-def _array_ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
+def _scipy_caller() -> str | None:
+    """The SciPy function the user called that is converting an Expr to an array
+    (``"scipy.stats.norm.cdf"``, ``"scipy.linalg.solve_triangular"``), or None."""
+    frame, chain = sys._getframe(1), []
+    for _ in range(80):
+        if frame is None:
+            break
+        if frame.f_globals.get("__name__", "").startswith("scipy."):
+            chain.append(frame)
+        elif chain:
+            break  # out of SciPy again: the frame that called it
+        frame = frame.f_back
+    for f in reversed(chain):  # the outermost SciPy frame with a public name first
+        module, name = f.f_globals["__name__"], f.f_code.co_name
+        owner = f.f_locals.get("self")
+        owner = getattr(owner, "dist", owner)  # a frozen distribution: norm(0, 1).cdf
+        if module.startswith("scipy.stats.") and owner is not None and name[0] != "_":
+            dist = getattr(owner, "name", None) or type(owner).__name__.removesuffix("_gen")
+            return f"scipy.stats.{dist}.{name}"
+        # the function itself, or the one a decorator's wrapper holds
+        named = [(module, name)] + [(getattr(v, "__module__", None) or "", v.__name__)
+                                    for v in f.f_locals.values() if type(v).__name__ ==
+                                    "function"]
+        for mod, fn in named:
+            sub = mod.split(".")[1] if mod.startswith("scipy.") else ""
+            if sub and fn[0] != "_" and hasattr(sys.modules.get(f"scipy.{sub}"), fn):
+                return f"scipy.{sub}.{fn}"
+    return None
+
+
+def _symgrad_has(path: str) -> bool:
+    """Whether ``symgrad.<path>`` exists (``path`` = ``"scipy.stats.norm.cdf"``)."""
+    parts = path.split(".")
+    obj = sys.modules.get("symgrad." + ".".join(parts[:2]))
+    for p in parts[2:]:
+        obj = getattr(obj, p, None)
+    return obj is not None
+
+
+def _ufunc_name(ufunc: Any) -> str:
+    """NumPy's name of a ufunc (``"sin"``), or SciPy's full name of one of SciPy's
+    (``"scipy.special.erf"``): SciPy's ufuncs reach Exprs through the same protocol."""
     name = ufunc.__name__
+    if getattr(np, name, None) is ufunc:
+        return name
+    special = sys.modules.get("scipy.special")
+    if special is not None and getattr(special, name, None) is ufunc:
+        return f"scipy.special.{name}"
+    return name
+
+
+def _array_ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
+    name = _ufunc_name(ufunc)
     if method == "__call__":
+        if function(name) is None and name.startswith("scipy."):
+            raise UnsupportedError(message(f"{name} is not supported on symbolic arrays",
+                                           skip=3, subject="", scipy_fn=name))
+        if function(name) is None and getattr(np, name, None) is not ufunc:
+            raise UnsupportedError(message(f"the ufunc {name} (not NumPy's)", skip=3,
+                                           subject=" called on a symbolic expression"))
         return _numpy_call(name, inputs, kwargs)
     if method == "reduce" and name in _REDUCE:
         kwargs = {"axis": 0, **kwargs}
@@ -424,6 +501,18 @@ def _logical(name: str, *operands: Any) -> Expr:
     return call(name, *operands)
 
 
+class _Traces(threading.local):
+    """The graphs a loop body is being traced in (innermost last), per thread: an
+    operation mixing one of them with other graphs is built in it (the innermost), so a
+    body's values never leak into the user's graph (see :mod:`symgrad.ir.body`)."""
+
+    def __init__(self) -> None:
+        self.graphs: list[Graph] = []
+
+
+TRACES = _Traces()
+
+
 def _home(operands: Sequence[Any]) -> Graph:
     if len(operands) == 2:  # the common case: a binary op on two Exprs of one graph
         a, b = operands
@@ -432,6 +521,10 @@ def _home(operands: Sequence[Any]) -> Graph:
     graphs = [o.graph for o in operands if isinstance(o, Expr)]
     if not graphs:
         return Graph()
+    if len(graphs) > 1 and TRACES.graphs:
+        for g in reversed(TRACES.graphs):
+            if any(h is g for h in graphs):
+                return g
     return max(graphs, key=len) if len(graphs) > 1 else graphs[0]
 
 
@@ -450,6 +543,9 @@ def _operand(graph: Graph, o: Any, strong: list[str] | None = None) -> int:
                 raise ShapeError(f"the Python integer {o} does not fit the operands' dtype "
                                  f"{weak.name}") from None
         return graph.const(value)
+    if isinstance(o, (list, tuple)) and _holds_expr(o):  # [x, x + 2]: NumPy's array of them
+        e = stacked(o)
+        return e.node if e.graph is graph else graph.import_node(e.graph, e.node)
     if isinstance(o, (int, float, bool, np.ndarray, np.number, np.bool_, list, tuple)):
         return graph.const(o)
     raise SymgradError(f"cannot use {describe(o)} in a symgrad expression (use Exprs, "
@@ -490,6 +586,40 @@ def var(name: str, shape: Shape | int = (), dtype: str = "float64", **numpy: Any
     return Expr(g, g.var(name, shape, dtype))
 
 
+def _holds_expr(seq: Any) -> bool:
+    """Whether a (nested) list or tuple holds an Expr."""
+    todo = [seq]
+    while todo:
+        for item in todo.pop():
+            if isinstance(item, Expr):
+                return True
+            if isinstance(item, (list, tuple)):
+                todo.append(item)
+    return False
+
+
+def stacked(seq: Any) -> Expr:
+    """A (nested) list or tuple of Exprs and numbers as one array, as ``np.array`` makes it
+    (``[x, x + 2]`` stacks along a new first axis; numbers follow NEP 50 against the Exprs).
+
+    >>> import symgrad as sg
+    >>> x = sg.var("x", shape=(2,))
+    >>> sg.ir.expr.stacked([x, x + 2.0]).shape
+    (2, 2)
+    """
+    items = [stacked(i) if isinstance(i, (list, tuple)) and _holds_expr(i) else i for i in seq]
+    exprs = [i for i in items if isinstance(i, Expr)]
+    strong = _strong_dtypes(exprs)
+    like = exprs[0]
+    parts = [i if isinstance(i, Expr) else Expr(like.graph, _operand(like.graph, i, strong))
+             for i in items]
+    shapes = {p.shape for p in parts}
+    if len(shapes) > 1:
+        raise ShapeError(f"a list of arrays of different shapes {sorted(shapes)} is not one "
+                         "array (NumPy refuses it too)")
+    return F.stack(parts, axis=0)
+
+
 def const(value: Any, like: Expr | None = None) -> Expr:
     """A constant expression (a number or an array), in ``like``'s graph if given.
 
@@ -497,6 +627,8 @@ def const(value: Any, like: Expr | None = None) -> Expr:
     >>> sg.const([1.0, 2.0]).shape
     (2,)
     """
+    if isinstance(value, (list, tuple)) and _holds_expr(value):
+        return stacked(value)
     g = like.graph if like is not None else Graph()
     return Expr(g, g.const(value))
 

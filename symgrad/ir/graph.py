@@ -34,6 +34,8 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import numpy as np
+
 from ..errors import ArgumentError, NameConflictError, ShapeError, SymgradError
 from .op import REGISTRY, Op
 from .shapes import fmt
@@ -46,12 +48,21 @@ from .values import (
     check_shape,
     describe,
     freeze,
+    plain,
 )
 
 if TYPE_CHECKING:
     import networkx as nx
 
     from .expr import Expr
+
+def _plain_attrs(op: Op, attrs: Any) -> dict:
+    """A user-defined op's attributes as plain data (:func:`~.values.plain`)."""
+    if type(attrs) is not dict:
+        raise ArgumentError(f"{op.name}: prepare must return a dict of attributes, got "
+                            f"{describe(attrs)}")
+    return {k: plain(v, f"{op.name}: attribute {k!r}") for k, v in attrs.items()}
+
 
 _ROLES = ("forward", "adjoint", "tangent")
 
@@ -71,6 +82,22 @@ def _argument_error(op: Op, e: Exception) -> ArgumentError:
     return ArgumentError(f"{op.name}: cannot use these arguments ({type(e).__name__}: {e})")
 
 
+LIFT_MIN = 1024  # elements from which a traced function's captured array is an input
+_LIFT = threading.local()
+
+
+@contextmanager
+def lifting(hook: Callable[[Graph, Any], int | None] | None) -> Iterator[None]:
+    """Inside, this thread's large array constants are first offered to ``hook(graph,
+    array)``, which returns a node to use instead (a variable) or None."""
+    saved = getattr(_LIFT, "hook", None)
+    _LIFT.hook = hook
+    try:
+        yield
+    finally:
+        _LIFT.hook = saved
+
+
 class _BuildState(threading.local):
     """What the current thread's builds are: role, origin, the installed rewriter, and the
     node budget (``built`` counts this thread's new nodes; ``stop`` is where it ends)."""
@@ -80,6 +107,7 @@ class _BuildState(threading.local):
         self.origin: int | None = None
         self.rewriter: Rewriter | None = None
         self.built = 0
+        self.calls = 0  # this thread's look-ups and builds (a rollback needs them all its own)
         self.stop = sys.maxsize
         self.overrun: Callable[[], Exception] | None = None
 
@@ -149,6 +177,7 @@ class Graph:
             weakref.WeakKeyDictionary()
         )
         self._state = _BuildState()
+        self._calls = 0  # look-ups and builds by every thread (see budget)
         self.lock = threading.RLock()  # the builder's critical section (re-entrant: rules)
 
     def __len__(self) -> int:
@@ -215,9 +244,13 @@ class Graph:
         While a rewriter is installed (:meth:`rewriting`) it is offered the node first, and
         its answer is returned without being recorded under this node's key.
         """
+        if attrs and not op.builtin:  # a user's op: its attributes are plain data only
+            attrs = _plain_attrs(op, attrs)
         key = (op.name, args, freeze(attrs) if attrs else ())
         rewriter = self._state.rewriter
         with self.lock:
+            self._calls += 1
+            self._state.calls += 1
             try:
                 found = self._keys.get(key)
             except TypeError:  # an attribute that is no number, string, tuple or array
@@ -236,6 +269,8 @@ class Graph:
             if op.prepare is not None:
                 try:
                     attrs = op.prepare(shapes, dtypes, attrs)
+                    if not op.builtin:
+                        attrs = _plain_attrs(op, attrs)
                 except SymgradError:
                     raise
                 except _BARE as e:
@@ -283,6 +318,8 @@ class Graph:
         shape = check_shape(shape, f"variable '{name}'")
         dtype = check_dtype(dtype, f"variable '{name}'")
         with self.lock:
+            self._calls += 1
+            self._state.calls += 1
             found = self.variables.get(name)
             if found is not None:
                 node = self.nodes[found]
@@ -297,7 +334,15 @@ class Graph:
             return i
 
     def const(self, value: Any) -> int:
-        """A constant node holding ``value`` (a number or an array)."""
+        """A constant node holding ``value`` (a number or an array).
+
+        While a function is traced (:func:`lifting`), a large array is offered to the
+        tracer first, which may make it an input read at every call instead."""
+        hook = getattr(_LIFT, "hook", None)
+        if hook is not None and type(value) is np.ndarray and value.size >= LIFT_MIN:
+            node = hook(self, value)
+            if node is not None:
+                return node
         return self.add(REGISTRY["const"], (), {"value": as_constant(value)})
 
     def provenance(self, origin: int, role: str = "adjoint") -> _Provenance:
@@ -308,16 +353,48 @@ class Graph:
     @contextmanager
     def budget(self, nodes: int, overrun: Callable[[], Exception]) -> Iterator[None]:
         """At most ``nodes`` new nodes may be built inside (by this thread); building one
-        more raises ``overrun()``. Budgets nest: the tightest one applies."""
+        more raises ``overrun()``. Budgets nest: the tightest one applies. If the block
+        fails, the nodes it built are removed again, unless another thread built or looked up
+        nodes in this graph meanwhile (it may hold one of them: they stay, unused)."""
         state = self._state
         saved = state.stop, state.overrun
+        with self.lock:
+            before, built = len(self.nodes), state.built
+            calls, mine = self._calls, state.calls
         stop = state.built + nodes
         if stop < state.stop:
             state.stop, state.overrun = stop, overrun
         try:
             yield
+        except BaseException:
+            with self.lock:  # only this thread built since: the graph goes back as it was
+                if (len(self.nodes) - before == state.built - built
+                        and self._calls - calls == state.calls - mine):
+                    self._truncate(before)
+                    state.built = built
+            raise
         finally:
             state.stop, state.overrun = saved
+
+    def _truncate(self, n: int) -> None:
+        """Forget every node from id ``n`` on, and what refers to them (a failed transform
+        leaves no partial derivative behind, and a retry builds the same graph)."""
+        if len(self.nodes) == n:
+            return
+        del self.nodes[n:]
+        self._keys = {k: v for k, v in self._keys.items() if v < n}
+        self.variables = {k: v for k, v in self.variables.items() if v < n}
+        for memo in self._imported.values():
+            for k in [k for k, v in memo.items() if v >= n]:
+                del memo[k]
+        if self._nx is not None:
+            self._nx.remove_nodes_from([i for i in list(self._nx.nodes) if i >= n])
+        kept = [t for t in self.transforms if t.nodes_after <= n]
+        if len(kept) != len(self.transforms):
+            self.transforms = kept
+            self.adjoint_of = {}
+            for t in kept:
+                self.adjoint_of.update(getattr(t, "adjoint_of", {}))
 
     @contextmanager
     def rewriting(self, rewriter: Rewriter | None) -> Iterator[None]:

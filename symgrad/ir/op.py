@@ -46,6 +46,11 @@ Fields of a stanza
 ``domain`` / ``examples(rng)``
     Where the registry-driven tests sample the op: an interval for elementwise ops, or a
     list of ``(operand arrays, attrs)`` cases.
+``joint``
+    For an op whose call has several results, one node each (a loop's final carries and
+    per-step outputs): the attribute that says which result a node is. Nodes equal but for
+    it are one call, and reverse mode asks ``backprop`` once per call, with ``g`` a dict
+    ``{node id: adjoint}`` of the results that have one (a plain Expr is still accepted).
 ``front``
     The user-facing function, when it is more than :meth:`Signature.bind` (``x[key]``).
 ``write(key_marks, attrs) -> str``
@@ -232,6 +237,7 @@ class Op:
     write: Callable[[list[str], dict], str] | None = None
     doc: str = ""
     builtin: bool = True  # False for ops defined with symgrad.extend
+    joint: str | None = None  # the attribute telling the results of one call apart
 
     @property
     def arity(self) -> int | None:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import NameConflictError, ShapeError, SymgradError
+from ..errors import ArgumentError, NameConflictError, ShapeError, SymgradError
 from .shapes import DTYPES, Shape
 
 _RESERVED = {"np", "numpy"}
@@ -96,11 +96,62 @@ def exact(value: Any, depth: int = 0) -> Any:
     return value
 
 
+def plain(value: Any, what: str, depth: int = 0) -> Any:
+    """``value`` as plain data, or an :class:`~symgrad.errors.ArgumentError` naming ``what``:
+    None, a bool, int, float or str (subclasses and NumPy scalars become the exact
+    built-in), ``...``, or a tuple, list, dict (string keys) or slice of such values. What
+    a user-defined op's attributes may hold: nothing else is ever formatted into emitted
+    source, a docstring or a page, so no object of the user's runs there.
+
+    >>> plain((1, 2.5, "a"), "axis"), type(plain(np.int32(3), "axis")).__name__
+    ((1, 2.5, 'a'), 'int')
+    """
+    t = type(value)
+    if t in _PLAIN and t is not complex:
+        return value
+    if depth > _MAX_NESTING:
+        raise ShapeError(f"{what}: a value nested more than {_MAX_NESTING} levels deep")
+    if t in _NUMPY_SCALARS and isinstance(value, (np.bool_, np.integer, np.floating)):
+        return value.item()
+    if isinstance(value, (str, int, float)) and not isinstance(value, np.generic):
+        return exact(value)
+    if t is slice:
+        return slice(*(plain(v, what, depth + 1) for v in (value.start, value.stop,
+                                                             value.step)))
+    if isinstance(value, tuple):
+        return tuple([plain(v, what, depth + 1) for v in tuple.__iter__(value)])
+    if isinstance(value, list):
+        return [plain(v, what, depth + 1) for v in list.__iter__(value)]
+    if isinstance(value, dict) and all(isinstance(k, str) for k in dict.keys(value)):
+        return {str.__str__(k): plain(v, what, depth + 1) for k, v in dict.items(value)}
+    raise ArgumentError(
+        f"{what} cannot be {describe(value)}: an attribute is None, a bool, int, float or "
+        "string, or a tuple, list, dict (string keys) or slice of them; pass arrays as "
+        "operands")
+
+
 def exact_str(value: Any, what: str) -> str:
     """``value`` as an exact ``str``, or a :class:`SymgradError` naming ``what``."""
     if not isinstance(value, str):
         raise SymgradError(f"{what} must be a string, got {describe(value)}")
     return str.__str__(value)
+
+
+def exact_choice(value: Any, what: str, choices: tuple,
+                 error: type[SymgradError] = ArgumentError) -> Any:
+    """``value`` if it is one of ``choices`` (strings, None, bools), compared as an exact
+    built-in (an array or a user object is refused, never compared with ``==``).
+
+    >>> exact_choice("forward", "mode", (None, "forward", "reverse"))
+    'forward'
+    """
+    value = exact(value)
+    if type(value) in (str, bool, type(None)) and value in choices:
+        return value
+    if type(value) is np.bool_ and bool(value) in choices:
+        return bool(value)
+    shown = ", ".join(map(repr, choices))
+    raise error(f"{what} must be one of {shown}, got {describe(value)}")
 
 
 def exact_int(value: Any, what: str) -> int:

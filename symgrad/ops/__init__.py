@@ -20,10 +20,14 @@ from . import (  # noqa: F401
     functions,
     indexing,
     linalg,
+    loops,
+    matrix_functions,
     reductions,
     scans,
     shaping,
     sorting,
+    special,
+    stop_gradient,
 )
 
 __all__ = ["ALIASES", "REGISTRY", "F", "Op", "Signature", "SignatureError", "call", "lookup",

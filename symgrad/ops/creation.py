@@ -11,6 +11,7 @@ import numpy as np
 from ..errors import ShapeError
 from ..ir.op import Op, register, sig
 from ..ir.shapes import DTYPES, check_int
+from ..ir.values import describe
 
 register(Op(
     name="const", signature=sig("=value", value=None),
@@ -52,13 +53,14 @@ def _filled_prepare(name: str):
         shape = attrs["shape"]
         dims = (shape,) if isinstance(shape, (int, np.integer)) else shape
         if not isinstance(dims, (tuple, list)):
-            raise ShapeError(f"{name}: shape must be an int or a tuple of ints, got {shape!r}")
+            raise ShapeError(f"{name}: shape must be an int or a tuple of ints, got "
+                             f"{describe(shape)}")
         out["shape"] = tuple(check_int(name, "a dimension", d) for d in dims)
         out["dtype"] = _dtype_name(name, attrs.get("dtype"))
         if "fill_value" in attrs:
             v = attrs["fill_value"]
             if isinstance(v, bool) or not isinstance(v, (int, float, np.number)):
-                raise ShapeError(f"{name}: fill_value must be a number, got {v!r}")
+                raise ShapeError(f"{name}: fill_value must be a number, got {describe(v)}")
             out["fill_value"] = float(v) if out["dtype"].startswith("float") else int(v)
         return out
 
@@ -71,7 +73,7 @@ def _dtype_name(op: str, dtype) -> str:
     except TypeError:
         name = None
     if name not in DTYPES:
-        raise ShapeError(f"{op}: dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+        raise ShapeError(f"{op}: dtype must be one of {', '.join(DTYPES)}, got {describe(dtype)}")
     return name
 
 
@@ -95,12 +97,12 @@ _filled("full", "filled with fill_value", fill_value=None)
 def _number(op: str, what: str, value) -> int | float:
     """A bound or step: an exact Python int or float (NumPy scalars accepted)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
-        raise ShapeError(f"{op}: {what} must be a number, got {value!r}")
+        raise ShapeError(f"{op}: {what} must be a number, got {describe(value)}")
     if isinstance(value, (int, np.integer)):
         return int(value)
     v = float(value)
     if not math.isfinite(v):
-        raise ShapeError(f"{op}: {what} must be finite, got {v!r}")
+        raise ShapeError(f"{op}: {what} must be finite, got {describe(v)}")
     return v
 
 

@@ -76,6 +76,7 @@ from ..errors import DifferentiationError, ShapeError
 from ..ir.expr import Expr, F, call, const
 from ..ir.op import Op, SignatureError, register, sig
 from ..ir.shapes import broadcast, float_dtype, fmt, norm_axes, reduced, result_dtype
+from ..ir.values import describe
 from .linalg import matmul_jvp
 from .reductions import extreme_share
 from .structure import batched_map, dense_maps, gather_map, reduce_map
@@ -127,7 +128,7 @@ def _on_squares(name: str, drop: int = 0):
 
 def _flag(name: str, what: str, value: Any) -> bool:
     if not isinstance(value, (bool, np.bool_)):
-        raise SignatureError(f"{name}: {what} must be True or False, got {value!r}")
+        raise SignatureError(f"{name}: {what} must be True or False, got {describe(value)}")
     return bool(value)
 
 
@@ -271,11 +272,11 @@ def _band_prepare(shapes, dtypes, attrs):
     for k in ("lo", "hi"):
         v = attrs[k]
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer))):
-            raise SignatureError(f"band: {k} must be an int or None, got {v!r}")
+            raise SignatureError(f"band: {k} must be an int or None, got {describe(v)}")
         out[k] = None if v is None else int(v)
     d = attrs["diagonal"]
     if isinstance(d, bool) or not isinstance(d, (int, float, np.number)):
-        raise SignatureError(f"band: diagonal must be a number, got {d!r}")
+        raise SignatureError(f"band: diagonal must be a number, got {describe(d)}")
     out["diagonal"] = float(d)
     return out
 
@@ -519,7 +520,7 @@ def _uplo_prepare(name: str):
     def prepare(shapes, dtypes, attrs):
         uplo = attrs["UPLO"]
         if not isinstance(uplo, str) or uplo.upper() not in ("L", "U"):
-            raise SignatureError(f"{name}: UPLO must be 'L' or 'U', got {uplo!r}")
+            raise SignatureError(f"{name}: UPLO must be 'L' or 'U', got {describe(uplo)}")
         return {"UPLO": uplo.upper()}
 
     return prepare
@@ -799,7 +800,7 @@ def _pinv_prepare(shapes, dtypes, attrs):
         else:
             rcond = rtol
     if isinstance(rcond, bool) or not isinstance(rcond, (int, float, np.number)):
-        raise SignatureError(f"pinv: rcond must be a number, got {rcond!r}")
+        raise SignatureError(f"pinv: rcond must be a number, got {describe(rcond)}")
     return {"rcond": float(rcond), "hermitian": _flag("pinv", "hermitian", attrs["hermitian"])}
 
 
@@ -895,7 +896,7 @@ def _lstsq_prepare(shapes, dtypes, attrs):
     rcond = attrs["rcond"]
     if rcond is not None and (isinstance(rcond, bool)
                               or not isinstance(rcond, (int, float, np.number))):
-        raise SignatureError(f"lstsq: rcond must be a number or None, got {rcond!r}")
+        raise SignatureError(f"lstsq: rcond must be a number or None, got {describe(rcond)}")
     return {"rcond": None if rcond is None else float(rcond)}
 
 
@@ -1360,7 +1361,7 @@ def _trace_prepare(shapes, dtypes, attrs):
         raise ShapeError(f"trace: needs at least 2 axes, got shape {fmt(shapes[0])}")
     offset = attrs["offset"]
     if isinstance(offset, bool) or not isinstance(offset, (int, np.integer)):
-        raise SignatureError(f"trace: offset must be an int, got {offset!r}")
+        raise SignatureError(f"trace: offset must be an int, got {describe(offset)}")
     a1 = norm_axes("trace", attrs["axis1"], ndim)[0]
     a2 = norm_axes("trace", attrs["axis2"], ndim)[0]
     if a1 == a2:
@@ -1418,28 +1419,28 @@ def _norm_prepare(shapes, dtypes, attrs):
     if not (order is None or order in ("fro", "nuc")
             or (isinstance(order, (int, float)) and not isinstance(order, bool))):
         raise SignatureError(f"norm: ord must be None, a number, inf, 'fro' or 'nuc', got "
-                             f"{order!r}")
+                             f"{describe(order)}")
     if isinstance(order, float) and order.is_integer():
         order = int(order)
     if axis is None:
         if order is not None and ndim not in (1, 2):
-            raise ShapeError(f"norm: ord={order!r} without axis needs a 1-D or 2-D array, "
+            raise ShapeError(f"norm: ord={describe(order)} without axis needs a 1-D or 2-D array, "
                              f"got shape {fmt(shapes[0])}")
         axes = None
     else:
         seq = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
         if len(seq) not in (1, 2):
             raise ShapeError(f"norm: axis must name 1 axis (a vector norm) or 2 (a matrix "
-                             f"norm), got {axis!r}")
+                             f"norm), got {describe(axis)}")
         axes = tuple(norm_axes("norm", a, ndim)[0] for a in seq)
         if len(set(axes)) != len(axes):
-            raise ShapeError(f"norm: duplicate axes in {axis!r}")
+            raise ShapeError(f"norm: duplicate axes in {describe(axis)}")
     matrix = len(axes) == 2 if axes is not None else (order is not None and ndim == 2)
     if matrix and order not in _MATRIX_ORDS:
-        raise SignatureError(f"norm: ord={order!r} is not a matrix norm (use None, 'fro', "
+        raise SignatureError(f"norm: ord={describe(order)} is not a matrix norm (use None, 'fro', "
                              "'nuc', 1, -1, 2, -2, inf or -inf)")
     if not matrix and isinstance(order, str):
-        raise SignatureError(f"norm: ord={order!r} is a matrix norm; this is a vector norm")
+        raise SignatureError(f"norm: ord={describe(order)} is a matrix norm; this is a vector norm")
     return {"ord": order, "axis": axes, "keepdims": _flag("norm", "keepdims", attrs["keepdims"])}
 
 
@@ -1561,7 +1562,7 @@ def _rank_prepare(shapes, dtypes, attrs):
     for k in ("tol", "rtol"):
         v = attrs[k]
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float, np.number))):
-            raise SignatureError(f"matrix_rank: {k} must be a number or None, got {v!r}")
+            raise SignatureError(f"matrix_rank: {k} must be a number or None, got {describe(v)}")
         out[k] = None if v is None else float(v)
     return out
 

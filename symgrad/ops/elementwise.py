@@ -17,7 +17,7 @@ from ..errors import ShapeError
 from ..ir.expr import F
 from ..ir.op import BINARY, UNARY, Op, register, sig
 from ..ir.shapes import broadcast, float_dtype, result_dtype
-from .tangent import align, elementwise, total
+from .tangent import align, elementwise, total, typed
 
 
 def _same(shapes, dtypes, attrs):
@@ -142,8 +142,9 @@ binary("minimum", np.minimum,
 
 def _split(g, wins, ties):
     """Gradient of max/min of two operands: ties split the adjoint equally."""
-    w = F.where(wins, 1.0, F.where(ties, 0.5, 0.0))
-    return g * w, g * (1.0 - w)
+    one = typed(1.0, g)
+    w = F.where(wins, one, F.where(ties, typed(0.5, g), typed(0.0, g)))
+    return g * w, g * (one - w)
 
 
 # -- functions ----------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from ..errors import ShapeError
 from ..ir.expr import F
 from ..ir.op import Op, register, sig
 from ..ir.shapes import DTYPES, broadcast, result_dtype
+from ..ir.values import describe
 from .elementwise import _compare, _split, binary, unary
 from .tangent import first
 
@@ -86,7 +87,7 @@ for _name, _fn, _sym in (("floor", np.floor, "floor"), ("ceil", np.ceil, "ceilin
 def _round_prepare(shapes, dtypes, attrs):
     d = attrs["decimals"]
     if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
-        raise ShapeError(f"round: decimals must be an int, got {d!r}")
+        raise ShapeError(f"round: decimals must be an int, got {describe(d)}")
     return {"decimals": int(d)}
 
 

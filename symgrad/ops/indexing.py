@@ -127,9 +127,10 @@ def _split_key(key: Any) -> tuple[list, list]:
             entries.append(_check_slice(k))
         elif k is None or k is Ellipsis:
             entries.append(k)
-        elif isinstance(k, (list, tuple, np.ndarray)):
+        elif isinstance(k, (list, tuple, np.ndarray, range)):
             entries.append(DYN)
-            dynamic.append(_index_array(k))
+            dynamic.append(_index_array(np.arange(k.start, k.stop, k.step)
+                                        if isinstance(k, range) else k))
         else:
             raise ShapeError(f"cannot index with {type(k).__name__} {_short(k)}: use ints, "
                              "slices, None, ..., or integer arrays / integer expressions")

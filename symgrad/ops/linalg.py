@@ -31,6 +31,7 @@ from ..errors import LimitError, ShapeError
 from ..ir.expr import F
 from ..ir.op import Op, SignatureError, register, sig
 from ..ir.shapes import broadcast, fmt, result_dtype
+from ..ir.values import describe
 from .structure import einsum_map, gather_map, matmul_spec
 from .tangent import align, batch_of, linear, total
 
@@ -207,15 +208,17 @@ def _permutation(axes, ndim: int) -> tuple[int, ...]:
         try:
             seq = tuple(seq)
         except TypeError:
-            raise ShapeError(f"transpose: axes must be a tuple of ints, got {axes!r}") from None
+            raise ShapeError(f"transpose: axes must be a tuple of ints, got "
+                             f"{describe(axes)}") from None
         k = len(seq)
         if k > ndim or any(isinstance(a, bool) or not isinstance(a, (int, np.integer))
                            or not -k <= a < k for a in seq):
-            raise ShapeError(f"transpose: axes {axes!r} are not a permutation of the axes of "
+            raise ShapeError(f"transpose: axes {describe(axes)} are not a permutation of the "
+                             "axes of "
                              f"an array of rank {ndim}")
         block = tuple(int(a) % k for a in seq)
         if sorted(block) != list(range(k)):
-            raise ShapeError(f"transpose: axes {axes!r} repeat an axis (not a permutation)")
+            raise ShapeError(f"transpose: axes {describe(axes)} repeat an axis (not a permutation)")
     lead = ndim - len(block)
     return tuple(range(-ndim, lead - ndim)) + tuple(p + lead - ndim for p in block)
 

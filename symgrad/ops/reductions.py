@@ -31,6 +31,7 @@ from ..errors import ShapeError
 from ..ir.expr import Expr, F
 from ..ir.op import Op, SignatureError, register, sig
 from ..ir.shapes import float_dtype, fmt, norm_axes, norm_axis, reduced
+from ..ir.values import describe
 from .structure import lane_map, reduce_map
 from .tangent import first, linear
 
@@ -42,7 +43,7 @@ _NEG_INF = float("-inf")
 
 def _check_keepdims(name: str, keepdims) -> bool:
     if not isinstance(keepdims, (bool, np.bool_)):
-        raise SignatureError(f"{name}: keepdims must be True or False, got {keepdims!r}")
+        raise SignatureError(f"{name}: keepdims must be True or False, got {describe(keepdims)}")
     return bool(keepdims)
 
 
@@ -70,7 +71,7 @@ def _reduce_infer(name: str, dtype_rule: Callable[[str], str], nonempty: bool = 
         shape, axes = shapes[0], attrs["axis"]
         if nonempty and any(shape[a] == 0 for a in axes):
             raise ShapeError(f"{name}: cannot reduce a zero-size axis of shape {fmt(shape)} "
-                             f"(axis {axes!r}): the {name} of nothing has no value")
+                             f"(axis {describe(axes)}): the {name} of nothing has no value")
         return reduced(shape, axes, attrs["keepdims"]), dtype_rule(dtypes[0])
 
     return infer

@@ -26,6 +26,7 @@ from ..errors import ShapeError
 from ..ir.expr import F
 from ..ir.op import Op, register, sig
 from ..ir.shapes import Shape, fmt, norm_axes, norm_axis, result_dtype
+from ..ir.values import describe
 from .indexing import index_along
 from .structure import gather_map
 from .tangent import align, first, linear
@@ -37,9 +38,10 @@ def _ints(op: str, what: str, value) -> tuple[int, ...]:
     try:
         out = tuple(items)
     except TypeError:
-        raise ShapeError(f"{op}: {what} must be an int or a tuple of ints, got {value!r}") from None
+        raise ShapeError(f"{op}: {what} must be an int or a tuple of ints, got "
+                         f"{describe(value)}") from None
     if any(isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)) for d in out):
-        raise ShapeError(f"{op}: {what} must be an int or a tuple of ints, got {value!r}")
+        raise ShapeError(f"{op}: {what} must be an int or a tuple of ints, got {describe(value)}")
     return tuple(int(d) for d in out)
 
 
@@ -51,13 +53,13 @@ def _reshape_target(shape, own: Shape) -> Shape:
     target = _ints("reshape", "shape", shape)
     size = math.prod(own)
     if target.count(-1) > 1 or any(d < -1 for d in target):
-        raise ShapeError(f"reshape: invalid target shape {target!r} (one -1 at most, "
+        raise ShapeError(f"reshape: invalid target shape {describe(target)} (one -1 at most, "
                          "other sizes non-negative)")
     known = math.prod(d for d in target if d != -1)
     if -1 in target:
         if known == 0 or size % known:
             raise ShapeError(f"reshape: cannot reshape an array of shape {fmt(own)} "
-                             f"({size} elements) into shape {target!r}")
+                             f"({size} elements) into shape {describe(target)}")
         target = tuple(size // known if d == -1 else d for d in target)
     if math.prod(target) != size:
         raise ShapeError(f"reshape: cannot reshape an array of shape {fmt(own)} "
@@ -112,7 +114,7 @@ register(Op(
 def _broadcast_prepare(shapes, dtypes, attrs):
     shape = _ints("broadcast_to", "shape", attrs["shape"])
     if any(d < 0 for d in shape):
-        raise ShapeError(f"broadcast_to: invalid shape {shape!r}")
+        raise ShapeError(f"broadcast_to: invalid shape {describe(shape)}")
     return {"shape": shape, "batch": max(0, len(shapes[0]) - len(shape))}
 
 

@@ -20,6 +20,7 @@ from ..errors import ShapeError
 from ..ir.expr import F
 from ..ir.op import Op, register, sig
 from ..ir.shapes import norm_axis, reduced
+from ..ir.values import describe
 from .indexing import DYN
 from .structure import lane_map
 from .tangent import first, flatten
@@ -109,7 +110,7 @@ def _kth_prepare(shapes, dtypes, attrs):
     ks = (kth,) if isinstance(kth, (int, np.integer)) else tuple(kth)
     if any(isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not -n <= k < n
            for k in ks):
-        raise ShapeError(f"partition: kth {kth!r} is out of range for an axis of size {n}")
+        raise ShapeError(f"partition: kth {describe(kth)} is out of range for an axis of size {n}")
     out["kth"] = tuple(int(k) % n for k in ks)
     return out
 
@@ -184,7 +185,7 @@ def _arg_prepare(name: str):
     def prepare(shapes, dtypes, attrs):
         axis, keep = attrs["axis"], attrs["keepdims"]
         if not isinstance(keep, (bool, np.bool_)):
-            raise ShapeError(f"{name}: keepdims must be True or False, got {keep!r}")
+            raise ShapeError(f"{name}: keepdims must be True or False, got {describe(keep)}")
         if axis is not None:
             axis = norm_axis(name, axis, len(shapes[0]))
         if 0 in (shapes[0] if axis is None else (shapes[0][axis],)):

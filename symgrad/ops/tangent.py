@@ -125,5 +125,16 @@ def reduced_sum(term: Expr, axes: tuple[int, ...], keepdims: bool) -> Expr:
     return F.sum(term, axis=axes, keepdims=keepdims)
 
 
+
+def typed(value: float, like: Expr) -> Expr:
+    """The constant ``value`` with ``like``'s float dtype (float32 stays float32: a rule's
+    ``where(c, 1.0, 0.0)`` of two Python floats would be float64)."""
+    import numpy as np
+
+    from ..ir.expr import const
+
+    dtype = like.dtype if is_float(like.dtype) else "float64"
+    return const(np.asarray(value, dtype=dtype), like=like)
+
 __all__ = ["align", "any_batch", "batch_of", "elementwise", "first", "flatten", "linear",
            "reduced_sum", "total", "zeros_for"]

@@ -10,8 +10,11 @@ styles from elsewhere; the file works offline and can be mailed.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 import json
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,6 +25,7 @@ from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.shapes import fmt, is_float
+from ..ir.values import describe
 from ..progress import step
 from ..transforms.derivatives import grad
 from .draw import BOX_STYLE, EDGE_STYLE, edge_points, label_point
@@ -67,6 +71,7 @@ def to_html(exprs: Expr | str | Sequence[Expr], at: Mapping[Any, Any] | None = N
     >>> "http" in page.replace("http-equiv", "")   # nothing from a network
     False
     """
+    path = _page_path(path)
     with step("html page", unit="box") as s:
         if isinstance(exprs, str):
             from ..frontend.parse import parse
@@ -84,6 +89,18 @@ def to_html(exprs: Expr | str | Sequence[Expr], at: Mapping[Any, Any] | None = N
         except OSError as e:
             raise SymgradError(f"cannot write {path}: {e.strerror or e}") from None
     return page
+
+
+def _page_path(path: Any) -> str | None:
+    """``path`` as an exact file name (a str or an os.PathLike of one), or None; a file
+    descriptor (an int) is refused: the page is written to a named file."""
+    if path is None:
+        return None
+    if isinstance(path, os.PathLike) and not isinstance(path, str):
+        path = os.fspath(path)
+    if not isinstance(path, str):
+        raise SymgradError(f"to_html: path must be a file name, got {describe(path)}")
+    return str.__str__(path)
 
 
 def _drawn(exprs: Any, wrt: Any, at: Any) -> tuple[list[Expr], Table | None]:
@@ -238,6 +255,7 @@ def _page(scene: Scene, details: dict[str, dict], at: Any, table: Table | None) 
     return _TEMPLATE.format(
         title=html.escape(scene.title), subtitle=html.escape(scene.subtitle + at_text),
         note=note, svg=svg, legend=legend, data=data, script=_SCRIPT, style=_STYLE,
+        script_hash=_SCRIPT_HASH,
     )
 
 
@@ -411,13 +429,16 @@ _SCRIPT = """
 })();
 """
 
+# the page's one script, allowed by its hash (no 'unsafe-inline': nothing else can run)
+_SCRIPT_HASH = "sha256-" + base64.b64encode(hashlib.sha256(_SCRIPT.encode()).digest()).decode()
+
 _TEMPLATE = """<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; \
-style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
+style-src 'unsafe-inline'; script-src '{script_hash}'; img-src data:">
 <title>symgrad: {title}</title>
 <style>{style}</style>
 </head>

@@ -29,12 +29,13 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..errors import LimitError
+from ..errors import ArgumentError, LimitError
 from ..explain import definition, numbering
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.text import _type, infix, select, tangent_pairs
+from ..ir.values import describe, exact, exact_str
 
 COLLAPSE_AT = 60  # boxes above which collapse="auto" collapses chains
 CHAIN_MIN = 3  # the shortest chain that becomes one box
@@ -210,8 +211,11 @@ def build_scene(exprs: Graph | Expr | Sequence[Expr], title: str | None = None,
     >>> s.crossings()
     0
     """
-    if collapse not in (True, False, "auto"):
-        raise ValueError(f"collapse must be True, False or 'auto', got {collapse!r}")
+    collapse = exact(collapse)
+    if type(collapse) not in (bool, str) or collapse not in (True, False, "auto"):
+        raise ArgumentError(f"collapse must be True, False or 'auto', got {describe(collapse)}")
+    if title is not None:
+        title = exact_str(title, "title")  # a str subclass's methods never run
     graph, ids, outputs = select(exprs)
     ids = _with_seeds(graph, ids)
     boxes, edges = _boxes(graph, ids, outputs)

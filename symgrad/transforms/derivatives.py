@@ -19,7 +19,7 @@ from ..ir.expr import Expr, F
 from ..ir.graph import Graph
 from ..ir.limits import exceeded, limits
 from ..ir.shapes import fmt, is_float
-from ..ir.values import describe, exact, exact_str, type_name
+from ..ir.values import describe, exact, exact_choice, exact_str, type_name
 from .forward import tangents as forward_pass
 from .reverse import backprop
 
@@ -43,6 +43,7 @@ def grad(f: Expr, wrt: Wrt | Sequence[Wrt], *, cleanup: bool = True) -> Expr | t
     1.381773
     """
     _check_output(f, "grad")
+    cleanup = _flag(cleanup, "grad: cleanup")
     if f.shape != ():
         raise DifferentiationError(
             f"grad needs a scalar output, but f has shape {fmt(f.shape)}; use "
@@ -66,6 +67,7 @@ def vjp(f: Expr, wrt: Wrt | Sequence[Wrt], g: Expr | str | Any, *,
     array([2., 0., 6.])
     """
     _check_output(f, "vjp")
+    cleanup = _flag(cleanup, "vjp: cleanup")
     many = isinstance(wrt, (list, tuple))
     targets = [_resolve(f, w) for w in (exact(wrt) if many else [wrt])]
     if isinstance(g, str):
@@ -107,6 +109,7 @@ def jvp(f: Expr | Sequence[Expr], wrt: Wrt | Sequence[Wrt], tangents: Any, *,
     outs = list(f) if many_out else [f]
     if not outs or not all(isinstance(o, Expr) for o in outs):
         raise DifferentiationError("jvp needs an Expr or a non-empty list of Exprs")
+    cleanup = _flag(cleanup, "jvp: cleanup")
     graph = max((o.graph for o in outs), key=len)
     outs = [o if o.graph is graph else Expr(graph, graph.find(o)) for o in outs]
     many = isinstance(wrt, (list, tuple))
@@ -159,6 +162,7 @@ def jacfwd(f: Expr, wrt: Wrt | Sequence[Wrt], *, cleanup: bool = True
            [0., 6.]])
     """
     _check_output(f, "jacfwd")
+    cleanup = _flag(cleanup, "jacfwd: cleanup")
     many = isinstance(wrt, (list, tuple))
     targets = [_resolve(f, w) for w in (exact(wrt) if many else [wrt])]
     if not targets:
@@ -209,10 +213,10 @@ def jacobian(f: Expr, wrt: Wrt | Sequence[Wrt], *, mode: str | None = None,
            [0., 6.]])
     """
     _check_output(f, "jacobian")
-    mode = exact(mode)
-    if mode not in MODES:
-        raise DifferentiationError(f"jacobian: mode must be 'forward', 'reverse' or None "
-                                   f"(choose by size), got {describe(mode)}")
+    cleanup = _flag(cleanup, "jacobian: cleanup")
+    mode = exact_choice(mode, "jacobian: mode (None: choose by size)", MODES,
+                        DifferentiationError)
+    sparse = _flag(sparse, "jacobian: sparse")
     many = isinstance(wrt, (list, tuple))
     targets = [_resolve(f, w) for w in (exact(wrt) if many else [wrt])]
     if sparse:
@@ -262,6 +266,9 @@ def hessian(f: Expr, wrt: Wrt | Sequence[Wrt], *, sparse: bool | None = None,
     [4.0, 6.0, 6.0, 0.0]
     """
     _check_output(f, "hessian")
+    sparse = exact_choice(sparse, "hessian: sparse", (None, True, False), DifferentiationError)
+    method = exact_choice(method, "hessian: method", (None, "star", "distance2"),
+                          DifferentiationError)
     if isinstance(wrt, (list, tuple)):
         if sparse:
             raise DifferentiationError("a sparse Hessian takes one variable (concatenate "
@@ -282,9 +289,12 @@ def hessian(f: Expr, wrt: Wrt | Sequence[Wrt], *, sparse: bool | None = None,
             return _dense_hessian(g, w)
         from ..errors import LimitError
         from .sparse import hessian_plan, sparse_hessian
+        from .sparsity import NNZ_LIMIT, pair_limit
 
         try:
-            plan = hessian_plan(f, w, g, method)
+            with pair_limit(max(w.size * w.size // SPARSE_GAIN, 10_000) if not sparse
+                            else NNZ_LIMIT):
+                plan = hessian_plan(f, w, g, method)
         except LimitError:
             if sparse:
                 raise
@@ -404,6 +414,11 @@ def _check_output(f: Any, what: str) -> None:
     if not isinstance(f, Expr):
         raise DifferentiationError(f"{what} needs a symgrad expression (an Expr) to "
                                    f"differentiate, got {type_name(f)}")
+
+
+def _flag(value: Any, what: str) -> bool:
+    """A yes/no argument: True or False (a truthy string or an array is not one)."""
+    return exact_choice(value, what, (True, False), DifferentiationError)
 
 
 def _check_dense(what: str, result: int, seed: int) -> None:

@@ -25,6 +25,7 @@ from ..ir.expr import Expr, F, NodeView
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.shapes import Shape, is_float
+from ..ir.values import freeze
 from ..passes import IDIOMS, REVERSE, rewriter, sum_contributions
 from ..passes.pattern import constant_value
 from ..passes.simplify import gc_paused
@@ -88,26 +89,43 @@ def _fold(terms: Sequence[Expr]) -> Expr:
 
 
 def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, total=_fold,
-              role: str = "adjoint", idioms: bool = False) -> Backprop:
+              role: str = "adjoint", idioms: bool = False,
+              also: Sequence[tuple[Expr, Expr]] = ()) -> Backprop:
+    """``also``: more ``(output, seed)`` pairs seeded in the same pass (a loop body's
+    results: one pass gives the adjoint of their seeded sum)."""
     graph = output.graph
     batch = seed.ndim - output.ndim
     before = len(graph)
-    forward = graph.ancestors([output.node])
+    seeded = [(output, seed), *also]
+    forward = graph.ancestors([o.node for o, _ in seeded])
     nodes = graph.nodes
     on_path = graph.descendants([w.node for w in wrt], forward)
     relevant = {i for i in on_path if is_float(nodes[i].dtype)}
-    parts: dict[int, list[Expr]] = {output.node: [seed]} if output.node in relevant else {}
+    parts: dict[int, list[Expr]] = {}
+    for o, s in seeded:
+        if o.node in relevant:
+            parts.setdefault(o.node, []).append(s)
     found = IDIOMS.run(graph, [i for i in forward if i in relevant]) if idioms else {}
+    anchor = _joint_calls(graph, [i for i in forward if i in relevant])
+    pending: dict[int, dict[int, Expr]] = {}  # a call's first result -> the adjoints so far
     adjoint_of: dict[int, int] = {}
     progress = start("reverse mode", total=len(forward))
     for i in reversed(forward):
         progress.update()
-        if i not in parts:
+        if i not in parts and i not in pending:
             continue
         node = nodes[i]
         with graph.provenance(i, role):
-            g = total(parts.pop(i))
-            adjoint_of[i] = g.node
+            if i in parts:
+                g = total(parts.pop(i))
+                adjoint_of[i] = g.node
+            first = anchor.get(i)
+            if first is not None:  # one result of a call: its rule runs once, at the first
+                if i in adjoint_of:
+                    pending.setdefault(first, {})[i] = g
+                if i != first:
+                    continue
+                g = pending.pop(first)
             targets, rule = found.get(i) or (node.args, REGISTRY[node.op].backprop
                                              if node.args else None)  # leaves pass nothing on
             if rule is None:
@@ -140,6 +158,21 @@ def _seed_kind(seed: Expr, batch: int) -> str:
     if value.size != rows * rows:
         return "other"
     return "identity" if np.array_equal(value.reshape(rows, rows), np.eye(rows)) else "other"
+
+
+def _joint_calls(graph: Graph, order: list[int]) -> dict[int, int]:
+    """``{node: the first node of its call}`` for the results of ops with several results
+    (:attr:`~symgrad.ir.op.Op.joint`), among ``order`` (sorted)."""
+    nodes = graph.nodes
+    first: dict[tuple, int] = {}
+    out: dict[int, int] = {}
+    for i in order:
+        n = nodes[i]
+        part = REGISTRY[n.op].joint if n.args else None
+        if part is not None:
+            key = (n.op, n.args, freeze({k: v for k, v in n.attrs.items() if k != part}))
+            out[i] = first.setdefault(key, i)
+    return out
 
 
 def sum_to_shape(g: Expr, shape: Shape, batch: int) -> Expr:

@@ -22,7 +22,9 @@ any point; the sizes are budgeted (``LimitError``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -36,6 +38,25 @@ from ..ops.structure import dense_maps, elementwise_maps
 from ..progress import start
 
 NNZ_LIMIT = 20_000_000  # entries a node's pattern may have
+# a tighter bound for one computation (hessian's default: a pattern past it is dense anyway)
+_PAIRS: ContextVar[int | None] = ContextVar("symgrad_sparsity_pairs", default=None)
+
+
+def _limit() -> int:
+    tighter = _PAIRS.get()
+    return NNZ_LIMIT if tighter is None else min(tighter, NNZ_LIMIT)
+
+
+@contextmanager
+def pair_limit(n: int) -> Iterator[None]:
+    """At most ``n`` dependency pairs at one node inside (and never over ``NNZ_LIMIT``):
+    ``hessian`` decides against the sparse path as soon as a node is that dense, instead
+    of finishing a pattern that costs seconds and gigabytes on a dense problem."""
+    token = _PAIRS.set(min(int(n), _limit()))
+    try:
+        yield
+    finally:
+        _PAIRS.reset(token)
 
 
 class Pattern:
@@ -54,9 +75,9 @@ class Pattern:
     def from_pairs(cls, shape: tuple[int, int], rows: np.ndarray, cols: np.ndarray) -> Pattern:
         """The pattern of the pairs ``(rows[k], cols[k])`` (duplicates merged)."""
         m, n = shape
-        if rows.size > NNZ_LIMIT:
+        if rows.size > _limit():
             raise LimitError(f"sparsity: a pattern with {rows.size:,} entries is over the limit "
-                             f"of {NNZ_LIMIT:,}; the derivative is too dense for a sparse one")
+                             f"of {_limit():,}; the derivative is too dense for a sparse one")
         keys = np.unique(rows.astype(np.int64) * max(n, 1) + cols)
         r, c = np.divmod(keys, max(n, 1))
         indptr = np.zeros(m + 1, dtype=np.int64)
@@ -119,9 +140,9 @@ def compose(rows: np.ndarray, cols: np.ndarray, p: Pattern) -> tuple[np.ndarray,
     starts = p.indptr[cols]
     lens = p.indptr[cols + 1] - starts
     total = int(lens.sum())
-    if total > NNZ_LIMIT:
+    if total > _limit():
         raise LimitError(f"sparsity: {total:,} dependency pairs at one node, over the limit of "
-                         f"{NNZ_LIMIT:,}; the derivative is too dense for a sparse one")
+                         f"{_limit():,}; the derivative is too dense for a sparse one")
     out_rows = np.repeat(rows, lens)
     first = np.repeat(starts - (np.cumsum(lens) - lens), lens)
     return out_rows, p.indices[first + np.arange(total, dtype=np.int64)]
@@ -154,8 +175,8 @@ def jacobian_pattern(outputs: Sequence[Expr], wrt: Sequence[Expr]) -> Pattern:
         node = nodes[i]
         if i in patterns or not node.args or not is_float(node.dtype):
             continue
-        if not REGISTRY[node.op].differentiable:
-            continue
+        if REGISTRY[node.op].backprop is None:  # locally constant (a user's op without a
+            continue  # rule has one that raises: its pattern stays a dense superset)
         if not any(a in patterns for a in node.args):
             continue
         patterns[i] = _node_pattern(graph, node, patterns, total)
@@ -203,4 +224,4 @@ def hessian_pattern(f: Expr, wrt: Expr, g: Expr | None = None) -> Pattern:
 
 
 __all__ = ["NNZ_LIMIT", "Pattern", "compose", "hessian_pattern", "jacobian_pattern",
-           "local_maps"]
+           "local_maps", "pair_limit"]

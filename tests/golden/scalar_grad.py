@@ -19,6 +19,8 @@ class _numpy_math:
     cos = np.cos
     cosh = np.cosh
     degrees = np.degrees
+    erf = math.erf
+    erfc = math.erfc
     exp = np.exp
     expm1 = np.expm1
     floor = np.floor
@@ -31,7 +33,7 @@ class _numpy_math:
     log10 = np.log10
     log1p = np.log1p
     log2 = np.log2
-    pow = np.power
+    pow = np.float_power
     radians = np.radians
     sin = np.sin
     sinh = np.sinh

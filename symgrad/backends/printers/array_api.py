@@ -32,11 +32,13 @@ from ..array_api_helpers import _sg_xp_const, _sg_xp_device
 from ..array_api_table import ARRAY_API, DEVICE
 from ..jax_table import JAX
 from ..literals import array_literal, const_spec
+from ..template import imports_of
 from ..torch_table import TORCH
 from .base import ModuleState, Printer
 from .lines import call
 
 if TYPE_CHECKING:
+    from ..loops import LoopEmitter
     from ..request import Lowered
 
 __all__ = ["ArrayApiPrinter", "JaxPrinter", "TorchPrinter"]
@@ -47,14 +49,21 @@ class ArrayApiPrinter(Printer):
     the function creates arrays, their device too (``dev``, from the inputs')."""
 
     table = ARRAY_API
+    loop_style = "arrays"
 
-    def __init__(self, lowered: Lowered, state: ModuleState | None = None) -> None:
-        super().__init__(lowered, state)
+    def __init__(self, lowered: Lowered, state: ModuleState | None = None,
+                 loops: LoopEmitter | None = None) -> None:
+        super().__init__(lowered, state, loops)
         self._uses_device = False  # a function binds its inputs' device (_sg_xp_device)
 
     def reserved(self) -> list[str]:
         return [self.target.namespace, DEVICE, "math", "array_namespace", "array_api_compat",
                 _sg_xp_const.__name__, _sg_xp_device.__name__]
+
+    def header(self) -> list[str]:
+        lines = super().header()  # then the modules the templates import (jax.scipy.special)
+        return lines + [f"import {m}" for m in imports_of(self.table, self._ops())
+                        if f"import {m}" not in lines]
 
     def constant_lines(self) -> list[str]:
         state, nodes = self.state, self.graph.nodes
@@ -129,6 +138,7 @@ class JaxPrinter(_ModuleNamespace):
     """``jax.numpy`` as ``xp``: functional updates, JAX's NumPy-style indexing."""
 
     table = JAX
+    loop_style = "jax"
 
 
 class TorchPrinter(_ModuleNamespace):

@@ -32,6 +32,7 @@ from ...progress import start
 from .. import layout
 from ..docstring import docstring
 from ..literals import LINE
+from ..loops import LoopEmitter, body_ops
 from ..naming import Namer, Plan, plan
 from ..template import Template, helpers_of
 from .lines import call, del_lines, fit, moves, releases, stores
@@ -66,8 +67,10 @@ class Printer:
 
     table: ClassVar[dict[str, Template | None]] = {}
     numpy_only: ClassVar[bool] = False  # the module runs on NumPy arrays only
+    loop_style: ClassVar[str] = "numpy"  # how a scan is written (see symgrad.backends.loops)
 
-    def __init__(self, lowered: Lowered, state: ModuleState | None = None) -> None:
+    def __init__(self, lowered: Lowered, state: ModuleState | None = None,
+                 loops: LoopEmitter | None = None) -> None:
         self.lowered = lowered
         self.target: Target = lowered.request.target
         self.graph = lowered.graph
@@ -76,19 +79,24 @@ class Printer:
         self._probes: dict[tuple, list[bool]] = {}
         self._comments: dict[tuple, list[str]] = {}
         self._names_of: dict[int, set[str]] = {}
+        # the scans: one loop function each, shared by nested printers (``loops``: the root's)
+        self.loops = LoopEmitter(self, loops)
 
     # -- the module ---------------------------------------------------------------------
 
     def module(self) -> str:
         """The module's text: header, constants, helpers, one function per request."""
         with gc_paused():
+            # the functions first: they (and their loops) say what the header imports and
+            # which helpers they call
+            functions = [self.function(p) for p in self.state.plans]
             out = self.header()
             out += self.constant_lines()
-            functions = [self.function(p) for p in self.state.plans]  # before the helpers:
-            for fn in self.helpers():  # they say which helpers the functions call
+            for fn in self.helpers():
                 out += ["", "", *helper_source(fn)]
             out += self.derived_lines()  # after the helpers: they may call them
-            code: list[str] = []
+            code = self.loops.definitions()  # the loop functions, before the others
+            out += code
             for lines, body in functions:
                 out += ["", "", *lines]
                 code += body
@@ -169,6 +177,14 @@ class Printer:
         """Names no variable or temporary may take (the module's imports)."""
         return []
 
+    def loop_printer(self) -> type[Printer]:
+        """The printer class of a loop's step (see :mod:`symgrad.backends.loops`)."""
+        return type(self)
+
+    def scalar_loops(self) -> bool:
+        """Whether an all-scalar loop step is also written over Python floats (``math``)."""
+        return False
+
     def no_source(self, op: str, i: int) -> None:
         """Raise: op ``op`` (node ``i``) cannot be written for this target, and why."""
         why = self.target.unsupported.get(op) or "it has no template in this backend's table"
@@ -228,8 +244,10 @@ class Printer:
                     hoisted)
 
     def _ops(self) -> list[str]:
+        """The ops of every line of the module, loop bodies included."""
         nodes = self.graph.nodes
-        return [nodes[i].op for p in self.state.plans for i in p.order]
+        ids = [i for p in self.state.plans for i in p.order]
+        return [nodes[i].op for i in ids] + body_ops(self.graph, ids)
 
     def _hoisted(self) -> list[int]:
         """The array constants (leaves) the module holds, in id order."""
@@ -250,6 +268,7 @@ class Printer:
         consts = self.state.consts
         body = [i for i in p.order if not (nodes[i].is_var or (
             (nodes[i].is_const or i in consts) and i not in outputs))]
+        body = self.loops.arrange(body)  # a scan's results consecutive
         big = len(body) > layout.REGISTERS_FROM
         if big:
             names = dict(names)
@@ -332,11 +351,15 @@ class Printer:
         for i in body:
             progress.update()
             n = nodes[i]
-            expr = self._expr(i, names)
-            if i in self.state.consts:  # never hand out the shared constant
-                expr = self.copy_text(expr)
-            code = f"    {names[i]} = {expr}"
-            lines.append(self._line(code, n, names) if comments else code)
+            loop = self.loops.statement(i, names, body)  # a scan's results: one call
+            if loop is not None:
+                lines += loop
+            else:
+                expr = self._expr(i, names)
+                if i in self.state.consts:  # never hand out the shared constant
+                    expr = self.copy_text(expr)
+                code = f"    {names[i]} = {expr}"
+                lines.append(self._line(code, n, names) if comments else code)
             dead = [names[a] for a in dead_after.get(i, ()) if names[a] != names[i]]
             lines += del_lines(dead)
         progress.close()
@@ -365,15 +388,17 @@ class Printer:
             raise SymgradError(f"op {n.op!r} has a source template that gives no one-line text")
         return text
 
-    def _operand(self, a: int, user: Any, names: dict[int, str]) -> str:
+    def _operand(self, a: int, user: Any, names: dict[int, str], strong: bool = False) -> str:
+        """Operand ``a`` of node ``user``: its name, or the constant written out (typed if
+        ``strong``)."""
         name = names.get(a)
         if name is not None and a not in self.state.inlined:
             return name
         if a in self.state.consts:
             return self.const_text(a)
         nodes = self.graph.nodes
-        strong = self.strong_literal(a, user)
-        others = [nodes[b].dtype for b in user.args if b != a]
+        strong = strong or self.strong_literal(a, user)
+        others = self._others(a, user)
         key = (a, tuple(others), strong)
         text = self._literals.get(key)
         if text is None:
@@ -397,9 +422,15 @@ class Printer:
         nodes = self.graph.nodes
         for k, a in enumerate(n.args):
             if a in self.state.inlined and used[k]:
-                others = [nodes[b].dtype for b in n.args if b != a]
-                out[k] = self.literal(nodes[a].attrs["value"], others, True)
+                out[k] = self.literal(nodes[a].attrs["value"], self._others(a, n), True)
         return out
+
+    def _others(self, a: int, user: Any) -> list[str]:
+        """The dtypes of ``user``'s operands beside constant ``a`` that decide how it is
+        typed: another inlined 0-d literal is weak too, so it is left out."""
+        nodes = self.graph.nodes
+        return [nodes[b].dtype for b in user.args
+                if b != a and not (nodes[b].is_const and nodes[b].shape == ())]
 
     # -- provenance comments ------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from .lines import del_lines
 from .numpy import NumpyPrinter
 
 if TYPE_CHECKING:
+    from ..loops import LoopEmitter
     from ..request import Lowered
 
 __all__ = ["NumbaPrinter"]
@@ -37,8 +38,9 @@ class NumbaPrinter(NumpyPrinter):
 
     loop_table = NUMBA
 
-    def __init__(self, lowered: Lowered, state: ModuleState | None = None) -> None:
-        super().__init__(lowered, state)
+    def __init__(self, lowered: Lowered, state: ModuleState | None = None,
+                 loops: LoopEmitter | None = None) -> None:
+        super().__init__(lowered, state, loops)
         self._math, self._scalar_plans = None, set()  # scalar code is compiled loops too
         self.kernels: list[str] = []
         self.fused: list[tuple[str, list[str]]] = []  # (kernel, its ops)
@@ -46,6 +48,9 @@ class NumbaPrinter(NumpyPrinter):
         self._current: Plan | None = None
         self._contiguous = False
         self._fuse = True
+
+    def loop_printer(self) -> type:
+        return NumpyPrinter  # a loop's step runs on NumPy (not compiled as one kernel yet)
 
     def finish(self, out: list[str], code: list[str]) -> str:
         k = len(self.header())

@@ -1,0 +1,81 @@
+"""Per-call overhead of ``sg.grad(fun)`` and of ``sg.compile(...)`` (with input checks)
+over the raw emitted function, in the same process, one thread.
+
+The workload is SciPy's Rosenbrock at n = 10 (where the overhead is the run time inside an
+optimizer) and a closure logistic loss reading a global minibatch (the hidden inputs read
+at every call). Both are sampled in turn in one loop; the figures are the fastest sample of
+each (the machine's interference only ever adds time) and the paired medians: µs over raw
+and × raw. Target: at most 5 µs over raw.
+
+Run: ``PYTHONPATH=. python -m benchmarks.call_overhead`` (prints one JSON line per case).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+from benchmarks import common
+
+os.environ.update({k: v for k, v in common.THREAD_ENV.items() if k.endswith("THREADS")})
+
+
+def rosen(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2.0) ** 2.0 + (1 - x[:-1]) ** 2.0)
+
+
+X_BATCH = np.random.default_rng(0).standard_normal((32, 10))
+Y_BATCH = np.sign(np.random.default_rng(1).standard_normal(32))
+
+
+def logistic(w):
+    return np.mean(np.log1p(np.exp(-Y_BATCH * (X_BATCH @ w))))
+
+
+def cases() -> list[tuple[str, list]]:
+    import symgrad as sg
+
+    x = np.linspace(0.5, 1.5, 10)
+    g = sg.grad(rosen)
+    g(x)
+    raw = g.compiled(x).raw
+    v = sg.var("x", shape=(10,))
+    checked = sg.compile(sg.grad(rosen_expr(v), v), name="rosen_grad")
+    lg = sg.grad(logistic)
+    lg(x)
+    lraw = lg.compiled(x).raw
+    data = {"w": x, "X_BATCH": X_BATCH, "Y_BATCH": Y_BATCH}
+    largs = [data[name] for name in lraw.inputs]
+    return [
+        ("grad(fun) rosen n=10", [lambda: raw(x), lambda: g(x)]),
+        ("compile() checked rosen n=10", [lambda: checked.raw(x), lambda: checked(x)]),
+        ("grad(fun) closure logistic", [lambda: lraw(*largs), lambda: lg(x)]),
+    ]
+
+
+def rosen_expr(x):
+    return rosen(x)
+
+
+def measure(budget: float = 3.0) -> list[dict]:
+    out = []
+    for label, (raw, wrapped) in cases():
+        t_raw, t_wrapped = common.interleaved([raw, wrapped], budget=budget, min_samples=41,
+                                              max_samples=401)
+        out.append({
+            "case": label,
+            "raw_us": round(float(t_raw.min()) * 1e6, 2),
+            "call_us": round(float(t_wrapped.min()) * 1e6, 2),
+            "over_raw_us": round(float(t_wrapped.min() - t_raw.min()) * 1e6, 2),
+            "ratio": round(float(t_wrapped.min() / t_raw.min()), 3),
+            "paired_median_over_raw_us": round(float(np.median(t_wrapped - t_raw)) * 1e6, 2),
+            "paired_median_ratio": round(common.paired_ratio(t_wrapped, t_raw), 3),
+        })
+    return out
+
+
+if __name__ == "__main__":
+    for row in measure():
+        print(json.dumps(row))

@@ -1,0 +1,384 @@
+"""Loops in emitted code: each ``scan`` becomes one module-level function ``_sg_loopN``
+whose body is printed once, and the results of the scan one assignment calling it.
+
+* NumPy (``Printer.loop_style == "numpy"``): a ``for`` loop over the steps with the step's
+  statements inline; per-step results and the carries reverse mode reads are written into
+  preallocated arrays; with ``scalars="math"``, an all-scalar step runs over Python floats
+  first (NumPy's version where ``math`` raises).
+* JAX (``"jax"``): ``jax.lax.scan`` of a nested step function (a traced loop, compiled once
+  by ``jax.jit``).
+* The array API and torch (``"arrays"``): a ``for`` loop collecting the per-step results in
+  lists, stacked at the end.
+
+A printer (:mod:`symgrad.backends.printers.base`) holds one :class:`LoopEmitter` and calls
+it at three points: :meth:`LoopEmitter.arrange` (the results of one scan made consecutive,
+so one statement can assign them all), :meth:`LoopEmitter.statement` (that statement) and
+:meth:`LoopEmitter.definitions` (the loop functions, written before the module's functions).
+A step is printed by a printer of the same kind over the body's graph, so nested loops,
+constants and every op's template work inside a loop as they do outside.
+
+>>> import symgrad as sg
+>>> x = sg.var("x")
+>>> c, _ = sg.scan(lambda c, _: (sg.sin(c) * x, None), x, length=100)
+>>> src = sg.to_source(c, scalars="numpy")
+>>> print(src[src.index("def _sg_loop1"):src.index("def f(")].strip())
+def _sg_loop1(c0, k1):
+    ...
+    for _t in range(100):
+        t1 = np.sin(c0)
+        t2 = t1 * k1
+        c0 = t2
+    return (c0,)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from ..errors import SymgradError
+from ..ir.body import Body
+from .numpy_table import NUMPY_TYPE
+
+__all__ = ["LoopEmitter", "body_ops", "is_loop"]
+
+
+def is_loop(node: Any) -> bool:
+    """Whether ``node`` is one result of a loop (it holds a traced body)."""
+    return isinstance(node.attrs.get("body"), Body) if node.attrs else False
+
+
+def body_ops(graph: Any, ids: list[int]) -> list[str]:
+    """The ops of the bodies of the loops among nodes ``ids`` of ``graph``, nested loops'
+    included (what the module's helpers and imports must cover besides its own lines)."""
+    out: list[str] = []
+    stack = [graph.nodes[i].attrs["body"] for i in ids if is_loop(graph.nodes[i])]
+    seen: set[int] = set()
+    while stack:
+        body = stack.pop()
+        if id(body) in seen:
+            continue
+        seen.add(id(body))
+        nodes = body.graph.nodes
+        out += [n.op for n in nodes]
+        stack += [n.attrs["body"] for n in nodes if is_loop(n)]
+    return out
+
+
+def _call_key(node: Any) -> tuple:
+    attrs = node.attrs
+    return (node.args, attrs["body"], attrs["carries"], attrs["xs"], attrs["length"],
+            attrs["reverse"])
+
+
+class LoopEmitter:
+    """The loops of one printer (``root``: the emitter of the printer whose module holds
+    the loop functions; nested printers share it)."""
+
+    def __init__(self, printer: Any, root: LoopEmitter | None = None) -> None:
+        self.printer = printer
+        self.root = root or self
+        self.functions: dict[tuple, str] = {}  # (call key, parts) -> function name
+        self.lines: list[str] = []  # the loop functions' text
+        self.count = 0
+
+    # -- the results of one scan consecutive ------------------------------------------------
+
+    def arrange(self, body: list[int]) -> list[int]:
+        """``body`` with each scan's results right after its first one (valid: they all
+        depend on the same operands only)."""
+        nodes = self.printer.graph.nodes
+        groups: dict[tuple, list[int]] = {}
+        for i in body:
+            if is_loop(nodes[i]):
+                groups.setdefault(_call_key(nodes[i]), []).append(i)
+        if not groups:
+            return body
+        out, placed = [], set()
+        for i in body:
+            if i in placed:
+                continue
+            if is_loop(nodes[i]):
+                members = groups[_call_key(nodes[i])]
+                out += members
+                placed.update(members)
+            else:
+                out.append(i)
+        return out
+
+    # -- one statement for the results of one scan -----------------------------------------
+
+    def statement(self, i: int, names: dict[int, str], body: list[int]) -> list[str] | None:
+        """The lines for node ``i`` if it is a loop result (None otherwise): the call of
+        its loop function at the first result of the scan in ``body``, nothing at the
+        others."""
+        pr = self.printer
+        nodes = pr.graph.nodes
+        n = nodes[i]
+        if not is_loop(n):
+            return None
+        key = _call_key(n)
+        members = [j for j in body if is_loop(nodes[j]) and _call_key(nodes[j]) == key]
+        if members and members[0] != i and i in members:
+            return []
+        members = members or [i]
+        parts = sorted({nodes[j].attrs["out"] for j in members})
+        fname, stmts = self.root._function_for(n, tuple(parts), pr)
+        args = [pr._operand(a, n, names, strong=True) for a in n.args]
+        by_part = {nodes[j].attrs["out"]: names[j] for j in members}
+        targets = [by_part[p] for p in parts]
+        lhs = ", ".join(targets) + ("," if len(targets) == 1 else "")
+        return call(f"{lhs} = {fname}(", [*pr.part_args(stmts), *args], ")")
+
+    # -- the loop functions ----------------------------------------------------------------
+
+    def definitions(self) -> list[str]:
+        """The loop functions' text, for the module's top level (empty if no loops)."""
+        return list(self.lines)
+
+    def _function_for(self, n: Any, parts: tuple, pr: Any) -> tuple[str, list[str]]:
+        """The name of the loop function of scan ``n`` returning ``parts`` (printed on first
+        use), and its body's statements (they say what the function takes besides)."""
+        key = (_call_key(n)[1:], parts, type(pr))
+        found = self.functions.get(key)
+        if found is None:
+            self.count += 1
+            name = f"_sg_loop{self.count}"
+            lines, stmts = self._render(name, n, parts, pr)
+            found = self.functions[key] = (name, stmts)
+            self.lines += ["", "", *lines]
+        return found
+
+    def _render(self, name: str, n: Any, parts: tuple, pr: Any) -> tuple[list[str], list[str]]:
+        body: Body = n.attrs["body"]
+        nc, nx = n.attrs["carries"], n.attrs["xs"]
+        length, reverse = n.attrs["length"], n.attrs["reverse"]
+        sub = _nested(pr.loop_printer(), pr, body, self.root)
+        (plan,) = sub.state.plans
+        names = plan.names
+        params = [names[v] for v in body.inputs]
+        xs = [f"_x{k}" for k in range(nx)]
+        outputs = set(body.outputs)
+        nodes = body.graph.nodes
+        order = [i for i in plan.order if not (nodes[i].is_var or (nodes[i].is_const
+                                                                    and i not in outputs))]
+        order = sub.loops.arrange(order)
+        stmts = sub._statements(order, names, outputs, comments=False)
+        results = [names.get(o) or sub._expr(o, names) for o in body.outputs]
+        signature = params[:nc] + xs + params[nc + nx:]
+        render = {"jax": _jax, "numpy": _numpy, "arrays": _arrays}[pr.loop_style]
+        head = call(f"def {name}(", [*pr.part_params(stmts), *signature], "):", "")
+        doc = f'    """scan: {length} steps of the body below (symgrad)."""'
+        spec = _Spec(body, nc, nx, length, reverse, parts, params, xs, results)
+        lines = [*head, doc]
+        fast = _scalar_step(sub, plan, order, outputs)
+        if fast is not None:  # the step over Python floats with math; NumPy if it raises
+            mstmts, mresults = fast
+            mspec = _Spec(body, nc, nx, length, reverse, parts, params, xs, mresults)
+            before = [*call(f"def {name}_math(", signature, "):", ""),
+                      f'    """{name} over Python floats with math."""', "    import math",
+                      "", *_math(mspec, mstmts), "", ""]
+            args = ([f"float({c})" for c in signature[:nc]]
+                    + [f"{x}.tolist()" for x in xs] + [f"float({k})" for k in signature[nc + nx:]])
+            lines = before + lines + ["    try:", *call(f"return {name}_math(", args, ")",
+                                                      "        "),
+                                      "    except (ArithmeticError, ValueError):",
+                                      "        pass  # the NumPy version below gives inf/nan"]
+        return [*lines, *render(spec, stmts)], stmts
+
+
+def _nested(cls: type, pr: Any, body: Body, root: LoopEmitter) -> Any:
+    """A printer of class ``cls`` for one step of ``body`` (a function ``step`` from the
+    body's inputs to its outputs), sharing the module's loop functions through ``root``."""
+    from .printers.base import ModuleState
+    from .request import Function, Lowered
+
+    graph, nodes = body.graph, body.graph.nodes
+    if any(nd.is_const and nd.shape != () for nd in nodes):
+        raise SymgradError("a loop body holds an array constant; it cannot be emitted")
+    ins = tuple(nodes[v].name for v in body.inputs)
+    fn = Function("step", tuple(body.outputs), ins, False)
+    req = replace(pr.lowered.request, graph=graph, functions=(fn,))
+    lowered = Lowered(req, graph, (fn,), {})
+    state = ModuleState(graph, [], {}, [])
+    sub = cls(lowered, state, root)
+    state.plans.append(sub._plan(fn))
+    state.inlined = {nd.id for nd in nodes if nd.is_const}
+    return sub
+
+
+def _scalar_step(sub: Any, plan: Any, order: list[int], outputs: set[int]
+                 ) -> tuple[list[str], list[str]] | None:
+    """The step's statements and results over Python floats with ``math`` (None unless
+    the module writes ``scalars="math"`` NumPy code and every value of the step is a
+    float scalar)."""
+    from .printers.numpy import ScalarMathPrinter
+
+    if not sub.scalar_loops():
+        return None
+    fast = ScalarMathPrinter(sub.lowered, sub.state)
+    if not fast.accepts(plan):
+        return None
+    names = plan.names
+    stmts = fast._statements(order, names, outputs, comments=False)
+    return stmts, [names.get(o) or fast._expr(o, names) for o in plan.outputs]
+
+
+class _Spec:
+    """What the renderers need of one loop."""
+
+    def __init__(self, body: Body, nc: int, nx: int, length: int, reverse: bool,
+                 parts: tuple, params: list[str], xs: list[str], results: list[str]) -> None:
+        self.body, self.nc, self.nx, self.length, self.reverse = body, nc, nx, length, reverse
+        self.parts, self.params, self.xs, self.results = parts, params, xs, results
+        self.ny = len(body.outputs) - nc
+        self.carries = params[:nc]
+        self.x_names = params[nc:nc + nx]
+
+    def kind(self, part: int) -> tuple[str, int]:
+        if part < self.nc:
+            return "carry", part
+        if part < self.nc + self.ny:
+            return "y", part - self.nc
+        return "stored", part - self.nc - self.ny
+
+    def aval(self, part: int) -> tuple[tuple, str]:
+        kind, j = self.kind(part)
+        if kind == "y":
+            shape, dtype = self.body.avals([self.body.outputs[self.nc + j]])[0]
+        else:
+            shape, dtype = self.body.avals()[j]
+        return shape, dtype
+
+    def steps(self) -> str:
+        return (f"range({self.length - 1}, -1, -1)" if self.reverse
+                else f"range({self.length})")
+
+
+def _indent(lines: list[str]) -> list[str]:
+    return ["    " + line if line else line for line in lines]
+
+
+def _moves(targets: list[str], values: list[str], lead: str) -> list[str]:
+    pairs = [(t, v) for t, v in zip(targets, values) if t != v]
+    if not pairs:
+        return []
+    return [f"{lead}{', '.join(t for t, _ in pairs)} = {', '.join(v for _, v in pairs)}"]
+
+
+def _buffers(s: _Spec, make: Callable[[tuple, str], str]) -> tuple[list[str], dict, dict]:
+    """One buffer per stacked y (``_y<j>``) and stored carry (``_s<j>``), each ``make(shape,
+    dtype)``; their lines and names."""
+    lines, ys, stored = [], {}, {}
+    for p in s.parts:
+        kind, j = s.kind(p)
+        if kind != "carry":
+            name = f"_y{j}" if kind == "y" else f"_s{j}"
+            (ys if kind == "y" else stored)[j] = name
+            lines.append(f"    {name} = {make(*s.aval(p))}")
+    return lines, ys, stored
+
+
+def _loop(s: _Spec, stmts: list[str], ys: dict, stored: dict,
+          store: Callable[[str, str], str], index: str) -> list[str]:
+    """The ``for`` statement: store the carries entering the step, take the step's xs at
+    ``index``, run the step, store its ys, move the carries on."""
+    loop = [f"        {store(name, s.carries[j])}" for j, name in stored.items()]
+    loop += [f"        {x} = {xs}[{index}]" for x, xs in zip(s.x_names, s.xs)]
+    loop += _indent(stmts)
+    loop += [f"        {store(name, s.results[s.nc + j])}" for j, name in ys.items()]
+    loop += _moves(s.carries, s.results[:s.nc], "        ")
+    return [f"    for _t in {s.steps()}:", *(loop or ["        pass"])]
+
+
+def _set(name: str, value: str) -> str:
+    return f"{name}[_t] = {value}"
+
+
+def _append(name: str, value: str) -> str:
+    return f"{name}.append({value})"
+
+
+def _numpy(s: _Spec, stmts: list[str]) -> list[str]:
+    lines, ys, stored = _buffers(
+        s, lambda shape, dtype: f"np.empty({(s.length, *shape)!r}, dtype={NUMPY_TYPE[dtype]})")
+    lines += _loop(s, stmts, ys, stored, _set, "_t")
+    return lines + [_return(s, ys, stored)]
+
+
+def _math(s: _Spec, stmts: list[str]) -> list[str]:
+    """The loop over Python floats: results in lists, NumPy arrays at the end."""
+    lines, ys, stored = _buffers(s, lambda shape, dtype: f"[0.0] * {s.length}")
+    lines += _loop(s, stmts, ys, stored, _set, "_t")
+    out = []
+    for p in s.parts:
+        kind, j = s.kind(p)
+        typ = NUMPY_TYPE[s.aval(p)[1]]
+        if kind == "carry":
+            out.append(f"{typ}({s.carries[j]})")
+        else:
+            out.append(f"np.array({ys[j] if kind == 'y' else stored[j]}, dtype={typ})")
+    return lines + [f"    return ({', '.join(out)}{',' if len(out) == 1 else ''})"]
+
+
+def _return(s: _Spec, ys: dict, stored: dict) -> str:
+    out = []
+    for p in s.parts:
+        kind, j = s.kind(p)
+        out.append(s.carries[j] if kind == "carry" else ys[j] if kind == "y" else stored[j])
+    return f"    return ({', '.join(out)}{',' if len(out) == 1 else ''})"
+
+
+def _arrays(s: _Spec, stmts: list[str]) -> list[str]:
+    lines, ys, stored = _buffers(s, lambda shape, dtype: "[]")
+    lines += _loop(s, stmts, ys, stored, _append, "_t, ...")
+    for p in s.parts:
+        kind, j = s.kind(p)
+        if kind == "carry":
+            continue
+        name = ys[j] if kind == "y" else stored[j]
+        shape, dtype = s.aval(p)
+        if s.reverse:
+            lines.append(f"    {name}.reverse()")
+        empty = f"xp.zeros({(0, *shape)!r}, dtype=xp.{dtype})"
+        lines.append(f"    {name} = xp.stack({name}) if {name} else {empty}")
+    return lines + [_return(s, ys, stored)]
+
+
+def _jax(s: _Spec, stmts: list[str]) -> list[str]:
+    ys = {j: f"_y{j}" for j in range(s.ny)}
+    stored = {j: f"_s{j}" for j in range(s.nc)}
+
+    def tup(items: list[str]) -> str:
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+    lines = ["    from jax import lax as _sg_lax", "", "    def _sg_step(_c, _x):"]
+    if s.carries:
+        lines.append(f"        {', '.join(s.carries)}, = _c")
+    if s.x_names:
+        lines.append(f"        {', '.join(s.x_names)}, = _x")
+    lines += _indent(stmts)
+    lines.append(f"        return {tup(s.results[:s.nc])}, "
+                 f"{tup(s.results[s.nc:] + s.carries)}")
+    lines.append("")
+    final = [f"_f{j}" for j in range(s.nc)]
+    avals = s.body.avals()
+    init = [f"xp.asarray({c}, dtype=xp.{avals[j][1]})" for j, c in enumerate(s.carries)]
+    lhs = f"{tup(final)}, {tup([ys[j] for j in range(s.ny)] + list(stored.values()))}"
+    lines += call(f"{lhs} = _sg_lax.scan(", ["_sg_step", tup(init), tup(s.xs),
+                                              f"length={s.length}", f"reverse={s.reverse}"],
+                   ")", "    ")
+    out = []
+    for p in s.parts:
+        kind, j = s.kind(p)
+        out.append(final[j] if kind == "carry" else ys[j] if kind == "y" else stored[j])
+    return lines + [f"    return {tup(out)}"]
+
+
+def call(head: str, items: list[str], close: str, lead: str = "    ") -> list[str]:
+    """:func:`symgrad.backends.printers.lines.call` (imported on use: the printers import
+    this module)."""
+    from .printers.lines import call as wrapped
+
+    return wrapped(head, items, close, lead)

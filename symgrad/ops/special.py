@@ -1,0 +1,221 @@
+"""SciPy's special functions as elementwise ops: the error function family, the normal
+distribution's ``ndtr ndtri log_ndtr``, ``logit``, the gamma family (``gamma gammaln
+digamma polygamma betaln``), modified Bessel functions ``i0 i1 i0e i1e``, ``erfcx``,
+``sinc`` and ``xlogy xlog1py``.
+
+Their meaning is :mod:`scipy.special`'s (NumPy's for ``sinc``): the interpreter runs SciPy's
+ufuncs (imported on first use: SciPy is needed to *evaluate* these ops, not to build or
+differentiate them). Each backprop rule is the closed-form derivative written with ops of
+this family, so every order is available:
+
+* ``erf' = 2/sqrt(pi) exp(-x^2)``, ``ndtr' = exp(-x^2/2)/sqrt(2 pi)``; the inverses reuse
+  their output (``erfinv' = sqrt(pi)/2 exp(erfinv(x)^2)``, ``ndtri' = sqrt(2 pi)
+  exp(ndtri(p)^2/2)``);
+* ``log_ndtr' = exp(-x^2/2 - log_ndtr(x)) / sqrt(2 pi)``: finite for large negative ``x``
+  (about ``-x``), where ``pdf / cdf`` is ``0 / 0``;
+* ``gammaln' = digamma``, ``digamma' = polygamma(1, .)``, ``polygamma(n)' = polygamma(n+1)``;
+* ``i1' = i0 - i1/x`` (``1/2`` at 0), ``i0e' = i1e - sign(x) i0e``,
+  ``i1e' = i0e - i1e/x - sign(x) i1e``, ``sinc' = (cos(pi x) - sinc(x)) / x`` (0 at 0):
+  the removable singularities are guarded with a double ``where``, so no NaN reaches any
+  order of derivative at ``x = 0``;
+* ``xlogy(x, y)`` and ``xlog1py`` are 0 wherever ``x == 0``: their ``y``-derivative there
+  is 0 (the function is constant in ``y``), not ``0/0``.
+
+>>> import symgrad as sg
+>>> x = sg.var("x")
+>>> round(sg.evaluate(sg.grad(sg.erf(x), x), {"x": 0.0}), 12)  # 2 / sqrt(pi)
+1.128379167096
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..errors import ShapeError, UnsupportedError
+from ..ir.expr import F
+from ..ir.op import Op, register, sig
+from ..ir.shapes import broadcast, float_dtype, result_dtype
+from .elementwise import _where_zero, binary, unary
+from .tangent import elementwise
+
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+_SQRT_PI_OVER_2 = math.sqrt(math.pi) / 2.0
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_SQRT_2PI = math.sqrt(2.0 * math.pi)
+_PI2 = math.pi ** 2
+
+
+def special() -> Any:
+    """:mod:`scipy.special`, imported on first use (evaluating these ops needs SciPy)."""
+    try:
+        import scipy.special
+    except ImportError:  # pragma: no cover - SciPy is installed with symgrad[test]
+        raise UnsupportedError("evaluating SciPy's special functions needs SciPy: "
+                               "pip install scipy") from None
+    return scipy.special
+
+
+def _scipy(name: str):
+    """The interpreter's implementation: ``scipy.special.<name>``."""
+    def impl(*args: Any) -> Any:
+        return getattr(special(), name)(*args)
+
+    impl.__name__ = impl.__qualname__ = name
+    return impl
+
+
+def _float(shapes, dtypes, attrs):
+    return shapes[0], float_dtype(dtypes[0])
+
+
+def _float_binary(name: str):
+    def infer(shapes, dtypes, attrs):
+        return broadcast(name, *shapes), float_dtype(result_dtype(*dtypes))
+
+    return infer
+
+
+def _safe(x, at: float = 0.0):
+    """``x`` with ``at`` replaced by 1: a divisor whose gradient is exactly 0 there."""
+    return F.where(x == at, 1.0, x)
+
+
+# -- the error function and the normal distribution -----------------------------------------
+
+unary("erf", _scipy("erf"), lambda n, g: (g * (_TWO_OVER_SQRT_PI * F.exp(-F.square(n.args[0]))),),
+      sympy="erf", doc="the error function 2/sqrt(pi) * integral of exp(-t^2) from 0 to x")
+unary("erfc", _scipy("erfc"),
+      lambda n, g: (-(g * (_TWO_OVER_SQRT_PI * F.exp(-F.square(n.args[0])))),),
+      sympy="erfc", doc="1 - erf(x), accurate where erf(x) is near 1")
+unary("erfinv", _scipy("erfinv"), lambda n, g: (g * (_SQRT_PI_OVER_2 * F.exp(F.square(n.out))),),
+      sympy="erfinv", domain=(-0.9, 0.9), doc="the inverse of erf on (-1, 1)")
+unary("erfcinv", _scipy("erfcinv"),
+      lambda n, g: (-(g * (_SQRT_PI_OVER_2 * F.exp(F.square(n.out)))),),
+      sympy="erfcinv", domain=(0.1, 1.9), doc="the inverse of erfc on (0, 2)")
+unary("erfcx", _scipy("erfcx"),
+      lambda n, g: (g * (2.0 * n.args[0] * n.out - _TWO_OVER_SQRT_PI),),
+      sympy=lambda sp, x: sp.exp(x**2) * sp.erfc(x),
+      doc="the scaled complementary error function exp(x^2) erfc(x)")
+unary("ndtr", _scipy("ndtr"),
+      lambda n, g: (g * (_INV_SQRT_2PI * F.exp(-0.5 * F.square(n.args[0]))),),
+      sympy=lambda sp, x: (1 + sp.erf(x / sp.sqrt(2))) / 2, domain=(-3.0, 3.0),
+      doc="the standard normal CDF")
+unary("ndtri", _scipy("ndtri"),
+      lambda n, g: (g * (_SQRT_2PI * F.exp(0.5 * F.square(n.out))),),
+      sympy=lambda sp, x: sp.sqrt(2) * sp.erfinv(2 * x - 1), domain=(0.05, 0.95),
+      doc="the inverse of the standard normal CDF")
+unary("log_ndtr", _scipy("log_ndtr"),
+      lambda n, g: (g * (_INV_SQRT_2PI * F.exp(-0.5 * F.square(n.args[0]) - n.out)),),
+      sympy=lambda sp, x: sp.log((1 + sp.erf(x / sp.sqrt(2))) / 2), domain=(-4.0, 3.0),
+      doc="the log of the standard normal CDF, accurate far in the lower tail")
+unary("logit", _scipy("logit"), lambda n, g: (g / (n.args[0] * (1.0 - n.args[0])),),
+      sympy=lambda sp, x: sp.log(x / (1 - x)), domain=(0.1, 0.9),
+      doc="log(p / (1 - p)), the inverse of the logistic sigmoid")
+
+# -- the gamma family ---------------------------------------------------------------------
+
+unary("gamma", _scipy("gamma"), lambda n, g: (g * (n.out * F.digamma(n.args[0])),),
+      sympy="gamma", domain=(0.5, 3.0), doc="the gamma function")
+unary("gammaln", _scipy("gammaln"), lambda n, g: (g * F.digamma(n.args[0]),),
+      sympy=lambda sp, x: sp.log(sp.Abs(sp.gamma(x))), domain=(0.5, 4.0),
+      doc="log |gamma(x)|")
+unary("digamma", _scipy("digamma"), lambda n, g: (g * F.polygamma(n.args[0], n=1),),
+      sympy="digamma", domain=(0.5, 4.0), doc="the derivative of gammaln (psi)")
+
+
+def _polygamma_prepare(shapes, dtypes, attrs):
+    order = attrs["n"]
+    if isinstance(order, bool) or not isinstance(order, int) or order < 0:
+        raise ShapeError(f"polygamma: the order n must be a non-negative int, got {order!r}")
+    return {"n": int(order)}
+
+
+def _polygamma(x, n):
+    # scipy's polygamma is a function, not a ufunc: float64 for float32 input
+    return special().polygamma(n, x).astype(np.result_type(x, np.float32))
+
+
+def _polygamma_rule(n, g):
+    return (g * F.polygamma(n.args[0], n=n.attrs["n"] + 1),)
+
+
+def _polygamma_examples(rng):
+    return [([rng.uniform(0.5, 3.0, size=s)], {"n": k}) for k, s in ((0, ()), (1, (3, 4)),
+                                                                        (2, (2,)))]
+
+
+register(Op(
+    name="polygamma", signature=sig("=n", "x", n=0), prepare=_polygamma_prepare,
+    infer=_float, impl=_polygamma, backprop=_polygamma_rule,
+    forward=elementwise(_polygamma_rule), elementwise=True, examples=_polygamma_examples,
+    doc="the n-th derivative of digamma (n a static non-negative int)",
+))
+binary("betaln", _scipy("betaln"),
+       lambda n, g: (g * (F.digamma(n.args[0]) - F.digamma(n.args[0] + n.args[1])),
+                     g * (F.digamma(n.args[1]) - F.digamma(n.args[0] + n.args[1]))),
+       infer=_float_binary("betaln"), domain=(0.5, 3.0),
+       sympy=lambda sp, a, b: sp.log(sp.Abs(sp.gamma(a) * sp.gamma(b) / sp.gamma(a + b))),
+       doc="log |B(a, b)|, the log of the beta function")
+
+# -- x log y --------------------------------------------------------------------------------
+
+
+def _xlog_rule(log_of, shift: float):
+    def rule(n, g):
+        x, y = n.args
+        # 0 where x == 0; the divisor there is 1, so no 0/0 reaches a higher derivative
+        dy = _where_zero(x == 0, x / F.where(x == 0, 1.0, y + shift)) if n.needs(1) else None
+        return (g * log_of(y) if n.needs(0) else None, None if dy is None else g * dy)
+
+    return rule
+
+
+binary("xlogy", _scipy("xlogy"), _xlog_rule(F.log, 0.0), infer=_float_binary("xlogy"),
+       domain=(0.2, 3.0),
+       sympy=lambda sp, x, y: x * sp.log(y), doc="x * log(y), 0 where x == 0")
+binary("xlog1py", _scipy("xlog1py"), _xlog_rule(F.log1p, 1.0),
+       infer=_float_binary("xlog1py"), domain=(0.2, 3.0),
+       sympy=lambda sp, x, y: x * sp.log(1 + y), doc="x * log1p(y), 0 where x == 0")
+
+# -- Bessel functions and sinc ----------------------------------------------------------------
+
+
+def _over_x(num, x):
+    """``num / x`` for a ``num`` that vanishes with ``x``, exactly 0 (every order) at 0."""
+    return _where_zero(x == 0, num / _safe(x))
+
+
+unary("i0", _scipy("i0"), lambda n, g: (g * F.i1(n.args[0]),), domain=(-3.0, 3.0),
+      sympy=lambda sp, x: sp.besseli(0, x), doc="the modified Bessel function I0")
+unary("i1", _scipy("i1"),
+      lambda n, g: (g * F.where(n.args[0] == 0, 0.5,
+                                F.i0(n.args[0]) - _over_x(n.out, n.args[0])),),
+      domain=(-3.0, 3.0), sympy=lambda sp, x: sp.besseli(1, x),
+      doc="the modified Bessel function I1")
+unary("i0e", _scipy("i0e"),
+      lambda n, g: (g * (F.i1e(n.args[0]) - F.sign(n.args[0]) * n.out),), domain=(-3.0, 3.0),
+      sympy=lambda sp, x: sp.exp(-sp.Abs(x)) * sp.besseli(0, x),
+      doc="exp(-|x|) i0(x), without overflow")
+unary("i1e", _scipy("i1e"),
+      lambda n, g: (g * F.where(n.args[0] == 0, 0.5, F.i0e(n.args[0])
+                                - _over_x(n.out, n.args[0]) - F.sign(n.args[0]) * n.out),),
+      domain=(-3.0, 3.0), sympy=lambda sp, x: sp.exp(-sp.Abs(x)) * sp.besseli(1, x),
+      doc="exp(-|x|) i1(x), without overflow")
+
+
+def _sinc_rule(n, g):
+    # (cos(pi x) - sinc(x)) / x cancels near 0: there its series, -pi^2 x/3 + pi^4 x^3/30
+    # - pi^6 x^5/840 (the next term is below 3e-15 for |x| < 0.01)
+    x = n.args[0]
+    x2 = F.square(x)
+    series = x * (-_PI2 / 3.0 + x2 * (_PI2 ** 2 / 30.0 - x2 * (_PI2 ** 3 / 840.0)))
+    exact = (F.cos(math.pi * x) - n.out) / F.where(F.abs(x) < 0.01, 1.0, x)
+    return (g * F.where(F.abs(x) < 0.01, series, exact),)
+
+
+unary("sinc", np.sinc, _sinc_rule,
+      sympy=lambda sp, x: sp.sin(sp.pi * x) / (sp.pi * x),
+      doc="NumPy's normalised sinc: sin(pi x) / (pi x), 1 at 0")

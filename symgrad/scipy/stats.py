@@ -1,0 +1,189 @@
+"""``symgrad.scipy.stats``: SciPy's distributions on symbolic values, built from ops.
+
+``norm`` (``logpdf pdf cdf logcdf sf logsf ppf isf``), ``t``, ``gamma`` and ``beta``
+(``logpdf pdf``), ``multivariate_normal`` (``logpdf pdf``), with SciPy's signatures
+(``norm.cdf(x, loc=0, scale=1)``, ``t.logpdf(x, df, loc=0, scale=1)``, ...) and meanings:
+NaN where a parameter is out of range (``scale <= 0``), ``-inf`` log-density outside the
+support. Every argument may be symbolic, so derivatives with respect to parameters come too.
+``scipy.stats.norm.cdf(x)`` on an Expr cannot be traced (SciPy converts its arguments to
+arrays first); its error names the function here.
+
+>>> import symgrad as sg
+>>> from symgrad.scipy.stats import norm
+>>> x = sg.var("x")
+>>> round(float(sg.evaluate(sg.grad(norm.cdf(x, 1.0, 2.0), x), {"x": 1.0})), 12)
+0.199471140201
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .. import numpy as _numpy  # noqa: F401  (the ops and NumPy's names, registered first)
+from ..errors import ShapeError, UnsupportedError
+from ..frontend.numpy_define import as_expr
+from ..ir.expr import Expr, F
+
+__all__ = ["beta", "gamma", "multivariate_normal", "norm", "t"]
+
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+def _checked(value: Expr, ok: Any) -> Expr:
+    """``value`` where the parameters are valid (``ok``), NaN elsewhere (SciPy's rule)."""
+    return F.where(ok, value, math.nan)
+
+
+class _Distribution:
+    """A distribution of SciPy's: the methods it has here, and a message for the rest."""
+
+    name = ""
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("_"):
+            raise AttributeError(attr)
+        have = ", ".join(m for m in dir(type(self)) if not m.startswith("_") and m != "name")
+        raise AttributeError(f"symgrad.scipy.stats.{self.name} has no {attr!r} (it has "
+                             f"{have})")
+
+    def pdf(self, x: Any, *args: Any, **kwargs: Any) -> Expr:
+        """The density: ``exp(logpdf(...))``, same arguments."""
+        return F.exp(self.logpdf(x, *args, **kwargs))
+
+    def __repr__(self) -> str:
+        return f"<symgrad.scipy.stats.{self.name}>"
+
+
+class _Norm(_Distribution):
+    """The normal distribution ``N(loc, scale^2)``: ``scipy.stats.norm``'s methods."""
+
+    name = "norm"
+
+    @staticmethod
+    def _z(x: Any, loc: Any, scale: Any) -> tuple[Expr, Expr]:
+        scale = as_expr(scale)
+        return (as_expr(x) - loc) / scale, scale
+
+    def logpdf(self, x: Any, loc: Any = 0.0, scale: Any = 1.0) -> Expr:
+        """log N(x; loc, scale^2)."""
+        z, scale = self._z(x, loc, scale)
+        return _checked(-0.5 * F.square(z) - F.log(scale) - 0.5 * _LOG_2PI, scale > 0)
+
+    def cdf(self, x: Any, loc: Any = 0.0, scale: Any = 1.0) -> Expr:
+        """P(X <= x) = ndtr((x - loc) / scale)."""
+        z, scale = self._z(x, loc, scale)
+        return _checked(F.ndtr(z), scale > 0)
+
+    def logcdf(self, x: Any, loc: Any = 0.0, scale: Any = 1.0) -> Expr:
+        """log P(X <= x), accurate far in the lower tail (log_ndtr)."""
+        z, scale = self._z(x, loc, scale)
+        return _checked(F.log_ndtr(z), scale > 0)
+
+    def sf(self, x: Any, loc: Any = 0.0, scale: Any = 1.0) -> Expr:
+        """P(X > x) = ndtr(-z), accurate in the upper tail."""
+        z, scale = self._z(x, loc, scale)
+        return _checked(F.ndtr(-z), scale > 0)
+
+    def logsf(self, x: Any, loc: Any = 0.0, scale: Any = 1.0) -> Expr:
+        """log P(X > x)."""
+        z, scale = self._z(x, loc, scale)
+        return _checked(F.log_ndtr(-z), scale > 0)
+
+    def ppf(self, q: Any, loc: Any = 0.0, scale: Any = 1.0) -> Expr:
+        """The quantile function: loc + scale * ndtri(q)."""
+        scale = as_expr(scale)
+        return _checked(loc + scale * F.ndtri(as_expr(q)), scale > 0)
+
+    def isf(self, q: Any, loc: Any = 0.0, scale: Any = 1.0) -> Expr:
+        """The inverse survival function: loc - scale * ndtri(q)."""
+        scale = as_expr(scale)
+        return _checked(loc - scale * F.ndtri(as_expr(q)), scale > 0)
+
+
+class _T(_Distribution):
+    """Student's t distribution with ``df`` degrees of freedom: ``scipy.stats.t``."""
+
+    name = "t"
+
+    def logpdf(self, x: Any, df: Any, loc: Any = 0.0, scale: Any = 1.0) -> Expr:
+        """log of the density (df + 1)/2 ... : gammaln and log1p, no overflow for large x."""
+        df, scale = as_expr(df), as_expr(scale)
+        z = (as_expr(x) - loc) / scale
+        half = 0.5 * (df + 1.0)
+        value = (F.gammaln(half) - F.gammaln(0.5 * df) - 0.5 * F.log(df * math.pi)
+                 - F.log(scale) - half * F.log1p(F.square(z) / df))
+        return _checked(value, (scale > 0) & (df > 0))
+
+
+class _Gamma(_Distribution):
+    """The gamma distribution with shape ``a``: ``scipy.stats.gamma``."""
+
+    name = "gamma"
+
+    def logpdf(self, x: Any, a: Any, loc: Any = 0.0, scale: Any = 1.0) -> Expr:
+        """(a - 1) log z - z - gammaln(a) - log(scale) on z >= 0, -inf below."""
+        a, scale = as_expr(a), as_expr(scale)
+        z = (as_expr(x) - loc) / scale
+        inside = F.xlogy(a - 1.0, F.where(z >= 0, z, 1.0)) - z - F.gammaln(a) - F.log(scale)
+        return _checked(F.where(z >= 0, inside, -math.inf), (scale > 0) & (a > 0))
+
+
+class _Beta(_Distribution):
+    """The beta distribution with shapes ``a``, ``b``: ``scipy.stats.beta``."""
+
+    name = "beta"
+
+    def logpdf(self, x: Any, a: Any, b: Any, loc: Any = 0.0, scale: Any = 1.0) -> Expr:
+        """(a-1) log z + (b-1) log(1-z) - betaln(a, b) - log(scale) on [0, 1], -inf off it."""
+        a, b, scale = as_expr(a), as_expr(b), as_expr(scale)
+        z = (as_expr(x) - loc) / scale
+        on = (z >= 0) & (z <= 1)
+        zs = F.where(on, z, 0.5)
+        inside = (F.xlogy(a - 1.0, zs) + F.xlog1py(b - 1.0, -zs) - F.betaln(a, b)
+                  - F.log(scale))
+        return _checked(F.where(on, inside, -math.inf), (scale > 0) & (a > 0) & (b > 0))
+
+
+class _MultivariateNormal(_Distribution):
+    """The multivariate normal: ``scipy.stats.multivariate_normal``'s ``logpdf``/``pdf``."""
+
+    name = "multivariate_normal"
+
+    def logpdf(self, x: Any, mean: Any = None, cov: Any = 1.0,
+               allow_singular: bool = False) -> Expr:
+        """log N(x; mean, cov) for ``x`` of shape ``(..., d)`` (the last axis is the
+        dimension), through the Cholesky factor of ``cov``: ``-(d log 2 pi + log det cov +
+        |L^-1 (x - mean)|^2) / 2``. ``cov`` may be a number, a vector (the diagonal) or a
+        matrix, as in SciPy."""
+        if allow_singular:
+            raise UnsupportedError("multivariate_normal.logpdf(allow_singular=True) is not "
+                                   "supported: the covariance must be positive definite")
+        x = as_expr(x)
+        d = x.shape[-1] if x.ndim else 1
+        dev = x - (0.0 if mean is None else as_expr(mean))
+        if dev.ndim == 0:
+            dev = F.reshape(dev, (1,))
+        cov = as_expr(cov)
+        if cov.ndim == 0:
+            cov = cov * F.eye(d)
+        elif cov.ndim == 1:
+            cov = F.einsum("i,ij->ij", cov, F.eye(d))
+        if cov.shape != (d, d):
+            raise ShapeError(f"multivariate_normal.logpdf: cov has shape {cov.shape}, the "
+                             f"values have dimension {d}")
+        chol = F.cholesky(cov)
+        z = F.solve(chol, dev) if dev.ndim == 1 else F.matrix_transpose(
+            F.solve(chol, F.reshape(dev, (-1, d)).T))
+        if dev.ndim > 2:
+            z = F.reshape(z, dev.shape)
+        maha = F.sum(F.square(z), axis=-1)
+        logdet = 2.0 * F.sum(F.log(F.einsum("ii->i", chol)))
+        return -0.5 * (d * _LOG_2PI + logdet + maha)
+
+
+norm = _Norm()
+t = _T()
+gamma = _Gamma()
+beta = _Beta()
+multivariate_normal = _MultivariateNormal()

@@ -1,0 +1,107 @@
+"""The HIPS-autograd-suite items of issue 24, each against NumPy: lists of expressions where
+NumPy takes an array, the stack family given one array, r_/c_, angle and real_if_close on
+real values, N-d dot, sinc, a zero (not NaN) derivative where a function is locally
+constant; and Expr.__array_namespace__."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import symgrad as sg
+import symgrad.numpy as snp
+
+RNG = np.random.default_rng(5)
+XV = np.array([-1.0, 0.0, 3.0])
+MV = RNG.standard_normal((2, 3))
+
+
+def _at(**kw):
+    return {"x": XV, "M": MV, **kw}
+
+
+def test_lists_of_expressions_where_numpy_takes_an_array():
+    x = sg.var("x", shape=(3,))
+    cases = [
+        (snp.mean([x, x + 2]), np.mean([XV, XV + 2])),
+        (snp.linalg.norm([x[0], x[2]]), np.linalg.norm([XV[0], XV[2]])),
+        (snp.append([x[0], x[1]], x[2]), np.append([XV[0], XV[1]], XV[2])),
+        (snp.sum([[x[0], 1.0], [x[1], x[2]]]), np.sum([[XV[0], 1.0], [XV[1], XV[2]]])),
+        (snp.array([x[0], 2 * x[1]]), np.array([XV[0], 2 * XV[1]])),
+    ]
+    for got, want in cases:
+        np.testing.assert_allclose(sg.evaluate(got, _at()), want, rtol=1e-15)
+    sg.check_grads(snp.mean([x * x, x + 2]), x, _at(), order=2)
+    with pytest.raises(sg.ShapeError, match="same shape|different shapes"):
+        snp.array([x, x[:2]])
+
+
+@pytest.mark.parametrize("name", ["vstack", "hstack", "dstack", "column_stack", "stack"])
+def test_the_stack_family_given_one_array_iterates_its_first_axis(name):
+    if not hasattr(np, name):
+        pytest.skip(f"this NumPy has no {name}")
+    M = sg.var("M", shape=(2, 3))
+    got = getattr(np, name)(M)  # real NumPy, dispatched
+    np.testing.assert_array_equal(sg.evaluate(got, _at()), getattr(np, name)(MV))
+
+
+def test_r_and_c_():
+    x = sg.var("x", shape=(3,))
+    np.testing.assert_array_equal(sg.evaluate(snp.r_[x, 2.0, 0:3], _at()),
+                                  np.r_[XV, 2.0, 0:3])
+    np.testing.assert_array_equal(sg.evaluate(snp.r_[x, 0:1:3j], _at()), np.r_[XV, 0:1:3j])
+    np.testing.assert_array_equal(sg.evaluate(snp.c_[x, x * 2], _at()), np.c_[XV, XV * 2])
+    sg.check_grads(sg.sum(snp.c_[x, x * x] ** 2), x, _at(), order=1)
+    with pytest.raises(sg.UnsupportedError, match="string directives"):
+        snp.r_["-1", x]
+
+
+def test_angle_and_real_if_close_on_real_values():
+    x = sg.var("x", shape=(4,))
+    pts = np.array([-2.0, -0.0, 0.0, 5.0])
+    for deg in (False, True):
+        np.testing.assert_array_equal(sg.evaluate(np.angle(x, deg=deg), {"x": pts}),
+                                      np.angle(pts, deg=deg))
+    np.testing.assert_array_equal(sg.evaluate(sg.grad(sg.sum(np.angle(x)), x), {"x": pts}), 0.0)
+    np.testing.assert_array_equal(sg.evaluate(np.real_if_close(x), {"x": pts}), pts)
+
+
+def test_nd_dot_is_tensordot_over_the_last_and_second_to_last_axes():
+    a, b, v = sg.var("a", shape=(2, 3, 4)), sg.var("b", shape=(5, 4, 6)), sg.var("v", shape=(4,))
+    at = {"a": RNG.standard_normal((2, 3, 4)), "b": RNG.standard_normal((5, 4, 6)),
+          "v": RNG.standard_normal(4)}
+    for got, want in ((np.dot(a, b), np.dot(at["a"], at["b"])),
+                      (np.dot(a, v), np.dot(at["a"], at["v"])),
+                      (np.dot(v, b), np.dot(at["v"], at["b"])),
+                      (np.dot(a, 2.0), np.dot(at["a"], 2.0))):
+        assert got.shape == want.shape
+        np.testing.assert_allclose(sg.evaluate(got, at), want, rtol=1e-13)
+    sg.check_grads(sg.sum(np.dot(a, b) ** 2), [a, b], at, order=1)
+
+
+def test_sinc_is_numpys():
+    x = sg.var("x", shape=(4,))
+    pts = np.array([-1.5, 0.0, 0.25, 2.0])
+    np.testing.assert_allclose(sg.evaluate(np.sinc(x), {"x": pts}), np.sinc(pts), rtol=1e-15)
+    sg.check_grads(sg.sum(np.sinc(x)), x, {"x": pts + 0.1}, order=2)
+
+
+def test_zero_not_nan_where_locally_constant():
+    x = sg.var("x", shape=(3,))
+    g = sg.evaluate(sg.grad(np.std(x[:1]), x), _at())
+    np.testing.assert_array_equal(g, 0.0)
+    M = sg.var("M", shape=(1, 3))
+    np.testing.assert_array_equal(
+        sg.evaluate(sg.grad(sg.sum(np.std(M, axis=0)), M), {"M": np.ones((1, 3))}), 0.0)
+    assert sg.evaluate(sg.grad(x[1] ** 0, x), _at()).tolist() == [0.0, 0.0, 0.0]
+    assert np.isnan(sg.evaluate(np.std(x[:1]), {"x": np.array([np.inf, 0.0, 0.0])}))
+
+
+def test_array_namespace_is_symgrad_numpy():
+    x = sg.var("x", shape=(3,))
+    assert x.__array_namespace__() is snp
+    compat = pytest.importorskip("array_api_compat")
+    xp = compat.array_namespace(x)
+    assert xp is snp
+    f = xp.sum(xp.exp(x) * xp.tanh(x))
+    np.testing.assert_allclose(sg.evaluate(f, _at()), np.sum(np.exp(XV) * np.tanh(XV)))

@@ -1,0 +1,167 @@
+"""symgrad.scipy.linalg: values against scipy.linalg, derivatives against finite differences
+(only the triangle a triangular solve reads gets a gradient), and the stable Gaussian-process
+negative log-likelihood (cholesky, cho_solve, solve_triangular) against JAX."""
+
+from __future__ import annotations
+
+import importlib
+import math
+
+import numpy as np
+import pytest
+
+import symgrad as sg
+from symgrad.scipy import linalg as sgl
+
+sl = pytest.importorskip("scipy.linalg")
+
+RNG = np.random.default_rng(3)
+A = RNG.standard_normal((4, 4))
+B = RNG.standard_normal((4, 2))
+SPD = A @ A.T + 4 * np.eye(4)
+
+
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("trans", [0, "T"])
+@pytest.mark.parametrize("unit", [False, True])
+def test_solve_triangular_values_and_gradients(lower, trans, unit):
+    a, b = sg.var("a", shape=(4, 4)), sg.var("b", shape=(4, 2))
+    mat = A + 3 * np.eye(4)  # well conditioned in both triangles
+    at = {"a": mat, "b": B}
+    x = sgl.solve_triangular(a, b, trans=trans, lower=lower, unit_diagonal=unit)
+    want = sl.solve_triangular(mat, B, trans=trans, lower=lower, unit_diagonal=unit)
+    np.testing.assert_allclose(sg.evaluate(x, at), want, rtol=1e-13, atol=1e-14)
+    f = sg.sum(x * np.arange(8.0).reshape(4, 2))
+    sg.check_grads(f, [a, b], at, order=2 if (lower, trans, unit) == (True, 0, False) else 1)
+    ga = sg.evaluate(sg.grad(f, a), at)
+    unread = np.triu(ga, 1) if lower else np.tril(ga, -1)
+    assert np.all(unread == 0.0)
+    if unit:
+        assert np.all(np.diag(ga) == 0.0)
+
+
+def test_cholesky_cho_factor_cho_solve_solve_and_the_rest():
+    a, b = sg.var("a", shape=(4, 4)), sg.var("b", shape=(4, 2))
+    at = {"a": SPD, "b": B}
+    for lower in (True, False):
+        np.testing.assert_allclose(sg.evaluate(sgl.cholesky(a, lower=lower), at),
+                                   sl.cholesky(SPD, lower=lower), rtol=1e-13, atol=1e-15)
+        c = sgl.cho_factor(a, lower=lower)
+        assert c[1] is lower
+        np.testing.assert_allclose(sg.evaluate(sgl.cho_solve(c, b), at),
+                                   sl.cho_solve(sl.cho_factor(SPD, lower=lower), B), rtol=1e-13)
+        sg.check_grads(sg.sum(sgl.cho_solve(c, b) ** 2), [a, b], at, order=1)
+        half = np.tril(SPD) + np.triu(A, 1) if lower else np.triu(SPD) + np.tril(A, -1)
+        for assume in (None, "sym", "pos"):
+            np.testing.assert_allclose(
+                sg.evaluate(sgl.solve(a, b, assume_a=assume, lower=lower), {"a": half, "b": B}),
+                sl.solve(half, B, assume_a=assume, lower=lower), rtol=1e-12)
+    np.testing.assert_allclose(sg.evaluate(sgl.inv(a), at), sl.inv(SPD), rtol=1e-13)
+    assert sg.evaluate(sgl.det(a), at) == pytest.approx(sl.det(SPD), rel=1e-13)
+    w, v = sgl.eigh(a)
+    np.testing.assert_allclose(sg.evaluate(w, at), sl.eigh(SPD, eigvals_only=True), rtol=1e-13)
+    np.testing.assert_allclose(np.abs(sg.evaluate(v, at)), np.abs(sl.eigh(SPD)[1]), atol=1e-12)
+    np.testing.assert_allclose(sg.evaluate(sgl.svd(a)[1], at), sl.svd(SPD)[1], rtol=1e-13)
+    np.testing.assert_allclose(sg.evaluate(sgl.svdvals(a), at), sl.svdvals(SPD), rtol=1e-13)
+    blocks = sgl.block_diag(a[:2, :3], b, 3.0, b[:, 0])
+    np.testing.assert_array_equal(sg.evaluate(blocks, at),
+                                  sl.block_diag(SPD[:2, :3], B, 3.0, B[:, 0]))
+    np.testing.assert_allclose(sg.evaluate(sgl.expm(0.1 * a), at), sl.expm(0.1 * SPD),
+                               rtol=1e-13)
+    with pytest.raises(AttributeError, match="no 'lu'.*lu_factor"):
+        sgl.lu(a)
+
+
+# -- the Gaussian-process tutorial, stable form --------------------------------------------
+
+
+def gp_nll(log_ell, log_sf, log_sn, X, y, np, linalg):
+    """The negative log marginal likelihood of a GP with a squared-exponential kernel, in
+    the tutorials' stable form: a Cholesky factor, cho_solve and solve_triangular."""
+    n = X.shape[0]
+    sq = np.sum((X[:, None, :] - X[None, :, :]) ** 2, axis=-1)
+    K = np.exp(2 * log_sf) * np.exp(-0.5 * sq / np.exp(2 * log_ell)) \
+        + np.exp(2 * log_sn) * np.eye(n)
+    L = linalg.cholesky(K, lower=True)
+    alpha = linalg.cho_solve((L, True), y)
+    v = linalg.solve_triangular(L, y, lower=True)
+    fit = 0.25 * (y @ alpha) + 0.25 * (v @ v)  # the same number twice, by two routes
+    return fit + np.sum(np.log(np.diag(L))) + 0.5 * n * math.log(2 * math.pi)
+
+
+@pytest.fixture
+def x64():
+    jax = pytest.importorskip("jax")
+    before = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    yield jax
+    jax.config.update("jax_enable_x64", before)
+
+
+def test_gp_nll_with_cho_solve_and_solve_triangular_against_jax(x64):
+    jax = x64
+    jnp = importlib.import_module("jax.numpy")
+    jsl = importlib.import_module("jax.scipy.linalg")
+    rng = np.random.default_rng(7)
+    Xv = rng.uniform(-2, 2, (12, 2))
+    yv = np.sin(Xv[:, 0]) + 0.1 * rng.standard_normal(12)
+    theta = np.array([0.1, 0.3, -1.2])
+    names = ("log_ell", "log_sf", "log_sn")
+    hyper = [sg.var(n) for n in names]
+    f = gp_nll(*hyper, Xv, yv, np, sgl)  # real NumPy calls on traced values
+    grads = sg.grad(f, hyper)
+    hess = sg.hessian(f, hyper)
+    at = dict(zip(names, theta))
+    value, *g = sg.evaluate([f, *grads], at)
+    H = np.array([[sg.evaluate(hess[i][j], at) for j in range(3)] for i in range(3)])
+
+    def jfun(t):
+        return gp_nll(t[0], t[1], t[2], jnp.asarray(Xv), jnp.asarray(yv), jnp, jsl)
+
+    t = jnp.asarray(theta)
+    jvalue, jgrad = jax.jit(jax.value_and_grad(jfun))(t)
+    assert value == pytest.approx(float(jvalue), rel=1e-13)
+    np.testing.assert_allclose(g, np.asarray(jgrad), rtol=1e-10)
+    # the Hessian against central differences of JAX's gradient (JAX's own Hessian of
+    # this function takes a minute to trace)
+    jg = jax.jit(jax.grad(jfun))
+    h = 1e-5
+    fd = np.array([(np.asarray(jg(t + h * e)) - np.asarray(jg(t - h * e))) / (2 * h)
+                   for e in np.eye(3)])
+    np.testing.assert_allclose(H, fd, rtol=1e-6, atol=1e-8)
+    fn = sg.compile([f, *grads], inputs=hyper)
+    assert "scipy" not in fn.source  # the triangular solves are NumPy's solve
+    np.testing.assert_allclose(fn(*theta), [value, *g], rtol=1e-14)
+
+
+def test_expm_derivative_is_scipys_frechet_derivative():
+    a, e = sg.var("a", shape=(4, 4)), RNG.standard_normal((4, 4))
+    m = 0.3 * A
+    jvp = sg.evaluate(sg.jvp(sgl.expm(a), a, e), {"a": m})
+    np.testing.assert_allclose(jvp, sl.expm_frechet(m, e, compute_expm=False), rtol=1e-12)
+    g = sg.evaluate(sg.grad(sg.sum(sgl.expm(a) * e), a), {"a": m})
+    np.testing.assert_allclose(g, sl.expm_frechet(m.T, e, compute_expm=False), rtol=1e-12)
+    sym = SPD / 10  # for a symmetric matrix: V diag(exp(w)) V^T
+    w, v = np.linalg.eigh(sym)
+    np.testing.assert_allclose(sg.evaluate(sgl.expm(a), {"a": sym}), (v * np.exp(w)) @ v.T,
+                               rtol=1e-12)
+
+
+@pytest.mark.parametrize("trans", [0, 1])
+def test_lu_factor_and_lu_solve_against_scipy(trans):
+    a, b = sg.var("a", shape=(4, 4)), sg.var("b", shape=(4, 2))
+    at = {"a": A, "b": B}
+    lu, piv = sgl.lu_factor(a)
+    want_lu, want_piv = sl.lu_factor(A)
+    np.testing.assert_array_equal(sg.evaluate(lu, at), want_lu)
+    np.testing.assert_array_equal(sg.evaluate(piv, at), want_piv)
+    x = sgl.lu_solve((lu, piv), b, trans=trans)
+    want = sl.lu_solve((want_lu, want_piv), B, trans=trans)
+    np.testing.assert_allclose(sg.evaluate(x, at), want, rtol=1e-12)
+    sg.check_grads(sg.sum(x * x), [a, b], at, order=2)
+    sg.testing.check_jvps(sg.sum(x * x), [a, b], at, order=1)
+    # constant factors (SciPy's own) solve a symbolic right-hand side
+    y = sgl.lu_solve(sl.lu_factor(A), b, trans=trans)
+    np.testing.assert_allclose(sg.evaluate(y, at), want, rtol=1e-12)
+    with pytest.raises(sg.UnsupportedError, match="piv must come from"):
+        sgl.lu_solve((lu, sg.var("p", shape=(4,), dtype="int64")), b)
