@@ -17,10 +17,14 @@ from ..errors import SymgradError
 from .array_api_table import ON_DEVICE, number_source
 from .numpy_table import NUMPY_TYPE, scalar_source
 
-__all__ = ["LINE", "array_literal", "array_source", "const_spec", "numpy_literal",
-           "wrap_items"]
+__all__ = ["DATA_FROM", "LINE", "array_literal", "array_source", "as_data", "const_spec",
+           "numpy_literal", "wrap_items"]
 
 LINE = 100  # maximum line length of the emitted text (ruff's limit for this project)
+# an array constant of at least this many elements is written as its bytes (base64 text,
+# decoded once at import), not as a list of numbers: a 10^6-element list is 21 MB of source
+# that CPython's compiler needs seconds and gigabytes to read
+DATA_FROM = 4096
 
 
 def numpy_literal(value: np.ndarray, others: list[str], strong: bool = False) -> str:
@@ -66,10 +70,13 @@ def array_literal(value: np.ndarray, others: list[str], strong: bool = False) ->
 
 def const_spec(value: np.ndarray) -> str:
     """An array constant as ``((values...), shape, dtype)`` for ``_sg_xp_const``: Python
-    data only, built into an array of the call's namespace."""
+    data only, built into an array of the call's namespace (a large one: its bytes as
+    base64 text, ``(b"...", shape, dtype)``)."""
     dtype = value.dtype.name
     if dtype not in NUMPY_TYPE:
         raise SymgradError(f"cannot emit a constant of dtype {dtype}")
+    if as_data(value):
+        return f"({_b64(value)}, {value.shape!r}, {dtype!r})"
     items = [number_source(v) for v in value.ravel().tolist()]
     tail = f"), {value.shape!r}, {dtype!r})"
     one = f"(({', '.join(items)}{',' if len(items) == 1 else ''}{tail}"
@@ -111,6 +118,8 @@ def array_source(value: np.ndarray, indent: str = "") -> str:
         if value.ndim % 2 == 0 and int(np.prod(half)) == k:
             tail = "" if value.shape == (k, k) else f".reshape({value.shape!r})"
             return f"np.eye({k}){tail}"
+    if as_data(value):
+        return f"_sg_data({_b64(value)}, {dtype!r}, {value.shape!r})"
     flat = value.ravel().tolist()
     if value.dtype.kind == "f" and np.isfinite(value).all():
         items = list(map(repr, flat))  # repr of a Python float is exact
@@ -124,3 +133,32 @@ def array_source(value: np.ndarray, indent: str = "") -> str:
     inner = "\n".join(f"    {line}" for line in wrap_items(items, LINE - 8))
     tail = f"], dtype={typ})" + ("" if value.ndim == 1 else f".reshape({value.shape!r})")
     return f"np.array([\n{inner}\n{tail}"
+
+
+def as_data(value: np.ndarray) -> bool:
+    """Whether array constant ``value`` is written as its bytes (see :data:`DATA_FROM`)."""
+    return value.size >= DATA_FROM
+
+
+def _b64(value: np.ndarray) -> str:
+    """The little-endian bytes of ``value`` as a base64 ``bytes`` literal (exact, and
+    about 1.33 characters a byte where a float's ``repr`` takes 20)."""
+    import base64
+
+    raw = np.ascontiguousarray(value, dtype=value.dtype.newbyteorder("<")).tobytes()
+    return repr(base64.b64encode(raw))
+
+
+def _sg_data(text, dtype, shape):
+    """A module constant from its bytes (base64, little-endian), read only.
+
+    >>> _sg_data(b"AAAAAAAA8D8AAAAAAAAAQA==", "float64", (2,))
+    array([1., 2.])
+    """
+    import base64
+
+    import numpy as np
+
+    raw = base64.b64decode(text)
+    out = np.frombuffer(raw, dtype=np.dtype(dtype).newbyteorder("<"))
+    return out.astype(dtype, copy=False).reshape(shape)

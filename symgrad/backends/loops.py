@@ -143,12 +143,24 @@ class LoopEmitter:
         key = (_call_key(n)[1:], parts, type(pr))
         found = self.functions.get(key)
         if found is None:
-            self.count += 1
-            name = f"_sg_loop{self.count}"
+            name = self._fresh(pr)
             lines, stmts = self._render(name, n, parts, pr)
             found = self.functions[key] = (name, stmts)
             self.lines += ["", "", *lines]
         return found
+
+    def _fresh(self, pr: Any) -> str:
+        """The next loop function name no function's own names shadow (a variable may be
+        called ``_sg_loop1``)."""
+        taken = set(self.printer.state.helper_names)
+        for p in [*self.printer.state.plans, *pr.state.plans]:
+            taken.update(p.names.values(), p.aliases.values(), [p.name])
+        while True:
+            self.count += 1
+            name = f"_sg_loop{self.count}"
+            if name not in taken and f"{name}_math" not in taken:
+                self.printer.state.helper_names.update((name, f"{name}_math"))
+                return name
 
     def _render(self, name: str, n: Any, parts: tuple, pr: Any) -> tuple[list[str], list[str]]:
         body: Body = n.attrs["body"]

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import SymgradError
 from ..ir.graph import Graph
 from ..ir.text import adjoint_pairs, tangent_pairs
-from .template import Template, helpers_of
+from .template import Template, helpers_of, imports_of
 
 if TYPE_CHECKING:
     from .request import Function
@@ -193,11 +193,14 @@ _BINDERS = re.compile(r"\blambda\b|:=|\bfor\b")
 
 
 def _template_bound_names(graph: Graph, order: list[int], table: dict) -> list[str]:
-    """Names the op templates bind themselves (``lambda z: ...``, comprehension variables).
+    """Names the op templates bind themselves (``lambda z: ...``, comprehension variables),
+    call (helpers) or import (``scipy``).
 
     No variable or temporary may take one: inside the template it would be captured.
     """
-    bound = {fn.__name__ for fn in helpers_of(table, (graph.nodes[i].op for i in order))}
+    ops = {graph.nodes[i].op for i in order}
+    bound = {fn.__name__ for fn in helpers_of(table, ops)}
+    bound.update(m.split(".")[0] for m in imports_of(table, ops))  # ``scipy`` of scipy.special
     seen: set[tuple] = set()
     for i in order:
         n = graph.nodes[i]

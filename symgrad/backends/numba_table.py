@@ -51,6 +51,17 @@ NOT_FUSED: dict[str, str] = {
         "eigh_vectors", "eigvalsh", "svd", "svd_u", "svd_vh", "svdvals", "pinv", "lstsq",
         "lstsq_residuals", "lstsq_rank", "lstsq_sv", "qr", "qr_q", "norm", "matrix_rank"),
         "a decomposition: LAPACK through NumPy's call"),
+    **dict.fromkeys((
+        "erf", "erfc", "erfcinv", "erfcx", "erfinv", "ndtr", "ndtri", "log_ndtr", "logit",
+        "gamma", "gammaln", "digamma", "polygamma", "betaln", "xlogy", "xlog1py", "i0", "i0e",
+        "i1", "i1e"),
+        "a SciPy special function: scipy.special's call in the driver (Numba cannot call "
+        "SciPy's ufuncs)"),
+    **dict.fromkeys(("expm", "lu_factor", "lu_permutation", "lu_pivots"),
+                    "a matrix function: SciPy's (LAPACK) call in the driver"),
+    "sinc": "np.sinc's call in the driver (its value at 0 has no one-line scalar form here)",
+    "scan": "a loop: the driver calls its loop function (backends/loops.py)",
+    "stop_gradient": "no arithmetic: the driver passes its operand on",
     "round": "np.round's decimals= has no scalar form in Numba that rounds like NumPy's",
     "astype": "a conversion: NumPy's call (float-to-int casts of NaN/inf are undefined in LLVM)",
 }

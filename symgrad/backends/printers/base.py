@@ -79,6 +79,7 @@ class Printer:
         self._probes: dict[tuple, list[bool]] = {}
         self._comments: dict[tuple, list[str]] = {}
         self._names_of: dict[int, set[str]] = {}
+        self._others_of: dict[int, list[str]] = {}  # node -> its operands' dtypes (_others)
         # the scans: one loop function each, shared by nested printers (``loops``: the root's)
         self.loops = LoopEmitter(self, loops)
 
@@ -411,9 +412,9 @@ class Printer:
         key = (n.op, len(texts)) if isinstance(src.text, str) else None
         used = self._probes.get(key) if key else None
         if used is None:
-            probes = [f"_SGPROBE{k}_" for k in range(len(texts))]
-            probe = src.render(probes, n.attrs)
-            used = [bool(re.search(rf"{p}\s*[.\[(]", probe)) for p in probes]
+            probe = src.render([f"_SGPROBE{k}_" for k in range(len(texts))], n.attrs)
+            found = {int(k) for k in _AS_ARRAY.findall(probe)}  # one scan of the text
+            used = [k in found for k in range(len(texts))]
             if self.helpers_take_arrays(probe):
                 used = [True] * len(probes)
             if key:
@@ -426,11 +427,17 @@ class Printer:
         return out
 
     def _others(self, a: int, user: Any) -> list[str]:
-        """The dtypes of ``user``'s operands beside constant ``a`` that decide how it is
-        typed: another inlined 0-d literal is weak too, so it is left out."""
-        nodes = self.graph.nodes
-        return [nodes[b].dtype for b in user.args
-                if b != a and not (nodes[b].is_const and nodes[b].shape == ())]
+        """The dtypes of ``user``'s operands beside 0-d constant ``a`` that decide how it is
+        typed, once each, sorted (promotion reads only which dtypes there are): another
+        0-d literal is weak too, so it is left out. Kept per ``user``: a sum of 10^5 terms
+        asks once, not once per term."""
+        found = self._others_of.get(user.id)
+        if found is None:
+            nodes = self.graph.nodes
+            found = self._others_of[user.id] = sorted(
+                {nodes[b].dtype for b in user.args
+                 if not (nodes[b].is_const and nodes[b].shape == ())})
+        return found
 
     # -- provenance comments ------------------------------------------------------------
 
@@ -470,6 +477,9 @@ class Printer:
             texts.append(f"{target} = {o.op}({args})")
             self._comments[key] = texts
         return texts
+
+
+_AS_ARRAY = re.compile(r"_SGPROBE(\d+)_\s*[.\[(]")  # an operand used as an array: x.dtype
 
 
 @functools.cache

@@ -22,13 +22,13 @@ import numpy as np
 
 from ...errors import SymgradError
 from ..docstring import docstring
-from ..literals import array_source, numpy_literal
+from ..literals import _sg_data, array_source, as_data, numpy_literal
 from ..loops import body_ops
 from ..math_table import MATH, fallback_names
 from ..naming import Namer, Plan
 from ..numpy_table import HEADER, NUMPY, NUMPY_TYPE, header
 from ..template import imports_of
-from .base import ModuleState, Printer
+from .base import ModuleState, Printer, helper_source
 from .lines import call, typed
 
 if TYPE_CHECKING:
@@ -84,6 +84,10 @@ class NumpyPrinter(Printer):
     def constant_lines(self) -> list[str]:
         state, nodes = self.state, self.graph.nodes
         out = [""] if state.consts else []
+        values = [nodes[i].attrs["value"] for i in self._hoisted()]
+        values += [v for _, v in state.constants if isinstance(v, np.ndarray)]
+        if any(as_data(v) for v in values):  # large constants are written as their bytes
+            out += ["", *helper_source(_sg_data), ""]
         for i in self._hoisted():
             name = state.consts[i]
             out += [f"{name} = {array_source(nodes[i].attrs['value'])}",
@@ -97,6 +101,7 @@ class NumpyPrinter(Printer):
 
     def hoists(self) -> bool:
         return True
+
 
     def derived_lines(self) -> list[str]:
         state, nodes = self.state, self.graph.nodes
