@@ -416,7 +416,7 @@ class Printer:
             found = {int(k) for k in _AS_ARRAY.findall(probe)}  # one scan of the text
             used = [k in found for k in range(len(texts))]
             if self.helpers_take_arrays(probe):
-                used = [True] * len(probes)
+                used = [True] * len(texts)
             if key:
                 self._probes[key] = used
         out = list(texts)
