@@ -44,7 +44,7 @@ import numpy as np
 from ..errors import ArgumentError, DifferentiationError, UnsupportedError
 from ..ir.body import trace
 from ..ir.custom import CustomRule
-from ..ir.expr import Expr, const
+from ..ir.expr import Expr, F, const
 from ..ir.op import REGISTRY
 from ..ir.shapes import fmt, is_float
 from ..ir.values import as_constant, describe, type_name
@@ -232,9 +232,12 @@ def _call(cf: _Custom, args: tuple) -> Any:
     ctx = _Context(cf, treedef, out_def[0], fixed, merged, xs, ys, diff)
     if isinstance(cf, custom_vjp):
         rule = CustomRule("vjp", name, key=key, n_out=len(ys), n_in=len(xs),
-                          fwd=ctx.fwd, bwd=ctx.bwd)
+                          fwd=lambda v: ctx.forward(v)[1], bwd=ctx.bwd,
+                          primal=lambda v: ctx.forward(v)[0])
     else:
-        rule = CustomRule("jvp", name, key=key, n_out=len(ys), n_in=len(xs), jvp=ctx.jvp)
+        rule = CustomRule("jvp", name, key=key, n_out=len(ys), n_in=len(xs),
+                          jvp=lambda v, t: ctx.jvp(v, t)[1],
+                          primal=lambda v: ctx.jvp(v, None)[0])
     op = REGISTRY[f"custom_{rule.kind}_call"]
     ids = tuple(e.node for e in [*ys, *xs, *captured])
     nodes = [Expr(graph, graph.add(op, ids, {"rule": rule, "out": k}))
@@ -254,7 +257,8 @@ class _Context:
         self.y_avals = [(y.shape, y.dtype) for y in ys]
         self.name = cf._label
 
-    def fwd(self, xs: list[Expr]) -> Any:
+    def forward(self, xs: list[Expr]) -> tuple[list, Any]:
+        """``fwd``'s output leaves and residuals."""
         cf = self.cf
         if cf.fwd is None:
             raise DifferentiationError(f"{self.name} (sg.custom_vjp) is differentiated but "
@@ -263,11 +267,11 @@ class _Context:
         if not (isinstance(got, (tuple, list)) and len(got) == 2):
             raise DifferentiationError(f"{self.name}: fwd must return a pair (output, "
                                        f"residuals), got {type_name(got)}")
-        tree = tree_flatten(got[0])[1]
+        leaves, tree = tree_flatten(got[0])
         if tree != self.out_def:
             raise DifferentiationError(f"{self.name}: fwd's output has structure {tree!r}, "
                                        f"the function's {self.out_def!r}")
-        return got[1]
+        return leaves, got[1]
 
     def bwd(self, res: Any, gs: list[Expr]) -> list:
         g = tree_unflatten(self.out_def, list(gs))
@@ -290,12 +294,16 @@ class _Context:
             out += leaves
         return self._checked(out, self.x_avals, "bwd's cotangent")
 
-    def jvp(self, xs: list[Expr], ts: list[Expr]) -> list:
+    def jvp(self, xs: list[Expr], ts: list[Expr] | None) -> tuple[list, list]:
+        """The JVP rule's primal output leaves and tangent leaves (``ts`` None: zeros)."""
         cf = self.cf
         if cf.jvp is None:
             raise DifferentiationError(f"{self.name} (sg.custom_jvp) is differentiated but "
                                        f"has no rule: call {self.name}.defjvp(jvp)")
         primals = tuple(tree_unflatten(self.treedef, list(xs)))
+        if ts is None:
+            ts = [F.zeros(x.shape, dtype=x.dtype if is_float(x.dtype) else "float64")
+                  for x in xs]
         tangents = tuple(tree_unflatten(self.treedef, list(ts)))
         got = rebound(cf.jvp)(*self.fixed, primals, tangents)
         if not (isinstance(got, (tuple, list)) and len(got) == 2):
@@ -305,7 +313,12 @@ class _Context:
         if tree != self.out_def:
             raise DifferentiationError(f"{self.name}: the JVP rule's tangent has structure "
                                        f"{tree!r}, the function's output {self.out_def!r}")
-        return self._checked(leaves, self.y_avals, "the JVP rule's tangent")
+        p_leaves, p_tree = tree_flatten(got[0])
+        if p_tree != self.out_def:
+            raise DifferentiationError(f"{self.name}: the JVP rule's primal output has "
+                                       f"structure {p_tree!r}, the function's "
+                                       f"{self.out_def!r}")
+        return p_leaves, self._checked(leaves, self.y_avals, "the JVP rule's tangent")
 
     def _checked(self, values: list, avals: list, what: str) -> list:
         out: list = []

@@ -27,20 +27,24 @@ class CustomRule:
 
     ``kind`` is ``"vjp"`` (``fwd(xs) -> residuals`` and ``bwd(residuals, cotangents) ->
     cotangents of xs``, each None or an Expr of the x's shape) or ``"jvp"`` (``jvp(xs,
-    tangents) -> tangents of the results``). ``n_out`` results, ``n_in`` differentiated
-    input leaves; the call's node takes the results, then the inputs, then the values the
-    function captured (closed-over Exprs: they get no derivative).
+    tangents) -> tangents of the results``). ``primal(xs)`` is the results as the rule
+    computes them (``fwd``'s output, the JVP rule's primal output): what a transform of
+    the derivative sees (as in JAX, only the innermost transform uses the rule). ``n_out``
+    results, ``n_in`` differentiated input leaves; the call's node takes the results, then
+    the inputs, then the values the function captured (closed-over Exprs: they get no
+    derivative).
     """
 
-    __slots__ = ("kind", "name", "key", "n_out", "n_in", "fwd", "bwd", "jvp")
+    __slots__ = ("kind", "name", "key", "n_out", "n_in", "fwd", "bwd", "jvp", "primal")
 
     def __init__(self, kind: str, name: str, *, key: Any, n_out: int, n_in: int,
                  fwd: Callable[[list[Expr]], Any] | None = None,
                  bwd: Callable[[Any, list[Expr]], list[Expr | None]] | None = None,
-                 jvp: Callable[[list[Expr], list[Expr]], list[Expr]] | None = None) -> None:
+                 jvp: Callable[[list[Expr], list[Expr]], list[Expr]] | None = None,
+                 primal: Callable[[list[Expr]], list[Any]] | None = None) -> None:
         self.kind, self.name, self.key = kind, name, (kind, key)
         self.n_out, self.n_in = n_out, n_in
-        self.fwd, self.bwd, self.jvp = fwd, bwd, jvp
+        self.fwd, self.bwd, self.jvp, self.primal = fwd, bwd, jvp, primal
 
     def __eq__(self, other: object) -> bool:
         return self is other or (isinstance(other, CustomRule) and self.key == other.key)

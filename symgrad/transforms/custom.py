@@ -27,6 +27,7 @@ from ..ir.body import Body, scan_nodes, trace
 from ..ir.custom import CustomRule
 from ..ir.expr import Expr, F
 from ..ir.graph import Graph
+from ..ir.op import REGISTRY
 from ..ir.shapes import fmt, is_float
 from ..ops.custom import DERIVED
 from .forward import _tangents
@@ -250,6 +251,46 @@ def transposed(fn: Callable[..., list[Expr]], avals: list[Aval], cots: list[Expr
     return tbody.inline([*zeros, *seeds, *tcaptured])
 
 
+# -- what the next transform sees -----------------------------------------------------------
+
+def as_differentiated(outputs: Sequence[Expr], wrt: Sequence[Expr]) -> list[Expr]:
+    """A transform's results as the next transform sees them: each custom call that
+    depends on ``wrt`` (the calls the transform differentiated by their rule) replaced by
+    its rule's primal (``fwd``'s output, the JVP rule's primal output).
+
+    This is JAX's meaning: a rule is used by the innermost transform through the call, and
+    outer transforms differentiate the rule's code (``clip_gradient``'s ``fwd`` returns
+    ``x``: grad of grad sees ``x``, not a second clipping). A rule whose primal calls the
+    function itself (``fwd = lambda x: (f(x), ...)``) keeps the call, and its rule, there.
+    Nothing changes without custom calls."""
+    if not outputs or not wrt:
+        return list(outputs)
+    graph = outputs[0].graph
+    ids = [graph.find(o) for o in outputs]
+    order = graph.ancestors(ids)
+    nodes = graph.nodes
+    calls = [i for i in order if isinstance(nodes[i].attrs.get("rule"), CustomRule)]
+    if not calls:
+        return list(outputs)
+    on_path = graph.descendants([graph.find(w) for w in wrt], order)
+    memo: dict[int, int] = {}
+    primals: dict[tuple, list] = {}
+    for i in order:
+        n = nodes[i]
+        rule = n.attrs.get("rule") if i in on_path else None
+        if isinstance(rule, CustomRule):
+            args = tuple(memo.get(a, a) for a in n.args)
+            got = primals.get((args, rule))
+            if got is None:
+                _, xs, _ = rule.parts([Expr(graph, a) for a in args])
+                got = primals[(args, rule)] = rule.primal(xs)
+            memo[i] = _in(graph, got[n.attrs["out"]], n.shape, n.dtype).node
+        elif any(a in memo for a in n.args):
+            memo[i] = graph.add(REGISTRY[n.op], tuple(memo.get(a, a) for a in n.args),
+                                n.attrs)
+    return [Expr(graph, memo.get(i, i)) for i in ids]
+
+
 DERIVED.update(backprop=_backprop, forward=_forward)
 
-__all__ = ["transposed", "vmapped"]
+__all__ = ["as_differentiated", "transposed", "vmapped"]
