@@ -214,6 +214,8 @@ def test_clip_gradient_matches_jax(x):
     inner_j = lambda v: jf(-0.75, 0.75, jnp.sin(v) * 3.0)  # noqa: E731
     # jacrev seeds with an identity: bwd is not linear, so its rows run in a loop
     close(sg.jacrev(inner_sg)(x), jax.jacrev(inner_j)(x))
+    close(sg.jacrev(sg.jacrev(lambda v: inner_sg(v) * v))(x),  # the loop, differentiated
+          jax.jacrev(jax.jacrev(lambda v: inner_j(v) * v))(x))
     second = jax.jacrev(jax.jacrev(loss(jnp, jf)))(x)  # the outer sees fwd's code: x
     close(sg.jacrev(sg.jacrev(loss(np, sgf)))(x), second)
     close(sg.hessian(loss(np, sgf))(x), second)  # reverse over reverse
@@ -261,6 +263,8 @@ def test_pytrees_in_arguments_results_and_residuals(rng, x):
 
     close(sg.grad(loss(np, sgf), (0, 1))(params, x), jax.grad(loss(jnp, jf), (0, 1))(params, x))
     close(sg.jacrev(lambda p: sgf(p, x))(params), jax.jacrev(lambda p: jf(p, x))(params))
+    # bwd is linear in g: forward mode by its transpose (JAX has none: compare jacrev)
+    close(sg.jacfwd(lambda p: sgf(p, x))(params), jax.jacrev(lambda p: jf(p, x))(params))
     close(sg.jacrev(sg.grad(loss(np, sgf)))(params, x),
           jax.jacrev(jax.grad(loss(jnp, jf)))(params, x))
 
