@@ -548,6 +548,11 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
     True
     """
     _check_function("vmap", fun, "an expression with a leading batch axis")
+    if any(a is None or isinstance(a, bool) or not isinstance(a, (int, np.integer))
+           for a in (out_axes if isinstance(out_axes, (list, tuple)) else [out_axes])):
+        raise ArgumentError(f"vmap: out_axes must be an int or one int per output, got "
+                            f"{describe(out_axes)} (an unmapped output, out_axes=None, is "
+                            "not supported: return it from outside the mapped function)")
     inner = fun if isinstance(fun, Transformed) else _cached(
         fun, "callFalse", lambda: Transformed(fun, _call_make, "jit"))
     whole = Transformed(fun, _vmap_make(in_axes, out_axes), "vmap")

@@ -78,6 +78,11 @@ def test_in_axes_and_out_axes(rng):
         close(got, want)
 
 
+def test_out_axes_none_is_refused_by_name():
+    with pytest.raises(sg.ArgumentError, match="out_axes=None"):
+        sg.vmap(lambda x: x * 2.0, out_axes=None)
+
+
 def test_an_op_that_would_mix_the_rows_runs_the_loop(rng):
     X = rng.standard_normal((4, 6))
 
