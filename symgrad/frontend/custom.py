@@ -47,7 +47,7 @@ from ..ir.custom import CustomRule
 from ..ir.expr import Expr, F, const
 from ..ir.op import REGISTRY
 from ..ir.shapes import fmt, is_float
-from ..ir.values import as_constant, describe, type_name
+from ..ir.values import as_constant, describe, exact, type_name
 from ..tree_util import tree_flatten, tree_unflatten
 from .capture import rebound
 from .loops import _home
@@ -352,6 +352,7 @@ def _has_expr(args: tuple) -> bool:
 
 
 def _argnums(nums: Any, kind: str) -> tuple[int, ...]:
+    nums = exact(nums)  # a user's int subclass: the plain int, its methods never run
     if isinstance(nums, (int, np.integer)) and not isinstance(nums, bool):
         nums = (nums,)
     if not isinstance(nums, (tuple, list)) or not all(
