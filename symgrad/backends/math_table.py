@@ -46,6 +46,9 @@ MATH: dict[str, Template | None] = {
     "relu": T("(0.0 if {0} <= 0.0 else {0})"), "abs": T("abs({0})"),
     "sign": T("(1.0 if {0} > 0 else -1.0 if {0} < 0 else abs({0}))"),
     "stop_gradient": T("{0}"),
+    # a custom derivative's call: its value is its result operand (ops/custom.py)
+    "custom_vjp_call": T(lambda names, attrs: names[attrs["out"]]),
+    "custom_jvp_call": T(lambda names, attrs: names[attrs["out"]]),
     "less": T("{0} < {1}"), "less_equal": T("{0} <= {1}"), "greater": T("{0} > {1}"),
     "greater_equal": T("{0} >= {1}"), "equal": T("{0} == {1}"), "not_equal": T("{0} != {1}"),
     "where": T("({1} if {0} else {2})"),

@@ -160,6 +160,9 @@ NUMPY: dict[str, Template] = {
     "sigmoid": T("1.0 / (1.0 + np.exp(-{0}))"),
     "softplus": T("np.logaddexp(0.0, {0})"), "relu": T("np.maximum({0}, 0)"),
     "abs": T("np.abs({0})"), "sign": T("np.sign({0})"), "stop_gradient": T("{0}"),
+    # a custom derivative's call: its value is its result operand (ops/custom.py)
+    "custom_vjp_call": T(lambda names, attrs: names[attrs["out"]]),
+    "custom_jvp_call": T(lambda names, attrs: names[attrs["out"]]),
     "less": T("{0} < {1}"), "less_equal": T("{0} <= {1}"), "greater": T("{0} > {1}"),
     "greater_equal": T("{0} >= {1}"), "equal": T("{0} == {1}"), "not_equal": T("{0} != {1}"),
     "where": T("np.where({0}, {1}, {2})"),

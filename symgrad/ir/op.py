@@ -51,6 +51,11 @@ Fields of a stanza
     per-step outputs): the attribute that says which result a node is. Nodes equal but for
     it are one call, and reverse mode asks ``backprop`` once per call, with ``g`` a dict
     ``{node id: adjoint}`` of the results that have one (a plain Expr is still accepted).
+``batch(args, batched, attrs, shape) -> Expr``
+    For ``sg.vmap``: the op on ``args``, those flagged in ``batched`` with one extra leading
+    (batch) axis, giving ``(batch,) + shape`` (``shape`` the unbatched result's). Left out,
+    the op is rebuilt as it is and its result checked (see
+    :mod:`symgrad.transforms.batching`); ops that would mix the rows need it (``outer``).
 ``front``
     The user-facing function, when it is more than :meth:`Signature.bind` (``x[key]``).
 ``write(key_marks, attrs) -> str``
@@ -238,6 +243,7 @@ class Op:
     doc: str = ""
     builtin: bool = True  # False for ops defined with symgrad.extend
     joint: str | None = None  # the attribute telling the results of one call apart
+    batch: Callable[..., Any] | None = None  # the op on operands with a batch axis (vmap)
 
     @property
     def arity(self) -> int | None:

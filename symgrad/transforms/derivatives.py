@@ -20,6 +20,7 @@ from ..ir.graph import Graph
 from ..ir.limits import exceeded, limits
 from ..ir.shapes import fmt, is_float
 from ..ir.values import describe, exact, exact_choice, exact_str, type_name
+from .custom import as_differentiated
 from .forward import tangents as forward_pass
 from .reverse import backprop
 
@@ -86,6 +87,7 @@ def vjp(f: Expr, wrt: Wrt | Sequence[Wrt], g: Expr | str | Any, *,
     for w in targets:
         node = result.adjoint_of.get(w.node)
         out.append(Expr(f.graph, node) if node is not None else _zeros(w, batch + w.shape))
+    out = as_differentiated(out, targets)  # custom rules: what the next transform sees
     return tuple(out) if many else out[0]
 
 
@@ -132,6 +134,7 @@ def jvp(f: Expr | Sequence[Expr], wrt: Wrt | Sequence[Wrt], tangents: Any, *,
     for o in outs:
         node = record.tangent_of.get(o.node)
         result.append(Expr(graph, node) if node is not None else _zeros(o, batch + o.shape))
+    result = as_differentiated(result, targets)  # custom rules: what the next transform sees
     return tuple(result) if many_out else result[0]
 
 
