@@ -62,6 +62,8 @@ NOT_FUSED: dict[str, str] = {
     "sinc": "np.sinc's call in the driver (its value at 0 has no one-line scalar form here)",
     "scan": "a loop: the driver calls its loop function (backends/loops.py)",
     "stop_gradient": "no arithmetic: the driver passes its operand on",
+    **dict.fromkeys(("custom_vjp_call", "custom_jvp_call"),
+                    "a custom rule's call: its value is its first operand (no arithmetic)"),
     "round": "np.round's decimals= has no scalar form in Numba that rounds like NumPy's",
     "astype": "a conversion: NumPy's call (float-to-int casts of NaN/inf are undefined in LLVM)",
 }
