@@ -32,6 +32,7 @@ from ..ir.expr import F
 from ..ir.op import Op, SignatureError, register, sig
 from ..ir.shapes import broadcast, fmt, result_dtype
 from ..ir.values import describe
+from . import series
 from .structure import einsum_map, gather_map, matmul_spec
 from .tangent import align, batch_of, linear, total
 
@@ -126,6 +127,7 @@ register(Op(
     name="matmul", signature=sig("a", "b", infix=("@", 12)), infer=_matmul_infer,
     impl=np.matmul, backprop=lambda n, g: matmul_vjp(*n.args, g), examples=_matmul_examples,
     forward=lambda n, t: matmul_jvp(*n.args, *t), sparsity=_matmul_sparsity,
+    taylor=series.bilinear,
     doc="matrix product a @ b with NumPy semantics (1-D promotion, broadcast batch axes)",
 ))
 
@@ -167,6 +169,7 @@ def _dot_sparsity(n):
 register(Op(
     name="dot", signature=sig("a", "b"), infer=_dot_infer, impl=np.dot, backprop=_dot_rule,
     forward=_dot_forward, sparsity=_dot_sparsity,
+    taylor=series.bilinear,
     examples=lambda rng: [([rng.standard_normal(p), rng.standard_normal(q)], {}) for p, q in (
         ((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 2)), ((2, 3), (3, 4)), ((), (2, 3)))],
     doc="NumPy dot for operands of at most 2 axes (a scalar operand multiplies)",
@@ -188,6 +191,7 @@ register(Op(
         None if t[1] is None else _reshape(n.args[0], n.args[0].shape + (1,)) * _reshape(
             t[1], t[1].shape[:-1] + (1, t[1].shape[-1]))),
     sparsity=lambda n: einsum_map("i,j->ij", n),
+    taylor=series.bilinear,
     examples=lambda rng: [([rng.standard_normal(3), rng.standard_normal(4)], {})],
     doc="outer product of two 1-D arrays: out[i, j] = a[i] * b[j]",
 ))
