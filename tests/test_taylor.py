@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import math
 
+import mpmath
 import numpy as np
 import pytest
-import mpmath
 import sympy as sp
 
 import symgrad as sg
