@@ -26,7 +26,7 @@ repeated reverse mode, before building anything. Rules build graph from register
 >>> import symgrad as sg
 >>> x = sg.var("x")
 >>> print(sg.derivative(sg.sin(x) * sg.exp(x), x, 4))
-sin(x) * exp(x) * -4.0
+-4.0 * (sin(x) * exp(x))
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def scaled(c: int, e: Expr | None) -> Expr | None:
         return e
     if c == -1:
         return -e
-    return e * float(c)
+    return float(c) * e
 
 
 def total(terms: Sequence[Expr | None]) -> Expr | None:
