@@ -194,3 +194,22 @@ def test_constant_f_and_order_zero_and_one():
     f = sg.sin(x)
     assert sg.derivative(f, x, 0).node == f.node
     assert sg.derivative(f, x, 1).node == sg.grad(f, x).node
+
+
+def test_the_rule_driver_answers_a_repeated_proposal_once_and_forgets_after_a_rollback():
+    """Repeated reverse mode proposes many nodes again (hash-consing finds them): the
+    driver answers each proposal once; a rollback's freed ids may name other nodes later,
+    so it forgets its answers then."""
+    from symgrad.passes import Pass, Rule, rewriter
+
+    x = sg.var("x")
+    graph = x.graph
+    calls = []
+    count = Pass("count", "counts", rules=(Rule(("sin", "x"), lambda x: calls.append(1)),))
+    with graph.rewriting(rewriter(graph, [count])):
+        first = sg.sin(x)
+        assert sg.sin(x).node == first.node and len(calls) == 1
+        with pytest.raises(RuntimeError), graph.budget(100, RuntimeError):
+            sg.cos(x) * 2.0
+            raise RuntimeError("a failed transform")
+        assert sg.sin(x).node == first.node and len(calls) == 2
