@@ -213,3 +213,12 @@ def test_the_rule_driver_answers_a_repeated_proposal_once_and_forgets_after_a_ro
             sg.cos(x) * 2.0
             raise RuntimeError("a failed transform")
         assert sg.sin(x).node == first.node and len(calls) == 2
+
+
+def test_a_non_scalar_f_is_refused_at_every_order_and_zero_is_a_constant():
+    x = sg.var("x")
+    for n in (1, 2, 5):
+        with pytest.raises(sg.DifferentiationError, match="scalar output"):
+            sg.derivative(sg.sin(x * np.arange(3.0)), x, n)
+    zero = sg.derivative(x * x, x, 3)
+    assert str(zero) == "0.0" and zero.dtype == "float64"

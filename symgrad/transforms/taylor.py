@@ -20,8 +20,10 @@ negations fold away.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..errors import SymgradError
-from ..ir.expr import Expr, F, NodeView
+from ..ir.expr import Expr, NodeView
 from ..ir.op import REGISTRY, Op
 from ..ir.shapes import is_float
 from ..ops.series import Series, piecewise_linear
@@ -94,4 +96,5 @@ def _node_series(graph, node, rule, known: dict[int, Series], order: int) -> Ser
 
 
 def _zeros(f: Expr) -> Expr:
-    return F.broadcast_to(F.zeros((), dtype=f.dtype), f.shape)
+    zero = f.graph.const(np.zeros((), dtype=f.dtype))
+    return fit(Expr(f.graph, zero), (), f.shape, f.dtype)
