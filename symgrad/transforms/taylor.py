@@ -70,7 +70,7 @@ def series_of(f: Expr, x: Expr, order: int) -> list[Expr]:
             raise Declined(f"{op.name} has no Taylor rule")
     with _gc_paused(), adjoint_rewriting(graph):
         first = fit(Expr(graph, graph.const(1.0)), (), (), x.dtype)
-        known: dict[int, Series] = {x.node: [x, first] + [None] * (order - 1)}
+        known: dict[int, Series] = {x.node: ([x, first] + [None] * order)[: order + 1]}
         progress = start("taylor mode", total=len(path))
         for i in path:
             progress.update()
