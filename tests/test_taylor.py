@@ -29,6 +29,13 @@ UNARY = {
     "softplus": (sg.softplus, lambda a: sp.log(1 + sp.exp(a)), None),
     "square": (sg.square, lambda a: a ** 2, None), "negative": (lambda a: -a, lambda a: -a, None),
     "cube": (lambda a: a ** 3, lambda a: a ** 3, None),
+    "arcsin": (sg.arcsin, sp.asin, (-0.9, 0.9)), "arccos": (sg.arccos, sp.acos, (-0.9, 0.9)),
+    "arctan": (sg.arctan, sp.atan, None), "arcsinh": (sg.arcsinh, sp.asinh, None),
+    "arctanh": (sg.arctanh, sp.atanh, (-0.9, 0.9)), "exp2": (sg.exp2, lambda a: 2 ** a, None),
+    "log2": (sg.log2, lambda a: sp.log(a, 2), (0.2, 3.0)),
+    "log10": (sg.log10, lambda a: sp.log(a, 10), (0.2, 3.0)),
+    "reciprocal": (sg.reciprocal, lambda a: 1 / a, (0.5, 2.0)), "erf": (sg.erf, sp.erf, None),
+    "deg2rad": (sg.deg2rad, lambda a: a * sp.pi / 180, None),
 }
 
 
@@ -171,10 +178,20 @@ def test_ops_without_a_rule_fall_back_to_reverse_mode_and_leave_no_nodes():
     assert float(sg.evaluate(d, {"x": at})) == pytest.approx(
         _sympy_derivatives(fy, 3, at)[3], rel=1e-12)
     assert d.node == g.node
-    h = sg.maximum(x, 0.5 * x) * sg.sin(x)  # maximum: no rule at all
-    assert rule_of(REGISTRY["maximum"]) is None
+    h = sg.cbrt(x) * sg.sin(x)  # cbrt: no rule at all
+    assert rule_of(REGISTRY["cbrt"]) is None
     assert float(sg.evaluate(sg.derivative(h, x, 3), {"x": 0.7})) == pytest.approx(
-        float(sp.diff(X * sp.sin(X), X, 3).subs(X, 0.7)), rel=1e-12)
+        _sympy_derivatives(sp.cbrt(X) * sp.sin(X), 3, 0.7)[3], rel=1e-12)
+
+
+def test_piecewise_linear_ops_carry_every_order_through_their_selection():
+    x = sg.var("x")
+    f = sg.maximum(sg.sin(x), sg.cos(x)) * sg.fmin(x * x, 0.5 * x) + sg.astype(
+        sg.deg2rad(x) ** 3, "float64")
+    for at, (s, m) in ((0.2, (sp.cos(X), X * X)), (1.2, (sp.sin(X), X / 2))):
+        want = _sympy_derivatives(s * m + (X * sp.pi / 180) ** 3, 4, at)
+        got = [float(sg.evaluate(d, {"x": at})) for d in series_of(f, x, 4)]
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
 
 
 def test_float32_stays_float32_and_vector_wrt_is_unchanged():

@@ -140,9 +140,11 @@ unary("square", np.square, lambda n, g: (g * (2.0 * n.args[0]),), keep_dtype=Tru
       sympy=lambda sp, x: x**2,
       taylor=lambda n, s, K: [n.out] + [series.square_term(s[0], k) for k in range(1, K + 1)])
 binary("maximum", np.maximum,
-       lambda n, g: _split(g, n.args[0] > n.args[1], n.args[0] == n.args[1]), sympy="Max")
+       lambda n, g: _split(g, n.args[0] > n.args[1], n.args[0] == n.args[1]), sympy="Max",
+       taylor=series.piecewise_linear)
 binary("minimum", np.minimum,
-       lambda n, g: _split(g, n.args[0] < n.args[1], n.args[0] == n.args[1]), sympy="Min")
+       lambda n, g: _split(g, n.args[0] < n.args[1], n.args[0] == n.args[1]), sympy="Min",
+       taylor=series.piecewise_linear)
 
 
 def _split(g, wins, ties):

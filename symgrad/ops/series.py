@@ -142,6 +142,31 @@ def quotient(n: Any, s: Sequence[Series], K: int) -> Series:
     return q
 
 
+def inverse(b: Series, q0: Expr, K: int) -> Series:
+    """``q = 1 / b`` (``q0`` its value): ``q_k = -sum_{j=1..k} C(k, j) b_j q_(k-j) / b_0``."""
+    q: Series = [q0]
+    for k in range(1, K + 1):
+        q.append(_solved(None, weighted(b, q, k, 1, k), b[0]))
+    return q
+
+
+def shifted_square(u: Series, c: float, sign: int, K: int) -> Series:
+    """The series of ``c + sign * u^2``."""
+    value = scaled(sign, u[0] * u[0])
+    return [value if c == 0 else c + value] + [scaled(sign, square_term(u, m))
+                                              for m in range(1, K + 1)]
+
+
+def through(u: Series, y0: Expr, g: Series, K: int) -> Series:
+    """``y`` with ``y' = g u'`` for a known series ``g`` (orders ``0..K-1`` used)."""
+    return chain(u, y0, lambda y, m: g[m], K)
+
+
+def times(e: Series, c: float) -> Series:
+    """``c * e`` for a constant factor (entry 0 kept: it is the node itself)."""
+    return [e[0]] + [None if t is None else c * t for t in e[1:]]
+
+
 def logarithm(u: Series, y0: Expr, base: Expr, K: int) -> Series:
     """``y = log(base)`` where ``base`` has the series ``u`` but for its value: from ``base
     y' = u'``, ``y_k = (u_k - sum_{j=1..k-1} C(k-1, j) u_j y_(k-j)) / base``."""
@@ -211,6 +236,6 @@ def constant_whole(e: Expr, series: Series, most: int) -> int | None:
     return int(p) if p.is_integer() and 0 <= p <= most else None
 
 
-__all__ = ["Series", "bilinear", "chain", "constant_whole", "logarithm", "pair",
-           "piecewise_linear", "power", "quotient", "root", "scaled", "square_term", "total",
-           "weighted"]
+__all__ = ["Series", "bilinear", "chain", "constant_whole", "inverse", "logarithm", "pair",
+           "piecewise_linear", "power", "quotient", "root", "scaled", "shifted_square",
+           "square_term", "through", "times", "total", "weighted"]
