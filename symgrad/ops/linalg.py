@@ -32,6 +32,7 @@ from ..ir.expr import F
 from ..ir.op import Op, SignatureError, register, sig
 from ..ir.shapes import broadcast, fmt, result_dtype
 from ..ir.values import describe
+from . import series
 from .structure import einsum_map, gather_map, matmul_spec
 from .tangent import align, batch_of, linear, total
 
@@ -149,6 +150,7 @@ register(Op(
     impl=np.matmul, backprop=lambda n, g: matmul_vjp(*n.args, g), examples=_matmul_examples,
     batch=_matmul_batch,
     forward=lambda n, t: matmul_jvp(*n.args, *t), sparsity=_matmul_sparsity,
+    taylor=series.bilinear,
     doc="matrix product a @ b with NumPy semantics (1-D promotion, broadcast batch axes)",
 ))
 
@@ -190,6 +192,7 @@ def _dot_sparsity(n):
 register(Op(
     name="dot", signature=sig("a", "b"), infer=_dot_infer, impl=np.dot, backprop=_dot_rule,
     forward=_dot_forward, sparsity=_dot_sparsity,
+    taylor=series.bilinear,
     examples=lambda rng: [([rng.standard_normal(p), rng.standard_normal(q)], {}) for p, q in (
         ((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 2)), ((2, 3), (3, 4)), ((), (2, 3)))],
     doc="NumPy dot for operands of at most 2 axes (a scalar operand multiplies)",
@@ -213,6 +216,7 @@ register(Op(
     sparsity=lambda n: einsum_map("i,j->ij", n),
     batch=lambda args, batched, attrs, shape: _reshape(args[0], args[0].shape + (1,)) * (
         _reshape(args[1], args[1].shape[:-1] + (1, args[1].shape[-1]))),
+    taylor=series.bilinear,
     examples=lambda rng: [([rng.standard_normal(3), rng.standard_normal(4)], {})],
     doc="outer product of two 1-D arrays: out[i, j] = a[i] * b[j]",
 ))
