@@ -239,7 +239,10 @@ class _Entry:
 
     def __init__(self, checked: Callable, used: list[int], picks: list[int], out_def: Any,
                  template: list, exprs: list[int]) -> None:
-        self.checked, self.fn = checked, getattr(checked, "raw", checked)
+        # the raw function where its arguments are NumPy's (the array targets' checked one
+        # turns them into their library's arrays: torch's functions take no ndarray)
+        fast = getattr(checked, "_fast_path", False)
+        self.checked, self.fn = checked, checked.raw if fast else checked
         self.used, self.picks, self.out_def = used, picks, out_def
         self.template, self.exprs = template, exprs
         self.single = out_def.kind == "leaf" and exprs == [0]
