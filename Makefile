@@ -31,6 +31,7 @@ test: $(STAMP)
 FUZZ_EXAMPLES ?= 3000
 fuzz: $(STAMP)
 	SYMGRAD_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q -p no:cacheprovider tests/test_fuzz.py
+	SYMGRAD_NUMBA_FULL=1 $(PY) -m pytest -q -p no:cacheprovider tests/test_numba.py
 
 lint: $(STAMP)
 	$(PY) -m ruff check symgrad tests benchmarks

@@ -3,6 +3,12 @@
 * **scatter**: ``f = v[0]*1.0 + v[1]*2.0 + ...`` over ``v`` of shape (N,); the time of
   ``sg.grad(f, v)`` (all N adjoint scatters merged into one ``scatter_sum``) at N = 10^3,
   10^4, 10^5, and the per-term time at the largest N over the smallest (1.0 = linear).
+* **emit**: ``sg.to_source`` of that gradient (one ``scatter_sum`` with N operands):
+  time and the per-term ratio (it was quadratic: every operand's dtype read for every
+  literal operand).
+* **constant**: ``sg.compile`` of ``sum(C * x)`` and its gradient with ``C`` a constant of
+  N = 10^4 / 10^5 / 10^6 elements (written as its base64 bytes, not a list of numbers):
+  seconds, peak traced memory and the source's size.
 * **parse**: ``sg.parse`` of ``x0*x1 + x1*x2 + ...`` (50 names, N terms): time and the
   per-term ratio, as above.
 * **lock**: the W4 chain ``h <- sin(h)*h + cos(h)`` (expression and gradient, L steps)
@@ -44,6 +50,33 @@ def scatter(n: int) -> tuple[float, float]:
     got = sg.evaluate(g, {"v": np.zeros(n)})
     assert np.array_equal(got, np.arange(1.0, n + 1.0)), "wrong gradient"
     return wall, cpu
+
+
+def emit(n: int) -> tuple[float, float]:
+    """Seconds (wall, cpu) to emit the gradient of an N-term indexed sum."""
+    v = sg.var("v", shape=(n,))
+    f = v[0] * 1.0
+    for i in range(1, n):
+        f = f + v[i] * float(i + 1)
+    g = sg.grad(f, v)
+    _, wall, cpu = _timed(lambda: sg.to_source(g))
+    return wall, cpu
+
+
+def constant(n: int) -> tuple[float, float, int]:
+    """Seconds (cpu) and peak traced MB to compile a function holding an N-element
+    constant, and its source's length; the gradient checked bit for bit."""
+    import tracemalloc
+
+    c = np.random.default_rng(0).standard_normal(n)
+    x = sg.var("x", shape=(n,))
+    f = sg.sum(sg.const(c) * x)
+    tracemalloc.start()
+    fn, _, cpu = _timed(lambda: sg.compile([f, sg.grad(f, x)]))
+    peak = tracemalloc.get_traced_memory()[1] / 1e6
+    tracemalloc.stop()
+    assert np.array_equal(fn(np.ones(n))[1], c), "wrong gradient"
+    return cpu, peak, len(fn.source)
 
 
 def parse_text(n: int) -> str:
@@ -104,7 +137,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     sizes = (1000, 10_000) if args.quick else (1000, 10_000, 100_000)
     rows = []
-    for name, fn in (("scatter grad", scatter), ("parse", parse)):
+    for name, fn in (("scatter grad", scatter), ("scatter emit", emit), ("parse", parse)):
         per = {}
         for n in sizes:
             wall, cpu = fn(n)
@@ -113,6 +146,11 @@ def main(argv: list[str] | None = None) -> None:
             print(rows[-1], flush=True)
         ratio = per[sizes[-1]] / per[sizes[0]]
         rows.append(f"{name:13} per-term cpu time N={sizes[-1]:,} / N={sizes[0]:,}: {ratio:.2f}x")
+        print(rows[-1], flush=True)
+    for n in sizes[1:] + (1_000_000,):
+        cpu, peak, chars = constant(n)
+        rows.append(f"constant      N={n:>9,}  {cpu:7.3f} s cpu  {peak:7.1f} MB peak  "
+                    f"{chars / 1e6:6.2f} MB source")
         print(rows[-1], flush=True)
     steps = 2000 if args.quick else 10_000
     a, b, r = lock_cost(steps, 3 if args.quick else 5)

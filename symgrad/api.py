@@ -39,6 +39,7 @@ from .errors import (
 from .explain import explain
 from .frontend import function_for as _function_for
 from .frontend import parse
+from .frontend.custom import custom_jvp, custom_vjp
 from .frontend.loops import fori_loop, scan
 from .functional import (
     grad,

@@ -228,9 +228,7 @@ def cmd_grad(args: argparse.Namespace) -> int:
 
 
 def cmd_source(args: argparse.Namespace) -> int:
-    from .backends.source import Module, default_inputs, output_list, prepared
-    from .backends.target import TARGETS
-    from .ir.expr import Expr
+    from .backends.request import lower, request
     from .transforms.derivatives import grad
 
     f = _expression(args)
@@ -244,16 +242,13 @@ def cmd_source(args: argparse.Namespace) -> int:
         labels += more_labels
     outs = _simplified(outs, args.simplify)
     inputs = parse_names(args.inputs, "--inputs")
-    graph, ids, single = output_list(outs)
-    inputs = default_inputs(graph, ids, inputs)
-    tgt = TARGETS[args.backend]
-    new, (new_ids,) = prepared(graph, [ids], True, False, tgt)
-    module = Module(new, target=tgt)
-    module.shown = {n: Expr(graph, o) for n, o in zip(new_ids, ids)}
-    module.add(args.name, new_ids, inputs, single, labels)
+    req = request(outs, inputs, args.name, output_names=labels, backend=args.backend)
     if layout is not None:  # which rows and columns of the flat Hessian are which variable
-        module.constants.append(("HESS_LAYOUT", layout))
-    _write(module.render(), args.output)
+        flat = (f"Hessian of value w.r.t. {', '.join(names)}, flattened and concatenated "
+                "(rows and columns: HESS_LAYOUT)")
+        req = req.with_constants(("HESS_LAYOUT", layout)).with_notes(
+            *[None] * (len(labels) - 1), flat)
+    _write(lower(req).source(), args.output)
     if args.stats:
         from .stats import _summary
 

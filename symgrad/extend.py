@@ -155,7 +155,7 @@ def defop(
     NUMPY[name] = template
     MATH[name] = None if math is None else Template(math)
     for target in TARGETS.values():  # the array API backends: said explicitly, with why
-        if not target.is_numpy:
+        if not target.printer.numpy_only:
             target.table[name] = None
             target.unsupported[name] = "a user-defined op (defop gives a NumPy template only)"
     return function_for(name)

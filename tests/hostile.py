@@ -121,6 +121,26 @@ def walk(calls: list[tuple[str, Callable, tuple, dict]]) -> dict:
     return {"tripped": sorted(set(TRIPPED)), "bare": bare, "variants": count}
 
 
+def _custom_jvp(k, scale, at):
+    """A custom_jvp with nondiff_argnums=(k,), differentiated at ``at``."""
+    import symgrad as sg
+
+    f = sg.custom_jvp(lambda s, x: s * sg.sin(x), nondiff_argnums=(k,))
+    f.defjvp(lambda s, p, t: (f(s, p[0]), s * sg.cos(p[0]) * t[0]))
+    x = sg.var("x")
+    return sg.evaluate(sg.grad(f(scale, x), x), {"x": at})
+
+
+def _custom_vjp(k, scale, at):
+    """A custom_vjp with nondiff_argnums=(k,), differentiated at ``at``."""
+    import symgrad as sg
+
+    f = sg.custom_vjp(lambda s, x: s * sg.sin(x), nondiff_argnums=(k,))
+    f.defvjp(lambda s, x: (f(s, x), sg.cos(x)), lambda s, c, g: (s * c * g,))
+    x = sg.var("x")
+    return sg.evaluate(sg.grad(f(scale, x), x), {"x": at})
+
+
 def public_calls() -> list[tuple[str, Callable, tuple, dict]]:
     """One valid call of every public function, op function and Expr method."""
 
@@ -144,6 +164,8 @@ def public_calls() -> list[tuple[str, Callable, tuple, dict]]:
         ("jacrev", lambda k: sg.jacrev(lambda p: p * 2.0, argnums=k)(1.5), (0,), {}),
         ("jit", lambda k: sg.jit(lambda p, q: p * q)(1.5, k), (2.0,), {}),
         ("vmap", lambda ax: sg.vmap(lambda p: p * 2.0, in_axes=ax)([[1.0], [2.0]]), (0,), {}),
+        ("custom_jvp", _custom_jvp, (0, 2.0, 1.5), {}),
+        ("custom_vjp", _custom_vjp, (0, 2.0, 1.5), {}),
         ("to_html", sg.to_html, ([f],), {}), ("latex", sg.latex, (f,), {}),
         ("to_sympy", sg.to_sympy, (f,), {}),
         ("from_sympy", sg.from_sympy, (__import__("sympy").sympify("u*v + 1"),

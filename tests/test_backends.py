@@ -162,7 +162,7 @@ def test_import_symgrad_imports_no_backend_library():
 @pytest.mark.parametrize("case", CASES)
 def test_array_api_template_runs_under_array_api_strict(case):
     if is_loop(case):
-        pytest.skip("a loop's text is written by backends/loop_source.py (test_loops.py)")
+        pytest.skip("a loop's text is written by backends/loops.py (test_loops.py)")
     xs = pytest.importorskip("array_api_strict")
     attrs, ref = _impl(case)
     names = [f"a{k}" for k in range(len(case.arrays))]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import inspect
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -110,12 +111,68 @@ def _golden_sources() -> dict[str, str]:
     z = sg.var("x", shape=(2,))
     rosen = (1.0 - z[0]) ** 2 + 100.0 * (z[1] - z[0] ** 2) ** 2
     hess = sg.to_source(sg.hessian(rosen, z), name="rosenbrock_hessian")
-    return {"scalar_grad.py": scalar, "network_grad.py": net_src, "hessian.py": hess}
+    v = sg.var("v", shape=(2,))
+    jvp = sg.to_source([rosen, sg.jvp(rosen, z, v)], name="rosenbrock_jvp")
+    return {"scalar_grad.py": scalar, "network_grad.py": net_src, "hessian.py": hess,
+            "jvp.py": jvp}
 
 
-@pytest.mark.parametrize("filename", ["scalar_grad.py", "network_grad.py", "hessian.py"])
+GOLDEN_SOURCES = ["scalar_grad.py", "network_grad.py", "hessian.py", "jvp.py"]
+
+
+@pytest.mark.parametrize("filename", GOLDEN_SOURCES)
 def test_golden_source(filename):
     check_golden(filename, _golden_sources()[filename])
+
+
+def test_golden_flat_hessian_from_the_command_line(tmp_path):
+    """The CLI's flat Hessian: its blocks named hess_a_b, its docstring saying what it is."""
+    from symgrad.cli import main
+
+    out = tmp_path / "hess.py"
+    assert main(["source", "a*a*b + sum(x*a)", "--shape", "x=2", "--wrt", "a,b,x",
+                 "--hessian", "flat", "-o", str(out)]) == 0
+    check_golden("hessian_flat.py", out.read_text(encoding="utf-8"))
+
+
+def test_emitted_names_and_docstrings_say_what_each_output_is():
+    """Names from the role (``hess_a_b``, ``jac_x``, ``vjp_x``, ``jvp``; ``dx`` only for a
+    gradient) and docstrings naming the derivative each output is."""
+    a, b = sg.var("a"), sg.var("b")
+    x = sg.var("x", shape=(3,))
+    f = a * a * b + sg.sum(sg.sin(x) * a)
+    (hab,), = [sg.jacobian(sg.grad(f, a), [b])]
+    outs = [sg.grad(f, a), hab, sg.jacobian(sg.sin(x), x), sg.vjp(sg.sin(x), x, x),
+            sg.jvp(sg.sin(x) * a, x, x), sg.hvp(sg.sum(x * x * a), x, x)]
+    src = sg.to_source(outs, name="every_kind", inputs=[a, b, x])
+    doc = src.split('"' * 3)[1]
+    for line in ["da: float64 () = gradient of a * a * b + sum(sin(x) * a) w.r.t. a",
+                 "hess_a_b: float64 () = Hessian of a * a * b + sum(sin(x) * a) w.r.t. a and b",
+                 "jac_x: float64 (3, 3) = Jacobian of sin(x) w.r.t. x",
+                 "vjp_x: float64 (3,) = VJP (adjoint) of sin(x) w.r.t. x",
+                 "jvp: float64 (3,) = JVP: tangent of sin(x) * a w.r.t. x",
+                 "hvp_x: float64 (3,) = Hessian-vector product of sum(x * x * a) w.r.t. x"]:
+        assert line in doc, (line, doc)
+    fn = sg.compile(outs, inputs=[a, b, x])
+    x0 = np.array([0.3, -1.2, 2.0])
+    got = fn(0.7, 1.9, x0)
+    np.testing.assert_allclose(got[0], 2 * 0.7 * 1.9 + np.sum(np.sin(x0)), rtol=1e-14)
+    np.testing.assert_allclose(got[1], 2 * 0.7, rtol=1e-14)
+    np.testing.assert_allclose(got[2], np.diag(np.cos(x0)), rtol=1e-14)
+    np.testing.assert_allclose(got[3], np.cos(x0) * x0, rtol=1e-14)
+    np.testing.assert_allclose(got[4], np.cos(x0) * 0.7 * x0, rtol=1e-14)
+    np.testing.assert_allclose(got[5], 2 * 0.7 * x0, rtol=1e-14)
+
+
+def test_comments_cite_only_lines_of_the_function():
+    """An adjoint line's comment names its forward line only where the function has it (the
+    compile passes may remove it: ``t1 = v * 2.0`` folded into a product of constants)."""
+    for source in [*_golden_sources().values()]:
+        for fn_text in source.split("\ndef ")[1:]:
+            assigned = set(re.findall(r"^    (\w+) = ", fn_text, flags=re.M))
+            for cited in re.findall(r"# (?:backprop|tangent) of: (\w+)", fn_text):
+                assert cited in assigned or f"{cited} (input)" in fn_text or cited in \
+                    fn_text.split(")")[0], (cited, fn_text)
 
 
 def _load_module(text: str) -> dict:
@@ -575,3 +632,38 @@ def test_an_adjoint_shared_with_another_gradient_is_emitted():
     g = sg.grad(sg.sum(sg.tanh(a @ a)), a)
     a0 = np.random.default_rng(0).standard_normal((3, 3))
     np.testing.assert_array_equal(sg.compile(g, inputs=[a])(a0), sg.evaluate(g, {"a": a0}))
+
+
+def test_the_printers_read_hooks_not_target_flags():
+    """What differs between targets is a printer subclass; the shared code never asks which
+    target it prints (no ``is_numpy``, no mode flag toggled around a second table)."""
+    import symgrad.backends as backends
+    from symgrad.backends.printers import Printer
+    from symgrad.backends.target import TARGETS
+
+    folder = Path(backends.__file__).parent
+    for path in [folder / "source.py", *sorted((folder / "printers").glob("*.py"))]:
+        text = path.read_text(encoding="utf-8")
+        assert "is_numpy" not in text and not re.search(r"self\._scalar\b", text), path.name
+    for t in TARGETS.values():
+        assert issubclass(t.printer, Printer) and t.table is t.printer.table
+
+
+def test_constant_only_values_are_computed_once_at_module_level():
+    """``-C * 2.0`` of a large constant ``C`` is computed at import, not on every call; an
+    output that is one is handed out as a copy (the module's value stays read-only)."""
+    x = sg.var("x", shape=(40,))
+    c = Expr(x.graph, x.graph.const(np.eye(40)))
+    f = sg.sum((-c * 2.0) @ sg.sin(x))
+    outs = [f, sg.grad(f, x), -c * 2.0]
+    src = sg.to_source(outs, name="k")
+    module, body = src.split("def k(x):")
+    assert re.search(r"^_c\d+ = _c1 \* \(-2\.0\)$", module, flags=re.M), module
+    assert "(-2.0)" not in body and ".copy()" in body
+    fn = sg.compile(outs)
+    x0 = np.linspace(-1.0, 1.0, 40)
+    first = fn(x0)
+    for got, want in zip(first, sg.evaluate(outs, {"x": x0})):
+        assert_same(got, want)
+    first[2][0, 0] = 123.0  # the caller's copy: the next call is unchanged
+    assert fn(x0)[2][0, 0] == -2.0

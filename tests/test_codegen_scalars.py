@@ -64,3 +64,26 @@ def test_non_scalar_functions_are_unchanged() -> None:
     assert sg.to_source(f, scalars="math") == sg.to_source(f, scalars="numpy")
     with pytest.raises(sg.SymgradError):
         sg.to_source(f, scalars="fast")
+
+
+def test_a_module_of_two_scalar_functions_imports_math_once_and_runs() -> None:
+    # Two all-scalar functions in one module: "import math" was written once per function,
+    # the second write deleting the first (NameError: name 'math' is not defined).
+    from symgrad.backends.request import Function, lower, numpy_request
+
+    f = sg.sin(x) * y
+    g = sg.exp(x) / y
+    fns = [Function("first", (f.node,), ("x", "y"), True),
+           Function("second", (g.node, *(d.node for d in sg.grad(g, [x, y]))), ("x", "y"),
+                    False)]
+    source = lower(numpy_request(f.graph, fns)).source()
+    assert source.count("import math\n") == 1 and source.count("class _numpy_math") == 1
+    namespace: dict = {}
+    exec(compile(source, "<two>", "exec"), namespace)  # our own generated text
+    a, b = 0.7, 1.9
+    assert namespace["first"](a, b) == pytest.approx(np.sin(a) * b, rel=1e-15)
+    value, da, db = namespace["second"](a, b)
+    assert (value, da, db) == pytest.approx((np.exp(a) / b, np.exp(a) / b,
+                                             -np.exp(a) / b ** 2), rel=1e-14)
+    with np.errstate(over="ignore"):  # the NumPy fallback runs too
+        assert namespace["second"](800.0, 1.0)[0] == np.inf

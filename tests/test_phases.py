@@ -114,6 +114,40 @@ def test_passes_are_named_and_listed_once_with_one_line_each():
         assert (p in REVERSE) == ("reverse" in p.stages), p.name
 
 
+def test_every_pipeline_is_the_query_of_its_stage_tags():
+    """Where a pass runs is said once, by its tags: each pipeline is the query of its
+    stage, pinned here by name so a tag changed by mistake fails."""
+    import importlib
+
+    from symgrad.passes import pipeline, registry
+
+    simplify = importlib.import_module("symgrad.passes.simplify")  # the module, not sg.simplify
+    expected = {
+        "reverse": "constant_folding identities negations normal_form adjoint_cleanup "
+                   "lowering idioms",
+        "compile": "constant_folding identities negations normal_form canonical_order",
+        "fast_math": "constant_folding identities negations normal_form canonical_order "
+                     "fast_math adjoint_cleanup lowering stability",
+        "arrays": "sums_as_sums",
+        "simplify": "constant_folding identities negations normal_form stability cse",
+        "simplify_adjoint": "constant_folding identities negations normal_form "
+                            "adjoint_cleanup lowering stability",
+        "sympy": "sympy",
+        "loops": "reductions rolling",
+    }
+    assert set(expected) == set(registry.STAGES)
+    for stage, names in expected.items():
+        assert [p.name for p in registry.query(stage)] == names.split(), stage
+    assert REVERSE == registry.query("reverse")
+    assert pipeline.COMPILE == registry.query("compile")
+    assert pipeline.FAST == registry.query("fast_math")
+    assert pipeline.ARRAYS == registry.query("arrays")
+    assert simplify.FORWARD == registry.query("simplify")
+    assert simplify.ADJOINT == registry.query("simplify_adjoint")
+    ran = {p for stage in registry.STAGES for p in registry.query(stage)}
+    assert ran == set(PASSES) == set(sg.passes())  # sg.passes() lists all that run
+
+
 def _op_names(pattern):
     if isinstance(pattern, tuple):
         yield pattern[0]
@@ -153,7 +187,8 @@ def test_each_transform_keeps_its_own_adjoint_map():
     assert any(t.adjoint_of.get(x.node) == h.node for t in rest)
     graph.verify()
     src = sg.to_source([f, g, h])
-    assert re.search(r"\n    return t\d+, dx, dx_1\n", src), src  # the gradient is dx
+    # the gradient is dx, the Hessian says what it is
+    assert re.search(r"\n    return t\d+, dx, hess_x\n", src), src
 
 
 # -- layout ---------------------------------------------------------------------------------
@@ -252,6 +287,85 @@ def test_folders_import_only_downwards():
             if there != here and FLOORS[there] >= FLOORS[here]:
                 wrong.append(f"{rel} imports {target}")
     assert not wrong, f"imports that run sideways or up the phases: {wrong}"
+
+
+def _module_imports() -> dict[str, set[str]]:
+    """``{module: modules it imports when it is imported}``: the statements at module level
+    (not under ``if TYPE_CHECKING``, not inside functions), as dotted names under symgrad."""
+    modules = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    edges: dict[str, set[str]] = {m: set() for m in modules}
+    for name, path in modules.items():
+        package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        body = ast.parse(path.read_text()).body
+        statements = [s for node in body
+                      for s in (node.body if isinstance(node, ast.Try) else [node])]
+        for node in statements:
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = package[: len(package) - node.level + 1]
+                target = ".".join([*base, node.module or ""]).strip(".")
+                for alias in node.names:
+                    sub = f"{target}.{alias.name}".strip(".")
+                    edges[name].add(sub if sub in modules else target)
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("symgrad"):
+                edges[name].add(node.module.removeprefix("symgrad").strip("."))
+        edges[name] &= set(modules)
+        edges[name].discard(name)
+    return edges
+
+
+def _circles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles: strongly connected groups of more than one module (iterative
+    Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out = []
+    for root in sorted(edges):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, children = work[-1]
+            w = next(children, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(edges[w]))))
+                elif w in on_stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                group = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    group.append(w)
+                    if w == v:
+                        break
+                if len(group) > 1:
+                    out.append(sorted(group))
+    return out
+
+
+def test_no_import_circle_between_modules_even_inside_a_folder():
+    """Every module imports only modules that do not import it back, folder or not (the
+    floors test above sees only the top-level parts)."""
+    edges = _module_imports()
+    assert edges["backends.printers.base"] >= {"backends.naming", "backends.template"}
+    assert not _circles(edges), _circles(edges)
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c"]]
 
 
 @pytest.mark.parametrize("folder", ["ir", "ops", "frontend", "passes", "transforms",

@@ -76,7 +76,7 @@ def test_every_backend_has_an_entry_for_every_op(backend):
 @pytest.mark.parametrize("case", CASES)
 def test_source_template_matches_impl(case):
     if is_loop(case):
-        pytest.skip("a loop's text is written by backends/loop_source.py (test_loops.py)")
+        pytest.skip("a loop's text is written by backends/loops.py (test_loops.py)")
     _, inputs = case.build()[1:]
     attrs, ref = _impl(case)
     names = [f"a{k}" for k in range(len(case.arrays))]

@@ -41,7 +41,7 @@ def test_shared_subexpressions_are_inside_the_region():
     s = _simple(e)
     assert str(s) == "3.0 * exp(-x)"
     third = _simple(sg.derivative(sg.sin(a) * a, a, 3))
-    assert str(third) == "-3.0 * sin(a) - a * cos(a)"
+    assert str(third) == "-3.0 * sin(a) - cos(a) * a"  # Taylor mode
     assert sg.evaluate(third, {"a": 0.7}) == pytest.approx(-3 * np.sin(0.7) - 0.7 * np.cos(0.7))
 
 

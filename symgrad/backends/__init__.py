@@ -1,13 +1,17 @@
-"""The back end: what a graph becomes. One table per target, keyed by op name.
+"""The back end: what a graph becomes, in stages (as JAX stages ``Traced -> Lowered ->
+Compiled`` and SymPy prints: a target is a printer subclass plus a table).
 
 * :mod:`.interpreter` — ``evaluate``: runs each op's NumPy implementation (its stanza);
-* :mod:`.source` — ``to_source``: the emitter of standalone source, for any target;
-* :mod:`.target` — the targets of ``to_source(..., backend=...)``: ``numpy``, ``array_api``
-  (:mod:`.array_api_table`, helpers in :mod:`.array_api_helpers`), ``jax``
-  (:mod:`.jax_table`), ``torch`` (:mod:`.torch_table`); :mod:`.array_compiled` loads them;
-* :mod:`.math_table` — the scalar ``math`` form used by ``to_source(..., scalars="math")``;
-* :mod:`.compiled` — ``compile`` and ``scipy_functions``: the emitted source, loaded;
-* :mod:`.linearized` — ``linearize``: the value at a point and the emitted map ``v -> J v``.
+* :mod:`.request` — the :class:`~.request.Request` of ``to_source``/``compile``/the CLI,
+  resolved once, and :func:`~.request.lower` running the compile passes on it once;
+* :mod:`.printers` — one printer per kind of target (NumPy, scalar ``math``, the array API
+  with JAX and torch as variants), over :mod:`.naming`, :mod:`.literals`, :mod:`.docstring`;
+* :mod:`.target` — the targets of ``backend=``: each names its printer;
+* the tables, keyed by op name, of :class:`~.template.Template`: :mod:`.numpy_table`,
+  :mod:`.math_table`, :mod:`.array_api_table` (helpers in :mod:`.array_api_helpers`),
+  :mod:`.jax_table`, :mod:`.torch_table`;
+* :mod:`.source` — ``to_source``; :mod:`.compiled` — ``compile`` and ``scipy_functions``
+  (:mod:`.array_compiled` loads the array targets); :mod:`.linearized` — ``linearize``.
 
 :data:`TABLES` lists every emitter's table; a registry-driven test checks that each has an
 entry for every op (``None`` says "no form here" explicitly; a missing key is a bug).

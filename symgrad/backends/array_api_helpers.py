@@ -41,6 +41,15 @@ def _sg_xp_const(xp, spec, device, _held={}):  # noqa: B006 - NumPy's arrays, bu
     out = _held.get(key)
     if out is None:
         data, shape, dtype = spec
+        if isinstance(data, bytes):  # a large constant: its bytes, base64 (little-endian)
+            import base64
+            import sys
+
+            raw = memoryview(base64.b64decode(data))
+            fmt = {"float64": "d", "float32": "f", "int64": "q", "int32": "i", "bool": "?"}
+            if sys.byteorder != "little":
+                raise RuntimeError("symgrad's large constants are little-endian bytes")
+            data = raw.cast(fmt[dtype]).tolist()
         out = xp.reshape(xp.asarray(data, dtype=getattr(xp, dtype), device=device), shape)
         flags = getattr(out, "flags", None)
         if key[1].endswith("numpy") and flags is not None and len(_held) < 256:

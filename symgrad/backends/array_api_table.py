@@ -1,6 +1,6 @@
 """The array API backend's table: how each op is written against the array API standard.
 
-Entries are :class:`~symgrad.backends.numpy_table.Template` objects, like the NumPy table's,
+Entries are :class:`~symgrad.backends.template.Template` objects, like the NumPy table's,
 whose text calls the namespace ``xp`` (the emitted function binds it from its inputs with
 ``array_api_compat.array_namespace``, or to a fixed library for the ``jax`` and ``torch``
 backends). Ops the standard lacks call the standard-only helpers of
@@ -18,7 +18,8 @@ import math
 
 from ..ops.indexing import split_parts
 from . import array_api_helpers as h
-from .numpy_table import Template, scalar_source
+from .numpy_table import scalar_source
+from .template import Template
 
 T = Template
 
@@ -216,6 +217,9 @@ ARRAY_API: dict[str, Template | None] = {
         "logical_xor")},
     "arctan2": T("xp.atan2({0}, {1})"), "mod": T("xp.remainder({0}, {1})"),
     "stop_gradient": T("{0}"),
+    # a custom derivative's call: its value is its result operand (ops/custom.py)
+    "custom_vjp_call": T(lambda names, attrs: names[attrs["out"]]),
+    "custom_jvp_call": T(lambda names, attrs: names[attrs["out"]]),
     "sigmoid": T("1.0 / (1.0 + xp.exp(-{0}))"),
     "softplus": T("xp.logaddexp(xp.zeros_like({0}), {0})"),
     "relu": T("xp.maximum({0}, xp.zeros_like({0}))"),
@@ -305,6 +309,6 @@ ARRAY_API: dict[str, Template | None] = {
     "lu_factor": T("_sg_xp_lu(xp, {0}, 0)", (h._sg_xp_lu, *_HOST)),
     "lu_pivots": T("_sg_xp_lu(xp, {0}, 1)", (h._sg_xp_lu, *_HOST)),
     "lu_permutation": T("_sg_xp_lu(xp, {0}, 2)", (h._sg_xp_lu, *_HOST)),
-    # loops: the call of the loop function that backends/loop_source.py writes
+    # loops: the call of the loop function that backends/loops.py writes
     "scan": T(lambda names, attrs: f"_sg_loop({', '.join(names)})[{attrs['out']}]"),
 }

@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 import functools
 import linecache
+import time
 import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -17,22 +18,15 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DifferentiationError, InputError, SymgradError
+from ..errors import BackendError, DifferentiationError, InputError, SymgradError
 from ..ir.expr import Expr
 from ..ir.shapes import fmt
 from ..ir.values import exact, exact_choice
 from ..progress import step
-from .boundary import emit_request, exact_flag, exact_names
+from .boundary import exact_flag, exact_names
 from .interpreter import check_input, runtime_error
-from .source import (
-    Module,
-    Namer,
-    default_inputs,
-    output_list,
-    prepared,
-    resolve_inputs,
-)
-from .sparse_source import add_pattern, is_sparse, sparse_module
+from .naming import Namer
+from .request import Function, lower, numpy_request, pattern_constants, request, resolve_inputs
 from .target import target
 
 __all__ = ["compile", "scipy_functions", "CompiledFunction", "ScipyFunctions"]
@@ -98,6 +92,16 @@ class CompiledFunction:
         return f"<symgrad compiled function {self.__name__}({', '.join(self.inputs)})>"
 
 
+def _loader(tgt: Any) -> Callable[[str, str], tuple[dict, str]]:
+    """How a NumPy-driver module is loaded: from its text (NumPy), or from a file in the
+    cache folder, its kernels compiled or read from Numba's disk cache (Numba)."""
+    if tgt.name == "numba":
+        from .numba_source import load
+
+        return load
+    return _load
+
+
 def _load(source: str, tag: str) -> tuple[dict, str]:
     """Execute generated ``source`` as a fresh module registered with ``linecache``.
 
@@ -160,35 +164,32 @@ def compile(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None 
     >>> fn.inputs
     ('x',)
     """
-    name, inputs, output_names, scalars = emit_request(name, inputs, output_names, scalars)
     check_inputs = exact_flag(check_inputs, "check_inputs")
-    tgt = target(backend)
-    sparse = outputs if is_sparse(outputs) else None
-    if sparse is not None:
-        graph = sparse.data.graph
-        module, plan = sparse_module(sparse, inputs, name, scalars, tgt)
-    else:
-        graph, outs, single = output_list(outputs)
-        inputs = default_inputs(graph, outs, inputs)
-        new, (new_outs,) = prepared(graph, [outs], optimize, fast_math, tgt)
-        module = Module(new, scalars, tgt)
-        module.shown = {n: Expr(graph, o) for n, o in zip(new_outs, outs)}
-        plan = module.add(name, new_outs, inputs, single, output_names)
-        graph = new
-    source = module.render()
-    if not tgt.is_numpy:
+    clock = [time.perf_counter()]
+    lowered = lower(request(outputs, inputs, name, output_names=output_names,
+                            scalars=scalars, optimize=optimize, fast_math=fast_math,
+                            backend=backend))
+    clock.append(time.perf_counter())
+    tgt, name, params = lowered.request.target, lowered.functions[0].name, lowered.params()
+    printer = tgt.printer(lowered)
+    source = printer.module()
+    clock.append(time.perf_counter())
+    if not tgt.printer.numpy_only:
         from .array_compiled import load_array_function
 
-        return load_array_function(tgt, source, name, [graph.nodes[i] for i in plan.params],
-                                   check_inputs, _load)
-    namespace, filename = _load(source, name)
+        return load_array_function(tgt, source, name, params, check_inputs, _load)
+    namespace, filename = _loader(tgt)(source, name)
     raw = namespace[name]
-    params = [graph.nodes[i] for i in plan.params]
     raw.source, raw.inputs, raw.filename = source, tuple(n.name for n in params), filename
     fn = raw if not check_inputs else CompiledFunction(raw, params, source, filename)
     if not check_inputs:
         raw.raw = raw
-    if sparse is not None:  # the pattern, for callers building their sparse matrix
+    if hasattr(printer, "stats"):  # Numba: what was compiled, what NumPy runs, the phases
+        clock.append(time.perf_counter())
+        fn.kernels, fn.numpy_ops = printer.stats()
+        fn.build_seconds = dict(zip(("passes", "emit", "native compile"),
+                                    (b - a for a, b in zip(clock, clock[1:]))))
+    if "ROWS" in dict(lowered.request.constants):  # a sparse pattern, for its callers
         fn.rows, fn.cols, fn.shape = namespace["ROWS"], namespace["COLS"], namespace["SHAPE"]
     return fn
 
@@ -211,7 +212,7 @@ class ScipyFunctions:
 
 
 def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | None = None,
-                    *, hess: str | None = None) -> ScipyFunctions:
+                    *, hess: str | None = None, backend: str = "numpy") -> ScipyFunctions:
     """Generated NumPy functions for ``scipy.optimize.minimize(jac=True, hessp=...)``.
 
     ``f`` is a scalar expression of one vector variable ``wrt``; its other variables become
@@ -220,7 +221,8 @@ def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | Non
     :func:`compile`'s functions do. ``hess="sparse"`` adds ``hess(x, *args)`` returning a
     ``scipy.sparse.csr_matrix`` (emitted: the non-zeros from a colouring, the pattern as
     module constants ``HESS_ROWS``, ``HESS_COLS``, ``HESS_SHAPE``); ``hess="dense"`` one
-    returning the dense array.
+    returning the dense array. ``backend="numba"``: the same functions with their fused
+    loops compiled by Numba (see :func:`to_source`); SciPy calls them thousands of times.
 
     >>> import numpy as np, symgrad as sg
     >>> x = sg.var("x", shape=(2,))
@@ -232,6 +234,10 @@ def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | Non
     array([2., 0.])
     """
     hess = exact_choice(hess, "scipy_functions' hess", (None, "sparse", "dense"))
+    tgt = target(backend)
+    if tgt.name not in ("numpy", "numba"):
+        raise BackendError(f"scipy_functions emits NumPy code (backend='numpy' or 'numba'), "
+                           f"not {tgt.name!r}: SciPy's optimizers pass NumPy arrays")
     from ..transforms.derivatives import _resolve, grad, hessian, hvp
 
     if not isinstance(f, Expr) or f.shape != ():
@@ -255,23 +261,18 @@ def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | Non
     p = graph.variables[pname]
     extra_names = [graph.nodes[i].name for i in extra]
     h = hessian(f, x, sparse=hess == "sparse") if hess is not None else None
-    groups = [[f.node, g.node], [hv.node]]
+    args = (x.name, *extra_names)
+    fns = [Function("fun", (f.node, g.node), args, False, ("value", "grad")),
+           Function("hessp", (hv.node,), (x.name, graph.nodes[p].name, *extra_names), True,
+                    ("hvp",))]
+    pattern = ()
     if h is not None:
-        groups.append([(h.data if hess == "sparse" else h).node])
-    new, new_groups = prepared(graph, groups, True, False)  # the exact compile passes
-    module = Module(new)
-    module.shown = {n: Expr(graph, o) for old_ids, new_ids in zip(groups, new_groups)
-                    for n, o in zip(new_ids, old_ids)}
-    module.add("fun", new_groups[0], [x.name, *extra_names], False, ["value", "grad"])
-    module.add("hessp", new_groups[1], [x.name, graph.nodes[p].name, *extra_names], True,
-               ["hvp"])
-    if h is not None:
-        module.add("hess", new_groups[2], [x.name, *extra_names], True,
-                   ["data" if hess == "sparse" else "hess"])
-        if hess == "sparse":
-            add_pattern(module, h, "HESS_")
-    source = module.render()
-    namespace, filename = _load(source, "scipy")
+        sparse = hess == "sparse"
+        fns.append(Function("hess", ((h.data if sparse else h).node,), args, True,
+                            ("data" if sparse else "hess",)))
+        pattern = pattern_constants(h, "HESS_") if sparse else ()
+    source = lower(numpy_request(graph, fns, pattern, tgt)).source()
+    namespace, filename = _loader(tgt)(source, "scipy")
     nodes = graph.nodes
     fun = CompiledFunction(namespace["fun"], [nodes[i] for i in [x.node, *extra]], source,
                            filename)

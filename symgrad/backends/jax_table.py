@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..ops.indexing import key_source
 from .array_api_table import ARRAY_API, SPECIAL_BINARY, SPECIAL_UNARY
-from .numpy_table import Template
+from .template import Template
 
 UNSUPPORTED: dict[str, str] = {}
 """Ops this backend cannot write, with the reason (none)."""

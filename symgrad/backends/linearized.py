@@ -21,7 +21,7 @@ from ..ir.values import exact
 from ..transforms.derivatives import Wrt, _resolve, jvp
 from .compiled import CompiledFunction, compile
 from .interpreter import evaluate
-from .source import Namer
+from .naming import Namer
 
 __all__ = ["Linear", "linearize"]
 

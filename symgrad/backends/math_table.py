@@ -1,7 +1,7 @@
 """The scalar backend's table: how each op is written over Python floats with ``math``.
 
 Used by ``to_source(..., scalars="math")`` for functions whose every value is a scalar. An
-entry is a :class:`~symgrad.backends.numpy_table.Template` over Python floats, or ``None``
+entry is a :class:`~symgrad.backends.template.Template` over Python floats, or ``None``
 where the op has no scalar form (the function is then emitted with NumPy instead). A
 template may raise where NumPy would return inf or NaN (``math.exp(1000)``); the emitted
 code then reruns the same body over NumPy scalars with :func:`fallback_names`, derived from
@@ -15,7 +15,7 @@ import re
 
 import numpy as np
 
-from .numpy_table import Template
+from .template import Template
 
 # ``math`` functions whose NumPy ufunc has another name
 # (``pow`` -> ``float_power``: ``power`` takes its ``sqrt`` path for an exponent of 0.5,
@@ -46,6 +46,9 @@ MATH: dict[str, Template | None] = {
     "relu": T("(0.0 if {0} <= 0.0 else {0})"), "abs": T("abs({0})"),
     "sign": T("(1.0 if {0} > 0 else -1.0 if {0} < 0 else abs({0}))"),
     "stop_gradient": T("{0}"),
+    # a custom derivative's call: its value is its result operand (ops/custom.py)
+    "custom_vjp_call": T(lambda names, attrs: names[attrs["out"]]),
+    "custom_jvp_call": T(lambda names, attrs: names[attrs["out"]]),
     "less": T("{0} < {1}"), "less_equal": T("{0} <= {1}"), "greater": T("{0} > {1}"),
     "greater_equal": T("{0} >= {1}"), "equal": T("{0} == {1}"), "not_equal": T("{0} != {1}"),
     "where": T("({1} if {0} else {2})"),
@@ -93,7 +96,7 @@ MATH: dict[str, Template | None] = {
         "lstsq_residuals", "lstsq_rank", "lstsq_sv", "qr", "qr_q", "matrix_power", "multi_dot",
         "trace", "norm", "matrix_rank",
     )),
-    "scan": None,  # a loop is array code (backends/loop_source.py)
+    "scan": None,  # a loop is array code (backends/loops.py)
 }
 
 

@@ -1,23 +1,20 @@
 """The NumPy source backend's table: how each op is written in emitted NumPy code.
 
-An entry is a :class:`Template`: a ``str.format`` pattern over operand names ``{0} {1}``
-and attributes (``{axis!r}``), or a callable ``(names, attrs) -> str``; with the NumPy-only
-helper functions (``_sg_*``) the text calls, which the emitter writes once at the top of a
-module. The helpers are the interpreter's own kernels (from :mod:`symgrad.ops`), so the
-emitted code and ``evaluate`` cannot disagree. The leaves (``var``, ``const``) are written
-by the emitter itself. Every other op of the registry has an entry: a test fails if one
-is missing.
+An entry is a :class:`Template` (:mod:`.template`): a ``str.format`` pattern over operand
+names ``{0} {1}`` and attributes (``{axis!r}``), or a callable ``(names, attrs) -> str``;
+with the NumPy-only helper functions (``_sg_*``) the text calls, which the printer writes
+once at the top of a module. The helpers are the interpreter's own kernels (from
+:mod:`symgrad.ops`), so the emitted code and ``evaluate`` cannot disagree. The leaves
+(``var``, ``const``) are written by the printer itself. Every other op of the registry has
+an entry: a test fails if one is missing.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
 import math
-import sys
 import textwrap
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -26,59 +23,10 @@ from ..ops.indexing import _sg_index_add, _sg_scatter_sum, key_source, split_par
 from ..ops.matrix_functions import _sg_lu_permutation
 from ..ops.reductions import _sg_log_softmax, _sg_logsumexp, _sg_softmax
 from ..ops.sorting import _sg_partition
+from .template import Template
 
 NUMPY_TYPE = {"float64": "np.float64", "float32": "np.float32", "int64": "np.int64",
               "int32": "np.int32", "bool": "np.bool_"}
-
-
-@dataclass(frozen=True)
-class Template:
-    """How one op is written: ``text`` (pattern or callable), the helpers it calls and the
-    modules it ``imports`` beyond the target's own (``scipy.special``)."""
-
-    text: str | Callable[[list[str], dict], str]
-    helpers: tuple[Callable, ...] = ()
-    imports: tuple[str, ...] = ()
-
-    def render(self, names: list[str], attrs: dict) -> str:
-        """The text for operands ``names`` and the node's attributes."""
-        if callable(self.text):
-            return self.text(names, dict(attrs))
-        return self.text.format(*names, **{k: _as_source(v) for k, v in attrs.items()})
-
-    def namespace(self) -> dict:
-        """The names the text may use: ``np``, ``math``, the helpers and its imports."""
-        mods = {}
-        for module in self.imports:
-            importlib.import_module(module)
-            mods[module.split(".")[0]] = sys.modules[module.split(".")[0]]
-        return {"np": np, "math": math, **{fn.__name__: fn for fn in self.helpers}, **mods}
-
-
-class _Literal(float):
-    """A non-finite float that formats as Python source (``float('inf')``), as ``repr`` or
-    ``str``, alone or inside a tuple, list or dict: ``{attr!r}`` in a template stays valid
-    code (a bare ``inf`` would be a NameError when the function runs)."""
-
-    def __repr__(self) -> str:
-        return f"float('{float.__repr__(self)}')"
-
-    __str__ = __repr__
-
-    def __format__(self, spec: str) -> str:
-        return repr(self) if not spec else float.__format__(self, spec)
-
-
-def _as_source(value):
-    """An attribute value whose non-finite floats format as source (see :class:`_Literal`)."""
-    t = type(value)
-    if t is float:
-        return value if math.isfinite(value) else _Literal(value)
-    if t in (tuple, list):
-        return t(_as_source(v) for v in value)
-    if t is dict:
-        return {k: _as_source(v) for k, v in value.items()}
-    return value
 
 
 def scalar_source(v, module: str = "np") -> str:
@@ -212,6 +160,9 @@ NUMPY: dict[str, Template] = {
     "sigmoid": T("1.0 / (1.0 + np.exp(-{0}))"),
     "softplus": T("np.logaddexp(0.0, {0})"), "relu": T("np.maximum({0}, 0)"),
     "abs": T("np.abs({0})"), "sign": T("np.sign({0})"), "stop_gradient": T("{0}"),
+    # a custom derivative's call: its value is its result operand (ops/custom.py)
+    "custom_vjp_call": T(lambda names, attrs: names[attrs["out"]]),
+    "custom_jvp_call": T(lambda names, attrs: names[attrs["out"]]),
     "less": T("{0} < {1}"), "less_equal": T("{0} <= {1}"), "greater": T("{0} > {1}"),
     "greater_equal": T("{0} >= {1}"), "equal": T("{0} == {1}"), "not_equal": T("{0} != {1}"),
     "where": T("np.where({0}, {1}, {2})"),
@@ -306,6 +257,6 @@ NUMPY: dict[str, Template] = {
     "lu_factor": T("scipy.linalg.lu_factor({0})[0]", imports=("scipy.linalg",)),
     "lu_pivots": T("scipy.linalg.lu_factor({0})[1].astype(np.int64)", imports=("scipy.linalg",)),
     "lu_permutation": T("_sg_lu_permutation({0})", (_sg_lu_permutation,), ("scipy.linalg",)),
-    # loops: the call of the loop function that backends/loop_source.py writes
+    # loops: the call of the loop function that backends/loops.py writes
     "scan": T(lambda names, attrs: f"_sg_loop({', '.join(names)})[{attrs['out']}]"),
 }

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .array_api_helpers import _sg_xp_lu
 from .array_api_table import ARRAY_API
-from .numpy_table import Template
+from .template import Template
 
 UNSUPPORTED: dict[str, str] = {}
 """Ops this backend cannot write, with the reason (none)."""

@@ -178,6 +178,7 @@ class Graph:
         )
         self._state = _BuildState()
         self._calls = 0  # look-ups and builds by every thread (see budget)
+        self.rollbacks = 0  # rollbacks so far: ids after one may name other nodes
         self.lock = threading.RLock()  # the builder's critical section (re-entrant: rules)
 
     def __len__(self) -> int:
@@ -381,6 +382,7 @@ class Graph:
         leaves no partial derivative behind, and a retry builds the same graph)."""
         if len(self.nodes) == n:
             return
+        self.rollbacks += 1
         del self.nodes[n:]
         self._keys = {k: v for k, v in self._keys.items() if v < n}
         self.variables = {k: v for k, v in self.variables.items() if v < n}

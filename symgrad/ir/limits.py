@@ -40,8 +40,8 @@ DEFAULTS: dict[str, tuple[int, str]] = {
     "parse_string_chars": (200, "characters of a string argument in text (einsum's spec)"),
     "transform_nodes": (1_000_000, "nodes one call of grad, vjp, jacobian, hessian, hvp or "
                                    "derivative may add to a graph, checked as it grows (about "
-                                   "0.55 KB and 80-100 us of CPU a node: reaching 1,000,000 "
-                                   "nodes takes some 550 MB and 1.5 minutes)"),
+                                   "0.55 KB and 30-70 us of CPU a node: reaching 1,000,000 "
+                                   "nodes takes some 550 MB and under a minute)"),
     "dense_elements": (100_000_000, "elements of a dense Jacobian, Hessian or derivative "
                                     "tensor (and of its identity seed), checked before "
                                     "anything is built"),

@@ -35,6 +35,13 @@ Fields of a stanza
     for a zero tangent. Rules build graph from registered ops only (so forward-over-reverse
     and reverse-over-forward compose) and accept tangents with extra leading batch axes,
     which is how ``jacfwd`` is one pass. Every differentiable op has one.
+``taylor(n, s, K) -> series``
+    The Taylor-mode rule ``derivative(f, x, n)`` uses for a scalar ``x``: ``s`` holds one
+    series per operand (``K + 1`` entries, entry ``k`` the ``k``-th derivative along ``x``
+    or None where it is zero; entry 0 the operand) and the rule returns the output's, or
+    None to decline (see :mod:`symgrad.ops.series`). Left out: an op whose forward rule is
+    :func:`~symgrad.ops.tangent.linear` pushes every order through the op; any other op
+    makes ``derivative`` use repeated reverse mode.
 ``sparsity(n) -> maps``
     The structural sparsity rule: for each operand, the pairs ``(output element, operand
     element)`` (flat indices, two int arrays) of its local Jacobian that may be non-zero, or
@@ -51,6 +58,11 @@ Fields of a stanza
     per-step outputs): the attribute that says which result a node is. Nodes equal but for
     it are one call, and reverse mode asks ``backprop`` once per call, with ``g`` a dict
     ``{node id: adjoint}`` of the results that have one (a plain Expr is still accepted).
+``batch(args, batched, attrs, shape) -> Expr``
+    For ``sg.vmap``: the op on ``args``, those flagged in ``batched`` with one extra leading
+    (batch) axis, giving ``(batch,) + shape`` (``shape`` the unbatched result's). Left out,
+    the op is rebuilt as it is and its result checked (see
+    :mod:`symgrad.transforms.batching`); ops that would mix the rows need it (``outer``).
 ``front``
     The user-facing function, when it is more than :meth:`Signature.bind` (``x[key]``).
 ``write(key_marks, attrs) -> str``
@@ -238,6 +250,8 @@ class Op:
     doc: str = ""
     builtin: bool = True  # False for ops defined with symgrad.extend
     joint: str | None = None  # the attribute telling the results of one call apart
+    batch: Callable[..., Any] | None = None  # the op on operands with a batch axis (vmap)
+    taylor: Callable[..., Any] | None = None
 
     @property
     def arity(self) -> int | None:

@@ -17,6 +17,7 @@ from ..errors import ShapeError
 from ..ir.expr import F
 from ..ir.op import BINARY, UNARY, Op, register, sig
 from ..ir.shapes import broadcast, float_dtype, result_dtype
+from . import series
 from .tangent import align, elementwise, total, typed
 
 
@@ -51,22 +52,22 @@ def _forward(backprop, forward):
 
 
 def unary(name, impl, backprop, *, sympy=None, domain=(-2.0, 2.0), keep_dtype=False,
-          differentiable=True, aliases=(), doc="", infix=None, forward=None):
+          differentiable=True, aliases=(), doc="", infix=None, forward=None, taylor=None):
     """Register a one-operand elementwise op (``infix`` makes it a prefix operator)."""
     return register(Op(
         name=name, infer=_same if keep_dtype else _floating, impl=impl, backprop=backprop,
-        forward=_forward(backprop, forward),
+        forward=_forward(backprop, forward), taylor=taylor,
         signature=sig("x", infix=infix) if infix else UNARY, sympy=sympy, domain=domain,
         differentiable=differentiable, aliases=aliases, doc=doc, elementwise=True,
     ))
 
 
 def binary(name, impl, backprop, *, infer=None, infix=None, sympy=None, domain=(-2.0, 2.0),
-           differentiable=True, aliases=(), doc="", forward=None):
+           differentiable=True, aliases=(), doc="", forward=None, taylor=None):
     """Register a two-operand broadcasting op."""
     return register(Op(
         name=name, infer=infer or _arith(name), impl=impl, backprop=backprop,
-        forward=_forward(backprop, forward),
+        forward=_forward(backprop, forward), taylor=taylor,
         signature=sig("x", "y", infix=infix) if infix else BINARY, sympy=sympy, domain=domain,
         differentiable=differentiable, aliases=aliases, doc=doc, elementwise=True,
     ))
@@ -113,31 +114,37 @@ def _div_forward(n, t):
 
 
 binary("add", np.add, lambda n, g: (g, g), infix=("+", 11), sympy="Add",
-       forward=lambda n, t: total(*_aligned(n, t)))
+       forward=lambda n, t: total(*_aligned(n, t)), taylor=series.piecewise_linear)
 binary("subtract", np.subtract, lambda n, g: (g, -g), infix=("-", 11),
-       sympy=lambda sp, x, y: x - y, aliases=("sub",), forward=_subtract_forward)
+       sympy=lambda sp, x, y: x - y, aliases=("sub",), forward=_subtract_forward,
+       taylor=series.piecewise_linear)
 binary("multiply", np.multiply,
        lambda n, g: (g * n.args[1] if n.needs(0) else None, g * n.args[0] if n.needs(1) else None),
-       infix=("*", 12), sympy="Mul", aliases=("mul",), forward=_mul_forward)
+       infix=("*", 12), sympy="Mul", aliases=("mul",), forward=_mul_forward,
+       taylor=series.bilinear)
 binary("divide", np.true_divide,
        lambda n, g: (g / n.args[1] if n.needs(0) else None,
                      -(g * (n.out / n.args[1])) if n.needs(1) else None),
        infer=_true_div, infix=("/", 12), sympy=lambda sp, x, y: x / y, domain=(0.5, 2.0),
-       aliases=("div", "true_divide"), forward=_div_forward)
+       aliases=("div", "true_divide"), forward=_div_forward, taylor=series.quotient)
 binary("power", np.power,
        lambda n, g: (
            g * _zero_at_origin(n.args[0], n.args[1], n.args[1] * n.args[0] ** (n.args[1] - 1)),
            g * _where_zero(n.args[0] == 0, n.out * F.log(n.args[0])),
        ),
-       infix=("**", 14), sympy="Pow", domain=(0.5, 2.0), aliases=("pow",))
+       infix=("**", 14), sympy="Pow", domain=(0.5, 2.0), aliases=("pow",),
+       taylor=series.power)
 unary("negative", np.negative, lambda n, g: (-g,), keep_dtype=True, sympy=lambda sp, x: -x,
-      aliases=("neg",), infix=("-", 13))
+      aliases=("neg",), infix=("-", 13), taylor=series.piecewise_linear)
 unary("square", np.square, lambda n, g: (g * (2.0 * n.args[0]),), keep_dtype=True,
-      sympy=lambda sp, x: x**2)
+      sympy=lambda sp, x: x**2,
+      taylor=lambda n, s, K: [n.out] + [series.square_term(s[0], k) for k in range(1, K + 1)])
 binary("maximum", np.maximum,
-       lambda n, g: _split(g, n.args[0] > n.args[1], n.args[0] == n.args[1]), sympy="Max")
+       lambda n, g: _split(g, n.args[0] > n.args[1], n.args[0] == n.args[1]), sympy="Max",
+       taylor=series.piecewise_linear)
 binary("minimum", np.minimum,
-       lambda n, g: _split(g, n.args[0] < n.args[1], n.args[0] == n.args[1]), sympy="Min")
+       lambda n, g: _split(g, n.args[0] < n.args[1], n.args[0] == n.args[1]), sympy="Min",
+       taylor=series.piecewise_linear)
 
 
 def _split(g, wins, ties):
@@ -149,19 +156,32 @@ def _split(g, wins, ties):
 
 # -- functions ----------------------------------------------------------------------------
 
-unary("exp", np.exp, lambda n, g: (g * n.out,), sympy="exp")
-unary("log", np.log, lambda n, g: (g / n.args[0],), sympy="log", domain=(0.2, 3.0))
+unary("exp", np.exp, lambda n, g: (g * n.out,), sympy="exp",
+      taylor=lambda n, s, K: series.chain(s[0], n.out, lambda y, m: y[m], K))
+unary("log", np.log, lambda n, g: (g / n.args[0],), sympy="log", domain=(0.2, 3.0),
+      taylor=lambda n, s, K: series.logarithm(s[0], n.out, n.args[0], K))
 unary("log1p", np.log1p, lambda n, g: (g / (1.0 + n.args[0]),),
-      sympy=lambda sp, x: sp.log(1 + x), domain=(-0.5, 3.0))
-unary("expm1", np.expm1, lambda n, g: (g * (n.out + 1.0),), sympy=lambda sp, x: sp.exp(x) - 1)
-unary("sqrt", np.sqrt, lambda n, g: (g / (2.0 * n.out),), sympy="sqrt", domain=(0.2, 3.0))
-unary("sin", np.sin, lambda n, g: (g * F.cos(n.args[0]),), sympy="sin")
-unary("cos", np.cos, lambda n, g: (-(g * F.sin(n.args[0])),), sympy="cos")
+      sympy=lambda sp, x: sp.log(1 + x), domain=(-0.5, 3.0),
+      taylor=lambda n, s, K: series.logarithm(s[0], n.out, 1.0 + n.args[0], K))
+unary("expm1", np.expm1, lambda n, g: (g * (n.out + 1.0),), sympy=lambda sp, x: sp.exp(x) - 1,
+      taylor=lambda n, s, K: series.chain(s[0], n.out, lambda y, m: y[m] if m else y[0] + 1.0,
+                                          K))
+unary("sqrt", np.sqrt, lambda n, g: (g / (2.0 * n.out),), sympy="sqrt", domain=(0.2, 3.0),
+      taylor=lambda n, s, K: series.root(s[0], n.out, K))
+unary("sin", np.sin, lambda n, g: (g * F.cos(n.args[0]),), sympy="sin",
+      taylor=lambda n, s, K: series.pair(s[0], n.out, F.cos(n.args[0]), (1, -1), K))
+unary("cos", np.cos, lambda n, g: (-(g * F.sin(n.args[0])),), sympy="cos",
+      taylor=lambda n, s, K: series.pair(s[0], n.out, F.sin(n.args[0]), (-1, 1), K))
 unary("tan", np.tan, lambda n, g: (g * (1.0 + n.out * n.out),), sympy="tan",
-      domain=(-1.2, 1.2))
-unary("tanh", np.tanh, lambda n, g: (g * (1.0 - n.out * n.out),), sympy="tanh")
-unary("sinh", np.sinh, lambda n, g: (g * F.cosh(n.args[0]),), sympy="sinh")
-unary("cosh", np.cosh, lambda n, g: (g * F.sinh(n.args[0]),), sympy="cosh")
+      domain=(-1.2, 1.2), taylor=lambda n, s, K: series.chain(
+          s[0], n.out, lambda y, m: series.square_term(y, m) if m else 1.0 + y[0] * y[0], K))
+unary("tanh", np.tanh, lambda n, g: (g * (1.0 - n.out * n.out),), sympy="tanh",
+      taylor=lambda n, s, K: series.chain(s[0], n.out, lambda y, m: series.scaled(
+          -1, series.square_term(y, m)) if m else 1.0 - y[0] * y[0], K))
+unary("sinh", np.sinh, lambda n, g: (g * F.cosh(n.args[0]),), sympy="sinh",
+      taylor=lambda n, s, K: series.pair(s[0], n.out, F.cosh(n.args[0]), (1, 1), K))
+unary("cosh", np.cosh, lambda n, g: (g * F.sinh(n.args[0]),), sympy="cosh",
+      taylor=lambda n, s, K: series.pair(s[0], n.out, F.sinh(n.args[0]), (1, 1), K))
 
 
 def _sigmoid(x):
@@ -171,18 +191,37 @@ def _sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
+def _logistic(u, y0, x, K):
+    """The series of ``sigmoid(u)``: ``y' = y (1 - y) u'``, order 0 of ``y (1 - y)`` as the
+    backprop rule writes it (``s(x) s(-x)``, exact in both tails)."""
+    def g(y, m):
+        return (series.total([y[m], series.scaled(-1, series.square_term(y, m))]) if m
+                else y0 * F.sigmoid(-x))
+
+    return series.chain(u, y0, g, K)
+
+
+def _softplus_series(u, y0, x, K):
+    """``softplus(u)``: ``y' = sigmoid(u) u'``."""
+    g = _logistic(u, F.sigmoid(x), x, K)
+    return series.chain(u, y0, lambda y, m: g[m], K)
+
+
 # sigmoid' = s(x) s(-x): exact in both tails, where s (1 - s) cancels to 0 beyond x ~ 37
 unary("sigmoid", _sigmoid, lambda n, g: (g * (n.out * F.sigmoid(-n.args[0])),),
       sympy=lambda sp, x: 1 / (1 + sp.exp(-x)), domain=(-4.0, 4.0),
-      doc="logistic function 1 / (1 + exp(-x)), computed without overflow")
+      doc="logistic function 1 / (1 + exp(-x)), computed without overflow",
+      taylor=lambda n, s, K: _logistic(s[0], n.out, n.args[0], K))
 unary("softplus", lambda x: np.logaddexp(0.0, x), lambda n, g: (g * F.sigmoid(n.args[0]),),
       sympy=lambda sp, x: sp.log(1 + sp.exp(x)), domain=(-4.0, 4.0),
-      doc="log(1 + exp(x)), computed without overflow")
+      doc="log(1 + exp(x)), computed without overflow",
+      taylor=lambda n, s, K: _softplus_series(s[0], n.out, n.args[0], K))
 unary("relu", lambda x: np.maximum(x, 0), lambda n, g: (F.where(n.args[0] > 0, g, 0.0),),
       keep_dtype=True, sympy=lambda sp, x: sp.Max(x, 0), domain=(0.2, 2.0),
-      doc="max(x, 0); relu'(0) = 0")
+      doc="max(x, 0); relu'(0) = 0", taylor=series.piecewise_linear)
 unary("abs", np.abs, lambda n, g: (g * F.sign(n.args[0]),), keep_dtype=True, sympy="Abs",
-      domain=(0.2, 2.0), aliases=("absolute",), doc="|x|; abs'(0) = 0")
+      domain=(0.2, 2.0), aliases=("absolute",), doc="|x|; abs'(0) = 0",
+      taylor=series.piecewise_linear)
 unary("sign", np.sign, None, keep_dtype=True, sympy="sign", differentiable=False)
 
 # -- comparisons and selection ------------------------------------------------------------
@@ -210,7 +249,7 @@ def _where_forward(n, t):
 
 register(Op(
     name="where", signature=sig("condition", "x", "y"), infer=_where_infer, impl=np.where,
-    elementwise=True, forward=_where_forward,
+    elementwise=True, forward=_where_forward, taylor=series.piecewise_linear,
     backprop=lambda n, g: (None, F.where(n.args[0], g, 0.0), F.where(n.args[0], 0.0, g)),
     doc="x where condition else y; the unselected branch gets an exact zero gradient",
 ))

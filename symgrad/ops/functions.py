@@ -25,10 +25,26 @@ from ..ir.expr import F
 from ..ir.op import Op, register, sig
 from ..ir.shapes import DTYPES, broadcast, result_dtype
 from ..ir.values import describe
+from . import series
 from .elementwise import _compare, _split, binary, unary
 from .tangent import first
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
+
+
+def _inverse_trig(n, s, K, sign, root=True, negated=False):
+    """Taylor rule of ``arcsin`` (``sign=-1``), ``arcsinh`` (``1``), ``arctan`` and ``arctanh``
+    (``root=False``), ``arccos`` (``negated``): ``y' = g u'`` with ``g = 1 / w`` (or ``1 /
+    sqrt(w)``), ``w = 1 + sign u^2``."""
+    u = s[0]
+    w = series.shifted_square(u, 1.0, sign, K - 1)
+    if root:
+        w = series.root(w, F.sqrt(w[0]), K - 1)
+    g = series.inverse(w, 1.0 / w[0], K - 1)
+    if negated:
+        g = [-e if e is not None else None for e in g]
+    return series.through(u, n.out, g, K)
+
 
 
 def _logical(shapes, dtypes, attrs):
@@ -50,31 +66,39 @@ def _bool_examples(arity: int):
 # -- inverse trigonometric and hyperbolic, exponents and logarithms -------------------------
 
 unary("arcsin", np.arcsin, lambda n, g: (g / F.sqrt(1.0 - n.args[0] ** 2),), sympy="asin",
-      domain=(-0.9, 0.9), aliases=("asin",))
+      domain=(-0.9, 0.9), aliases=("asin",), taylor=lambda n, s, K: _inverse_trig(n, s, K, -1))
 unary("arccos", np.arccos, lambda n, g: (-(g / F.sqrt(1.0 - n.args[0] ** 2)),), sympy="acos",
-      domain=(-0.9, 0.9), aliases=("acos",))
+      domain=(-0.9, 0.9), aliases=("acos",),
+      taylor=lambda n, s, K: _inverse_trig(n, s, K, -1, negated=True))
 unary("arctan", np.arctan, lambda n, g: (g / (1.0 + n.args[0] ** 2),), sympy="atan",
-      aliases=("atan",))
+      aliases=("atan",), taylor=lambda n, s, K: _inverse_trig(n, s, K, 1, root=False))
 unary("arcsinh", np.arcsinh, lambda n, g: (g / F.sqrt(n.args[0] ** 2 + 1.0),), sympy="asinh",
-      aliases=("asinh",))
+      aliases=("asinh",), taylor=lambda n, s, K: _inverse_trig(n, s, K, 1))
 unary("arccosh", np.arccosh,
       lambda n, g: (g / F.sqrt((n.args[0] - 1.0) * (n.args[0] + 1.0)),), sympy="acosh",
       domain=(1.2, 3.0), aliases=("acosh",))
 unary("arctanh", np.arctanh, lambda n, g: (g / (1.0 - n.args[0] ** 2),), sympy="atanh",
-      domain=(-0.9, 0.9), aliases=("atanh",))
-unary("exp2", np.exp2, lambda n, g: (g * (n.out * _LN2),), sympy=lambda sp, x: 2**x)
+      domain=(-0.9, 0.9), aliases=("atanh",),
+      taylor=lambda n, s, K: _inverse_trig(n, s, K, -1, root=False))
+unary("exp2", np.exp2, lambda n, g: (g * (n.out * _LN2),), sympy=lambda sp, x: 2**x,
+      taylor=lambda n, s, K: series.chain(s[0], n.out, lambda y, m: _LN2 * y[m], K))
 unary("log2", np.log2, lambda n, g: (g / (n.args[0] * _LN2),),
-      sympy=lambda sp, x: sp.log(x, 2), domain=(0.2, 3.0))
+      sympy=lambda sp, x: sp.log(x, 2), domain=(0.2, 3.0),
+      taylor=lambda n, s, K: series.times(series.logarithm(s[0], n.out, n.args[0], K),
+                                          1.0 / _LN2))
 unary("log10", np.log10, lambda n, g: (g / (n.args[0] * _LN10),),
-      sympy=lambda sp, x: sp.log(x, 10), domain=(0.2, 3.0))
+      sympy=lambda sp, x: sp.log(x, 10), domain=(0.2, 3.0),
+      taylor=lambda n, s, K: series.times(series.logarithm(s[0], n.out, n.args[0], K),
+                                          1.0 / _LN10))
 unary("cbrt", np.cbrt, lambda n, g: (g / (3.0 * n.out * n.out),), sympy="cbrt",
       domain=(0.2, 3.0), doc="cube root (real, also of negative numbers); cbrt'(0) is inf")
 unary("reciprocal", np.reciprocal, lambda n, g: (-(g * (n.out * n.out)),), keep_dtype=True,
-      sympy=lambda sp, x: 1 / x, domain=(0.5, 2.0), doc="1 / x (integer division for ints)")
+      sympy=lambda sp, x: 1 / x, domain=(0.5, 2.0), doc="1 / x (integer division for ints)",
+      taylor=lambda n, s, K: series.inverse(s[0], n.out, K))
 unary("deg2rad", np.deg2rad, lambda n, g: (g * (math.pi / 180.0),),
-      sympy=lambda sp, x: x * sp.pi / 180, aliases=("radians",))
+      sympy=lambda sp, x: x * sp.pi / 180, aliases=("radians",), taylor=series.piecewise_linear)
 unary("rad2deg", np.rad2deg, lambda n, g: (g * (180.0 / math.pi),),
-      sympy=lambda sp, x: x * 180 / sp.pi, aliases=("degrees",))
+      sympy=lambda sp, x: x * 180 / sp.pi, aliases=("degrees",), taylor=series.piecewise_linear)
 
 # -- rounding: zero derivative ------------------------------------------------------------
 
@@ -151,11 +175,13 @@ binary("floor_divide", np.floor_divide, None, differentiable=False, domain=(0.5,
 binary("fmax", np.fmax,
        lambda n, g: _split(g, (n.args[0] > n.args[1]) | F.isnan(n.args[1]),
                            n.args[0] == n.args[1]),
-       doc="maximum that ignores NaN; ties split the gradient equally")
+       doc="maximum that ignores NaN; ties split the gradient equally",
+       taylor=series.piecewise_linear)
 binary("fmin", np.fmin,
        lambda n, g: _split(g, (n.args[0] < n.args[1]) | F.isnan(n.args[1]),
                            n.args[0] == n.args[1]),
-       doc="minimum that ignores NaN; ties split the gradient equally")
+       doc="minimum that ignores NaN; ties split the gradient equally",
+       taylor=series.piecewise_linear)
 binary("copysign", np.copysign,
        lambda n, g: (g * (F.copysign(1.0, n.args[0]) * F.copysign(1.0, n.args[1])), None),
        infer=_float_infer, domain=(0.5, 2.0),
@@ -190,7 +216,7 @@ def _astype_rule(n, g):
 register(Op(
     name="astype", signature=sig("x", "=dtype:str", dtype=None), prepare=_astype_prepare,
     infer=lambda s, d, a: (s[0], a["dtype"]), impl=lambda x, dtype: np.asarray(x).astype(dtype),
-    backprop=_astype_rule, elementwise=True,
+    backprop=_astype_rule, elementwise=True, taylor=series.piecewise_linear,
     forward=first(lambda n, t: F.astype(t, n.dtype) if _astype_rule(n, t)[0] is not None
                   else None),
     # float64 cases only: the registry's gradient checks need float64 (tests/test_dtypes.py

@@ -32,6 +32,7 @@ from ..ir.expr import F
 from ..ir.op import Op, SignatureError, register, sig
 from ..ir.shapes import broadcast, fmt, result_dtype
 from ..ir.values import describe
+from . import series
 from .structure import einsum_map, gather_map, matmul_spec
 from .tangent import align, batch_of, linear, total
 
@@ -122,10 +123,34 @@ def _matmul_examples(rng) -> list:
     return [([r(p), r(q)], {}) for p, q in pairs]
 
 
+def _matmul_batch(args, batched, attrs, shape):
+    """``a @ b`` for every row: a vector operand becomes a matrix (a row ``(1, n)`` on the
+    left, a column ``(n, 1)`` on the right) and a batched one gets unit axes after its batch
+    axis, so NumPy's broadcasting of stacked matrices pairs the rows; then the unit axes
+    are dropped."""
+    a, b = args
+    ra, rb = a.ndim - batched[0], b.ndim - batched[1]
+    rank = max(ra, rb, 2)
+    if ra == 1:
+        a = _reshape(a, a.shape[:-1] + (1, a.shape[-1]))
+    if rb == 1:
+        b = _reshape(b, b.shape + (1,))
+    parts = []
+    for x, flag in ((a, batched[0]), (b, batched[1])):
+        if flag and x.ndim - 1 < rank:
+            x = _reshape(x, x.shape[:1] + (1,) * (rank + 1 - x.ndim) + x.shape[1:])
+        parts.append(x)
+    out = parts[0] @ parts[1]
+    size = (a if batched[0] else b).shape[0]
+    return _reshape(out, (size, *shape))
+
+
 register(Op(
     name="matmul", signature=sig("a", "b", infix=("@", 12)), infer=_matmul_infer,
     impl=np.matmul, backprop=lambda n, g: matmul_vjp(*n.args, g), examples=_matmul_examples,
+    batch=_matmul_batch,
     forward=lambda n, t: matmul_jvp(*n.args, *t), sparsity=_matmul_sparsity,
+    taylor=series.bilinear,
     doc="matrix product a @ b with NumPy semantics (1-D promotion, broadcast batch axes)",
 ))
 
@@ -167,6 +192,7 @@ def _dot_sparsity(n):
 register(Op(
     name="dot", signature=sig("a", "b"), infer=_dot_infer, impl=np.dot, backprop=_dot_rule,
     forward=_dot_forward, sparsity=_dot_sparsity,
+    taylor=series.bilinear,
     examples=lambda rng: [([rng.standard_normal(p), rng.standard_normal(q)], {}) for p, q in (
         ((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 2)), ((2, 3), (3, 4)), ((), (2, 3)))],
     doc="NumPy dot for operands of at most 2 axes (a scalar operand multiplies)",
@@ -188,6 +214,9 @@ register(Op(
         None if t[1] is None else _reshape(n.args[0], n.args[0].shape + (1,)) * _reshape(
             t[1], t[1].shape[:-1] + (1, t[1].shape[-1]))),
     sparsity=lambda n: einsum_map("i,j->ij", n),
+    batch=lambda args, batched, attrs, shape: _reshape(args[0], args[0].shape + (1,)) * (
+        _reshape(args[1], args[1].shape[:-1] + (1, args[1].shape[-1]))),
+    taylor=series.bilinear,
     examples=lambda rng: [([rng.standard_normal(3), rng.standard_normal(4)], {})],
     doc="outer product of two 1-D arrays: out[i, j] = a[i] * b[j]",
 ))

@@ -38,6 +38,7 @@ from ..errors import ShapeError, UnsupportedError
 from ..ir.expr import F
 from ..ir.op import Op, register, sig
 from ..ir.shapes import broadcast, float_dtype, result_dtype
+from . import series
 from .elementwise import _where_zero, binary, unary
 from .tangent import elementwise
 
@@ -85,8 +86,16 @@ def _safe(x, at: float = 0.0):
 
 # -- the error function and the normal distribution -----------------------------------------
 
+def _erf_series(n, u, K):
+    """``erf'(u) = 2/sqrt(pi) exp(-u^2) u'``: the series of ``exp(-u^2)`` first."""
+    v = series.shifted_square(u, 0.0, -1, K - 1)
+    e = series.chain(v, F.exp(-F.square(n.args[0])), lambda y, m: y[m], K - 1)
+    return series.through(u, n.out, [None if t is None else _TWO_OVER_SQRT_PI * t for t in e], K)
+
+
 unary("erf", _scipy("erf"), lambda n, g: (g * (_TWO_OVER_SQRT_PI * F.exp(-F.square(n.args[0]))),),
-      sympy="erf", doc="the error function 2/sqrt(pi) * integral of exp(-t^2) from 0 to x")
+      sympy="erf", doc="the error function 2/sqrt(pi) * integral of exp(-t^2) from 0 to x",
+      taylor=lambda n, s, K: _erf_series(n, s[0], K))
 unary("erfc", _scipy("erfc"),
       lambda n, g: (-(g * (_TWO_OVER_SQRT_PI * F.exp(-F.square(n.args[0])))),),
       sympy="erfc", doc="1 - erf(x), accurate where erf(x) is near 1")

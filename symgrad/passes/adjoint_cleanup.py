@@ -92,6 +92,7 @@ def _sum_of_matmul(a: Expr, b: Expr, axis: tuple, keep: bool) -> Expr | None:
 
 
 ATTRS = {"axis": "axis", "keepdims": "keep"}
+SCATTERS = ("index_add", "scatter_sum")  # the driver offers only sums of two of these
 
 ADJOINT_CLEANUP = Pass(
     "adjoint_cleanup",
@@ -104,9 +105,9 @@ ADJOINT_CLEANUP = Pass(
              lambda c, z, a, b: F.where(c, z, a + b)),
         Rule(("add", ("where", "c", "a", ZERO), ("where", "c", "b", Const(None, 0.0))),
              lambda c, a, b, z: F.where(c, a + b, z)),
-        Rule(("add", "u", "v"), _merged_scatters),
+        Rule(("add", "u", "v"), _merged_scatters, children=SCATTERS),
         Rule(("sum", ("negative", "x"), ATTRS), lambda x, axis, keep: -F.sum(x, axis, keep)),
         Rule(("sum", ("matmul", "a", "b"), ATTRS), _sum_of_matmul),
     ),
-    stages=("reverse", "simplify"),
+    stages=("reverse", "fast_math", "simplify_adjoint"),
 )

@@ -23,7 +23,7 @@ from __future__ import annotations
 from ..ir.expr import Expr, F
 from ..ir.graph import Graph
 from .pattern import Const, Pass, Rule
-from .pipeline import rebuilt
+from .rebuild import rebuilt
 
 
 def _rows(c: Expr, x: Expr) -> Expr | None:
@@ -45,7 +45,7 @@ SUMS_AS_SUMS = Pass(
     "jax/torch: batched products with a vector of ones (NumPy's faster sums) as sums",
     rules=(Rule(("matmul", Const("c", 1.0), "x"), _rows),
            Rule(("matmul", "x", Const("c", 1.0)), _cols)),
-    stages=("compile(backend=jax|torch)",),
+    stages=("arrays",),
 )
 
 

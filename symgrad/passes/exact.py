@@ -67,7 +67,7 @@ CONSTANT_FOLDING = Pass(
     "ops on small constants computed once, as the interpreter would (exact)",
     rules=(Rule(_all_constant, _computed, children=("const",)),
            Rule(_repeated_constants, _broadcast, children=("const", "broadcast_to"))),
-    stages=("reverse", "simplify"),
+    stages=("reverse", "compile", "fast_math", "simplify", "simplify_adjoint"),
 )
 
 
@@ -101,7 +101,7 @@ IDENTITIES = Pass(
         *(Rule((op, "x", {"axis": "a"}), lambda x, a: x if a == () else None)
           for op in ("sum", "mean", "max", "min", "logsumexp")),
     ),
-    stages=("reverse", "simplify"),
+    stages=("reverse", "compile", "fast_math", "simplify", "simplify_adjoint"),
 )
 
 NEGATIONS = Pass(
@@ -119,5 +119,5 @@ NEGATIONS = Pass(
             Rule((op, "a", ("negative", "b")), lambda a, b, op=op: -getattr(F, op)(a, b)),
         )),
     ),
-    stages=("reverse", "simplify"),
+    stages=("reverse", "compile", "fast_math", "simplify", "simplify_adjoint"),
 )

@@ -38,7 +38,7 @@ from ..ir.expr import Expr, F, NodeView
 from ..ir.graph import Graph, Node
 from ..ir.op import REGISTRY
 from ..ir.shapes import reduced
-from .pattern import OneOf, Pass, Rule, _compile
+from .pattern import OneOf, Pass, Rule
 
 # -- patterns ---------------------------------------------------------------------------------
 
@@ -62,16 +62,25 @@ _ONE = 1.0
 
 @dataclass(frozen=True)
 class Idiom:
-    """One idiom: its spellings (``patterns``), the backprop ``rule(g, out, caps, graph) ->
-    {capture: contribution}``, the op it is (``forward(caps, graph) -> Expr``, for
-    simplify) and a shape ``check(graph, caps)`` of the captures (node ids)."""
+    """One idiom: the op it computes (``name``), its spellings (``patterns``), its backprop
+    ``rule`` (an op rule, ``(n, g) -> (contribution to the input,)``: ``n`` is the written
+    root seen as a node of that op, whose ``attrs`` are :meth:`attrs` of the captures), the
+    op as it would be built (``forward(caps, graph) -> Expr``, for simplify) and a shape
+    ``check(graph, caps)`` of the captures (node ids)."""
 
     name: str
     patterns: tuple
-    rule: Callable[..., dict]
+    rule: Callable[[NodeView, Expr], tuple]
     forward: Callable[..., Expr | None]
     check: Callable[[Graph, dict], bool] | None = None
     rewritten: tuple = ()  # further spellings met only in simplify (inner parts rewritten)
+    input: str = "a"  # the capture that is the op's operand
+
+    def attrs(self, caps: dict) -> dict:
+        """The root's attributes as a node of the op: the reduced ``axis`` (the whole tuple:
+        the rules reduce over all of it), and ``captures``, the forward nodes the rule may
+        reuse."""
+        return {"axis": caps["ax"], "captures": caps} if "ax" in caps else {"captures": caps}
 
 
 def _aligned(graph: Graph, caps: dict, node: int) -> bool:
@@ -128,6 +137,16 @@ def _softmax_of(graph: Graph, caps: dict) -> Expr:
     return Expr(graph, caps["e"]) / _keep(s, (), reduced(a.shape, caps["ax"], True))
 
 
+def _op_rule(op: str) -> Callable[[NodeView, Expr], tuple]:
+    """The registry op's own backprop rule: one rule per op, whether the op was called or
+    written out (the written root is the rule's output, so softplus's rule reuses it)."""
+
+    def rule(n: NodeView, g: Expr) -> tuple:
+        return REGISTRY[op].backprop(n, g)
+
+    return rule
+
+
 # -- log-sum-exp, log-softmax, softmax -----------------------------------------------------------
 
 
@@ -140,11 +159,13 @@ def _lse_check(graph: Graph, caps: dict) -> bool:
     return size_ok and nodes[m_out].shape == nodes[caps["l"]].shape
 
 
-def _lse_rule(g: Expr, out: Expr, caps: dict, graph: Graph) -> dict:
+def _lse_rule(n: NodeView, g: Expr) -> tuple:
+    """``g * e / sum(e)`` with ``e`` and ``sum(e)`` the written forward nodes."""
+    graph, caps = n.graph, n.attrs["captures"]
     a = graph.nodes[caps["a"]]
-    batch = g.shape[: g.ndim - out.ndim]
+    batch = g.shape[: g.ndim - n.out.ndim]
     gk = _keep(g, batch, reduced(a.shape, caps["ax"], True))
-    return {"a": gk * _softmax_of(graph, caps)}
+    return (gk * _softmax_of(graph, caps),)
 
 
 def _log_softmax_check(graph: Graph, caps: dict) -> bool:
@@ -154,17 +175,8 @@ def _log_softmax_check(graph: Graph, caps: dict) -> bool:
     return ml is None or (_aligned(graph, caps, ml) and _wrapper_ok(graph, caps, "mo", "m"))
 
 
-def _log_softmax_rule(g: Expr, out: Expr, caps: dict, graph: Graph) -> dict:
-    total = F.sum(g, axis=caps["ax"], keepdims=True)
-    return {"a": g - _softmax_of(graph, caps) * total}
-
-
 def _softmax_check(graph: Graph, caps: dict) -> bool:
     return _shift_ok(graph, caps) and _wrapper_ok(graph, caps, "sw", "s")
-
-
-def _softmax_rule(g: Expr, out: Expr, caps: dict, graph: Graph) -> dict:
-    return {"a": out * (g - F.sum(g * out, axis=caps["ax"], keepdims=True))}
 
 
 def _one_axis(caps: dict) -> int | None:
@@ -206,9 +218,9 @@ _SOFTMAX = (("divide", _EXP, _wrapped(("sum", _EXP, _SUM_KEYS), "sw")),)
 LSE_FAMILY = (
     Idiom("logsumexp", _lse_patterns(_LOG_SUM), _lse_rule, _as_op("logsumexp"), _lse_check,
           _lse_patterns(_LSE_OP)),
-    Idiom("log_softmax", _log_softmax_patterns(_LOG_SUM), _log_softmax_rule,
+    Idiom("log_softmax", _log_softmax_patterns(_LOG_SUM), _op_rule("log_softmax"),
           _as_op("log_softmax"), _log_softmax_check, _log_softmax_patterns(_LSE_OP)),
-    Idiom("softmax", _SOFTMAX, _softmax_rule, _as_op("softmax"), _softmax_check),
+    Idiom("softmax", _SOFTMAX, _op_rule("softmax"), _as_op("softmax"), _softmax_check),
 )
 
 
@@ -220,30 +232,19 @@ _ONE_PLUS = (("add", _ONE, _EXP_X), ("add", _EXP_X, _ONE))
 _NEG_X = ("exp", ("negative", "x"), {"@": "e"})
 _ONE_PLUS_NEG = (("add", _ONE, _NEG_X), ("add", _NEG_X, _ONE))
 
-def _op_rule(op: str, arg: str) -> Callable[..., dict]:
-    """The registry op's own backprop rule, with the written root node as its output (so
-    ``sigmoid``'s rule reuses the hand-written ``s``)."""
-
-    def rule(g: Expr, out: Expr, caps: dict, graph: Graph) -> dict:
-        n = out.data
-        node = Node(n.id, op, (caps[arg],), {}, n.shape, n.dtype, None, n.role, n.origin)
-        return {arg: REGISTRY[op].backprop(NodeView(graph, node), g)[0]}
-
-    return rule
-
-
-def _tomassoli(g: Expr, out: Expr, caps: dict, graph: Graph) -> dict:
+def _tomassoli(n: NodeView, g: Expr) -> tuple:
     """``s' = s (1 - s)`` with ``s`` the written node: two operations, 0 at both tails
     (absolute error below 1e-16 where ``1 - s`` cancels, t > 37; the ``sigmoid`` op's own
     rule, ``s(t) s(-t)``, keeps the relative precision there at the price of a sigmoid)."""
-    return {"x": g * (out * (1.0 - out))}
+    out = n.out
+    return (g * (out * (1.0 - out)),)
 
 
 SIGMOID_FAMILY = (
     Idiom("sigmoid", tuple(("divide", _ONE, p) for p in _ONE_PLUS_NEG), _tomassoli,
-          lambda caps, graph: F.sigmoid(Expr(graph, caps["x"]))),
-    Idiom("softplus", tuple(("log", p) for p in _ONE_PLUS), _op_rule("softplus", "x"),
-          lambda caps, graph: F.softplus(Expr(graph, caps["x"]))),
+          lambda caps, graph: F.sigmoid(Expr(graph, caps["x"])), input="x"),
+    Idiom("softplus", tuple(("log", p) for p in _ONE_PLUS), _op_rule("softplus"),
+          lambda caps, graph: F.softplus(Expr(graph, caps["x"])), input="x"),
 )
 
 ALL = SIGMOID_FAMILY + LSE_FAMILY
@@ -252,41 +253,25 @@ ALL = SIGMOID_FAMILY + LSE_FAMILY
 # -- matching -----------------------------------------------------------------------------------
 
 
-class _Compiled:
-    """The idioms' patterns compiled once, indexed by the op of their root."""
-
-    def __init__(self, idioms: tuple[Idiom, ...]) -> None:
-        self.by_root: dict[str, list[tuple[Idiom, Callable, set]]] = {}
-        for idiom in idioms:
-            for p in idiom.patterns:
-                names: set[str] = set()
-                self.by_root.setdefault(p[0], []).append((idiom, _compile(p, names), names))
-
-    def match(self, graph: Graph, i: int) -> tuple[Idiom, dict] | None:
-        for idiom, matcher, _ in self.by_root.get(graph.nodes[i].op, ()):
-            caps: dict = {}
-            if matcher(graph, i, caps) and (idiom.check is None or idiom.check(graph, caps)):
-                return idiom, caps
-        return None
-
-
-_COMPILED: list[_Compiled] = []  # compiled on first use (import stays cheap)
+def match(graph: Graph, i: int) -> tuple[Idiom, dict] | None:
+    """The first idiom node ``i`` is written as, with its captures (node ids), or None."""
+    for idiom, rule in _SPELLINGS:
+        caps = rule.match(graph, i)
+        if caps is not None and (idiom.check is None or idiom.check(graph, caps)):
+            return idiom, caps
+    return None
 
 
 def find(graph: Graph, forward: list[int]) -> dict[int, tuple[tuple, Callable]]:
     """``{root id: (input ids, rule)}`` for the idioms among the float nodes ``forward``:
     what reverse mode uses instead of the root op's own rule (``rule(view, g)`` returns one
     contribution per input id, as op rules do)."""
-    if not _COMPILED:
-        _COMPILED.append(_Compiled(ALL))
     found = {}
     for i in forward:
-        hit = _COMPILED[0].match(graph, i)
-        if hit is None:
-            continue
-        idiom, caps = hit
-        inputs = tuple(k for k in ("a", "x") if k in caps)
-        found[i] = (tuple(caps[k] for k in inputs), _bound(idiom, caps, inputs))
+        hit = match(graph, i)
+        if hit is not None:
+            idiom, caps = hit
+            found[i] = ((caps[idiom.input],), _bound(idiom, caps))
     return found
 
 
@@ -301,16 +286,18 @@ def recognised(graph: Graph, i: int) -> str | None:
     >>> recognised(s.graph, s.node), recognised(s.graph, x.node)
     ('sigmoid', None)
     """
-    if not _COMPILED:
-        _COMPILED.append(_Compiled(ALL))
-    hit = _COMPILED[0].match(graph, i)
+    hit = match(graph, i)
     return None if hit is None else hit[0].name
 
 
-def _bound(idiom: Idiom, caps: dict, inputs: tuple) -> Callable:
+def _bound(idiom: Idiom, caps: dict) -> Callable:
+    """The idiom's rule for the root ``view``: the root seen as a node of the idiom's op."""
+
     def rule(view: NodeView, g: Expr) -> tuple:
-        out = idiom.rule(g, view.out, caps, view.graph)
-        return tuple(out.get(k) for k in inputs)
+        n = view.data
+        node = Node(n.id, idiom.name, (caps[idiom.input],), idiom.attrs(caps), n.shape,
+                    n.dtype, None, n.role, n.origin)
+        return idiom.rule(NodeView(view.graph, node), g)
 
     return rule
 
@@ -328,8 +315,11 @@ def _forward_rule(idiom: Idiom, pattern: tuple) -> Rule:
     return Rule(pattern, build)
 
 
-FORWARD_RULES = tuple(_forward_rule(idiom, p) for idiom in ALL
-                      for p in idiom.patterns + idiom.rewritten)
+_FORWARD = tuple((idiom, k < len(idiom.patterns), _forward_rule(idiom, p)) for idiom in ALL
+                 for k, p in enumerate(idiom.patterns + idiom.rewritten))
+FORWARD_RULES = tuple(rule for _, _, rule in _FORWARD)
+# the spellings reverse mode looks for: the same rules, matched against built nodes
+_SPELLINGS = tuple((idiom, rule) for idiom, written, rule in _FORWARD if written)
 
 
 def _run(graph: Graph, forward: list[int]) -> dict:

@@ -29,8 +29,8 @@ def loop_passes(outputs: Sequence[Expr], reassociate: bool = True) -> list[Expr]
 REDUCTIONS = Pass(
     "reductions", "t(x[0]) + t(x[1]) + ... -> sum(t(x)); prod, max, min too (sum, prod: "
     "reassociated)",
-    run=reduce_chains, stages=("grad", "compile(fast_math=True)"))
+    run=reduce_chains, stages=("loops",))
 
 ROLLING = Pass(
     "rolling", "a run of identical steps (a traced Python loop) -> one scan (exact)",
-    run=roll, stages=("grad", "compile"))
+    run=roll, stages=("loops",))

@@ -231,7 +231,7 @@ LOWERING = Pass(
         Rule(("scatter_sum", ...), _joined),
         Rule(("sum", "u", {"axis": "axis", "keepdims": "keep"}), _sum_of_scatter),
         Rule(("sum", "x", {"axis": "axis", "keepdims": "keep"}), _summed_by_product),
-        Rule(("add", "u", "v"), _stacked),
+        Rule(("add", "u", "v"), _stacked, children=("outer", "matmul")),  # products only
         # (a @ b)^T -> b^T @ a^T: the product written contiguous (X^T @ D, transposed, is
         # the adjoint of W in X @ W.T; D^T @ X is the same product without the view)
         Rule(("transpose", ("matmul", "a", "b"), {"axes": (-1, -2)}), _transposed_product),
@@ -264,5 +264,5 @@ LOWERING = Pass(
           for left in _orders("a", Const("c"), op="multiply")
           for right in _orders("b", Const("d"), op="multiply")),
     ),
-    stages=("reverse",),
+    stages=("reverse", "fast_math", "simplify_adjoint"),
 )

@@ -159,7 +159,7 @@ CANONICAL_ORDER = Pass(
     "canonical_order",
     "commutative operands in one order (computed, variables, constants): 100*t is t*100",
     rules=tuple(Rule((op, ...), _canonical(op)) for op in COMMUTATIVE),
-    stages=("compile",),
+    stages=("compile", "fast_math"),
 )
 
 NORMAL_FORM = Pass(
@@ -183,5 +183,5 @@ NORMAL_FORM = Pass(
         *_fusion_rules(),
         *_constant_rules(),
     ),
-    stages=("reverse", "compile", "simplify"),
+    stages=("reverse", "compile", "fast_math", "simplify", "simplify_adjoint"),
 )

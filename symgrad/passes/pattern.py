@@ -39,6 +39,7 @@ import numpy as np
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..ir.op import Op
+from ..ir.values import freeze
 
 MAX_DEPTH = 32  # rules building nodes that are rewritten again: a bound on the nesting
 
@@ -94,6 +95,20 @@ class Rule:
         if self._matcher is None and self.arity is not None:
             self._matcher = _compile_node(self.pattern, self._nodes)
         return self._matcher
+
+    def match(self, graph: Graph, i: int) -> dict | None:
+        """The captures (node ids, attribute values) if node ``i`` of ``graph``, already
+        built, matches the pattern; else None. The same matcher the driver runs."""
+        n = graph.nodes[i]
+        if n.op != self.root or self._match is None:
+            return None
+        if not self.applies(tuple([graph.nodes[a].op for a in n.args])):
+            return None
+        caps: dict = {}
+        if not self._match(graph, n.args, n.attrs, caps):
+            return None
+        me = _operands(self.pattern)[1].get("@")
+        return caps if me is None or _bind(caps, me, i) else None
 
     def applies(self, child_ops: tuple[str, ...]) -> bool:
         """Whether the rule can match a node whose operands have these ops (a cheap test
@@ -311,6 +326,12 @@ class _Rewriter:
         self.every = every
         # (op, operand ops) -> the rules that can match: the driver's dispatch, cached
         self._merged: dict[tuple, tuple[Rule, ...]] = {}
+        # a proposal seen before -> the answer (an id, or None): reverse mode proposes many
+        # nodes again (hash-consing finds them), and the rules' answer for one proposal
+        # never changes (operands are immutable). Forgotten when a failed transform's
+        # rollback removed nodes: their ids may name other nodes since
+        self._answers: dict[tuple, int | None] = {}
+        self._rollbacks = graph.rollbacks
         self.depth = 0
 
     def _rules(self, name: str, child_ops: tuple[str, ...]) -> tuple[Rule, ...]:
@@ -326,21 +347,33 @@ class _Rewriter:
             rules = self._merged[key] = self._rules(op.name, key[1:])
         if not rules or self.depth >= MAX_DEPTH:
             return None
+        if self._rollbacks != self.graph.rollbacks:
+            self._answers.clear()
+            self._rollbacks = self.graph.rollbacks
+        seen = (op.name, args, freeze(attrs) if attrs else ())
+        answers = self._answers
+        if seen in answers:
+            return answers[seen]
         self.depth += 1
         try:
-            for rule in rules:
-                caps = rule.captures(self.graph, op, args, attrs, shape, dtype)
-                if caps is None:
-                    continue
-                out = rule.build(**caps)
-                if out is None:
-                    continue
-                n = self.graph.nodes[out.node]
-                if n.shape == shape and n.dtype == dtype:
-                    return n.id
-            return None
+            i = answers[seen] = self._answer(rules, op, args, attrs, shape, dtype)
         finally:
             self.depth -= 1
+        return i
+
+    def _answer(self, rules, op: Op, args: tuple, attrs: dict, shape: tuple, dtype: str):
+        graph = self.graph
+        for rule in rules:
+            caps = rule.captures(graph, op, args, attrs, shape, dtype)
+            if caps is None:
+                continue
+            out = rule.build(**caps)
+            if out is None:
+                continue
+            n = graph.nodes[out.node]
+            if n.shape == shape and n.dtype == dtype:
+                return n.id
+        return None
 
 
 def rewriter(graph: Graph, passes: Sequence[Pass]) -> _Rewriter:

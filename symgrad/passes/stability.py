@@ -43,5 +43,5 @@ STABILITY = Pass(
              lambda x, axis: F.log_softmax(x, axis=axis[0]) if len(axis) == 1 else None),
         *FORWARD_RULES,  # 1 / (1 + exp(-x)) -> sigmoid(x), max-shifted log-sum-exp, ...
     ),
-    stages=("simplify",),
+    stages=("fast_math", "simplify", "simplify_adjoint"),
 )

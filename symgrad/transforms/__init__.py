@@ -4,7 +4,7 @@ builds grad, vjp, jvp, jacobian, hessian, hvp and n-th derivatives on them; :mod
 :mod:`.colouring` and :mod:`.sparse` find sparsity patterns, colour them and build sparse
 Jacobians and Hessians from a few batched passes."""
 
-from . import loops  # noqa: F401  (the derivative bodies of loop steps)
+from . import custom, loops  # noqa: F401  (the rules of loop steps and custom derivatives)
 from .derivatives import (
     derivative,
     grad,

@@ -21,13 +21,18 @@ from ..ir.limits import exceeded, limits
 from ..ir.shapes import fmt, is_float
 from ..ir.values import describe, exact, exact_choice, exact_str, type_name
 from ..passes.loops import loop_passes
+from .custom import as_differentiated
 from .forward import tangents as forward_pass
 from .reverse import backprop
+from .taylor import Declined, series_of
 
 Wrt = Expr | str
 MODES = (None, "forward", "reverse")
 SPARSE_MIN = 32  # variables from which hessian() considers the sparse path by itself
 SPARSE_GAIN = 4  # ... and takes it when the colours are at most this fraction of them
+# derivative(f, x, n) of a scalar x for TAYLOR_FROM <= n <= TAYLOR_UP_TO: Taylor mode (beyond,
+# its O(n^2) work per op is too much; repeated reverse mode finds derivatives that repeat)
+TAYLOR_FROM, TAYLOR_UP_TO = 2, 512
 
 
 def grad(f: Expr, wrt: Wrt | Sequence[Wrt], *, cleanup: bool = True) -> Expr | tuple[Expr, ...]:
@@ -89,6 +94,7 @@ def vjp(f: Expr, wrt: Wrt | Sequence[Wrt], g: Expr | str | Any, *,
     for w in targets:
         node = result.adjoint_of.get(w.node)
         out.append(Expr(f.graph, node) if node is not None else _zeros(w, batch + w.shape))
+    out = as_differentiated(out, targets)  # custom rules: what the next transform sees
     return tuple(out) if many else out[0]
 
 
@@ -135,6 +141,7 @@ def jvp(f: Expr | Sequence[Expr], wrt: Wrt | Sequence[Wrt], tangents: Any, *,
     for o in outs:
         node = record.tangent_of.get(o.node)
         result.append(Expr(graph, node) if node is not None else _zeros(o, batch + o.shape))
+    result = as_differentiated(result, targets)  # custom rules: what the next transform sees
     return tuple(result) if many_out else result[0]
 
 
@@ -382,6 +389,12 @@ def derivative(f: Expr, wrt: Wrt, n: int = 1) -> Expr:
     """The ``n``-th derivative of scalar ``f``; for a non-scalar ``wrt`` the derivative
     tensor of shape ``wrt.shape * n``.
 
+    For a scalar ``wrt`` and ``2 <= n <= 512`` it is built by Taylor mode
+    (:mod:`symgrad.transforms.taylor`: one pass carrying every order, O(n^2) nodes per op)
+    when every op between ``wrt`` and ``f`` has a Taylor rule; otherwise (and for tensors)
+    by ``n`` reverse passes, whose graph can grow geometrically with ``n`` (each pass
+    differentiates the last one's products again).
+
     >>> import symgrad as sg
     >>> x = sg.var("x")
     >>> sg.evaluate(sg.derivative(x ** 4, x, 3), {"x": 2.0})
@@ -397,6 +410,12 @@ def derivative(f: Expr, wrt: Wrt, n: int = 1) -> Expr:
         big = math.log(limits.dense_elements + 1) / math.log(w.size)
         if 2 * (n - 1) > big or n > big:
             _check_dense(f"derivative(n={n})", w.size ** min(n, 64), w.size ** min(2 * n - 2, 64))
+    if w.ndim == 0 and f.ndim == 0 and TAYLOR_FROM <= n <= TAYLOR_UP_TO and is_float(f.dtype):
+        try:  # a budget of its own: a rule that declines mid-way leaves nothing behind
+            with _budget(f, f"derivative(n={n})"):
+                return series_of(f, w, n)[n]
+        except Declined:
+            pass
     out = f
     results, orders = [f], {f.node: 0}  # for a scalar wrt: each derivative's first order
     with _budget(f, f"derivative(n={n})"):

@@ -30,7 +30,7 @@ from ..ir.expr import Expr, F, NodeView
 from ..ir.op import REGISTRY
 from ..ir.shapes import is_float
 from ..progress import start
-from .reverse import _backprop, _gc_paused, adjoint_rewriting, sum_to_shape
+from .reverse import _backprop, _gc_paused, adjoint_rewriting, seed_kind, sum_to_shape
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,7 @@ class Tangents:
     batch: int
     nodes_before: int
     nodes_after: int
+    seed: str = "other"  # "identity" (a Jacobian), "ones" or "other" (a JVP)
 
     @property
     def adjoint_of(self) -> dict[int, int]:
@@ -106,7 +107,7 @@ def _tangents(outputs: Sequence[Expr], wrt: Sequence[Expr], seeds: Sequence[Expr
     wanted = set(order)
     table = {i: t.node for i, t in tangent.items() if i in wanted}
     return Tangents(tuple(o.node for o in outputs), tuple(w.node for w in wrt), table,
-                    len(batch), before, len(graph))
+                    len(batch), before, len(graph), seed_kind(seeds, len(batch)))
 
 
 def fit(t: Expr, batch: tuple[int, ...], shape: tuple[int, ...], dtype: str) -> Expr:

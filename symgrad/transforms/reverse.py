@@ -19,12 +19,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import reduce
 
+import numpy as np
+
 from ..ir.expr import Expr, F, NodeView
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.shapes import Shape, is_float
 from ..ir.values import freeze
 from ..passes import IDIOMS, REVERSE, rewriter, sum_contributions
+from ..passes.pattern import constant_value
 from ..passes.simplify import gc_paused
 from ..progress import start
 
@@ -39,6 +42,7 @@ class Backprop:
     batch: int
     nodes_before: int
     nodes_after: int
+    seed: str = "other"  # "ones" (a gradient), "identity" (a Jacobian) or "other" (a VJP)
 
     @property
     def size(self) -> int:
@@ -134,7 +138,26 @@ def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, total=_fold,
                     parts.setdefault(a, []).append(c)
     progress.close()
     return Backprop(output.node, tuple(w.node for w in wrt), adjoint_of, batch, before,
-                    len(graph))
+                    len(graph), seed_kind([seed], batch))
+
+
+def seed_kind(seeds: Sequence[Expr], batch: int) -> str:
+    """What the seeds of a transform make of it: ``"ones"`` (no batch axes: a gradient),
+    ``"identity"`` (a batch axis per element: a Jacobian) or ``"other"`` (a VJP, a JVP)."""
+    kinds = {_seed_kind(s, batch) for s in seeds}
+    return kinds.pop() if len(kinds) == 1 else "other"
+
+
+def _seed_kind(seed: Expr, batch: int) -> str:
+    value = constant_value(seed.graph, seed.node)  # a constant, maybe repeated
+    if value is None:
+        return "other"
+    if batch == 0:
+        return "ones" if bool((value == 1).all()) else "other"
+    rows = int(np.prod(seed.shape[:batch]))
+    if value.size != rows * rows:
+        return "other"
+    return "identity" if np.array_equal(value.reshape(rows, rows), np.eye(rows)) else "other"
 
 
 def _joint_calls(graph: Graph, order: list[int]) -> dict[int, int]:

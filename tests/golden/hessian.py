@@ -16,18 +16,19 @@ def rosenbrock_hessian(x):
         x: float64 (2,)
 
     Returns:
-        dx: float64 (2, 2) = adjoint of x (derivative of the expression w.r.t. x)
+        hess_x: float64 (2, 2) = Hessian of (1.0 - x[0]) ** 2 + 100.0 * (x[1] - x[0] ** 2) ** 2
+        w.r.t. x
     """
     t1 = x[0]
     t2 = x[1]
     t3 = t1 ** 2
     t4 = t2 - t3
-    t8 = t1 * 2.0  # backprop of: t3 = t1 ** 2
-    t10 = t4 * _c2  # backprop of: t8 = t1 * 2.0
-    t11 = t1 * _c2  # backprop of: t7 = t4 * (-200.0)
-    d_t4 = t11 + _c3  # backprop of: t4 = t2 - t3
-    t12 = d_t4 * t8  # backprop of: t3 = t1 ** 2
-    t13 = t10 - t12  # backprop of: t1 = x[0]
-    d_t1 = t13 + _c1  # backprop of: t1 = x[0]
-    dx = np.stack([d_t1, d_t4], axis=-1)  # backprop of: x (input)
-    return dx
+    t5 = t1 * 2.0  # backprop of: t3 = t1 ** 2
+    t6 = t4 * _c2  # backprop of: t5 = t1 * 2.0
+    t7 = t1 * _c2
+    d_t4 = t7 + _c3  # backprop of: t4 = t2 - t3
+    t8 = d_t4 * t5  # backprop of: t3 = t1 ** 2
+    t9 = t6 - t8  # backprop of: t1 = x[0]
+    d_t1 = t9 + _c1  # backprop of: t1 = x[0]
+    hess_x = np.stack([d_t1, d_t4], axis=-1)  # backprop of: x (input)
+    return hess_x

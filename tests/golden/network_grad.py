@@ -29,10 +29,10 @@ def network_and_grad(V, W, x, b, g, y):
 
     Returns a tuple of 5:
         loss: float64 () = -log_softmax(V @ tanh(W @ x + b) + g)[y]
-        dW: float64 (4, 3) = adjoint of W (derivative of the expression w.r.t. W)
-        db: float64 (4,) = adjoint of b (derivative of the expression w.r.t. b)
-        dV: float64 (2, 4) = adjoint of V (derivative of the expression w.r.t. V)
-        dg: float64 (2,) = adjoint of g (derivative of the expression w.r.t. g)
+        dW: float64 (4, 3) = gradient of -log_softmax(V @ tanh(W @ x + b) + g)[y] w.r.t. W
+        db: float64 (4,) = gradient of -log_softmax(V @ tanh(W @ x + b) + g)[y] w.r.t. b
+        dV: float64 (2, 4) = gradient of -log_softmax(V @ tanh(W @ x + b) + g)[y] w.r.t. V
+        dg: float64 (2,) = gradient of -log_softmax(V @ tanh(W @ x + b) + g)[y] w.r.t. g
     """
     t1 = W @ x
     t2 = t1 + b

@@ -62,8 +62,8 @@ def f_and_grad(x, y):
 
     Returns a tuple of 3:
         t3: float64 () = x * y + sin(x)
-        dx: float64 () = adjoint of x (derivative of the expression w.r.t. x)
-        dy: float64 () = x
+        dx: float64 () = gradient of x * y + sin(x) w.r.t. x
+        dy: float64 () = gradient of x * y + sin(x) w.r.t. y
     """
     try:
         _r0, _r1, _r2 = _f_and_grad_scalar(float(x), float(y))

@@ -20,10 +20,10 @@ def w1_user_grad(W, b, V, g, X, onehot):
         t16: float64 () = -sum(onehot * (tanh(X @ transpose(W) + b) @ transpose(V) + g -
         max(tanh(X @ transpose(W) + b) @ transpose(V) + g, axis=-1, keepdims=True) -
         log(sum(exp(tanh(X @ transpose(W) + b) @ transpose(V) + g...
-        dW: float64 (3, 5) = adjoint of W (derivative of the expression w.r.t. W)
-        db: float64 (3,) = adjoint of b (derivative of the expression w.r.t. b)
-        dV: float64 (2, 3) = adjoint of V (derivative of the expression w.r.t. V)
-        dg: float64 (2,) = adjoint of g (derivative of the expression w.r.t. g)
+        dW: float64 (3, 5) = gradient of t16 w.r.t. W
+        db: float64 (3,) = gradient of t16 w.r.t. b
+        dV: float64 (2, 3) = gradient of t16 w.r.t. V
+        dg: float64 (2,) = gradient of t16 w.r.t. g
     """
     t1 = np.transpose(W, (-1, -2))
     t2 = X @ t1
@@ -41,8 +41,8 @@ def w1_user_grad(W, b, V, g, X, onehot):
     t14 = t13 * onehot
     t15 = np.add.reduce(t14, axis=(-2, -1), keepdims=False)
     t16 = -t15
-    t17 = onehot @ _c1  # backprop of: t13 = t9 - t12
-    t18 = t10 / t11  # backprop of: t13 = t9 - t12
+    t17 = np.exp(t13)  # backprop of: t13 = t9 - t12
+    t18 = onehot @ _c1  # backprop of: t13 = t9 - t12
     t19 = t18 * t17  # backprop of: t13 = t9 - t12
     d_t7 = t19 - onehot  # backprop of: t13 = t9 - t12
     dg = np.add.reduce(d_t7, axis=(-2,), keepdims=False)  # backprop of: t7 = t6 + g

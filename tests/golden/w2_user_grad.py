@@ -38,9 +38,9 @@ def w2_user_grad(alphas, means, icf, x):
         t46: float64 () = -5.362692509206823 + sum(squeeze(max(reshape(alphas + sum(icf[:, :3],
         axis=-1), shape=(2, 1)) - 0.5 * sum((x - reshape(means, shape=(2, 1, 3))) @
         transpose(reshape(exp(icf[:, :3]) @ [[1.0, 0.0, 0.0...
-        dalphas: float64 (2,) = adjoint of alphas (derivative of the expression w.r.t. alphas)
-        dmeans: float64 (2, 3) = adjoint of means (derivative of the expression w.r.t. means)
-        dicf: float64 (2, 6) = adjoint of icf (derivative of the expression w.r.t. icf)
+        dalphas: float64 (2,) = gradient of t46 w.r.t. alphas
+        dmeans: float64 (2, 3) = gradient of t46 w.r.t. means
+        dicf: float64 (2, 6) = gradient of t46 w.r.t. icf
     """
     t1 = icf[:, :3]
     t2 = icf[:, 3:]

@@ -21,9 +21,8 @@ def w3_grad_hvp(x, v):
 
     Returns a tuple of 3:
         t10: float64 () = sum(100.0 * (x[1:] - x[:6] * x[:6]) ** 2 + (1.0 - x[:6]) ** 2)
-        dx: float64 (7,) = adjoint of x (derivative of the expression w.r.t. x)
-        dx_dot: float64 (7,) = scatter_sum((v[1:] - v[:6] * x[:6] * 2.0) * 200.0, (-v[:6] -
-        ((v[1:] - v[:6] ...
+        dx: float64 (7,) = gradient of t10 w.r.t. x
+        hvp_x: float64 (7,) = Hessian-vector product of t10 w.r.t. x
     """
     t1 = x[:6]
     t2 = x[1:]
@@ -54,5 +53,5 @@ def w3_grad_hvp(x, v):
     t11_dot = t15 + t14  # tangent of: t11 = d_t3 * t1
     t12_dot = t7_dot - t11_dot  # tangent of: t12 = t7 - t11
     d_t1_dot = t12_dot * (-2.0)  # tangent of: d_t1 = t12 * (-2.0)
-    dx_dot = _sg_scatter_sum((7,), ((d_t4_dot, np.s_[1:], False), (d_t1_dot, np.s_[:6], False),))  # tangent of: dx  # noqa: E501
-    return t10, dx, dx_dot
+    hvp_x = _sg_scatter_sum((7,), ((d_t4_dot, np.s_[1:], False), (d_t1_dot, np.s_[:6], False),))  # tangent of: dx  # noqa: E501
+    return t10, dx, hvp_x

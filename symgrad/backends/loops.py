@@ -1,19 +1,21 @@
-"""Source for loops: each ``scan`` becomes one module-level function ``_sg_loopN`` whose
-body is emitted once, and the results of the scan one assignment calling it.
+"""Loops in emitted code: each ``scan`` becomes one module-level function ``_sg_loopN``
+whose body is printed once, and the results of the scan one assignment calling it.
 
-* NumPy: a ``for`` loop over the steps with the step's statements inline; per-step results
-  and the carries reverse mode reads are written into preallocated arrays.
-* JAX: ``jax.lax.scan`` of a nested step function (a traced loop, compiled once by
-  ``jax.jit``).
-* The array API and torch: a ``for`` loop collecting the per-step results in lists,
-  stacked at the end.
+* NumPy (``Printer.loop_style == "numpy"``): a ``for`` loop over the steps with the step's
+  statements inline; per-step results and the carries reverse mode reads are written into
+  preallocated arrays; with ``scalars="math"``, an all-scalar step runs over Python floats
+  first (NumPy's version where ``math`` raises).
+* JAX (``"jax"``): ``jax.lax.scan`` of a nested step function (a traced loop, compiled once
+  by ``jax.jit``).
+* The array API and torch (``"arrays"``): a ``for`` loop collecting the per-step results in
+  lists, stacked at the end.
 
-The generic emitter (:mod:`.source`) reaches this module through three marked hooks in
-``Module``: :meth:`LoopEmitter.arrange` (the results of one scan made consecutive, so one
-statement can assign them all), :meth:`LoopEmitter.statement` (that statement) and
-:meth:`LoopEmitter.definitions` (the loop functions, written before the module's
-functions). A step is itself rendered by a ``Module`` over the body's graph, so nested
-loops, constants and every op's template work inside a loop as they do outside.
+A printer (:mod:`symgrad.backends.printers.base`) holds one :class:`LoopEmitter` and calls
+it at three points: :meth:`LoopEmitter.arrange` (the results of one scan made consecutive,
+so one statement can assign them all), :meth:`LoopEmitter.statement` (that statement) and
+:meth:`LoopEmitter.definitions` (the loop functions, written before the module's functions).
+A step is printed by a printer of the same kind over the body's graph, so nested loops,
+constants and every op's template work inside a loop as they do outside.
 
 >>> import symgrad as sg
 >>> x = sg.var("x")
@@ -32,16 +34,36 @@ def _sg_loop1(c0, k1):
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from ..errors import SymgradError
 from ..ir.body import Body
 from .numpy_table import NUMPY_TYPE
 
+__all__ = ["LoopEmitter", "body_ops", "is_loop"]
+
 
 def is_loop(node: Any) -> bool:
     """Whether ``node`` is one result of a loop (it holds a traced body)."""
     return isinstance(node.attrs.get("body"), Body) if node.attrs else False
+
+
+def body_ops(graph: Any, ids: list[int]) -> list[str]:
+    """The ops of the bodies of the loops among nodes ``ids`` of ``graph``, nested loops'
+    included (what the module's helpers and imports must cover besides its own lines)."""
+    out: list[str] = []
+    stack = [graph.nodes[i].attrs["body"] for i in ids if is_loop(graph.nodes[i])]
+    seen: set[int] = set()
+    while stack:
+        body = stack.pop()
+        if id(body) in seen:
+            continue
+        seen.add(id(body))
+        nodes = body.graph.nodes
+        out += [n.op for n in nodes]
+        stack += [n.attrs["body"] for n in nodes if is_loop(n)]
+    return out
 
 
 def _call_key(node: Any) -> tuple:
@@ -51,22 +73,22 @@ def _call_key(node: Any) -> tuple:
 
 
 class LoopEmitter:
-    """The loops of one :class:`~symgrad.backends.source.Module` (``root``: the module
-    whose text holds the loop functions; nested loops share it)."""
+    """The loops of one printer (``root``: the emitter of the printer whose module holds
+    the loop functions; nested printers share it)."""
 
-    def __init__(self, module: Any, root: LoopEmitter | None = None) -> None:
-        self.module = module
+    def __init__(self, printer: Any, root: LoopEmitter | None = None) -> None:
+        self.printer = printer
         self.root = root or self
         self.functions: dict[tuple, str] = {}  # (call key, parts) -> function name
         self.lines: list[str] = []  # the loop functions' text
         self.count = 0
 
-    # -- hook 1: the results of one scan consecutive ----------------------------------------
+    # -- the results of one scan consecutive ------------------------------------------------
 
     def arrange(self, body: list[int]) -> list[int]:
         """``body`` with each scan's results right after its first one (valid: they all
         depend on the same operands only)."""
-        nodes = self.module.graph.nodes
+        nodes = self.printer.graph.nodes
         groups: dict[tuple, list[int]] = {}
         for i in body:
             if is_loop(nodes[i]):
@@ -85,13 +107,14 @@ class LoopEmitter:
                 out.append(i)
         return out
 
-    # -- hook 2: one statement for the results of one scan ---------------------------------
+    # -- one statement for the results of one scan -----------------------------------------
 
     def statement(self, i: int, names: dict[int, str], body: list[int]) -> list[str] | None:
         """The lines for node ``i`` if it is a loop result (None otherwise): the call of
         its loop function at the first result of the scan in ``body``, nothing at the
         others."""
-        nodes = self.module.graph.nodes
+        pr = self.printer
+        nodes = pr.graph.nodes
         n = nodes[i]
         if not is_loop(n):
             return None
@@ -101,52 +124,50 @@ class LoopEmitter:
             return []
         members = members or [i]
         parts = sorted({nodes[j].attrs["out"] for j in members})
-        fname = self.root._function_for(n, tuple(parts), self.module)
-        args = [self._operand(a, n, names) for a in n.args]
-        if self.module.target.per_call:
-            args.insert(0, self.module.target.namespace)
+        fname, stmts = self.root._function_for(n, tuple(parts), pr)
+        args = [pr._operand(a, n, names, strong=True) for a in n.args]
         by_part = {nodes[j].attrs["out"]: names[j] for j in members}
         targets = [by_part[p] for p in parts]
         lhs = ", ".join(targets) + ("," if len(targets) == 1 else "")
-        return _call(f"{lhs} = {fname}(", args, ")", "    ")
+        return call(f"{lhs} = {fname}(", [*pr.part_args(stmts), *args], ")")
 
-    def _operand(self, a: int, user: Any, names: dict[int, str]) -> str:
-        m = self.module
-        if a in names and a not in m._inlined:
-            return names[a]
-        if a in m.consts:
-            return m._const_text(a)
-        from .source import _inline
-
-        nodes = m.graph.nodes
-        return _inline(nodes[a].attrs["value"], user, nodes, a, strong=True, target=m.target)
-
-    # -- hook 3: the loop functions --------------------------------------------------------
+    # -- the loop functions ----------------------------------------------------------------
 
     def definitions(self) -> list[str]:
         """The loop functions' text, for the module's top level (empty if no loops)."""
         return list(self.lines)
 
-    def _function_for(self, n: Any, parts: tuple, module: Any) -> str:
-        key = (_call_key(n)[1:], parts, module.target.name, module.scalars)
-        name = self.functions.get(key)
-        if name is None:
+    def _function_for(self, n: Any, parts: tuple, pr: Any) -> tuple[str, list[str]]:
+        """The name of the loop function of scan ``n`` returning ``parts`` (printed on first
+        use), and its body's statements (they say what the function takes besides)."""
+        key = (_call_key(n)[1:], parts, type(pr))
+        found = self.functions.get(key)
+        if found is None:
+            name = self._fresh(pr)
+            lines, stmts = self._render(name, n, parts, pr)
+            found = self.functions[key] = (name, stmts)
+            self.lines += ["", "", *lines]
+        return found
+
+    def _fresh(self, pr: Any) -> str:
+        """The next loop function name no function's own names shadow (a variable may be
+        called ``_sg_loop1``)."""
+        taken = set(self.printer.state.helper_names)
+        for p in [*self.printer.state.plans, *pr.state.plans]:
+            taken.update(p.names.values(), p.aliases.values(), [p.name])
+        while True:
             self.count += 1
-            name = self.functions[key] = f"_sg_loop{self.count}"
-            self.lines += ["", "", *self._render(name, n, parts, module)]
-        return name
+            name = f"_sg_loop{self.count}"
+            if name not in taken and f"{name}_math" not in taken:
+                self.printer.state.helper_names.update((name, f"{name}_math"))
+                return name
 
-    def _render(self, name: str, n: Any, parts: tuple, module: Any) -> list[str]:
-        from .source import Module
-
+    def _render(self, name: str, n: Any, parts: tuple, pr: Any) -> tuple[list[str], list[str]]:
         body: Body = n.attrs["body"]
         nc, nx = n.attrs["carries"], n.attrs["xs"]
         length, reverse = n.attrs["length"], n.attrs["reverse"]
-        sub = Module(body.graph, "numpy", module.target)
-        sub.loops = LoopEmitter(sub, self.root)
-        _start(sub)
-        ins = [body.graph.nodes[v].name for v in body.inputs]
-        plan = sub.add("step", list(body.outputs), ins, False)
+        sub = _nested(pr.loop_printer(), pr, body, self.root)
+        (plan,) = sub.state.plans
         names = plan.names
         params = [names[v] for v in body.inputs]
         xs = [f"_x{k}" for k in range(nx)]
@@ -158,31 +179,62 @@ class LoopEmitter:
         stmts = sub._statements(order, names, outputs, comments=False)
         results = [names.get(o) or sub._expr(o, names) for o in body.outputs]
         signature = params[:nc] + xs + params[nc + nx:]
-        render = _jax if module.target.name == "jax" else (
-            _numpy if module.target.is_numpy else _arrays)
-        head_args = ([module.target.namespace] if module.target.per_call else []) + signature
-        head = _call(f"def {name}(", head_args, "):", "")
+        render = {"jax": _jax, "numpy": _numpy, "arrays": _arrays}[pr.loop_style]
+        head = call(f"def {name}(", [*pr.part_params(stmts), *signature], "):", "")
         doc = f'    """scan: {length} steps of the body below (symgrad)."""'
         spec = _Spec(body, nc, nx, length, reverse, parts, params, xs, results)
         lines = [*head, doc]
-        if module.target.is_numpy and module.scalars == "math" and sub._all_scalar(plan):
-            sub._scalar = True  # the step over Python floats with math; NumPy if it raises
-            try:
-                fast = sub._statements(order, names, outputs, comments=False)
-                results = [names.get(o) or sub._expr(o, names) for o in body.outputs]
-            finally:
-                sub._scalar = False
-            mspec = _Spec(body, nc, nx, length, reverse, parts, params, xs, results)
-            before = [*_call(f"def {name}_math(", signature, "):", ""),
+        fast = _scalar_step(sub, plan, order, outputs)
+        if fast is not None:  # the step over Python floats with math; NumPy if it raises
+            mstmts, mresults = fast
+            mspec = _Spec(body, nc, nx, length, reverse, parts, params, xs, mresults)
+            before = [*call(f"def {name}_math(", signature, "):", ""),
                       f'    """{name} over Python floats with math."""', "    import math",
-                      "", *_math(mspec, fast), "", ""]
+                      "", *_math(mspec, mstmts), "", ""]
             args = ([f"float({c})" for c in signature[:nc]]
                     + [f"{x}.tolist()" for x in xs] + [f"float({k})" for k in signature[nc + nx:]])
-            lines = before + lines + ["    try:", *_call(f"return {name}_math(", args, ")",
-                                                       "        "),
+            lines = before + lines + ["    try:", *call(f"return {name}_math(", args, ")",
+                                                      "        "),
                                       "    except (ArithmeticError, ValueError):",
                                       "        pass  # the NumPy version below gives inf/nan"]
-        return [*lines, *render(spec, stmts)]
+        return [*lines, *render(spec, stmts)], stmts
+
+
+def _nested(cls: type, pr: Any, body: Body, root: LoopEmitter) -> Any:
+    """A printer of class ``cls`` for one step of ``body`` (a function ``step`` from the
+    body's inputs to its outputs), sharing the module's loop functions through ``root``."""
+    from .printers.base import ModuleState
+    from .request import Function, Lowered
+
+    graph, nodes = body.graph, body.graph.nodes
+    if any(nd.is_const and nd.shape != () for nd in nodes):
+        raise SymgradError("a loop body holds an array constant; it cannot be emitted")
+    ins = tuple(nodes[v].name for v in body.inputs)
+    fn = Function("step", tuple(body.outputs), ins, False)
+    req = replace(pr.lowered.request, graph=graph, functions=(fn,))
+    lowered = Lowered(req, graph, (fn,), {})
+    state = ModuleState(graph, [], {}, [])
+    sub = cls(lowered, state, root)
+    state.plans.append(sub._plan(fn))
+    state.inlined = {nd.id for nd in nodes if nd.is_const}
+    return sub
+
+
+def _scalar_step(sub: Any, plan: Any, order: list[int], outputs: set[int]
+                 ) -> tuple[list[str], list[str]] | None:
+    """The step's statements and results over Python floats with ``math`` (None unless
+    the module writes ``scalars="math"`` NumPy code and every value of the step is a
+    float scalar)."""
+    from .printers.numpy import ScalarMathPrinter
+
+    if not sub.scalar_loops():
+        return None
+    fast = ScalarMathPrinter(sub.lowered, sub.state)
+    if not fast.accepts(plan):
+        return None
+    names = plan.names
+    stmts = fast._statements(order, names, outputs, comments=False)
+    return stmts, [names.get(o) or fast._expr(o, names) for o in plan.outputs]
 
 
 class _Spec:
@@ -214,17 +266,6 @@ class _Spec:
     def steps(self) -> str:
         return (f"range({self.length - 1}, -1, -1)" if self.reverse
                 else f"range({self.length})")
-
-
-def _start(sub: Any) -> None:
-    """The render state a ``Module`` sets up in ``render`` (a body holds no array
-    constants: they are captured as operands when it is traced)."""
-    nodes = sub.graph.nodes
-    if any(n.is_const and n.shape != () for n in nodes):
-        raise SymgradError("a loop body holds an array constant; it cannot be emitted")
-    sub.consts = {}
-    sub._inlined = {n.id for n in nodes if n.is_const}
-    sub._literals, sub._probes, sub._comments = {}, {}, {}
 
 
 def _indent(lines: list[str]) -> list[str]:
@@ -337,7 +378,7 @@ def _jax(s: _Spec, stmts: list[str]) -> list[str]:
     avals = s.body.avals()
     init = [f"xp.asarray({c}, dtype=xp.{avals[j][1]})" for j, c in enumerate(s.carries)]
     lhs = f"{tup(final)}, {tup([ys[j] for j in range(s.ny)] + list(stored.values()))}"
-    lines += _call(f"{lhs} = _sg_lax.scan(", ["_sg_step", tup(init), tup(s.xs),
+    lines += call(f"{lhs} = _sg_lax.scan(", ["_sg_step", tup(init), tup(s.xs),
                                               f"length={s.length}", f"reverse={s.reverse}"],
                    ")", "    ")
     out = []
@@ -347,10 +388,9 @@ def _jax(s: _Spec, stmts: list[str]) -> list[str]:
     return lines + [f"    return {tup(out)}"]
 
 
-def _call(head: str, items: list[str], close: str, lead: str) -> list[str]:
-    from .source import _call as call
+def call(head: str, items: list[str], close: str, lead: str = "    ") -> list[str]:
+    """:func:`symgrad.backends.printers.lines.call` (imported on use: the printers import
+    this module)."""
+    from .printers.lines import call as wrapped
 
-    return call(head, items, close, lead)
-
-
-__all__ = ["LoopEmitter", "is_loop"]
+    return wrapped(head, items, close, lead)

@@ -1,0 +1,287 @@
+"""Names in emitted code: which user names may be emitted as they are, and unique fresh
+names for everything else (``dx``, then ``dx_1``, ...).
+
+>>> n = Namer(["x"])
+>>> n.fresh("x"), n.fresh("dx"), n.fresh("dx"), n.counter("t", 1)
+('x_1', 'dx', 'dx_1', ('t1', 2))
+"""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..errors import SymgradError
+from ..ir.graph import Graph
+from ..ir.text import adjoint_pairs, tangent_pairs
+from .template import Template, helpers_of, imports_of
+
+if TYPE_CHECKING:
+    from .request import Function
+
+__all__ = ["Namer", "Plan", "check_function_name", "is_safe_name", "plan", "sanitize"]
+
+_BUILTINS = frozenset(dir(builtins))
+_SOFT_KEYWORDS = frozenset(getattr(keyword, "softkwlist", ())) | {"_", "case", "match", "type"}
+_RESERVED = frozenset({"np", "numpy", "math", "_numpy_math"})
+
+
+def is_safe_name(name: Any) -> bool:
+    """Whether ``name`` can be emitted as-is: an identifier that shadows nothing we use.
+
+    >>> [is_safe_name(n) for n in ("W", "x_1", "sum", "lambda", "np", "__x", "a-b")]
+    [True, True, False, False, False, False, False]
+    """
+    return (
+        isinstance(name, str)
+        and name.isidentifier()
+        and unicodedata.normalize("NFKC", name) == name
+        and not keyword.iskeyword(name)
+        and name not in _SOFT_KEYWORDS
+        and name not in _BUILTINS
+        and name not in _RESERVED
+        and not name.startswith("__")
+    )
+
+
+def sanitize(name: Any) -> str:
+    """A safe base for a user name: the name itself, or its word characters (``x_1`` style)."""
+    if is_safe_name(name):
+        return name
+    text = name if isinstance(name, str) else "v"
+    text = re.sub(r"[^0-9A-Za-z_]", "_", text)[:64].strip("_")
+    if not text or text[0].isdigit():
+        text = "v_" + text if text else "v"
+    return text
+
+
+class Namer:
+    """Hands out unique safe names: ``fresh("dx")`` gives ``dx``, then ``dx_1``, ..."""
+
+    def __init__(self, taken: Sequence[str] = ()) -> None:
+        self.taken: set[str] = set(taken)
+
+    def fresh(self, base: str) -> str:
+        cand, k = base, 0
+        while cand in self.taken or not is_safe_name(cand):
+            k += 1
+            cand = f"{base}_{k}"
+        self.taken.add(cand)
+        return cand
+
+    def counter(self, prefix: str, start: int) -> tuple[str, int]:
+        k = start
+        while f"{prefix}{k}" in self.taken:
+            k += 1
+        self.taken.add(f"{prefix}{k}")
+        return f"{prefix}{k}", k + 1
+
+
+def check_function_name(name: Any) -> None:
+    """Raise unless ``name`` can name a generated function (safe, not private)."""
+    if not is_safe_name(name) or (isinstance(name, str) and name.startswith("_")):
+        raise SymgradError(
+            f"function name {name!r} cannot be used: give a Python identifier that is not a "
+            "keyword, a builtin, 'np'/'numpy', or private (leading underscore)"
+        )
+
+
+# -- one function's names ---------------------------------------------------------------
+
+
+@dataclass
+class Plan:
+    """Everything needed to render one function: what to compute and what to call it."""
+
+    name: str
+    params: list[int]
+    outputs: list[int]
+    single: bool
+    order: list[int]  # ancestors of the outputs, in id order
+    names: dict[int, str]
+    aliases: dict[int, str] = field(default_factory=dict)  # output variable -> adjoint name
+    alias_of: dict[int, int] = field(default_factory=dict)  # output variable -> its forward
+    adjoint_for: dict[int, int] = field(default_factory=dict)  # adjoint node -> forward node
+    tangent_for: dict[int, int] = field(default_factory=dict)  # tangent node -> its node
+    derivatives: dict[int, Derivative] = field(default_factory=dict)  # what each one is
+    notes: tuple[str | None, ...] = ()  # what each output is, where the caller says
+
+
+@dataclass(frozen=True)
+class Derivative:
+    """What a derivative node is: the ``kind`` (``"gradient"``, ``"jacobian"``,
+    ``"vjp"``, ``"hessian"``, ``"tangent"``, ``"hvp"``) of transform output ``of`` w.r.t.
+    variable ``var`` (a tangent: the first of the variables ``wrt``); for a Hessian (or a
+    Hessian-vector product), ``first`` is the variable of the gradient differentiated
+    again."""
+
+    kind: str
+    var: int
+    of: int
+    first: int | None = None
+    wrt: tuple[int, ...] = ()
+
+
+def derivatives(graph: Graph) -> dict[int, Derivative]:
+    """Each derivative node of ``graph``'s transforms (the earliest transform first): the
+    adjoint of a variable a reverse transform was asked for, or a forward transform's
+    tangent of one of its outputs. The seed says which derivative: ones give a gradient,
+    an identity with a batch axis a Jacobian, anything else a VJP (a JVP)."""
+    out: dict[int, Derivative] = {}
+    grads: dict[int, int] = {}  # a gradient's node -> its variable, transforms so far
+    for t in graph.transforms:
+        tangent_of = getattr(t, "tangent_of", None)
+        if tangent_of is not None:
+            jac = getattr(t, "seed", "other") == "identity"
+            for f in t.outputs:
+                if 0 <= f and f in tangent_of and tangent_of[f] != f:
+                    kind = "hvp" if f in grads else "jacobian" if jac else "tangent"
+                    out.setdefault(tangent_of[f], Derivative(kind, t.wrt[0], f, grads.get(f),
+                                                             tuple(t.wrt)))
+            continue
+        first = grads.get(t.output)
+        seed = getattr(t, "seed", "other")
+        kind = ("hessian" if first is not None else
+                {"ones": "gradient", "identity": "jacobian"}.get(seed, "vjp"))
+        for w in t.wrt:
+            a = t.adjoint_of.get(w)
+            if a is not None and a != w:
+                out.setdefault(a, Derivative(kind, w, t.output, first, tuple(t.wrt)))
+        if kind == "gradient":
+            for w in t.wrt:
+                if t.adjoint_of.get(w, w) != w:
+                    grads.setdefault(t.adjoint_of[w], w)
+    return out
+
+
+def plan(graph: Graph, fn: Function, table: dict[str, Template | None],
+         reserved: Sequence[str] = (), known: dict[int, Derivative] | None = None,
+         hoisted: frozenset[int] = frozenset()) -> Plan:
+    """The plan of function ``fn`` over ``graph``: the nodes it computes and every name, none
+    of them one of ``reserved`` or a name ``table``'s templates bind themselves; ``known``
+    says which outputs are derivatives where ``graph``'s records do not; ``hoisted`` nodes
+    are computed at module level (no name here unless an output)."""
+    nodes = graph.nodes
+    outs = list(fn.outputs)
+    order = graph.ancestors(outs)
+    params = [graph.variables[name] for name in fn.inputs]
+    emitted = set(order)
+    pairs = [(f, a) for f, a in adjoint_pairs(graph) if a in emitted]
+    named = order  # only lines of this function have names (comments cite no other)
+    out = Plan(fn.name, params, outs, fn.single, order, {}, notes=fn.notes)
+    out.derivatives = {i: d for i, d in derivatives(graph).items() if i in emitted}
+    out.derivatives.update({i: d for i, d in (known or {}).items() if i in emitted})
+    for f, a in pairs:  # the earliest transform names an adjoint first; variables win
+        prev = out.adjoint_for.get(a)
+        if prev is None or (nodes[f].is_var and not nodes[prev].is_var):
+            out.adjoint_for[a] = f
+    for f, t in tangent_pairs(graph):  # forward mode: the earliest transform names first
+        if t in emitted and t != f and nodes[t].role == "tangent":
+            out.tangent_for.setdefault(t, f)
+    taken = [*_template_bound_names(graph, order, table), *reserved]
+    _assign_names(graph, out, [i for i in named if i not in hoisted or i in outs],
+                  list(fn.output_names or ()), taken)
+    return out
+
+
+_BINDERS = re.compile(r"\blambda\b|:=|\bfor\b")
+
+
+def _template_bound_names(graph: Graph, order: list[int], table: dict) -> list[str]:
+    """Names the op templates bind themselves (``lambda z: ...``, comprehension variables),
+    call (helpers) or import (``scipy``).
+
+    No variable or temporary may take one: inside the template it would be captured.
+    """
+    ops = {graph.nodes[i].op for i in order}
+    bound = {fn.__name__ for fn in helpers_of(table, ops)}
+    bound.update(m.split(".")[0] for m in imports_of(table, ops))  # ``scipy`` of scipy.special
+    seen: set[tuple] = set()
+    for i in order:
+        n = graph.nodes[i]
+        if n.is_var or n.is_const:
+            continue
+        src = table[n.op]
+        key = (n.op, len(n.args))
+        if isinstance(src.text, str) and key in seen:
+            continue
+        seen.add(key)
+        text = src.render([f"_SGPROBE{k}_" for k in range(len(n.args))], n.attrs)
+        if not _BINDERS.search(text):
+            continue
+        import ast
+
+        for node in ast.walk(ast.parse(text, mode="eval")):
+            if isinstance(node, ast.arg):
+                bound.add(node.arg)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                bound.add(node.id)
+    return sorted(bound)
+
+
+def _assign_names(graph: Graph, plan: Plan, named: list[int], labels: list[str],
+                  taken: list[str]) -> None:
+    """Fill ``plan.names`` (every named node) and ``plan.aliases`` (outputs that are inputs)."""
+    nodes, params, outputs = graph.nodes, plan.params, set(plan.outputs)
+    namer = Namer(taken)
+    names = plan.names
+    for i in params + [i for i in named if nodes[i].is_var]:
+        if i not in names:
+            names[i] = namer.fresh(sanitize(nodes[i].name))
+    for i, label in zip(plan.outputs, labels):  # requested output names come next
+        if nodes[i].is_var and i not in plan.aliases:
+            plan.aliases[i] = namer.fresh(sanitize(label))
+        elif not nodes[i].is_var and i not in names:
+            names[i] = namer.fresh(sanitize(label))
+    adjoint_for = plan.adjoint_for
+    k = 1
+    first = [i for i in plan.outputs if adjoint_for.get(i) in names]  # outputs named dx first
+    for i in first + named:
+        n = nodes[i]
+        if n.is_var or (n.is_const and i not in outputs) or i in names:
+            continue
+        f = adjoint_for.get(i)
+        tf = plan.tangent_for.get(i)
+        role = _role_name(plan, i)
+        if role is not None:
+            names[i] = namer.fresh(role)
+        elif f is not None and f in names:
+            names[i] = namer.fresh(("d" if nodes[f].is_var else "d_") + names[f])
+        elif tf is not None and tf in names:
+            names[i] = namer.fresh(names[tf] + "_dot")
+        else:
+            names[i], k = namer.counter("t", k)
+    for i in sorted(outputs):
+        f = adjoint_for.get(i)
+        if nodes[i].is_var and f is not None and f in names and i not in plan.aliases:
+            role = _role_name(plan, i)
+            plan.aliases[i] = namer.fresh(role or ("d" if nodes[f].is_var else "d_") + names[f])
+            plan.alias_of[i] = f
+
+
+def _role_name(plan: Plan, i: int) -> str | None:
+    """The name of derivative node ``i`` that says what it is: ``dx`` for a gradient (only),
+    ``jac_x``, ``vjp_x``, ``hess_a_b`` for a Hessian block (the gradient of ``a``
+    differentiated by ``b``), ``hvp_x`` for a Hessian-vector product, ``<name>_dot`` for the
+    tangent of a value this function computes, ``jvp`` for another's; else None."""
+    d = plan.derivatives.get(i)
+    names = plan.names
+    if d is None:
+        return None
+    if d.kind == "gradient":
+        return f"d{names[d.var]}" if d.var in names else None
+    if d.kind in ("jacobian", "vjp") and d.var in names:
+        return f"{'jac' if d.kind == 'jacobian' else 'vjp'}_{names[d.var]}"
+    if d.kind == "hessian" and d.first in names and d.var in names:
+        pair = (names[d.first],) if d.first == d.var else (names[d.first], names[d.var])
+        return "_".join(("hess", *pair))
+    if d.kind == "hvp" and d.first in names:
+        return f"hvp_{names[d.first]}"
+    if d.kind == "tangent":  # of a value this function computes, or else "jvp"
+        return f"{names[d.of]}_dot" if d.of in names else "jvp"
+    return None
