@@ -24,11 +24,13 @@ SHAPES = {"W": (4, 3), "x": (3,), "b": (4,), "V": (2, 4), "g": (2,)}
 
 
 def chain(n: int):
-    """``n`` nested sin and the gradient: collapses into a few boxes."""
+    """``n`` nested sin and cos and the gradient: collapses into a few boxes. The two
+    alternate in the Thue-Morse order, which never repeats a block three times running, so
+    the chain is not rolled into a loop (symgrad.passes.rolling)."""
     x = sg.var("x")
     h = x
-    for _ in range(n):
-        h = sg.sin(h)
+    for k in range(n):
+        h = sg.cos(h) if bin(k).count("1") % 2 else sg.sin(h)
     return [h, sg.grad(h, x)]
 
 

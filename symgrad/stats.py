@@ -1,10 +1,11 @@
 """``sg.stats``: what an expression costs, before and after each pass ``compile`` runs.
 
-For each stage — the graph as built, then after each of the compile passes in turn
+For each stage — the graph as built, then with traced loops rolled (:mod:`symgrad.passes.
+loops`; a stage only when something rolled), then after each of the compile passes in turn
 (cumulative, as :data:`symgrad.passes.COMPILE` applies them; with ``fast_math=True`` also
 the non-exact ones) — the number of nodes, of lines the emitted function would have, the
-histogram of ops, and the cost model's estimated flops and bytes written
-(:mod:`symgrad.passes.cost`).
+histogram of ops, the number of loops (``scan`` calls), and the cost model's estimated
+flops and bytes written (:mod:`symgrad.passes.cost`).
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from .backends.boundary import exact_flag
 from .errors import SymgradError
 from .ir.expr import Expr
 from .ir.graph import Graph
+from .ops.loops import loop_calls
 from .passes import pipeline
 from .passes.cost import cost
+from .passes.loops import loop_passes
 from .passes.simplify import rebuild
 
 
@@ -32,6 +35,7 @@ class Stage:
     flops: int
     bytes: int
     ops: dict[str, int]
+    loops: int = 0  # scan calls (a traced Python loop rolled into one counts once)
 
 
 class Stats:
@@ -50,9 +54,9 @@ class Stats:
         return self.rows[-1]
 
     def __str__(self) -> str:
-        head = ("stage", "nodes", "lines", "flops", "bytes")
-        body = [(r.name, f"{r.nodes:,}", f"{r.lines:,}", f"{r.flops:,}", f"{r.bytes:,}")
-                for r in self.rows]
+        head = ("stage", "nodes", "lines", "flops", "bytes", "loops")
+        body = [(r.name, f"{r.nodes:,}", f"{r.lines:,}", f"{r.flops:,}", f"{r.bytes:,}",
+                 f"{r.loops:,}") for r in self.rows]
         widths = [max(len(h), *(len(b[k]) for b in body)) for k, h in enumerate(head)]
         lines = ["  ".join(h.ljust(w) if k == 0 else h.rjust(w)
                            for k, (h, w) in enumerate(zip(head, widths)))]
@@ -71,7 +75,8 @@ def _stage(name: str, graph: Graph, ids: list[int]) -> Stage:
     nodes = graph.nodes
     inline = sum(1 for i in graph.ancestors(ids)
                  if nodes[i].is_var or (nodes[i].is_const and nodes[i].shape == ()))
-    return Stage(name, c.nodes, c.nodes - inline, c.flops, c.bytes, dict(c.ops))
+    return Stage(name, c.nodes, c.nodes - inline, c.flops, c.bytes, dict(c.ops),
+                 loop_calls(graph, ids))
 
 
 def stats(exprs: Expr | Sequence[Expr], fast_math: bool = False) -> Stats:
@@ -86,6 +91,12 @@ def stats(exprs: Expr | Sequence[Expr], fast_math: bool = False) -> Stats:
     (400, 300)
     >>> [r.name for r in s.rows][:2]
     ['as built', 'constant_folding']
+    >>> h = sg.var("h")
+    >>> for _ in range(50):                     # a Python loop: rolled into one scan
+    ...     h = sg.sin(h) * h + sg.cos(h)
+    >>> s = sg.stats(h)
+    >>> [(r.name, r.loops) for r in s.rows][:2], s.before.nodes > 10 * s.after.nodes
+    ([('as built', 0), ('loops rolled', 1)], True)
     """
     outs = [exprs] if isinstance(exprs, Expr) else \
         list(exprs) if isinstance(exprs, (list, tuple)) else []
@@ -95,6 +106,10 @@ def stats(exprs: Expr | Sequence[Expr], fast_math: bool = False) -> Stats:
     graph = max((e.graph for e in outs), key=len)
     ids = [graph.find(e) for e in outs]
     rows = [_stage("as built", graph, ids)]
+    rolled = [e.node for e in loop_passes([Expr(graph, i) for i in ids], fast_math)]
+    if rolled != ids:
+        ids = rolled
+        rows.append(_stage("loops rolled" + (", reduced" if fast_math else ""), graph, ids))
     chain = pipeline.FAST if fast_math else pipeline.COMPILE
     for k, p in enumerate(chain, start=1):
         new, new_ids = rebuild(graph, ids, chain[:k], chain[:k])

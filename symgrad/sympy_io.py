@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from .errors import LimitError, SymgradError
+from .ir.body import Body
 from .ir.expr import Expr, call
 from .ir.graph import Graph
 from .ir.limits import exceeded, limits
@@ -466,6 +467,8 @@ def _matrix_form(sp, graph: Graph, i: int, sym: dict, holes: dict) -> tuple[str,
         return (r"\mathrm{const}_{" + "\\times ".join(map(str, value.shape)) + "}", "atom") \
             if value.size > 9 else (_array_latex(value), "atom")
     op = REGISTRY[n.op]
+    if isinstance(n.attrs.get("body"), Body):
+        return _recurrence(sp, graph, n, sym, holes), "call"
     form = LATEX.get(n.op)
     if form is not None:
         template, rank = form
@@ -481,6 +484,30 @@ def _matrix_form(sp, graph: Graph, i: int, sym: dict, holes: dict) -> tuple[str,
     if op.write is not None:
         return _subscript(sp, graph, n, op, sym, holes), "atom"
     return _call(sp, graph, n, op, sym, holes), "call"
+
+
+def _recurrence(sp, graph: Graph, n, sym: dict, holes: dict) -> str:
+    r"""A loop as the recurrence it runs: ``c_{0} \leftarrow f(c_{0}, x_{1})`` repeated
+    ``L`` times from the initial values, ``x_{1}`` the ``t``-th row of its array; then
+    which result (a final carry ``c_{j}``, or per-step results stacked)."""
+    body, attrs = n.attrs["body"], n.attrs
+    nc, nx, out = attrs["carries"], attrs["xs"], attrs["out"]
+    names = [sp.latex(_symbol(sp, body.graph.nodes[i].name, "float64")) for i in body.inputs]
+    updates = [rf"{names[j]} \leftarrow {latex(Expr(body.graph, body.outputs[j]))}"
+               for j in range(nc)]
+    ys = [latex(Expr(body.graph, o)) for o in body.outputs[nc:]]
+    given = [f"{names[k]} = {_operand(sp, graph, a, sym, holes, 'rel')}"
+             + (r"_{t}" if nc <= k < nc + nx else "") for k, a in enumerate(n.args)]
+    order = r"t = {L}, \dots, 1" if attrs["reverse"] else r"t = 1, \dots, {L}"
+    order = order.replace("{L}", str(attrs["length"]))
+    if out < nc:
+        result = names[out]
+    elif out < nc + len(ys):
+        result = r"\left[" + ys[out - nc] + r"\right]_{t}"
+    else:
+        result = r"\left[" + names[out - nc - len(ys)] + r"\right]_{t}"
+    return (result + r"\ \text{after}\ " + r",\ ".join(updates) + r"\ \text{for}\ "
+            + order + r"\ \text{from}\ " + r",\ ".join(given))
 
 
 def _subscript(sp, graph: Graph, n, op: Op, sym: dict, holes: dict) -> str:

@@ -178,7 +178,8 @@ def test_cold_start_and_compile_scale_cells():
     assert "networkx" not in row["heavy_modules"] and "sympy" not in row["heavy_modules"]
     assert "dask" not in row["heavy_modules"]  # symgrad.dask loads only on first use
     (row,) = compile_scale.measure({"L": 300}, "symgrad", 0.0)
-    assert row["forward_nodes"] == 4 * 300 + 1 and row["lines"] > row["forward_nodes"]
+    assert row["forward_nodes"] == 4 * 300 + 1
+    assert row["lines"] < 200  # the traced chain is rolled into one loop before emitting
     assert row["value"] == pytest.approx(w4.hand_loop(w4.X0, 300)[0], rel=1e-14)
 
 

@@ -133,6 +133,7 @@ def test_every_pipeline_is_the_query_of_its_stage_tags():
         "simplify_adjoint": "constant_folding identities negations normal_form "
                             "adjoint_cleanup lowering stability",
         "sympy": "sympy",
+        "loops": "reductions rolling",
     }
     assert set(expected) == set(registry.STAGES)
     for stage, names in expected.items():

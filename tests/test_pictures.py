@@ -140,7 +140,7 @@ def test_long_chains_collapse_into_one_box_each_side():
     assert len(scene.boxes) <= 8
     groups = [b for b in scene.boxes.values() if b.kind == "group"]
     assert [b.side for b in groups] == ["forward", "B"]
-    assert groups[0].lines[1] == "299 nodes: sin ×299"
+    assert groups[0].lines[1] == "299 nodes: sin ×150, cos ×149"
     assert scene.collapsed == sum(len(b.members) for b in groups)
     with pytest.raises(sg.LimitError, match=f"at most {SCENE_LIMIT}"):
         build_scene(chain(300), collapse=False)

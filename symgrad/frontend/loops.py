@@ -91,7 +91,8 @@ def _leaf_aval(leaf: Any) -> tuple[tuple[int, ...], str]:
 # -- scan ---------------------------------------------------------------------------------
 
 def scan(f: Callable[[Tree, Tree], tuple[Tree, Tree]], init: Tree, xs: Tree = None,
-         length: int | None = None, reverse: bool = False) -> tuple[Tree, Tree]:
+         length: int | None = None, reverse: bool = False,
+         checkpoint: int | None = None) -> tuple[Tree, Tree]:
     """Loop ``f(carry, x) -> (carry, y)`` over the leading axis of ``xs``: returns the final
     carry and the per-step ``y`` stacked (``jax.lax.scan``'s meaning).
 
@@ -101,6 +102,13 @@ def scan(f: Callable[[Tree, Tree], tuple[Tree, Tree]], init: Tree, xs: Tree = No
     order). The new carry must have the shapes and dtypes of ``init``. ``f`` is traced once:
     values it uses from outside (variables, arrays) are inputs of the loop, so every
     derivative sees them. Python control flow in ``f`` runs once, at trace time.
+
+    ``checkpoint=k`` (an int >= 1): reverse mode stores every k-th carry and recomputes the
+    others segment by segment (memory O(T/k + k) instead of O(T), about one more forward
+    pass of work): the loop is a scan over segments of k steps, each a scan of its own.
+    Values are the same bit for bit (derivatives too, as ``sg.evaluate`` runs them; compiled
+    code may round them differently in the last bit); ``k`` near ``sqrt(T)`` is the usual
+    choice.
 
     >>> import symgrad as sg
     >>> x = sg.var("x", shape=(3,))
@@ -119,6 +127,8 @@ def scan(f: Callable[[Tree, Tree], tuple[Tree, Tree]], init: Tree, xs: Tree = No
     c_leaves = [_value(v) for v in c_leaves]
     x_leaves = [_value(v) for v in x_leaves]
     steps = _length(x_leaves, length)
+    if checkpoint is not None and _segment(checkpoint) < steps:
+        return _checkpointed(f, init, x_leaves, x_tree, steps, reverse, _segment(checkpoint))
     c_avals = [_leaf_aval(v) for v in c_leaves]
     x_avals = [(s[1:], d) for s, d in (_leaf_aval(v) for v in x_leaves)]
     y_tree: list[Any] = []
@@ -148,6 +158,52 @@ def scan(f: Callable[[Tree, Tree], tuple[Tree, Tree]], init: Tree, xs: Tree = No
     parts = range(len(body.outputs))
     nodes = scan_nodes(graph, body, nc, len(x_leaves), steps, reverse, operands, parts)
     return unflatten(c_tree, nodes[:nc]), unflatten(y_tree[0], nodes[nc:])
+
+
+def _segment(k: Any) -> int:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise LoopError(f"scan: checkpoint must be a positive int (steps per segment), got "
+                        f"{describe(k)}")
+    return exact_int(k, "scan: checkpoint")
+
+
+def _checkpointed(f: Callable, init: Tree, x_leaves: list[Any], x_tree: Any, steps: int,
+                  reverse: bool, k: int) -> tuple[Tree, Tree]:
+    """``scan`` with ``checkpoint=k``: a scan over ``steps // k`` segments, each a scan of
+    ``k`` steps, then one of the ``steps % k`` left (the first ones, when ``reverse``)."""
+    from ..ir.expr import F
+
+    segments, rest = divmod(steps, k)
+    cut = rest if reverse else steps - rest  # where the segments and the rest meet
+    main = slice(cut, None) if reverse else slice(None, cut)
+    odd = slice(None, cut) if reverse else slice(cut, None)
+    seg_xs = [F.reshape(_as_expr(x)[main], (segments, k, *_leaf_aval(x)[0][1:]))
+              for x in x_leaves]
+    rest_xs = [_as_expr(x)[odd] for x in x_leaves]
+
+    def segment(c: Tree, xk: Any) -> tuple[Tree, Tree]:
+        return scan(f, c, unflatten(x_tree, list(xk)) if x_leaves else None, length=k,
+                    reverse=reverse)
+
+    def tail(c: Tree) -> tuple[Tree, Tree]:
+        return scan(f, c, unflatten(x_tree, rest_xs) if x_leaves else None, length=rest,
+                    reverse=reverse)
+
+    carry, ys_main = scan(segment, init, seg_xs or None, length=segments, reverse=reverse)
+    carry, ys_rest = tail(carry) if rest else (carry, None)
+    main_leaves, y_tree = flatten(ys_main, "scan: y")
+    flat = [F.reshape(y, (segments * k, *y.shape[2:])) for y in main_leaves]
+    if rest:
+        rest_leaves, _ = flatten(ys_rest, "scan: y")
+        pairs = zip(rest_leaves, flat) if reverse else zip(flat, rest_leaves)
+        flat = [F.concatenate([a, b], axis=0) for a, b in pairs]
+    return carry, unflatten(y_tree, flat)
+
+
+def _as_expr(v: Any) -> Expr:
+    from ..ir.expr import const
+
+    return v if isinstance(v, Expr) else const(v)
 
 
 def _value(v: Any) -> Any:

@@ -599,3 +599,13 @@ register(Op(
     examples=_examples_take, domain=None,
     doc="elements of x at integer `indices` along `axis` (x flattened when axis is None)",
 ))
+
+
+def static_key(node: Any) -> tuple | None:
+    """The key of ``node`` when it is ``x[key]`` with static basic indexing only (ints,
+    slices, None) over all of ``x``'s axes (no batch axes), else None: what a loop's
+    per-step slice looks like (symgrad.passes.rolling and .reductions)."""
+    if node.op != "index" or len(node.args) != 1 or node.attrs["batch"] != 0:
+        return None
+    key = node.attrs["key"]
+    return None if any(isinstance(e, str) for e in key) else key

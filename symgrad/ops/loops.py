@@ -36,6 +36,7 @@ from ..ir.body import Body, scan_nodes
 from ..ir.expr import Expr, F
 from ..ir.op import Op, register, sig
 from ..ir.shapes import fmt, is_float
+from ..ir.values import freeze
 
 _SIG = sig("*operands", body=None, carries=0, xs=0, length=0, reverse=False, out=0)
 
@@ -269,10 +270,21 @@ def _examples(rng) -> list:
             ([c, xs, k], {**attrs, "out": 2, "reverse": True})]
 
 
+def loop_calls(graph, ids) -> int:
+    """How many loops (``scan`` calls, the results of one call counted once) the nodes
+    ``ids`` and their ancestors hold (loops inside loop bodies not counted)."""
+    calls = set()
+    for i in graph.ancestors(ids):
+        n = graph.nodes[i]
+        if n.op == "scan":
+            calls.add((n.args, freeze({k: v for k, v in n.attrs.items() if k != "out"})))
+    return len(calls)
+
+
 SCAN = register(Op(
     name="scan", signature=_SIG, infer=_infer, impl=_sg_scan, backprop=_backprop,
     forward=_forward, public=False, domain=None, examples=_examples, joint="out",
     doc="one result of a loop over a traced body (jax.lax.scan's meaning; see sg.scan)",
 ))
 
-__all__ = ["SCAN", "run_scan"]
+__all__ = ["SCAN", "loop_calls", "run_scan"]

@@ -293,3 +293,9 @@ register(Op(
     forward=first(_log_softmax_forward), sparsity=lambda n: (lane_map(n),),
     examples=_one_axis_examples, doc="x - logsumexp(x, axis, keepdims=True) computed stably",
 ))
+
+
+# A chain ``((t0 op t1) op t2) ...`` of this elementwise binary op is this reduction over
+# the stacked terms (used by symgrad.passes.reductions): the same value up to the order of
+# the additions (sum, prod) or exactly (max, min: both propagate NaN).
+CHAIN_REDUCTIONS = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min"}

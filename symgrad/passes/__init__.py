@@ -14,6 +14,8 @@
 ``sums_as_sums``       jax/torch: batched products with ones written back as sums
 ``sympy``              ``sympy.simplify`` on elementwise regions (``simplify(sympy=True)``)
 ``cse``                rebuilt through hash-consing; dead nodes dropped
+``reductions``         ``t(x[0]) + t(x[1]) + ...`` -> ``sum(t(x))``; ``prod``, ``max``, ``min``
+``rolling``            a run of identical steps (a traced Python loop) -> one ``scan`` (exact)
 =====================  ================================================================
 
 Each pass says where it runs (its ``stages`` tags); every pipeline is a query of them
@@ -31,6 +33,7 @@ from .array_targets import SUMS_AS_SUMS
 from .exact import CONSTANT_FOLDING, IDENTITIES, NEGATIONS
 from .fast_math import FAST_MATH
 from .idioms import IDIOMS
+from .loops import REDUCTIONS, ROLLING
 from .lowering import LOWERING
 from .normal_form import CANONICAL_ORDER, NORMAL_FORM
 from .pattern import Const, Pass, Rule, rewriter
@@ -52,7 +55,7 @@ def passes() -> list[Pass]:
     >>> [p.name for p in sg.passes()]  # doctest: +NORMALIZE_WHITESPACE
     ['constant_folding', 'identities', 'negations', 'normal_form', 'canonical_order',
      'fast_math', 'adjoint_cleanup', 'lowering', 'idioms', 'stability', 'sums_as_sums',
-     'sympy', 'cse']
+     'sympy', 'cse', 'reductions', 'rolling']
     >>> sg.passes()[5].stages
     ('fast_math',)
     >>> print(sg.passes()[2])
@@ -63,5 +66,6 @@ def passes() -> list[Pass]:
 
 __all__ = ["ADJOINT_CLEANUP", "CANONICAL_ORDER", "COMPILE", "CONSTANT_FOLDING", "CSE", "Const",
            "FAST_MATH", "IDENTITIES", "IDIOMS", "LOWERING", "NEGATIONS", "NORMAL_FORM",
-           "PASSES", "Pass", "REVERSE", "Rule", "STABILITY", "STAGES", "SUMS_AS_SUMS", "SYMPY",
-           "passes", "query", "rewriter", "simplify", "sum_contributions"]
+           "PASSES", "Pass", "REDUCTIONS", "REVERSE", "ROLLING", "Rule", "STABILITY", "STAGES",
+           "SUMS_AS_SUMS", "SYMPY", "passes", "query", "rewriter", "simplify",
+           "sum_contributions"]

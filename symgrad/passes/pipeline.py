@@ -35,6 +35,7 @@ def optimize(graph: Graph, groups: list[list[int]], fast_math: bool = False,
     """The graph of ``groups`` (lists of output ids) rebuilt through the compile passes
     (then, if ``arrays``, through :data:`ARRAYS`); returns the new graph and the outputs'
     new ids, group by group."""
+    groups = _loops_rolled(graph, groups, fast_math)
     graph, groups = rebuilt(graph, groups, FAST if fast_math else COMPILE)
     if arrays:
         graph, groups = rebuilt(graph, groups, ARRAYS)
@@ -42,3 +43,20 @@ def optimize(graph: Graph, groups: list[list[int]], fast_math: bool = False,
 
 
 __all__ = ["ARRAYS", "COMPILE", "FAST", "FAST_MATH", "optimize", "rebuilt"]
+
+
+def _loops_rolled(graph: Graph, groups: list[list[int]], fast_math: bool) -> list[list[int]]:
+    """The outputs with traced loops rolled (:mod:`.loops`), chains reduced if
+    ``fast_math``; the same ids where nothing changes."""
+    from ..ir.expr import Expr
+    from .loops import loop_passes
+
+    flat = [Expr(graph, i) for group in groups for i in group]
+    if not flat:
+        return groups
+    ids = [e.node for e in loop_passes(flat, reassociate=fast_math)]
+    out, k = [], 0
+    for group in groups:
+        out.append(ids[k:k + len(group)])
+        k += len(group)
+    return out

@@ -11,6 +11,8 @@ stage                  where it runs
 ``simplify``           ``simplify``: the forward nodes
 ``simplify_adjoint``   ``simplify``: the adjoint and tangent nodes
 ``sympy``              ``simplify(..., sympy=True)``, first
+``loops``              before differentiating (both) and before ``compile`` emits (rolling;
+                       the reductions too with ``fast_math=True``): :mod:`.loops`
 =====================  ================================================================
 
 >>> [p.name for p in query("compile")]
@@ -24,6 +26,7 @@ from .array_targets import SUMS_AS_SUMS
 from .exact import CONSTANT_FOLDING, IDENTITIES, NEGATIONS
 from .fast_math import FAST_MATH
 from .idioms import IDIOMS
+from .loops import REDUCTIONS, ROLLING
 from .lowering import LOWERING
 from .normal_form import CANONICAL_ORDER, NORMAL_FORM
 from .pattern import Pass
@@ -33,11 +36,11 @@ from .stability import STABILITY
 __all__ = ["PASSES", "STAGES", "query"]
 
 STAGES = ("reverse", "compile", "fast_math", "arrays", "simplify", "simplify_adjoint",
-          "sympy")
+          "sympy", "loops")
 
 PASSES: tuple[Pass, ...] = (
     CONSTANT_FOLDING, IDENTITIES, NEGATIONS, NORMAL_FORM, CANONICAL_ORDER, FAST_MATH,
-    ADJOINT_CLEANUP, LOWERING, IDIOMS, STABILITY, SUMS_AS_SUMS, SYMPY, CSE,
+    ADJOINT_CLEANUP, LOWERING, IDIOMS, STABILITY, SUMS_AS_SUMS, SYMPY, CSE, REDUCTIONS, ROLLING,
 )
 """Every pass that runs anywhere, in the order any pipeline applies them."""
 

@@ -20,6 +20,7 @@ from ..ir.graph import Graph
 from ..ir.limits import exceeded, limits
 from ..ir.shapes import fmt, is_float
 from ..ir.values import describe, exact, exact_choice, exact_str, type_name
+from ..passes.loops import loop_passes
 from .custom import as_differentiated
 from .forward import tangents as forward_pass
 from .reverse import backprop
@@ -54,6 +55,7 @@ def grad(f: Expr, wrt: Wrt | Sequence[Wrt], *, cleanup: bool = True) -> Expr | t
             f"grad needs a scalar output, but f has shape {fmt(f.shape)}; use "
             "sg.jacobian(f, wrt) for the full derivative or sg.vjp(f, wrt, g) for a product"
         )
+    (f,) = loop_passes([f])  # before the seed: it is built for f
     with _budget(f, "grad"):
         return vjp(f, wrt, _seed(np.ones((), f.dtype), f), cleanup=cleanup)
 
@@ -73,6 +75,7 @@ def vjp(f: Expr, wrt: Wrt | Sequence[Wrt], g: Expr | str | Any, *,
     """
     _check_output(f, "vjp")
     cleanup = _flag(cleanup, "vjp: cleanup")
+    (f,) = loop_passes([f])
     many = isinstance(wrt, (list, tuple))
     targets = [_resolve(f, w) for w in (exact(wrt) if many else [wrt])]
     if isinstance(g, str):
@@ -117,7 +120,7 @@ def jvp(f: Expr | Sequence[Expr], wrt: Wrt | Sequence[Wrt], tangents: Any, *,
         raise DifferentiationError("jvp needs an Expr or a non-empty list of Exprs")
     cleanup = _flag(cleanup, "jvp: cleanup")
     graph = max((o.graph for o in outs), key=len)
-    outs = [o if o.graph is graph else Expr(graph, graph.find(o)) for o in outs]
+    outs = loop_passes([o if o.graph is graph else Expr(graph, graph.find(o)) for o in outs])
     many = isinstance(wrt, (list, tuple))
     targets = [_resolve(outs[0], w) for w in (exact(wrt) if many else [wrt])]
     if not targets:

@@ -1,0 +1,205 @@
+"""Reductions written as loops: a chain ``t0 + t1 + ... + tn`` whose terms are one
+elementwise expression of consecutive elements (or rows) of one array becomes one ``sum``
+of that expression on the slice; likewise ``*`` (``prod``), ``maximum`` (``max``) and
+``minimum`` (``min``).
+
+What it recognises is what Python loops over arrays build: the builtin ``sum(x)`` (which
+iterates the rows of ``x`` and adds them to 0), ``total += f(x[i])``, ``sum(x[i] ** 2 for i
+in range(n))``, ``p *= x[i]``, ``m = sg.maximum(m, x[i])``. Terms of a run must be the same
+expression (same ops, attributes, shapes and shared values) of slices ``x[..., i, ...]``
+whose index advances by the same step from one term to the next; other terms of the chain
+are kept, in order, around the reduction.
+
+Values: ``max``/``min`` give the chain's value exactly; ``sum`` and ``prod`` add (multiply)
+in NumPy's pairwise order instead of left to right, so a result may differ from the chain's
+in the last bits (by at most about ``n * eps * sum(|t|)``). The derivative transforms use the
+reduced form (their results are rounded anyway); ``compile`` uses it with ``fast_math=True``
+(by default it rolls the chain into a loop, which is bit for bit: :mod:`.rolling`).
+
+>>> import symgrad as sg
+>>> x = sg.var("x", shape=(16,))
+>>> (s,) = reduce_chains([sum(x[i] ** 2 for i in range(16))])
+>>> str(s)
+'0 + sum(x ** 2)'
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+
+from ..ir.expr import Expr, F
+from ..ir.graph import Graph
+from ..ir.op import REGISTRY
+from ..ops.reductions import CHAIN_REDUCTIONS
+from .steps import lifted_slot, padded, replaced, slot_step, use_counts
+
+MIN_RUN = 8  # terms from which a run becomes a reduction (short sums stay as written)
+MAX_TERM = 4096  # nodes of a term compared with the next one, at most
+_NUMERIC = ("float", "int", "uint")
+
+
+def reduce_chains(outputs: Sequence[Expr]) -> list[Expr]:
+    """``outputs`` with every reducible chain replaced by its reduction (new nodes in their
+    graph; the outputs themselves if there is none)."""
+    if not outputs:
+        return []
+    graph = outputs[0].graph
+    ids = [graph.find(o) for o in outputs]
+    new = _reductions(graph, ids)
+    return [Expr(graph, i) for i in replaced(graph, ids, new)]
+
+
+def _reductions(graph: Graph, ids: list[int]) -> dict[int, int]:
+    order = graph.ancestors(ids)
+    uses = use_counts(graph, order, ids)
+    nodes = graph.nodes
+    inside: set[int] = set()
+    new: dict[int, int] = {}
+    for i in reversed(order):
+        n = nodes[i]
+        if i in inside or n.op not in CHAIN_REDUCTIONS or len(n.args) != 2:
+            continue
+        if not n.dtype.startswith(_NUMERIC):
+            continue
+        terms, links = _chain(graph, i, uses)
+        inside.update(links)
+        if len(terms) >= MIN_RUN:
+            built = _fold(graph, n.op, terms)
+            if built is not None:
+                new[i] = built
+    return new
+
+
+def _chain(graph: Graph, top: int, uses: dict[int, int]) -> tuple[list[int], list[int]]:
+    """The terms of the chain ending at ``top`` in evaluation order, and its links."""
+    nodes = graph.nodes
+    n0 = nodes[top]
+    links, tail = [top], []
+    acc = top
+    while True:
+        a, b = nodes[acc].args
+        if _link(nodes, a, n0, uses):
+            tail.append(b)
+            acc = a
+        elif _link(nodes, b, n0, uses):
+            tail.append(a)
+            acc = b
+        else:
+            return [a, b, *reversed(tail)], links
+        links.append(acc)
+
+
+def _link(nodes, a: int, top, uses: dict[int, int]) -> bool:
+    n = nodes[a]
+    return (n.op == top.op and len(n.args) == 2 and uses.get(a, 0) == 1
+            and n.shape == top.shape and n.dtype == top.dtype)
+
+
+def _fold(graph: Graph, op: str, terms: list[int]) -> int | None:
+    """The chain rebuilt with each run of at least MIN_RUN terms reduced; None if none."""
+    pieces: list[int] = []
+    changed = False
+    k = 0
+    while k < len(terms):
+        end, slots = _run(graph, terms, k)
+        if end - k >= MIN_RUN:
+            pieces.append(_reduce(graph, op, terms[k], slots, end - k))
+            changed = True
+            k = end
+        else:
+            pieces.append(terms[k])
+            k += 1
+    if not changed:
+        return None
+    acc = pieces[0]
+    for p in pieces[1:]:
+        acc = graph.add(REGISTRY[op], (acc, p), {})
+    return acc
+
+
+def _run(graph: Graph, terms: list[int], k: int) -> tuple[int, list[tuple[int, int, int]]]:
+    """The end of the run of terms starting at ``k`` and its slots ``(node in terms[k], p,
+    delta)``."""
+    first = None
+    slots: list[tuple[int, int, int]] = []
+    current: list[int] = []
+    end = k + 1
+    while end < len(terms):
+        found = unify(graph, terms[end - 1], terms[end])
+        if found is None:
+            break
+        order, mapping = found
+        steps = [(s, step) for s, step in order]
+        if first is None:
+            if not steps:
+                break
+            first = [step for _, step in steps]
+            current = [s for s, _ in steps]
+            slots = [(s, p, d) for s, (p, d) in zip(current, first)]
+        elif [st for _, st in steps] != first or [s for s, _ in steps] != current:
+            break
+        current = [mapping[s] for s in current]
+        end += 1
+    return end, slots
+
+
+def unify(graph: Graph, t: int, u: int
+          ) -> tuple[list[tuple[int, tuple[int, int]]], dict[int, int]] | None:
+    """Whether term ``u`` is term ``t`` one step on: the slots of ``t`` in a fixed order,
+    each with its ``(p, delta)``, and the map from ``t``'s nodes to ``u``'s; or None."""
+    nodes = graph.nodes
+    mapping: dict[int, int] = {}
+    images: set[int] = set()
+    slots: list[tuple[int, tuple[int, int]]] = []
+    queue = deque([(t, u)])  # breadth first: terms that differ deep down fail early
+    while queue:
+        a, b = queue.popleft()
+        if len(mapping) > MAX_TERM:
+            return None
+        if a in mapping:
+            if mapping[a] != b:
+                return None
+            continue
+        mapping[a] = b
+        if a == b:
+            continue
+        if b in mapping or a in images:  # the terms overlap: u builds on t, not beside it
+            return None
+        images.add(b)
+        na, nb = nodes[a], nodes[b]
+        if (na.op != nb.op or na.shape != nb.shape or na.dtype != nb.dtype
+                or len(na.args) != len(nb.args) or na.is_var or na.is_const):
+            return None  # (two different variables or constants: not one term)
+        step = slot_step(graph, a, b)
+        if step is not None:
+            slots.append((a, step))
+            continue
+        if not REGISTRY[na.op].elementwise or na.attrs != nb.attrs:
+            return None
+        queue.extend(zip(na.args, nb.args))
+    return slots, mapping
+
+
+def _reduce(graph: Graph, op: str, template: int, slots: list[tuple[int, int, int]],
+            count: int) -> int:
+    """The reduction over ``count`` steps of ``template`` (its slots lifted)."""
+    lifted = {s: lifted_slot(graph, s, p, d, count) for s, p, d in slots}
+    value = _lift(graph, template, lifted)
+    return getattr(F, CHAIN_REDUCTIONS[op])(value, axis=0).node
+
+
+def _lift(graph: Graph, template: int, lifted: dict[int, Expr]) -> Expr:
+    """``template`` computed on the lifted slots (every node between them and it)."""
+    nodes = graph.nodes
+    order = graph.ancestors([template])
+    varying = graph.descendants(list(lifted), order)
+    memo: dict[int, Expr] = dict(lifted)
+    for i in order:
+        if i in memo or i not in varying:
+            continue
+        n = nodes[i]
+        ndim = 1 + len(n.shape)
+        args = tuple(padded(memo[a], ndim).node if a in memo else a for a in n.args)
+        memo[i] = Expr(graph, graph.add(REGISTRY[n.op], args, n.attrs))
+    return memo[template]

@@ -1,0 +1,497 @@
+"""Rolling: a run of structurally identical steps in a traced graph becomes one ``scan``.
+
+A Python ``for`` loop over ``range(T)`` traced on symbolic values unrolls: step ``k+1``
+repeats step ``k``'s ops on step ``k``'s results. This pass finds such a run and replaces
+it by a ``scan`` whose body is one step, so what comes after the trace — differentiating,
+emitting, compiling — costs the same for 10 steps or 10^5.
+
+How (linear in the graph; every walk iterative):
+
+1. Each node gets a structural hash of its neighbourhood ``ROUNDS`` operands deep (op,
+   attributes, shape, dtype; per-step slices ``x[k]`` with the int positions blanked).
+2. In creation order, each node is paired with an earlier node of the same hash whose
+   operands are its own operands one step back (``prev``), the same node (a value shared by
+   every step), or a slice of the same array one position back (a per-step input).
+3. Chains of ``prev`` are *roles* (one node of the step each); roles linked by operands are
+   one loop. Steps are cut where its longest role's nodes were created; every step of the
+   run must use the same roles the same way: an operand of the same step, of the step
+   before (a carry), a slice (a scanned input) or a shared value (captured).
+4. The run becomes ``sg.scan(step, init, xs)``; uses of its nodes after it read the final
+   carry or the stacked per-step results.
+
+The scan runs the same ops on the same values in the same order, so the rolled graph gives
+the unrolled graph's values bit for bit. What does not roll (it stays unrolled, correct):
+steps whose ops or attributes change from step to step (``x ** k``), indices that do not
+advance by a fixed step, a value computed in one step and used two or more steps later,
+runs shorter than ``MIN_STEPS``.
+
+>>> import symgrad as sg
+>>> x = sg.var("x")
+>>> h = x
+>>> for _ in range(20):
+...     h = sg.sin(h) * h + sg.cos(h)
+>>> (r,) = roll([h])
+>>> [h.graph.nodes[i].op for i in h.graph.ancestors([r.node])]   # one loop: 20 steps
+['var', 'scan']
+>>> sg.evaluate(r, {"x": 0.5}) == sg.evaluate(h, {"x": 0.5})
+True
+"""
+
+from __future__ import annotations
+
+import weakref
+from bisect import bisect_right
+from collections.abc import Sequence
+from typing import Any
+
+from ..ir.expr import TRACES, Expr
+from ..ir.graph import Graph
+from ..ir.op import REGISTRY
+from ..ir.values import freeze
+from ..ops.indexing import static_key
+from .steps import lifted_slot, replaced, slot_step
+
+MIN_STEPS = 8  # steps from which a run becomes a loop (short loops stay as written)
+ROUNDS = 3  # operand levels the structural hash sees
+TRIES = 6  # earlier nodes of the same hash tried as a node's previous step
+MAX_LOOPS = 16  # runs rolled per call (each one a walk of the graph)
+
+
+def roll(outputs: Sequence[Expr]) -> list[Expr]:
+    """``outputs`` with every run of at least ``MIN_STEPS`` identical steps rolled into a
+    ``scan`` (new nodes in their graph; the outputs themselves if nothing rolls)."""
+    if not outputs or TRACES.graphs:
+        return list(outputs)
+    graph = outputs[0].graph
+    with graph.lock:  # one search per graph at a time (threads share what it remembers)
+        return _roll(graph, [graph.find(o) for o in outputs])
+
+
+def _roll(graph: Graph, ids: list[int]) -> list[Expr]:
+    known, done = _memo(graph)
+    if known:  # what was rolled before (by grad, say) is not searched again
+        ids = replaced(graph, ids, {i: r for i, (r, _) in known.items()})
+    if all(i in done for i in ids):
+        return [Expr(graph, i) for i in ids]
+    nodes = graph.nodes
+    for _ in range(MAX_LOOPS):
+        new = _roll_one(graph, ids)
+        if not new:
+            break
+        known.update({i: (r, (nodes[i], nodes[r])) for i, r in new.items()})
+        ids = replaced(graph, ids, new)
+    done.update({i: nodes[i] for i in ids})
+    return [Expr(graph, i) for i in ids]
+
+
+# graph -> ({node: (its rolled replacement, both Node records)}, {node whose ancestors have
+# nothing left to roll: its Node}): nodes never change, so neither do the answers, unless a
+# failed transform removed nodes (Graph.budget) and their ids were used again
+_ROLLED: weakref.WeakKeyDictionary[Graph, tuple[dict, dict]] = weakref.WeakKeyDictionary()
+
+
+def _memo(graph: Graph) -> tuple[dict, dict]:
+    """The answers remembered for ``graph``, those about removed nodes forgotten."""
+    known, done = _ROLLED.setdefault(graph, ({}, {}))
+    nodes = graph.nodes
+    size = len(nodes)
+
+    def alive(i: int, n: Any) -> bool:
+        return i < size and nodes[i] is n
+
+    for i in [i for i, (r, (a, b)) in known.items() if not (alive(i, a) and alive(r, b))]:
+        del known[i]
+    for i in [i for i, n in done.items() if not alive(i, n)]:
+        del done[i]
+    return known, done
+
+
+def _roll_one(graph: Graph, ids: list[int]) -> dict[int, int]:
+    """Replacements for the longest run found among the ancestors of ``ids`` (or {})."""
+    order = graph.ancestors(ids)
+    prev = _match(graph, order)
+    if not prev:
+        return {}
+    loops = _loops(graph, order, prev)
+    for lp in sorted(loops, key=lambda lp: -lp.size):
+        run = lp.run(order, ids)
+        if run is not None:
+            return run.build(graph, order, ids)
+    return {}
+
+
+# -- 1, 2: hashes and pairing ---------------------------------------------------------------
+
+def _signature(n: Any) -> Any:
+    key = static_key(n)
+    if n.is_var or n.is_const:
+        return n.id
+    attrs = freeze(n.attrs) if n.attrs else ()
+    if key is not None:
+        attrs = tuple("#" if type(e) is int else (e.start, e.stop, e.step)
+                      if isinstance(e, slice) else e for e in key)
+    return (n.op, attrs, n.shape, n.dtype, len(n.args))
+
+
+def _hashes(graph: Graph, order: list[int]) -> dict[int, int]:
+    nodes = graph.nodes
+    h0 = {i: hash(_signature(nodes[i])) for i in order}
+    h = h0
+    for _ in range(ROUNDS):
+        h = {i: hash((h0[i], *[h[a] for a in nodes[i].args])) if nodes[i].args else h0[i]
+             for i in order}
+    return h
+
+
+def _period(order: list[int], h: dict[int, int]) -> int:
+    """The most common distance (in node ids) from a node to an earlier node of the same
+    hash, the shortest of equals: in a traced loop, the nodes one step creates."""
+    votes: dict[int, int] = {}
+    buckets: dict[int, list[int]] = {}
+    for k, v in enumerate(order):
+        found = buckets.setdefault(h[v], [])
+        if k % 4 == 0:  # a sample of the nodes is enough to find the period
+            for u in found[-TRIES:]:
+                votes[v - u] = votes.get(v - u, 0) + 1
+        found.append(v)
+    if not votes:
+        return 0
+    best = min(votes, key=lambda d: (-votes[d], d))
+    return best if votes[best] * 4 >= MIN_STEPS else 0  # too few repeats for a loop
+
+
+def _match(graph: Graph, order: list[int]) -> dict[int, int]:
+    """``prev``: node -> the node it repeats, one step (``period`` node ids) earlier."""
+    nodes = graph.nodes
+    h = _hashes(graph, order)
+    period = _period(order, h)
+    prev: dict[int, int] = {}
+    if not period:
+        return prev
+    taken: set[int] = set()
+    for v in order:
+        u = v - period
+        if v in prev or not nodes[v].args or u < 0 or h.get(u) != h[v] or u in taken:
+            continue
+        pairs = _pairs(graph, v, u, prev, taken, period)
+        if pairs is not None:
+            for a, b in [(v, u), *pairs]:
+                prev[a] = b
+                taken.add(b)
+    return prev
+
+
+def _same_kind(na: Any, nb: Any) -> bool:
+    return (na.op == nb.op and na.shape == nb.shape and na.dtype == nb.dtype
+            and len(na.args) == len(nb.args) and na.attrs == nb.attrs)
+
+
+def _pairs(graph: Graph, v: int, u: int, prev: dict[int, int], taken: set[int],
+           period: int) -> list[tuple[int, int]] | None:
+    """Whether ``v`` repeats ``u`` one step on: the operand pairs it implies that are not
+    known yet (slices one position on; nodes one period apart, checked later), or None."""
+    nodes = graph.nodes
+    if not _same_kind(nodes[v], nodes[u]):
+        return None
+    pairs: list[tuple[int, int]] = []
+    for a, b in zip(nodes[v].args, nodes[u].args):
+        if a == b or prev.get(a) == b or (a, b) in pairs:
+            continue
+        if a in prev or b in taken or nodes[a].is_var or nodes[a].is_const:
+            return None
+        if any(x == a or y == b for x, y in pairs):
+            return None
+        if slot_step(graph, b, a) is None and not (a - b == period
+                                                   and _same_kind(nodes[a], nodes[b])):
+            return None
+        pairs.append((a, b))
+    return pairs
+
+
+# -- 3: roles, loops, the run ---------------------------------------------------------------
+
+class _Loop:
+    """Roles linked by operands: each role's nodes by step."""
+
+    def __init__(self, graph: Graph, roles: dict[int, list[int]]) -> None:
+        self.graph, self.roles = graph, roles
+        self.size = sum(len(c) for c in roles.values())
+
+    def run(self, order: list[int], ids: list[int]) -> _Run | None:
+        """The checked run of the cut carrying fewest values; of equal cuts, the one whose
+        run reaches furthest back (the cut where the Python loop's iterations begin)."""
+        best = None
+        for ref in self._cuts(max(self.roles.values(), key=len)):
+            run = self._run_at(ref, order)
+            if run is not None and (best is None or run.start < best.start):
+                best = run
+        return best
+
+    def _run_at(self, ref: list[int], order: list[int]) -> _Run | None:
+        step: dict[int, int] = {}
+        at: dict[int, dict[int, int]] = {}
+        for r, chain in self.roles.items():
+            placed = [(bisect_right(ref, v) - 1, v) for v in chain]
+            placed = [(k, v) for k, v in placed if k >= 0]  # before the first cut: a prefix
+            if not placed or any(b[0] != a[0] + 1 for a, b in zip(placed, placed[1:])):
+                return None
+            at[r] = {k: v for k, v in placed}
+            step.update((v, k) for k, v in placed)
+        first = max(min(m) for m in at.values())
+        last = min(max(m) for m in at.values())
+        if last - first + 1 < MIN_STEPS:
+            return None
+        return _Run.check(self.graph, at, step, first, last, order)
+
+    def _cuts(self, ref: list[int]) -> list[list[int]]:
+        """The nodes of the roles to cut steps before: the cuts that carry fewest values
+        from one step to the next (at most ``TRIES``; steps first cut at ``ref``'s)."""
+        nodes = self.graph.nodes
+        mid = ref[len(ref) // 2]
+        step = {v: bisect_right(ref, v) - 1 for c in self.roles.values() for v in c}
+        sm = step[mid]
+        here = {r: v for r, c in self.roles.items() for v in c if step[v] == sm}
+        if len(here) != len(self.roles):
+            return []
+        ranked = sorted(self.roles, key=lambda r: here[r])
+        rank = {r: k for k, r in enumerate(ranked)}
+        size = len(ranked)
+        role = {v: r for r, c in self.roles.items() for v in c}
+        reach = dict.fromkeys(ranked, 0)  # how far (in role positions) a value is used
+        for r in ranked:
+            v = here[r]
+            for a in nodes[v].args:
+                ra = role.get(a)
+                if ra is not None:
+                    span = (sm - step[a]) * size + rank[r] - rank[ra]
+                    reach[ra] = max(reach[ra], span)
+        carried, twice = [0] * (size + 1), [0] * (size + 1)
+        for r, span in reach.items():
+            laps, rest = divmod(span, size)  # a cut is crossed once per lap, +1 in ``rest``
+            if laps >= 2:
+                return []  # used two steps on whatever the cut
+            if laps == 1:
+                carried[0] += 1
+                carried[size] -= 1
+            _spread(twice if laps == 1 else carried, rank[r] + 1, rest, size)
+        counts, bad, c, t = [], [], 0, 0
+        for k in range(size):
+            c, t = c + carried[k], t + twice[k]
+            counts.append(c)
+            bad.append(t > 0)
+        good = [k for k in range(size) if not bad[k]]
+        fewest = min((counts[k] for k in good), default=0)
+        return [self.roles[ranked[k]] for k in good if counts[k] == fewest][:TRIES]
+
+
+def _spread(diff: list[int], start: int, length: int, size: int) -> None:
+    """Add 1 to ``length`` cyclic positions from ``start`` (a difference array)."""
+    for a, b in ((start, min(start + length - 1, size - 1)),
+                 (max(start - size, 0), start + length - 1 - size)):
+        if length and a <= b:
+            diff[a] += 1
+            diff[b + 1] -= 1
+
+
+def _loops(graph: Graph, order: list[int], prev: dict[int, int]) -> list[_Loop]:
+    nodes = graph.nodes
+    role: dict[int, int] = {}
+    parent: dict[int, int] = {}
+
+    def find(r: int) -> int:
+        while parent[r] != r:
+            parent[r] = parent[parent[r]]
+            r = parent[r]
+        return r
+
+    for v in order:
+        u = prev.get(v)
+        if u is not None:
+            role[v] = role.setdefault(u, u)
+            parent.setdefault(role[v], role[v])
+    linked: set[tuple[int, int]] = set()
+    for v in order:
+        u = prev.get(v)
+        if u is None:
+            continue
+        for a, b in zip(nodes[v].args, nodes[u].args):
+            if a != b and prev.get(a) == b and (role[v], role[a]) not in linked:
+                linked.add((role[v], role[a]))  # each step links the same roles again
+                ra, rb = find(role[v]), find(role[a])
+                if ra != rb:
+                    parent[ra] = rb
+    groups: dict[int, dict[int, list[int]]] = {}
+    for v in order:
+        if v in role:
+            groups.setdefault(find(role[v]), {}).setdefault(role[v], []).append(v)
+    return [_Loop(graph, roles) for roles in groups.values()  # long enough to roll
+            if max(len(c) for c in roles.values()) >= MIN_STEPS]
+
+
+class _Run:
+    """A checked run: steps ``first..last`` of roles ``at`` (role -> step -> node); for
+    each computed role, how each operand is found (``uses``); the slices (``xs``)."""
+
+    def __init__(self) -> None:
+        self.at: dict[int, dict[int, int]] = {}
+        self.first = self.last = 0
+        self.uses: dict[int, list[tuple[str, Any]]] = {}
+        self.xs: dict[int, tuple[int, int]] = {}  # slice role -> (p, delta)
+        self.init: dict[int, int] = {}  # carry role -> its value entering step first
+        self.members: set[int] = set()
+
+    @classmethod
+    def check(cls, graph: Graph, at: dict[int, dict[int, int]], step: dict[int, int],
+              first: int, last: int, order: list[int]) -> _Run | None:
+        self = cls()
+        self.at, self.first, self.last = at, first, last
+        nodes = graph.nodes
+        ref = first + 1
+        for r, m in at.items():
+            d = slot_step(graph, m[ref - 1], m[ref])
+            if d is not None and not REGISTRY[nodes[m[ref]].op].elementwise:
+                self.xs[r] = d
+        role_of = {m[s]: r for r, m in at.items() for s in range(first - 1, last + 1) if s in m}
+        for r, m in at.items():
+            if r in self.xs:
+                continue
+            uses = []
+            for a in nodes[m[ref]].args:
+                ra = role_of.get(a)
+                if ra is not None and step[a] == ref and ra in at:
+                    uses.append(("x" if ra in self.xs else "same", ra))
+                elif ra is not None and step[a] == ref - 1 and ra not in self.xs:
+                    uses.append(("carry", ra))
+                elif ra is None:
+                    uses.append(("shared", a))
+                else:
+                    return None
+            self.uses[r] = uses
+        if not self._consistent(graph):
+            return None
+        while self._extend(graph):
+            pass
+        self.members = {m[s] for r, m in at.items() if r not in self.xs
+                        for s in range(self.first, last + 1)}
+        if not self._shared_ok(graph, order):
+            return None
+        return self
+
+    @property
+    def start(self) -> int:
+        """The first node of the run (in creation order)."""
+        return min(m[self.first] for r, m in self.at.items() if r not in self.xs)
+
+    def _extend(self, graph: Graph) -> bool:
+        """Take in the step before ``first`` when the values entering ``first`` are that
+        step computed from the values before it (the first steps of a loop, which the
+        hashes do not yet see as repeats); False when they are not."""
+        nodes = graph.nodes
+        s = self.first - 1
+        found: dict[int, int] = {}  # role -> its node in step s
+        entering: dict[int, int] = {}  # carry role -> the value entering step s
+        for r, v in self.init.items():
+            found[r] = v
+        for r in sorted(self.uses, key=lambda r: -self.at[r][self.first]):
+            v = found.get(r)
+            if v is None or not _same_kind(nodes[v], nodes[self.at[r][self.first]]):
+                return False
+            for a, (kind, what) in zip(nodes[v].args, self.uses[r]):
+                if kind == "shared":
+                    ok = a == what
+                elif kind == "carry":
+                    ok = entering.setdefault(what, a) == a
+                elif kind == "x":
+                    ok = (found.setdefault(what, a) == a
+                          and slot_step(graph, a, self.at[what][self.first]) == self.xs[what])
+                else:
+                    ok = found.setdefault(what, a) == a
+                if not ok:
+                    return False
+        if any((nodes[a].shape, nodes[a].dtype) != (nodes[found[r]].shape,
+                                                      nodes[found[r]].dtype)
+               for r, a in entering.items()) or set(entering) != set(self.init):
+            return False
+        for r, v in found.items():
+            self.at[r][s] = v
+        self.init, self.first = entering, s
+        return True
+
+    def _consistent(self, graph: Graph) -> bool:
+        nodes = graph.nodes
+        at = self.at
+        for r, (p, d) in self.xs.items():
+            m = at[r]
+            if any(slot_step(graph, m[s - 1], m[s]) != (p, d)
+                   for s in range(self.first + 1, self.last + 1)):
+                return False
+        for r, uses in self.uses.items():
+            m = at[r]
+            for s in range(self.first, self.last + 1):
+                for a, (kind, what) in zip(nodes[m[s]].args, uses):
+                    if kind == "shared":
+                        ok = a == what
+                    elif kind == "carry" and s == self.first:
+                        ok = self.init.setdefault(what, a) == a
+                    elif kind == "carry":
+                        ok = at[what].get(s - 1) == a
+                    else:
+                        ok = at[what].get(s) == a
+                    if not ok:
+                        return False
+        nodes_in = [(nodes[a], nodes[at[r][self.first]]) for r, a in self.init.items()]
+        return bool(self.init) and all((a.shape, a.dtype) == (b.shape, b.dtype)
+                                       for a, b in nodes_in)
+
+    def _shared_ok(self, graph: Graph, order: list[int]) -> bool:
+        """Shared values and initial carries must not depend on the run itself."""
+        inside = graph.descendants(self.members, order)
+        outside = [w for uses in self.uses.values() for k, w in uses if k == "shared"]
+        return not any(w in inside for w in [*outside, *self.init.values()])
+
+    # -- 4: the scan --------------------------------------------------------------------
+
+    def build(self, graph: Graph, order: list[int], ids: list[int]) -> dict[int, int]:
+        """The scan of the run, and the replacements of its nodes used after it."""
+        from ..frontend.loops import scan
+
+        nodes = graph.nodes
+        members = self.members
+        needed = {a for i in order if i not in members for a in nodes[i].args if a in members}
+        needed |= {i for i in ids if i in members}
+        where = {m[s]: (r, s) for r, m in self.at.items() if r not in self.xs
+                 for s in range(self.first, self.last + 1)}
+        carries = sorted(self.init)
+        count = self.last - self.first + 1
+        ys = sorted({where[i][0] for i in needed
+                     if not (where[i][0] in self.init and where[i][1] == self.last)})
+        xs = sorted(self.xs)
+        steps = sorted(self.uses, key=lambda r: self.at[r][self.first])
+        template = {r: nodes[self.at[r][self.first]] for r in steps}
+
+        def body(c: Any, x: Any) -> Any:
+            env: dict[tuple, Expr] = {("carry", r): v for r, v in zip(carries, c)}
+            env.update({("x", r): v for r, v in zip(xs, x)})
+            tg = TRACES.graphs[-1]
+            for r in steps:
+                args = []
+                for kind, what in self.uses[r]:
+                    e = Expr(graph, what) if kind == "shared" else env[(kind, what)]
+                    args.append(tg.find(e))
+                n = template[r]
+                env[("same", r)] = Expr(tg, tg.add(REGISTRY[n.op], tuple(args), n.attrs))
+            return (tuple(env[("same", r)] for r in carries),
+                    tuple(env[("same", r)] for r in ys))
+
+        init = tuple(Expr(graph, self.init[r]) for r in carries)
+        sliced = tuple(lifted_slot(graph, self.at[r][self.first], *self.xs[r], count)
+                       for r in xs)
+        final, stacked = scan(body, init, sliced, length=count)
+        new: dict[int, int] = {}
+        for i in needed:
+            r, s = where[i]
+            if r in self.init and s == self.last:
+                new[i] = final[carries.index(r)].node
+            else:
+                new[i] = stacked[ys.index(r)][s - self.first].node
+        return new
