@@ -245,13 +245,20 @@ def _real(e):
     return e if is_float(e.dtype) else F.astype(e, float_dtype(e.dtype))
 
 
+def _density(log_dens, n):
+    """``exp(log_dens)`` in the output's dtype (float64 shape parameters beside float32
+    ``x`` must not widen the derivative)."""
+    dens = F.exp(log_dens)
+    return dens if dens.dtype == n.out.dtype else F.astype(dens, n.out.dtype)
+
+
 def _incomplete_gamma_rule(sign: float, call: str):
     def rule(n, g):
         if n.needs(0):
             _no_shape_derivative(call, "a")
         a, x = _real(n.args[0]), n.args[1]
         # x^(a-1) e^-x / Gamma(a) in log space: xlogy makes a = 1, x = 0 give 1, not NaN
-        dens = F.exp(F.xlogy(a - 1.0, x) - x - F.gammaln(a))
+        dens = _density(F.xlogy(a - 1.0, x) - x - F.gammaln(a), n)
         return (None, g * dens if sign > 0 else -(g * dens))
 
     return rule
@@ -261,7 +268,7 @@ def _betainc_rule(n, g):
     if n.needs(0) or n.needs(1):
         _no_shape_derivative("betainc(a, b, x)", "a, b")
     a, b, x = _real(n.args[0]), _real(n.args[1]), n.args[2]
-    dens = F.exp(F.xlogy(a - 1.0, x) + F.xlog1py(b - 1.0, -x) - F.betaln(a, b))
+    dens = _density(F.xlogy(a - 1.0, x) + F.xlog1py(b - 1.0, -x) - F.betaln(a, b), n)
     return (None, None, g * dens)
 
 
@@ -272,7 +279,7 @@ def _stdtr_rule(n, g):
     # the t density: Gamma((df+1)/2) / (Gamma(df/2) sqrt(df pi)) = 1 / (B(df/2, 1/2) sqrt(df))
     log_dens = -F.betaln(0.5 * df, 0.5) - 0.5 * F.log(df) \
         - (0.5 * df + 0.5) * F.log1p(F.square(t) / df)
-    return (None, g * F.exp(log_dens))
+    return (None, g * _density(log_dens, n))
 
 
 def _shape_and_x_examples(count: int, lo: float, hi: float):

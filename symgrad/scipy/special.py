@@ -5,7 +5,9 @@ it is (``from symgrad.scipy.special import ndtr`` in place of ``from scipy.speci
 ndtr``). SciPy's ufuncs applied to an Expr (``scipy.special.erf(x)``) arrive here through
 the array protocol too. Each function is an op of :mod:`symgrad.ops.special` (differentiable
 to any order, in every backend's table) or is built from ops (``expit``, ``logsumexp``,
-``softmax``, ``beta``). SciPy itself is needed to evaluate them, not to trace them.
+``softmax``, ``beta``). SciPy itself is needed to evaluate them, not to trace them. The
+incomplete gamma and beta functions and ``stdtr`` are differentiable in ``x`` (``t``) only:
+a derivative in a shape parameter raises :class:`~symgrad.errors.DifferentiationError`.
 
 >>> import symgrad as sg
 >>> from symgrad.scipy.special import ndtr
@@ -27,18 +29,18 @@ from ..ir.expr import Expr, F
 from ..ir.op import FUNCTIONS, REGISTRY
 
 __all__ = [
-    "betaln", "beta", "digamma", "erf", "erfc", "erfcinv", "erfcx", "erfinv", "expit",
-    "gamma", "gammaln", "i0", "i0e", "i1", "i1e", "log_expit", "log_ndtr", "log_softmax",
-    "logit", "logsumexp", "ndtr", "ndtri", "polygamma", "psi", "sinc", "softmax", "xlog1py",
-    "xlogy",
+    "betainc", "betaln", "beta", "digamma", "erf", "erfc", "erfcinv", "erfcx", "erfinv",
+    "expit", "gamma", "gammainc", "gammaincc", "gammaln", "i0", "i0e", "i1", "i1e",
+    "log_expit", "log_ndtr", "log_softmax", "logit", "logsumexp", "ndtr", "ndtri",
+    "polygamma", "psi", "sinc", "softmax", "stdtr", "xlog1py", "xlogy",
 ]
 
 _PREFIX = "scipy.special."
 
 
-def _ufunc(name: str, op: str, arity: int):
+def _ufunc(name: str, op: str, arity: int, params: tuple[str, ...] = ("x", "y")):
     """SciPy's ufunc ``name`` as op ``op``, with the ufunc keywords (``out=`` refused)."""
-    params = ("x", "y")[:arity]
+    params = params[:arity]
 
     @define(_PREFIX + name, *params, out=None, where=True, dtype=None, casting="same_kind",
             order="K", subok=True, strings=("dtype",))
@@ -75,6 +77,11 @@ betaln = _ufunc("betaln", "betaln", 2)
 xlogy = _ufunc("xlogy", "xlogy", 2)
 xlog1py = _ufunc("xlog1py", "xlog1py", 2)
 expit = _ufunc("expit", "sigmoid", 1)
+# differentiable in x only: a shape parameter's derivative raises DifferentiationError
+gammainc = _ufunc("gammainc", "gammainc", 2, ("a", "x"))
+gammaincc = _ufunc("gammaincc", "gammaincc", 2, ("a", "x"))
+betainc = _ufunc("betainc", "betainc", 3, ("a", "b", "x"))
+stdtr = _ufunc("stdtr", "stdtr", 2, ("df", "t"))
 
 
 @define(_PREFIX + "log_expit", "x", out=None, where=True)
