@@ -113,6 +113,12 @@ def test_a_shape_parameters_derivative_is_refused_not_zero(call, params):
     assert gx == sg.evaluate(sg.grad(f, x), at) != 0.0
 
 
+def test_explain_asks_only_for_the_operands_with_an_adjoint():
+    a, x = sg.var("a"), sg.var("x")
+    table = str(sg.explain(ssp.gammainc(a, x), x, at={"a": 2.0, "x": 1.0}))
+    assert "gammainc(u1, u2)" in table and "0.367879" in table  # x e^-x at 1
+
+
 # -- scipy.stats: cdf, sf, logcdf, logsf ----------------------------------------------------
 
 DISTS = [
