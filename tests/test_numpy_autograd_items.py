@@ -105,3 +105,34 @@ def test_array_namespace_is_symgrad_numpy():
     assert xp is snp
     f = xp.sum(xp.exp(x) * xp.tanh(x))
     np.testing.assert_allclose(sg.evaluate(f, _at()), np.sum(np.exp(XV) * np.tanh(XV)))
+
+
+def test_a_transformed_function_called_on_an_expression_chains_through():
+    """autograd's test_jacobian_against_stacked_grads: ``grad(f)(x[1])`` inside a traced
+    function, where the point is an expression of the outer variable (not a variable) and
+    ``f`` closes over the outer variable too: the result is an expression of ``x``, and the
+    outer Jacobian (reverse and forward) chains through it."""
+    funs = [
+        lambda x: np.sum(x**3),
+        lambda x: np.prod(np.sin(x) + np.sin(x)),
+        lambda x: sg.grad(lambda y: np.exp(y) * np.tanh(x[0]))(x[1]),
+    ]
+    vector_fun = lambda x: snp.array([f(x) for f in funs])  # noqa: E731
+    xv = RNG.standard_normal(5)
+    inner = sg.grad(funs[2])(xv)  # d/dx of exp(x1) tanh(x0)
+    sech2 = 1.0 - np.tanh(xv[0]) ** 2
+    np.testing.assert_allclose(inner, [np.exp(xv[1]) * sech2, np.exp(xv[1]) * np.tanh(xv[0]),
+                                       0.0, 0.0, 0.0], rtol=1e-14)
+    stacked = np.vstack([sg.grad(f)(xv) for f in funs])
+    for jac in (sg.jacrev(vector_fun), sg.jacfwd(vector_fun)):
+        np.testing.assert_allclose(jac(xv), stacked, rtol=1e-13)
+    x = sg.var("x", shape=(5,))
+    point = sg.grad(lambda y: np.exp(y) * np.tanh(x[0]))(x[1])
+    assert isinstance(point, sg.Expr) and set(point.graph.variables) >= {"x"}
+    sg.check_grads(point, x, {"x": xv}, order=2)
+    # the point may be any expression: a vjp and a jvp at x[1] * x[2] too
+    y, pull = sg.vjp(lambda y: np.sin(y) * x[3], x[1] * x[2])
+    t = sg.jvp(lambda y: np.sin(y) * x[3], (x[1] * x[2],), (1.0,))[1]
+    want = np.cos(xv[1] * xv[2]) * xv[3]
+    assert sg.evaluate(pull(1.0)[0], {"x": xv}) == pytest.approx(want, rel=1e-14)
+    assert sg.evaluate(t, {"x": xv}) == pytest.approx(want, rel=1e-14)
