@@ -136,3 +136,30 @@ def test_a_transformed_function_called_on_an_expression_chains_through():
     want = np.cos(xv[1] * xv[2]) * xv[3]
     assert sg.evaluate(pull(1.0)[0], {"x": xv}) == pytest.approx(want, rel=1e-14)
     assert sg.evaluate(t, {"x": xv}) == pytest.approx(want, rel=1e-14)
+
+
+def _wrapped(inner):
+    def wrapped(x):  # a parameter named like the enclosing trace's variable
+        return inner(x)
+    return wrapped
+
+
+def test_a_transform_called_on_numbers_inside_a_trace_reads_the_enclosing_values():
+    """autograd's test_enclosing_scope_ref(_2): ``grad(inner)(2.0)`` inside a traced function,
+    ``inner`` closing over the traced value. The inner trace's variables cannot take the
+    enclosing trace's names (a parameter named ``x`` inside a trace of ``x`` gave x * x
+    silently), and a result that depends on the enclosing values is built as an expression
+    (it compiled to a function missing an input before)."""
+    def fun(x):
+        return x * sg.grad(_wrapped(lambda y: y * x))(2.0)
+
+    def fun_order(x):
+        return x * sg.grad(lambda y: x * y)(2.0)
+
+    for f in (fun, fun_order):
+        assert f(1.5) == 2.25
+        assert sg.jvp(f, (1.5,), (1.0,)) == (2.25, 3.0)
+        assert sg.grad(f)(1.5) == 3.0
+        assert sg.grad(sg.grad(f))(1.5) == 2.0
+    # a transform that does not read the enclosing values still gives numbers
+    assert sg.grad(lambda x: x * float(sg.grad(lambda y: y * y)(3.0)))(1.0) == 6.0
