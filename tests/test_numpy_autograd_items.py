@@ -163,3 +163,12 @@ def test_a_transform_called_on_numbers_inside_a_trace_reads_the_enclosing_values
         assert sg.grad(sg.grad(f))(1.5) == 2.0
     # a transform that does not read the enclosing values still gives numbers
     assert sg.grad(lambda x: x * float(sg.grad(lambda y: y * y)(3.0)))(1.0) == 6.0
+
+
+def test_gradient_of_several_axes_is_a_tuple_as_numpys():
+    M = sg.var("M", shape=(2, 3))
+    got = snp.gradient(M)
+    want = np.gradient(MV)
+    assert type(got) is type(want) is tuple
+    for g, w in zip(sg.evaluate(list(got), _at()), want):
+        np.testing.assert_allclose(g, w, rtol=1e-15)

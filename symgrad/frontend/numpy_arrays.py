@@ -541,7 +541,7 @@ def gradient(f, *varargs, axis=None, edge_order=1):
             first = (-1.5 * s(0, 1) + 2.0 * s(1, 2) - 0.5 * s(2, 3)) / h
             last = (0.5 * s(-3, -2) - 2.0 * s(-2, -1) + 1.5 * s(-1, None)) / h
         out.append(concatenate([first, mid, last], axis=ax))
-    return out[0] if len(out) == 1 else out
+    return out[0] if len(out) == 1 else tuple(out)  # a tuple, as NumPy 2 gives
 
 
 @define("trapezoid", "y", "?x", "=dx", "=axis", dx=1.0, axis=-1)
