@@ -172,3 +172,11 @@ def test_gradient_of_several_axes_is_a_tuple_as_numpys():
     assert type(got) is type(want) is tuple
     for g, w in zip(sg.evaluate(list(got), _at()), want):
         np.testing.assert_allclose(g, w, rtol=1e-15)
+
+
+def test_column_stack_of_one_vector_stacks_its_elements():
+    x = sg.var("x", shape=(3,))
+    got = snp.column_stack(x)
+    assert got.shape == np.column_stack(XV).shape == (1, 3)
+    np.testing.assert_array_equal(sg.evaluate(got, _at()), np.column_stack(XV))
+    sg.check_grads(sg.sum(got * np.arange(3.0)), x, _at(), order=1)

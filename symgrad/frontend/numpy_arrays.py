@@ -187,8 +187,8 @@ def dstack(tup):
 
 @define("column_stack", "[tup]")
 def column_stack(tup):
-    cols = _sequence("column_stack", tup)
-    return concatenate([F.reshape(c, (c.shape[0], 1)) if c.ndim < 2 else c for c in cols],
+    cols = _sequence("column_stack", tup)  # one 1-D array: its elements, each a 1x1 column
+    return concatenate([F.reshape(c, (c.size, 1)) if c.ndim < 2 else c for c in cols],
                        axis=1)
 
 
