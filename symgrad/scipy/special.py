@@ -30,9 +30,10 @@ from ..ir.op import FUNCTIONS, REGISTRY
 
 __all__ = [
     "betainc", "betaln", "beta", "digamma", "erf", "erfc", "erfcinv", "erfcx", "erfinv",
-    "expit", "gamma", "gammainc", "gammaincc", "gammaln", "i0", "i0e", "i1", "i1e",
-    "log_expit", "log_ndtr", "log_softmax", "logit", "logsumexp", "ndtr", "ndtri",
-    "polygamma", "psi", "sinc", "softmax", "stdtr", "xlog1py", "xlogy",
+    "expit", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "i0", "i0e", "i1",
+    "i1e", "log_expit", "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln",
+    "ndtr", "ndtri", "polygamma", "psi", "rgamma", "sinc", "softmax", "stdtr", "xlog1py",
+    "xlogy",
 ]
 
 _PREFIX = "scipy.special."
@@ -108,6 +109,38 @@ def beta(a: Any, b: Any, out: Any = None, where: Any = True) -> Expr:
     a, b = as_expr(a), as_expr(b)
     sign = F.sign(F.gamma(a)) * F.sign(F.gamma(b)) * F.sign(F.gamma(a + b))
     return sign * F.exp(F.betaln(a, b))
+
+
+@define(_PREFIX + "rgamma", "x", out=None, where=True)
+def rgamma(x: Any, out: Any = None, where: Any = True) -> Expr:
+    """scipy.special.rgamma: 1 / gamma(x), 0 at the poles (x = 0, -1, -2, ...), written
+    sign * exp(-gammaln(x)) (SciPy's gamma is NaN at the negative poles); its derivative
+    -digamma(x) rgamma(x) is NaN exactly at a pole, where digamma has none."""
+    no_out(_PREFIX + "rgamma", out, where)
+    x = as_expr(x)
+    sign = F.where((x > 0) | (F.mod(F.floor(x), 2.0) == 0), 1.0, -1.0)
+    return sign * F.exp(-F.gammaln(x))
+
+
+@define(_PREFIX + "gammasgn", "x", out=None, where=True)
+def gammasgn(x: Any, out: Any = None, where: Any = True) -> Expr:
+    """scipy.special.gammasgn: the sign of gamma(x) (piecewise constant: derivative 0)."""
+    no_out(_PREFIX + "gammasgn", out, where)
+    return F.sign(F.gamma(as_expr(x)))
+
+
+@define(_PREFIX + "multigammaln", "a", "=d", d=1)
+def multigammaln(a: Any, d: Any) -> Expr:
+    """scipy.special.multigammaln(a, d): log of the multivariate gamma function,
+    d (d - 1) / 4 log(pi) + sum_j gammaln(a - j / 2) for j < d; ``d`` a Python int. SciPy
+    raises where a <= (d - 1) / 2; a symbolic ``a`` cannot be checked then: NaN there."""
+    if isinstance(d, (bool, Expr)) or np.ndim(d) != 0 or np.asarray(d).dtype.kind not in "iu":
+        raise UnsupportedError(f"scipy.special.multigammaln: d must be one int, got {d!r}")
+    d, a = int(d), as_expr(a)
+    total = d * (d - 1) / 4.0 * float(np.log(np.pi))
+    for j in range(d):
+        total = total + F.gammaln(a - 0.5 * j)
+    return F.where(a > 0.5 * (d - 1), total, np.nan)
 
 
 def _over_all(fn, x: Expr, axis: Any) -> Expr:
