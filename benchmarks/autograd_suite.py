@@ -29,7 +29,8 @@ def run(checkout: Path, out: Path) -> int:
            "PYTHONPATH": os.pathsep.join([str(ROOT), str(checkout)])}
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", os.devnull,
            f"--rootdir={checkout}", "-p", "benchmarks.autograd_shim", str(checkout / "tests")]
-    return subprocess.run(cmd, cwd=checkout, env=env, check=False).returncode
+    # run from symgrad's root: the checkout has a `benchmarks` package of its own
+    return subprocess.run(cmd, cwd=ROOT, env=env, check=False).returncode
 
 
 def summary(results: dict) -> str:
@@ -58,7 +59,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=None, help="per-test outcomes (JSON)")
     args = parser.parse_args(argv)
     out = args.out or Path(tempfile.mkdtemp()) / "autograd_suite.json"
-    run(args.checkout.resolve(), out)
+    code = run(args.checkout.resolve(), out)
+    if not out.exists():
+        raise SystemExit(f"the suite wrote no results (pytest exited with {code}); is "
+                         f"{args.checkout} a clone of github.com/HIPS/autograd?")
     print(summary(json.loads(out.read_text())))
 
 

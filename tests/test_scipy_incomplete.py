@@ -211,3 +211,29 @@ def test_backends_agree_in_the_tails():
         for g, w, rtol in zip(got, want, (1e-12, 1e-10)):
             np.testing.assert_allclose(np.asarray(g), w, rtol=rtol, atol=1e-300,
                                        err_msg=backend)
+
+
+def test_poisson_against_scipy_and_its_mean_derivatives():
+    k, mu = sg.var("k", shape=(7,)), sg.var("mu")
+    ks = np.array([-1.0, 0.0, 1.5, 2.0, 3.0, 12.0, 40.0])
+    at = {"k": ks, "mu": 2.5}
+    for m in ("logpmf", "pmf", "cdf", "sf", "logsf"):
+        np.testing.assert_allclose(sg.evaluate(getattr(ss.poisson, m)(k, mu), at),
+                                   getattr(st.poisson, m)(ks, 2.5), rtol=1e-13, err_msg=m)
+    # logcdf in the upper tail is log1p(-sf), where SciPy's log(cdf) loses digits (at k =
+    # 40 it rounds to 0)
+    got = sg.evaluate(ss.poisson.logcdf(k, mu), at)
+    cdf, sf = st.poisson.cdf(ks, 2.5), st.poisson.sf(ks, 2.5)
+    with np.errstate(divide="ignore"):
+        want = np.where(cdf > 0.5, np.log1p(-sf), np.log(cdf))
+    np.testing.assert_allclose(got, want, rtol=1e-13)
+    assert got[-1] < 0.0 == st.poisson.logcdf(40.0, 2.5)
+    # d cdf(k) / d mu = -pmf(floor(k); mu); nothing flows to k (a step function)
+    gk, gmu = sg.evaluate(list(sg.grad(sg.sum(ss.poisson.cdf(k, mu)), [k, mu])), at)
+    assert gmu == pytest.approx(-st.poisson.pmf(np.floor(ks[1:]), 2.5).sum(), rel=1e-12)
+    np.testing.assert_array_equal(gk, 0.0)
+    inside = {"k": np.array([0.0, 1.0, 2.0, 3.0, 5.0, 8.0, 13.0]), "mu": 2.5}
+    for m in ("logpmf", "cdf", "logsf"):
+        sg.check_grads(sg.sum(getattr(ss.poisson, m)(k, mu)), mu, inside, order=2)
+    with pytest.raises(AttributeError, match="use pmf"):
+        ss.poisson.pdf(k, mu)

@@ -1,7 +1,8 @@
 """``symgrad.scipy.stats``: SciPy's distributions on symbolic values, built from ops.
 
 ``norm`` (``logpdf pdf cdf logcdf sf logsf ppf isf``), ``t``, ``gamma``, ``beta`` and
-``chi2`` (``logpdf pdf cdf logcdf sf logsf``), ``multivariate_normal`` (``logpdf pdf``),
+``chi2`` (``logpdf pdf cdf logcdf sf logsf``), ``poisson`` (``logpmf pmf cdf logcdf sf
+logsf``), ``multivariate_normal`` (``logpdf pdf``),
 with SciPy's signatures (``norm.cdf(x, loc=0, scale=1)``, ``t.logpdf(x, df, loc=0,
 scale=1)``, ...) and meanings: NaN where a parameter is out of range (``scale <= 0``),
 ``-inf`` log-density outside the support. Every argument may be symbolic, so derivatives
@@ -31,7 +32,7 @@ from ..errors import ShapeError, UnsupportedError
 from ..frontend.numpy_define import as_expr
 from ..ir.expr import Expr, F
 
-__all__ = ["beta", "chi2", "gamma", "multivariate_normal", "norm", "t"]
+__all__ = ["beta", "chi2", "gamma", "multivariate_normal", "norm", "poisson", "t"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
@@ -230,6 +231,40 @@ class _Beta(_WithCdf):
             (scale > 0) & (a > 0) & (b > 0)
 
 
+class _Poisson(_WithCdf):
+    """The Poisson distribution with mean ``mu``: ``scipy.stats.poisson`` (``logpmf pmf cdf
+    sf logcdf logsf``). Its values are integers: derivatives are with respect to ``mu``
+    (the CDF's is closed-form, the incomplete gamma function's in its ``x``)."""
+
+    name = "poisson"
+
+    def logpmf(self, k: Any, mu: Any, loc: Any = 0.0) -> Expr:
+        """k log mu - mu - gammaln(k + 1) at integers k >= 0, -inf elsewhere."""
+        k, mu = as_expr(k) - loc, as_expr(mu)
+        on = (k >= 0) & (k == F.floor(k))
+        ks = F.where(on, k, 0.0)
+        inside = F.xlogy(ks, mu) - mu - F.gammaln(ks + 1.0)
+        return _checked(F.where(on, inside, -math.inf), mu >= 0)
+
+    def pmf(self, k: Any, mu: Any, loc: Any = 0.0) -> Expr:
+        """P(X = k) = exp(logpmf)."""
+        return F.exp(self.logpmf(k, mu, loc))
+
+    def pdf(self, *args: Any, **kwargs: Any) -> Expr:
+        raise AttributeError("symgrad.scipy.stats.poisson has no 'pdf' (a discrete "
+                             "distribution: use pmf)")
+
+    @staticmethod
+    def _tails(k: Any, mu: Any, loc: Any = 0.0):
+        """(cdf, sf): Q(floor(k) + 1, mu) and P(floor(k) + 1, mu); 0 and 1 below 0."""
+        k, mu = as_expr(k) - loc, as_expr(mu)
+        n = F.floor(F.where(k >= 0, k, 0.0)) + 1.0
+        below = k < 0
+        cdf = F.where(below, 0.0, F.gammaincc(n, mu))
+        sf = F.where(below, 1.0, F.gammainc(n, mu))
+        return (cdf, sf), mu >= 0
+
+
 class _MultivariateNormal(_Distribution):
     """The multivariate normal: ``scipy.stats.multivariate_normal``'s ``logpdf``/``pdf``."""
 
@@ -272,4 +307,5 @@ t = _T()
 gamma = _Gamma()
 beta = _Beta()
 chi2 = _Chi2()
+poisson = _Poisson()
 multivariate_normal = _MultivariateNormal()
