@@ -61,14 +61,21 @@ class _Distribution:
         raise AttributeError(f"symgrad.scipy.stats.{self.name} has no {attr!r} (it has "
                              f"{have})")
 
+    def __repr__(self) -> str:
+        return f"<symgrad.scipy.stats.{self.name}>"
+
+
+class _Density(_Distribution):
+    """A continuous distribution: ``pdf`` from its ``logpdf``."""
+
     def pdf(self, x: Any, *args: Any, **kwargs: Any) -> Expr:
         """The density: ``exp(logpdf(...))``, same arguments."""
         return F.exp(self.logpdf(x, *args, **kwargs))
 
 
-class _WithCdf(_Distribution):
-    """A distribution whose ``_tails(x, *params)`` gives ``(cdf, sf)`` and ``_valid`` its
-    parameter check: ``cdf sf logcdf logsf`` with SciPy's signatures."""
+class _Tails:
+    """For a distribution whose ``_tails(x, *params)`` gives ``((cdf, sf), valid)``:
+    ``cdf sf logcdf logsf`` with SciPy's signatures."""
 
     def cdf(self, x: Any, *args: Any, **kwargs: Any) -> Expr:
         """P(X <= x)."""
@@ -90,11 +97,8 @@ class _WithCdf(_Distribution):
         (cdf, sf), ok = self._tails(x, *args, **kwargs)
         return _checked(_log_prob(sf, cdf), ok)
 
-    def __repr__(self) -> str:
-        return f"<symgrad.scipy.stats.{self.name}>"
 
-
-class _Norm(_Distribution):
+class _Norm(_Density):
     """The normal distribution ``N(loc, scale^2)``: ``scipy.stats.norm``'s methods."""
 
     name = "norm"
@@ -140,7 +144,7 @@ class _Norm(_Distribution):
         return _checked(loc - scale * F.ndtri(as_expr(q)), scale > 0)
 
 
-class _T(_WithCdf):
+class _T(_Tails, _Density):
     """Student's t distribution with ``df`` degrees of freedom: ``scipy.stats.t``."""
 
     name = "t"
@@ -162,7 +166,7 @@ class _T(_WithCdf):
         return (F.stdtr(df, z), F.stdtr(df, -z)), (scale > 0) & (df > 0)
 
 
-class _Gamma(_WithCdf):
+class _Gamma(_Tails, _Density):
     """The gamma distribution with shape ``a``: ``scipy.stats.gamma``."""
 
     name = "gamma"
@@ -183,7 +187,7 @@ class _Gamma(_WithCdf):
         return (F.gammainc(a, zs), F.gammaincc(a, zs)), (scale > 0) & (a > 0)
 
 
-class _Chi2(_WithCdf):
+class _Chi2(_Tails, _Density):
     """The chi-squared distribution with ``df`` degrees of freedom: ``scipy.stats.chi2``
     (the gamma distribution with shape ``df/2`` and scale 2)."""
 
@@ -206,7 +210,7 @@ class _Chi2(_WithCdf):
         return (F.gammainc(half, zs), F.gammaincc(half, zs)), (scale > 0) & (half > 0)
 
 
-class _Beta(_WithCdf):
+class _Beta(_Tails, _Density):
     """The beta distribution with shapes ``a``, ``b``: ``scipy.stats.beta``."""
 
     name = "beta"
@@ -231,7 +235,7 @@ class _Beta(_WithCdf):
             (scale > 0) & (a > 0) & (b > 0)
 
 
-class _Poisson(_WithCdf):
+class _Poisson(_Tails, _Distribution):
     """The Poisson distribution with mean ``mu``: ``scipy.stats.poisson`` (``logpmf pmf cdf
     sf logcdf logsf``). Its values are integers: derivatives are with respect to ``mu``
     (the CDF's is closed-form, the incomplete gamma function's in its ``x``)."""
@@ -250,10 +254,6 @@ class _Poisson(_WithCdf):
         """P(X = k) = exp(logpmf)."""
         return F.exp(self.logpmf(k, mu, loc))
 
-    def pdf(self, *args: Any, **kwargs: Any) -> Expr:
-        raise AttributeError("symgrad.scipy.stats.poisson has no 'pdf' (a discrete "
-                             "distribution: use pmf)")
-
     @staticmethod
     def _tails(k: Any, mu: Any, loc: Any = 0.0):
         """(cdf, sf): Q(floor(k) + 1, mu) and P(floor(k) + 1, mu); 0 and 1 below 0."""
@@ -265,7 +265,7 @@ class _Poisson(_WithCdf):
         return (cdf, sf), mu >= 0
 
 
-class _MultivariateNormal(_Distribution):
+class _MultivariateNormal(_Density):
     """The multivariate normal: ``scipy.stats.multivariate_normal``'s ``logpdf``/``pdf``."""
 
     name = "multivariate_normal"
