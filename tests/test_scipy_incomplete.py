@@ -16,7 +16,7 @@ import symgrad as sg
 import symgrad.scipy.special as ssp
 from symgrad.scipy import stats as ss
 
-sp = pytest.importorskip("scipy.special")
+sp = special = pytest.importorskip("scipy.special")
 st = pytest.importorskip("scipy.stats")
 
 # (function, shape parameters, points: ordinary ones and tails), with SciPy's density in x
@@ -237,3 +237,24 @@ def test_poisson_against_scipy_and_its_mean_derivatives():
         sg.check_grads(sg.sum(getattr(ss.poisson, m)(k, mu)), mu, inside, order=2)
     with pytest.raises(AttributeError, match="poisson has no 'pdf'.*pmf"):
         ss.poisson.pdf(k, mu)
+
+
+def test_dirichlet_against_scipy_and_its_gradients():
+    alpha = np.array([1.5, 2.0, 3.0])
+    xs = np.array([[0.2, 0.3, 0.5], [0.1, 0.6, 0.3]]).T  # components on the first axis
+    x, a = sg.var("x", shape=(3, 2)), sg.var("a", shape=(3,))
+    at = {"x": xs, "a": alpha}
+    for m in ("logpdf", "pdf"):
+        np.testing.assert_allclose(sg.evaluate(getattr(ss.dirichlet, m)(x, a), at),
+                                   getattr(st.dirichlet, m)(xs, alpha), rtol=1e-13)
+    short = sg.var("s", shape=(2,))
+    assert sg.evaluate(ss.dirichlet.logpdf(short, a), {"s": xs[:2, 0], "a": alpha}) == \
+        pytest.approx(st.dirichlet.logpdf(xs[:2, 0], alpha), rel=1e-13)
+    # x normalised, as autograd's test does: finite differences stay on the simplex
+    on_simplex = ss.dirichlet.logpdf(x / sg.sum(x, axis=0, keepdims=True), a)
+    sg.check_grads(sg.sum(on_simplex), [x, a], at, order=2)
+    ga = sg.evaluate(sg.grad(sg.sum(ss.dirichlet.logpdf(x[:, 0], a)), a), at)
+    want = np.log(xs[:, 0]) - special.digamma(alpha) + special.digamma(alpha.sum())
+    np.testing.assert_allclose(ga, want, rtol=1e-13)
+    off = {"x": xs * 1.1, "a": alpha}  # off the simplex: SciPy raises, here NaN
+    assert np.isnan(sg.evaluate(ss.dirichlet.logpdf(x, a), off)).all()

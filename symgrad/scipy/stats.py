@@ -2,7 +2,7 @@
 
 ``norm`` (``logpdf pdf cdf logcdf sf logsf ppf isf``), ``t``, ``gamma``, ``beta`` and
 ``chi2`` (``logpdf pdf cdf logcdf sf logsf``), ``poisson`` (``logpmf pmf cdf logcdf sf
-logsf``), ``multivariate_normal`` (``logpdf pdf``),
+logsf``), ``multivariate_normal`` and ``dirichlet`` (``logpdf pdf``),
 with SciPy's signatures (``norm.cdf(x, loc=0, scale=1)``, ``t.logpdf(x, df, loc=0,
 scale=1)``, ...) and meanings: NaN where a parameter is out of range (``scale <= 0``),
 ``-inf`` log-density outside the support. Every argument may be symbolic, so derivatives
@@ -32,7 +32,8 @@ from ..errors import ShapeError, UnsupportedError
 from ..frontend.numpy_define import as_expr
 from ..ir.expr import Expr, F
 
-__all__ = ["beta", "chi2", "gamma", "multivariate_normal", "norm", "poisson", "t"]
+__all__ = ["beta", "chi2", "dirichlet", "gamma", "multivariate_normal", "norm", "poisson",
+           "t"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
@@ -265,6 +266,32 @@ class _Poisson(_Tails, _Distribution):
         return (cdf, sf), mu >= 0
 
 
+class _Dirichlet(_Density):
+    """The Dirichlet distribution: ``scipy.stats.dirichlet``'s ``logpdf``/``pdf``."""
+
+    name = "dirichlet"
+
+    def logpdf(self, x: Any, alpha: Any) -> Expr:
+        """sum (alpha_i - 1) log x_i - sum gammaln(alpha_i) + gammaln(sum alpha_i), with
+        SciPy's layout: the components along the *first* axis of ``x`` (``K`` or ``K - 1``
+        of them: the last is then 1 - the sum). Where SciPy raises (``x`` off the simplex:
+        a component outside (0, 1], or sums off 1 by more than 1e-9) the value is NaN; the
+        derivative in ``x`` is the unconstrained one, as SciPy's formula gives."""
+        x, alpha = as_expr(x), as_expr(alpha)
+        k = alpha.shape[0] if alpha.ndim == 1 else 0
+        if alpha.ndim != 1 or x.ndim < 1 or x.shape[0] not in (k, k - 1):
+            raise ShapeError(f"dirichlet.logpdf: alpha must be a vector and x have its "
+                             f"length (or one less) on its first axis, got shapes "
+                             f"{alpha.shape} and {x.shape}")
+        if x.shape[0] == k - 1:
+            x = F.concatenate([x, 1.0 - F.sum(x, axis=0, keepdims=True)], axis=0)
+        a = F.reshape(alpha, (k,) + (1,) * (x.ndim - 1))
+        value = F.sum(F.xlogy(a - 1.0, x), axis=0) - F.sum(F.gammaln(alpha)) \
+            + F.gammaln(F.sum(alpha))
+        inside = (F.abs(F.sum(x, axis=0) - 1.0) <= 1e-9) & F.all((x > 0) & (x <= 1), axis=0)
+        return _checked(value, inside & F.all(alpha > 0))
+
+
 class _MultivariateNormal(_Density):
     """The multivariate normal: ``scipy.stats.multivariate_normal``'s ``logpdf``/``pdf``."""
 
@@ -308,4 +335,5 @@ gamma = _Gamma()
 beta = _Beta()
 chi2 = _Chi2()
 poisson = _Poisson()
+dirichlet = _Dirichlet()
 multivariate_normal = _MultivariateNormal()
