@@ -144,13 +144,14 @@ def _swap_scipy() -> None:
         if sym is None:  # autograd's own module: it fails on Exprs, counted as such
             dists[name] = sys.modules.get(f"autograd.scipy.stats.{name}")
             continue
-        sub = types.ModuleType(f"autograd.scipy.stats.{name}")
+        methods = {}
         for meth in METHODS:
             p = getattr(plain, meth, None)
             s = getattr(sym, meth) if hasattr(type(sym), meth) else None
             if p is not None or s is not None:
-                setattr(sub, meth, dual(s, p))
-        sys.modules[sub.__name__] = dists[name] = sub
+                methods[meth] = dual(s, p)
+        # the rest (rvs, ...) SciPy's
+        dists[name] = shim(f"autograd.scipy.stats.{name}", None, plain, methods)
     shim("autograd.scipy.stats", None, None, dists)
     for sub_name in ("special", "linalg", "stats"):
         setattr(autograd.scipy, sub_name, sys.modules[f"autograd.scipy.{sub_name}"])

@@ -86,15 +86,16 @@ def _fold(terms: Sequence[Expr]) -> Expr:
 
 def _relevant(graph: Graph, forward: list[int], wrt: set[int]) -> set[int]:
     """The float nodes of ``forward`` (topological) a derivative flows to from ``wrt``:
-    those reached through differentiable ops only (a ``stop_gradient`` or ``floor`` on the
-    way cuts the path, so the rules are not asked for contributions nothing will use)."""
+    those reached through ops with a backprop rule only (a ``stop_gradient`` or ``floor``
+    on the way cuts the path, so the rules are not asked for contributions nothing will
+    use; a user's op defined without a rule keeps its rule that raises)."""
     nodes = graph.nodes
     relevant: set[int] = set()
     for i in forward:
         n = nodes[i]
         if not is_float(n.dtype):
             continue
-        if i in wrt or (n.args and REGISTRY[n.op].differentiable
+        if i in wrt or (n.args and REGISTRY[n.op].backprop is not None
                         and any(a in relevant for a in n.args)):
             relevant.add(i)
     return relevant
