@@ -180,3 +180,18 @@ def test_column_stack_of_one_vector_stacks_its_elements():
     assert got.shape == np.column_stack(XV).shape == (1, 3)
     np.testing.assert_array_equal(sg.evaluate(got, _at()), np.column_stack(XV))
     sg.check_grads(sg.sum(got * np.arange(3.0)), x, _at(), order=1)
+
+
+def test_forward_mode_through_a_join_with_integer_data():
+    """autograd's test_r_slicing: np.r_[x, c, 1:10] joins an integer range; its tangent
+    is zeros (forward mode passed the range's values on as part of the tangent)."""
+    c = np.full(2, 7.0)
+    f = lambda x: snp.r_[x, c, 1:4]  # noqa: E731
+    value, tangent = sg.jvp(f, (XV,), (np.ones(3),))
+    np.testing.assert_array_equal(value, np.r_[XV, c, 1:4])
+    np.testing.assert_array_equal(tangent, [1.0, 1.0, 1.0, 0, 0, 0, 0, 0])
+    x = sg.var("x", shape=(3,))
+    for join in (snp.r_[x, 1:4], snp.stack([x, np.arange(3)]), snp.concatenate([x, [1, 2]])):
+        fwd, rev = (sg.evaluate(sg.jacobian(join, x, mode=m), _at()) for m in
+                    ("forward", "reverse"))
+        np.testing.assert_array_equal(fwd, rev)
