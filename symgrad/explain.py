@@ -253,7 +253,9 @@ def _terms(graph: Graph, forward: list[int], adjoint: dict[int, int], batch: int
         rule = REGISTRY[nodes[j].op].backprop
         if rule is None:
             continue
-        view = NodeView(graph, nodes[j])
+        # the operands with an adjoint only, as reverse mode asks (a shape parameter of
+        # gammainc has none, and its rule refuses to build one)
+        view = NodeView(graph, nodes[j], tuple([a in adjoint for a in nodes[j].args]))
         contribs = rule(view, Expr(graph, adjoint[j]))
         local = rule(view, one) if nodes[j].shape == () else [None] * len(nodes[j].args)
         for a, c, jac in zip(nodes[j].args, contribs, local):

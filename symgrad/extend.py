@@ -27,7 +27,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .backends.math_table import MATH
-from .backends.numpy_table import NUMPY, Template
+from .backends.numpy_table import NUMPY
+from .backends.template import Template
 from .backends.target import TARGETS
 from .errors import DifferentiationError, SymgradError
 from .frontend.functions import function_for

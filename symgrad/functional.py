@@ -152,7 +152,10 @@ class Transformed:
             return self._symbolic(leaves, treedef, static)
         arrays = [a if type(a) is np.ndarray and a.dtype.name in _OK else
                   _as_array(a, self._name(k)) for k, a in enumerate(leaves)]
-        entry, hidden = self._entry(arrays, treedef, static)
+        try:
+            entry, hidden = self._entry(arrays, treedef, static)
+        except _ClosesOverATrace:  # fun reads another trace's values: build expressions
+            return self._symbolic(leaves, treedef, static)
         return entry.run([arrays[k] for k in entry.used] + [hidden[k] for k in entry.picks],
                          self.__name__)
 
@@ -184,6 +187,9 @@ class Transformed:
 
     def _trace(self, arrays: list, treedef: Any, static: dict) -> _Entry:
         names = _unique(_leaf_names(treedef, self.params))
+        if current() is not None:  # inside another trace: names its variables cannot have
+            tag = next(_FRESH)
+            names = [f"_t{tag}_{k}" for k in range(len(names))]
         variables = [var(n, a.shape, a.dtype.name) for n, a in zip(names, arrays)]
         args = tree_unflatten(treedef, variables)
         label = getattr(self.fun, "__name__", "fun")
@@ -204,6 +210,8 @@ class Transformed:
         used = [k for k, n in enumerate(names) if n in graph.variables]
         picks = self._capture.picks(set(graph.variables))
         hidden_names = _hidden_names(self._capture, picks)
+        if current() is not None and set(graph.variables) - set(names) - set(hidden_names):
+            raise _ClosesOverATrace  # called on arrays inside another transform's trace
         fn = compile(outputs, inputs=[names[k] for k in used] + hidden_names,
                      name=self.__name__, backend=self.backend)
         return _Entry(fn, used, picks, out_def, out_leaves, exprs)
@@ -224,6 +232,11 @@ class Transformed:
             for k, e in zip(at, new):
                 out_leaves[k] = e
         return tree_unflatten(out_def, out_leaves)
+
+
+class _ClosesOverATrace(Exception):
+    """Raised by a trace whose result depends on variables of an enclosing trace (``fun``
+    closes over its values): the call is then symbolic, whatever its arguments."""
 
 
 _OK = frozenset({"float64", "float32", "int64", "int32", "bool"})

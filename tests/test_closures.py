@@ -204,3 +204,19 @@ def test_messages_name_the_line_and_the_fix():
     x = sg.var("x", shape=(2,))
     with pytest.raises(sg.UnsupportedError, match=r"np.array\(\[\.\.\.\]\).*np.stack"):
         np.array([x[0], x[1]])
+
+
+_REGISTRY = {float: 2.0, int: 3.0}  # a library's registry: a dict keyed by types
+
+
+def _scale_of(v):
+    return _REGISTRY[type(v)]
+
+
+def test_a_global_that_is_not_a_pytree_is_kept_as_it_is():
+    """A function reading a dict keyed by types (autograd's VSpace registry is one) traces:
+    the dict is not a pytree, so it is kept by identity, not lifted."""
+    g = sg.grad(lambda w: _scale_of(1.0) * np.sum(w ** 2))
+    np.testing.assert_allclose(g(np.array([1.0, -2.0])), [4.0, -8.0], rtol=1e-15)
+    y, pull = sg.vjp(lambda a, b: a * _REGISTRY[float] + b, 1.5, 0.5)
+    assert y == 3.5 and pull(1.0) == (2.0, 1.0)

@@ -105,3 +105,93 @@ def test_array_namespace_is_symgrad_numpy():
     assert xp is snp
     f = xp.sum(xp.exp(x) * xp.tanh(x))
     np.testing.assert_allclose(sg.evaluate(f, _at()), np.sum(np.exp(XV) * np.tanh(XV)))
+
+
+def test_a_transformed_function_called_on_an_expression_chains_through():
+    """autograd's test_jacobian_against_stacked_grads: ``grad(f)(x[1])`` inside a traced
+    function, where the point is an expression of the outer variable (not a variable) and
+    ``f`` closes over the outer variable too: the result is an expression of ``x``, and the
+    outer Jacobian (reverse and forward) chains through it."""
+    funs = [
+        lambda x: np.sum(x**3),
+        lambda x: np.prod(np.sin(x) + np.sin(x)),
+        lambda x: sg.grad(lambda y: np.exp(y) * np.tanh(x[0]))(x[1]),
+    ]
+    vector_fun = lambda x: snp.array([f(x) for f in funs])  # noqa: E731
+    xv = RNG.standard_normal(5)
+    inner = sg.grad(funs[2])(xv)  # d/dx of exp(x1) tanh(x0)
+    sech2 = 1.0 - np.tanh(xv[0]) ** 2
+    np.testing.assert_allclose(inner, [np.exp(xv[1]) * sech2, np.exp(xv[1]) * np.tanh(xv[0]),
+                                       0.0, 0.0, 0.0], rtol=1e-14)
+    stacked = np.vstack([sg.grad(f)(xv) for f in funs])
+    for jac in (sg.jacrev(vector_fun), sg.jacfwd(vector_fun)):
+        np.testing.assert_allclose(jac(xv), stacked, rtol=1e-13)
+    x = sg.var("x", shape=(5,))
+    point = sg.grad(lambda y: np.exp(y) * np.tanh(x[0]))(x[1])
+    assert isinstance(point, sg.Expr) and set(point.graph.variables) >= {"x"}
+    sg.check_grads(point, x, {"x": xv}, order=2)
+    # the point may be any expression: a vjp and a jvp at x[1] * x[2] too
+    y, pull = sg.vjp(lambda y: np.sin(y) * x[3], x[1] * x[2])
+    t = sg.jvp(lambda y: np.sin(y) * x[3], (x[1] * x[2],), (1.0,))[1]
+    want = np.cos(xv[1] * xv[2]) * xv[3]
+    assert sg.evaluate(pull(1.0)[0], {"x": xv}) == pytest.approx(want, rel=1e-14)
+    assert sg.evaluate(t, {"x": xv}) == pytest.approx(want, rel=1e-14)
+
+
+def _wrapped(inner):
+    def wrapped(x):  # a parameter named like the enclosing trace's variable
+        return inner(x)
+    return wrapped
+
+
+def test_a_transform_called_on_numbers_inside_a_trace_reads_the_enclosing_values():
+    """autograd's test_enclosing_scope_ref(_2): ``grad(inner)(2.0)`` inside a traced function,
+    ``inner`` closing over the traced value. The inner trace's variables cannot take the
+    enclosing trace's names (a parameter named ``x`` inside a trace of ``x`` gave x * x
+    silently), and a result that depends on the enclosing values is built as an expression
+    (it compiled to a function missing an input before)."""
+    def fun(x):
+        return x * sg.grad(_wrapped(lambda y: y * x))(2.0)
+
+    def fun_order(x):
+        return x * sg.grad(lambda y: x * y)(2.0)
+
+    for f in (fun, fun_order):
+        assert f(1.5) == 2.25
+        assert sg.jvp(f, (1.5,), (1.0,)) == (2.25, 3.0)
+        assert sg.grad(f)(1.5) == 3.0
+        assert sg.grad(sg.grad(f))(1.5) == 2.0
+    # a transform that does not read the enclosing values still gives numbers
+    assert sg.grad(lambda x: x * float(sg.grad(lambda y: y * y)(3.0)))(1.0) == 6.0
+
+
+def test_gradient_of_several_axes_is_a_tuple_as_numpys():
+    M = sg.var("M", shape=(2, 3))
+    got = snp.gradient(M)
+    want = np.gradient(MV)
+    assert type(got) is type(want) is tuple
+    for g, w in zip(sg.evaluate(list(got), _at()), want):
+        np.testing.assert_allclose(g, w, rtol=1e-15)
+
+
+def test_column_stack_of_one_vector_stacks_its_elements():
+    x = sg.var("x", shape=(3,))
+    got = snp.column_stack(x)
+    assert got.shape == np.column_stack(XV).shape == (1, 3)
+    np.testing.assert_array_equal(sg.evaluate(got, _at()), np.column_stack(XV))
+    sg.check_grads(sg.sum(got * np.arange(3.0)), x, _at(), order=1)
+
+
+def test_forward_mode_through_a_join_with_integer_data():
+    """autograd's test_r_slicing: np.r_[x, c, 1:10] joins an integer range; its tangent
+    is zeros (forward mode passed the range's values on as part of the tangent)."""
+    c = np.full(2, 7.0)
+    f = lambda x: snp.r_[x, c, 1:4]  # noqa: E731
+    value, tangent = sg.jvp(f, (XV,), (np.ones(3),))
+    np.testing.assert_array_equal(value, np.r_[XV, c, 1:4])
+    np.testing.assert_array_equal(tangent, [1.0, 1.0, 1.0, 0, 0, 0, 0, 0])
+    x = sg.var("x", shape=(3,))
+    for join in (snp.r_[x, 1:4], snp.stack([x, np.arange(3)]), snp.concatenate([x, [1, 2]])):
+        fwd, rev = (sg.evaluate(sg.jacobian(join, x, mode=m), _at()) for m in
+                    ("forward", "reverse"))
+        np.testing.assert_array_equal(fwd, rev)

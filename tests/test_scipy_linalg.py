@@ -68,8 +68,8 @@ def test_cholesky_cho_factor_cho_solve_solve_and_the_rest():
                                   sl.block_diag(SPD[:2, :3], B, 3.0, B[:, 0]))
     np.testing.assert_allclose(sg.evaluate(sgl.expm(0.1 * a), at), sl.expm(0.1 * SPD),
                                rtol=1e-13)
-    with pytest.raises(AttributeError, match="no 'lu'.*lu_factor"):
-        sgl.lu(a)
+    with pytest.raises(AttributeError, match="no 'qz'.*not covered"):
+        sgl.qz(a)
 
 
 # -- the Gaussian-process tutorial, stable form --------------------------------------------
@@ -165,3 +165,89 @@ def test_lu_factor_and_lu_solve_against_scipy(trans):
     np.testing.assert_allclose(sg.evaluate(y, at), want, rtol=1e-12)
     with pytest.raises(sg.UnsupportedError, match="piv must come from"):
         sgl.lu_solve((lu, sg.var("p", shape=(4,), dtype="int64")), b)
+
+
+# -- lu: P, L, U ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("permute_l", [False, True])
+@pytest.mark.parametrize("p_indices", [False, True])
+def test_lu_equals_scipy_and_its_factors_are_differentiable(permute_l, p_indices):
+    a = sg.var("a", shape=(4, 4))
+    got = sg.evaluate(list(sgl.lu(a, permute_l=permute_l, p_indices=p_indices)), {"a": A})
+    want = sl.lu(A, permute_l=permute_l, p_indices=p_indices)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-15)
+    parts = sgl.lu(a, permute_l=permute_l, p_indices=p_indices)
+    weights = [RNG.standard_normal((4, 4)) for _ in parts]
+    f = sg.sum(sg.stack([sg.sum(x * c) for x, c in zip(parts, weights) if x.dtype != "int32"]))
+    sg.check_grads(f, a, {"a": A}, order=2)
+
+
+def test_lu_float32_and_shapes():
+    a = sg.var("a", shape=(3, 3), dtype="float32")
+    a32 = A[:3, :3].astype(np.float32)
+    p, low, up = sg.evaluate(list(sgl.lu(a)), {"a": a32})
+    assert low.dtype == up.dtype == p.dtype == np.float32
+    np.testing.assert_allclose(p @ low @ up, a32, rtol=1e-6, atol=1e-6)
+    with pytest.raises(sg.ShapeError, match="lu: a must be one square matrix"):
+        sgl.lu(sg.var("r", shape=(3, 4)))
+
+
+# -- eigh(a, b): the generalised symmetric eigenproblem ------------------------------------
+
+GA = RNG.standard_normal((4, 4))
+GA = GA + GA.T
+GB = SPD / 4.0
+
+
+@pytest.mark.parametrize("kind", [1, 2, 3])
+@pytest.mark.parametrize("lower", [True, False])
+def test_generalised_eigh_equals_scipy_reading_one_triangle(kind, lower):
+    """The other triangle of a and b holds garbage: neither reads it."""
+    junk = 100 * RNG.standard_normal((4, 4))
+    keep = np.tril if lower else np.triu
+    a_in = keep(GA) + (junk - keep(junk))
+    b_in = keep(GB) + (junk.T - keep(junk.T))
+    a, b = sg.var("a", shape=(4, 4)), sg.var("b", shape=(4, 4))
+    at = {"a": a_in, "b": b_in}
+    w, v = sg.evaluate(list(sgl.eigh(a, b, type=kind, lower=lower)), at)
+    ww, vv = sl.eigh(a_in, b_in, type=kind, lower=lower)
+    np.testing.assert_allclose(w, ww, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(np.abs(v), np.abs(vv), rtol=1e-11, atol=1e-12)
+    np.testing.assert_allclose(sg.evaluate(sgl.eigvalsh(a, b, type=kind, lower=lower), at), ww,
+                               rtol=1e-12, atol=1e-13)
+    norm = v.T @ (np.linalg.inv(GB) if kind == 3 else GB) @ v
+    np.testing.assert_allclose(norm, np.eye(4), atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", [1, 2, 3])
+def test_generalised_eigh_gradients(kind):
+    """Values' and (sign-free) vectors' derivatives in a and b against finite differences,
+    and d w_k = v_k^T (dA - w_k dB) v_k (type 1) against the closed form."""
+    a, b = sg.var("a", shape=(4, 4)), sg.var("b", shape=(4, 4))
+    at = {"a": GA, "b": GB}
+    w, v = sgl.eigh(a, b, type=kind)
+    c = RNG.standard_normal((4, 4))
+    sg.check_grads(sg.sum(w * np.arange(1.0, 5.0)), [a, b], at, order=2)
+    sg.check_grads(sg.sum(v * v * c), [a, b], at, order=1)
+    if kind == 1:
+        ga, gb = sg.evaluate(list(sg.grad(w[2], [a, b])), at)
+        ww, vv = sl.eigh(GA, GB)
+        k = vv[:, 2]
+        want_a, want_b = np.outer(k, k), -ww[2] * np.outer(k, k)
+        fold = lambda m: np.tril(m + m.T - np.diag(np.diag(m)))  # noqa: E731 (reads lower)
+        np.testing.assert_allclose(ga, fold(want_a), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(gb, fold(want_b), rtol=1e-10, atol=1e-12)
+
+
+def test_generalised_eigh_refuses_what_it_does_not_do():
+    a, b = sg.var("a", shape=(3, 3)), sg.var("b", shape=(3, 3))
+    with pytest.raises(sg.UnsupportedError, match="subset_by_index is not supported"):
+        sgl.eigh(a, b, subset_by_index=[0, 1])
+    with pytest.raises(sg.UnsupportedError, match="type must be 1, 2 or 3"):
+        sgl.eigh(a, b, type=4)
+    with pytest.raises(sg.ShapeError, match="one shape"):
+        sgl.eigh(a, sg.var("c", shape=(2, 2)))

@@ -256,3 +256,22 @@ def test_the_readme_lists_scipy_support_as_the_modules_say():
     end = readme.index("<!-- scipy-support:end -->")
     assert readme[start:end] == symgrad.scipy.support_markdown(), (
         "regenerate: python -c 'import symgrad.scipy as s; print(s.support_markdown())'")
+
+
+def test_rgamma_gammasgn_multigammaln_against_scipy():
+    x = sg.var("x", shape=(6,))
+    pts = np.array([-2.5, -1.5, -0.5, 0.5, 3.2, 7.0])
+    at = {"x": pts}
+    for got, want in ((sp.rgamma(x), sp.rgamma(pts)), (sp.gammasgn(x), sp.gammasgn(pts)),
+                      (ssp.multigammaln(x + 5.0, 3), sp.multigammaln(pts + 5.0, 3))):
+        np.testing.assert_allclose(sg.evaluate(got, at), want, rtol=1e-14)
+    poles = {"x": np.array([0.0, -1.0, -2.0, 1.0, 2.0, 3.0])}
+    assert np.abs(sg.evaluate(ssp.rgamma(x), poles)[:3]).tolist() == [0.0, 0.0, 0.0]
+    assert np.isnan(sg.evaluate(sg.grad(sg.sum(ssp.rgamma(x)), x), poles)[:3]).all()
+    g = sg.evaluate(sg.grad(sg.sum(ssp.rgamma(x)), x), at)
+    np.testing.assert_allclose(g, -sp.digamma(pts) * sp.rgamma(pts), rtol=1e-13)
+    np.testing.assert_array_equal(sg.evaluate(sg.grad(sg.sum(ssp.gammasgn(x)), x), at), 0.0)
+    sg.check_grads(sg.sum(ssp.multigammaln(x + 5.0, 3)), x, at, order=2)
+    assert np.isnan(sg.evaluate(ssp.multigammaln(x, 3), at)).tolist() == [True] * 4 + [False] * 2
+    with pytest.raises(sg.UnsupportedError, match="d must be one int"):
+        ssp.multigammaln(x, 2.5)

@@ -410,6 +410,22 @@ def _sg_xp_special(xp, name, *args):
     return _sg_xp_host(xp, getattr(scipy.special, name), *args)
 
 
+def _sg_xp_stdtr(xp, df, t):
+    """Student's t CDF (SciPy's ``stdtr``). JAX has none but has ``betainc``: the CDF of
+    ``-|t|`` is ``betainc(df/2, 1/2, df/(df+t^2)) / 2`` in the tails and ``1/2 -
+    betainc(1/2, df/2, t^2/(df+t^2)) / 2`` near 0 (each argument away from 1, where it
+    would lose digits); elsewhere :func:`_sg_xp_special` (SciPy's on host copies)."""
+    if not getattr(xp, "__name__", "").startswith("jax"):
+        return _sg_xp_special(xp, "stdtr", df, t)
+    import jax.scipy.special as jss
+
+    t2 = t * t
+    tail = 0.5 * jss.betainc(0.5 * df, 0.5, df / (df + t2))
+    near = 0.5 - 0.5 * jss.betainc(0.5, 0.5 * df, t2 / (df + t2))
+    low = xp.where(df < 3.0 * t2, tail, near)
+    return xp.where(t < 0, low, 1.0 - low)
+
+
 def _sg_xp_host(xp, fn, *args):
     """``fn`` (NumPy or SciPy) on host copies of ``args``; its arrays come back as ``xp``
     arrays on the device of ``args`` (a GPU's or a second device's arrays cannot be read by

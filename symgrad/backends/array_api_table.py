@@ -186,7 +186,8 @@ def _reduce(fn: str) -> Template:
 
 SPECIAL_UNARY = ("erf", "erfc", "erfinv", "erfcinv", "erfcx", "ndtr", "ndtri", "log_ndtr",
                  "logit", "gamma", "gammaln", "digamma", "i0", "i1", "i0e", "i1e")
-SPECIAL_BINARY = ("betaln", "xlogy", "xlog1py")
+SPECIAL_BINARY = ("betaln", "xlogy", "xlog1py", "gammainc", "gammaincc")
+SPECIAL_TERNARY = ("betainc",)
 
 
 _HOST = (h._sg_xp_host, h._sg_xp_device)  # SciPy on host copies, results on the device
@@ -301,7 +302,9 @@ ARRAY_API: dict[str, Template | None] = {
     # -- scipy.special (ops/special.py): the standard has none; see _sg_xp_special --
     **{name: _special(name) for name in SPECIAL_UNARY},
     **{name: _special(name, 2) for name in SPECIAL_BINARY},
+    **{name: _special(name, 3) for name in SPECIAL_TERNARY},
     "polygamma": T("_sg_xp_special(xp, 'polygamma', {n!r}, {0})", _SPECIAL_HELPERS),
+    "stdtr": T("_sg_xp_stdtr(xp, {0}, {1})", (h._sg_xp_stdtr, *_SPECIAL_HELPERS)),
     "sinc": T("xp.where({0} == 0, xp.ones_like({0}), xp.sin({0} * math.pi) / "
               "(xp.where({0} == 0, xp.ones_like({0}), {0}) * math.pi))"),
     # -- scipy.linalg (ops/matrix_functions.py): not in the standard; see _sg_xp_expm --

@@ -11,7 +11,7 @@ array keys use JAX's indexing, which follows NumPy's rules.
 from __future__ import annotations
 
 from ..ops.indexing import key_source
-from .array_api_table import ARRAY_API, SPECIAL_BINARY, SPECIAL_UNARY
+from .array_api_table import ARRAY_API, SPECIAL_BINARY, SPECIAL_TERNARY, SPECIAL_UNARY
 from .template import Template
 
 UNSUPPORTED: dict[str, str] = {}
@@ -30,6 +30,7 @@ def _special(name: str, arity: int = 1) -> Template:
 SPECIAL: dict[str, Template] = {
     **{name: _special(name) for name in SPECIAL_UNARY if name != "erfcinv"},
     **{name: _special(name, 2) for name in SPECIAL_BINARY},
+    **{name: _special(name, 3) for name in SPECIAL_TERNARY},
     # erfcinv(y) = -ndtri(y / 2) / sqrt(2): JAX has no erfcinv
     "erfcinv": Template("-jax.scipy.special.ndtri({0} * 0.5) * 0.7071067811865476",
                         imports=("jax.scipy.special",)),

@@ -54,7 +54,7 @@ NOT_FUSED: dict[str, str] = {
     **dict.fromkeys((
         "erf", "erfc", "erfcinv", "erfcx", "erfinv", "ndtr", "ndtri", "log_ndtr", "logit",
         "gamma", "gammaln", "digamma", "polygamma", "betaln", "xlogy", "xlog1py", "i0", "i0e",
-        "i1", "i1e"),
+        "i1", "i1e", "gammainc", "gammaincc", "betainc", "stdtr"),
         "a SciPy special function: scipy.special's call in the driver (Numba cannot call "
         "SciPy's ufuncs)"),
     **dict.fromkeys(("expm", "lu_factor", "lu_permutation", "lu_pivots"),

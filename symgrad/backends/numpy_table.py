@@ -248,7 +248,9 @@ NUMPY: dict[str, Template] = {
     **{name: _special(name) for name in (
         "erf", "erfc", "erfinv", "erfcinv", "erfcx", "ndtr", "ndtri", "log_ndtr", "logit",
         "gamma", "gammaln", "digamma", "i0", "i1", "i0e", "i1e")},
-    **{name: _special(name, 2) for name in ("betaln", "xlogy", "xlog1py")},
+    **{name: _special(name, 2) for name in ("betaln", "xlogy", "xlog1py", "gammainc",
+                                             "gammaincc", "stdtr")},
+    "betainc": _special("betainc", 3),
     "polygamma": T("scipy.special.polygamma({n!r}, {0}).astype(np.result_type({0}, np.float32))",
                    imports=("scipy.special",)),
     "sinc": T("np.sinc({0})"),

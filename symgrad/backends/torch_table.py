@@ -25,6 +25,19 @@ def _torch(text: str) -> Template:
     return Template(text, imports=("torch",))
 
 
+def _sg_torch_betaln(a, b):
+    """log |B(a, b)| through lgamma (PyTorch has no betaln); a number beside a tensor is
+    made a tensor like it (lgamma takes tensors only), integers become float64."""
+    import torch
+
+    like = a if isinstance(a, torch.Tensor) else b
+    dtype = torch.result_type(a, b)
+    dtype = dtype if dtype.is_floating_point else torch.float64
+    a = torch.as_tensor(a, dtype=dtype, device=like.device)
+    b = torch.as_tensor(b, dtype=dtype, device=like.device)
+    return torch.lgamma(a) + torch.lgamma(b) - torch.lgamma(a + b)
+
+
 SPECIAL: dict[str, Template] = {
     **{name: _torch(f"torch.special.{name}({{0}})") for name in _NATIVE},
     "lu_permutation": Template("_sg_xp_lu(xp, {0}, 2)", (_sg_xp_lu,)),
@@ -34,7 +47,7 @@ SPECIAL: dict[str, Template] = {
     # PyTorch has no erfcinv, betaln or gamma: erfcinv(y) = -ndtri(y / 2) / sqrt(2); betaln
     # and gamma through lgamma (gamma's sign: negative on (-1, 0), (-3, -2), ...)
     "erfcinv": _torch("-torch.special.ndtri({0} * 0.5) * 0.7071067811865476"),
-    "betaln": _torch("torch.lgamma({0}) + torch.lgamma({1}) - torch.lgamma({0} + {1})"),
+    "betaln": Template("_sg_torch_betaln({0}, {1})", (_sg_torch_betaln,)),
     "expm": _torch("torch.linalg.matrix_exp({0})"),
     # LAPACK's factors; PyTorch's pivots count from 1
     "lu_factor": _torch("torch.linalg.lu_factor({0})[0]"),

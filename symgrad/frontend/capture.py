@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SymgradWarning, UnsupportedError
+from ..errors import ArgumentError, SymgradWarning, UnsupportedError
 from ..ir.callsite import callsite
 from ..ir.expr import Expr
 from ..ir.graph import Graph, lifting
@@ -101,10 +101,19 @@ def _part(v: Any, arrays: list) -> Any:
         arrays.append(a)
         return (a.shape, a.dtype.char)
     if isinstance(v, (dict, list, tuple)) or hasattr(v, "__dataclass_fields__"):
-        leaves, treedef = tree_flatten(v)
+        leaves, treedef = _flat(v)
         if any(isinstance(x, np.ndarray) for x in leaves):
             return (treedef, tuple(_part(x, arrays) for x in leaves))
     return ("id", id(v))
+
+
+def _flat(v: Any) -> tuple[list, Any]:
+    """``tree_flatten(v)``, or no leaves for a container that is not a pytree (a dict keyed
+    by types, as a library's registry is): such an object is kept as it is, by identity."""
+    try:
+        return tree_flatten(v)
+    except ArgumentError:
+        return [], LEAF
 
 
 def _supported(a: np.ndarray) -> np.ndarray:
@@ -219,7 +228,7 @@ class Capture:
         if isinstance(value, (types.FunctionType, types.MethodType)):
             new = self.rebind(value, depth + 1)
             return new if new is not value else _MISSING
-        leaves, treedef = tree_flatten(value) if not isinstance(value, Expr) else ([], LEAF)
+        leaves, treedef = _flat(value) if not isinstance(value, Expr) else ([], LEAF)
         if not any(isinstance(x, np.ndarray) for x in leaves):
             return _MISSING
         base = key or name or "captured"

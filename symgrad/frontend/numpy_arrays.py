@@ -187,8 +187,8 @@ def dstack(tup):
 
 @define("column_stack", "[tup]")
 def column_stack(tup):
-    cols = _sequence("column_stack", tup)
-    return concatenate([F.reshape(c, (c.shape[0], 1)) if c.ndim < 2 else c for c in cols],
+    cols = _sequence("column_stack", tup)  # one 1-D array: its elements, each a 1x1 column
+    return concatenate([F.reshape(c, (c.size, 1)) if c.ndim < 2 else c for c in cols],
                        axis=1)
 
 
@@ -541,7 +541,7 @@ def gradient(f, *varargs, axis=None, edge_order=1):
             first = (-1.5 * s(0, 1) + 2.0 * s(1, 2) - 0.5 * s(2, 3)) / h
             last = (0.5 * s(-3, -2) - 2.0 * s(-2, -1) + 1.5 * s(-1, None)) / h
         out.append(concatenate([first, mid, last], axis=ax))
-    return out[0] if len(out) == 1 else out
+    return out[0] if len(out) == 1 else tuple(out)  # a tuple, as NumPy 2 gives
 
 
 @define("trapezoid", "y", "?x", "=dx", "=axis", dx=1.0, axis=-1)

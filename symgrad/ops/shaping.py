@@ -23,13 +23,13 @@ import math
 import numpy as np
 
 from ..errors import ShapeError
-from ..ir.expr import F
-from ..ir.op import Op, register, sig
-from ..ir.shapes import Shape, fmt, norm_axes, norm_axis, result_dtype
+from ..ir.expr import F, build
+from ..ir.op import REGISTRY, Op, register, sig
+from ..ir.shapes import Shape, fmt, is_float, norm_axes, norm_axis, result_dtype
 from ..ir.values import describe
 from .indexing import index_along
 from .structure import gather_map
-from .tangent import align, first, linear
+from .tangent import align, any_batch, first, linear
 
 
 def _ints(op: str, what: str, value) -> tuple[int, ...]:
@@ -273,17 +273,34 @@ def _examples_stack(rng):
     return [([a, b], {"axis": 0}), ([a, b, a], {"axis": -1}), ([a[0, 0], b[0, 0]], {"axis": 0})]
 
 
+def _join_forward(n, t):
+    """The tangents joined as the operands are; an operand without one joins as zeros (of
+    its dtype if it is float; of the result's if it is integer data, which ``linear`` would
+    pass on as it is: the values of np.r_[x, 1:10] became part of its tangent)."""
+    if all(tk is None for tk in t):
+        return None
+    batch = any_batch(n, t)
+    parts = []
+    for a, tk in zip(n.args, t):
+        if tk is None:
+            dtype = a.dtype if is_float(a.dtype) else n.data.dtype
+            tk = F.broadcast_to(F.zeros((), dtype=dtype), batch + a.shape)
+        parts.append(tk)
+    return build(REGISTRY[n.data.op], parts, dict(n.attrs))
+
+
 register(Op(
     name="concatenate", signature=sig("[arrays]", "=axis", axis=0),
     prepare=_join_prepare("concatenate", 0), infer=_concat_infer,
     impl=lambda *arrays, axis: np.concatenate(arrays, axis=axis), backprop=_concat_rule,
-    forward=linear, sparsity=gather_map, examples=_examples_join, domain=None, aliases=("concat",),
+    forward=_join_forward, sparsity=gather_map, examples=_examples_join, domain=None,
+    aliases=("concat",),
     doc="the arrays joined along an existing `axis`",
 ))
 register(Op(
     name="stack", signature=sig("[arrays]", "=axis", axis=0),
     prepare=_join_prepare("stack", 1), infer=_stack_infer,
     impl=lambda *arrays, axis: np.stack(arrays, axis=axis), backprop=_stack_rule,
-    forward=linear, sparsity=gather_map, examples=_examples_stack, domain=None,
+    forward=_join_forward, sparsity=gather_map, examples=_examples_stack, domain=None,
     doc="the arrays (all of one shape) joined along a new `axis`",
 ))

@@ -19,7 +19,14 @@ this family, so every order is available:
   the removable singularities are guarded with a double ``where``, so no NaN reaches any
   order of derivative at ``x = 0``;
 * ``xlogy(x, y)`` and ``xlog1py`` are 0 wherever ``x == 0``: their ``y``-derivative there
-  is 0 (the function is constant in ``y``), not ``0/0``.
+  is 0 (the function is constant in ``y``), not ``0/0``;
+* the regularised incomplete gamma and beta functions ``gammainc gammaincc betainc`` and
+  Student's t CDF ``stdtr`` have closed-form derivatives in ``x`` (the densities, written in
+  log space: ``x^(a-1) e^-x / Gamma(a)``, ``x^(a-1) (1-x)^(b-1) / B(a, b)``, the t density
+  through ``betaln``, finite where the gamma functions overflow). Their derivatives in the
+  shape parameters (``a``, ``b``, ``df``) are series with no closed form: asking for one
+  raises :class:`~symgrad.errors.DifferentiationError` (never a silent 0); a shape
+  parameter that does not depend on what is differentiated needs nothing.
 
 >>> import symgrad as sg
 >>> x = sg.var("x")
@@ -34,10 +41,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ShapeError, UnsupportedError
+from ..errors import DifferentiationError, ShapeError, UnsupportedError
 from ..ir.expr import F
 from ..ir.op import Op, register, sig
-from ..ir.shapes import broadcast, float_dtype, result_dtype
+from ..ir.shapes import broadcast, float_dtype, is_float, result_dtype
 from . import series
 from .elementwise import _where_zero, binary, unary
 from .tangent import elementwise
@@ -228,3 +235,101 @@ def _sinc_rule(n, g):
 unary("sinc", np.sinc, _sinc_rule,
       sympy=lambda sp, x: sp.sin(sp.pi * x) / (sp.pi * x),
       doc="NumPy's normalised sinc: sin(pi x) / (pi x), 1 at 0")
+
+
+# -- the incomplete gamma and beta functions, Student's t CDF ---------------------------------
+
+
+def _no_shape_derivative(call: str, params: str):
+    """Refuse a shape parameter's contribution: its derivative has no closed form."""
+    first = params.split(",")[0]
+    raise DifferentiationError(
+        f"scipy.special.{call}: the derivative with respect to {params} (shape parameters) "
+        f"has no closed form and is not implemented: differentiate with respect to x only, "
+        f"or wrap the parameter in symgrad.stop_gradient({first}) to hold it constant")
+
+
+def _real(e):
+    """``e`` as floats (an integer shape parameter: its logs and gammas are float code)."""
+    return e if is_float(e.dtype) else F.astype(e, float_dtype(e.dtype))
+
+
+def _density(log_dens, n):
+    """``exp(log_dens)`` in the output's dtype (float64 shape parameters beside float32
+    ``x`` must not widen the derivative)."""
+    dens = F.exp(log_dens)
+    return dens if dens.dtype == n.out.dtype else F.astype(dens, n.out.dtype)
+
+
+def _incomplete_gamma_rule(sign: float, call: str):
+    def rule(n, g):
+        if n.needs(0):
+            _no_shape_derivative(call, "a")
+        a, x = _real(n.args[0]), n.args[1]
+        # x^(a-1) e^-x / Gamma(a) in log space: xlogy makes a = 1, x = 0 give 1, not NaN
+        dens = _density(F.xlogy(a - 1.0, x) - x - F.gammaln(a), n)
+        return (None, g * dens if sign > 0 else -(g * dens))
+
+    return rule
+
+
+def _betainc_rule(n, g):
+    if n.needs(0) or n.needs(1):
+        _no_shape_derivative("betainc(a, b, x)", "a, b")
+    a, b, x = _real(n.args[0]), _real(n.args[1]), n.args[2]
+    dens = _density(F.xlogy(a - 1.0, x) + F.xlog1py(b - 1.0, -x) - F.betaln(a, b), n)
+    return (None, None, g * dens)
+
+
+def _stdtr_rule(n, g):
+    if n.needs(0):
+        _no_shape_derivative("stdtr(df, t)", "df")
+    df, t = _real(n.args[0]), n.args[1]
+    # the t density: Gamma((df+1)/2) / (Gamma(df/2) sqrt(df pi)) = 1 / (B(df/2, 1/2) sqrt(df))
+    log_dens = -F.betaln(0.5 * df, 0.5) - 0.5 * F.log(df) \
+        - (0.5 * df + 0.5) * F.log1p(F.square(t) / df)
+    return (None, g * _density(log_dens, n))
+
+
+def _shape_and_x_examples(count: int, lo: float, hi: float):
+    """Cases with integer shape parameters (constants: their derivative is refused) and
+    float ``x`` in ``(lo, hi)``, over broadcasting shapes."""
+    def examples(rng):
+        out = []
+        for shapes in (((), ()), ((3, 1), (1, 4)), ((4,), (3, 4))):
+            params = [rng.integers(1, 6, size=shapes[0]) for _ in range(count)]
+            out.append(([*params, rng.uniform(lo, hi, size=shapes[1])], {}))
+        return out
+
+    return examples
+
+
+def _float_nary(name: str):
+    def infer(shapes, dtypes, attrs):
+        return broadcast(name, *shapes), float_dtype(result_dtype(*dtypes))
+
+    return infer
+
+
+for _name, _sign, _doc in (
+        ("gammainc", 1.0, "the regularised lower incomplete gamma function P(a, x)"),
+        ("gammaincc", -1.0, "the regularised upper incomplete gamma function Q(a, x) = "
+                            "1 - P(a, x), accurate where P is near 1")):
+    _rule = _incomplete_gamma_rule(_sign, f"{_name}(a, x)")
+    register(Op(
+        name=_name, signature=sig("a", "x"), infer=_float_nary(_name), impl=_scipy(_name),
+        backprop=_rule, forward=elementwise(_rule), elementwise=True,
+        examples=_shape_and_x_examples(1, 0.05, 4.0), doc=_doc,
+    ))
+register(Op(
+    name="betainc", signature=sig("a", "b", "x"), infer=_float_nary("betainc"),
+    impl=_scipy("betainc"), backprop=_betainc_rule, forward=elementwise(_betainc_rule),
+    elementwise=True, examples=_shape_and_x_examples(2, 0.05, 0.95),
+    doc="the regularised incomplete beta function I_x(a, b)",
+))
+register(Op(
+    name="stdtr", signature=sig("df", "t"), infer=_float_nary("stdtr"), impl=_scipy("stdtr"),
+    backprop=_stdtr_rule, forward=elementwise(_stdtr_rule), elementwise=True,
+    examples=_shape_and_x_examples(1, -4.0, 4.0),
+    doc="Student's t CDF with df degrees of freedom, P(T <= t)",
+))

@@ -27,15 +27,13 @@ from .. import numpy as _numpy  # noqa: F401  (the ops and NumPy's names, regist
 from ..errors import ShapeError, UnsupportedError
 from ..frontend.numpy_define import as_expr
 from ..ir.expr import Expr, F
-from ..ops.matrix_functions import factored_matrix
+from ..ops.matrix_functions import factored_matrix, lu_parts
 
 __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "eigvalsh",
-           "expm", "inv", "lu_factor", "lu_solve", "solve", "solve_triangular", "svd",
+           "expm", "inv", "lu", "lu_factor", "lu_solve", "solve", "solve_triangular", "svd",
            "svdvals"]
 
-_NOT_YET = {
-    "lu": "the P, L, U form has no op yet; use lu_factor and lu_solve",
-}
+_NOT_YET: dict[str, str] = {}
 
 
 def _triangle(a: Expr, lower: bool, unit_diagonal: bool = False) -> Expr:
@@ -92,9 +90,7 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False,
     and ``'sym'`` read the triangle ``lower`` names, as SciPy does)."""
     a = as_expr(a)
     if assume_a in ("sym", "her", "pos", "positive definite", "symmetric", "hermitian"):
-        tri = _triangle(a, lower)
-        strict = F.band(tri, None, -1) if lower else F.band(tri, 1, None)
-        a = tri + F.matrix_transpose(strict)
+        a = _symmetric(a, lower)
     elif assume_a not in (None, "gen", "general"):
         tri = {"lower triangular": True, "upper triangular": False}.get(assume_a)
         if tri is None:
@@ -116,6 +112,33 @@ def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> t
     on and above it) and 0-based pivots, LAPACK's partial pivoting."""
     a = as_expr(a)
     return F.lu_factor(a), F.lu_pivots(a)
+
+
+def lu(a: Any, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool = True,
+       p_indices: bool = False) -> tuple[Expr, ...]:
+    """``(p, l, u)`` with ``a = p @ l @ u`` (``l`` unit lower, ``u`` upper, LAPACK's partial
+    pivoting, as :func:`lu_factor`); ``permute_l=True`` gives ``(p @ l, u)``;
+    ``p_indices=True`` gives ``p`` as int32 row indices (``a = l[p] @ u``). ``l`` and ``u``
+    are differentiable (through ``lu_factor``'s rule), ``p`` is piecewise constant. Square
+    matrices only (SciPy's rectangular and stacked forms are refused).
+
+    >>> import numpy as np, symgrad as sg
+    >>> A = sg.var("A", shape=(2, 2))
+    >>> p, l, u = lu(A)
+    >>> sg.evaluate(p @ l @ u, {"A": [[1.0, 2.0], [3.0, 4.0]]})
+    array([[1., 2.],
+           [3., 4.]])
+    """
+    a = as_expr(a)
+    if a.ndim != 2 or a.shape[0] != a.shape[1]:
+        raise ShapeError(f"lu: a must be one square matrix (SciPy's rectangular and stacked "
+                         f"forms are not supported), got shape {a.shape}")
+    lower, upper, rows = lu_parts(a, F.lu_factor(a))
+    if p_indices:
+        p = F.astype(F.argsort(F.lu_permutation(a)), "int32")
+        return (F.take(lower, p, axis=0), upper) if permute_l else (p, lower, upper)
+    p = F.matrix_transpose(rows)
+    return (p @ lower, upper) if permute_l else (p, lower, upper)
 
 
 def _row_order(lu: Expr, piv: Any) -> Any:
@@ -159,19 +182,67 @@ def det(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> Expr:
 
 
 def eigh(a: Any, b: Any = None, *, lower: bool = True, eigvals_only: bool = False,
+         type: int = 1, subset_by_index: Any = None, subset_by_value: Any = None,
          **ignored: Any) -> Any:
     """Eigenvalues (ascending) and eigenvectors of the symmetric matrix ``a`` (its ``lower``
-    triangle is read): ``(w, v)``, or ``w`` with ``eigvals_only=True``."""
-    if b is not None:
-        raise UnsupportedError("eigh(a, b): the generalized eigenproblem is not supported")
+    triangle is read): ``(w, v)``, or ``w`` with ``eigvals_only=True``.
+
+    With ``b`` (symmetric positive definite, the same triangle read), the generalised
+    problem of ``type`` 1 (``a v = w b v``), 2 (``a b v = w v``) or 3 (``b a v = w v``),
+    reduced to a standard one through the Cholesky factor ``b = L L^T`` as LAPACK's
+    ``sygvd`` does: ``C = L^-1 a L^-T`` (type 1) or ``L^T a L`` (2, 3), ``v = L^-T y``
+    (1, 2) or ``L y`` (3), so ``v^T b v = I`` (``v^T b^-1 v = I`` for type 3), SciPy's
+    normalisation. Built from ``cholesky``, triangular solves and ``eigh``, so both values
+    and vectors are differentiable in ``a`` and ``b``. Each vector's sign is LAPACK's
+    choice, which may differ between libraries.
+
+    >>> import numpy as np, symgrad as sg
+    >>> A, B = sg.var("A", shape=(2, 2)), sg.var("B", shape=(2, 2))
+    >>> w = eigh(A, B, eigvals_only=True)
+    >>> sg.evaluate(w, {"A": np.diag([2.0, 6.0]), "B": np.diag([1.0, 2.0])})
+    array([2., 3.])
+    """
+    for key, value in (("subset_by_index", subset_by_index),
+                       ("subset_by_value", subset_by_value)):
+        if value is not None:
+            raise UnsupportedError(f"eigh: {key} is not supported; take the slice of the "
+                                   f"full result (w[lo:hi + 1], v[:, lo:hi + 1])")
     uplo = "L" if lower else "U"
-    w = F.eigh(as_expr(a), UPLO=uplo)
-    return w if eigvals_only else (w, F.eigh_vectors(as_expr(a), UPLO=uplo))
+    a = as_expr(a)
+    if b is None:
+        w = F.eigh(a, UPLO=uplo)
+        return w if eigvals_only else (w, F.eigh_vectors(a, UPLO=uplo))
+    if type not in (1, 2, 3):
+        raise UnsupportedError(f"eigh: type must be 1, 2 or 3, got {type!r}")
+    b = as_expr(b)
+    if a.ndim != 2 or b.shape != a.shape or a.shape[0] != a.shape[1]:
+        raise ShapeError(f"eigh(a, b): a and b must be square matrices of one shape, got "
+                         f"{a.shape} and {b.shape}")
+    a, b = _symmetric(a, lower), _symmetric(b, lower)
+    chol = F.cholesky(b)  # lower: b = L L^T
+    if type == 1:  # L^-1 a L^-T
+        inner = solve_triangular(chol, solve_triangular(chol, a, lower=True).T, lower=True)
+    else:
+        inner = chol.T @ a @ chol
+    w = F.eigh(inner)
+    if eigvals_only:
+        return w
+    y = F.eigh_vectors(inner)
+    return w, (chol @ y if type == 3 else solve_triangular(chol, y, trans="T", lower=True))
 
 
-def eigvalsh(a: Any, b: Any = None, *, lower: bool = True, **ignored: Any) -> Expr:
-    """The eigenvalues of the symmetric matrix ``a``, ascending."""
-    return eigh(a, b, lower=lower, eigvals_only=True)
+def _symmetric(a: Expr, lower: bool) -> Expr:
+    """The symmetric matrix whose ``lower`` (or upper) triangle is that of ``a``."""
+    tri = _triangle(a, lower)
+    strict = F.band(tri, None, -1) if lower else F.band(tri, 1, None)
+    return tri + F.matrix_transpose(strict)
+
+
+def eigvalsh(a: Any, b: Any = None, *, lower: bool = True, type: int = 1,
+             **ignored: Any) -> Expr:
+    """The eigenvalues of the symmetric matrix ``a`` (of the pencil ``(a, b)`` with ``b``),
+    ascending."""
+    return eigh(a, b, lower=lower, eigvals_only=True, type=type)
 
 
 def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, overwrite_a: bool = False,

@@ -5,7 +5,9 @@ it is (``from symgrad.scipy.special import ndtr`` in place of ``from scipy.speci
 ndtr``). SciPy's ufuncs applied to an Expr (``scipy.special.erf(x)``) arrive here through
 the array protocol too. Each function is an op of :mod:`symgrad.ops.special` (differentiable
 to any order, in every backend's table) or is built from ops (``expit``, ``logsumexp``,
-``softmax``, ``beta``). SciPy itself is needed to evaluate them, not to trace them.
+``softmax``, ``beta``). SciPy itself is needed to evaluate them, not to trace them. The
+incomplete gamma and beta functions and ``stdtr`` are differentiable in ``x`` (``t``) only:
+a derivative in a shape parameter raises :class:`~symgrad.errors.DifferentiationError`.
 
 >>> import symgrad as sg
 >>> from symgrad.scipy.special import ndtr
@@ -27,18 +29,19 @@ from ..ir.expr import Expr, F
 from ..ir.op import FUNCTIONS, REGISTRY
 
 __all__ = [
-    "betaln", "beta", "digamma", "erf", "erfc", "erfcinv", "erfcx", "erfinv", "expit",
-    "gamma", "gammaln", "i0", "i0e", "i1", "i1e", "log_expit", "log_ndtr", "log_softmax",
-    "logit", "logsumexp", "ndtr", "ndtri", "polygamma", "psi", "sinc", "softmax", "xlog1py",
+    "betainc", "betaln", "beta", "digamma", "erf", "erfc", "erfcinv", "erfcx", "erfinv",
+    "expit", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "i0", "i0e", "i1",
+    "i1e", "log_expit", "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln",
+    "ndtr", "ndtri", "polygamma", "psi", "rgamma", "sinc", "softmax", "stdtr", "xlog1py",
     "xlogy",
 ]
 
 _PREFIX = "scipy.special."
 
 
-def _ufunc(name: str, op: str, arity: int):
+def _ufunc(name: str, op: str, arity: int, params: tuple[str, ...] = ("x", "y")):
     """SciPy's ufunc ``name`` as op ``op``, with the ufunc keywords (``out=`` refused)."""
-    params = ("x", "y")[:arity]
+    params = params[:arity]
 
     @define(_PREFIX + name, *params, out=None, where=True, dtype=None, casting="same_kind",
             order="K", subok=True, strings=("dtype",))
@@ -75,6 +78,11 @@ betaln = _ufunc("betaln", "betaln", 2)
 xlogy = _ufunc("xlogy", "xlogy", 2)
 xlog1py = _ufunc("xlog1py", "xlog1py", 2)
 expit = _ufunc("expit", "sigmoid", 1)
+# differentiable in x only: a shape parameter's derivative raises DifferentiationError
+gammainc = _ufunc("gammainc", "gammainc", 2, ("a", "x"))
+gammaincc = _ufunc("gammaincc", "gammaincc", 2, ("a", "x"))
+betainc = _ufunc("betainc", "betainc", 3, ("a", "b", "x"))
+stdtr = _ufunc("stdtr", "stdtr", 2, ("df", "t"))
 
 
 @define(_PREFIX + "log_expit", "x", out=None, where=True)
@@ -101,6 +109,38 @@ def beta(a: Any, b: Any, out: Any = None, where: Any = True) -> Expr:
     a, b = as_expr(a), as_expr(b)
     sign = F.sign(F.gamma(a)) * F.sign(F.gamma(b)) * F.sign(F.gamma(a + b))
     return sign * F.exp(F.betaln(a, b))
+
+
+@define(_PREFIX + "rgamma", "x", out=None, where=True)
+def rgamma(x: Any, out: Any = None, where: Any = True) -> Expr:
+    """scipy.special.rgamma: 1 / gamma(x), 0 at the poles (x = 0, -1, -2, ...), written
+    sign * exp(-gammaln(x)) (SciPy's gamma is NaN at the negative poles); its derivative
+    -digamma(x) rgamma(x) is NaN exactly at a pole, where digamma has none."""
+    no_out(_PREFIX + "rgamma", out, where)
+    x = as_expr(x)
+    sign = F.where((x > 0) | (F.mod(F.floor(x), 2.0) == 0), 1.0, -1.0)
+    return sign * F.exp(-F.gammaln(x))
+
+
+@define(_PREFIX + "gammasgn", "x", out=None, where=True)
+def gammasgn(x: Any, out: Any = None, where: Any = True) -> Expr:
+    """scipy.special.gammasgn: the sign of gamma(x) (piecewise constant: derivative 0)."""
+    no_out(_PREFIX + "gammasgn", out, where)
+    return F.sign(F.gamma(as_expr(x)))
+
+
+@define(_PREFIX + "multigammaln", "a", "=d", d=1)
+def multigammaln(a: Any, d: Any) -> Expr:
+    """scipy.special.multigammaln(a, d): log of the multivariate gamma function,
+    d (d - 1) / 4 log(pi) + sum_j gammaln(a - j / 2) for j < d; ``d`` a Python int. SciPy
+    raises where a <= (d - 1) / 2; a symbolic ``a`` cannot be checked then: NaN there."""
+    if isinstance(d, (bool, Expr)) or np.ndim(d) != 0 or np.asarray(d).dtype.kind not in "iu":
+        raise UnsupportedError(f"scipy.special.multigammaln: d must be one int, got {d!r}")
+    d, a = int(d), as_expr(a)
+    total = d * (d - 1) / 4.0 * float(np.log(np.pi))
+    for j in range(d):
+        total = total + F.gammaln(a - 0.5 * j)
+    return F.where(a > 0.5 * (d - 1), total, np.nan)
 
 
 def _over_all(fn, x: Expr, axis: Any) -> Expr:

@@ -1,10 +1,17 @@
 """``symgrad.scipy.stats``: SciPy's distributions on symbolic values, built from ops.
 
-``norm`` (``logpdf pdf cdf logcdf sf logsf ppf isf``), ``t``, ``gamma`` and ``beta``
-(``logpdf pdf``), ``multivariate_normal`` (``logpdf pdf``), with SciPy's signatures
-(``norm.cdf(x, loc=0, scale=1)``, ``t.logpdf(x, df, loc=0, scale=1)``, ...) and meanings:
-NaN where a parameter is out of range (``scale <= 0``), ``-inf`` log-density outside the
-support. Every argument may be symbolic, so derivatives with respect to parameters come too.
+``norm`` (``logpdf pdf cdf logcdf sf logsf ppf isf``), ``t``, ``gamma``, ``beta`` and
+``chi2`` (``logpdf pdf cdf logcdf sf logsf``), ``poisson`` (``logpmf pmf cdf logcdf sf
+logsf``), ``multivariate_normal`` and ``dirichlet`` (``logpdf pdf``),
+with SciPy's signatures (``norm.cdf(x, loc=0, scale=1)``, ``t.logpdf(x, df, loc=0,
+scale=1)``, ...) and meanings: NaN where a parameter is out of range (``scale <= 0``),
+``-inf`` log-density outside the support. Every argument may be symbolic, so derivatives
+with respect to ``x``, ``loc`` and ``scale`` come too, and for the densities with respect to
+the shape parameters; the CDFs of ``t``, ``gamma``, ``beta`` and ``chi2`` are the incomplete
+beta and gamma functions, whose derivatives in a shape parameter (``df``, ``a``, ``b``) have
+no closed form: asking for one raises :class:`~symgrad.errors.DifferentiationError`.
+``logcdf``/``logsf`` take the logarithm of the smaller of ``cdf`` and ``sf`` (``log1p(-sf)``
+where ``cdf > 1/2``), so they are accurate in both tails.
 ``scipy.stats.norm.cdf(x)`` on an Expr cannot be traced (SciPy converts its arguments to
 arrays first); its error names the function here.
 
@@ -25,7 +32,8 @@ from ..errors import ShapeError, UnsupportedError
 from ..frontend.numpy_define import as_expr
 from ..ir.expr import Expr, F
 
-__all__ = ["beta", "gamma", "multivariate_normal", "norm", "t"]
+__all__ = ["beta", "chi2", "dirichlet", "gamma", "multivariate_normal", "norm", "poisson",
+           "t"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
@@ -33,6 +41,13 @@ _LOG_2PI = math.log(2.0 * math.pi)
 def _checked(value: Expr, ok: Any) -> Expr:
     """``value`` where the parameters are valid (``ok``), NaN elsewhere (SciPy's rule)."""
     return F.where(ok, value, math.nan)
+
+
+def _log_prob(p: Expr, q: Expr) -> Expr:
+    """log p for probabilities with p + q = 1: log p where p <= 1/2, log1p(-q) above, each
+    branch on values it keeps finite (so neither sends NaN into the other's derivative)."""
+    upper = p > 0.5
+    return F.where(upper, F.log1p(-F.where(upper, q, 0.5)), F.log(F.where(upper, 0.5, p)))
 
 
 class _Distribution:
@@ -47,15 +62,44 @@ class _Distribution:
         raise AttributeError(f"symgrad.scipy.stats.{self.name} has no {attr!r} (it has "
                              f"{have})")
 
-    def pdf(self, x: Any, *args: Any, **kwargs: Any) -> Expr:
-        """The density: ``exp(logpdf(...))``, same arguments."""
-        return F.exp(self.logpdf(x, *args, **kwargs))
-
     def __repr__(self) -> str:
         return f"<symgrad.scipy.stats.{self.name}>"
 
 
-class _Norm(_Distribution):
+class _Density(_Distribution):
+    """A continuous distribution: ``pdf`` from its ``logpdf``."""
+
+    def pdf(self, x: Any, *args: Any, **kwargs: Any) -> Expr:
+        """The density: ``exp(logpdf(...))``, same arguments."""
+        return F.exp(self.logpdf(x, *args, **kwargs))
+
+
+class _Tails:
+    """For a distribution whose ``_tails(x, *params)`` gives ``((cdf, sf), valid)``:
+    ``cdf sf logcdf logsf`` with SciPy's signatures."""
+
+    def cdf(self, x: Any, *args: Any, **kwargs: Any) -> Expr:
+        """P(X <= x)."""
+        (cdf, _), ok = self._tails(x, *args, **kwargs)
+        return _checked(cdf, ok)
+
+    def sf(self, x: Any, *args: Any, **kwargs: Any) -> Expr:
+        """P(X > x), accurate in the upper tail."""
+        (_, sf), ok = self._tails(x, *args, **kwargs)
+        return _checked(sf, ok)
+
+    def logcdf(self, x: Any, *args: Any, **kwargs: Any) -> Expr:
+        """log P(X <= x), accurate in both tails."""
+        (cdf, sf), ok = self._tails(x, *args, **kwargs)
+        return _checked(_log_prob(cdf, sf), ok)
+
+    def logsf(self, x: Any, *args: Any, **kwargs: Any) -> Expr:
+        """log P(X > x), accurate in both tails."""
+        (cdf, sf), ok = self._tails(x, *args, **kwargs)
+        return _checked(_log_prob(sf, cdf), ok)
+
+
+class _Norm(_Density):
     """The normal distribution ``N(loc, scale^2)``: ``scipy.stats.norm``'s methods."""
 
     name = "norm"
@@ -101,7 +145,7 @@ class _Norm(_Distribution):
         return _checked(loc - scale * F.ndtri(as_expr(q)), scale > 0)
 
 
-class _T(_Distribution):
+class _T(_Tails, _Density):
     """Student's t distribution with ``df`` degrees of freedom: ``scipy.stats.t``."""
 
     name = "t"
@@ -115,8 +159,15 @@ class _T(_Distribution):
                  - F.log(scale) - half * F.log1p(F.square(z) / df))
         return _checked(value, (scale > 0) & (df > 0))
 
+    @staticmethod
+    def _tails(x: Any, df: Any, loc: Any = 0.0, scale: Any = 1.0):
+        """(cdf, sf) through Student's t CDF, stdtr (sf by symmetry)."""
+        df, scale = as_expr(df), as_expr(scale)
+        z = (as_expr(x) - loc) / scale
+        return (F.stdtr(df, z), F.stdtr(df, -z)), (scale > 0) & (df > 0)
 
-class _Gamma(_Distribution):
+
+class _Gamma(_Tails, _Density):
     """The gamma distribution with shape ``a``: ``scipy.stats.gamma``."""
 
     name = "gamma"
@@ -128,8 +179,39 @@ class _Gamma(_Distribution):
         inside = F.xlogy(a - 1.0, F.where(z >= 0, z, 1.0)) - z - F.gammaln(a) - F.log(scale)
         return _checked(F.where(z >= 0, inside, -math.inf), (scale > 0) & (a > 0))
 
+    @staticmethod
+    def _tails(x: Any, a: Any, loc: Any = 0.0, scale: Any = 1.0):
+        """(cdf, sf): the regularised incomplete gamma functions P(a, z) and Q(a, z)."""
+        a, scale = as_expr(a), as_expr(scale)
+        z = (as_expr(x) - loc) / scale
+        zs = F.where(z > 0, z, 0.0)
+        return (F.gammainc(a, zs), F.gammaincc(a, zs)), (scale > 0) & (a > 0)
 
-class _Beta(_Distribution):
+
+class _Chi2(_Tails, _Density):
+    """The chi-squared distribution with ``df`` degrees of freedom: ``scipy.stats.chi2``
+    (the gamma distribution with shape ``df/2`` and scale 2)."""
+
+    name = "chi2"
+
+    def logpdf(self, x: Any, df: Any, loc: Any = 0.0, scale: Any = 1.0) -> Expr:
+        """(df/2 - 1) log z - z/2 - (df/2) log 2 - gammaln(df/2) - log(scale) on z >= 0."""
+        half, scale = 0.5 * as_expr(df), as_expr(scale)
+        z = (as_expr(x) - loc) / scale
+        inside = (F.xlogy(half - 1.0, F.where(z >= 0, z, 1.0)) - 0.5 * z
+                  - half * math.log(2.0) - F.gammaln(half) - F.log(scale))
+        return _checked(F.where(z >= 0, inside, -math.inf), (scale > 0) & (half > 0))
+
+    @staticmethod
+    def _tails(x: Any, df: Any, loc: Any = 0.0, scale: Any = 1.0):
+        """(cdf, sf): P(df/2, z/2) and Q(df/2, z/2)."""
+        half, scale = 0.5 * as_expr(df), as_expr(scale)
+        z = (as_expr(x) - loc) / scale
+        zs = F.where(z > 0, 0.5 * z, 0.0)
+        return (F.gammainc(half, zs), F.gammaincc(half, zs)), (scale > 0) & (half > 0)
+
+
+class _Beta(_Tails, _Density):
     """The beta distribution with shapes ``a``, ``b``: ``scipy.stats.beta``."""
 
     name = "beta"
@@ -144,8 +226,73 @@ class _Beta(_Distribution):
                   - F.log(scale))
         return _checked(F.where(on, inside, -math.inf), (scale > 0) & (a > 0) & (b > 0))
 
+    @staticmethod
+    def _tails(x: Any, a: Any, b: Any, loc: Any = 0.0, scale: Any = 1.0):
+        """(cdf, sf): I_z(a, b) and I_{1-z}(b, a) (not 1 - I_z: accurate near z = 1)."""
+        a, b, scale = as_expr(a), as_expr(b), as_expr(scale)
+        z = (as_expr(x) - loc) / scale
+        zs = F.where(z > 0, F.where(z < 1, z, 1.0), 0.0)
+        return (F.betainc(a, b, zs), F.betainc(b, a, 1.0 - zs)), \
+            (scale > 0) & (a > 0) & (b > 0)
 
-class _MultivariateNormal(_Distribution):
+
+class _Poisson(_Tails, _Distribution):
+    """The Poisson distribution with mean ``mu``: ``scipy.stats.poisson`` (``logpmf pmf cdf
+    sf logcdf logsf``). Its values are integers: derivatives are with respect to ``mu``
+    (the CDF's is closed-form, the incomplete gamma function's in its ``x``)."""
+
+    name = "poisson"
+
+    def logpmf(self, k: Any, mu: Any, loc: Any = 0.0) -> Expr:
+        """k log mu - mu - gammaln(k + 1) at integers k >= 0, -inf elsewhere."""
+        k, mu = as_expr(k) - loc, as_expr(mu)
+        on = (k >= 0) & (k == F.floor(k))
+        ks = F.where(on, k, 0.0)
+        inside = F.xlogy(ks, mu) - mu - F.gammaln(ks + 1.0)
+        return _checked(F.where(on, inside, -math.inf), mu >= 0)
+
+    def pmf(self, k: Any, mu: Any, loc: Any = 0.0) -> Expr:
+        """P(X = k) = exp(logpmf)."""
+        return F.exp(self.logpmf(k, mu, loc))
+
+    @staticmethod
+    def _tails(k: Any, mu: Any, loc: Any = 0.0):
+        """(cdf, sf): Q(floor(k) + 1, mu) and P(floor(k) + 1, mu); 0 and 1 below 0."""
+        k, mu = as_expr(k) - loc, as_expr(mu)
+        n = F.floor(F.where(k >= 0, k, 0.0)) + 1.0
+        below = k < 0
+        cdf = F.where(below, 0.0, F.gammaincc(n, mu))
+        sf = F.where(below, 1.0, F.gammainc(n, mu))
+        return (cdf, sf), mu >= 0
+
+
+class _Dirichlet(_Density):
+    """The Dirichlet distribution: ``scipy.stats.dirichlet``'s ``logpdf``/``pdf``."""
+
+    name = "dirichlet"
+
+    def logpdf(self, x: Any, alpha: Any) -> Expr:
+        """sum (alpha_i - 1) log x_i - sum gammaln(alpha_i) + gammaln(sum alpha_i), with
+        SciPy's layout: the components along the *first* axis of ``x`` (``K`` or ``K - 1``
+        of them: the last is then 1 - the sum). Where SciPy raises (``x`` off the simplex:
+        a component outside (0, 1], or sums off 1 by more than 1e-9) the value is NaN; the
+        derivative in ``x`` is the unconstrained one, as SciPy's formula gives."""
+        x, alpha = as_expr(x), as_expr(alpha)
+        k = alpha.shape[0] if alpha.ndim == 1 else 0
+        if alpha.ndim != 1 or x.ndim < 1 or x.shape[0] not in (k, k - 1):
+            raise ShapeError(f"dirichlet.logpdf: alpha must be a vector and x have its "
+                             f"length (or one less) on its first axis, got shapes "
+                             f"{alpha.shape} and {x.shape}")
+        if x.shape[0] == k - 1:
+            x = F.concatenate([x, 1.0 - F.sum(x, axis=0, keepdims=True)], axis=0)
+        a = F.reshape(alpha, (k,) + (1,) * (x.ndim - 1))
+        value = F.sum(F.xlogy(a - 1.0, x), axis=0) - F.sum(F.gammaln(alpha)) \
+            + F.gammaln(F.sum(alpha))
+        inside = (F.abs(F.sum(x, axis=0) - 1.0) <= 1e-9) & F.all((x > 0) & (x <= 1), axis=0)
+        return _checked(value, inside & F.all(alpha > 0))
+
+
+class _MultivariateNormal(_Density):
     """The multivariate normal: ``scipy.stats.multivariate_normal``'s ``logpdf``/``pdf``."""
 
     name = "multivariate_normal"
@@ -186,4 +333,7 @@ norm = _Norm()
 t = _T()
 gamma = _Gamma()
 beta = _Beta()
+chi2 = _Chi2()
+poisson = _Poisson()
+dirichlet = _Dirichlet()
 multivariate_normal = _MultivariateNormal()

@@ -88,6 +88,23 @@ def _fold(terms: Sequence[Expr]) -> Expr:
     return reduce(lambda a, b: a + b, terms)
 
 
+def _relevant(graph: Graph, forward: list[int], wrt: set[int]) -> set[int]:
+    """The float nodes of ``forward`` (topological) a derivative flows to from ``wrt``:
+    those reached through ops with a backprop rule only (a ``stop_gradient`` or ``floor``
+    on the way cuts the path, so the rules are not asked for contributions nothing will
+    use; a user's op defined without a rule keeps its rule that raises)."""
+    nodes = graph.nodes
+    relevant: set[int] = set()
+    for i in forward:
+        n = nodes[i]
+        if not is_float(n.dtype):
+            continue
+        if i in wrt or (n.args and REGISTRY[n.op].backprop is not None
+                        and any(a in relevant for a in n.args)):
+            relevant.add(i)
+    return relevant
+
+
 def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, total=_fold,
               role: str = "adjoint", idioms: bool = False,
               also: Sequence[tuple[Expr, Expr]] = ()) -> Backprop:
@@ -99,8 +116,7 @@ def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, total=_fold,
     seeded = [(output, seed), *also]
     forward = graph.ancestors([o.node for o, _ in seeded])
     nodes = graph.nodes
-    on_path = graph.descendants([w.node for w in wrt], forward)
-    relevant = {i for i in on_path if is_float(nodes[i].dtype)}
+    relevant = _relevant(graph, forward, {w.node for w in wrt})
     parts: dict[int, list[Expr]] = {}
     for o, s in seeded:
         if o.node in relevant:
