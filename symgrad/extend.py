@@ -28,8 +28,8 @@ from typing import Any
 
 from .backends.math_table import MATH
 from .backends.numpy_table import NUMPY
-from .backends.template import Template
 from .backends.target import TARGETS
+from .backends.template import Template
 from .errors import DifferentiationError, SymgradError
 from .frontend.functions import function_for
 from .ir.expr import Expr
