@@ -87,3 +87,16 @@ def test_a_module_of_two_scalar_functions_imports_math_once_and_runs() -> None:
                                              -np.exp(a) / b ** 2), rel=1e-14)
     with np.errstate(over="ignore"):  # the NumPy fallback runs too
         assert namespace["second"](800.0, 1.0)[0] == np.inf
+
+
+def test_an_unused_array_input_keeps_the_numpy_version():
+    """All-scalar outputs of a function taking an array input it does not use (a
+    gradient that is 0) are not written over Python floats: ``float(y)`` of the array
+    failed."""
+    import symgrad.numpy as snp
+
+    g = sg.grad(lambda x, y: snp.sum(x < y) + 0.0)(2.0, np.ones(4))
+    assert float(g) == 0.0
+    x, y = sg.var("x"), sg.var("y", shape=(4,))
+    fn = sg.compile(sg.grad(sg.sum(x * y), x) * 0.0 + x, inputs=[x, y])
+    assert float(fn(2.0, np.ones(4))) == 2.0

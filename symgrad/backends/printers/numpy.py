@@ -151,8 +151,9 @@ class ScalarMathPrinter(NumpyPrinter):
         self._shim_done = False  # the module defines _numpy_math already
 
     def accepts(self, p: Plan) -> bool:
-        """Whether every value of ``p`` is a float64 (or bool) scalar with a ``math`` form."""
-        for i in p.order:
+        """Whether every value of ``p`` is a float64 (or bool) scalar with a ``math`` form,
+        every parameter too (an unused array input cannot be made a float)."""
+        for i in [*p.params, *p.order]:
             n = self.graph.nodes[i]
             kinds = ("float64", "bool", "int64") if n.is_const else ("float64", "bool")
             if n.shape != () or n.dtype not in kinds:
