@@ -42,8 +42,13 @@ class Stats:
     """The stages of :func:`stats`: ``rows`` (a list of :class:`Stage`), ``before`` (as
     built) and ``after`` (the last stage); ``str()`` gives a table."""
 
-    def __init__(self, rows: list[Stage]) -> None:
+    def __init__(self, rows: list[Stage], backend: str | None = None,
+                 kernels: list[tuple[str, list[str]]] | None = None,
+                 numpy_ops: dict[str, int] | None = None) -> None:
         self.rows = rows
+        self.backend = backend
+        self.kernels = kernels or []  # compiled loops and their ops (backend="numba")
+        self.numpy_ops = numpy_ops or {}  # op -> lines the NumPy driver runs (numba)
 
     @property
     def before(self) -> Stage:
@@ -64,6 +69,12 @@ class Stats:
                             for k, (c, w) in enumerate(zip(row, widths))) for row in body]
         top = sorted(self.after.ops.items(), key=lambda kv: (-kv[1], kv[0]))[:8]
         lines.append("ops after: " + ", ".join(f"{op} {n}" for op, n in top))
+        if self.backend == "numba":
+            fused = sum(len(ops) for _, ops in self.kernels)
+            calls = ", ".join(f"{op} {n}" for op, n in self.numpy_ops.items()) or "none"
+            k = len(self.kernels)
+            lines.append(f"numba: {k} compiled loop{'' if k == 1 else 's'} holding {fused} "
+                         f"ops; NumPy calls in the driver: {calls}")
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -79,9 +90,12 @@ def _stage(name: str, graph: Graph, ids: list[int]) -> Stage:
                  loop_calls(graph, ids))
 
 
-def stats(exprs: Expr | Sequence[Expr], fast_math: bool = False) -> Stats:
+def stats(exprs: Expr | Sequence[Expr], fast_math: bool = False,
+          backend: str | None = None) -> Stats:
     """Nodes, emitted lines, op histogram and estimated flops/bytes of ``exprs``: as
-    built, then after each pass ``compile`` runs on them.
+    built, then after each pass ``compile`` runs on them. With ``backend="numba"`` also
+    what that backend would compile (``kernels``: each loop and its ops) and what its
+    driver leaves to NumPy (``numpy_ops``), from the printed module (nothing is compiled).
 
     >>> import symgrad as sg
     >>> x = sg.var("x", shape=(100,))
@@ -97,6 +111,9 @@ def stats(exprs: Expr | Sequence[Expr], fast_math: bool = False) -> Stats:
     >>> s = sg.stats(h)
     >>> [(r.name, r.loops) for r in s.rows][:2], s.before.nodes > 10 * s.after.nodes
     ([('as built', 0), ('loops rolled', 1)], True)
+    >>> W = sg.var("W", shape=(3, 3))
+    >>> print(str(sg.stats(sg.sum(sg.tanh(W @ x[:3]) * 2.0), backend="numba")).splitlines()[-1])
+    numba: 1 compiled loop holding 3 ops; NumPy calls in the driver: index 1, matmul 1
     """
     outs = [exprs] if isinstance(exprs, Expr) else \
         list(exprs) if isinstance(exprs, (list, tuple)) else []
@@ -114,7 +131,23 @@ def stats(exprs: Expr | Sequence[Expr], fast_math: bool = False) -> Stats:
     for k, p in enumerate(chain, start=1):
         new, new_ids = rebuild(graph, ids, chain[:k], chain[:k])
         rows.append(_stage(p.name, new, new_ids))
-    return Stats(rows)
+    if backend is None:
+        return Stats(rows)
+    return Stats(rows, *_backend_plan(outs, fast_math, backend))
+
+
+def _backend_plan(outs: list[Expr], fast_math: bool, backend: Any) -> tuple:
+    """``(name, kernels, numpy_ops)`` of the module ``backend`` would print for ``outs``
+    (empty for a backend that compiles no loops of its own)."""
+    from .backends.request import lower, request
+
+    low = lower(request(outs, backend=backend, fast_math=fast_math))
+    printer = low.request.target.printer(low)
+    if not hasattr(printer, "stats"):
+        return low.request.target.name, [], {}
+    printer.module()
+    kernels, numpy_ops = printer.stats()
+    return low.request.target.name, kernels, numpy_ops
 
 
 def _summary(exprs: Any) -> str:

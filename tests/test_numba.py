@@ -308,3 +308,17 @@ def test_regions_are_convex_and_store_what_others_read(model):
                 assert not outside and m not in escapes  # lives only in the loop
         for a in r.inputs:  # inputs are computed before the call
             assert a < r.root and a not in inside
+
+
+def test_stats_says_what_is_compiled_and_what_numpy_runs():
+    """sg.stats(..., backend="numba"): the loops the module would compile and the NumPy
+    calls left in the driver (an op Numba lacks splits the function; it still runs)."""
+    x, w = sg.var("x", shape=(4,)), sg.var("w", shape=(4, 4))
+    f = sg.sum(sg.tanh(w @ x) * x) + sg.sum(sg.sort(x) * 2.0)
+    s = sg.stats([f, sg.grad(f, x)], backend="numba")
+    assert s.backend == "numba" and s.kernels
+    assert {"matmul", "sort"} <= set(s.numpy_ops)
+    assert all(op not in NOT_FUSED for _, ops in s.kernels for op in ops[:-1])
+    assert str(s).splitlines()[-1].startswith("numba: ")
+    plain = sg.stats(f)
+    assert plain.backend is None and "numba" not in str(plain)
