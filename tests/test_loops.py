@@ -269,3 +269,20 @@ def test_one_backward_loop_for_all_the_results_of_a_scan():
     x0 = RNG.normal(size=3)
     fun = lambda v: sg.evaluate(f, {"x": v})  # noqa: E731
     np.testing.assert_allclose(sg.compile([f, sg.grad(f, x)])(x0)[1], _fd(fun, x0), rtol=1e-7)
+
+
+def test_loop_bodies_go_through_the_functions_passes():
+    """compile/to_source rebuild a scan's body through the passes the function around it
+    gets: with fast_math=True the W4 step's VJP loses ``t - t`` (exact passes keep it)."""
+    x = sg.var("x")
+    h, _ = sg.scan(lambda h, _: (sg.sin(h) * h + sg.cos(h), None), x, length=50)
+    outs = [h, sg.grad(h, x)]
+    exact = sg.to_source(outs, [x])
+    fast = sg.to_source(outs, [x], fast_math=True)
+    assert any(" - " in ln and ln.split("=")[1].split(" - ")[0].strip()
+               == ln.split(" - ")[1].strip() for ln in exact.splitlines() if " = " in ln)
+    backward = fast[fast.index("def _sg_loop2_math"):fast.index("def _sg_loop2(")]
+    assert " - " not in backward and "sin(" not in backward
+    want = sg.evaluate(outs, {"x": 0.3})
+    for got, ref in zip(sg.compile(outs, [x], fast_math=True)(0.3), want):
+        np.testing.assert_allclose(got, ref, rtol=1e-12)

@@ -163,7 +163,7 @@ class LoopEmitter:
                 return name
 
     def _render(self, name: str, n: Any, parts: tuple, pr: Any) -> tuple[list[str], list[str]]:
-        body: Body = n.attrs["body"]
+        body = _optimized(n.attrs["body"], pr.lowered.request)
         nc, nx = n.attrs["carries"], n.attrs["xs"]
         length, reverse = n.attrs["length"], n.attrs["reverse"]
         sub = _nested(pr.loop_printer(), pr, body, self.root)
@@ -198,6 +198,26 @@ class LoopEmitter:
                                       "    except (ArithmeticError, ValueError):",
                                       "        pass  # the NumPy version below gives inf/nan"]
         return [*lines, *render(spec, stmts)], stmts
+
+
+def _optimized(body: Body, req: Any) -> Body:
+    """``body`` rebuilt through the passes the request runs on the function around it
+    (the compile passes; with ``fast_math`` the others too, so ``t - t`` in a step's VJP
+    goes), kept on the body."""
+    if not req.optimize:
+        return body
+    arrays = req.target.sums_as_sums
+    key = ("optimized", req.fast_math, arrays)
+    found = body.derived.get(key)
+    if found is None:
+        from ..passes import pipeline
+
+        new, (outs,) = pipeline.optimize(body.graph, [list(body.outputs)], req.fast_math,
+                                         arrays)
+        nodes = body.graph.nodes
+        ins = [new.variables[nodes[v].name] for v in body.inputs]
+        found = body.derived[key] = Body(new, ins, outs, body.n_in)
+    return found
 
 
 def _nested(cls: type, pr: Any, body: Body, root: LoopEmitter) -> Any:
