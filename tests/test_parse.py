@@ -516,6 +516,9 @@ def test_parse_limits_come_from_sg_limits():
     ("1 + expp(x)", "did you mean exp?", 4),
     ("sum(x, axes=0)", "did you mean axis?", 7),
     ("np.sin(x)", "unknown function 'np.sin'; did you mean sin?", 0),
+    ("scan(x)", "'scan' takes a Python function and has no text form: write the loop in "
+     "Python with sg.scan", 0),
+    ("2 * fori_loop(0, 3, x, x)", "sg.fori_loop", 4),
     ("x ^ 2", "for a power write x ** 2", 2),
     ("x // 2", "'//'", 2), ("x % 2", "'%'", 2),
     ("x.sin", "attribute access is not supported", 2),

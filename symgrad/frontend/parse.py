@@ -751,6 +751,9 @@ class _Parser:
 
     def _op(self, name: str, func: _Node) -> Callee:
         found = callee(name)
+        if found is None and name in _PYTHON_ONLY:
+            self.fail(f"'{name}' takes a Python function and has no text form: "
+                      f"{_PYTHON_ONLY[name]}", func)
         if found is None:
             known = [*FUNCTIONS, *(n for n in (*REGISTRY, *ALIASES) if public_op(n))]
             self.fail(f"unknown function '{name}'{_did_you_mean_function(name, known)}", func)
@@ -1000,6 +1003,14 @@ def _with_hint(err: SymgradError, hint: str) -> SymgradError:
     except Exception:  # an error class with another constructor
         return ParseError(text)
     return new if str(new) == text else ParseError(text)
+
+
+# transforms that take a Python function: text cannot write one
+_PYTHON_ONLY = {
+    "scan": "write the loop in Python with sg.scan(step, init, xs) (or a plain for loop "
+            "traced by sg.grad(fun)); sg.latex prints a scan as its recurrence",
+    "fori_loop": "write the loop in Python with sg.fori_loop(lo, hi, body, init)",
+}
 
 
 def _did_you_mean_function(name: str, candidates: list[str]) -> str:
