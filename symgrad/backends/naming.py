@@ -238,6 +238,11 @@ def _assign_names(graph: Graph, plan: Plan, named: list[int], labels: list[str],
             plan.aliases[i] = namer.fresh(sanitize(label))
         elif not nodes[i].is_var and i not in names:
             names[i] = namer.fresh(sanitize(label))
+    primal = [i for i in dict.fromkeys(plan.outputs) if i not in names and not nodes[i].is_var
+              and i not in plan.derivatives
+              and any(d.of == i for d in plan.derivatives.values())]
+    if len(primal) == 1:  # the value whose derivatives the function also returns
+        names[primal[0]] = namer.fresh("value")
     adjoint_for = plan.adjoint_for
     k = 1
     first = [i for i in plan.outputs if adjoint_for.get(i) in names]  # outputs named dx first

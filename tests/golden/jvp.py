@@ -10,8 +10,8 @@ def rosenbrock_jvp(x, v):
         v: float64 (2,)
 
     Returns a tuple of 2:
-        t9: float64 () = (1.0 - x[0]) ** 2 + 100.0 * (x[1] - x[0] ** 2) ** 2
-        t9_dot: float64 () = JVP: tangent of t9 w.r.t. x
+        value: float64 () = (1.0 - x[0]) ** 2 + 100.0 * (x[1] - x[0] ** 2) ** 2
+        value_dot: float64 () = JVP: tangent of value w.r.t. x
     """
     t1 = x[0]
     t2 = 1.0 - t1
@@ -21,16 +21,16 @@ def rosenbrock_jvp(x, v):
     t6 = t4 - t5
     t7 = t6 ** 2
     t8 = t7 * 100.0
-    t9 = t8 + t3
-    t10 = t6 * 2.0  # backprop of: t7 = t6 ** 2
-    t11 = t1 * 2.0  # backprop of: t5 = t1 ** 2
+    value = t8 + t3
+    t9 = t6 * 2.0  # backprop of: t7 = t6 ** 2
+    t10 = t1 * 2.0  # backprop of: t5 = t1 ** 2
     d_t2 = t2 * 2.0  # backprop of: t3 = t2 ** 2
     t1_dot = v[0]  # tangent of: t1 = x[0]
-    t12 = t1_dot * d_t2  # tangent of: t3 = t2 ** 2
+    t11 = t1_dot * d_t2  # tangent of: t3 = t2 ** 2
     t4_dot = v[1]  # tangent of: t4 = x[1]
-    t5_dot = t1_dot * t11  # tangent of: t5 = t1 ** 2
+    t5_dot = t1_dot * t10  # tangent of: t5 = t1 ** 2
     t6_dot = t4_dot - t5_dot  # tangent of: t6 = t4 - t5
-    t7_dot = t6_dot * t10  # tangent of: t7 = t6 ** 2
+    t7_dot = t6_dot * t9  # tangent of: t7 = t6 ** 2
     t8_dot = t7_dot * 100.0  # tangent of: t8 = t7 * 100.0
-    t9_dot = t8_dot - t12  # tangent of: t9 = t8 + t3
-    return t9, t9_dot
+    value_dot = t8_dot - t11  # tangent of: value = t8 + t3
+    return value, value_dot

@@ -46,11 +46,11 @@ class _numpy_math:
 def _f_and_grad_scalar(x, y, math=math):
     t1 = x * y
     t2 = math.sin(x)
-    t3 = t2 + t1
-    t4 = math.cos(x)  # backprop of: t2 = math.sin(x)
-    dx = t4 + y  # backprop of: x (input)
+    value = t2 + t1
+    t3 = math.cos(x)  # backprop of: t2 = math.sin(x)
+    dx = t3 + y  # backprop of: x (input)
     dy = x  # backprop of: y (input)
-    return t3, dx, dy
+    return value, dx, dy
 
 
 def f_and_grad(x, y):
@@ -61,7 +61,7 @@ def f_and_grad(x, y):
         y: float64 ()
 
     Returns a tuple of 3:
-        t3: float64 () = x * y + sin(x)
+        value: float64 () = x * y + sin(x)
         dx: float64 () = gradient of x * y + sin(x) w.r.t. x
         dy: float64 () = gradient of x * y + sin(x) w.r.t. y
     """

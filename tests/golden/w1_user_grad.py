@@ -17,13 +17,13 @@ def w1_user_grad(W, b, V, g, X, onehot):
         onehot: float64 (4, 2)
 
     Returns a tuple of 5:
-        t16: float64 () = -sum(onehot * (tanh(X @ transpose(W) + b) @ transpose(V) + g -
+        value: float64 () = -sum(onehot * (tanh(X @ transpose(W) + b) @ transpose(V) + g -
         max(tanh(X @ transpose(W) + b) @ transpose(V) + g, axis=-1, keepdims=True) -
         log(sum(exp(tanh(X @ transpose(W) + b) @ transpose(V) + g...
-        dW: float64 (3, 5) = gradient of t16 w.r.t. W
-        db: float64 (3,) = gradient of t16 w.r.t. b
-        dV: float64 (2, 3) = gradient of t16 w.r.t. V
-        dg: float64 (2,) = gradient of t16 w.r.t. g
+        dW: float64 (3, 5) = gradient of value w.r.t. W
+        db: float64 (3,) = gradient of value w.r.t. b
+        dV: float64 (2, 3) = gradient of value w.r.t. V
+        dg: float64 (2,) = gradient of value w.r.t. g
     """
     t1 = np.transpose(W, (-1, -2))
     t2 = X @ t1
@@ -40,19 +40,19 @@ def w1_user_grad(W, b, V, g, X, onehot):
     t13 = t9 - t12
     t14 = t13 * onehot
     t15 = np.add.reduce(t14, axis=(-2, -1), keepdims=False)
-    t16 = -t15
-    t17 = np.exp(t13)  # backprop of: t13 = t9 - t12
-    t18 = onehot @ _c1  # backprop of: t13 = t9 - t12
-    t19 = t18 * t17  # backprop of: t13 = t9 - t12
-    d_t7 = t19 - onehot  # backprop of: t13 = t9 - t12
+    value = -t15
+    t16 = np.exp(t13)  # backprop of: t13 = t9 - t12
+    t17 = onehot @ _c1  # backprop of: t13 = t9 - t12
+    t18 = t17 * t16  # backprop of: t13 = t9 - t12
+    d_t7 = t18 - onehot  # backprop of: t13 = t9 - t12
     dg = np.add.reduce(d_t7, axis=(-2,), keepdims=False)  # backprop of: t7 = t6 + g
     d_t4 = d_t7 @ V  # backprop of: t6 = t4 @ t5
-    t20 = np.swapaxes(d_t7, -1, -2)  # backprop of: t5 = np.transpose(V, (-1, -2))
-    dV = t20 @ t4  # backprop of: t5 = np.transpose(V, (-1, -2))
-    t21 = t4 * t4  # backprop of: t4 = np.tanh(t3)
-    t22 = 1.0 - t21  # backprop of: t4 = np.tanh(t3)
-    d_t3 = t22 * d_t4  # backprop of: t4 = np.tanh(t3)
+    t19 = np.swapaxes(d_t7, -1, -2)  # backprop of: t5 = np.transpose(V, (-1, -2))
+    dV = t19 @ t4  # backprop of: t5 = np.transpose(V, (-1, -2))
+    t20 = t4 * t4  # backprop of: t4 = np.tanh(t3)
+    t21 = 1.0 - t20  # backprop of: t4 = np.tanh(t3)
+    d_t3 = t21 * d_t4  # backprop of: t4 = np.tanh(t3)
     db = np.add.reduce(d_t3, axis=(-2,), keepdims=False)  # backprop of: t3 = t2 + b
-    t23 = np.swapaxes(d_t3, -1, -2)  # backprop of: t1 = np.transpose(W, (-1, -2))
-    dW = t23 @ X  # backprop of: t1 = np.transpose(W, (-1, -2))
-    return t16, dW, db, dV, dg
+    t22 = np.swapaxes(d_t3, -1, -2)  # backprop of: t1 = np.transpose(W, (-1, -2))
+    dW = t22 @ X  # backprop of: t1 = np.transpose(W, (-1, -2))
+    return value, dW, db, dV, dg

@@ -35,12 +35,12 @@ def w2_user_grad(alphas, means, icf, x):
         x: float64 (5, 3)
 
     Returns a tuple of 4:
-        t46: float64 () = -5.362692509206823 + sum(squeeze(max(reshape(alphas + sum(icf[:, :3],
-        axis=-1), shape=(2, 1)) - 0.5 * sum((x - reshape(means, shape=(2, 1, 3))) @
+        value: float64 () = -5.362692509206823 + sum(squeeze(max(reshape(alphas + sum(icf[:,
+        :3], axis=-1), shape=(2, 1)) - 0.5 * sum((x - reshape(means, shape=(2, 1, 3))) @
         transpose(reshape(exp(icf[:, :3]) @ [[1.0, 0.0, 0.0...
-        dalphas: float64 (2,) = gradient of t46 w.r.t. alphas
-        dmeans: float64 (2, 3) = gradient of t46 w.r.t. means
-        dicf: float64 (2, 6) = gradient of t46 w.r.t. icf
+        dalphas: float64 (2,) = gradient of value w.r.t. alphas
+        dmeans: float64 (2, 3) = gradient of value w.r.t. means
+        dicf: float64 (2, 6) = gradient of value w.r.t. icf
     """
     t1 = icf[:, :3]
     t2 = icf[:, 3:]
@@ -87,34 +87,34 @@ def w2_user_grad(alphas, means, icf, x):
     t43 = t42 + t38
     t44 = t43 * 5.0
     t45 = t36 - t44
-    t46 = t45 + t27
-    t47 = t40 / t41  # backprop of: t43 = t42 + t38
-    t48 = t47 * (-5.0)  # backprop of: t43 = t42 + t38
+    value = t45 + t27
+    t46 = t40 / t41  # backprop of: t43 = t42 + t38
+    t47 = t46 * (-5.0)  # backprop of: t43 = t42 + t38
     d_t18 = t31 / t32  # backprop of: t34 = t33 + t29
     d_t14 = np.add.reduce(d_t18, axis=(-1,), keepdims=True)  # backprop of: t18 = t14 - t17
     d_t16 = d_t18 * (-0.5)  # backprop of: t17 = t16 * 0.5
-    t49 = np.reshape(d_t16, (2, 5, 1))  # backprop of: t16 = sum(t15)
-    t50 = t49 * t11  # backprop of: t15 = t11 * t11
+    t48 = np.reshape(d_t16, (2, 5, 1))  # backprop of: t16 = sum(t15)
+    t49 = t48 * t11  # backprop of: t15 = t11 * t11
     d_t13 = np.reshape(d_t14, (2,))  # backprop of: t14 = np.reshape(t13, (2, 1))
-    dalphas = d_t13 + t48  # backprop of: alphas (input)
-    d_t11 = t50 * 2.0  # backprop of: t11 = t10 @ t8
-    t51 = np.swapaxes(t8, -1, -2)  # backprop of: t11 = t10 @ t8
-    t52 = np.swapaxes(t10, -1, -2)  # backprop of: t11 = t10 @ t8
-    d_t8 = t52 @ d_t11  # backprop of: t11 = t10 @ t8
-    t53 = np.add.reduce(d_t11, axis=(-2,), keepdims=True)  # backprop of: t10 = x - t9
-    t54 = t53 @ t51  # backprop of: t10 = x - t9
-    d_t9 = -t54  # backprop of: t10 = x - t9
+    dalphas = d_t13 + t47  # backprop of: alphas (input)
+    d_t11 = t49 * 2.0  # backprop of: t11 = t10 @ t8
+    t50 = np.swapaxes(t8, -1, -2)  # backprop of: t11 = t10 @ t8
+    t51 = np.swapaxes(t10, -1, -2)  # backprop of: t11 = t10 @ t8
+    d_t8 = t51 @ d_t11  # backprop of: t11 = t10 @ t8
+    t52 = np.add.reduce(d_t11, axis=(-2,), keepdims=True)  # backprop of: t10 = x - t9
+    t53 = t52 @ t50  # backprop of: t10 = x - t9
+    d_t9 = -t53  # backprop of: t10 = x - t9
     dmeans = np.reshape(d_t9, (2, 3))  # backprop of: t9 = np.reshape(means, (2, 1, 3))
     d_t7 = np.transpose(d_t8, (-3, -1, -2))  # backprop of: t8 = np.transpose(t7, (-3, -1, -2))
     d_t6 = np.reshape(d_t7, (2, 9))  # backprop of: t7 = np.reshape(t6, (2, 3, 3))
-    t55 = d_t6 @ _c4  # backprop of: t5 = t2 @ _c2
-    t56 = d_t6 @ _c5  # backprop of: t4 = t3 @ _c1
-    t57 = t3 * 1.6900000000000002  # backprop of: t3 = np.exp(t1)
-    d_t3 = t57 + t56  # backprop of: t3 = np.exp(t1)
-    t58 = d_t3 * t3  # backprop of: t3 = np.exp(t1)
-    t59 = t2 * 1.6900000000000002  # backprop of: t2 = icf[:, 3:]
-    d_t2 = t59 + t55  # backprop of: t2 = icf[:, 3:]
-    t60 = d_t14 + _c3  # backprop of: t1 = icf[:, :3]
-    d_t1 = t60 + t58  # backprop of: t1 = icf[:, :3]
+    t54 = d_t6 @ _c4  # backprop of: t5 = t2 @ _c2
+    t55 = d_t6 @ _c5  # backprop of: t4 = t3 @ _c1
+    t56 = t3 * 1.6900000000000002  # backprop of: t3 = np.exp(t1)
+    d_t3 = t56 + t55  # backprop of: t3 = np.exp(t1)
+    t57 = d_t3 * t3  # backprop of: t3 = np.exp(t1)
+    t58 = t2 * 1.6900000000000002  # backprop of: t2 = icf[:, 3:]
+    d_t2 = t58 + t54  # backprop of: t2 = icf[:, 3:]
+    t59 = d_t14 + _c3  # backprop of: t1 = icf[:, :3]
+    d_t1 = t59 + t57  # backprop of: t1 = icf[:, :3]
     dicf = np.concatenate([d_t1, d_t2], axis=-1)  # backprop of: icf (input)
-    return t46, dalphas, dmeans, dicf
+    return value, dalphas, dmeans, dicf

@@ -20,9 +20,9 @@ def w3_grad_hvp(x, v):
         v: float64 (7,)
 
     Returns a tuple of 3:
-        t10: float64 () = sum(100.0 * (x[1:] - x[:6] * x[:6]) ** 2 + (1.0 - x[:6]) ** 2)
-        dx: float64 (7,) = gradient of t10 w.r.t. x
-        hvp_x: float64 (7,) = Hessian-vector product of t10 w.r.t. x
+        value: float64 () = sum(100.0 * (x[1:] - x[:6] * x[:6]) ** 2 + (1.0 - x[:6]) ** 2)
+        dx: float64 (7,) = gradient of value w.r.t. x
+        hvp_x: float64 (7,) = Hessian-vector product of value w.r.t. x
     """
     t1 = x[:6]
     t2 = x[1:]
@@ -33,25 +33,25 @@ def w3_grad_hvp(x, v):
     t7 = 1.0 - t1
     t8 = t7 ** 2
     t9 = t8 + t6
-    t10 = np.add.reduce(t9, axis=(-1,), keepdims=False)
+    value = np.add.reduce(t9, axis=(-1,), keepdims=False)
     d_t4 = t4 * 200.0  # backprop of: t5 = t4 ** 2
     d_t3 = t4 * (-200.0)  # backprop of: t4 = t2 - t3
-    t11 = d_t3 * t1  # backprop of: t3 = t1 * t1
-    t12 = t7 - t11  # backprop of: t1 = x[:6]
-    d_t1 = t12 * (-2.0)  # backprop of: t1 = x[:6]
+    t10 = d_t3 * t1  # backprop of: t3 = t1 * t1
+    t11 = t7 - t10  # backprop of: t1 = x[:6]
+    d_t1 = t11 * (-2.0)  # backprop of: t1 = x[:6]
     dx = _sg_scatter_sum((7,), ((d_t4, np.s_[1:], False), (d_t1, np.s_[:6], False),))  # backprop of: x  # noqa: E501
     t1_dot = v[:6]  # tangent of: t1 = x[:6]
     t2_dot = v[1:]  # tangent of: t2 = x[1:]
-    t13 = t1_dot * t1  # tangent of: t3 = t1 * t1
-    t3_dot = t13 * 2.0  # tangent of: t3 = t1 * t1
+    t12 = t1_dot * t1  # tangent of: t3 = t1 * t1
+    t3_dot = t12 * 2.0  # tangent of: t3 = t1 * t1
     t4_dot = t2_dot - t3_dot  # tangent of: t4 = t2 - t3
     t7_dot = -t1_dot  # tangent of: t7 = 1.0 - t1
     d_t4_dot = t4_dot * 200.0  # tangent of: d_t4 = t4 * 200.0
     d_t3_dot = t4_dot * (-200.0)  # tangent of: d_t3 = t4 * (-200.0)
-    t14 = d_t3_dot * t1  # tangent of: t11 = d_t3 * t1
-    t15 = t1_dot * d_t3  # tangent of: t11 = d_t3 * t1
-    t11_dot = t15 + t14  # tangent of: t11 = d_t3 * t1
-    t12_dot = t7_dot - t11_dot  # tangent of: t12 = t7 - t11
-    d_t1_dot = t12_dot * (-2.0)  # tangent of: d_t1 = t12 * (-2.0)
+    t13 = d_t3_dot * t1  # tangent of: t10 = d_t3 * t1
+    t14 = t1_dot * d_t3  # tangent of: t10 = d_t3 * t1
+    t10_dot = t14 + t13  # tangent of: t10 = d_t3 * t1
+    t11_dot = t7_dot - t10_dot  # tangent of: t11 = t7 - t10
+    d_t1_dot = t11_dot * (-2.0)  # tangent of: d_t1 = t11 * (-2.0)
     hvp_x = _sg_scatter_sum((7,), ((d_t4_dot, np.s_[1:], False), (d_t1_dot, np.s_[:6], False),))  # tangent of: dx  # noqa: E501
-    return t10, dx, hvp_x
+    return value, dx, hvp_x
