@@ -1,6 +1,7 @@
 """Loops written with ``sg.scan`` / ``sg.fori_loop`` (the loops issue), paired, one thread.
 
-* W4 chain ``h <- sin(h) * h + cos(h)`` as ``sg.scan``, L = 10^3 and 10^4: build time
+* W4 chain ``h <- sin(h) * h + cos(h)`` as ``sg.scan``, L = 10^3 and 10^4 (and 10^4 with
+  ``fast_math=True``, whose passes drop ``t - t`` from the step's VJP): build time
   (trace + grad + compile), emitted lines, value+gradient per call against the hand-written
   ``math`` loop (forward tape, reverse sweep) of ``benchmarks/w4_chain.py``.
 * RK4 Lotka-Volterra, 100 and 10,000 steps, misfit gradient w.r.t. the 4 parameters, the
@@ -29,20 +30,21 @@ from .w4_chain import hand_loop
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
-def w4(L: int, budget: float = 2.0) -> dict:
+def w4(L: int, budget: float = 2.0, fast_math: bool = False) -> dict:
     import symgrad as sg
 
     t0 = time.perf_counter()
     x = sg.var("x")
     h, _ = sg.scan(lambda h, _: (sg.sin(h) * h + sg.cos(h), None), x, length=L)
     dx = sg.grad(h, x)
-    fn = sg.compile([h, dx], [x])
+    fn = sg.compile([h, dx], [x], fast_math=fast_math)
     build = time.perf_counter() - t0
-    lines = len(sg.to_source([h, dx], [x]).splitlines())
+    lines = len(sg.to_source([h, dx], [x], fast_math=fast_math).splitlines())
     got, want = [float(v) for v in fn(0.5)], hand_loop(0.5, L)
     err = common.rel_err(got, list(want))
     t_sg, t_hand = common.interleaved([lambda: fn(0.5), lambda: hand_loop(0.5, L)], budget)
-    return {"task": f"W4 scan L={L}", "build_s": build, "lines": lines, "err": err,
+    task = f"W4 scan L={L}" + (" fast_math" if fast_math else "")
+    return {"task": task, "build_s": build, "lines": lines, "err": err,
             "eval_s": common.median(t_sg), "ref_s": common.median(t_hand),
             "vs_ref": common.paired_ratio(t_sg, t_hand), "ref": "hand math loop"}
 
@@ -223,7 +225,8 @@ def rosen_builtin_sum(n: int = 1000, budget: float = 2.0) -> dict:
 
 
 def main() -> None:
-    rows = [w4(1000), w4(10_000), rk4(100), rk4(10_000), rk4(100, columns=False),
+    rows = [w4(1000), w4(10_000), w4(10_000, fast_math=True), rk4(100), rk4(10_000),
+            rk4(100, columns=False),
             w4_python(1000), w4_python(10_000), rk4_python(100), rk4_python(10_000),
             rosen_builtin_sum(1000)]
     for r in rows:
