@@ -76,9 +76,9 @@ def to_source(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | Non
     >>> src = sg.to_source([f, sg.grad(f, x)], name="sin_and_grad")
     >>> print(src.split('"' * 3)[-1].strip())
     t1 = np.sin(x)
-        t2 = np.add.reduce(t1, axis=(-1,), keepdims=False)
+        value = np.add.reduce(t1, axis=(-1,), keepdims=False)
         dx = np.cos(x)  # backprop of: t1 = np.sin(x)
-        return t2, dx
+        return value, dx
     """
     return lower(request(outputs, inputs, name, output_names=output_names, scalars=scalars,
                          optimize=optimize, fast_math=fast_math, backend=backend)).source()
