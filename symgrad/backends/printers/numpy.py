@@ -29,7 +29,7 @@ from ..naming import Namer, Plan
 from ..numpy_table import HEADER, NUMPY, NUMPY_TYPE, header
 from ..template import imports_of
 from .base import ModuleState, Printer, helper_source
-from .lines import call, typed
+from .lines import call, fit, typed
 
 if TYPE_CHECKING:
     from ..loops import LoopEmitter
@@ -87,14 +87,15 @@ class NumpyPrinter(Printer):
         values = [nodes[i].attrs["value"] for i in self._hoisted()]
         values += [v for _, v in state.constants if isinstance(v, np.ndarray)]
         if any(as_data(v) for v in values):  # large constants are written as their bytes
-            out += ["", *helper_source(_sg_data), ""]
+            out += ["", *helper_source(_sg_data), "", ""]
         for i in self._hoisted():
             name = state.consts[i]
-            out += [f"{name} = {array_source(nodes[i].attrs['value'])}",
+            out += [fit(f"{name} = {array_source(nodes[i].attrs['value'])}"),
                     f"{name}.flags.writeable = False"]
         for name, value in state.constants:
             if isinstance(value, np.ndarray):
-                out += ["", f"{name} = {array_source(value)}", f"{name}.flags.writeable = False"]
+                out += ["", fit(f"{name} = {array_source(value)}"),
+                        f"{name}.flags.writeable = False"]
             else:
                 out += ["", f"{name} = {value!r}"]
         return out
