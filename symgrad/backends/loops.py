@@ -216,7 +216,9 @@ def _optimized(body: Body, req: Any) -> Body:
                                          arrays)
         nodes = body.graph.nodes
         ins = [new.variables[nodes[v].name] for v in body.inputs]
-        found = body.derived[key] = Body(new, ins, outs, body.n_in)
+        folded = any(nd.is_const and nd.shape != () for nd in new.nodes)
+        # a folded array constant has no place in a step (its constants are operands)
+        found = body.derived[key] = body if folded else Body(new, ins, outs, body.n_in)
     return found
 
 
