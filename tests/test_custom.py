@@ -10,6 +10,7 @@ from functools import partial
 
 import numpy as np
 import pytest
+from pytree_close import close
 
 import symgrad as sg
 
@@ -22,12 +23,6 @@ def _x64(x64):
     yield
 
 
-def close(a, b, rtol=1e-11):
-    la, ta = jax.tree_util.tree_flatten(a)
-    lb, tb = jax.tree_util.tree_flatten(b)
-    assert ta == tb, (ta, tb)
-    for p, q in zip(la, lb):
-        np.testing.assert_allclose(np.asarray(p), np.asarray(q), rtol=rtol, atol=1e-12)
 
 
 # -- the cases, written once -----------------------------------------------------------------

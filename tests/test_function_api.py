@@ -10,6 +10,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from pytree_close import close
 
 import symgrad as sg
 
@@ -39,12 +40,6 @@ def xy(rng):
     return rng.standard_normal(3), rng.standard_normal(2)
 
 
-def close(a, b, rtol=1e-11):
-    la, ta = jax.tree_util.tree_flatten(a)
-    lb, tb = jax.tree_util.tree_flatten(b)
-    assert ta == tb, (ta, tb)
-    for p, q in zip(la, lb):
-        np.testing.assert_allclose(np.asarray(p), np.asarray(q), rtol=rtol, atol=1e-12)
 
 
 def test_first_order_transforms_match_jax(xy):

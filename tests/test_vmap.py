@@ -4,8 +4,11 @@ and the loop it falls back to where an op would mix the rows."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
+from pytree_close import close as tree_close
 
 import symgrad as sg
 from symgrad.transforms.batching import Unbatchable, batched
@@ -19,12 +22,7 @@ def _x64(x64):
     yield
 
 
-def close(a, b, rtol=1e-12):
-    la, ta = jax.tree_util.tree_flatten(a)
-    lb, tb = jax.tree_util.tree_flatten(b)
-    assert ta == tb, (ta, tb)
-    for p, q in zip(la, lb):
-        np.testing.assert_allclose(np.asarray(p), np.asarray(q), rtol=rtol, atol=1e-13)
+close = functools.partial(tree_close, rtol=1e-12, atol=1e-13)
 
 
 def net(xp):
