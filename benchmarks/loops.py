@@ -171,13 +171,9 @@ def w4_python(L: int, budget: float = 2.0) -> dict:
             "ref": "hand math loop"}
 
 
-def rk4_python(steps: int, budget: float = 2.0) -> dict:
-    """RK4 Lotka-Volterra as users write it: a ``for`` loop over the steps, the misfit
-    accumulated in a Python variable; value and gradient w.r.t. the 4 parameters."""
-    import symgrad as sg
-
-    dt = 10.0 / steps
-    data = np.array(_trajectory((1.0, 0.5, 0.12, 0.45), steps, dt))
+def python_loop_loss(steps: int, dt: float):
+    """The RK4 misfit ``loss(p, obs)`` as users write it: a ``for`` loop over the steps,
+    the misfit accumulated in a Python variable (NumPy values or symgrad expressions)."""
 
     def loss(p, obs):
         x, y = S0
@@ -187,6 +183,17 @@ def rk4_python(steps: int, budget: float = 2.0) -> dict:
             total = total + (x - obs[k, 0]) ** 2 + (y - obs[k, 1]) ** 2
         return total
 
+    return loss
+
+
+def rk4_python(steps: int, budget: float = 2.0) -> dict:
+    """RK4 Lotka-Volterra as users write it: a ``for`` loop over the steps, the misfit
+    accumulated in a Python variable; value and gradient w.r.t. the 4 parameters."""
+    import symgrad as sg
+
+    dt = 10.0 / steps
+    data = np.array(_trajectory((1.0, 0.5, 0.12, 0.45), steps, dt))
+    loss = python_loop_loss(steps, dt)
     p0 = np.array(P0)
     t0 = time.perf_counter()
     vg = sg.value_and_grad(loss)
@@ -238,4 +245,5 @@ if __name__ == "__main__":
     main()
 
 
-__all__ = ["main", "rk4", "rk4_python", "rosen_builtin_sum", "w4", "w4_python"]
+__all__ = ["main", "python_loop_loss", "rk4", "rk4_python", "rosen_builtin_sum", "w4",
+           "w4_python"]

@@ -231,19 +231,12 @@ def test_rk4_lotka_volterra_python_loop_rolls_with_a_scanned_input():
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).parents[1]))
-    from benchmarks.loops import S0, _fd_grad, _trajectory, rk4_step
+    from benchmarks.loops import _fd_grad, _trajectory, python_loop_loss
 
     steps = 40
     dt = 10.0 / steps
     data = np.array(_trajectory((1.0, 0.5, 0.12, 0.45), steps, dt))
-
-    def loss(p, obs):
-        x, y = S0
-        total = 0.0
-        for k in range(steps):
-            x, y = rk4_step(x, y, p, dt)
-            total = total + (x - obs[k, 0]) ** 2 + (y - obs[k, 1]) ** 2
-        return total
+    loss = python_loop_loss(steps, dt)
 
     p0 = np.array([1.1, 0.4, 0.1, 0.4])
     vg = sg.value_and_grad(loss)
