@@ -8,7 +8,10 @@ iterates the rows of ``x`` and adds them to 0), ``total += f(x[i])``, ``sum(x[i]
 in range(n))``, ``p *= x[i]``, ``m = sg.maximum(m, x[i])``. Terms of a run must be the same
 expression (same ops, attributes, shapes and shared values) of slices ``x[..., i, ...]``
 whose index advances by the same step from one term to the next; other terms of the chain
-are kept, in order, around the reduction.
+are kept, in order, around the reduction. A term need not be elementwise: it is rebuilt with
+the steps as rows (:func:`.steps.rows_lifted`, what ``vmap`` does), so the pair loop of an
+energy, ``e += f(r[i] - r[j])`` with ``sum`` inside ``f``, becomes one ``sum`` per ``i``; a
+term whose ops would mix the rows is left as written.
 
 Values: ``max``/``min`` give the chain's value exactly; ``sum`` and ``prod`` add (multiply)
 in NumPy's pairwise order instead of left to right, so a result may differ from the chain's
