@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ShapeError, UnsupportedError
+from ..base.errors import ShapeError, UnsupportedError
 from ..ir.expr import Expr, F, const
 from ..ir.op import UNSUPPORTED, SignatureError
 from .numpy_define import as_expr, axes_tuple, axis_int, define, no_out

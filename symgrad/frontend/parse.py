@@ -33,7 +33,7 @@ import unicodedata
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..errors import LimitError, ParseError, SymgradError
+from ..base.errors import LimitError, ParseError, SymgradError
 from ..ir.expr import Expr, const, var
 from ..ir.limits import DEFAULTS, limits
 from ..ir.op import ALIASES, FUNCTIONS, REGISTRY, SignatureError, public_op

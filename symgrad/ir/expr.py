@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import NameConflictError, ShapeError, SymgradError, UnsupportedError
+from ..base.errors import NameConflictError, ShapeError, SymgradError, UnsupportedError
 from .callsite import callsite, message
 from .graph import Graph, Node
 from .op import FUNCTIONS, REGISTRY, UNSUPPORTED, Op, public_op

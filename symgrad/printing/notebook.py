@@ -14,7 +14,7 @@ from __future__ import annotations
 import html
 import itertools
 
-from ..errors import SymgradError
+from ..base.errors import SymgradError
 from ..ir import expr as ir_expr
 from ..ir.expr import Expr
 from ..ir.graph import Graph

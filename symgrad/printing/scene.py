@@ -29,13 +29,13 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..errors import ArgumentError, LimitError
-from ..explain import definition, numbering
+from ..base.errors import ArgumentError, LimitError
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.text import _type, infix, select, tangent_pairs
 from ..ir.values import describe, exact, exact_str
+from .explain import definition, numbering
 
 COLLAPSE_AT = 60  # boxes above which collapse="auto" collapses chains
 CHAIN_MIN = 3  # the shortest chain that becomes one box

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..errors import SymgradError
+from ..base.errors import SymgradError
 from ..ir.custom import CustomRule
 from ..ir.expr import Expr, F
 from ..ir.graph import Graph

@@ -29,14 +29,14 @@ from typing import Any
 
 import numpy as np
 
-from .backends.interpreter import evaluate
-from .errors import InputError, SymgradError
-from .ir.expr import Expr, F, build, const
-from .ir.graph import Graph
-from .ir.op import REGISTRY, Op
-from .ir.shapes import broadcast, fmt, is_float
-from .ir.values import describe, exact, type_name
-from .transforms.derivatives import Wrt, _resolve, jvp, vjp
+from ..backends.interpreter import evaluate
+from ..base.errors import InputError, SymgradError
+from ..ir.expr import Expr, F, build, const
+from ..ir.graph import Graph
+from ..ir.op import REGISTRY, Op
+from ..ir.shapes import broadcast, fmt, is_float
+from ..ir.values import describe, exact, type_name
+from ..transforms.derivatives import Wrt, _resolve, jvp, vjp
 
 # Central differences have truncation error ~h^2 |f'''| and rounding error ~eps_mach |f| / h;
 # the sum is smallest near h = eps_mach^(1/3) ~ 6e-6 (relative to the size of x). h = 1e-5
@@ -424,7 +424,7 @@ def random_expressions(
 
     @st.composite
     def strategy(draw: Callable) -> RandomCase:
-        from .ir.expr import var
+        from ..ir.expr import var
 
         names = list(shapes)
         pool: list[Expr] = [var(n, shapes[n]) for n in names]
@@ -491,7 +491,7 @@ def sparse_functions(n: int = 12, max_terms: int = 4, ops: Sequence[Op] | None =
 
     @st.composite
     def strategy(draw: Callable) -> RandomCase:
-        from .ir.expr import var
+        from ..ir.expr import var
 
         x = var("x", (n,))
         terms, steps = [], []

@@ -26,17 +26,17 @@ import keyword
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .backends.math_table import MATH
-from .backends.numpy_table import NUMPY
-from .backends.target import TARGETS
-from .backends.template import Template
-from .errors import DifferentiationError, SymgradError
-from .frontend.functions import function_for
-from .ir.expr import Expr
-from .ir.op import ALIASES, REGISTRY, Op, register, sig
-from .ir.shapes import broadcast, float_dtype, norm_axis, result_dtype
-from .ops.tangent import elementwise as elementwise_forward
-from .transforms.forward import by_transposition
+from ..backends.math_table import MATH
+from ..backends.numpy_table import NUMPY
+from ..backends.target import TARGETS
+from ..backends.template import Template
+from ..base.errors import DifferentiationError, SymgradError
+from ..frontend.functions import function_for
+from ..ir.expr import Expr
+from ..ir.op import ALIASES, REGISTRY, Op, register, sig
+from ..ir.shapes import broadcast, float_dtype, norm_axis, result_dtype
+from ..ops.tangent import elementwise as elementwise_forward
+from ..transforms.forward import by_transposition
 
 Infer = Callable[[tuple, tuple, dict], tuple]
 _SHAPES = ("elementwise", "same")

@@ -70,14 +70,14 @@ except ImportError as e:  # pragma: no cover - the extra is installed by make te
     raise ImportError("symgrad.dask needs Dask: pip install 'symgrad[dask]' "
                       "(dask[array,distributed])") from e
 
-from .backends import evaluate, to_source
-from .backends.compiled import _load
-from .errors import InputError, ShapeError, SymgradError, UnsupportedError
-from .ir.expr import Expr
-from .ir.graph import Graph
-from .ir.op import REGISTRY
-from .ir.shapes import fmt
-from .transforms import grad, jvp
+from ..base.errors import InputError, ShapeError, SymgradError, UnsupportedError
+from ..ir.expr import Expr
+from ..ir.graph import Graph
+from ..ir.op import REGISTRY
+from ..ir.shapes import fmt
+from ..transforms import grad, jvp
+from . import evaluate, to_source
+from .compiled import _load
 
 __all__ = ["value_and_grad", "DaskObjective", "ScipyObjective"]
 

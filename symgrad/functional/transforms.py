@@ -49,17 +49,17 @@ from typing import Any
 
 import numpy as np
 
-from .backends.compiled import compile
-from .errors import ArgumentError, DifferentiationError, InputError, SymgradError
-from .frontend.capture import Capture, current, rebound, state, tracing
-from .ir.expr import Expr, F, const, var
-from .ir.shapes import fmt, is_float
-from .ir.values import describe, exact, type_name
-from .progress import step
-from .transforms import derivatives
-from .transforms.batching import Unbatchable, batched
-from .transforms.substitute import substitute
-from .tree_util import tree_flatten, tree_unflatten
+from ..backends.compiled import compile
+from ..base.errors import ArgumentError, DifferentiationError, InputError, SymgradError
+from ..base.progress import step
+from ..base.tree_util import tree_flatten, tree_unflatten
+from ..frontend.capture import Capture, current, rebound, state, tracing
+from ..ir.expr import Expr, F, const, var
+from ..ir.shapes import fmt, is_float
+from ..ir.values import describe, exact, type_name
+from ..transforms import derivatives
+from ..transforms.batching import Unbatchable, batched
+from ..transforms.substitute import substitute
 
 __all__ = ["Transformed", "grad", "hessian", "hvp", "jacfwd", "jacobian", "jacrev", "jit",
            "jvp", "linearize", "value_and_grad", "vjp", "vmap"]
@@ -266,7 +266,7 @@ class _Entry:
         try:
             out = self.fn(*values)
         except (IndexError, ValueError, TypeError) as e:
-            from .backends.interpreter import runtime_error
+            from ..backends.interpreter import runtime_error
 
             raise runtime_error(e, f"{name}()") from None
         if self.single:
@@ -531,7 +531,7 @@ def linearize(f: Any, *args: Any) -> Any:
     >>> [round(float(v), 6) for v in f_jvp(np.ones(2))]
     [0.0, 1.381773]
     """
-    from .backends.linearized import linearize as linearize_expr
+    from ..backends.linearized import linearize as linearize_expr
 
     if _is_expr(f):
         return linearize_expr(f, *args)
@@ -999,7 +999,7 @@ def _unique(names: list[str]) -> list[str]:
 
 def _hidden_names(cap: Capture, picks: list[int]) -> list[str]:
     """The variable name at each picked position of :func:`state`'s arrays."""
-    from .frontend.capture import _part_arrays
+    from ..frontend.capture import _part_arrays
 
     flat: list[str] = []
     for w in cap.watches:
