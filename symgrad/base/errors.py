@@ -85,3 +85,11 @@ class BackendError(SymgradError, ValueError):
 
 class SymgradWarning(UserWarning):
     """Something that is probably a mistake but has a meaning (an input no variable has)."""
+
+
+# Tracebacks and pickles name the public path users import them from (symgrad/errors.py).
+for _cls in (SymgradError, ParseError, ShapeError, DifferentiationError, EvaluationError,
+             InputError, NameConflictError, LimitError, UnsupportedError, ArgumentError,
+             BackendError, SymgradWarning):
+    _cls.__module__ = "symgrad.errors"
+del _cls
