@@ -7,8 +7,11 @@ against a namespace parameter traces unchanged: ``loss(W, x, np=sg)``.
 
 The package is laid out as the compiler's phases: ``frontend/`` (text and Python) ->
 ``ir/`` (graph, Expr, op record) <- ``ops/`` (the stanzas) -> ``passes/`` (rewrites) ->
-``transforms/`` (reverse mode) -> ``backends/`` (evaluate, NumPy source, compile), with the
-tools for people on top (``printing/``, ``explain``, ``testing``, ``extend``, ``cli``).
+``transforms/`` (reverse mode) -> ``backends/`` (evaluate, NumPy source, compile), over the
+ground floor ``base/`` (errors, progress, pytrees), with the function API (``functional/``),
+the reports (``printing/``), the tools (``tools/``) and the command (``cli/``) on top. The
+modules at this level are faces: ``symgrad.errors``, ``symgrad.testing``, ... re-export
+what their folders define.
 
 This file is the face only: the public names live in :mod:`symgrad.api`, imported on the
 first attribute read, so ``import symgrad`` and ``symgrad --version`` cost next to nothing.
