@@ -1,6 +1,9 @@
 """JAX's function API on Python functions: ``grad``, ``value_and_grad``, ``jacrev``,
 ``jacfwd``, ``jacobian``, ``hessian``, ``jvp``, ``vjp``, ``hvp``, ``linearize``, ``vmap`` and
-``jit`` (:mod:`.transforms`), over pytrees of arrays (:mod:`symgrad.tree_util`)."""
+``jit`` (:mod:`.transforms`, :mod:`.vmap`), over pytrees of arrays (:mod:`symgrad.tree_util`).
+A transformed function (:mod:`.traced`) is traced once per argument specification and
+compiled; :mod:`.builders` says what each transform builds from the trace, :mod:`.arguments`
+and :mod:`.checks` read and check what users pass."""
 
 from .transforms import (
     Transformed,
@@ -15,8 +18,8 @@ from .transforms import (
     linearize,
     value_and_grad,
     vjp,
-    vmap,
 )
+from .vmap import vmap
 
 __all__ = ["Transformed", "grad", "hessian", "hvp", "jacfwd", "jacobian", "jacrev", "jit",
            "jvp", "linearize", "value_and_grad", "vjp", "vmap"]
