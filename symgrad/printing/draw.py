@@ -11,7 +11,8 @@ from ..base.progress import step
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..ir.values import describe
-from .scene import EDGE_LEGEND, LEGEND, Box, Edge, Scene, build_scene
+from .model import EDGE_LEGEND, LEGEND, Box, Edge, Scene
+from .scene import build_scene
 
 # kind -> (face colour, edge colour, line style, line width)
 BOX_STYLE = {

@@ -29,7 +29,8 @@ from ..ir.values import describe
 from ..transforms.derivatives import grad
 from .draw import BOX_STYLE, EDGE_STYLE, edge_points, label_point
 from .explain import Table, _text, at_item, explain
-from .scene import EDGE_LEGEND, LEGEND, LINE, Scene, build_scene
+from .model import EDGE_LEGEND, LEGEND, LINE, Scene
+from .scene import build_scene
 
 PX = 100.0  # SVG pixels per inch of the scene (its 8 pt text becomes 11 px)
 
