@@ -417,3 +417,45 @@ def test_import_symgrad_is_light_and_the_first_name_loads_the_rest():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()
     assert out[:4] == ["False", "True", "1.0", "True"] and out[4][0].isdigit(), out
+
+
+def test_the_public_module_paths_are_faces_of_the_same_objects():
+    """``symgrad.errors``, ``symgrad.testing``, ... re-export what their folders define (the
+    same objects, so ``except symgrad.errors.ShapeError`` catches the package's own), and
+    each is an attribute of the package on first use, as before the move."""
+    import importlib
+
+    for face, folder in FACES.items():
+        module = importlib.import_module(f"symgrad.{face}")
+        home = importlib.import_module(f"symgrad.{folder}.{face}")
+        assert module.__all__ and module.__doc__, face
+        for name in module.__all__:
+            assert getattr(module, name) is getattr(home, name), (face, name)
+        body = ast.parse((PACKAGE / f"{face}.py").read_text()).body
+        assert all(isinstance(s, (ast.Expr, ast.ImportFrom, ast.Assign)) for s in body), face
+    code = ("import symgrad as sg; print(sg.testing.check_grads.__module__, "
+            "sg.errors.ShapeError.__module__, sg.tree_util.tree_map.__module__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["symgrad.tools.testing", "symgrad.errors", "symgrad.base.tree_util"], out
+
+
+def test_only_faces_api_and_the_entry_points_stay_at_the_top():
+    """The top level is no drawer: every module there is a face of a folder, the public
+    names (``api``), or the package's entry points."""
+    top = {p.stem for p in PACKAGE.glob("*.py")}
+    assert top - set(FACES) <= {"__init__", "__main__", "api", "sympy_io"}, top
+    assert {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"} \
+        == {k for k in FLOORS if k not in FACES and (PACKAGE / k).is_dir()}
+
+
+def test_no_module_outside_the_op_stanzas_is_over_700_lines():
+    """One module, one job: past ~700 lines a module does several (``ops/`` is exempt: a
+    stanza file holds one family of ops, each stanza its own job)."""
+    long = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        lines = len(path.read_text().splitlines())
+        if rel.split("/")[0] != "ops" and lines > 700:
+            long[rel] = lines
+    assert not long, f"modules over 700 lines: {long}"
