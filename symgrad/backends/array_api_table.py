@@ -312,6 +312,9 @@ ARRAY_API: dict[str, Template | None] = {
     "lu_factor": T("_sg_xp_lu(xp, {0}, 0)", (h._sg_xp_lu, *_HOST)),
     "lu_pivots": T("_sg_xp_lu(xp, {0}, 1)", (h._sg_xp_lu, *_HOST)),
     "lu_permutation": T("_sg_xp_lu(xp, {0}, 2)", (h._sg_xp_lu, *_HOST)),
+    # scipy.signal (ops/signal.py): JAX's convolve, else shifted products (h's docstring)
+    "convolution": T("_sg_xp_convolution(xp, {0}, {1}, {modes!r})",
+                     (h._sg_xp_convolution, h._sg_xp_device)),
     # loops: the call of the loop function that backends/loops.py writes
     "scan": T(lambda names, attrs: f"_sg_loop({', '.join(names)})[{attrs['out']}]"),
 }

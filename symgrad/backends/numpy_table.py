@@ -22,6 +22,7 @@ from ..ops.decompositions import _sg_band, _sg_lstsq_residuals, _sg_part
 from ..ops.indexing import _sg_index_add, _sg_scatter_sum, key_source, split_parts
 from ..ops.matrix_functions import _sg_lu_permutation
 from ..ops.reductions import _sg_log_softmax, _sg_logsumexp, _sg_softmax
+from ..ops.signal import _sg_convolution
 from ..ops.sorting import _sg_partition
 from .template import Template
 
@@ -259,6 +260,8 @@ NUMPY: dict[str, Template] = {
     "lu_factor": T("scipy.linalg.lu_factor({0})[0]", imports=("scipy.linalg",)),
     "lu_pivots": T("scipy.linalg.lu_factor({0})[1].astype(np.int64)", imports=("scipy.linalg",)),
     "lu_permutation": T("_sg_lu_permutation({0})", (_sg_lu_permutation,), ("scipy.linalg",)),
+    # -- scipy.signal (ops/signal.py) --
+    "convolution": T("_sg_convolution({0}, {1}, {modes!r})", (_sg_convolution,)),
     # loops: the call of the loop function that backends/loops.py writes
     "scan": T(lambda names, attrs: f"_sg_loop({', '.join(names)})[{attrs['out']}]"),
 }
