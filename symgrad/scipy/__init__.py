@@ -13,9 +13,9 @@ code written against ``scipy`` traces when its imports name these modules instea
 0.0
 """
 
-from . import linalg, special, stats  # special registers the scipy.special names
+from . import linalg, signal, special, stats  # special registers the scipy.special names
 
-__all__ = ["linalg", "special", "stats"]
+__all__ = ["linalg", "signal", "special", "stats"]
 
 
 def support_markdown() -> str:
