@@ -387,7 +387,8 @@ def _sg_xp_special(xp, name, *args):
     """SciPy's special function ``name`` on arrays of namespace ``xp``. The standard has no
     special functions: JAX's ``jax.scipy.special``, PyTorch's ``torch.special`` and CuPy's
     ``cupyx.scipy.special`` are used where ``xp`` is theirs and has ``name``; otherwise SciPy
-    runs on host copies of the arrays and the result goes back to their device."""
+    runs on host copies of the arrays and the result goes back to their device (for JAX,
+    whose arrays may be tracers, through ``jax.pure_callback``)."""
     space = getattr(xp, "__name__", "")
     own = None
     if space.startswith("jax"):
@@ -396,6 +397,9 @@ def _sg_xp_special(xp, name, *args):
         import torch
 
         own = torch.special
+        name = {"k0": "modified_bessel_k0", "k1": "modified_bessel_k1",
+                "k0e": "scaled_modified_bessel_k0",
+                "k1e": "scaled_modified_bessel_k1"}.get(name, name)
     elif "cupy" in space:
         import cupyx.scipy.special as own
 
@@ -407,7 +411,25 @@ def _sg_xp_special(xp, name, *args):
         return fn(*args)
     import scipy.special
 
+    if space.startswith("jax"):  # traced under jax.jit: SciPy's through a host callback
+        return _sg_xp_callback(xp, getattr(scipy.special, name), *args)
     return _sg_xp_host(xp, getattr(scipy.special, name), *args)
+
+
+def _sg_xp_callback(xp, fn, *args):
+    """``fn`` (a SciPy ufunc) on JAX arrays, traced or not: ``jax.pure_callback`` runs it
+    on host copies; the result has the arguments' broadcast shape and float dtype."""
+    import jax
+    import numpy as np
+
+    shape = np.broadcast_shapes(*(np.shape(a) for a in args))
+    dtype = xp.result_type(*args, 1.0)
+
+    def host(*arrays):
+        return np.asarray(fn(*arrays), dtype=dtype)
+
+    return jax.pure_callback(host, jax.ShapeDtypeStruct(shape, dtype), *args,
+                             vmap_method="broadcast_all")
 
 
 def _sg_xp_stdtr(xp, df, t):
