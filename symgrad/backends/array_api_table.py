@@ -190,7 +190,7 @@ SPECIAL_BINARY = ("betaln", "xlogy", "xlog1py", "gammainc", "gammaincc")
 SPECIAL_TERNARY = ("betainc",)
 # Bessel functions JAX has none of: SciPy's through _sg_xp_special (host, or a callback)
 BESSEL_UNARY = ("j0", "j1", "y0", "y1", "k0", "k1", "k0e", "k1e")
-BESSEL_BINARY = ("jv", "yv", "iv", "ive", "kv", "kve")
+BESSEL_BINARY = ("jv", "yv", "yn", "iv", "ive", "kv", "kve")
 
 
 _HOST = (h._sg_xp_host, h._sg_xp_device)  # SciPy on host copies, results on the device

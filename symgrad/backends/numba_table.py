@@ -55,7 +55,7 @@ NOT_FUSED: dict[str, str] = {
         "erf", "erfc", "erfcinv", "erfcx", "erfinv", "ndtr", "ndtri", "log_ndtr", "logit",
         "gamma", "gammaln", "digamma", "polygamma", "betaln", "xlogy", "xlog1py", "i0", "i0e",
         "i1", "i1e", "gammainc", "gammaincc", "betainc", "stdtr", "j0", "j1", "y0", "y1",
-        "k0", "k1", "k0e", "k1e", "jv", "yv", "iv", "ive", "kv", "kve"),
+        "k0", "k1", "k0e", "k1e", "jv", "yv", "yn", "iv", "ive", "kv", "kve"),
         "a SciPy special function: scipy.special's call in the driver (Numba cannot call "
         "SciPy's ufuncs)"),
     "convolution": "a convolution: SciPy's (or JAX's) call in the driver",

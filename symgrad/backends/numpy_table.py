@@ -253,7 +253,7 @@ NUMPY: dict[str, Template] = {
                                              "gammaincc", "stdtr")},
     "betainc": _special("betainc", 3),
     **{name: _special(name) for name in ("j0", "j1", "y0", "y1", "k0", "k1", "k0e", "k1e")},
-    **{name: _special(name, 2) for name in ("jv", "yv", "iv", "ive", "kv", "kve")},
+    **{name: _special(name, 2) for name in ("jv", "yv", "yn", "iv", "ive", "kv", "kve")},
     "polygamma": T("scipy.special.polygamma({n!r}, {0}).astype(np.result_type({0}, np.float32))",
                    imports=("scipy.special",)),
     "sinc": T("np.sinc({0})"),

@@ -287,6 +287,10 @@ for _name, _combine, _lo, _hi, _sym, _doc in (
          lambda sp, v, x: sp.besselj(v, x), "the Bessel function of the first kind J_v(x)"),
         ("yv", lambda a, b, y, x: 0.5 * (a - b), 0.3, 8.0,
          lambda sp, v, x: sp.bessely(v, x), "the Bessel function of the second kind Y_v(x)"),
+        ("yn", lambda a, b, y, x: 0.5 * (a - b), 0.3, 8.0,
+         lambda sp, v, x: sp.bessely(v, x),
+         "the Bessel function of the second kind Y_n(x) of an integer order n (yv's values, "
+         "by SciPy's integer-order algorithm)"),
         ("iv", lambda a, b, y, x: 0.5 * (a + b), -4.0, 4.0,
          lambda sp, v, x: sp.besseli(v, x), "the modified Bessel function I_v(x)"),
         ("ive", lambda a, b, y, x: 0.5 * (a + b) - F.sign(x) * y, -4.0, 4.0,
