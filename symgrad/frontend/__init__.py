@@ -4,7 +4,7 @@ not one op (:mod:`.numpy_functions`, :mod:`.numpy_arrays`), all registered under
 names, where ``symgrad.numpy``, the array protocols and the parser find them. Both front
 ends build the same graph for the same expression."""
 
-from . import numpy_arrays, numpy_extra, numpy_functions  # noqa: F401  (registration)
+from . import numpy_arrays, numpy_extra, numpy_fft, numpy_functions  # noqa: F401  (registration)
 from .functions import function_for
 from .parse import parse
 
