@@ -4,12 +4,14 @@ Loaded by :mod:`benchmarks.autograd_suite` (``-p benchmarks.autograd_shim``) wit
 checkout first on ``sys.path``; it needs ``autograd`` importable, which symgrad's
 environment does not install. Before the suite's modules are imported it
 
-* makes ``autograd.numpy`` (and ``.linalg``), ``autograd.scipy.special``, ``.linalg`` and
-  ``.stats`` symgrad's (``symgrad.numpy``, ``symgrad.scipy``) wherever an argument is a
-  symgrad Expr, and NumPy's / SciPy's otherwise (what ``autograd.numpy`` does on plain
-  values: the tests compare results with ``np.allclose``); ``autograd.numpy.random`` is
-  NumPy's; autograd's private helpers the tests call (``np.linalg._dot``, ``np.linalg.T``)
-  are written here with symgrad's functions;
+* makes ``autograd.numpy`` (and ``.linalg``), ``autograd.scipy.special``, ``.linalg``,
+  ``.stats`` and ``.signal`` symgrad's (``symgrad.numpy``, ``symgrad.scipy``; ``signal``'s
+  ``convolve``, with autograd's ``axes=`` and ``dot_axes=``, on symgrad's ``convolution``
+  op) wherever an argument is a symgrad Expr, and NumPy's / SciPy's otherwise (what
+  ``autograd.numpy`` does on plain values: the tests compare results with
+  ``np.allclose``); ``autograd.numpy.random`` is NumPy's; autograd's private helpers the
+  tests call (``np.linalg._dot``, ``np.linalg.T``) are written here with symgrad's
+  functions;
 * keeps autograd's differential operators and ``test_util`` (``check_grads``: numerical
   VJP and JVP checks to order 2) as they are, with their two primitives ``make_vjp`` and
   ``make_jvp`` replaced by ``symgrad.vjp`` and ``symgrad.jvp`` (symbol to symbol, traced and
@@ -36,6 +38,7 @@ import autograd.core
 import autograd.differential_operators as do
 import autograd.numpy.numpy_vspaces as nvs
 import autograd.scipy.linalg  # noqa: F401
+import autograd.scipy.signal  # noqa: F401
 import autograd.scipy.special  # noqa: F401
 import autograd.scipy.stats  # noqa: F401
 import autograd.test_util as tu
@@ -52,6 +55,7 @@ import symgrad.numpy as snp
 import symgrad.scipy.linalg as sla
 import symgrad.scipy.special as ssp
 import symgrad.scipy.stats as sst
+from symgrad.ops import F
 
 Expr = sg.Expr
 DISTRIBUTIONS = ("norm", "t", "gamma", "beta", "chi2", "multivariate_normal", "poisson",
@@ -135,7 +139,47 @@ def _swap_numpy() -> None:
     do.np = np_shim
 
 
+def _axes(a: Any, conv: list, dot: list) -> tuple[Any, list]:
+    """``a`` laid out for :func:`ag_convolve` (its ignored axes, conv axes, dot axes) and
+    the lengths of its ignored axes."""
+    ignored = [k for k in range(a.ndim) if k not in conv and k not in dot]
+    a = F.transpose(a, axes=tuple(ignored + conv + dot))
+    return a, [a.shape[k] for k in range(len(ignored))]
+
+
+def ag_convolve(A: Any, B: Any, axes: Any = None, dot_axes: Any = ((), ()),
+                mode: str = "full") -> Any:
+    """autograd's ``scipy.signal.convolve``: SciPy's convolution along the axis pairs
+    ``axes`` (all axes by default), a dot product along the pairs ``dot_axes``, an outer
+    product along the rest; the result's axes are A's ignored ones, B's, then the convolved
+    ones (``same``: A's lengths). One ``convolution`` op: an ignored axis meets a length-1
+    axis of the other operand, a dot axis is a ``valid`` axis against the reversed other."""
+    A, B = snp.asarray(A), snp.asarray(B)
+    if axes is None:
+        axes = (list(range(A.ndim)), list(range(A.ndim)))
+    ca, cb = [int(k) for k in axes[0]], [int(k) for k in axes[1]]
+    da, db = [int(k) for k in dot_axes[0]], [int(k) for k in dot_axes[1]]
+    a, ia = _axes(A, ca, da)
+    b, ib = _axes(B, cb, db)
+    conv = [A.shape[k] for k in ca]
+    a = F.reshape(a, tuple(ia) + (1,) * len(ib) + a.shape[len(ia):])
+    b = F.reshape(b, (1,) * len(ia) + tuple(ib) + b.shape[len(ib):])
+    if db:  # the dot axes: reversed, so that 'valid' pairs equal indices
+        b = b[(slice(None),) * (b.ndim - len(db)) + (slice(None, None, -1),) * len(db)]
+    cmode = "valid" if mode == "valid" else "full"
+    modes = ("full",) * (len(ia) + len(ib)) + (cmode,) * len(ca) + ("valid",) * len(da)
+    out = F.convolution(a, b, modes=modes)
+    out = F.reshape(out, out.shape[:out.ndim - len(da)])
+    if mode != "same":
+        return out
+    lead = (slice(None),) * (len(ia) + len(ib))
+    return out[lead + tuple(slice((B.shape[k] - 1) // 2, (B.shape[k] - 1) // 2 + n)
+                            for k, n in zip(cb, conv))]
+
+
 def _swap_scipy() -> None:
+    shim("autograd.scipy.signal", None, None,
+         {"convolve": dual(ag_convolve, autograd.scipy.signal.convolve)})
     shim("autograd.scipy.special", ssp, scipy.special)
     shim("autograd.scipy.linalg", sla, scipy.linalg)
     dists = {}
@@ -153,7 +197,7 @@ def _swap_scipy() -> None:
         # the rest (rvs, ...) SciPy's
         dists[name] = shim(f"autograd.scipy.stats.{name}", None, plain, methods)
     shim("autograd.scipy.stats", None, None, dists)
-    for sub_name in ("special", "linalg", "stats"):
+    for sub_name in ("special", "linalg", "stats", "signal"):
         setattr(autograd.scipy, sub_name, sys.modules[f"autograd.scipy.{sub_name}"])
 
 

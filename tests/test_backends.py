@@ -479,7 +479,8 @@ _META_0D = {"sign-()", "abs-()", "cbrt-()", "i0e-()", "i1e-()"}
 # values: a meta tensor has none to read.
 # Special functions torch.special lacks run through SciPy on host copies (_sg_xp_host).
 _META_VALUES = ("lu_factor-", "lu_permutation-", "betaln-", "erfcinv-", "gamma-(", "betainc-",
-                "stdtr-")
+                "stdtr-", "j0-", "j1-", "y0-", "y1-", "jv-", "yv-", "yn-", "iv-", "ive-", "kv-",
+                "kve-")
 
 
 def _meta_case(p):

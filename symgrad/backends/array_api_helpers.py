@@ -387,7 +387,8 @@ def _sg_xp_special(xp, name, *args):
     """SciPy's special function ``name`` on arrays of namespace ``xp``. The standard has no
     special functions: JAX's ``jax.scipy.special``, PyTorch's ``torch.special`` and CuPy's
     ``cupyx.scipy.special`` are used where ``xp`` is theirs and has ``name``; otherwise SciPy
-    runs on host copies of the arrays and the result goes back to their device."""
+    runs on host copies of the arrays and the result goes back to their device (for JAX,
+    whose arrays may be tracers, through ``jax.pure_callback``)."""
     space = getattr(xp, "__name__", "")
     own = None
     if space.startswith("jax"):
@@ -396,6 +397,9 @@ def _sg_xp_special(xp, name, *args):
         import torch
 
         own = torch.special
+        name = {"k0": "modified_bessel_k0", "k1": "modified_bessel_k1",
+                "k0e": "scaled_modified_bessel_k0",
+                "k1e": "scaled_modified_bessel_k1"}.get(name, name)
     elif "cupy" in space:
         import cupyx.scipy.special as own
 
@@ -407,7 +411,25 @@ def _sg_xp_special(xp, name, *args):
         return fn(*args)
     import scipy.special
 
+    if space.startswith("jax"):  # traced under jax.jit: SciPy's through a host callback
+        return _sg_xp_callback(xp, getattr(scipy.special, name), *args)
     return _sg_xp_host(xp, getattr(scipy.special, name), *args)
+
+
+def _sg_xp_callback(xp, fn, *args):
+    """``fn`` (a SciPy ufunc) on JAX arrays, traced or not: ``jax.pure_callback`` runs it
+    on host copies; the result has the arguments' broadcast shape and float dtype."""
+    import jax
+    import numpy as np
+
+    shape = np.broadcast_shapes(*(np.shape(a) for a in args))
+    dtype = xp.result_type(*args, 1.0)
+
+    def host(*arrays):
+        return np.asarray(fn(*arrays), dtype=dtype)
+
+    return jax.pure_callback(host, jax.ShapeDtypeStruct(shape, dtype), *args,
+                             vmap_method="broadcast_all")
 
 
 def _sg_xp_stdtr(xp, df, t):
@@ -505,3 +527,41 @@ def _sg_xp_lu(xp, a, index):
         return lu, piv.astype(np.int64), np.asarray(order, dtype=np.int64)
 
     return _sg_xp_host(xp, factor, a)[index]
+
+
+def _sg_xp_convolution(xp, a, b, modes):
+    """``a`` convolved with ``b``, ``modes.split(",")[d]`` (``full`` or ``valid``) along axis ``d``
+    (symgrad's ``convolution`` op). JAX's ``jax.scipy.signal.convolve`` where ``xp`` is
+    JAX's and one operand is at least as long as the other along every axis (JAX's
+    condition); otherwise, standard-only, the full convolution as a sum of shifted copies of the
+    larger operand (zero-padded once) scaled by each entry of the smaller, then sliced."""
+    import itertools
+
+    if a.ndim == 0:
+        return a * b
+    modes = modes.split(",")
+    nested = (all(n >= m for n, m in zip(a.shape, b.shape))
+              or all(n <= m for n, m in zip(a.shape, b.shape)))
+    if nested and getattr(xp, "__name__", "").startswith("jax"):
+        import jax.scipy.signal
+
+        full = jax.scipy.signal.convolve(a, b, mode="full", method="direct")
+    else:
+        if math.prod(b.shape) > math.prod(a.shape):
+            a, b = b, a
+        dev = _sg_xp_device(a, b)
+        padded = a
+        for d, m in enumerate(b.shape):
+            if m > 1:
+                shape = tuple(m - 1 if k == d else s for k, s in enumerate(padded.shape))
+                z = xp.zeros(shape, dtype=a.dtype, device=dev)
+                padded = xp.concat([z, padded, z], axis=d)
+        full = None
+        for idx in itertools.product(*(range(m) for m in b.shape)):
+            key = tuple(slice(m - 1 - i, m - 1 - i + n + m - 1)
+                        for i, n, m in zip(idx, a.shape, b.shape))
+            term = padded[key] * b[idx]
+            full = term if full is None else full + term
+    key = tuple(slice(None) if mode == "full" else slice(min(n, m) - 1, max(n, m))
+                for mode, n, m in zip(modes, a.shape, b.shape))
+    return full[key]

@@ -188,10 +188,13 @@ SPECIAL_UNARY = ("erf", "erfc", "erfinv", "erfcinv", "erfcx", "ndtr", "ndtri", "
                  "logit", "gamma", "gammaln", "digamma", "i0", "i1", "i0e", "i1e")
 SPECIAL_BINARY = ("betaln", "xlogy", "xlog1py", "gammainc", "gammaincc")
 SPECIAL_TERNARY = ("betainc",)
+# Bessel functions JAX has none of: SciPy's through _sg_xp_special (host, or a callback)
+BESSEL_UNARY = ("j0", "j1", "y0", "y1", "k0", "k1", "k0e", "k1e")
+BESSEL_BINARY = ("jv", "yv", "yn", "iv", "ive", "kv", "kve")
 
 
 _HOST = (h._sg_xp_host, h._sg_xp_device)  # SciPy on host copies, results on the device
-_SPECIAL_HELPERS = (h._sg_xp_special, *_HOST)
+_SPECIAL_HELPERS = (h._sg_xp_special, h._sg_xp_callback, *_HOST)
 
 
 def _special(name: str, arity: int = 1) -> Template:
@@ -303,6 +306,8 @@ ARRAY_API: dict[str, Template | None] = {
     **{name: _special(name) for name in SPECIAL_UNARY},
     **{name: _special(name, 2) for name in SPECIAL_BINARY},
     **{name: _special(name, 3) for name in SPECIAL_TERNARY},
+    **{name: _special(name) for name in BESSEL_UNARY},
+    **{name: _special(name, 2) for name in BESSEL_BINARY},
     "polygamma": T("_sg_xp_special(xp, 'polygamma', {n!r}, {0})", _SPECIAL_HELPERS),
     "stdtr": T("_sg_xp_stdtr(xp, {0}, {1})", (h._sg_xp_stdtr, *_SPECIAL_HELPERS)),
     "sinc": T("xp.where({0} == 0, xp.ones_like({0}), xp.sin({0} * math.pi) / "
@@ -312,6 +317,9 @@ ARRAY_API: dict[str, Template | None] = {
     "lu_factor": T("_sg_xp_lu(xp, {0}, 0)", (h._sg_xp_lu, *_HOST)),
     "lu_pivots": T("_sg_xp_lu(xp, {0}, 1)", (h._sg_xp_lu, *_HOST)),
     "lu_permutation": T("_sg_xp_lu(xp, {0}, 2)", (h._sg_xp_lu, *_HOST)),
+    # scipy.signal (ops/signal.py): JAX's convolve, else shifted products (h's docstring)
+    "convolution": T("_sg_xp_convolution(xp, {0}, {1}, {modes!r})",
+                     (h._sg_xp_convolution, h._sg_xp_device)),
     # loops: the call of the loop function that backends/loops.py writes
     "scan": T(lambda names, attrs: f"_sg_loop({', '.join(names)})[{attrs['out']}]"),
 }

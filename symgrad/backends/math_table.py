@@ -79,7 +79,9 @@ MATH: dict[str, Template | None] = {
         "erfinv", "erfcinv", "erfcx", "ndtri", "log_ndtr", "logit", "gamma", "gammaln",
         "digamma", "polygamma", "betaln", "xlogy", "xlog1py", "i0", "i1", "i0e", "i1e", "sinc",
         "gammainc", "gammaincc", "betainc", "stdtr",
-        "expm", "lu_factor", "lu_pivots", "lu_permutation",
+        "j0", "j1", "y0", "y1", "k0", "k1", "k0e", "k1e",
+        "jv", "yv", "yn", "iv", "ive", "kv", "kve",
+        "expm", "lu_factor", "lu_pivots", "lu_permutation", "convolution",
     )),
     # no scalar form: arrays, axes or helpers
     **dict.fromkeys((

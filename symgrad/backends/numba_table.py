@@ -54,9 +54,11 @@ NOT_FUSED: dict[str, str] = {
     **dict.fromkeys((
         "erf", "erfc", "erfcinv", "erfcx", "erfinv", "ndtr", "ndtri", "log_ndtr", "logit",
         "gamma", "gammaln", "digamma", "polygamma", "betaln", "xlogy", "xlog1py", "i0", "i0e",
-        "i1", "i1e", "gammainc", "gammaincc", "betainc", "stdtr"),
+        "i1", "i1e", "gammainc", "gammaincc", "betainc", "stdtr", "j0", "j1", "y0", "y1",
+        "k0", "k1", "k0e", "k1e", "jv", "yv", "yn", "iv", "ive", "kv", "kve"),
         "a SciPy special function: scipy.special's call in the driver (Numba cannot call "
         "SciPy's ufuncs)"),
+    "convolution": "a convolution: SciPy's (or JAX's) call in the driver",
     **dict.fromkeys(("expm", "lu_factor", "lu_permutation", "lu_pivots"),
                     "a matrix function: SciPy's (LAPACK) call in the driver"),
     "sinc": "np.sinc's call in the driver (its value at 0 has no one-line scalar form here)",

@@ -22,6 +22,7 @@ from ..ops.decompositions import _sg_band, _sg_lstsq_residuals, _sg_part
 from ..ops.indexing import _sg_index_add, _sg_scatter_sum, key_source, split_parts
 from ..ops.matrix_functions import _sg_lu_permutation
 from ..ops.reductions import _sg_log_softmax, _sg_logsumexp, _sg_softmax
+from ..ops.signal import _sg_convolution
 from ..ops.sorting import _sg_partition
 from .template import Template
 
@@ -251,6 +252,8 @@ NUMPY: dict[str, Template] = {
     **{name: _special(name, 2) for name in ("betaln", "xlogy", "xlog1py", "gammainc",
                                              "gammaincc", "stdtr")},
     "betainc": _special("betainc", 3),
+    **{name: _special(name) for name in ("j0", "j1", "y0", "y1", "k0", "k1", "k0e", "k1e")},
+    **{name: _special(name, 2) for name in ("jv", "yv", "yn", "iv", "ive", "kv", "kve")},
     "polygamma": T("scipy.special.polygamma({n!r}, {0}).astype(np.result_type({0}, np.float32))",
                    imports=("scipy.special",)),
     "sinc": T("np.sinc({0})"),
@@ -259,6 +262,8 @@ NUMPY: dict[str, Template] = {
     "lu_factor": T("scipy.linalg.lu_factor({0})[0]", imports=("scipy.linalg",)),
     "lu_pivots": T("scipy.linalg.lu_factor({0})[1].astype(np.int64)", imports=("scipy.linalg",)),
     "lu_permutation": T("_sg_lu_permutation({0})", (_sg_lu_permutation,), ("scipy.linalg",)),
+    # -- scipy.signal (ops/signal.py) --
+    "convolution": T("_sg_convolution({0}, {1}, {modes!r})", (_sg_convolution,)),
     # loops: the call of the loop function that backends/loops.py writes
     "scan": T(lambda names, attrs: f"_sg_loop({', '.join(names)})[{attrs['out']}]"),
 }

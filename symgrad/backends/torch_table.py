@@ -48,6 +48,12 @@ SPECIAL: dict[str, Template] = {
     # and gamma through lgamma (gamma's sign: negative on (-1, 0), (-3, -2), ...)
     "erfcinv": _torch("-torch.special.ndtri({0} * 0.5) * 0.7071067811865476"),
     "betaln": Template("_sg_torch_betaln({0}, {1})", (_sg_torch_betaln,)),
+    # K0 and K1 (scaled too) as PyTorch's (as accurate as SciPy's); its J and Y are accurate
+    # to about 1e-7 only: those (and the functions of an order v) are SciPy's, on the host
+    "k0": _torch("torch.special.modified_bessel_k0({0})"),
+    "k1": _torch("torch.special.modified_bessel_k1({0})"),
+    "k0e": _torch("torch.special.scaled_modified_bessel_k0({0})"),
+    "k1e": _torch("torch.special.scaled_modified_bessel_k1({0})"),
     "expm": _torch("torch.linalg.matrix_exp({0})"),
     # LAPACK's factors; PyTorch's pivots count from 1
     "lu_factor": _torch("torch.linalg.lu_factor({0})[0]"),

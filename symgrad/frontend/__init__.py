@@ -10,6 +10,7 @@ from . import (  # noqa: F401  (registration)
     numpy_calculus,
     numpy_einsum,
     numpy_extra,
+    numpy_fft,
     numpy_functions,
 )
 from .functions import function_for

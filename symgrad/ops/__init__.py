@@ -26,6 +26,7 @@ from . import (  # noqa: F401
     reductions,
     scans,
     shaping,
+    signal,
     sorting,
     special,
     stop_gradient,

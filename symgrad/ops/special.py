@@ -222,6 +222,91 @@ unary("i1e", _scipy("i1e"),
       doc="exp(-|x|) i1(x), without overflow")
 
 
+# Bessel functions of the first and second kinds and the modified ones (DLMF 10.6, 10.29,
+# 10.51): J0' = -J1, J1' = J0 - J1/x (1/2 at 0), Y0' = -Y1, Y1' = Y0 - Y1/x, K0' = -K1,
+# K1' = -K0 - K1/x; the scaled k0e = e^x K0 and k1e = e^x K1 add their own value.
+unary("j0", _scipy("j0"), lambda n, g: (-(g * F.j1(n.args[0])),), domain=(-8.0, 8.0),
+      sympy=lambda sp, x: sp.besselj(0, x), doc="the Bessel function of the first kind J0")
+unary("j1", _scipy("j1"),
+      lambda n, g: (g * F.where(n.args[0] == 0, 0.5,
+                                F.j0(n.args[0]) - _over_x(n.out, n.args[0])),),
+      domain=(-8.0, 8.0), sympy=lambda sp, x: sp.besselj(1, x),
+      doc="the Bessel function of the first kind J1")
+unary("y0", _scipy("y0"), lambda n, g: (-(g * F.y1(n.args[0])),), domain=(0.3, 8.0),
+      sympy=lambda sp, x: sp.bessely(0, x), doc="the Bessel function of the second kind Y0")
+unary("y1", _scipy("y1"), lambda n, g: (g * (F.y0(n.args[0]) - n.out / n.args[0]),),
+      domain=(0.3, 8.0), sympy=lambda sp, x: sp.bessely(1, x),
+      doc="the Bessel function of the second kind Y1")
+unary("k0", _scipy("k0"), lambda n, g: (-(g * F.k1(n.args[0])),), domain=(0.2, 4.0),
+      sympy=lambda sp, x: sp.besselk(0, x), doc="the modified Bessel function K0")
+unary("k1", _scipy("k1"), lambda n, g: (-(g * (F.k0(n.args[0]) + n.out / n.args[0])),),
+      domain=(0.2, 4.0), sympy=lambda sp, x: sp.besselk(1, x),
+      doc="the modified Bessel function K1")
+unary("k0e", _scipy("k0e"), lambda n, g: (g * (n.out - F.k1e(n.args[0])),), domain=(0.2, 4.0),
+      sympy=lambda sp, x: sp.exp(x) * sp.besselk(0, x), doc="exp(x) k0(x), without underflow")
+unary("k1e", _scipy("k1e"),
+      lambda n, g: (g * (n.out - F.k0e(n.args[0]) - n.out / n.args[0]),), domain=(0.2, 4.0),
+      sympy=lambda sp, x: sp.exp(x) * sp.besselk(1, x), doc="exp(x) k1(x), without underflow")
+
+
+def _no_order_derivative(call: str):
+    """Refuse the order's contribution: a Bessel function's derivative in its order has no
+    closed form in these functions."""
+    raise DifferentiationError(
+        f"scipy.special.{call}: the derivative with respect to the order v is not "
+        f"implemented (it has no closed form in the Bessel functions): differentiate with "
+        f"respect to x only, or wrap the order in symgrad.stop_gradient(v) to hold it "
+        f"constant")
+
+
+def _bessel_rule(name: str, combine):
+    """The rule of ``name(v, x)`` by its recurrence: ``combine(f(v-1), f(v+1), f(v), x)``."""
+    def rule(n, g):
+        if n.needs(0):
+            _no_order_derivative(f"{name}(v, x)")
+        v, x = _real(n.args[0]), n.args[1]
+        fn = getattr(F, name)
+        d = combine(fn(v - 1.0, x), fn(v + 1.0, x), n.out, x)
+        return (None, g * (d if d.dtype == n.out.dtype else F.astype(d, n.out.dtype)))
+
+    return rule
+
+
+def _order_and_x_examples(lo: float, hi: float):
+    """Integer orders (constants: their derivative is refused), negative ones included,
+    and float ``x`` in ``(lo, hi)``, over broadcasting shapes."""
+    def examples(rng):
+        return [([rng.integers(-2, 4, size=sv), rng.uniform(lo, hi, size=sx)], {})
+                for sv, sx in (((), ()), ((3, 1), (1, 4)), ((4,), (3, 4)))]
+
+    return examples
+
+
+for _name, _combine, _lo, _hi, _sym, _doc in (
+        ("jv", lambda a, b, y, x: 0.5 * (a - b), 0.2, 8.0,
+         lambda sp, v, x: sp.besselj(v, x), "the Bessel function of the first kind J_v(x)"),
+        ("yv", lambda a, b, y, x: 0.5 * (a - b), 0.3, 8.0,
+         lambda sp, v, x: sp.bessely(v, x), "the Bessel function of the second kind Y_v(x)"),
+        ("yn", lambda a, b, y, x: 0.5 * (a - b), 0.3, 8.0,
+         lambda sp, v, x: sp.bessely(v, x),
+         "the Bessel function of the second kind Y_n(x) of an integer order n (yv's values, "
+         "by SciPy's integer-order algorithm)"),
+        ("iv", lambda a, b, y, x: 0.5 * (a + b), -4.0, 4.0,
+         lambda sp, v, x: sp.besseli(v, x), "the modified Bessel function I_v(x)"),
+        ("ive", lambda a, b, y, x: 0.5 * (a + b) - F.sign(x) * y, -4.0, 4.0,
+         lambda sp, v, x: sp.exp(-sp.Abs(x)) * sp.besseli(v, x),
+         "exp(-|x|) iv(v, x), without overflow"),
+        ("kv", lambda a, b, y, x: -0.5 * (a + b), 0.2, 4.0,
+         lambda sp, v, x: sp.besselk(v, x), "the modified Bessel function K_v(x)"),
+        ("kve", lambda a, b, y, x: y - 0.5 * (a + b), 0.2, 4.0,
+         lambda sp, v, x: sp.exp(x) * sp.besselk(v, x), "exp(x) kv(v, x), without underflow")):
+    _rule = _bessel_rule(_name, _combine)
+    register(Op(
+        name=_name, signature=sig("v", "x"), infer=_float_binary(_name), impl=_scipy(_name),
+        backprop=_rule, forward=elementwise(_rule), elementwise=True, sympy=_sym,
+        examples=_order_and_x_examples(_lo, _hi), doc=_doc + " (differentiable in x only)",
+    ))
+
 def _sinc_rule(n, g):
     # (cos(pi x) - sinc(x)) / x cancels near 0: there its series, -pi^2 x/3 + pi^4 x^3/30
     # - pi^6 x^5/840 (the next term is below 3e-15 for |x| < 0.01)

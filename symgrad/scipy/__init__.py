@@ -1,8 +1,10 @@
 """``symgrad.scipy``: SciPy's functions on symbolic values, with SciPy's names and meanings.
 
 ``symgrad.scipy.special`` (error functions, the normal CDF and its logarithm, gamma family,
-``logsumexp``, ...), ``symgrad.scipy.stats`` (``norm``, ``t``, ``multivariate_normal``,
-``gamma``, ``beta``) and ``symgrad.scipy.linalg`` (``solve_triangular``, ``cho_solve``, ...):
+Bessel functions, ``logsumexp``, ...), ``symgrad.scipy.stats`` (``norm``, ``t``,
+``multivariate_normal``, ``gamma``, ``beta``), ``symgrad.scipy.linalg``
+(``solve_triangular``, ``cho_solve``, ...) and ``symgrad.scipy.signal`` (``convolve``,
+``correlate``, ...):
 code written against ``scipy`` traces when its imports name these modules instead, as with
 ``autograd.scipy`` and ``jax.scipy``. SciPy's special-function ufuncs applied to an Expr
 (``scipy.special.erf(x)``) are routed here by the array protocol.
@@ -13,9 +15,9 @@ code written against ``scipy`` traces when its imports name these modules instea
 0.0
 """
 
-from . import linalg, special, stats  # special registers the scipy.special names
+from . import linalg, signal, special, stats  # special registers the scipy.special names
 
-__all__ = ["linalg", "special", "stats"]
+__all__ = ["linalg", "signal", "special", "stats"]
 
 
 def support_markdown() -> str:
@@ -27,9 +29,9 @@ def support_markdown() -> str:
     """
     dists = ", ".join(f"`{n}` ({', '.join(_methods(getattr(stats, n)))})" for n in stats.__all__)
     lines = [
-        "SciPy's functions, as `symgrad.scipy.special`, `.stats` and `.linalg` (SciPy's names, "
-        "signatures and meanings; SciPy is needed to evaluate the special functions, `expm` "
-        "and the LU factors):",
+        "SciPy's functions, as `symgrad.scipy.special`, `.stats`, `.linalg` and `.signal` "
+        "(SciPy's names, signatures and meanings; SciPy is needed to evaluate the special "
+        "functions, `expm`, the LU factors and the convolutions):",
         "",
         f"- **`scipy.special`** ({len(special.__all__)}; SciPy's ufuncs on an Expr route here): "
         + ", ".join(f"`{n}`" for n in special.__all__),
@@ -37,6 +39,9 @@ def support_markdown() -> str:
         f"`symgrad.scipy.stats.norm.cdf`): {dists}",
         f"- **`scipy.linalg`** ({len(linalg.__all__)}, from ops): "
         + ", ".join(f"`{n}`" for n in linalg.__all__),
+        f"- **`scipy.signal`** ({len(signal.__all__)}, real arrays, every mode; "
+        "`scipy.signal.convolve(x, ...)` on an Expr names `symgrad.scipy.signal.convolve`): "
+        + ", ".join(f"`{n}`" for n in signal.__all__),
     ]
     return "\n".join(lines) + "\n"
 

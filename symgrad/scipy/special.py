@@ -31,9 +31,10 @@ from ..ir.op import FUNCTIONS, REGISTRY
 __all__ = [
     "betainc", "betaln", "beta", "digamma", "erf", "erfc", "erfcinv", "erfcx", "erfinv",
     "expit", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "i0", "i0e", "i1",
-    "i1e", "log_expit", "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln",
-    "ndtr", "ndtri", "polygamma", "psi", "rgamma", "sinc", "softmax", "stdtr", "xlog1py",
-    "xlogy",
+    "i1e", "iv", "ive", "j0", "j1", "jn", "jv", "k0", "k0e", "k1", "k1e", "kv", "kve",
+    "log_expit", "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr",
+    "ndtri", "polygamma", "psi", "rgamma", "sinc", "softmax", "stdtr", "xlog1py", "xlogy",
+    "y0", "y1", "yn", "yv",
 ]
 
 _PREFIX = "scipy.special."
@@ -83,6 +84,23 @@ gammainc = _ufunc("gammainc", "gammainc", 2, ("a", "x"))
 gammaincc = _ufunc("gammaincc", "gammaincc", 2, ("a", "x"))
 betainc = _ufunc("betainc", "betainc", 3, ("a", "b", "x"))
 stdtr = _ufunc("stdtr", "stdtr", 2, ("df", "t"))
+# Bessel functions: the ones of an order v are differentiable in x only (DifferentiationError)
+j0 = _ufunc("j0", "j0", 1)
+j1 = _ufunc("j1", "j1", 1)
+y0 = _ufunc("y0", "y0", 1)
+y1 = _ufunc("y1", "y1", 1)
+k0 = _ufunc("k0", "k0", 1)
+k1 = _ufunc("k1", "k1", 1)
+k0e = _ufunc("k0e", "k0e", 1)
+k1e = _ufunc("k1e", "k1e", 1)
+jv = _ufunc("jv", "jv", 2, ("v", "x"))
+jn = jv  # SciPy's jn is jv
+yv = _ufunc("yv", "yv", 2, ("v", "x"))
+yn = _ufunc("yn", "yn", 2, ("n", "x"))
+iv = _ufunc("iv", "iv", 2, ("v", "x"))
+ive = _ufunc("ive", "ive", 2, ("v", "x"))
+kv = _ufunc("kv", "kv", 2, ("v", "x"))
+kve = _ufunc("kve", "kve", 2, ("v", "x"))
 
 
 @define(_PREFIX + "log_expit", "x", out=None, where=True)
