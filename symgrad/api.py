@@ -63,7 +63,7 @@ from .ops.indexing import getitem
 from .passes import passes, simplify
 from .printing import draw, listing, to_dot, to_html
 from .stats import stats
-from .sympy_io import from_sympy, latex, to_sympy
+from .frontend.sympy_io import from_sympy, latex, to_sympy
 from .testing import check_grads
 from .transforms import derivative, hessian_sparsity, jacobian_sparsity
 

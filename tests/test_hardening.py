@@ -437,7 +437,7 @@ def test_tables_read_while_another_thread_defines_an_op():
     snapshot; a defop in another thread during the read no longer raises "dictionary
     changed size during iteration"."""
     sympy = pytest.importorskip("sympy")
-    from symgrad import sympy_io
+    from symgrad.frontend import sympy_io
     from symgrad.backends.math_table import MATH, fallback_names
     from symgrad.ir.op import REGISTRY
     from symgrad.passes import sympy_bridge

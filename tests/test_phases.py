@@ -245,7 +245,7 @@ def test_the_check_above_catches_a_switch():
 FLOORS = {"errors": 0, "progress": 0, "tree_util": 1, "ir": 1, "ops": 2, "frontend": 2, "numpy": 3,
           "passes": 3, "transforms": 4, "scipy": 4, "backends": 5, "explain": 6, "testing": 6,
           "extend": 6,
-          "functional": 6, "sympy_io": 6, "stats": 6, "dask": 6, "printing": 7, "demo": 7,
+          "functional": 6, "stats": 6, "dask": 6, "printing": 7, "demo": 7,
           "api": 8, "cli": 9,
           "__main__": 10, "__init__": 10}
 

@@ -26,15 +26,15 @@ from typing import Any
 
 import numpy as np
 
-from .errors import LimitError, SymgradError
-from .ir.body import Body
-from .ir.expr import Expr, call
-from .ir.graph import Graph
-from .ir.limits import exceeded, limits
-from .ir.op import REGISTRY, Op
-from .ir.shapes import is_float
-from .ir.text import _keywords
-from .ir.values import exact, exact_str, type_name
+from ..errors import LimitError, SymgradError
+from ..ir.body import Body
+from ..ir.expr import Expr, call
+from ..ir.graph import Graph
+from ..ir.limits import exceeded, limits
+from ..ir.op import REGISTRY, Op
+from ..ir.shapes import is_float
+from ..ir.text import _keywords
+from ..ir.values import exact, exact_str, type_name
 
 LATEX_LIMIT = 5_000  # nodes: larger expressions are not printed as LaTeX
 
