@@ -68,18 +68,28 @@ def back_table(sp) -> BackTable:
     >>> t.names["sin"], [op for _, _, op in t.patterns["Pow"]]
     ('sin', ['sqrt'])
     """
+    named = tuple((op.name, op.sympy, op.arity) for op in list(REGISTRY.values())
+                  if op.elementwise and isinstance(op.sympy, str))
+    table = _TABLES.get(named)
+    if table is None:
+        table = _TABLES[named] = _build_table(sp, named)
+    return table
+
+
+_TABLES: dict[tuple, BackTable] = {}  # by the registry's named forms: built once per set
+
+
+def _build_table(sp, named: tuple[tuple[str, str, int | None], ...]) -> BackTable:
     names: dict[str, str] = {}
     patterns: dict[str, list[tuple[Any, Any, str]]] = {}
     t, w = sp.Dummy("t", real=True), sp.Wild("w")
-    for op in list(REGISTRY.values()):
-        if not (op.elementwise and isinstance(op.sympy, str)):
-            continue
-        names.setdefault(op.sympy, op.name)
-        if op.arity == 1:
-            built = getattr(sp, op.sympy)(t)
-            if type(built).__name__ != op.sympy:
+    for name, form, arity in named:
+        names.setdefault(form, name)
+        if arity == 1:
+            built = getattr(sp, form)(t)
+            if type(built).__name__ != form:
                 patterns.setdefault(type(built).__name__, []).append(
-                    (built.xreplace({t: w}), w, op.name))
+                    (built.xreplace({t: w}), w, name))
     return BackTable(names, patterns)
 
 

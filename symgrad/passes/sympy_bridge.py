@@ -319,7 +319,7 @@ def _leaf(n, leaves: dict) -> sp.Expr:
 
 def _from_sympy(expr: sp.Expr, leaves: dict[sp.Symbol, Expr], graph: Graph) -> Expr:
     """``expr`` as graph nodes: ``sympy.cse`` first, so shared subexpressions are one node."""
-    if expr.has(sp.nan, sp.zoo, sp.oo):  # a candidate with NaN or inf in it is no simpler
+    if expr.has(sp.nan, sp.zoo, sp.oo, -sp.oo):  # a candidate with NaN or inf in it is no simpler
         raise Untranslatable(str(expr))
     replacements, (reduced,) = sp.cse([expr])
     into = FromSympy(sp, graph, leaves=leaves, table=back_table(sp),
