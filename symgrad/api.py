@@ -40,6 +40,7 @@ from .frontend import function_for as _function_for
 from .frontend import parse
 from .frontend.custom import custom_jvp, custom_vjp
 from .frontend.loops import fori_loop, scan
+from .frontend.sympy_io import from_sympy, to_sympy
 from .functional import (
     grad,
     hessian,
@@ -62,8 +63,8 @@ from .ops.indexing import getitem
 from .passes import passes, simplify
 from .printing import draw, listing, to_dot, to_html
 from .printing.explain import explain
+from .printing.latex import latex
 from .printing.stats import stats
-from .sympy_io import from_sympy, latex, to_sympy
 from .tools.testing import check_grads
 from .transforms import derivative, hessian_sparsity, jacobian_sparsity
 

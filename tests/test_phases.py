@@ -243,15 +243,13 @@ def test_the_check_above_catches_a_switch():
 
 # The phases, bottom up: a module imports from its own folder or from lower floors only.
 FLOORS = {"base": 0, "ir": 1, "ops": 2, "frontend": 2, "numpy": 3, "passes": 3,
-          "transforms": 4, "scipy": 4, "backends": 5, "functional": 6, "sympy_io": 6,
+          "transforms": 4, "scipy": 4, "backends": 5, "functional": 6,
           "printing": 7, "tools": 8, "api": 9, "cli": 10, "__main__": 11, "__init__": 11}
 # The public module paths whose code lives in a folder: each a face of re-exports, on top,
 # so nothing inside the package imports one.
 FACES = {"errors": "base", "progress": "base", "tree_util": "base", "testing": "tools",
          "extend": "tools", "dask": "backends"}
 FLOORS.update(dict.fromkeys(FACES, 10))
-# Still importing the errors face until the sympy translators are unified (the sympy1 branch).
-FACE_IMPORTS_PENDING = {"sympy_io.py", "passes/sympy_bridge.py"}
 
 
 def _part(module: str) -> str:
@@ -288,8 +286,6 @@ def test_folders_import_only_downwards():
         here = _part(rel.with_suffix("").as_posix().replace("/", "."))
         for target in _imports(path):
             there = _part(target)
-            if there in FACES and rel.as_posix() in FACE_IMPORTS_PENDING:
-                continue
             if there != here and FLOORS[there] >= FLOORS[here]:
                 wrong.append(f"{rel} imports {target}")
     assert not wrong, f"imports that run sideways or up the phases: {wrong}"
@@ -444,7 +440,7 @@ def test_only_faces_api_and_the_entry_points_stay_at_the_top():
     """The top level is no drawer: every module there is a face of a folder, the public
     names (``api``), or the package's entry points."""
     top = {p.stem for p in PACKAGE.glob("*.py")}
-    assert top - set(FACES) <= {"__init__", "__main__", "api", "sympy_io"}, top
+    assert top - set(FACES) <= {"__init__", "__main__", "api"}, top
     assert {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"} \
         == {k for k in FLOORS if k not in FACES and (PACKAGE / k).is_dir()}
 

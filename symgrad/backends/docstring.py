@@ -103,6 +103,10 @@ def _what(graph: Graph, p: Plan, i: int, shown: dict[int, Expr], labels: dict[in
         f = _called(g, _gradient_of(g, d.first, d.of), named)
         return f"Hessian-vector product of {f} w.r.t. {name(d.first)}"
     var = name(d.var)
+    if d.kind in ("gradient", "hessian") and len(d.chain) > 2:
+        order = {3: "third", 4: "fourth"}.get(len(d.chain), f"order-{len(d.chain)}")
+        wrt = ", ".join(name(v) for v in d.chain)
+        return f"{order} derivative of {_called(g, d.root, named)} w.r.t. {wrt}"
     if d.kind == "hessian":
         f = _called(g, _gradient_of(g, d.first, d.of), named)
         pair = var if d.first == d.var else f"{name(d.first)} and {var}"

@@ -110,6 +110,7 @@ class Plan:
     tangent_for: dict[int, int] = field(default_factory=dict)  # tangent node -> its node
     derivatives: dict[int, Derivative] = field(default_factory=dict)  # what each one is
     notes: tuple[str | None, ...] = ()  # what each output is, where the caller says
+    shared: set[tuple] = field(default_factory=set)  # role names several expressions share
 
 
 @dataclass(frozen=True)
@@ -118,13 +119,16 @@ class Derivative:
     ``"vjp"``, ``"hessian"``, ``"tangent"``, ``"hvp"``) of transform output ``of`` w.r.t.
     variable ``var`` (a tangent: the first of the variables ``wrt``); for a Hessian (or a
     Hessian-vector product), ``first`` is the variable of the gradient differentiated
-    again."""
+    again. A gradient of a gradient (of ...) has ``chain``, the variables in the order
+    they were differentiated by, and ``root``, the expression differentiated first."""
 
     kind: str
     var: int
     of: int
     first: int | None = None
     wrt: tuple[int, ...] = ()
+    chain: tuple[int, ...] = ()
+    root: int | None = None
 
 
 def derivatives(graph: Graph) -> dict[int, Derivative]:
@@ -134,6 +138,7 @@ def derivatives(graph: Graph) -> dict[int, Derivative]:
     an identity with a batch axis a Jacobian, anything else a VJP (a JVP)."""
     out: dict[int, Derivative] = {}
     grads: dict[int, int] = {}  # a gradient's node -> its variable, transforms so far
+    chains: dict[int, tuple[tuple[int, ...], int]] = {}  # repeated gradients: vars, root
     for t in graph.transforms:
         tangent_of = getattr(t, "tangent_of", None)
         if tangent_of is not None:
@@ -148,10 +153,14 @@ def derivatives(graph: Graph) -> dict[int, Derivative]:
         seed = getattr(t, "seed", "other")
         kind = ("hessian" if first is not None else
                 {"ones": "gradient", "identity": "jacobian"}.get(seed, "vjp"))
+        chain, root = chains.get(t.output, ((), t.output))
         for w in t.wrt:
             a = t.adjoint_of.get(w)
             if a is not None and a != w:
-                out.setdefault(a, Derivative(kind, w, t.output, first, tuple(t.wrt)))
+                out.setdefault(a, Derivative(kind, w, t.output, first, tuple(t.wrt),
+                                             (*chain, w), root))
+                if kind in ("gradient", "hessian"):
+                    chains.setdefault(a, ((*chain, w), root))
         if kind == "gradient":
             for w in t.wrt:
                 if t.adjoint_of.get(w, w) != w:
@@ -241,8 +250,9 @@ def _assign_names(graph: Graph, plan: Plan, named: list[int], labels: list[str],
     primal = [i for i in dict.fromkeys(plan.outputs) if i not in names and not nodes[i].is_var
               and i not in plan.derivatives
               and any(d.of == i for d in plan.derivatives.values())]
-    if len(primal) == 1:  # the value whose derivatives the function also returns
-        names[primal[0]] = namer.fresh("value")
+    for i in primal:  # the values whose derivatives the function also returns
+        names[i] = namer.fresh("value")
+    plan.shared = _shared_roles(plan)
     adjoint_for = plan.adjoint_for
     k = 1
     first = [i for i in plan.outputs if adjoint_for.get(i) in names]  # outputs named dx first
@@ -250,8 +260,8 @@ def _assign_names(graph: Graph, plan: Plan, named: list[int], labels: list[str],
         n = nodes[i]
         if n.is_var or (n.is_const and i not in outputs) or i in names:
             continue
-        f = adjoint_for.get(i)
-        tf = plan.tangent_for.get(i)
+        f = adjoint_for.get(i) if n.role != "forward" else None  # a forward value the
+        tf = plan.tangent_for.get(i)  # backprop reuses (exp' = exp) is named as one: t
         role = _role_name(plan, i)
         if role is not None:
             names[i] = namer.fresh(role)
@@ -269,24 +279,55 @@ def _assign_names(graph: Graph, plan: Plan, named: list[int], labels: list[str],
             plan.alias_of[i] = f
 
 
+def _role_key(d: Derivative) -> tuple:
+    """What a derivative's role name says of it (all but the expression differentiated)."""
+    if d.kind in ("gradient", "hessian") and len(d.chain) > 2:
+        return ("order", d.chain)
+    return (d.kind, d.var, d.first)
+
+
+def _shared_roles(plan: Plan) -> set[tuple]:
+    """The role keys that derivatives of different expressions share in this function
+    (``dx`` of ``value`` and ``dx`` of ``value_1``): their names say which expression."""
+    roots: dict[tuple, set[int | None]] = {}
+    for d in plan.derivatives.values():
+        roots.setdefault(_role_key(d), set()).add(d.root if d.chain else d.of)
+    return {key for key, of in roots.items() if len(of) > 1}
+
+
 def _role_name(plan: Plan, i: int) -> str | None:
     """The name of derivative node ``i`` that says what it is: ``dx`` for a gradient (only),
     ``jac_x``, ``vjp_x``, ``hess_a_b`` for a Hessian block (the gradient of ``a``
-    differentiated by ``b``), ``hvp_x`` for a Hessian-vector product, ``<name>_dot`` for the
-    tangent of a value this function computes, ``jvp`` for another's; else None."""
+    differentiated by ``b``), ``d3_x`` / ``d3_a_a_b`` for a gradient of a Hessian (and so
+    on: ``d<order>_`` and the variables in the order differentiated, one where all are the
+    same), ``hvp_x`` for a Hessian-vector product, ``<name>_dot`` for the tangent of a value
+    this function computes, ``jvp`` for another's; else None. Where the function holds the
+    same derivative of several expressions, the name says which: ``dvalue_dx``,
+    ``dvalue_1_dx``, ``jac_loss_x``, ``hess_value_1_x``."""
     d = plan.derivatives.get(i)
     names = plan.names
     if d is None:
         return None
+    of = d.root if d.chain else d.of
+    which = names.get(of) if _role_key(d) in plan.shared else None
+    if d.kind in ("gradient", "hessian") and len(d.chain) > 2:
+        if any(v not in names for v in d.chain):
+            return None
+        chain = [names[v] for v in d.chain]
+        chain = chain[:1] if len(set(chain)) == 1 else chain
+        return "_".join((f"d{len(d.chain)}", *([which] if which else []), *chain))
     if d.kind == "gradient":
-        return f"d{names[d.var]}" if d.var in names else None
+        if d.var not in names:
+            return None
+        return f"d{which}_d{names[d.var]}" if which else f"d{names[d.var]}"
+    prefix = [which] if which else []
     if d.kind in ("jacobian", "vjp") and d.var in names:
-        return f"{'jac' if d.kind == 'jacobian' else 'vjp'}_{names[d.var]}"
+        return "_".join(("jac" if d.kind == "jacobian" else "vjp", *prefix, names[d.var]))
     if d.kind == "hessian" and d.first in names and d.var in names:
         pair = (names[d.first],) if d.first == d.var else (names[d.first], names[d.var])
-        return "_".join(("hess", *pair))
+        return "_".join(("hess", *prefix, *pair))
     if d.kind == "hvp" and d.first in names:
-        return f"hvp_{names[d.first]}"
+        return "_".join(("hvp", *prefix, names[d.first]))
     if d.kind == "tangent":  # of a value this function computes, or else "jvp"
         return f"{names[d.of]}_dot" if d.of in names else "jvp"
     return None

@@ -194,6 +194,7 @@ def _derivatives(shown: dict[int, Expr], graph: Graph) -> dict[int, Derivative]:
     variables as nodes of ``graph``."""
     found: dict[int, dict[int, Derivative]] = {}
     outputs = {(id(e.graph), e.node): i for i, e in shown.items()}
+    others: dict[tuple[int, int], int] = {}
     out = {}
     for i, e in shown.items():
         table = found.get(id(e.graph))
@@ -204,9 +205,15 @@ def _derivatives(shown: dict[int, Expr], graph: Graph) -> dict[int, Derivative]:
             def var(v: int | None, g: Graph = e.graph) -> int | None:
                 return None if v is None else graph.variables.get(g.nodes[v].name, -1)
 
-            of = outputs.get((id(e.graph), d.of), -1)  # an output too, or no line here
-            out[i] = Derivative(d.kind, var(d.var), of, var(d.first),
-                                tuple(var(w) for w in d.wrt))
+            def of(j: int | None, g: Graph = e.graph) -> int | None:
+                """An output too, or else a negative id (no line here) of its own."""
+                if j is None:
+                    return None
+                return outputs.get((id(g), j), -1 - others.setdefault((id(g), j), len(others)))
+
+            out[i] = Derivative(d.kind, var(d.var), of(d.of), var(d.first),
+                                tuple(var(w) for w in d.wrt), tuple(var(w) for w in d.chain),
+                                of(d.root))
     return out
 
 

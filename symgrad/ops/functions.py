@@ -90,7 +90,8 @@ unary("log10", np.log10, lambda n, g: (g / (n.args[0] * _LN10),),
       sympy=lambda sp, x: sp.log(x, 10), domain=(0.2, 3.0),
       taylor=lambda n, s, K: series.times(series.logarithm(s[0], n.out, n.args[0], K),
                                           1.0 / _LN10))
-unary("cbrt", np.cbrt, lambda n, g: (g / (3.0 * n.out * n.out),), sympy="cbrt",
+unary("cbrt", np.cbrt, lambda n, g: (g / (3.0 * n.out * n.out),),
+      sympy=lambda sp, x: sp.real_root(x, 3),  # sympy's cbrt is the principal (complex) root
       domain=(0.2, 3.0), doc="cube root (real, also of negative numbers); cbrt'(0) is inf")
 unary("reciprocal", np.reciprocal, lambda n, g: (-(g * (n.out * n.out)),), keep_dtype=True,
       sympy=lambda sp, x: 1 / x, domain=(0.5, 2.0), doc="1 / x (integer division for ints)",

@@ -1,7 +1,8 @@
 """The sympy pass of ``simplify(..., sympy=True)``: the only module importing sympy.
 
-Translations both ways are read from the registry: an elementwise op whose ``sympy`` field
-is a name translates to that sympy class and back; a callable translates one way.
+Translations both ways are the one translator's (:mod:`symgrad.frontend.sympy_io`, read
+from the registry): the bridge adds only which nodes form a region and which leaves stand
+for the rest of the graph.
 
 A **region** is everything elementwise and translatable under a root — a node used by
 something that is not (or an output) — including the subexpressions it shares: sympy
@@ -28,12 +29,13 @@ from __future__ import annotations
 import ctypes
 import threading
 import warnings
-from functools import reduce
 from itertools import product
 
 import numpy as np
 import sympy as sp
 
+from ..base.errors import SymgradError
+from ..frontend.sympy_io import FromSympy, back_table, number, sympy_form
 from ..ir.expr import Expr, call
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
@@ -58,11 +60,6 @@ class Untranslatable(Exception):
 
 class _Timeout(BaseException):
     """Raised inside the thread running sympy when its time budget is spent."""
-
-
-def _back_table() -> dict[str, str]:
-    return {op.sympy: op.name for op in list(REGISTRY.values())  # defop may add meanwhile
-            if op.elementwise and isinstance(op.sympy, str)}
 
 
 # -- regions ------------------------------------------------------------------------------------
@@ -199,9 +196,15 @@ def _has_large_power(expr: sp.Expr) -> bool:
 
 def _cheaper(target: Graph, new: int, leaves: set[int], graph: Graph, region: list[int]) -> bool:
     """Whether the candidate's new nodes cost fewer flops per element than the region
-    (both are elementwise over the same shape)."""
-    before = sum(_per_element(graph, i) for i in region)
-    after = sum(_per_element(target, i) for i in _cone(target, new, leaves))
+    (both are elementwise over the same shape). In a region of a derivative (its root an
+    adjoint or tangent node) the forward values are free: the forward pass computes them
+    anyway, so ``s * (1 - s)`` on the forward ``s = sigmoid(t)`` costs two flops, not a
+    sigmoid more (sympy's ``1 / (4 cosh(t/2)**2)`` is not cheaper than that)."""
+    derivative = graph.nodes[region[-1]].role != "forward"
+    before = sum(_per_element(graph, i) for i in region
+                 if not (derivative and graph.nodes[i].role == "forward"))
+    after = sum(_per_element(target, i) for i in _cone(target, new, leaves)
+                if not (derivative and target.nodes[i].role == "forward"))
     return after < before
 
 
@@ -296,19 +299,19 @@ def _to_sympy(graph: Graph, region: list[int]) -> tuple[sp.Expr, dict[sp.Symbol,
             if a not in done and a not in inside:
                 done[a] = _leaf(graph.nodes[a], leaves)
             args.append(done[a])
-        fn = REGISTRY[n.op].sympy
         try:
-            done[i] = getattr(sp, fn)(*args) if isinstance(fn, str) else fn(sp, *args)
-        except (TypeError, ValueError) as exc:
+            done[i] = sympy_form(sp, REGISTRY[n.op], args, n.attrs, "simplify(sympy=True)")
+        except (SymgradError, TypeError, ValueError) as exc:
             raise Untranslatable(str(exc)) from None
     return done[region[-1]], leaves
 
 
 def _leaf(n, leaves: dict) -> sp.Expr:
-    if n.is_const and n.attrs["value"].ndim == 0 and n.attrs["value"].dtype.kind in "fi":
-        v = float(n.attrs["value"])
-        if np.isfinite(v):
-            return sp.Integer(int(v)) if v.is_integer() else sp.Float(v, 17)
+    """A finite scalar constant as its number; any other operand as a symbol of its node."""
+    value = n.attrs["value"] if n.is_const else None
+    if value is not None and value.ndim == 0 and value.dtype.kind in "fi" \
+            and np.isfinite(value):
+        return number(sp, value, n.id)
     sym = sp.Symbol(f"n{n.id}", real=True)
     leaves[sym] = n.id
     return sym
@@ -316,36 +319,17 @@ def _leaf(n, leaves: dict) -> sp.Expr:
 
 def _from_sympy(expr: sp.Expr, leaves: dict[sp.Symbol, Expr], graph: Graph) -> Expr:
     """``expr`` as graph nodes: ``sympy.cse`` first, so shared subexpressions are one node."""
+    if expr.has(sp.nan, sp.zoo, sp.oo, -sp.oo):  # a candidate with NaN or inf in it is no simpler
+        raise Untranslatable(str(expr))
     replacements, (reduced,) = sp.cse([expr])
-    known = dict(leaves)
-    for sym, sub in replacements:
-        known[sym] = _build(sub, known, graph)
-    return _build(reduced, known, graph)
-
-
-def _build(expr: sp.Expr, leaves: dict[sp.Symbol, Expr], graph: Graph) -> Expr:
-    table = _back_table()
-    done: dict[sp.Basic, Expr] = {}
-    stack = [(expr, False)]
-    while stack:
-        e, ready = stack.pop()
-        if e in done:
-            continue
-        if e.is_Symbol:
-            done[e] = leaves[e]
-        elif e.is_number:
-            v = complex(e)
-            if v.imag or not np.isfinite(v.real):
-                raise Untranslatable(str(e))
-            done[e] = Expr(graph, graph.const(v.real))
-        elif not ready:
-            stack.append((e, True))
-            stack.extend((a, False) for a in e.args)
-        else:
-            name = table.get(type(e).__name__)
-            if name is None:
-                raise Untranslatable(type(e).__name__)
-            args = [done[a] for a in e.args]
-            done[e] = reduce(lambda a, b: call(name, a, b), args) \
-                if REGISTRY[name].arity == 2 else call(name, *args)
-    return done[expr]
+    into = FromSympy(sp, graph, leaves=leaves, table=back_table(sp),
+                     what="simplify(sympy=True)")
+    try:
+        for sym, sub in replacements:
+            into.done[sym] = into.tree(sub)
+        out = into.tree(reduced)
+    except SymgradError as exc:
+        raise Untranslatable(str(exc)) from None
+    if into.symbols:  # a symbol that is no leaf: sympy invented one
+        raise Untranslatable(f"new symbols {sorted(into.symbols)}")
+    return out

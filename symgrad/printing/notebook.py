@@ -49,7 +49,7 @@ def latex(expr: Expr) -> str | None:
     if _tree_size(expr.graph, expr.node, LATEX_TREE) > LATEX_TREE:
         return None
     try:
-        from ..sympy_io import latex as to_latex
+        from .latex import latex as to_latex
 
         text = to_latex(expr)
     except (SymgradError, ImportError, RecursionError):
