@@ -40,6 +40,7 @@ def _sg_loop1(c0, k1):
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from ..errors import SymgradError
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
 __all__ = ["StepPrinter", "missing", "render"]
 
 _CAST = frozenset({"float32", "int32"})  # Numba promotes these beside a float64 literal
+_NUMBER = re.compile(r"(?<![\w.])\d")  # a number in a form's own text (sigmoid's 1.0)
 
 
 def missing(body: Body, req: Any) -> list[str]:
@@ -124,14 +126,26 @@ class StepPrinter(NumpyPrinter):
         if src is None:
             raise SymgradError(f"op {n.op!r} has no form inside a compiled loop")
         text = src.render([self._operand(a, n, names) for a in n.args], n.attrs)
-        if n.shape == () and n.dtype in _CAST:  # 2.0 beside a float32 is float64 in Numba
-            text = f"{NUMPY_TYPE[n.dtype]}({text})"
+        if n.dtype not in _CAST:
+            return text
+        if n.shape == ():  # 2.0 beside a float32 is a float64 in Numba
+            return f"{NUMPY_TYPE[n.dtype]}({text})"
+        probe = src.render([f"_a{k}_" for k in range(len(n.args))], n.attrs)
+        if _NUMBER.search(probe) or any(nodes[a].dtype != n.dtype for a in n.args):
+            return f"({text}).astype({NUMPY_TYPE[n.dtype]})"  # a literal of the form's own
+        return text
+
+    def literal(self, value: Any, others: list[str], strong: bool) -> str:
+        text = super().literal(value, others, strong)
+        if value.dtype.kind in "fi" and set(others) == {"float32"} and "np." not in text:
+            return f"np.float32({text})"  # NumPy's weak literal: the float32 beside it
         return text
 
 
-def _param_type(shape: tuple, dtype: str) -> str:
+def _param_type(shape: tuple, dtype: str, layout: str) -> str:
     t = NUMBA_TYPE[dtype]
-    return f"_A({t}, {len(shape)})" if shape else t
+    return (f"_A({t}, {len(shape)}{', ' + repr(layout) if layout != 'A' else ''})" if shape
+            else t)
 
 
 def render(pr: Any, name: str, n: Any, parts: tuple, wrapper: bool
@@ -158,9 +172,10 @@ def render(pr: Any, name: str, n: Any, parts: tuple, wrapper: bool
     spec = _Spec(body, nc, nx, n.attrs["length"], n.attrs["reverse"], parts, params, xs,
                  results)
     avals = body.avals()
-    types = [_param_type(s, d) for s, d in avals[:nc]]
-    types += [_param_type((1, *s), d) for s, d in avals[nc:nc + nx]]
-    types += [_param_type(s, d) for s, d in avals[nc + nx:]]
+    lay = "C" if wrapper else "A"  # the wrapper passes contiguous arrays (BLAS reads them)
+    types = [_param_type(s, d, lay) for s, d in avals[:nc]]
+    types += [_param_type((1, *s), d, lay) for s, d in avals[nc:nc + nx]]
+    types += [_param_type(s, d, lay) for s, d in avals[nc + nx:]]
     signature = params[:nc] + xs + params[nc + nx:]
     jit = f"{name}_jit" if wrapper else name
     lines = [*call("@_jit((", types, ",))" if len(types) == 1 else "))", ""),
@@ -178,7 +193,7 @@ def _wrapper(name: str, jit: str, s: _Spec, signature: list[str], types: list[st
     scalars (Numba returns Python's)."""
     avals = s.body.avals()
     dtypes = [d for _, d in avals[:s.nc]] + [None] * s.nx + [d for _, d in avals[s.nc + s.nx:]]
-    args = [p if t.startswith("_A(") else f"{NUMPY_TYPE[d]}({p})"
+    args = [f"np.ascontiguousarray({p})" if t.startswith("_A(") else f"{NUMPY_TYPE[d]}({p})"
             for p, t, d in zip(signature, types, dtypes)]
     out = []
     for k, p in enumerate(s.parts):
