@@ -45,9 +45,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import SymgradError
 from ..ir.body import Body
+from . import fusion
+from . import numba_source as nb
 from .loops import _nested, _numpy, _optimized, _Spec, call, is_loop
-from .numba_source import NUMBA_TYPE
-from .numba_table import loop_form
+from .numba_table import NUMBA, loop_form
 from .numpy_table import NUMPY_TYPE
 from .printers.numpy import NumpyPrinter
 
@@ -75,7 +76,7 @@ def missing(body: Body, req: Any) -> list[str]:
         if any(nd.is_const and nd.shape != () for nd in nodes):
             out.append("const")  # a folded array constant: no place in a step
         for n in nodes:
-            if n.dtype not in NUMBA_TYPE:
+            if n.dtype not in nb.NUMBA_TYPE:
                 out.append(n.op)
             elif is_loop(n):
                 stack.append(_optimized(n.attrs["body"], req))
@@ -117,8 +118,31 @@ class StepPrinter(NumpyPrinter):
 
     def _statements(self, body: list[int], names: dict[int, str], outputs: set[int],
                     comments: bool = True) -> list[str]:
-        lines = super()._statements(body, names, outputs, comments)
+        """The step's lines; each chain of elementwise ops on arrays (a fused region,
+        :mod:`..fusion`) one loop nest over its elements, inline: Numba compiles a scalar
+        loop much faster than one array expression per op, and allocates once."""
+        nodes = self.graph.nodes
+        regions = {r.root: r for r in fusion.plan(nodes, body, outputs, NUMBA, keep=_worth)}
+        hidden = {m for r in regions.values() for m in r.members if m != r.root}
+        lines: list[str] = []
+        run: list[int] = []  # consecutive lines without a region (a scan's results together)
+        for i in [*body, None]:
+            if i is not None and i not in regions:
+                if i not in hidden:
+                    run.append(i)
+                continue
+            lines += super()._statements(run, names, outputs, comments)
+            run = []
+            if i is not None:
+                lines += self._region(regions[i], names)
         return [ln for ln in lines if not ln.lstrip().startswith("del ")]
+
+    def _region(self, r: fusion.Region, names: dict[int, str]) -> list[str]:
+        nodes = self.graph.nodes
+        self._loops = getattr(self, "_loops", 0) + 1
+        ins = [self._operand(a, nodes[r.root], names) for a in r.inputs]
+        return nb.loop(nodes, r, ins, [names[m] for m in (r.root, *r.extras)],
+                       tag=f"_l{self._loops}")
 
     def _op_text(self, n: Any, names: dict[int, str]) -> str:
         nodes = self.graph.nodes
@@ -142,8 +166,13 @@ class StepPrinter(NumpyPrinter):
         return text
 
 
+def _worth(nodes: Any, r: fusion.Region) -> bool:
+    """Inside a compiled loop every chain of two or more ops on arrays is worth a loop."""
+    return len(r.members) >= 2 and r.shape != ()
+
+
 def _param_type(shape: tuple, dtype: str, layout: str) -> str:
-    t = NUMBA_TYPE[dtype]
+    t = nb.NUMBA_TYPE[dtype]
     return (f"_A({t}, {len(shape)}{', ' + repr(layout) if layout != 'A' else ''})" if shape
             else t)
 

@@ -65,12 +65,18 @@ def names(k: int) -> str:
     return ", ".join(f"a{j}" for j in range(k))
 
 
-def loop(nodes: Any, r: fusion.Region) -> list[str]:
-    """The kernel's body: output allocation, the loop nest, one line per member."""
+def loop(nodes: Any, r: fusion.Region, ins: list[str] | None = None,
+         outs: list[str] | None = None, tag: str = "") -> list[str]:
+    """The kernel's body: output allocation, the loop nest, one line per member, the
+    ``return``. Inline (in a compiled loop's step): the inputs are ``ins``, the results
+    assigned to ``outs`` (the root's, then the extras'), the loop's own names start with
+    ``tag``, and nothing is returned."""
     root = nodes[r.root]
     shape, depth = r.shape, len(r.shape)
-    idx = [f"i{d}" for d in range(depth)]
-    local = {a: f"a{k}" for k, a in enumerate(r.inputs)}
+    idx = [f"{tag}i{d}" for d in range(depth)]
+    ins = ins or [f"a{k}" for k in range(len(r.inputs))]
+    held = outs or ["out", *(f"e{j}" for j in range(len(r.extras)))]
+    local = dict(zip(r.inputs, ins))
     pre: list[str] = []
     inner: list[str] = []
     for k, a in enumerate(r.inputs):
@@ -79,8 +85,8 @@ def loop(nodes: Any, r: fusion.Region) -> list[str]:
             off = depth - len(n.shape)
             key = ", ".join("0" if s == 1 and shape[off + d] != 1 else idx[off + d]
                             for d, s in enumerate(n.shape))
-            inner.append(f"x{k} = a{k}[{key}]")
-            local[a] = f"x{k}"
+            inner.append(f"{tag}x{k} = {ins[k]}[{key}]")
+            local[a] = f"{tag}x{k}"
     value = {}
     for k, m in enumerate(r.members):
         n = nodes[m]
@@ -88,40 +94,41 @@ def loop(nodes: Any, r: fusion.Region) -> list[str]:
             break
         texts = [value.get(b) or local.get(b) or _literal(nodes[b]) for b in n.args]
         expr = NUMBA[n.op].render(texts, n.attrs)
-        value[m] = f"v{k}"
+        value[m] = f"{tag}v{k}"
         if n.dtype == "float64" and all(nodes[b].dtype == "float64" for b in n.args):
-            inner.append(f"v{k} = {expr}")  # already float64 (a cast costs compile time)
+            inner.append(f"{tag}v{k} = {expr}")  # already float64 (a cast costs compile time)
         else:
-            inner.append(f"v{k} = {NUMPY_TYPE[n.dtype]}({expr})")
+            inner.append(f"{tag}v{k} = {NUMPY_TYPE[n.dtype]}({expr})")
     ctor = NUMPY_TYPE[root.dtype]
+    out = held[0]
     if r.reduces:
         total = value[root.args[0]]
         if root.shape == ():
-            pre.append(f"out = {ctor}(0)")
-            inner.append(f"out += {total}")
+            pre.append(f"{out} = {ctor}(0)")
+            inner.append(f"{out} += {total}")
         else:
-            pre.append(f"out = np.zeros({root.shape!r}, dtype={ctor})")
+            pre.append(f"{out} = np.zeros({root.shape!r}, dtype={ctor})")
             keep = ", ".join("0" if d in r.axes else idx[d] for d in range(depth)
                              if d not in r.axes or r.keepdims)
-            inner.append(f"out[{keep}] += {total}")
+            inner.append(f"{out}[{keep}] += {total}")
     elif shape:
-        pre.append(f"out = np.empty({shape!r}, dtype={ctor})")
-        inner.append(f"out[{', '.join(idx)}] = {value[r.root]}")
+        pre.append(f"{out} = np.empty({shape!r}, dtype={ctor})")
+        inner.append(f"{out}[{', '.join(idx)}] = {value[r.root]}")
     else:
-        inner.append(f"out = {value[r.root]}")
-    for j, m in enumerate(r.extras):
+        inner.append(f"{out} = {value[r.root]}")
+    for e, m in zip(held[1:], r.extras):
         if shape:
-            pre.append(f"e{j} = np.empty({shape!r}, dtype={NUMPY_TYPE[nodes[m].dtype]})")
-            inner.append(f"e{j}[{', '.join(idx)}] = {value[m]}")
+            pre.append(f"{e} = np.empty({shape!r}, dtype={NUMPY_TYPE[nodes[m].dtype]})")
+            inner.append(f"{e}[{', '.join(idx)}] = {value[m]}")
         else:
-            inner.append(f"e{j} = {value[m]}")
+            inner.append(f"{e} = {value[m]}")
     lines = [f"    {line}" for line in pre]
     pad = "    "
     for d in range(depth):
         lines.append(f"{pad}for {idx[d]} in range({shape[d]}):")
         pad += "    "
     lines += [f"{pad}{line}" for line in inner]
-    return lines + [f"    return {', '.join(['out', *(f'e{j}' for j in range(len(r.extras)))])}"]
+    return lines if outs else lines + [f"    return {', '.join(held)}"]
 
 
 def result_type(n: Any) -> str:
