@@ -63,7 +63,8 @@ NOT_FUSED: dict[str, str] = {
     **dict.fromkeys(("expm", "lu_factor", "lu_permutation", "lu_pivots"),
                     "a matrix function: SciPy's (LAPACK) call in the driver"),
     "sinc": "np.sinc's call in the driver (its value at 0 has no one-line scalar form here)",
-    "scan": "a loop: the driver calls its loop function (backends/loops.py)",
+    "scan": "a loop: compiled whole as one function of its own where every op of its step "
+            "has a loop_form (backends/numba_loops.py), else the NumPy target's loop",
     "stop_gradient": "no arithmetic: the driver passes its operand on",
     **dict.fromkeys(("custom_vjp_call", "custom_jvp_call"),
                     "a custom rule's call: its value is its first operand (no arithmetic)"),

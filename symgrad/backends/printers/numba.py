@@ -4,7 +4,9 @@
 node, the same names), except that the regions the fusion planner (:mod:`..fusion`) picks
 in each function's body are one line each, calling a kernel printed before the functions
 (:mod:`..numba_source`: the loop nest, the module header, loading and the disk cache).
-The driver's table is NumPy's; the loops' is :data:`..numba_table.NUMBA`.
+The driver's table is NumPy's; the loops' is :data:`..numba_table.NUMBA`. A scan is one
+compiled function of its own (:mod:`..numba_loops`), or the NumPy target's loop where its
+step has an op Numba cannot run there.
 
 >>> import symgrad as sg
 >>> x = sg.var("x", shape=(8,))
