@@ -68,6 +68,7 @@ def test_scans_compiled_equal_evaluate_and_numpy():
     for g, r, n in zip(got, ref, by_numpy):
         _close(g, r)
         _close(g, n)
+        assert not isinstance(g, np.ndarray) or g.flags.writeable  # an array carry too
     assert not fn.numpy_ops.get("scan"), fn.numpy_ops  # every loop compiled
     names = [k for k, _ in fn.kernels]
     assert sum(k.startswith("_sg_loop") for k in names) >= 9, names

@@ -103,6 +103,11 @@ class StepPrinter(NumpyPrinter):
     """The step of a compiled loop: each op in its :func:`.numba_table.loop_form`, no
     ``del`` (Numba frees arrays itself), nested scans compiled too."""
 
+    def __init__(self, lowered: Any, state: Any = None, loops: LoopEmitter | None = None
+                 ) -> None:
+        super().__init__(lowered, state, loops)
+        self._regions = 0  # inline loops so far (their names: _l1i0, _l1v0, ...)
+
     def scalar_loops(self) -> bool:
         return False
 
@@ -139,10 +144,10 @@ class StepPrinter(NumpyPrinter):
 
     def _region(self, r: fusion.Region, names: dict[int, str]) -> list[str]:
         nodes = self.graph.nodes
-        self._loops = getattr(self, "_loops", 0) + 1
+        self._regions += 1
         ins = [self._operand(a, nodes[r.root], names) for a in r.inputs]
         return nb.loop(nodes, r, ins, [names[m] for m in (r.root, *r.extras)],
-                       tag=f"_l{self._loops}")
+                       tag=f"_l{self._regions}")
 
     def _op_text(self, n: Any, names: dict[int, str]) -> str:
         nodes = self.graph.nodes
@@ -210,7 +215,11 @@ def render(pr: Any, name: str, n: Any, parts: tuple, wrapper: bool
     lines = [*call("@_jit((", types, ",))" if len(types) == 1 else "))", ""),
              *call(f"def {jit}(", signature, "):", ""),
              f'    """scan: {spec.length} steps of the body below, compiled by Numba '
-             '(symgrad)."""', *_numpy(spec, stmts)]
+             '(symgrad)."""',
+             # an array carry comes back to the caller: a writable array of its own (the
+             # read-only input type would make every carry read-only)
+             *(f"    {c} = {c}.copy()" for c, (s, _) in zip(spec.carries, avals) if s),
+             *_numpy(spec, stmts)]
     if wrapper:
         lines += ["", "", *_wrapper(name, jit, spec, signature, types)]
     return lines, stmts
