@@ -94,6 +94,7 @@ NUMBA: dict[str, Template | None] = {
 _ARRAY_ELEMENTWISE = frozenset(_UFUNC) - {"heaviside"}  # Numba has no np.heaviside
 _PASS = frozenset({"stop_gradient", "custom_vjp_call", "custom_jvp_call"})  # no arithmetic
 _FULL = {"sum": "np.sum", "mean": "np.mean", "max": "np.max", "min": "np.min"}
+_ONE_AXIS = {"sum": "np.sum"}  # of these, Numba's takes axis=
 _FLOATS = frozenset({"float64", "float32"})
 
 
@@ -114,20 +115,27 @@ def _reduction_form(n: Any, nodes: Any) -> Template | None:
         return None
     if n.shape == ():
         return T(f"{_FULL[n.op]}({{0}})")
-    if n.op == "sum" and axis is not None and len(axis) == 1:  # Numba's np.sum takes axis=
-        return T(f"np.sum({{0}}, axis={axis[0] % len(x.shape)})")
+    one = _ONE_AXIS.get(n.op)
+    if one is not None and axis is not None and len(axis) == 1:
+        return T(f"{one}({{0}}, axis={axis[0] % len(x.shape)})")
     return None
 
 
-def _product_form(n: Any, nodes: Any) -> Template | None:
+def _blas(n: Any, nodes: Any) -> bool:
+    """Operands BLAS takes: vectors or matrices of one floating dtype."""
     a, b = (nodes[k] for k in n.args)
-    if (a.dtype != b.dtype or a.dtype not in _FLOATS or not 1 <= len(a.shape) <= 2
-            or not 1 <= len(b.shape) <= 2):
-        return None
-    if n.op != "outer":
-        return T("np.dot({0}, {1})")
+    return (a.dtype == b.dtype and a.dtype in _FLOATS and 1 <= len(a.shape) <= 2
+            and 1 <= len(b.shape) <= 2)
+
+
+def _dot_form(n: Any, nodes: Any) -> Template | None:
+    return T("np.dot({0}, {1})") if _blas(n, nodes) else None
+
+
+def _outer_form(n: Any, nodes: Any) -> Template | None:
+    vectors = _blas(n, nodes) and all(len(nodes[k].shape) == 1 for k in n.args)
     # a broadcast product: Numba compiles np.outer about 5x slower
-    return T("{0}[:, None] * {1}") if len(a.shape) == len(b.shape) == 1 else None
+    return T("{0}[:, None] * {1}") if vectors else None
 
 
 def _transpose_form(n: Any, nodes: Any) -> Template | None:
@@ -146,7 +154,7 @@ def _concatenate_form(n: Any, nodes: Any) -> Template | None:
 _ARRAY_FORMS: dict[str, Callable[[Any, Any], Template | None]] = {
     "index": _index_form, "where": _where_form, "concatenate": _concatenate_form,
     **dict.fromkeys(_FULL, _reduction_form),
-    **dict.fromkeys(("matmul", "dot", "outer"), _product_form),
+    **dict.fromkeys(("matmul", "dot"), _dot_form), "outer": _outer_form,
     **dict.fromkeys(("transpose", "matrix_transpose"), _transpose_form),
 }
 
