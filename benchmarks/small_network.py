@@ -12,7 +12,7 @@ import timeit
 import numpy as np
 
 import symgrad as sg
-from symgrad.demo import DTYPES, INPUTS, NETWORK, SHAPES, WRT, example_inputs
+from symgrad.cli.demo import DTYPES, INPUTS, NETWORK, SHAPES, WRT, example_inputs
 
 
 def hand(W, x, b, V, g, y):

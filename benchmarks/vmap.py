@@ -32,7 +32,7 @@ def loss(params, x, y):
 
 def cases() -> list[tuple[str, list]]:
     import symgrad as sg
-    from symgrad.functional import _vmap_call
+    from symgrad.functional.vmap import _vmap_call
 
     rng = np.random.default_rng(0)
     params = {"W1": rng.standard_normal((32, 8)), "b1": rng.standard_normal(32),

@@ -7,8 +7,11 @@ against a namespace parameter traces unchanged: ``loss(W, x, np=sg)``.
 
 The package is laid out as the compiler's phases: ``frontend/`` (text and Python) ->
 ``ir/`` (graph, Expr, op record) <- ``ops/`` (the stanzas) -> ``passes/`` (rewrites) ->
-``transforms/`` (reverse mode) -> ``backends/`` (evaluate, NumPy source, compile), with the
-tools for people on top (``printing/``, ``explain``, ``testing``, ``extend``, ``cli``).
+``transforms/`` (reverse mode) -> ``backends/`` (evaluate, NumPy source, compile), over the
+ground floor ``base/`` (errors, progress, pytrees), with the function API (``functional/``),
+the reports (``printing/``), the tools (``tools/``) and the command (``cli/``) on top. The
+modules at this level are faces: ``symgrad.errors``, ``symgrad.testing``, ... re-export
+what their folders define.
 
 This file is the face only: the public names live in :mod:`symgrad.api`, imported on the
 first attribute read, so ``import symgrad`` and ``symgrad --version`` cost next to nothing.
@@ -44,6 +47,10 @@ __all__ = [
 ]
 
 
+# the modules at this level that re-export a folder's code, by their public names
+_FACES = ("dask", "errors", "extend", "progress", "testing", "tree_util")
+
+
 def _load() -> _Any:
     """Import the public names (:mod:`symgrad.api`) into this module, once."""
     api = _importlib.import_module(".api", __name__)
@@ -64,8 +71,9 @@ def _is_submodule(name: str) -> bool:
 
 def __getattr__(name: str) -> _Any:
     """The public names on first use; ops registered later (``symgrad.extend.defop``) are
-    functions here too; ``symgrad.dask`` is imported on first use (it imports Dask)."""
-    if name in ("dask", "tree_util"):  # symgrad.dask imports Dask: only on first use
+    functions here too; the public modules that are faces (``sg.testing``, ``sg.dask``...)
+    are imported on first use (``symgrad.dask`` imports Dask)."""
+    if name in _FACES:
         return _importlib.import_module(f".{name}", __name__)
     if name.startswith("__") or _is_submodule(name):  # the import system's own look-ups
         raise AttributeError(f"module 'symgrad' has no attribute {name!r}")

@@ -19,10 +19,10 @@ import math as _math
 from . import (
     numpy,  # symgrad.numpy: NumPy's names and meanings
     scipy,  # symgrad.scipy: SciPy's special functions, stats, linalg
-    tree_util,
 )
 from .backends import compile, evaluate, scipy_functions, to_source  # noqa: A004
-from .errors import (
+from .base import tree_util
+from .base.errors import (
     ArgumentError,
     BackendError,
     DifferentiationError,
@@ -36,7 +36,6 @@ from .errors import (
     SymgradWarning,
     UnsupportedError,
 )
-from .explain import explain
 from .frontend import function_for as _function_for
 from .frontend import parse
 from .frontend.custom import custom_jvp, custom_vjp
@@ -62,9 +61,10 @@ from .numpy import linalg
 from .ops.indexing import getitem
 from .passes import passes, simplify
 from .printing import draw, listing, to_dot, to_html
-from .stats import stats
+from .printing.explain import explain
+from .printing.stats import stats
 from .sympy_io import from_sympy, latex, to_sympy
-from .testing import check_grads
+from .tools.testing import check_grads
 from .transforms import derivative, hessian_sparsity, jacobian_sparsity
 
 pi = _math.pi

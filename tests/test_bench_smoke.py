@@ -160,7 +160,7 @@ def test_harness_cell_and_report_render(tmp_path):
 
 def test_small_network_hand_gradient_matches_symgrad():
     from benchmarks import small_network
-    from symgrad.demo import DTYPES, INPUTS, NETWORK, SHAPES, WRT, example_inputs
+    from symgrad.cli.demo import DTYPES, INPUTS, NETWORK, SHAPES, WRT, example_inputs
 
     at = example_inputs(3)
     f = sg.parse(NETWORK, shapes=SHAPES, dtypes=DTYPES)

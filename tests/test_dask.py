@@ -92,8 +92,8 @@ def test_the_workers_compute_the_chunks(client):
     loss, params, data = _problem()
     fg = sg.dask.value_and_grad(loss, params, data)
     fg(W0, B0)
-    loaded = client.run(lambda: len(sys.modules["symgrad.dask"]._LOADED)
-                        if "symgrad.dask" in sys.modules else 0)
+    loaded = client.run(lambda: len(sys.modules["symgrad.backends.dask"]._LOADED)
+                        if "symgrad.backends.dask" in sys.modules else 0)
     assert len(loaded) == 2 and sum(loaded.values()) >= 1
 
 
@@ -193,7 +193,7 @@ def test_the_objective_pickles_as_text():
 
 
 def test_the_chunk_results_are_summed_as_a_tree():
-    from symgrad.dask import _tree_sum
+    from symgrad.backends.dask import _tree_sum
 
     parts = [dask.delayed(np.full)(3, float(k)) for k in range(20)]
     total = _tree_sum(parts, 3)

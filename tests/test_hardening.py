@@ -469,7 +469,7 @@ def test_flags_take_booleans_and_choices_are_compared_as_exact_values():
 
 def test_dask_workers_keep_a_bounded_number_of_compiled_chunk_functions():
     """Item 23: the per-process cache of compiled chunk sources is bounded (LRU)."""
-    from symgrad import dask as sgd
+    from symgrad.backends import dask as sgd
 
     sources = [f"def chunk():\n    return {k}\n" for k in range(sgd._MAX_LOADED + 10)]
     for src in sources:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import symgrad as sg
-from symgrad import progress
+from symgrad.base import progress
 from symgrad.cli import main
 
 REPO = Path(__file__).resolve().parents[1]

@@ -368,7 +368,7 @@ def test_a_derivative_shows_its_picture_in_jupyter():
 
 
 def scene_legend_in(texts: list[str]) -> bool:
-    from symgrad.printing.scene import EDGE_LEGEND, LEGEND
+    from symgrad.printing.model import EDGE_LEGEND, LEGEND
 
     return LEGEND["adjoint"] in texts and EDGE_LEGEND["link"] in texts
 

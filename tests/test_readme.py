@@ -97,3 +97,35 @@ def test_readme_jax_and_sympy_example_prints_what_it_says() -> None:
                          check=True, timeout=120).stdout.splitlines()
     for line, code in zip(out, [ln for ln in block.splitlines() if ln.startswith("print(")]):
         assert line == code.split("# ", 1)[1].strip(), (line, code)
+
+
+def _design_tree() -> list[str]:
+    """The entries of the README's Design tree: ``base/``, ``backends/printers/``, ``api.py``
+    ... (the names a line starts with, before its words)."""
+    section = README.read_text().split("## Design", 1)[1]
+    block = section.split("```\nsymgrad/\n", 1)[1].split("```", 1)[0]
+    entries = []
+    for line in block.splitlines():
+        if line.startswith("  ") and line[2] != " ":
+            for word in line.split():
+                if not word.endswith(("/", ".py")):
+                    break
+                entries.append(word)
+    return entries
+
+
+def test_the_design_tree_is_the_package_one_line_per_folder() -> None:
+    """Every folder of symgrad (and backends/printers/) has its line, in the order of the
+    floors (each imports only from those above it), and every module at the top is named."""
+    from test_phases import FLOORS
+
+    package = README.parent / "symgrad"
+    entries = _design_tree()
+    folders = [e for e in entries if e.endswith("/")]
+    assert len(folders) == len(set(folders)), folders
+    assert set(folders) == {f"{p.name}/" for p in package.iterdir()
+                            if (p / "__init__.py").exists()} | {"backends/printers/"}
+    assert {e for e in entries if e.endswith(".py")} == {
+        p.name for p in package.glob("*.py")} - {"__init__.py", "__main__.py"}
+    floors = [FLOORS[e.split("/")[0].removesuffix(".py")] for e in entries]
+    assert floors == sorted(floors), list(zip(entries, floors))

@@ -12,6 +12,8 @@ Compiled`` and SymPy prints: a target is a printer subclass plus a table).
   :mod:`.jax_table`, :mod:`.torch_table`;
 * :mod:`.source` — ``to_source``; :mod:`.compiled` — ``compile`` and ``scipy_functions``
   (:mod:`.array_compiled` loads the array targets); :mod:`.linearized` — ``linearize``.
+* :mod:`.dask` — a loss summed over data rows, run chunk by chunk on Dask (``symgrad.dask``;
+  imported on first use only, as it imports Dask).
 
 :data:`TABLES` lists every emitter's table; a registry-driven test checks that each has an
 entry for every op (``None`` says "no form here" explicitly; a missing key is a bug).

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import BackendError, EvaluationError
+from ..base.errors import BackendError, EvaluationError
 from ..ir.shapes import fmt
 from .compiled import CompiledFunction
 from .interpreter import check_input

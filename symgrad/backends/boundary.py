@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import SymgradError
+from ..base.errors import SymgradError
 from ..ir.expr import Expr
 from ..ir.values import describe, exact, exact_str
 

@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import BackendError, DifferentiationError, InputError, SymgradError
+from ..base.errors import BackendError, DifferentiationError, InputError, SymgradError
+from ..base.progress import step
 from ..ir.expr import Expr
 from ..ir.shapes import fmt
 from ..ir.values import exact, exact_choice
-from ..progress import step
 from .boundary import exact_flag, exact_names
 from .interpreter import check_input, runtime_error
 from .naming import Namer

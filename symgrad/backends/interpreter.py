@@ -13,14 +13,14 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import EvaluationError, InputError, SymgradWarning
+from ..base.errors import EvaluationError, InputError, SymgradWarning
+from ..base.progress import start
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.shapes import fmt
 from ..ir.values import describe, exact, type_name
 from ..ops.indexing import IndexOutOfRangeError
-from ..progress import start
 from ..transforms.sparse import SparseExpr, as_matrix
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DifferentiationError, SymgradError
+from ..base.errors import DifferentiationError, SymgradError
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import SymgradError
+from ..base.errors import SymgradError
 from .array_api_table import ON_DEVICE, number_source
 from .numpy_table import NUMPY_TYPE, scalar_source
 

@@ -37,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from ..errors import SymgradError
+from ..base.errors import SymgradError
 from ..ir.body import Body
 from .numpy_table import NUMPY_TYPE
 

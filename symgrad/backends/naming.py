@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import SymgradError
+from ..base.errors import SymgradError
 from ..ir.graph import Graph
 from ..ir.text import adjoint_pairs, tangent_pairs
 from .template import Template, helpers_of, imports_of

@@ -43,8 +43,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from ..errors import BackendError
-from ..progress import step
+from ..base.errors import BackendError
+from ..base.progress import step
 from . import fusion
 from .numba_table import NUMBA
 from .numpy_table import NUMPY_TYPE, scalar_source

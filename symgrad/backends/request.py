@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..errors import BackendError, SymgradError
+from ..base.errors import BackendError, SymgradError
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from .boundary import emit_request, exact_flag

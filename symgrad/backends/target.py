@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import BackendError
+from ..base.errors import BackendError
 from ..ir.values import describe, exact_str
 from .array_api_table import UNSUPPORTED as ARRAY_API_UNSUPPORTED
 from .jax_table import UNSUPPORTED as JAX_UNSUPPORTED

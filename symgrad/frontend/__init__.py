@@ -1,10 +1,17 @@
-"""Front ends: text (:mod:`.parse`, a safe parser over Python's ``ast``) and Python code on
-symbolic variables — the op functions (:mod:`.functions`) and NumPy's functions that are
-not one op (:mod:`.numpy_functions`, :mod:`.numpy_arrays`), all registered under NumPy's
-names, where ``symgrad.numpy``, the array protocols and the parser find them. Both front
-ends build the same graph for the same expression."""
+"""Front ends: text (:mod:`.parse`, a safe parser of its own over Python's tokenizer, reading
+with :mod:`.syntax`) and Python code on symbolic variables — the op functions
+(:mod:`.functions`) and NumPy's functions that are not one op (:mod:`.numpy_functions`,
+:mod:`.numpy_arrays`, :mod:`.numpy_calculus`, :mod:`.numpy_einsum`), all registered under
+NumPy's names, where ``symgrad.numpy``, the array protocols and the parser find them. Both
+front ends build the same graph for the same expression."""
 
-from . import numpy_arrays, numpy_extra, numpy_functions  # noqa: F401  (registration)
+from . import (  # noqa: F401  (registration)
+    numpy_arrays,
+    numpy_calculus,
+    numpy_einsum,
+    numpy_extra,
+    numpy_functions,
+)
 from .functions import function_for
 from .parse import parse
 

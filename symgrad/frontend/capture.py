@@ -35,11 +35,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ArgumentError, SymgradWarning, UnsupportedError
+from ..base.errors import ArgumentError, SymgradWarning, UnsupportedError
+from ..base.tree_util import LEAF, tree_flatten, tree_unflatten
 from ..ir.callsite import callsite
 from ..ir.expr import Expr
 from ..ir.graph import Graph, lifting
-from ..tree_util import LEAF, tree_flatten, tree_unflatten
 
 __all__ = ["Capture", "Watch", "current", "tracing"]
 

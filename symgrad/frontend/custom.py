@@ -41,14 +41,14 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ArgumentError, DifferentiationError, UnsupportedError
+from ..base.errors import ArgumentError, DifferentiationError, UnsupportedError
+from ..base.tree_util import tree_flatten, tree_unflatten
 from ..ir.body import trace
 from ..ir.custom import CustomRule
 from ..ir.expr import Expr, F, const
 from ..ir.op import REGISTRY
 from ..ir.shapes import fmt, is_float
 from ..ir.values import as_constant, describe, exact, type_name
-from ..tree_util import tree_flatten, tree_unflatten
 from .capture import rebound
 from .loops import _home
 

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import UnsupportedError
+from ..base.errors import UnsupportedError
 from ..ir.expr import Expr, function
 from ..ir.op import Signature, public_op
 

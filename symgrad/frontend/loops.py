@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ShapeError, SymgradError, UnsupportedError
+from ..base.errors import ShapeError, SymgradError, UnsupportedError
 from ..ir.body import scan_nodes, trace
 from ..ir.expr import TRACES, Expr
 from ..ir.graph import Graph

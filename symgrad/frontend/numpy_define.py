@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ArgumentError, ShapeError, SymgradError, UnsupportedError
+from ..base.errors import ArgumentError, ShapeError, SymgradError, UnsupportedError
 from ..ir.expr import Expr, const
 from ..ir.op import FUNCTIONS, sig
 from ..ir.values import describe, exact

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import UnsupportedError
+from ..base.errors import UnsupportedError
 from ..ir.expr import Expr, F, call
 from .numpy_arrays import atleast_1d, concatenate
 from .numpy_define import as_expr, define, no_out

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ShapeError, UnsupportedError
+from ..base.errors import ShapeError, UnsupportedError
 from ..ir.expr import Expr, F, function
 from ..ir.op import FUNCTIONS, REGISTRY, UNSUPPORTED, SignatureError
 from ..ir.values import describe

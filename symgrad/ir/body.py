@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ShapeError, SymgradError
+from ..base.errors import ShapeError, SymgradError
 from .expr import TRACES, Expr, _operand
 from .graph import Graph
 from .op import REGISTRY

@@ -1,6 +1,6 @@
 """The Expr handle: one node of a :class:`~symgrad.ir.graph.Graph`, with NumPy-like
-operators, the array protocols, and the functions that build nodes (``build``, ``call``,
-``F.<op>``, ``var``, ``const``).
+operators, the array protocols (what they name: :mod:`.numpy_names`), and the functions that
+build nodes (``build``, ``call``, ``F.<op>``, ``var``, ``const``).
 
 Exprs from different graphs combine: the smaller graph's part is imported into the larger
 one. Python numbers combine as NumPy 2 combines them (NEP 50: they are "weak", so
@@ -9,16 +9,16 @@ one. Python numbers combine as NumPy 2 combines them (NEP 50: they are "weak", s
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from ..errors import NameConflictError, ShapeError, SymgradError, UnsupportedError
+from ..base.errors import NameConflictError, ShapeError, SymgradError, UnsupportedError
 from .callsite import callsite, message
 from .graph import Graph, Node
+from .numpy_names import ACCUMULATE, REDUCE, numpy_name, scipy_caller, symgrad_has, ufunc_name
 from .op import FUNCTIONS, REGISTRY, UNSUPPORTED, Op, public_op
 from .shapes import DTYPES, Shape
 from .text import infix
@@ -118,10 +118,10 @@ class Expr:
         self._no_value("complex()")
 
     def __array__(self, dtype=None, copy=None):
-        caller = _scipy_caller()
+        caller = scipy_caller()
         if caller is not None:
             space = ".".join(caller.split(".")[:2])
-            fix = (f"use symgrad.{caller}, which takes the same arguments" if _symgrad_has(caller)
+            fix = (f"use symgrad.{caller}, which takes the same arguments" if symgrad_has(caller)
                    else f"symgrad.{space} does not cover it yet (its __all__ lists what it has)")
             raise UnsupportedError(f"{caller} cannot trace symbolic values (it converts its "
                                    f"arguments to NumPy arrays): {fix}")
@@ -161,7 +161,7 @@ class Expr:
         return _array_ufunc(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func, types, args: tuple, kwargs: dict):
-        return _numpy_call(_numpy_name(func), args, kwargs)
+        return _numpy_call(numpy_name(func), args, kwargs)
 
     def __hash__(self) -> int:
         return hash((id(self.graph), self.node))
@@ -387,20 +387,6 @@ def _shape_of(v: Any) -> tuple:
     return v.shape if isinstance(v, Expr) else np.shape(v)
 
 
-# ufunc methods as the reductions and scans they are
-_REDUCE = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
-           "logical_and": "all", "logical_or": "any", "logaddexp": "logsumexp"}
-_ACCUMULATE = {"add": "cumsum", "multiply": "cumprod"}
-
-
-def _numpy_name(func: Any) -> str:
-    """NumPy's name of a function object: ``"sum"``, ``"linalg.solve"``."""
-    module = getattr(func, "__module__", "") or ""
-    sub = module.removeprefix("numpy").strip(".") if module.startswith("numpy") else ""
-    name = getattr(func, "__name__", repr(func))
-    return f"{sub}.{name}" if sub and not sub.startswith("_") else name
-
-
 def _numpy_call(name: str, args: tuple, kwargs: dict) -> Any:
     fn = function(name)
     if fn is None:
@@ -413,59 +399,8 @@ def _numpy_call(name: str, args: tuple, kwargs: dict) -> Any:
     return fn(*args, **kwargs)
 
 
-def _scipy_caller() -> str | None:
-    """The SciPy function the user called that is converting an Expr to an array
-    (``"scipy.stats.norm.cdf"``, ``"scipy.linalg.solve_triangular"``), or None."""
-    frame, chain = sys._getframe(1), []
-    for _ in range(80):
-        if frame is None:
-            break
-        if frame.f_globals.get("__name__", "").startswith("scipy."):
-            chain.append(frame)
-        elif chain:
-            break  # out of SciPy again: the frame that called it
-        frame = frame.f_back
-    for f in reversed(chain):  # the outermost SciPy frame with a public name first
-        module, name = f.f_globals["__name__"], f.f_code.co_name
-        owner = f.f_locals.get("self")
-        owner = getattr(owner, "dist", owner)  # a frozen distribution: norm(0, 1).cdf
-        if module.startswith("scipy.stats.") and owner is not None and name[0] != "_":
-            dist = getattr(owner, "name", None) or type(owner).__name__.removesuffix("_gen")
-            return f"scipy.stats.{dist}.{name}"
-        # the function itself, or the one a decorator's wrapper holds
-        named = [(module, name)] + [(getattr(v, "__module__", None) or "", v.__name__)
-                                    for v in f.f_locals.values() if type(v).__name__ ==
-                                    "function"]
-        for mod, fn in named:
-            sub = mod.split(".")[1] if mod.startswith("scipy.") else ""
-            if sub and fn[0] != "_" and hasattr(sys.modules.get(f"scipy.{sub}"), fn):
-                return f"scipy.{sub}.{fn}"
-    return None
-
-
-def _symgrad_has(path: str) -> bool:
-    """Whether ``symgrad.<path>`` exists (``path`` = ``"scipy.stats.norm.cdf"``)."""
-    parts = path.split(".")
-    obj = sys.modules.get("symgrad." + ".".join(parts[:2]))
-    for p in parts[2:]:
-        obj = getattr(obj, p, None)
-    return obj is not None
-
-
-def _ufunc_name(ufunc: Any) -> str:
-    """NumPy's name of a ufunc (``"sin"``), or SciPy's full name of one of SciPy's
-    (``"scipy.special.erf"``): SciPy's ufuncs reach Exprs through the same protocol."""
-    name = ufunc.__name__
-    if getattr(np, name, None) is ufunc:
-        return name
-    special = sys.modules.get("scipy.special")
-    if special is not None and getattr(special, name, None) is ufunc:
-        return f"scipy.special.{name}"
-    return name
-
-
 def _array_ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
-    name = _ufunc_name(ufunc)
+    name = ufunc_name(ufunc)
     if method == "__call__":
         if function(name) is None and name.startswith("scipy."):
             raise UnsupportedError(message(f"{name} is not supported on symbolic arrays",
@@ -474,13 +409,13 @@ def _array_ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
             raise UnsupportedError(message(f"the ufunc {name} (not NumPy's)", skip=3,
                                            subject=" called on a symbolic expression"))
         return _numpy_call(name, inputs, kwargs)
-    if method == "reduce" and name in _REDUCE:
+    if method == "reduce" and name in REDUCE:
         kwargs = {"axis": 0, **kwargs}
         if name == "logaddexp":
             kwargs.pop("dtype", None)
-        return _numpy_call(_REDUCE[name], inputs, kwargs)
-    if method == "accumulate" and name in _ACCUMULATE:
-        return _numpy_call(_ACCUMULATE[name], inputs, {"axis": 0, **kwargs})
+        return _numpy_call(REDUCE[name], inputs, kwargs)
+    if method == "accumulate" and name in ACCUMULATE:
+        return _numpy_call(ACCUMULATE[name], inputs, {"axis": 0, **kwargs})
     if method == "outer" and len(inputs) == 2:
         a, b = inputs
         b_nd = _shape_of(b)

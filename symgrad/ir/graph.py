@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ..errors import ArgumentError, NameConflictError, ShapeError, SymgradError
+from ..base.errors import ArgumentError, NameConflictError, ShapeError, SymgradError
 from .op import REGISTRY, Op
 from .shapes import fmt
 from .text import listing

@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..errors import LimitError
+from ..base.errors import LimitError
 
 #: name -> (default, what it bounds)
 DEFAULTS: dict[str, tuple[int, str]] = {

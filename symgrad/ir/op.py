@@ -77,7 +77,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from ..errors import SymgradError
+from ..base.errors import SymgradError
 from .values import _PLAIN, describe, exact
 
 Shape = tuple[int, ...]

@@ -6,7 +6,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..errors import ShapeError
+from ..base.errors import ShapeError
 
 Shape = tuple[int, ...]
 DTYPES = ("float64", "float32", "int64", "int32", "bool")

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 
-from ..errors import SymgradError
+from ..base.errors import SymgradError
 from .op import REGISTRY, Op
 from .values import freeze
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ArgumentError, NameConflictError, ShapeError, SymgradError
+from ..base.errors import ArgumentError, NameConflictError, ShapeError, SymgradError
 from .shapes import DTYPES, Shape
 
 _RESERVED = {"np", "numpy"}

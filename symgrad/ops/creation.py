@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from ..errors import ShapeError
+from ..base.errors import ShapeError
 from ..ir.op import Op, register, sig
 from ..ir.shapes import DTYPES, check_int
 from ..ir.values import describe

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ShapeError
+from ..base.errors import ShapeError
 from ..ir.custom import CustomRule
 from ..ir.expr import F
 from ..ir.op import Op, register, sig

@@ -72,7 +72,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DifferentiationError, ShapeError
+from ..base.errors import DifferentiationError, ShapeError
 from ..ir.expr import Expr, F, call, const
 from ..ir.op import Op, SignatureError, register, sig
 from ..ir.shapes import broadcast, float_dtype, fmt, norm_axes, reduced, result_dtype

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..errors import ShapeError
+from ..base.errors import ShapeError
 from ..ir.expr import F
 from ..ir.op import BINARY, UNARY, Op, register, sig
 from ..ir.shapes import broadcast, float_dtype, result_dtype

@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from ..errors import ShapeError
+from ..base.errors import ShapeError
 from ..ir.expr import F
 from ..ir.op import Op, register, sig
 from ..ir.shapes import DTYPES, broadcast, result_dtype

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import EvaluationError, ShapeError
+from ..base.errors import EvaluationError, ShapeError
 from ..ir.expr import Expr, F, const
 from ..ir.op import Op, register, sig
 from ..ir.shapes import Shape, broadcast, fmt, norm_axis, result_dtype

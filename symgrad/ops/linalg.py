@@ -27,7 +27,7 @@ from collections import Counter
 
 import numpy as np
 
-from ..errors import LimitError, ShapeError
+from ..base.errors import LimitError, ShapeError
 from ..ir.expr import F
 from ..ir.op import Op, SignatureError, register, sig
 from ..ir.shapes import broadcast, fmt, result_dtype

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ShapeError
+from ..base.errors import ShapeError
 from ..ir.body import Body, scan_nodes
 from ..ir.expr import Expr, F
 from ..ir.op import Op, register, sig

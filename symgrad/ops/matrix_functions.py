@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ShapeError, UnsupportedError
+from ..base.errors import ShapeError, UnsupportedError
 from ..ir.expr import Expr, F
 from ..ir.op import Op, register
 from ..ir.shapes import float_dtype, fmt

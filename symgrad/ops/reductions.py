@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..errors import ShapeError
+from ..base.errors import ShapeError
 from ..ir.expr import Expr, F
 from ..ir.op import Op, SignatureError, register, sig
 from ..ir.shapes import float_dtype, fmt, norm_axes, norm_axis, reduced

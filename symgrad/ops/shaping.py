@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from ..errors import ShapeError
+from ..base.errors import ShapeError
 from ..ir.expr import F, build
 from ..ir.op import REGISTRY, Op, register, sig
 from ..ir.shapes import Shape, fmt, is_float, norm_axes, norm_axis, result_dtype

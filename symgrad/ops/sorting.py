@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ShapeError
+from ..base.errors import ShapeError
 from ..ir.expr import F
 from ..ir.op import Op, register, sig
 from ..ir.shapes import norm_axis, reduced

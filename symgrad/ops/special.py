@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DifferentiationError, ShapeError, UnsupportedError
+from ..base.errors import DifferentiationError, ShapeError, UnsupportedError
 from ..ir.expr import F
 from ..ir.op import Op, register, sig
 from ..ir.shapes import broadcast, float_dtype, is_float, result_dtype

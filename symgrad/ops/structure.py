@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import LimitError
+from ..base.errors import LimitError
 from ..ir.op import REGISTRY
 from ..ir.shapes import Shape, fmt, is_float, reduced
 

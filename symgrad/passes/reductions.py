@@ -8,7 +8,10 @@ iterates the rows of ``x`` and adds them to 0), ``total += f(x[i])``, ``sum(x[i]
 in range(n))``, ``p *= x[i]``, ``m = sg.maximum(m, x[i])``. Terms of a run must be the same
 expression (same ops, attributes, shapes and shared values) of slices ``x[..., i, ...]``
 whose index advances by the same step from one term to the next; other terms of the chain
-are kept, in order, around the reduction.
+are kept, in order, around the reduction. A term need not be elementwise: it is rebuilt with
+the steps as rows (:func:`.steps.rows_lifted`, what ``vmap`` does), so the pair loop of an
+energy, ``e += f(r[i] - r[j])`` with ``sum`` inside ``f``, becomes one ``sum`` per ``i``; a
+term whose ops would mix the rows is left as written.
 
 Values: ``max``/``min`` give the chain's value exactly; ``sum`` and ``prod`` add (multiply)
 in NumPy's pairwise order instead of left to right, so a result may differ from the chain's
@@ -28,11 +31,12 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Sequence
 
+from ..ir.custom import CustomRule
 from ..ir.expr import Expr, F
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ops.reductions import CHAIN_REDUCTIONS
-from .steps import lifted_slot, padded, replaced, slot_step, use_counts
+from .steps import Unbatchable, lifted_slot, replaced, rows_lifted, slot_step, use_counts
 
 MIN_RUN = 8  # terms from which a run becomes a reduction (short sums stay as written)
 MAX_TERM = 4096  # nodes of a term compared with the next one, at most
@@ -103,8 +107,9 @@ def _fold(graph: Graph, op: str, terms: list[int]) -> int | None:
     k = 0
     while k < len(terms):
         end, slots = _run(graph, terms, k)
-        if end - k >= MIN_RUN:
-            pieces.append(_reduce(graph, op, terms[k], slots, end - k))
+        reduced = _reduce(graph, op, terms[k], slots, end - k) if end - k >= MIN_RUN else None
+        if reduced is not None:
+            pieces.append(reduced)
             changed = True
             k = end
         else:
@@ -175,31 +180,19 @@ def unify(graph: Graph, t: int, u: int
         if step is not None:
             slots.append((a, step))
             continue
-        if not REGISTRY[na.op].elementwise or na.attrs != nb.attrs:
+        if na.attrs != nb.attrs or isinstance(na.attrs.get("rule"), CustomRule):
             return None
         queue.extend(zip(na.args, nb.args))
     return slots, mapping
 
 
 def _reduce(graph: Graph, op: str, template: int, slots: list[tuple[int, int, int]],
-            count: int) -> int:
-    """The reduction over ``count`` steps of ``template`` (its slots lifted)."""
+            count: int) -> int | None:
+    """The reduction over ``count`` steps of ``template`` (its slots lifted, the term
+    rebuilt with the steps as rows); None where an op of the term would mix the rows."""
     lifted = {s: lifted_slot(graph, s, p, d, count) for s, p, d in slots}
-    value = _lift(graph, template, lifted)
+    try:
+        (value,) = rows_lifted(graph, graph.ancestors([template]), [template], lifted, count)
+    except Unbatchable:
+        return None
     return getattr(F, CHAIN_REDUCTIONS[op])(value, axis=0).node
-
-
-def _lift(graph: Graph, template: int, lifted: dict[int, Expr]) -> Expr:
-    """``template`` computed on the lifted slots (every node between them and it)."""
-    nodes = graph.nodes
-    order = graph.ancestors([template])
-    varying = graph.descendants(list(lifted), order)
-    memo: dict[int, Expr] = dict(lifted)
-    for i in order:
-        if i in memo or i not in varying:
-            continue
-        n = nodes[i]
-        ndim = 1 + len(n.shape)
-        args = tuple(padded(memo[a], ndim).node if a in memo else a for a in n.args)
-        memo[i] = Expr(graph, graph.add(REGISTRY[n.op], args, n.attrs))
-    return memo[template]

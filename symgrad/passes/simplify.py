@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import SymgradError
+from ..base.errors import SymgradError
 from ..ir.expr import Expr
 from .rebuild import _copy_var, gc_paused, rebuild  # noqa: F401 - their old home
 from .registry import query

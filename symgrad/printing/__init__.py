@@ -1,7 +1,9 @@
-"""Pictures and text of graphs for people: jaxpr-style listings and infix text (from the IR);
-one picture of the forward graph beside its derivative subgraph B (:mod:`.scene`) rendered
-by matplotlib (:func:`draw`), Graphviz (:func:`to_dot`) and as an interactive HTML page
-(:func:`to_html`); and how an Expr shows itself in Jupyter (:mod:`.notebook`)."""
+"""What people read about a graph: jaxpr-style listings and infix text (from the IR); the
+backprop table (:mod:`.explain`) and the cost of each compile pass (:mod:`.stats`); one
+picture of the forward graph beside its derivative subgraph B (:mod:`.scene`, made of
+:mod:`.model`'s boxes placed by :mod:`.layout`) rendered by matplotlib (:func:`draw`),
+Graphviz (:func:`to_dot`) and as an interactive HTML page (:func:`to_html`); and how an Expr
+shows itself in Jupyter (:mod:`.notebook`)."""
 
 from ..ir.text import infix, listing
 from .dot import to_dot

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 
 from ..ir.expr import Expr
 from ..ir.graph import Graph
-from .scene import EDGE_LEGEND, LEGEND, Box, Edge, Scene, build_scene
+from .model import EDGE_LEGEND, LEGEND, Box, Edge, Scene
+from .scene import build_scene
 
 # kind -> DOT node attributes
 NODE_ATTRS = {

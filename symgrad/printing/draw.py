@@ -6,12 +6,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ..errors import SymgradError
+from ..base.errors import SymgradError
+from ..base.progress import step
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..ir.values import describe
-from ..progress import step
-from .scene import EDGE_LEGEND, LEGEND, Box, Edge, Scene, build_scene
+from .model import EDGE_LEGEND, LEGEND, Box, Edge, Scene
+from .scene import build_scene
 
 # kind -> (face colour, edge colour, line style, line width)
 BOX_STYLE = {

@@ -19,17 +19,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..backends.interpreter import _by_name, run
-from ..errors import SymgradError
-from ..explain import Table, _text, at_item, explain
+from ..base.errors import SymgradError
+from ..base.progress import step
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.shapes import fmt, is_float
 from ..ir.values import describe
-from ..progress import step
 from ..transforms.derivatives import grad
 from .draw import BOX_STYLE, EDGE_STYLE, edge_points, label_point
-from .scene import EDGE_LEGEND, LEGEND, LINE, Scene, build_scene
+from .explain import Table, _text, at_item, explain
+from .model import EDGE_LEGEND, LEGEND, LINE, Scene
+from .scene import build_scene
 
 PX = 100.0  # SVG pixels per inch of the scene (its 8 pt text becomes 11 px)
 

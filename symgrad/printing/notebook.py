@@ -14,13 +14,14 @@ from __future__ import annotations
 import html
 import itertools
 
-from ..errors import SymgradError
+from ..base.errors import SymgradError
 from ..ir import expr as ir_expr
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from .draw import BOX_STYLE, EDGE_STYLE
 from .html import PX, _css_dash, _svg
-from .scene import EDGE_LEGEND, LEGEND, Scene, build_scene
+from .model import EDGE_LEGEND, LEGEND, Scene
+from .scene import build_scene
 
 LATEX_TREE = 1_500  # nodes of the expression written out as a tree (shared parts repeated)
 LATEX_CHARS = 5_000  # characters of LaTeX (MathJax is slow on more)

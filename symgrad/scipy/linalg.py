@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from .. import numpy as _numpy  # noqa: F401  (the ops and NumPy's names, registered first)
-from ..errors import ShapeError, UnsupportedError
+from ..base.errors import ShapeError, UnsupportedError
 from ..frontend.numpy_define import as_expr
 from ..ir.expr import Expr, F
 from ..ops.matrix_functions import factored_matrix, lu_parts

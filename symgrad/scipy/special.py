@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from .. import numpy as _numpy  # noqa: F401  (the ops and NumPy's names, registered first)
-from ..errors import UnsupportedError
+from ..base.errors import UnsupportedError
 from ..frontend.numpy_define import as_expr, define, no_out
 from ..ir.expr import Expr, F
 from ..ir.op import FUNCTIONS, REGISTRY

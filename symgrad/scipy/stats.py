@@ -28,7 +28,7 @@ import math
 from typing import Any
 
 from .. import numpy as _numpy  # noqa: F401  (the ops and NumPy's names, registered first)
-from ..errors import ShapeError, UnsupportedError
+from ..base.errors import ShapeError, UnsupportedError
 from ..frontend.numpy_define import as_expr
 from ..ir.expr import Expr, F
 

@@ -26,15 +26,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..errors import SymgradError
-from ..ir.custom import CustomRule
 from ..ir.expr import Expr, F
-from ..ir.graph import Graph
-from ..ir.op import REGISTRY
-
-
-class Unbatchable(SymgradError):
-    """A graph with a node that cannot be rebuilt for a batch in one pass."""
+from ..passes.steps import Unbatchable, rows_lifted
 
 
 def batched(outputs: Sequence[Expr], inputs: Mapping[str, Expr], size: int) -> list[Expr]:
@@ -50,57 +43,7 @@ def batched(outputs: Sequence[Expr], inputs: Mapping[str, Expr], size: int) -> l
     if not inputs:  # the outputs use none of them
         home = given[0].graph
         return [F.broadcast_to(Expr(home, home.find(o)), (size, *o.shape)) for o in outputs]
-    order = graph.ancestors(ids)
-    probe = 2 + max((d for i in order for d in graph.nodes[i].shape), default=1)
-    probe = max(probe, size + 1)
-    trial = Graph()
-    fresh = {i: Expr(trial, trial.var(f"_sg_probe{k}", (probe, *graph.nodes[i].shape),
-                                      graph.nodes[i].dtype))
-             for k, i in enumerate(inputs)}
-    _rebuild(graph, order, ids, fresh, probe)
-    return _rebuild(graph, order, ids, dict(inputs), size)
-
-
-def _rebuild(graph: Graph, order: list[int], ids: list[int], memo: dict[int, Expr],
-             size: int) -> list[Expr]:
-    home = next(iter(memo.values())).graph
-    nodes = graph.nodes
-    for i in order:
-        n = nodes[i]
-        if i in memo or not any(a in memo for a in n.args):
-            continue
-        if isinstance(n.attrs.get("rule"), CustomRule):
-            raise Unbatchable(f"a call of {n.attrs['rule'].name} (a custom rule)")
-        op = REGISTRY[n.op]
-        args = []
-        for a in n.args:
-            e = memo.get(a)
-            if e is None:
-                e = Expr(home, home.find(Expr(graph, a)))
-            elif op.elementwise and e.ndim - 1 < len(n.shape):
-                lift = (1,) * (len(n.shape) - e.ndim + 1)
-                e = F.reshape(e, (size, *lift, *e.shape[1:]))
-            args.append(e)
-        try:
-            if op.batch is not None:
-                new = home.find(op.batch(args, tuple(a in memo for a in n.args), n.attrs,
-                                         n.shape))
-            else:
-                new = home.add(op, tuple(home.find(e) for e in args), n.attrs)
-        except SymgradError as err:
-            raise Unbatchable(f"{n.op}: {err}") from None
-        got = home.nodes[new]
-        if got.shape != (size, *n.shape) or got.dtype != n.dtype:
-            raise Unbatchable(f"{n.op} mixes the rows")
-        memo[i] = Expr(home, new)
-    out = []
-    for i in ids:
-        e = memo.get(i)
-        if e is None:
-            n = nodes[i]
-            e = F.broadcast_to(Expr(home, home.find(Expr(graph, i))), (size, *n.shape))
-        out.append(e)
-    return out
+    return rows_lifted(graph, graph.ancestors(ids), ids, inputs, size)
 
 
 __all__ = ["Unbatchable", "batched"]

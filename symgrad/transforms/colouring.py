@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import LimitError
+from ..base.errors import LimitError
 from .sparsity import Pattern
 
 STEP_LIMIT = 200_000_000  # inner-loop steps a colouring may take

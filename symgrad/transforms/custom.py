@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DifferentiationError
+from ..base.errors import DifferentiationError
 from ..ir.body import Body, scan_nodes, trace
 from ..ir.custom import CustomRule
 from ..ir.expr import Expr, F

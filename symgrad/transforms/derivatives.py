@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DifferentiationError
+from ..base.errors import DifferentiationError
 from ..ir.expr import Expr, F
 from ..ir.graph import Graph
 from ..ir.limits import exceeded, limits
@@ -297,7 +297,7 @@ def hessian(f: Expr, wrt: Wrt | Sequence[Wrt], *, sparse: bool | None = None,
         g = grad(f, w)
         if sparse is False or (sparse is None and w.size < SPARSE_MIN):
             return _dense_hessian(g, w)
-        from ..errors import LimitError
+        from ..base.errors import LimitError
         from .sparse import hessian_plan, sparse_hessian
         from .sparsity import NNZ_LIMIT, pair_limit
 

@@ -26,10 +26,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from ..base.progress import start
 from ..ir.expr import Expr, F, NodeView
 from ..ir.op import REGISTRY
 from ..ir.shapes import is_float
-from ..progress import start
 from .reverse import _backprop, _gc_paused, adjoint_rewriting, seed_kind, sum_to_shape
 
 

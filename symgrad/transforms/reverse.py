@@ -21,6 +21,7 @@ from functools import reduce
 
 import numpy as np
 
+from ..base.progress import start
 from ..ir.expr import Expr, F, NodeView
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
@@ -29,7 +30,6 @@ from ..ir.values import freeze
 from ..passes import IDIOMS, REVERSE, rewriter, sum_contributions
 from ..passes.pattern import constant_value
 from ..passes.simplify import gc_paused
-from ..progress import start
 
 
 @dataclass(frozen=True)

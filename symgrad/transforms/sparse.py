@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DifferentiationError
+from ..base.errors import DifferentiationError
 from ..ir.expr import Expr, F
 from ..ir.shapes import fmt
 from ..ir.values import exact

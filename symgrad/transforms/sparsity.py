@@ -29,13 +29,13 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import LimitError
+from ..base.errors import LimitError
+from ..base.progress import start
 from ..ir.expr import Expr, NodeView
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.shapes import is_float
 from ..ops.structure import dense_maps, elementwise_maps
-from ..progress import start
 
 NNZ_LIMIT = 20_000_000  # entries a node's pattern may have
 # a tighter bound for one computation (hessian's default: a pattern past it is dense anyway)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..errors import ShapeError
+from ..base.errors import ShapeError
 from ..ir.expr import Expr
 from ..ir.limits import exceeded, limits
 from ..ir.op import REGISTRY

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import SymgradError
+from ..base.errors import SymgradError
+from ..base.progress import start
 from ..ir.expr import Expr, NodeView
 from ..ir.op import REGISTRY, Op
 from ..ir.shapes import is_float
 from ..ops.series import Series, piecewise_linear
 from ..ops.tangent import linear
-from ..progress import start
 from .forward import fit
 from .reverse import _gc_paused, adjoint_rewriting
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...errors import SymgradError
+from ...base.errors import SymgradError
 from ..array_api_helpers import _sg_xp_const, _sg_xp_device
 from ..array_api_table import ARRAY_API, DEVICE
 from ..jax_table import JAX

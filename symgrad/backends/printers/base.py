@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ...errors import BackendError, SymgradError
+from ...base.errors import BackendError, SymgradError
+from ...base.progress import start
 from ...ir.expr import Expr
 from ...ir.graph import Graph
 from ...passes.rebuild import gc_paused
-from ...progress import start
 from .. import layout
 from ..docstring import docstring
 from ..literals import LINE

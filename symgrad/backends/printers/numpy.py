@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...errors import SymgradError
+from ...base.errors import SymgradError
 from ..docstring import docstring
 from ..literals import _sg_data, array_source, as_data, numpy_literal
 from ..loops import body_ops

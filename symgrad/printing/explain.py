@@ -19,16 +19,16 @@ from typing import Any
 
 import numpy as np
 
-from .backends.interpreter import _by_name, run
-from .errors import SymgradError
-from .ir.expr import Expr, NodeView
-from .ir.graph import Graph
-from .ir.op import REGISTRY
-from .ir.shapes import fmt, is_float
-from .ir.text import _ATOM, const_text, node_form
-from .ir.values import exact, type_name
-from .transforms.derivatives import Wrt, _resolve
-from .transforms.reverse import adjoint_rewriting, backprop, sum_to_shape
+from ..backends.interpreter import _by_name, run
+from ..base.errors import SymgradError
+from ..ir.expr import Expr, NodeView
+from ..ir.graph import Graph
+from ..ir.op import REGISTRY
+from ..ir.shapes import fmt, is_float
+from ..ir.text import _ATOM, const_text, node_form
+from ..ir.values import exact, type_name
+from ..transforms.derivatives import Wrt, _resolve
+from ..transforms.reverse import adjoint_rewriting, backprop, sum_to_shape
 
 _FORWARD_COLUMNS = ("node", "definition", "op", "shape", "value")
 _ADJOINT_COLUMNS = ("adjoint", "sum over consumers", "local terms", "value")
@@ -116,7 +116,7 @@ def explain(
       P1       P3 J(1->3)               3*1          3
     """
     if isinstance(f, str):
-        from .frontend.parse import parse
+        from ..frontend.parse import parse
 
         f = parse(f)
     if not isinstance(f, Expr):

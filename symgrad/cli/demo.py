@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 
 import symgrad as sg
-from symgrad.errors import SymgradError
+
+from ..base.errors import SymgradError
 
 NETWORK = "-log_softmax(V @ tanh(W @ x + b) + g)[y]"
 SHAPES = {"W": (4, 3), "x": (3,), "b": (4,), "V": (2, 4), "g": (2,)}

@@ -14,15 +14,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .backends.boundary import exact_flag
-from .errors import SymgradError
-from .ir.expr import Expr
-from .ir.graph import Graph
-from .ops.loops import loop_calls
-from .passes import pipeline
-from .passes.cost import cost
-from .passes.loops import loop_passes
-from .passes.simplify import rebuild
+from ..backends.boundary import exact_flag
+from ..base.errors import SymgradError
+from ..ir.expr import Expr
+from ..ir.graph import Graph
+from ..ops.loops import loop_calls
+from ..passes import pipeline
+from ..passes.cost import cost
+from ..passes.loops import loop_passes
+from ..passes.simplify import rebuild
 
 
 @dataclass
@@ -139,7 +139,7 @@ def stats(exprs: Expr | Sequence[Expr], fast_math: bool = False,
 def _backend_plan(outs: list[Expr], fast_math: bool, backend: Any) -> tuple:
     """``(name, kernels, numpy_ops)`` of the module ``backend`` would print for ``outs``
     (empty for a backend that compiles no loops of its own)."""
-    from .backends.request import lower, request
+    from ..backends.request import lower, request
 
     low = lower(request(outs, backend=backend, fast_math=fast_math))
     printer = low.request.target.printer(low)

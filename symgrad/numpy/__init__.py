@@ -32,14 +32,14 @@ from typing import Any as _Any
 
 import numpy as _np
 
-from . import frontend as _frontend
-from . import ops as _ops  # noqa: F401  (the ops, before their NumPy names are made)
-from .errors import UnsupportedError as _UnsupportedError
-from .ir.expr import function as _function
-from .ir.op import ALIASES as _ALIASES
-from .ir.op import FUNCTIONS as _FUNCTIONS
-from .ir.op import REGISTRY as _REGISTRY
-from .ir.op import UNSUPPORTED as _UNSUPPORTED
+from .. import frontend as _frontend
+from .. import ops as _ops  # noqa: F401  (the ops, before their NumPy names are made)
+from ..base.errors import UnsupportedError as _UnsupportedError
+from ..ir.expr import function as _function
+from ..ir.op import ALIASES as _ALIASES
+from ..ir.op import FUNCTIONS as _FUNCTIONS
+from ..ir.op import REGISTRY as _REGISTRY
+from ..ir.op import UNSUPPORTED as _UNSUPPORTED
 
 _frontend.numpy_functions.register_ufuncs()
 

@@ -22,7 +22,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from .errors import SymgradError
+from ..base.errors import SymgradError
 
 _SHAPE = re.compile(r"\s*([^\W\d]\w*)\s*=\s*(\(\s*\)|\d+(?:\s*x\s*\d+)*)?\s*\Z")
 _DTYPE = re.compile(r"\s*([^\W\d]\w*)\s*=\s*(\w+)\s*\Z")
@@ -159,8 +159,8 @@ def _wrt_names(text: str | None) -> list[str] | None:
 def _expression(args: argparse.Namespace, values: dict[str, Any] | None = None):
     import numpy as np
 
-    from .frontend.parse import parse
-    from .progress import step
+    from ..base.progress import step
+    from ..frontend.parse import parse
 
     shapes = parse_shapes(args.shape)
     dtypes = parse_dtypes(args.dtype)
@@ -182,7 +182,7 @@ def _known_at(f, values: dict[str, Any]) -> None:
 
 
 def _targets(f, names: list[str] | None) -> list[str]:
-    from .ir.shapes import is_float
+    from ..ir.shapes import is_float
 
     if names is not None:
         return names
@@ -197,7 +197,7 @@ def _targets(f, names: list[str] | None) -> list[str]:
 def _simplified(exprs: list, on: bool) -> list:
     if not on:
         return exprs
-    from .passes import simplify
+    from ..passes import simplify
 
     return list(simplify(exprs))
 
@@ -217,7 +217,7 @@ def _write(text: str, path: str | None) -> None:
 
 
 def cmd_grad(args: argparse.Namespace) -> int:
-    from .transforms.derivatives import grad
+    from ..transforms.derivatives import grad
 
     f = _expression(args)
     names = _targets(f, _wrt_names(args.wrt))
@@ -228,8 +228,8 @@ def cmd_grad(args: argparse.Namespace) -> int:
 
 
 def cmd_source(args: argparse.Namespace) -> int:
-    from .backends.request import lower, request
-    from .transforms.derivatives import grad
+    from ..backends.request import lower, request
+    from ..transforms.derivatives import grad
 
     f = _expression(args)
     names = _targets(f, _wrt_names(args.wrt))
@@ -250,7 +250,7 @@ def cmd_source(args: argparse.Namespace) -> int:
             *[None] * (len(labels) - 1), flat)
     _write(lower(req).source(), args.output)
     if args.stats:
-        from .stats import _summary
+        from ..printing.stats import _summary
 
         print(_summary(outs), file=sys.stderr)
     return 0
@@ -261,8 +261,8 @@ def _hessian_outputs(f: Any, names: list[str], how: str) -> tuple[list, list, An
     ``a`` not after ``b`` in --wrt order (``hess_a`` for one variable; the block of ``b, a``
     is ``hess_a_b`` transposed), or one ``hess`` over the variables concatenated
     (flattened, in --wrt order) with its layout ``((name, start, stop), ...)``."""
-    from .ir.expr import F
-    from .transforms.derivatives import hessian
+    from ..ir.expr import F
+    from ..transforms.derivatives import hessian
 
     if len(names) == 1 and how == "blocks":
         return [hessian(f, names[0])], [f"hess_{names[0]}"], None
@@ -289,8 +289,8 @@ def _size_of(f: Any, name: str) -> int:
 
 
 def cmd_dot(args: argparse.Namespace) -> int:
-    from .printing import to_dot
-    from .transforms.derivatives import grad
+    from ..printing import to_dot
+    from ..transforms.derivatives import grad
 
     f = _expression(args)
     exprs = [f]
@@ -301,7 +301,7 @@ def cmd_dot(args: argparse.Namespace) -> int:
 
 
 def cmd_html(args: argparse.Namespace) -> int:
-    from .printing import to_html
+    from ..printing import to_html
 
     values = parse_values(args.at)
     f = _expression(args, values)
@@ -309,14 +309,14 @@ def cmd_html(args: argparse.Namespace) -> int:
     page = to_html(f, at=values or None, wrt=_wrt_names(args.wrt))
     _write(page, args.output)
     if args.output is not None:
-        from .progress import logger
+        from ..base.progress import logger
 
         logger.info("wrote %s: open it in a browser", args.output)
     return 0
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from .explain import explain
+    from ..printing.explain import explain
 
     values = parse_values(args.at)
     f = _expression(args, values)
@@ -337,7 +337,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of the ``symgrad`` command."""
-    version = sys.modules[__package__].__version__  # the package, imported before its cli
+    version = sys.modules["symgrad"].__version__  # the package, imported before its cli
     p = argparse.ArgumentParser(
         prog="symgrad", parents=[_report_options(False)],
         description="Symbolic differentiation of NumPy expressions: derivatives as text, "
@@ -427,7 +427,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)  # --version and --help end here, before any heavy import
     import logging
 
-    from . import api, progress  # noqa: F401  (api: the compiler and its op registry)
+    from .. import api  # noqa: F401  (the compiler and its op registry)
+    from ..base import progress
+
     level = logging.WARNING if args.quiet else logging.DEBUG if args.verbose else logging.INFO
     progress.enable(level)
     try:

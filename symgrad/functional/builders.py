@@ -1,0 +1,113 @@
+"""What each function transform builds from the traced function: its gradient, Jacobian,
+Hessian, JVP or VJP, in the structure of its arguments and results."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..base.errors import DifferentiationError
+from ..base.tree_util import tree_flatten, tree_unflatten
+from ..ir.expr import F
+from ..ir.shapes import fmt, is_float
+from ..transforms import derivatives
+from .checks import _as_output, _check_scalar, _fun_name, _split, _wrt
+from .traced import Make
+
+
+def _call_make(fun: Callable, args: tuple, static: dict) -> Any:
+    return fun(*args, **static)
+
+
+def _grad_make(argnums: Any, has_aux: bool, with_value: bool, cleanup: bool) -> Make:
+    def make(fun: Callable, args: tuple, static: dict) -> Any:
+        value, aux = _split(fun, fun(*args, **static), has_aux)
+        value = _check_scalar(fun, value, "grad")
+        wrt, tree = _wrt(fun, args, argnums)
+        grads = derivatives.grad(value, wrt, cleanup=cleanup) if wrt else []
+        g = tree_unflatten(tree, list(grads))
+        if with_value:
+            return ((value, aux), g) if has_aux else (value, g)
+        return (g, aux) if has_aux else g
+
+    return make
+
+
+def _jac_make(argnums: Any, has_aux: bool, mode: str) -> Make:
+    def make(fun: Callable, args: tuple, static: dict) -> Any:
+        out, aux = _split(fun, fun(*args, **static), has_aux)
+        wrt, tree = _wrt(fun, args, argnums)
+        leaves, out_def = tree_flatten(out)
+        blocks = []
+        for leaf in leaves:
+            e = _as_output(fun, leaf, wrt)
+            jac = derivatives.jacobian(e, wrt, mode=mode) if wrt else ()
+            blocks.append(tree_unflatten(tree, list(jac)))
+        jac = tree_unflatten(out_def, blocks)
+        return (jac, aux) if has_aux else jac
+
+    return make
+
+
+def _hessian_make(argnums: Any, has_aux: bool) -> Make:
+    def make(fun: Callable, args: tuple, static: dict) -> Any:
+        value, aux = _split(fun, fun(*args, **static), has_aux)
+        value = _check_scalar(fun, value, "hessian")
+        wrt, tree = _wrt(fun, args, argnums)
+        rows = derivatives.hessian(value, wrt, sparse=False) if wrt else ()
+        h = tree_unflatten(tree, [tree_unflatten(tree, list(r)) for r in rows])
+        return (h, aux) if has_aux else h
+
+    return make
+
+
+def _jvp_make(has_aux: bool) -> Make:
+    def make(fun: Callable, args: tuple, static: dict) -> Any:
+        primals, tangents = args
+        out, aux = _split(fun, fun(*primals, **static), has_aux)
+        p_leaves, p_def = tree_flatten(primals)
+        t_leaves, t_def = tree_flatten(tangents)
+        if p_def != t_def:
+            raise DifferentiationError(f"jvp of {_fun_name(fun)}: primals and tangents "
+                                       f"differ in structure ({p_def!r} and {t_def!r})")
+        pairs = [(p, t) for p, t in zip(p_leaves, t_leaves) if is_float(p.dtype)]
+        leaves, out_def = tree_flatten(out)
+        outs = [_as_output(fun, e, p_leaves) for e in leaves]
+        if pairs and outs:
+            tan = derivatives.jvp(outs, [p for p, _ in pairs], [t for _, t in pairs])
+        else:
+            tan = [F.zeros(e.shape, dtype=e.dtype) for e in outs]
+        result = (out, tree_unflatten(out_def, list(tan)))
+        return result + (aux,) if has_aux else result
+
+    return make
+
+
+def _vjp_make(has_aux: bool) -> Make:
+    def make(fun: Callable, args: tuple, static: dict) -> Any:
+        primals, cotangent = args
+        out, _ = _split(fun, fun(*primals, **static), has_aux)
+        leaves, out_def = tree_flatten(out)
+        c_leaves, c_def = tree_flatten(cotangent)
+        if c_def != out_def:
+            raise DifferentiationError(f"vjp of {_fun_name(fun)}: the cotangent's structure "
+                                       f"{c_def!r} is not the output's {out_def!r}")
+        p_leaves, p_def = tree_flatten(tuple(primals))
+        wrt = [p for p in p_leaves if is_float(p.dtype)]
+        total = [None] * len(wrt)
+        for leaf, ct in zip(leaves, c_leaves):
+            e = _as_output(fun, leaf, p_leaves)
+            if ct.shape != e.shape:
+                raise DifferentiationError(f"vjp of {_fun_name(fun)}: a cotangent has shape "
+                                           f"{fmt(ct.shape)}, its output {fmt(e.shape)}")
+            if not wrt:
+                break
+            parts = derivatives.vjp(e, wrt, ct)
+            total = [p if t is None else t + p for t, p in zip(total, parts)]
+        it = iter(total)
+        grads = [(next(it) if is_float(p.dtype) else None) for p in p_leaves]
+        grads = [F.zeros(p.shape, dtype=p.dtype) if g is None else g
+                 for g, p in zip(grads, p_leaves)]
+        return tuple(tree_unflatten(p_def, grads))
+
+    return make

@@ -1,0 +1,82 @@
+"""What reaches an Expr through NumPy's array protocols, by name: a function object's NumPy
+name (``linalg.solve``), a ufunc's (``sin``, or SciPy's ``scipy.special.erf``), the ufunc
+methods that are reductions and scans (``np.add.reduce`` is ``sum``), and the SciPy
+function converting an Expr to an array (to name the symgrad function to use instead).
+
+>>> import numpy as np
+>>> numpy_name(np.linalg.solve), ufunc_name(np.sin), REDUCE["add"]
+('linalg.solve', 'sin', 'sum')
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+
+# ufunc methods as the reductions and scans they are
+REDUCE = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
+           "logical_and": "all", "logical_or": "any", "logaddexp": "logsumexp"}
+
+
+ACCUMULATE = {"add": "cumsum", "multiply": "cumprod"}
+
+
+def numpy_name(func: Any) -> str:
+    """NumPy's name of a function object: ``"sum"``, ``"linalg.solve"``."""
+    module = getattr(func, "__module__", "") or ""
+    sub = module.removeprefix("numpy").strip(".") if module.startswith("numpy") else ""
+    name = getattr(func, "__name__", repr(func))
+    return f"{sub}.{name}" if sub and not sub.startswith("_") else name
+
+
+def scipy_caller() -> str | None:
+    """The SciPy function the user called that is converting an Expr to an array
+    (``"scipy.stats.norm.cdf"``, ``"scipy.linalg.solve_triangular"``), or None."""
+    frame, chain = sys._getframe(1), []
+    for _ in range(80):
+        if frame is None:
+            break
+        if frame.f_globals.get("__name__", "").startswith("scipy."):
+            chain.append(frame)
+        elif chain:
+            break  # out of SciPy again: the frame that called it
+        frame = frame.f_back
+    for f in reversed(chain):  # the outermost SciPy frame with a public name first
+        module, name = f.f_globals["__name__"], f.f_code.co_name
+        owner = f.f_locals.get("self")
+        owner = getattr(owner, "dist", owner)  # a frozen distribution: norm(0, 1).cdf
+        if module.startswith("scipy.stats.") and owner is not None and name[0] != "_":
+            dist = getattr(owner, "name", None) or type(owner).__name__.removesuffix("_gen")
+            return f"scipy.stats.{dist}.{name}"
+        # the function itself, or the one a decorator's wrapper holds
+        named = [(module, name)] + [(getattr(v, "__module__", None) or "", v.__name__)
+                                    for v in f.f_locals.values() if type(v).__name__ ==
+                                    "function"]
+        for mod, fn in named:
+            sub = mod.split(".")[1] if mod.startswith("scipy.") else ""
+            if sub and fn[0] != "_" and hasattr(sys.modules.get(f"scipy.{sub}"), fn):
+                return f"scipy.{sub}.{fn}"
+    return None
+
+
+def symgrad_has(path: str) -> bool:
+    """Whether ``symgrad.<path>`` exists (``path`` = ``"scipy.stats.norm.cdf"``)."""
+    parts = path.split(".")
+    obj = sys.modules.get("symgrad." + ".".join(parts[:2]))
+    for p in parts[2:]:
+        obj = getattr(obj, p, None)
+    return obj is not None
+
+
+def ufunc_name(ufunc: Any) -> str:
+    """NumPy's name of a ufunc (``"sin"``), or SciPy's full name of one of SciPy's
+    (``"scipy.special.erf"``): SciPy's ufuncs reach Exprs through the same protocol."""
+    name = ufunc.__name__
+    if getattr(np, name, None) is ufunc:
+        return name
+    special = sys.modules.get("scipy.special")
+    if special is not None and getattr(special, name, None) is ufunc:
+        return f"scipy.special.{name}"
+    return name
