@@ -43,7 +43,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from ..errors import SymgradError
+from ..base.errors import SymgradError
 from ..ir.body import Body
 from . import fusion
 from . import numba_source as nb
