@@ -32,7 +32,7 @@ function's size.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,13 +87,15 @@ def _axes(n: Any, ndim: int) -> tuple[int, ...]:
 
 
 def plan(nodes: Sequence, body: Sequence[int], escapes: set[int], table: dict,
-         contiguous: bool = False) -> list[Region]:
+         contiguous: bool = False, keep: Callable[[Sequence, Region], bool] | None = None
+         ) -> list[Region]:
     """The regions of ``body`` (node ids in topological order) worth a compiled loop.
 
     ``escapes``: nodes used outside ``body`` (the function's outputs): always roots.
     ``contiguous``: members must be consecutive lines of ``body`` (long functions name
     their values like registers, reused once dead: nothing may run between a region's
-    first member and its root).
+    first member and its root). ``keep``: which regions are worth a loop (default: the
+    cost model, :func:`pays`).
     """
     pos = {i: k for k, i in enumerate(body)}
     consumers: dict[int, list[int]] = {}
@@ -130,7 +132,7 @@ def plan(nodes: Sequence, body: Sequence[int], escapes: set[int], table: dict,
         r.members.reverse()
         r.extras.reverse()
         r.inputs = _inputs(nodes, r)
-        if pays(nodes, r):
+        if (keep or pays)(nodes, r):
             kept.append(r)
     return kept
 

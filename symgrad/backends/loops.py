@@ -144,7 +144,8 @@ class LoopEmitter:
         found = self.functions.get(key)
         if found is None:
             name = self._fresh(pr)
-            lines, stmts = self._render(name, n, parts, pr)
+            made = pr.loop_function(self, name, n, parts)  # a printer's own loops (Numba)
+            lines, stmts = made if made is not None else self._render(name, n, parts, pr)
             found = self.functions[key] = (name, stmts)
             self.lines += ["", "", *lines]
         return found
@@ -158,8 +159,9 @@ class LoopEmitter:
         while True:
             self.count += 1
             name = f"_sg_loop{self.count}"
-            if name not in taken and f"{name}_math" not in taken:
-                self.printer.state.helper_names.update((name, f"{name}_math"))
+            helpers = (name, f"{name}_math", f"{name}_jit")
+            if not taken.intersection(helpers):
+                self.printer.state.helper_names.update(helpers)
                 return name
 
     def _render(self, name: str, n: Any, parts: tuple, pr: Any) -> tuple[list[str], list[str]]:

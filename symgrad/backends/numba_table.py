@@ -13,6 +13,9 @@ set.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from .numpy_table import NUMPY
 from .template import Template
 
@@ -62,7 +65,8 @@ NOT_FUSED: dict[str, str] = {
     **dict.fromkeys(("expm", "lu_factor", "lu_permutation", "lu_pivots"),
                     "a matrix function: SciPy's (LAPACK) call in the driver"),
     "sinc": "np.sinc's call in the driver (its value at 0 has no one-line scalar form here)",
-    "scan": "a loop: the driver calls its loop function (backends/loops.py)",
+    "scan": "a loop: compiled whole as one function of its own where every op of its step "
+            "has a loop_form (backends/numba_loops.py), else the NumPy target's loop",
     "stop_gradient": "no arithmetic: the driver passes its operand on",
     **dict.fromkeys(("custom_vjp_call", "custom_jvp_call"),
                     "a custom rule's call: its value is its first operand (no arithmetic)"),
@@ -82,3 +86,98 @@ NUMBA: dict[str, Template | None] = {
     "mod": T("np.remainder({0}, {1})"),
     **dict.fromkeys(NOT_FUSED),
 }
+
+
+# -- inside a compiled loop ------------------------------------------------------------------
+# A scan's step compiled as one numba.njit function (backends/numba_loops.py) runs every op
+# on the step's own values: a 0-d value is a Numba scalar (the scalar forms above), an array
+# a Numba array (NumPy's call where Numba implements it with NumPy's semantics).
+
+_ARRAY_ELEMENTWISE = frozenset(_UFUNC) - {"heaviside"}  # Numba has no np.heaviside
+_PASS = frozenset({"stop_gradient", "custom_vjp_call", "custom_jvp_call"})  # no arithmetic
+_FULL = {"sum": "np.sum", "mean": "np.mean", "max": "np.max", "min": "np.min"}
+_ONE_AXIS = {"sum": "np.sum"}  # of these, Numba's takes axis=
+_FLOATS = frozenset({"float64", "float32"})
+
+
+def _index_form(n: Any, nodes: Any) -> Template | None:
+    """Basic indexing by literal ints and slices (always in bounds: the key was checked
+    against the static shape); a traced index or ``None`` has no form (Numba does not
+    check bounds)."""
+    key = n.attrs["key"]
+    if len(n.args) != 1 or any(e is None or isinstance(e, str) for e in key):
+        return None
+    return NUMPY["index"]
+
+
+def _reduction_form(n: Any, nodes: Any) -> Template | None:
+    x = nodes[n.args[0]]
+    axis, keep = n.attrs.get("axis"), n.attrs.get("keepdims")
+    if keep or x.dtype not in _FLOATS:
+        return None
+    if n.shape == ():
+        return T(f"{_FULL[n.op]}({{0}})")
+    one = _ONE_AXIS.get(n.op)
+    if one is not None and axis is not None and len(axis) == 1:
+        return T(f"{one}({{0}}, axis={axis[0] % len(x.shape)})")
+    return None
+
+
+def _blas(n: Any, nodes: Any) -> bool:
+    """Operands BLAS takes: vectors or matrices of one floating dtype."""
+    a, b = (nodes[k] for k in n.args)
+    return (a.dtype == b.dtype and a.dtype in _FLOATS and 1 <= len(a.shape) <= 2
+            and 1 <= len(b.shape) <= 2)
+
+
+def _dot_form(n: Any, nodes: Any) -> Template | None:
+    return T("np.dot({0}, {1})") if _blas(n, nodes) else None
+
+
+def _outer_form(n: Any, nodes: Any) -> Template | None:
+    vectors = _blas(n, nodes) and all(len(nodes[k].shape) == 1 for k in n.args)
+    # a broadcast product: Numba compiles np.outer about 5x slower
+    return T("{0}[:, None] * {1}") if vectors else None
+
+
+def _transpose_form(n: Any, nodes: Any) -> Template | None:
+    return T("{0}.T") if len(n.shape) == 2 else None
+
+
+def _where_form(n: Any, nodes: Any) -> Template | None:
+    return NUMPY["where"] if all(nodes[a].shape == n.shape for a in n.args) else None
+
+
+def _concatenate_form(n: Any, nodes: Any) -> Template | None:
+    axis = int(n.attrs["axis"]) % len(n.shape)
+    return T(lambda names, attrs: f"np.concatenate(({', '.join(names)},), axis={axis})")
+
+
+_ARRAY_FORMS: dict[str, Callable[[Any, Any], Template | None]] = {
+    "index": _index_form, "where": _where_form, "concatenate": _concatenate_form,
+    **dict.fromkeys(_FULL, _reduction_form),
+    **dict.fromkeys(("matmul", "dot"), _dot_form), "outer": _outer_form,
+    **dict.fromkeys(("transpose", "matrix_transpose"), _transpose_form),
+}
+
+
+def loop_form(n: Any, nodes: Any) -> Template | None:
+    """How op node ``n`` (of graph ``nodes``) is written in a compiled loop's step: the
+    scalar form where it and its operands are 0-d, else its array form; ``None`` where it
+    has none there (the loop then runs on NumPy).
+
+    >>> import symgrad as sg
+    >>> x = sg.var("x", shape=(3,))
+    >>> e = sg.sum(sg.sin(x))
+    >>> nodes = e.graph.nodes
+    >>> loop_form(nodes[e.node], nodes).render(["t1"], nodes[e.node].attrs)
+    'np.sum(t1)'
+    """
+    if n.op in _PASS:
+        return NUMPY[n.op]
+    if n.shape == () and all(nodes[a].shape == () for a in n.args):
+        return NUMBA.get(n.op)
+    if n.op in _ARRAY_ELEMENTWISE:
+        return NUMPY[n.op]
+    make = _ARRAY_FORMS.get(n.op)
+    return make(n, nodes) if make is not None else None

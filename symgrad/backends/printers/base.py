@@ -182,6 +182,13 @@ class Printer:
         """The printer class of a loop's step (see :mod:`symgrad.backends.loops`)."""
         return type(self)
 
+    def loop_function(self, emitter: LoopEmitter, name: str, node: Any, parts: tuple
+                      ) -> tuple[list[str], list[str]] | None:
+        """The lines of loop function ``name`` for scan ``node`` returning ``parts`` and
+        its step's statements, if this printer writes its loops itself (None: the
+        emitter's loop, see :mod:`symgrad.backends.loops`)."""
+        return None
+
     def scalar_loops(self) -> bool:
         """Whether an all-scalar loop step is also written over Python floats (``math``)."""
         return False

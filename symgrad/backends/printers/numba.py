@@ -4,7 +4,9 @@
 node, the same names), except that the regions the fusion planner (:mod:`..fusion`) picks
 in each function's body are one line each, calling a kernel printed before the functions
 (:mod:`..numba_source`: the loop nest, the module header, loading and the disk cache).
-The driver's table is NumPy's; the loops' is :data:`..numba_table.NUMBA`.
+The driver's table is NumPy's; the loops' is :data:`..numba_table.NUMBA`. A scan is one
+compiled function of its own (:mod:`..numba_loops`), or the NumPy target's loop where its
+step has an op Numba cannot run there.
 
 >>> import symgrad as sg
 >>> x = sg.var("x", shape=(8,))
@@ -17,8 +19,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .. import fusion, layout
+from .. import fusion, layout, numba_loops
 from .. import numba_source as nb
+from ..loops import is_loop
 from ..naming import Plan
 from ..numba_table import NUMBA
 from ..numpy_table import NUMPY_TYPE
@@ -50,7 +53,20 @@ class NumbaPrinter(NumpyPrinter):
         self._fuse = True
 
     def loop_printer(self) -> type:
-        return NumpyPrinter  # a loop's step runs on NumPy (not compiled as one kernel yet)
+        return NumpyPrinter  # the step of a loop Numba cannot compile runs on NumPy
+
+    def loop_function(self, emitter: LoopEmitter, name: str, node: Any, parts: tuple
+                      ) -> tuple[list[str], list[str]] | None:
+        """A scan compiled whole by Numba (:mod:`..numba_loops`), or None (the NumPy loop)
+        where an op of its step has no form there: counted among the NumPy calls."""
+        req = self.lowered.request
+        made = numba_loops.render(self, name, node, parts, wrapper=True)
+        if made is None:
+            for op in ["scan", *numba_loops.missing(node.attrs["body"], req)]:
+                self.numpy_counts[op] = self.numpy_counts.get(op, 0) + 1
+        else:
+            self.fused.append((name, numba_loops.ops(node.attrs["body"], req)))
+        return made
 
     def finish(self, out: list[str], code: list[str]) -> str:
         k = len(self.header())
@@ -99,7 +115,7 @@ class NumbaPrinter(NumpyPrinter):
 
     def _count(self, i: int) -> None:
         n = self.graph.nodes[i]
-        if not (n.is_var or n.is_const):
+        if not (n.is_var or n.is_const or is_loop(n)):  # a loop: counted by loop_function
             self.numpy_counts[n.op] = self.numpy_counts.get(n.op, 0) + 1
 
     def _kernel(self, r: fusion.Region, names: dict[int, str]) -> tuple[str, str]:
