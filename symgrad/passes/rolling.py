@@ -137,11 +137,12 @@ def _signature(n: Any) -> Any:
 
 def _hashes(graph: Graph, order: list[int]) -> dict[int, int]:
     nodes = graph.nodes
-    h0 = {i: hash(_signature(nodes[i])) for i in order}
-    h = h0
+    args = [nodes[i].args for i in order]
+    h0 = [hash(_signature(nodes[i])) for i in order]
+    h = dict(zip(order, h0))
     for _ in range(ROUNDS):
-        h = {i: hash((h0[i], *[h[a] for a in nodes[i].args])) if nodes[i].args else h0[i]
-             for i in order}
+        h = dict(zip(order, [hash((b, *[h[a] for a in arg])) if arg else b
+                             for b, arg in zip(h0, args)]))
     return h
 
 
