@@ -4,7 +4,9 @@ whose body is printed once, and the results of the scan one assignment calling i
 * NumPy (``Printer.loop_style == "numpy"``): a ``for`` loop over the steps with the step's
   statements inline; per-step results and the carries reverse mode reads are written into
   preallocated arrays; with ``scalars="math"``, an all-scalar step runs over Python floats
-  first (NumPy's version where ``math`` raises).
+  first (NumPy's version where ``math`` raises), the per-step results one loop stacks only
+  for other loops to scan passed as Python lists (:meth:`LoopEmitter._list_ok`) and a value
+  one line uses once written into that line (:func:`_fused`).
 * JAX (``"jax"``): ``jax.lax.scan`` of a nested step function (a traced loop, compiled once
   by ``jax.jit``).
 * The array API and torch (``"arrays"``): a ``for`` loop collecting the per-step results in

@@ -11,11 +11,13 @@ How (linear in the graph; every walk iterative):
    attributes, shape, dtype; per-step slices ``x[k]`` with the int positions blanked).
 2. In creation order, each node is paired with an earlier node of the same hash whose
    operands are its own operands one step back (``prev``), the same node (a value shared by
-   every step), or a slice of the same array one position back (a per-step input).
+   every step), a slice of the same array one position back (a per-step input), or another
+   constant of the same shape and dtype (per-step constants, stacked into one input).
 3. Chains of ``prev`` are *roles* (one node of the step each); roles linked by operands are
    one loop. Steps are cut where its longest role's nodes were created; every step of the
    run must use the same roles the same way: an operand of the same step, of the step
-   before (a carry), a slice (a scanned input) or a shared value (captured).
+   before (a carry), a slice (a scanned input), a constant that changes from step to step
+   (its values stacked: a scanned input) or a shared value (captured).
 4. The run becomes ``sg.scan(step, init, xs)``; uses of its nodes after it read the final
    carry or the stacked per-step results.
 
