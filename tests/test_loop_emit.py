@@ -149,3 +149,14 @@ def test_random_scalar_steps_give_the_values_of_the_plain_emission_bit_for_bit(s
     for g, w, r in zip(got, want, ref):
         assert np.array_equal(g, w, equal_nan=True)
         np.testing.assert_allclose(g, r, rtol=1e-12, atol=1e-14)  # math vs NumPy ulps
+
+
+def test_the_node_budget_of_a_derivative_names_sg_scan():
+    """A Python loop that does not roll is differentiated step by step; the budget's error
+    says how to write it so that its step is traced once."""
+    x = sg.var("x")
+    h = x
+    for k in range(200):  # sin or tanh by the Thue-Morse sequence: it does not roll
+        h = (sg.tanh if bin(k).count("1") % 2 else sg.sin)(h) * h
+    with sg.limits(transform_nodes=100), pytest.raises(sg.LimitError, match="sg.scan"):
+        sg.grad(h, x)
