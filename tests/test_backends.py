@@ -361,8 +361,9 @@ def test_a_long_function_in_parts_passes_the_namespace():
     xs = pytest.importorskip("array_api_strict")
     x = sg.var("x", shape=(3,))
     y = x
-    for k in range(1500):  # a new constant every step: straight-line code, not a loop
-        y = sg.sin(y) * (1.0001 + k * 1e-9) + x[::-1] * 0.5
+    for k in range(1500):  # sin or tanh by the Thue-Morse sequence: straight-line code
+        op = sg.tanh if bin(k).count("1") % 2 else sg.sin
+        y = op(y) * (1.0001 + k * 1e-9) + x[::-1] * 0.5
     f = sg.sum(y * np.arange(3.0))
     outs = [f, sg.grad(f, x)]
     fn = sg.compile(outs, backend="array_api")

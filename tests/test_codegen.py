@@ -509,8 +509,9 @@ def test_getsource_and_tracebacks_show_generated_code():
 def test_deep_chain_emits_flat_code_that_compiles():
     x = sg.var("x", shape=(2,))
     e = x
-    for k in range(100_000):  # a new constant every step: not rolled into a loop
-        e = sg.sin(e) if k % 2 else e + (0.25 + k * 1e-9)
+    for k in range(100_000):  # sin or tanh by the Thue-Morse sequence: not rolled
+        op = sg.tanh if bin(k).count("1") % 2 else sg.sin
+        e = op(e) if k % 2 else e + (0.25 + k * 1e-9)
     assert len(e.graph) > 100_000
     text = sg.to_source(e)
     code = compile(text, "<deep>", "exec")

@@ -19,8 +19,9 @@ from symgrad.backends import layout
 def _chain(steps: int):
     x, y = sg.var("x", (3,)), sg.var("y")
     h = x
-    for k in range(steps):
-        h = sg.sin(h) * 0.3 + h * 0.95 + 0.01 * k * y
+    for k in range(steps):  # sin or tanh by the Thue-Morse sequence: not rolled
+        op = sg.tanh if bin(k).count("1") % 2 else sg.sin
+        h = op(h) * 0.3 + h * 0.95 + 0.01 * k * y
     f = sg.sum(h * h)
     return f, x, y
 
@@ -67,8 +68,9 @@ def test_registers_are_reused_after_the_last_use(small_layout, monkeypatch):
 def test_scalar_math_functions_in_parts(small_layout):
     x = sg.var("x")
     h = x
-    for k in range(40):  # a new constant every step: straight-line code, not a rolled loop
-        h = sg.sin(h) * h + sg.cos(h) * (1.0 + k / 64)
+    for k in range(40):  # cos or tanh by the Thue-Morse sequence (no run of identical
+        op = sg.tanh if bin(k).count("1") % 2 else sg.cos  # steps): straight-line code
+        h = sg.sin(h) * h + op(h) * (1.0 + k / 64)
     d = sg.grad(h, x)
     fn = sg.compile([h, d], inputs=[x])
     assert "import math" in fn.source and "_f_scalar_part" not in fn.source

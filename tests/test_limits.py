@@ -43,8 +43,9 @@ def test_derivative_of_a_growing_expression_stops_at_the_node_budget():
 def test_every_transform_has_the_budget(call):
     x = sg.var("x", shape=(3,))
     h = x
-    for k in range(60):  # a constant that changes every step: the loop is not rolled
-        h = sg.sin(h) * h + sg.cos(h) * (1.0 + k)
+    for k in range(60):  # cos or tanh by the Thue-Morse sequence: the loop is not rolled
+        op = sg.tanh if bin(k).count("1") % 2 else sg.cos
+        h = sg.sin(h) * h + op(h) * (1.0 + k)
     f = sg.sum(h)
     run = {"grad": lambda: sg.grad(f, x), "hessian": lambda: sg.hessian(f, x),
            "jacobian": lambda: sg.jacobian(h, x), "vjp": lambda: sg.vjp(h, x, np.ones(3)),

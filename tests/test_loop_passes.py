@@ -194,7 +194,7 @@ def test_terms_that_mix_the_rows_stay_as_written():
 
 # -- rolling --------------------------------------------------------------------------------
 
-from symgrad.passes.rolling import roll  # noqa: E402
+from symgrad.passes.rolling import MIN_STEPS, roll  # noqa: E402
 
 UNARY = (sg.sin, sg.cos, sg.tanh)
 BINARY = (lambda a, b: a * b, lambda a, b: a + b, lambda a, b: a - b,
@@ -309,13 +309,59 @@ def test_rk4_lotka_volterra_python_loop_rolls_with_a_scanned_input():
     assert "scan" in _ops(rolled) and len(_ops(rolled)) < len(_ops(unrolled)) // 4
 
 
-def test_what_does_not_roll_stays_correct():
+def test_constants_that_change_from_step_to_step_are_stacked_into_a_scanned_input():
     x = sg.var("x")
     h = x
-    for k in range(30):  # a constant that changes from step to step: no loop
+    for k in range(30):  # a constant that changes from step to step
         h = sg.sin(h) * (1.0 + k)
     (r,) = roll([h])
-    assert r.node == h.node
+    assert _ops(r) == ["var", "const", "scan"]
+    for x0 in (0.3, -0.7):
+        assert sg.evaluate(r, {"x": x0}) == sg.evaluate(h, {"x": x0})
+    g, gu = sg.grad(r, x), sg.grad(h, x, cleanup=False)
+    assert sg.evaluate(g, {"x": 0.3}) == pytest.approx(sg.evaluate(gu, {"x": 0.3}), rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_stacked_constants_roll_bit_for_bit(seed):
+    """Random steps whose constants change from step to step (scalars, vectors, some
+    repeating, some the same in every step): rolled and unrolled graphs agree bit for bit."""
+    rng = np.random.default_rng(100 + seed)
+    shape = [(), (3,)][seed % 2]
+    steps = int(rng.integers(2 * MIN_STEPS, 30))
+    table = rng.uniform(-2, 2, (steps, *shape))
+    kinds = [int(rng.integers(3)) for _ in range(3)]  # 0: per step, 1: repeats, 2: fixed
+
+    def const(k: int, j: int) -> np.ndarray:
+        row = {0: k, 1: k % 2, 2: 0}[kinds[j]]
+        return np.asarray(table[row] + j)
+
+    c0, w = sg.var("c", shape=shape), sg.var("w", shape=shape)
+    c = c0
+    for k in range(steps):
+        c = sg.tanh(c * const(k, 0) + w) + const(k, 1) * sg.sin(c) - const(k, 2)
+    (rolled,) = roll([c])
+    assert "scan" in _ops(rolled)
+    vals = {"c": rng.uniform(-1, 1, shape), "w": rng.uniform(-1, 1, shape)}
+    assert np.array_equal(sg.evaluate(rolled, vals), sg.evaluate(c, vals))
+    loss, loss_u = sg.sum(rolled), sg.sum(c)
+    np.testing.assert_allclose(sg.evaluate(sg.grad(loss, "c"), vals),
+                               sg.evaluate(sg.grad(loss_u, "c", cleanup=False), vals),
+                               rtol=1e-10, atol=1e-12)
+
+
+def test_constants_that_differ_in_shape_or_dtype_are_not_stacked():
+    x = sg.var("x", shape=3)
+    h = x
+    for k in range(20):  # a scalar constant in even steps, a vector one in odd steps
+        h = sg.sin(h) * (np.float64(k) if k % 2 == 0 else np.full(3, float(k)))
+    (r,) = roll([h])
+    v = {"x": np.array([0.1, 0.2, 0.3])}
+    assert np.array_equal(sg.evaluate(r, v), sg.evaluate(h, v))
+
+
+def test_what_does_not_roll_stays_correct():
+    x = sg.var("x")
     h1 = x
     for k in range(30):  # ... unless it repeats: three steps are one
         h1 = sg.sin(h1) ** (k % 3 + 1)

@@ -276,8 +276,9 @@ def test_regions_are_convex_and_store_what_others_read(model):
     if model == "chain":
         x = sg.var("x")
         t = x
-        for k in range(60):  # a new constant each step: it stays straight-line (no rolling)
-            t = sg.sin(t) * t + sg.cos(t) * (1.0 + k / 64)
+        for k in range(60):  # cos or tanh by the Thue-Morse sequence: no run of identical
+            op = sg.tanh if bin(k).count("1") % 2 else sg.cos  # steps, so no rolling
+            t = sg.sin(t) * t + op(t) * (1.0 + k / 64)
         outs = [t, sg.grad(t, x)]
     else:
         mod = w5_lstm if model == "lstm" else w2_gmm

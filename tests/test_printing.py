@@ -385,7 +385,8 @@ def test_rich_display_has_budgets_and_needs_no_drawing_tools(monkeypatch):
     assert r"\leftarrow" in g._repr_latex_()
     assert "<svg" in g._repr_html_()  # chains collapse: the picture stays small
     wide = sg.var("v", shape=(3,))
-    total = sum(sg.sin(wide * float(k)) for k in range(1, 600))
+    total = sum((sg.cos if bin(k).count("1") % 2 else sg.sin)(wide * float(k))  # Thue-Morse:
+                for k in range(1, 600))  # no run of identical terms, so nothing rolls
     assert sg.grad(sg.sum(total), wide)._repr_html_() is None  # more than 400 boxes
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # not installed
     monkeypatch.setitem(sys.modules, "sympy", None)

@@ -23,17 +23,22 @@ _TEXT_LIMIT = 200  # characters of a printed expression kept in the docstring
 _OF_LIMIT = 60  # characters of the differentiated expression named in a derivative's line
 
 
-def _tree_sizes(graph: Graph, ids: list[int]) -> dict[int, int]:
-    """Size of each node's expression when written out as a tree (sharing unfolded)."""
-    size: dict[int, int] = {}
-    for i in graph.ancestors(ids):
-        size[i] = min(1 + sum(size[a] for a in graph.nodes[i].args), 1 << 40)
-    return size
+def _tree_over(graph: Graph, i: int, limit: int) -> bool:
+    """Whether node ``i``'s expression written out as a tree (sharing unfolded) has more
+    than ``limit`` nodes (a walk of at most ``limit + 1`` of them, whatever the graph)."""
+    nodes = graph.nodes
+    stack, seen = [i], 0
+    while stack:
+        seen += 1
+        if seen > limit:
+            return True
+        stack.extend(nodes[stack.pop()].args)
+    return False
 
 
 def expr_text(e: Expr, limit: int = _TEXT_LIMIT) -> str:
     """``str(e)``, shortened; a placeholder if the printer fails or the tree is huge."""
-    if _tree_sizes(e.graph, [e.node])[e.node] > _PRINT_LIMIT:
+    if _tree_over(e.graph, e.node, _PRINT_LIMIT):
         return f"(an expression of {len(e.graph.ancestors([e.node]))} nodes)"
     try:
         text = str(e)

@@ -4,7 +4,9 @@ whose body is printed once, and the results of the scan one assignment calling i
 * NumPy (``Printer.loop_style == "numpy"``): a ``for`` loop over the steps with the step's
   statements inline; per-step results and the carries reverse mode reads are written into
   preallocated arrays; with ``scalars="math"``, an all-scalar step runs over Python floats
-  first (NumPy's version where ``math`` raises).
+  first (NumPy's version where ``math`` raises), the per-step results one loop stacks only
+  for other loops to scan passed as Python lists (:meth:`LoopEmitter._list_ok`) and a value
+  one line uses once written into that line (:func:`_fused`).
 * JAX (``"jax"``): ``jax.lax.scan`` of a nested step function (a traced loop, compiled once
   by ``jax.jit``).
 * The array API and torch (``"arrays"``): a ``for`` loop collecting the per-step results in
@@ -82,6 +84,7 @@ class LoopEmitter:
         self.functions: dict[tuple, str] = {}  # (call key, parts) -> function name
         self.lines: list[str] = []  # the loop functions' text
         self.count = 0
+        self._list_uses: set[int] | None = None  # loop results only ever scanned (_xs_only)
 
     # -- the results of one scan consecutive ------------------------------------------------
 
@@ -124,7 +127,8 @@ class LoopEmitter:
             return []
         members = members or [i]
         parts = sorted({nodes[j].attrs["out"] for j in members})
-        fname, stmts = self.root._function_for(n, tuple(parts), pr)
+        lists = tuple(nodes[j].attrs["out"] for j in members if self._list_ok(j))
+        fname, stmts = self.root._function_for(n, tuple(parts), pr, tuple(sorted(lists)))
         args = [pr._operand(a, n, names, strong=True) for a in n.args]
         by_part = {nodes[j].attrs["out"]: names[j] for j in members}
         targets = [by_part[p] for p in parts]
@@ -137,15 +141,31 @@ class LoopEmitter:
         """The loop functions' text, for the module's top level (empty if no loops)."""
         return list(self.lines)
 
-    def _function_for(self, n: Any, parts: tuple, pr: Any) -> tuple[str, list[str]]:
+    def _list_ok(self, j: int) -> bool:
+        """Whether loop result ``j`` (stacked over the steps) may be a Python list when the
+        loop runs over Python floats: every use of it, in every function of the module, is
+        a scanned operand (an xs) of another loop, and no function returns it. A loop
+        function takes such an operand as a list or an array (the same float64 values), so
+        the stacked floats skip a list -> array -> list round trip."""
+        if not _passes_lists(self.printer):
+            return False
+        found = self._list_uses
+        if found is None:
+            found = self._list_uses = _xs_only(self.printer)
+        return j in found
+
+    def _function_for(self, n: Any, parts: tuple, pr: Any, lists: tuple = ()
+                      ) -> tuple[str, list[str]]:
         """The name of the loop function of scan ``n`` returning ``parts`` (printed on first
-        use), and its body's statements (they say what the function takes besides)."""
-        key = (_call_key(n)[1:], parts, type(pr))
+        use; those in ``lists`` as Python lists from its version over floats), and its
+        body's statements (they say what the function takes besides)."""
+        key = (_call_key(n)[1:], parts, type(pr), lists)
         found = self.functions.get(key)
         if found is None:
             name = self._fresh(pr)
             made = pr.loop_function(self, name, n, parts)  # a printer's own loops (Numba)
-            lines, stmts = made if made is not None else self._render(name, n, parts, pr)
+            lines, stmts = (made if made is not None
+                            else self._render(name, n, parts, pr, lists))
             found = self.functions[key] = (name, stmts)
             self.lines += ["", "", *lines]
         return found
@@ -164,7 +184,8 @@ class LoopEmitter:
                 self.printer.state.helper_names.update(helpers)
                 return name
 
-    def _render(self, name: str, n: Any, parts: tuple, pr: Any) -> tuple[list[str], list[str]]:
+    def _render(self, name: str, n: Any, parts: tuple, pr: Any, lists: tuple = ()
+                ) -> tuple[list[str], list[str]]:
         body = _optimized(n.attrs["body"], pr.lowered.request)
         nc, nx = n.attrs["carries"], n.attrs["xs"]
         length, reverse = n.attrs["length"], n.attrs["reverse"]
@@ -192,13 +213,16 @@ class LoopEmitter:
             mspec = _Spec(body, nc, nx, length, reverse, parts, params, xs, mresults)
             before = [*call(f"def {name}_math(", signature, "):", ""),
                       f'    """{name} over Python floats with math."""', "    import math",
-                      "", *_math(mspec, mstmts), "", ""]
+                      "", *_math(mspec, mstmts, lists), "", ""]
             args = ([f"float({c})" for c in signature[:nc]]
-                    + [f"{x}.tolist()" for x in xs] + [f"float({k})" for k in signature[nc + nx:]])
+                    + [f"({x} if type({x}) is list else {x}.tolist())" for x in xs]
+                    + [f"float({k})" for k in signature[nc + nx:]])
             lines = before + lines + ["    try:", *call(f"return {name}_math(", args, ")",
                                                       "        "),
                                       "    except (ArithmeticError, ValueError):",
                                       "        pass  # the NumPy version below gives inf/nan"]
+        if _passes_lists(pr):  # a scanned operand may come as a list (_list_ok)
+            lines += _from_lists(spec)
         return [*lines, *render(spec, stmts)], stmts
 
 
@@ -244,6 +268,34 @@ def _nested(cls: type, pr: Any, body: Body, root: LoopEmitter) -> Any:
     return sub
 
 
+def _passes_lists(pr: Any) -> bool:
+    """Whether loop functions may pass stacked floats as Python lists (see
+    :meth:`LoopEmitter._list_ok`): NumPy modules with ``scalars="math"``, the NumPy printer
+    itself (a subclass that compiles its loops opts out by not being it)."""
+    from .printers.numpy import NumpyPrinter
+
+    return type(pr) is NumpyPrinter and pr.loop_style == "numpy" and pr.scalar_loops()
+
+
+def _xs_only(pr: Any) -> set[int]:
+    """The loop results of ``pr``'s module that no function returns and whose every use is
+    a scanned operand (an xs) of a loop."""
+    nodes = pr.graph.nodes
+    ok: set[int] = set()
+    bad: set[int] = set()
+    for p in pr.state.plans:
+        bad.update(p.outputs)
+        for i in p.order:
+            n = nodes[i]
+            if is_loop(n):
+                ok.add(i)
+                nc, nx = n.attrs["carries"], n.attrs["xs"]
+                bad.update(a for k, a in enumerate(n.args) if not nc <= k < nc + nx)
+            else:
+                bad.update(n.args)
+    return {i for i in ok if i not in bad and nodes[i].attrs["out"] >= nodes[i].attrs["carries"]}
+
+
 def _scalar_step(sub: Any, plan: Any, order: list[int], outputs: set[int]
                  ) -> tuple[list[str], list[str]] | None:
     """The step's statements and results over Python floats with ``math`` (None unless
@@ -256,9 +308,58 @@ def _scalar_step(sub: Any, plan: Any, order: list[int], outputs: set[int]
     fast = ScalarMathPrinter(sub.lowered, sub.state)
     if not fast.accepts(plan):
         return None
-    names = plan.names
-    stmts = fast._statements(order, names, outputs, comments=False)
+    names = dict(plan.names)
+    stmts = _fused(fast, order, names, outputs)
     return stmts, [names.get(o) or fast._expr(o, names) for o in plan.outputs]
+
+
+INLINE = 60  # the longest value text written into the one line that uses it
+
+
+def _fused(pr: Any, order: list[int], names: dict[int, str], outputs: set[int]) -> list[str]:
+    """The step's statements over floats, a value that one later line uses once written
+    into that line, parenthesised (``names`` updated with those texts): the same
+    operations in the same order on Python floats, so the same values, with fewer
+    stores and loads per step."""
+    nodes = pr.graph.nodes
+    user: dict[int, int | None] = {}
+    for i in order:
+        for a in nodes[i].args:
+            user[a] = i if a not in user else None
+    lines = []
+    for i in order:
+        expr = pr._expr(i, names)
+        j = user.get(i)
+        if (j is not None and i not in outputs and i not in pr.state.inlined
+                and len(expr) <= INLINE and _mentions_once(pr, nodes[j], i)):
+            names[i] = expr if _called(expr) else f"({expr})"
+        else:
+            lines.append(f"    {names[i]} = {expr}")
+    return lines
+
+
+def _called(expr: str) -> bool:
+    """Whether ``expr`` is one call ``name(...)`` (no parentheses needed around it)."""
+    head, paren, _ = expr.partition("(")
+    if not paren or not expr.endswith(")") or not head.replace(".", "").isidentifier():
+        return False
+    depth = 0
+    for k in range(len(head), len(expr)):
+        depth += (expr[k] == "(") - (expr[k] == ")")
+        if depth == 0 and k < len(expr) - 1:
+            return False
+    return True
+
+
+def _mentions_once(pr: Any, n: Any, a: int) -> bool:
+    """Whether node ``n``'s template writes its operand ``a`` once (else writing ``a``'s
+    text into it would compute ``a`` more than once)."""
+    if a in pr.state.inlined or any(k in pr.state.inlined for k in n.args):
+        return False
+    marks = [f"\x01{k}\x02" for k in range(len(n.args))]
+    text = pr.table[n.op].render(marks, n.attrs)
+    return isinstance(text, str) and sum(text.count(marks[k])
+                                         for k, b in enumerate(n.args) if b == a) == 1
 
 
 class _Spec:
@@ -343,10 +444,18 @@ def _numpy(s: _Spec, stmts: list[str]) -> list[str]:
     return lines + [_return(s, ys, stored)]
 
 
-def _math(s: _Spec, stmts: list[str]) -> list[str]:
-    """The loop over Python floats: results in lists, NumPy arrays at the end."""
-    lines, ys, stored = _buffers(s, lambda shape, dtype: f"[0.0] * {s.length}")
-    lines += _loop(s, stmts, ys, stored, _set, "_t")
+def _math(s: _Spec, stmts: list[str], lists: tuple = ()) -> list[str]:
+    """The loop over Python floats: the scanned operands iterated (no index), stacked
+    results appended to lists, returned as NumPy arrays (those in ``lists`` as the lists
+    themselves)."""
+    lines, ys, stored = _buffers(s, lambda shape, dtype: "[]")
+    loop = [f"        {name}.append({s.carries[j]})" for j, name in stored.items()]
+    loop += _indent(stmts)
+    loop += [f"        {name}.append({s.results[s.nc + j]})" for j, name in ys.items()]
+    loop += _moves(s.carries, s.results[:s.nc], "        ")
+    lines += [f"    for {_math_targets(s)} in {_math_steps(s)}:", *(loop or ["        pass"])]
+    if s.reverse:
+        lines += [f"    {name}.reverse()" for name in [*ys.values(), *stored.values()]]
     out = []
     for p in s.parts:
         kind, j = s.kind(p)
@@ -354,8 +463,34 @@ def _math(s: _Spec, stmts: list[str]) -> list[str]:
         if kind == "carry":
             out.append(f"{typ}({s.carries[j]})")
         else:
-            out.append(f"np.array({ys[j] if kind == 'y' else stored[j]}, dtype={typ})")
+            name = ys[j] if kind == "y" else stored[j]
+            out.append(name if p in lists else f"np.array({name}, dtype={typ})")
     return lines + [f"    return ({', '.join(out)}{',' if len(out) == 1 else ''})"]
+
+
+def _math_targets(s: _Spec) -> str:
+    return ", ".join(s.x_names) if s.x_names else "_t"
+
+
+def _math_steps(s: _Spec) -> str:
+    """What the loop over floats iterates: the steps, or the scanned lists (as long as the
+    scan; zipped, each reversed for a reverse scan)."""
+    if not s.xs:
+        return f"range({s.length})"
+    xs = [f"reversed({x})" if s.reverse else x for x in s.xs]
+    return xs[0] if len(xs) == 1 else f"zip({', '.join(xs)})"
+
+
+def _from_lists(s: _Spec) -> list[str]:
+    """The NumPy version's first lines: a scanned operand passed as a list of floats made
+    the array it stands for."""
+    lines = []
+    for x, v in zip(s.xs, s.body.inputs[s.nc:s.nc + s.nx]):
+        shape, dtype = s.body.avals([v])[0]
+        if shape == ():
+            lines.append(f"    {x} = np.array({x}, dtype={NUMPY_TYPE[dtype]}) "
+                         f"if type({x}) is list else {x}")
+    return lines
 
 
 def _return(s: _Spec, ys: dict, stored: dict) -> str:

@@ -11,11 +11,13 @@ How (linear in the graph; every walk iterative):
    attributes, shape, dtype; per-step slices ``x[k]`` with the int positions blanked).
 2. In creation order, each node is paired with an earlier node of the same hash whose
    operands are its own operands one step back (``prev``), the same node (a value shared by
-   every step), or a slice of the same array one position back (a per-step input).
+   every step), a slice of the same array one position back (a per-step input), or another
+   constant of the same shape and dtype (per-step constants, stacked into one input).
 3. Chains of ``prev`` are *roles* (one node of the step each); roles linked by operands are
    one loop. Steps are cut where its longest role's nodes were created; every step of the
    run must use the same roles the same way: an operand of the same step, of the step
-   before (a carry), a slice (a scanned input) or a shared value (captured).
+   before (a carry), a slice (a scanned input), a constant that changes from step to step
+   (its values stacked: a scanned input) or a shared value (captured).
 4. The run becomes ``sg.scan(step, init, xs)``; uses of its nodes after it read the final
    carry or the stacked per-step results.
 
@@ -124,7 +126,9 @@ def _roll_one(graph: Graph, ids: list[int]) -> dict[int, int]:
 
 def _signature(n: Any) -> Any:
     key = static_key(n)
-    if n.is_var or n.is_const:
+    if n.is_const:  # per-step constants may differ (stacked into a scanned input)
+        return ("const", n.shape, n.dtype)
+    if n.is_var:
         return n.id
     attrs = freeze(n.attrs) if n.attrs else ()
     if key is not None:
@@ -135,11 +139,12 @@ def _signature(n: Any) -> Any:
 
 def _hashes(graph: Graph, order: list[int]) -> dict[int, int]:
     nodes = graph.nodes
-    h0 = {i: hash(_signature(nodes[i])) for i in order}
-    h = h0
+    args = [nodes[i].args for i in order]
+    h0 = [hash(_signature(nodes[i])) for i in order]
+    h = dict(zip(order, h0))
     for _ in range(ROUNDS):
-        h = {i: hash((h0[i], *[h[a] for a in nodes[i].args])) if nodes[i].args else h0[i]
-             for i in order}
+        h = dict(zip(order, [hash((b, *[h[a] for a in arg])) if arg else b
+                             for b, arg in zip(h0, args)]))
     return h
 
 
@@ -181,6 +186,13 @@ def _match(graph: Graph, order: list[int]) -> dict[int, int]:
     return prev
 
 
+def _stackable(na: Any, nb: Any) -> bool:
+    """Whether ``na`` and ``nb`` are constants one scanned input can hold (the same shape
+    and dtype; their values may differ)."""
+    return (na.is_const and nb.is_const and na.shape == nb.shape and na.dtype == nb.dtype
+            and na.attrs.keys() == nb.attrs.keys())
+
+
 def _same_kind(na: Any, nb: Any) -> bool:
     return (na.op == nb.op and na.shape == nb.shape and na.dtype == nb.dtype
             and len(na.args) == len(nb.args) and na.attrs == nb.attrs)
@@ -195,7 +207,7 @@ def _pairs(graph: Graph, v: int, u: int, prev: dict[int, int], taken: set[int],
         return None
     pairs: list[tuple[int, int]] = []
     for a, b in zip(nodes[v].args, nodes[u].args):
-        if a == b or prev.get(a) == b or (a, b) in pairs:
+        if a == b or prev.get(a) == b or (a, b) in pairs or _stackable(nodes[a], nodes[b]):
             continue
         if a in prev or b in taken or nodes[a].is_var or nodes[a].is_const:
             return None
@@ -356,9 +368,11 @@ class _Run:
             if r in self.xs:
                 continue
             uses = []
-            for a in nodes[m[ref]].args:
+            for j, a in enumerate(nodes[m[ref]].args):
                 ra = role_of.get(a)
-                if ra is not None and step[a] == ref and ra in at:
+                if ra is None and self._stacked(graph, r, j):
+                    uses.append(("stack", (r, j)))
+                elif ra is not None and step[a] == ref and ra in at:
                     uses.append(("x" if ra in self.xs else "same", ra))
                 elif ra is not None and step[a] == ref - 1 and ra not in self.xs:
                     uses.append(("carry", ra))
@@ -376,6 +390,26 @@ class _Run:
         if not self._shared_ok(graph, order):
             return None
         return self
+
+    def _stacked(self, graph: Graph, r: int, j: int) -> bool:
+        """Whether operand ``j`` of role ``r`` is a constant that changes from step to step
+        (one scanned input of the stacked values), every step's a constant alike."""
+        nodes = graph.nodes
+        m = self.at[r]
+        seen = [nodes[m[s]].args[j] for s in range(self.first, self.last + 1)]
+        first = nodes[seen[0]]
+        return (len(set(seen)) > 1
+                and all(_stackable(nodes[a], first) for a in seen))
+
+    def stack(self, graph: Graph, r: int, j: int) -> Expr:
+        """The constants operand ``j`` of role ``r`` takes over the run's steps, stacked
+        (the step axis first; each value as it is, so the step computes the same)."""
+        import numpy as np
+
+        nodes = graph.nodes
+        vals = [nodes[nodes[self.at[r][s]].args[j]].attrs["value"]
+                for s in range(self.first, self.last + 1)]
+        return Expr(graph, graph.const(np.stack([np.asarray(v) for v in vals])))
 
     @property
     def start(self) -> int:
@@ -404,6 +438,8 @@ class _Run:
                 elif kind == "x":
                     ok = (found.setdefault(what, a) == a
                           and slot_step(graph, a, self.at[what][self.first]) == self.xs[what])
+                elif kind == "stack":
+                    ok = _stackable(nodes[a], nodes[nodes[self.at[r][self.first]].args[what[1]]])
                 else:
                     ok = found.setdefault(what, a) == a
                 if not ok:
@@ -431,6 +467,8 @@ class _Run:
                 for a, (kind, what) in zip(nodes[m[s]].args, uses):
                     if kind == "shared":
                         ok = a == what
+                    elif kind == "stack":
+                        ok = _stackable(nodes[a], nodes[nodes[m[self.first]].args[what[1]]])
                     elif kind == "carry" and s == self.first:
                         ok = self.init.setdefault(what, a) == a
                     elif kind == "carry":
@@ -466,12 +504,14 @@ class _Run:
         ys = sorted({where[i][0] for i in needed
                      if not (where[i][0] in self.init and where[i][1] == self.last)})
         xs = sorted(self.xs)
+        stacks = sorted({w for uses in self.uses.values() for k, w in uses if k == "stack"})
         steps = sorted(self.uses, key=lambda r: self.at[r][self.first])
         template = {r: nodes[self.at[r][self.first]] for r in steps}
 
         def body(c: Any, x: Any) -> Any:
             env: dict[tuple, Expr] = {("carry", r): v for r, v in zip(carries, c)}
             env.update({("x", r): v for r, v in zip(xs, x)})
+            env.update({("stack", w): v for w, v in zip(stacks, x[len(xs):])})
             tg = TRACES.graphs[-1]
             for r in steps:
                 args = []
@@ -485,7 +525,7 @@ class _Run:
 
         init = tuple(Expr(graph, self.init[r]) for r in carries)
         sliced = tuple(lifted_slot(graph, self.at[r][self.first], *self.xs[r], count)
-                       for r in xs)
+                       for r in xs) + tuple(self.stack(graph, *w) for w in stacks)
         final, stacked = scan(body, init, sliced, length=count)
         new: dict[int, int] = {}
         for i in needed:

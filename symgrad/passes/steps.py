@@ -133,14 +133,27 @@ def replaced(graph: Graph, ids: Sequence[int], new: dict[int, int]) -> list[int]
     if not new:
         return list(ids)
     nodes = graph.nodes
-    for i in graph.ancestors(ids):
-        if i in new:
-            continue
+    for i in _between(nodes, ids, new):
         n = nodes[i]
         args = tuple(new.get(a, a) for a in n.args)
         if args != n.args:
             new[i] = graph.add(REGISTRY[n.op], args, n.attrs)
     return [new.get(i, i) for i in ids]
+
+
+def _between(nodes: Sequence, ids: Sequence[int], new: dict[int, int]) -> list[int]:
+    """The ancestors of ``ids`` that may use a node ``new`` replaces, in topological order:
+    those made after the first replaced node, not reached through a replaced node (a walk
+    of the graph's tail only: operands are always made before their users)."""
+    lo = min(new)
+    seen: set[int] = set()
+    stack = [i for i in ids if i > lo and i not in new]
+    while stack:
+        i = stack.pop()
+        if i not in seen:
+            seen.add(i)
+            stack.extend(a for a in nodes[i].args if a > lo and a not in new)
+    return sorted(seen)
 
 
 def use_counts(graph: Graph, order: Sequence[int], ids: Sequence[int]) -> dict[int, int]:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base.errors import DifferentiationError
+from ..base.errors import DifferentiationError, LimitError
 from ..ir.expr import Expr, F
 from ..ir.graph import Graph
 from ..ir.limits import exceeded, limits
@@ -456,8 +456,13 @@ def _check_dense(what: str, result: int, seed: int) -> None:
 def _budget(f: Expr, what: str) -> Iterator[None]:
     """The nodes ``what`` may add to ``f``'s graph: ``sg.limits.transform_nodes``."""
     n = limits.transform_nodes
-    with f.graph.budget(n, lambda: exceeded(
-            "transform_nodes", f"{what} built more than {n:,} nodes")):
+    def overrun() -> LimitError:
+        err = exceeded("transform_nodes", f"{what} built more than {n:,} nodes")
+        return LimitError(f"{err}; a Python loop traced step by step that did not roll into "
+                          "one loop is differentiated step by step: write it with sg.scan "
+                          "or sg.fori_loop, whose step is traced once")
+
+    with f.graph.budget(n, overrun):
         yield
 
 
