@@ -194,7 +194,8 @@ def test_terms_that_mix_the_rows_stay_as_written():
 
 # -- rolling --------------------------------------------------------------------------------
 
-from symgrad.passes.rolling import MIN_STEPS, roll  # noqa: E402
+from symgrad.passes import rolling  # noqa: E402
+from symgrad.passes.rolling import MIN_ARRAY_STEPS, MIN_STEPS, roll  # noqa: E402
 
 UNARY = (sg.sin, sg.cos, sg.tanh)
 BINARY = (lambda a, b: a * b, lambda a, b: a + b, lambda a, b: a - b,
@@ -244,7 +245,41 @@ def _unrolled(step, steps: int, carries: int, shape: tuple):
     return cs
 
 
+def test_short_loops_of_array_steps_stay_unrolled_scalar_ones_roll():
+    """Below MIN_ARRAY_STEPS a loop of array steps stays as written (its gradient runs
+    faster unrolled, W5); from there on it rolls; scalar steps roll from MIN_STEPS on."""
+    w = sg.var("w", shape=(3, 3))
+    x, s = sg.var("x", shape=(3,)), sg.var("s")
+
+    def loops(out):
+        g = out.graph
+        return sum(1 for i in g.ancestors([out.node]) if g.nodes[i].op == "scan")
+
+    def vector(n, h=x):
+        for _ in range(n):
+            h = sg.tanh(w @ h)
+        return sg.sum(h)
+
+    def scalar(n):
+        h = s
+        for _ in range(n):
+            h = sg.sin(h) * h
+        return h
+
+    assert MIN_STEPS < 20 < MIN_ARRAY_STEPS
+    assert loops(roll([vector(20)])[0]) == 0 and loops(roll([scalar(20)])[0]) == 1
+    assert loops(roll([vector(MIN_ARRAY_STEPS + 1, sg.var("y", shape=(3,)))])[0]) == 1
+
+
+@pytest.fixture
+def short_array_loops_roll(monkeypatch):
+    """Array steps roll from MIN_STEPS on, as scalar steps do (the property tests check the
+    rolling itself, not where it starts paying off)."""
+    monkeypatch.setattr(rolling, "MIN_ARRAY_STEPS", MIN_STEPS)
+
+
 @pytest.mark.parametrize("seed", range(24))
+@pytest.mark.usefixtures("short_array_loops_roll")
 def test_rolled_and_unrolled_graphs_agree_bit_for_bit(seed):
     rng = np.random.default_rng(seed)
     carries = int(rng.integers(1, 3))
@@ -323,6 +358,7 @@ def test_constants_that_change_from_step_to_step_are_stacked_into_a_scanned_inpu
 
 
 @pytest.mark.parametrize("seed", range(16))
+@pytest.mark.usefixtures("short_array_loops_roll")
 def test_stacked_constants_roll_bit_for_bit(seed):
     """Random steps whose constants change from step to step (scalars, vectors, some
     repeating, some the same in every step): rolled and unrolled graphs agree bit for bit."""
