@@ -187,35 +187,24 @@ class LoopEmitter:
     def _render(self, name: str, n: Any, parts: tuple, pr: Any, lists: tuple = ()
                 ) -> tuple[list[str], list[str]]:
         body = _optimized(n.attrs["body"], pr.lowered.request)
-        nc, nx = n.attrs["carries"], n.attrs["xs"]
-        length, reverse = n.attrs["length"], n.attrs["reverse"]
         sub = _nested(pr.loop_printer(), pr, body, self.root)
-        (plan,) = sub.state.plans
-        names = plan.names
-        params = [names[v] for v in body.inputs]
-        xs = [f"_x{k}" for k in range(nx)]
-        outputs = set(body.outputs)
-        nodes = body.graph.nodes
-        order = [i for i in plan.order if not (nodes[i].is_var or (nodes[i].is_const
-                                                                    and i not in outputs))]
-        order = sub.loops.arrange(order)
-        stmts = sub._statements(order, names, outputs, comments=False)
-        results = [names.get(o) or sub._expr(o, names) for o in body.outputs]
-        signature = params[:nc] + xs + params[nc + nx:]
+        spec, stmts, order = printed_step(sub, body, n, parts)
+        nc, nx = spec.nc, spec.nx
+        signature = spec.params[:nc] + spec.xs + spec.params[nc + nx:]
         render = {"jax": _jax, "numpy": _numpy, "arrays": _arrays}[pr.loop_style]
         head = call(f"def {name}(", [*pr.part_params(stmts), *signature], "):", "")
-        doc = f'    """scan: {length} steps of the body below (symgrad)."""'
-        spec = _Spec(body, nc, nx, length, reverse, parts, params, xs, results)
+        doc = f'    """scan: {spec.length} steps of the body below (symgrad)."""'
         lines = [*head, doc]
-        fast = _scalar_step(sub, plan, order, outputs)
+        fast = _scalar_step(sub, sub.state.plans[0], order, set(body.outputs))
         if fast is not None:  # the step over Python floats with math; NumPy if it raises
             mstmts, mresults = fast
-            mspec = _Spec(body, nc, nx, length, reverse, parts, params, xs, mresults)
+            mspec = _Spec(body, nc, nx, spec.length, spec.reverse, parts, spec.params,
+                          spec.xs, mresults)
             before = [*call(f"def {name}_math(", signature, "):", ""),
                       f'    """{name} over Python floats with math."""', "    import math",
                       "", *_math(mspec, mstmts, lists), "", ""]
             args = ([f"float({c})" for c in signature[:nc]]
-                    + [f"({x} if type({x}) is list else {x}.tolist())" for x in xs]
+                    + [f"({x} if type({x}) is list else {x}.tolist())" for x in spec.xs]
                     + [f"float({k})" for k in signature[nc + nx:]])
             lines = before + lines + ["    try:", *call(f"return {name}_math(", args, ")",
                                                       "        "),
@@ -224,6 +213,28 @@ class LoopEmitter:
         if _passes_lists(pr):  # a scanned operand may come as a list (_list_ok)
             lines += _from_lists(spec)
         return [*lines, *render(spec, stmts)], stmts
+
+
+def printed_step(sub: Any, body: Body, n: Any, parts: tuple
+                 ) -> tuple[_Spec, list[str], list[int]]:
+    """The step ``body`` of scan ``n`` printed by ``sub`` (a printer nested over it,
+    :func:`_nested`): the loop's :class:`_Spec` for results ``parts``, the step's statements
+    and their order."""
+    (plan,) = sub.state.plans
+    nc, nx = n.attrs["carries"], n.attrs["xs"]
+    names = plan.names
+    params = [names[v] for v in body.inputs]
+    xs = [f"_x{k}" for k in range(nx)]
+    outputs = set(body.outputs)
+    nodes = body.graph.nodes
+    order = [i for i in plan.order if not (nodes[i].is_var or (nodes[i].is_const
+                                                                and i not in outputs))]
+    order = sub.loops.arrange(order)
+    stmts = sub._statements(order, names, outputs, comments=False)
+    results = [names.get(o) or sub._expr(o, names) for o in body.outputs]
+    spec = _Spec(body, nc, nx, n.attrs["length"], n.attrs["reverse"], parts, params, xs,
+                 results)
+    return spec, stmts, order
 
 
 def _optimized(body: Body, req: Any) -> Body:

@@ -47,7 +47,7 @@ from ..base.errors import SymgradError
 from ..ir.body import Body
 from . import fusion
 from . import numba_source as nb
-from .loops import _nested, _numpy, _optimized, _Spec, call, is_loop
+from .loops import _nested, _numpy, _optimized, _Spec, call, is_loop, printed_step
 from .numba_table import NUMBA, loop_form
 from .numpy_table import NUMPY_TYPE
 from .printers.numpy import NumpyPrinter
@@ -193,18 +193,8 @@ def render(pr: Any, name: str, n: Any, parts: tuple, wrapper: bool
     body = _optimized(n.attrs["body"], req)
     nc, nx = n.attrs["carries"], n.attrs["xs"]
     sub = _nested(StepPrinter, pr, body, pr.loops.root)
-    (plan,) = sub.state.plans
-    names = plan.names
-    params = [names[v] for v in body.inputs]
-    xs = [f"_x{k}" for k in range(nx)]
-    outputs = set(body.outputs)
-    nodes = body.graph.nodes
-    order = [i for i in plan.order if not (nodes[i].is_var or (nodes[i].is_const
-                                                                and i not in outputs))]
-    stmts = sub._statements(sub.loops.arrange(order), names, outputs, comments=False)
-    results = [names.get(o) or sub._expr(o, names) for o in body.outputs]
-    spec = _Spec(body, nc, nx, n.attrs["length"], n.attrs["reverse"], parts, params, xs,
-                 results)
+    spec, stmts, _ = printed_step(sub, body, n, parts)
+    params, xs = spec.params, spec.xs
     avals = body.avals()
     lay = "C" if wrapper else "A"  # the wrapper passes contiguous arrays (BLAS reads them)
     types = [_param_type(s, d, lay) for s, d in avals[:nc]]
