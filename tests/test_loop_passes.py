@@ -133,47 +133,22 @@ def test_jvp_and_hessian_see_the_reduction():
                                rtol=1e-13)
 
 
-def _pair_energy(x, n):
-    """The Lennard-Jones energy as users write it: a double loop over the pairs."""
-    r = x.reshape(n, 3)
-    e = 0.0
-    for i in range(n):
-        for j in range(i + 1, n):
-            d = r[i] - r[j]
-            inv6 = 1.0 / snp.sum(d * d) ** 3
-            e = e + 4.0 * (inv6 ** 2 - inv6)
-    return e
-
-
 def test_terms_with_reductions_inside_reduce_rows_at_a_time():
     """A term that is not elementwise (``sum(d * d)`` of a row) is rebuilt for all rows at
     once: each inner loop of the pair energy becomes one sum; the Hessian agrees with JAX's
     of the vectorised energy."""
+    from benchmarks.pair_loops import loop_energy, vector_energy
+
     n = 14
     x = sg.var("x", shape=(3 * n,))
-    (s,) = reduce_chains([_pair_energy(x, n)])
+    (s,) = reduce_chains([loop_energy(x, n)])
     assert _ops(s).count("sum") >= 2 * (n - 8)  # one outer and one inner per long row
     pos = RNG.normal(size=3 * n) * 2.0
-
-    def reference(v):
-        r = v.reshape(n, 3)
-        iu = np.triu_indices(n, 1)
-        inv6 = 1.0 / np.sum((r[:, None] - r[None]) ** 2, axis=-1)[iu] ** 3
-        return np.sum(4.0 * (inv6 ** 2 - inv6))
-
-    assert sg.evaluate(s, {"x": pos}) == pytest.approx(reference(pos), rel=1e-13)
-    h = sg.hessian(lambda v: _pair_energy(v, n))(pos)
+    assert sg.evaluate(s, {"x": pos}) == pytest.approx(vector_energy(pos, np, n), rel=1e-13)
+    h = sg.hessian(lambda v: loop_energy(v, n))(pos)
     jax = pytest.importorskip("jax")
     jax.config.update("jax_enable_x64", True)
-    jnp = jax.numpy
-
-    def jenergy(v):
-        r = v.reshape(n, 3)
-        iu = np.triu_indices(n, 1)
-        inv6 = 1.0 / jnp.sum((r[:, None] - r[None]) ** 2, axis=-1)[iu] ** 3
-        return jnp.sum(4.0 * (inv6 ** 2 - inv6))
-
-    want = np.asarray(jax.hessian(jenergy)(pos))
+    want = np.asarray(jax.hessian(lambda v: vector_energy(v, jax.numpy, n))(pos))
     np.testing.assert_allclose(h, want, rtol=1e-9, atol=1e-9 * np.abs(want).max())
 
 
