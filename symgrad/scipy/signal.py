@@ -119,7 +119,15 @@ def _fill_only(call: str, in1: Any, in2: Any, boundary: Any, fillvalue: Any) -> 
 def convolve2d(in1: Any, in2: Any, mode: str = "full", boundary: str = "fill",
                fillvalue: Any = 0) -> Expr:
     """scipy.signal.convolve2d with zero fill (``boundary='fill'``, ``fillvalue=0``): the
-    2-D :func:`convolve`."""
+    2-D :func:`convolve`.
+
+    >>> import numpy as np, symgrad as sg
+    >>> x = sg.var("x", shape=(2, 3))
+    >>> sg.evaluate(convolve2d(x, np.array([[1.0, -1.0]]), "valid"),
+    ...             {"x": np.arange(6.0).reshape(2, 3)})
+    array([[1., 1.],
+           [1., 1.]])
+    """
     _fill_only(_PREFIX + "convolve2d", in1, in2, boundary, fillvalue)
     return _convolve(_PREFIX + "convolve2d", in1, in2, mode)
 
@@ -129,7 +137,15 @@ def convolve2d(in1: Any, in2: Any, mode: str = "full", boundary: str = "fill",
 def correlate2d(in1: Any, in2: Any, mode: str = "full", boundary: str = "fill",
                 fillvalue: Any = 0) -> Expr:
     """scipy.signal.correlate2d with zero fill: the 2-D :func:`correlate`, but for its
-    ``same`` mode, whose window SciPy centres one later along an axis of even length."""
+    ``same`` mode, whose window SciPy centres one later along an axis of even length.
+
+    >>> import numpy as np, symgrad as sg
+    >>> x = sg.var("x", shape=(2, 3))
+    >>> sg.evaluate(correlate2d(x, np.array([[1.0, -1.0]]), "valid"),
+    ...             {"x": np.arange(6.0).reshape(2, 3)})
+    array([[-1., -1.],
+           [-1., -1.]])
+    """
     _fill_only(_PREFIX + "correlate2d", in1, in2, boundary, fillvalue)
     return _convolve(_PREFIX + "correlate2d", in1, _reversed(as_expr(in2)), mode, late=True)
 
@@ -145,7 +161,13 @@ def _over_all_axes(call: str, axes: Any, ndim: int) -> None:
         strings=("mode",))
 def fftconvolve(in1: Any, in2: Any, mode: str = "full", axes: Any = None) -> Expr:
     """scipy.signal.fftconvolve: :func:`convolve` (the same values; the route is each
-    backend's); ``axes`` may only name every axis."""
+    backend's); ``axes`` may only name every axis.
+
+    >>> import numpy as np, symgrad as sg
+    >>> y = sg.var("y", shape=(3,))
+    >>> sg.evaluate(fftconvolve(y, np.array([1.0, 1.0])), {"y": np.array([1.0, 2.0, 3.0])})
+    array([1., 3., 5., 3.])
+    """
     _over_all_axes(_PREFIX + "fftconvolve", axes, as_expr(in1).ndim)
     return _convolve(_PREFIX + "fftconvolve", in1, in2, mode)
 
@@ -154,6 +176,13 @@ def fftconvolve(in1: Any, in2: Any, mode: str = "full", axes: Any = None) -> Exp
         strings=("mode",))
 def oaconvolve(in1: Any, in2: Any, mode: str = "full", axes: Any = None) -> Expr:
     """scipy.signal.oaconvolve: :func:`convolve` (overlap-add is a route, not a meaning);
-    ``axes`` may only name every axis."""
+    ``axes`` may only name every axis.
+
+    >>> import numpy as np, symgrad as sg
+    >>> y = sg.var("y", shape=(3,))
+    >>> sg.evaluate(oaconvolve(y, np.array([0.5, 0.5]), "valid"),
+    ...             {"y": np.array([1.0, 2.0, 3.0])})
+    array([1.5, 2.5])
+    """
     _over_all_axes(_PREFIX + "oaconvolve", axes, as_expr(in1).ndim)
     return _convolve(_PREFIX + "oaconvolve", in1, in2, mode)
