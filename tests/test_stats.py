@@ -31,7 +31,8 @@ def test_stats_before_and_after_the_passes():
     f = sg.sum(x * 100.0 + 100.0 * x) + sg.sum(sg.reshape(x * 1.0, (50,)))
     s = sg.stats([f, sg.grad(f, x)])
     assert [r.name for r in s.rows] == ["as built", "constant_folding", "identities",
-                                        "negations", "normal_form", "canonical_order"]
+                                        "negations", "normal_form", "canonical_order",
+                                        "nan_guards"]
     assert s.after.nodes < s.before.nodes and s.after.flops < s.before.flops
     assert s.before.ops["multiply"] > s.after.ops["multiply"]
     assert "canonical_order" in str(s) and "ops after:" in str(s)

@@ -8,6 +8,7 @@
 ``canonical_order``    commutative operands in one order: ``t*100`` is ``100*t`` (exact)
 ``fast_math``          opt-in, not IEEE-exact: ``a - a -> 0``, ``0 * x -> 0``, ``x + 0 -> x``
 ``adjoint_cleanup``    inside B only: where-masks, merged scatters, sums before products
+``nan_guards``         ``(a - a) + y``: the guard on fewer values, or none where y is NaN (exact)
 ``lowering``           inside B only: scatters as concatenate/stack, stacked outer products
 ``idioms``             hand-written sigmoid, log-sum-exp, ... differentiated by their rule
 ``stability``          stable/cheaper forms (``log1p``, ``softplus``, ``logsumexp``, ...)
@@ -35,6 +36,7 @@ from .fast_math import FAST_MATH
 from .idioms import IDIOMS
 from .loops import REDUCTIONS, ROLLING
 from .lowering import LOWERING
+from .nan_guards import NAN_GUARDS
 from .normal_form import CANONICAL_ORDER, NORMAL_FORM
 from .pattern import Const, Pass, Rule, rewriter
 from .pipeline import COMPILE
@@ -54,8 +56,8 @@ def passes() -> list[Pass]:
     >>> import symgrad as sg
     >>> [p.name for p in sg.passes()]  # doctest: +NORMALIZE_WHITESPACE
     ['constant_folding', 'identities', 'negations', 'normal_form', 'canonical_order',
-     'fast_math', 'adjoint_cleanup', 'lowering', 'idioms', 'stability', 'sums_as_sums',
-     'sympy', 'cse', 'reductions', 'rolling']
+     'fast_math', 'adjoint_cleanup', 'nan_guards', 'lowering', 'idioms', 'stability',
+     'sums_as_sums', 'sympy', 'cse', 'reductions', 'rolling']
     >>> sg.passes()[5].stages
     ('fast_math',)
     >>> print(sg.passes()[2])
@@ -65,7 +67,7 @@ def passes() -> list[Pass]:
 
 
 __all__ = ["ADJOINT_CLEANUP", "CANONICAL_ORDER", "COMPILE", "CONSTANT_FOLDING", "CSE", "Const",
-           "FAST_MATH", "IDENTITIES", "IDIOMS", "LOWERING", "NEGATIONS", "NORMAL_FORM",
-           "PASSES", "Pass", "REDUCTIONS", "REVERSE", "ROLLING", "Rule", "STABILITY", "STAGES",
-           "SUMS_AS_SUMS", "SYMPY", "passes", "query", "rewriter", "simplify",
-           "sum_contributions"]
+           "FAST_MATH", "IDENTITIES", "IDIOMS", "LOWERING", "NAN_GUARDS", "NEGATIONS",
+           "NORMAL_FORM", "PASSES", "Pass", "REDUCTIONS", "REVERSE", "ROLLING", "Rule",
+           "STABILITY", "STAGES", "SUMS_AS_SUMS", "SYMPY", "passes", "query", "rewriter",
+           "simplify", "sum_contributions"]

@@ -16,7 +16,7 @@ stage                  where it runs
 =====================  ================================================================
 
 >>> [p.name for p in query("compile")]
-['constant_folding', 'identities', 'negations', 'normal_form', 'canonical_order']
+['constant_folding', 'identities', 'negations', 'normal_form', 'canonical_order', 'nan_guards']
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from .fast_math import FAST_MATH
 from .idioms import IDIOMS
 from .loops import REDUCTIONS, ROLLING
 from .lowering import LOWERING
+from .nan_guards import NAN_GUARDS
 from .normal_form import CANONICAL_ORDER, NORMAL_FORM
 from .pattern import Pass
 from .rebuild import CSE, SYMPY
@@ -40,7 +41,8 @@ STAGES = ("reverse", "compile", "fast_math", "arrays", "simplify", "simplify_adj
 
 PASSES: tuple[Pass, ...] = (
     CONSTANT_FOLDING, IDENTITIES, NEGATIONS, NORMAL_FORM, CANONICAL_ORDER, FAST_MATH,
-    ADJOINT_CLEANUP, LOWERING, IDIOMS, STABILITY, SUMS_AS_SUMS, SYMPY, CSE, REDUCTIONS, ROLLING,
+    ADJOINT_CLEANUP, NAN_GUARDS, LOWERING, IDIOMS, STABILITY, SUMS_AS_SUMS, SYMPY, CSE,
+    REDUCTIONS, ROLLING,
 )
 """Every pass that runs anywhere, in the order any pipeline applies them."""
 
