@@ -94,6 +94,42 @@ def test_time_budget_stops_sympy(monkeypatch):
     assert sum(range(10**5)) > 0
 
 
+_TRACE_AFTER_TIMEOUT = """
+import sys, warnings
+import symgrad as sg
+from symgrad.passes import sympy_bridge
+sympy_bridge.TIME_BUDGET = 0.2
+x, y = sg.var("x"), sg.var("y")
+e = sg.exp((x + 1) ** 40 * (y - 1) ** 40 - (x * y + x - y - 1) ** 40) / (
+    sg.sin(x) ** 2 + sg.cos(y) ** 3 + 1)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    sg.simplify(e, sympy=True)
+assert any("took more than" in str(w.message) for w in caught)
+calls = []
+sys.settrace(lambda frame, event, arg: calls.append(event))
+def traced():
+    return 1
+traced()
+sys.settrace(None)
+print("traced", calls)
+"""
+
+
+def test_a_spent_budget_leaves_tracing_working():
+    """A timed-out sympy call used to clear its pending exception with
+    ``PyThreadState_SetAsyncExc(tid, NULL)``, which leaves CPython's eval breaker signalled:
+    the next ``sys.settrace`` (a debugger, coverage) then spun at a function entry for
+    ever. Run in a child process so that a regression fails instead of hanging the run."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _TRACE_AFTER_TIMEOUT], capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert "traced ['call']" in out.stdout
+
+
 def test_region_size_budget(monkeypatch):
     monkeypatch.setattr(sympy_bridge, "MAX_REGION", 3)
     with warnings.catch_warnings(record=True) as caught:

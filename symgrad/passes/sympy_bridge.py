@@ -165,7 +165,7 @@ def _with_budget(fn, arg, seconds: float):
     raised asynchronously in this thread: sympy is Python, it stops at the next bytecode)."""
     tid = threading.get_ident()
     lock = threading.Lock()
-    state = {"active": True, "fired": False}
+    state = {"active": True, "fired": False, "raised": False}
 
     def fire() -> None:
         with lock:
@@ -179,12 +179,32 @@ def _with_budget(fn, arg, seconds: float):
     timer.start()
     try:
         return fn(arg)
+    except _Timeout:
+        state["raised"] = True
+        raise
     finally:
-        timer.cancel()
-        with lock:
-            state["active"] = False
-            if state["fired"]:  # fired but maybe not raised yet: clear the pending exception
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid), None)
+        _disarm(timer, lock, state)
+
+
+DRAIN = 1000  # loop turns: a pending asynchronous exception surfaces at the first
+
+
+def _disarm(timer: threading.Timer, lock: threading.Lock, state: dict) -> None:
+    """Stop the budget's timer; a :class:`_Timeout` it fired but that has not been raised
+    yet is raised here and dropped. Clearing it with ``PyThreadState_SetAsyncExc(tid,
+    NULL)`` instead would leave CPython's eval breaker signalled for good, and a later
+    ``sys.settrace`` (a debugger, coverage) would spin at the next function entry."""
+    while True:
+        try:
+            timer.cancel()
+            with lock:
+                state["active"] = False
+            if state["fired"] and not state["raised"]:
+                for _ in range(DRAIN):  # sympy may also have swallowed it: bounded
+                    pass
+            return
+        except _Timeout:
+            state["raised"] = True
 
 
 def _has_large_power(expr: sp.Expr) -> bool:
