@@ -43,6 +43,7 @@ NAN_AT_INF = frozenset({"sin", "cos", "tan"})  # NaN where the operand is not fi
 PROPAGATES = frozenset({"add", "subtract", "multiply", "divide", "negative", "square", "abs",
                         "sin", "cos", "tan", "exp", "log", "sqrt", "tanh"})  # NaN in, NaN out
 DEPTH = 8  # operand levels looked through (the pass stays linear)
+MAX_LEAVES = 8  # guards one guard may become (more: left as it is)
 
 
 def _leaves(graph: Graph, a: int) -> list[int]:
@@ -58,7 +59,7 @@ def _leaves(graph: Graph, a: int) -> list[int]:
             todo += [(k, depth + 1) for k in reversed(n.args)]
         elif i not in out:
             out.append(i)
-    return out
+    return out if len(out) <= MAX_LEAVES else [a]
 
 
 def _bounded_factor(graph: Graph, args: tuple[int, ...]) -> bool:
