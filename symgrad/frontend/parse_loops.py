@@ -13,15 +13,10 @@ by the same checks, and nested loops nest lambdas (the depth counts toward
 ``sg.limits.parse_depth``).
 
 >>> import symgrad as sg
->>> c, ys = sg.parse("scan(lambda c, x: (c * x, c), 1.0, xs)", shapes={"xs": (3,)})
-Traceback (most recent call last):
-...
-symgrad.errors.ParseError: the expression has 2 results (scan returns the final carry and the stacked per-step results); pick one, e.g. scan(...)[0]
-    scan(lambda c, x: (c * x, c), 1.0, xs)
-    ^
->>> p = sg.parse("scan(lambda c, x: (c * x, c), 1.0, xs)[0]", shapes={"xs": (3,)})
->>> sg.evaluate(p, {"xs": [2.0, 3.0, 4.0]})
-24.0
+>>> text = "scan(lambda c, x: (c * x, c), 1.0, xs)"  # (final carry, stacked carries)
+>>> p, ys = (sg.parse(f"{text}[{k}]", shapes={"xs": (3,)}) for k in (0, 1))
+>>> sg.evaluate([p, ys], {"xs": [2.0, 3.0, 4.0]})
+[24.0, array([1., 2., 6.])]
 """
 
 from __future__ import annotations

@@ -146,11 +146,12 @@ class Translation:
 
     def _row(self, a: int, t: int) -> tuple[Any, int]:
         """Row ``t`` of the scanned operand ``a``, and its tree size."""
-        value, node = self.done[a], self.graph.nodes[a]
-        if isinstance(value, Stacked):
-            return value.items[t], value.sizes[t]
+        node = self.graph.nodes[a]
         if node.is_const:
             return number(self.sp, node.attrs["value"][t], a), 1
+        value = self.done[a]
+        if isinstance(value, Stacked):
+            return value.items[t], value.sizes[t]
         return self._indexed(a, t), self.sizes[a]
 
     def _indexed(self, a: int, t: int) -> Any:

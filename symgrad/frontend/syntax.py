@@ -3,9 +3,10 @@ parser of its own (explicit stacks, no recursion, linear in the length of the te
 
 Only the grammar :func:`symgrad.frontend.parse.parse` accepts is read: arithmetic,
 comparisons, calls, names, numeric and string literals, subscripts, attributes, list and
-tuple literals and ``lambda`` (plain-name parameters, one expression); anything else raises :class:`~symgrad.errors.ParseError` with a caret under its
-column. The tree's nodes are small classes of our own with character offsets into the text;
-what they mean is :mod:`symgrad.frontend.parse`'s walk.
+tuple literals and ``lambda`` (plain-name parameters, one expression); anything else raises
+:class:`~symgrad.errors.ParseError` with a caret under its column. The tree's nodes are
+small classes of our own with character offsets into the text; what they mean is
+:mod:`symgrad.frontend.parse`'s walk.
 """
 
 from __future__ import annotations
