@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..base.errors import LimitError, SymgradError
+from ..ir.body import Body
 from ..ir.expr import Expr, call
 from ..ir.graph import Graph
 from ..ir.limits import exceeded, limits
@@ -118,7 +119,7 @@ def to_sympy(expr: Expr) -> Any:
     order = graph.ancestors([expr.node])
     check_tree(graph, order, expr.node, "to_sympy")
     try:
-        if any(graph.nodes[i].op == "scan" for i in order):
+        if any(isinstance(graph.nodes[i].attrs.get("body"), Body) for i in order):
             return _unrolled(sp, graph, order, expr.node)
         for i in order:
             n = graph.nodes[i]

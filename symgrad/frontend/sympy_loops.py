@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..base.errors import SymgradError
+from ..ir.body import Body
 from ..ir.graph import Graph
 from ..ir.limits import exceeded, limits
 from ..ir.op import REGISTRY
@@ -86,7 +87,7 @@ class Translation:
             elif n.is_const:
                 if n.shape == ():  # an array constant translates only as a loop's rows
                     done[i], sizes[i] = number(self.sp, n.attrs["value"], i), 1
-            elif n.op == "scan":
+            elif isinstance(n.attrs.get("body"), Body):  # a loop
                 done[i], sizes[i] = self._part(i)
             else:
                 for a in n.args:
