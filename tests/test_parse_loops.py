@@ -202,3 +202,13 @@ def test_latex_and_stats_of_a_parsed_scan():
     text = sg.latex(e)
     assert r"\leftarrow" in text and r"t = 1, \dots, 5" in text and "xs" in text
     assert sg.stats(e).before.loops == 1
+
+
+def test_hostile_loops_in_text_stop_at_a_limit():
+    with pytest.raises(sg.LimitError, match="dense_elements"):  # not a 73 TiB index array
+        sg.parse("fori_loop(0, 10000000000000, lambda i, c: c * 2.0, 1.0)")
+    wide = "lambda " + ", ".join(f"a{k}" for k in range(50_000)) + ": a0"
+    with pytest.raises(sg.ParseError, match="only read as the step of a loop"):
+        sg.parse(wide)  # 50,000 parameters read in linear time
+    with pytest.raises(sg.ParseError, match="takes 2 parameters"):
+        sg.parse(f"scan({wide}, 1.0, length=2)")

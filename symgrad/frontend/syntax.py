@@ -378,6 +378,7 @@ class _Reader:
             raise ParseLimitError(f"brackets and lambdas nested deeper than "
                                   f"{limits.parse_depth} (sg.limits.parse_depth)", self.shown, at)
         params: list[tuple[str, int]] = []
+        seen: set[str] = set()
         expect_comma = False
         while True:
             kind, s, start, _ = tokens[k]
@@ -386,9 +387,10 @@ class _Reader:
                 break
             if kind == "name" and not keyword.iskeyword(s) and not expect_comma:
                 name = unicodedata.normalize("NFKC", s)
-                if any(name == p for p, _ in params):
+                if name in seen:
                     self.fail(f"duplicate parameter '{name}' in a lambda", offset=start)
                 params.append((name, start))
+                seen.add(name)
                 expect_comma = True
                 continue
             if kind == "op" and s == "," and expect_comma:
