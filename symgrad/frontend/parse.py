@@ -6,7 +6,8 @@ operator-precedence parser (explicit stacks, no recursion, linear in the length 
 text, so a sum of 10^5 terms is fine) accepts only arithmetic, comparisons, calls of
 registered ops by name (a dotted name such as ``linalg.solve`` only when it is registered
 as an op name or alias: never attribute access in general), names, numeric literals,
-subscripts, ``.T`` and list literals. Everything else raises
+subscripts, ``.T``, list literals and loops: ``scan``/``fori_loop`` with a ``lambda`` step,
+as Python writes them (:mod:`.parse_loops`). Everything else raises
 :class:`~symgrad.errors.ParseError` with a caret under its column, and a hint where one
 helps (``sni(x)``: did you mean sin? ``x ^ 2``: use ``**``). The limits
 (``sg.limits.parse_*``: length, bracket depth, unary-operator runs, array-literal and
@@ -84,7 +85,9 @@ def parse(
     ----------
     text : str
         A Python-syntax expression over variables, numbers and symgrad ops called by name
-        (``exp``, ``sum(x, axis=0)``, ``einsum("ij,j->i", A, x)``, ``x[1:]``, ``A.T``).
+        (``exp``, ``sum(x, axis=0)``, ``einsum("ij,j->i", A, x)``, ``x[1:]``, ``A.T``), and
+        loops (``scan(lambda c, x: (c * x, c), 1.0, xs)[0]``, ``fori_loop(0, 3, lambda i, c:
+        c * x, 1.0)``).
     shapes : mapping, optional
         Variable name -> shape. Undeclared names are scalars.
     dtypes : mapping, optional
