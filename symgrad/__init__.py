@@ -75,8 +75,10 @@ def __getattr__(name: str) -> _Any:
     are imported on first use (``symgrad.dask`` imports Dask)."""
     if name in _FACES:
         return _importlib.import_module(f".{name}", __name__)
-    if name.startswith("__") or _is_submodule(name):  # the import system's own look-ups
+    if name.startswith("__"):  # the import system's own look-ups
         raise AttributeError(f"module 'symgrad' has no attribute {name!r}")
+    if _is_submodule(name):  # sg.numpy, sg.passes, ``from . import frontend``
+        return _importlib.import_module(f".{name}", __name__)
     api = _load()
     if name in globals():
         return globals()[name]

@@ -18,6 +18,7 @@ import math as _math
 
 from . import (
     numpy,  # symgrad.numpy: NumPy's names and meanings
+    passes,  # callable: sg.passes() lists the passes
     scipy,  # symgrad.scipy: SciPy's special functions, stats, linalg
 )
 from .backends import compile, evaluate, scipy_functions, to_source  # noqa: A004
@@ -60,7 +61,7 @@ from .ir.graph import Graph
 from .ir.limits import limits
 from .numpy import linalg
 from .ops.indexing import getitem
-from .passes import passes, simplify
+from .passes import simplify
 from .printing import draw, listing, to_dot, to_html
 from .printing.explain import explain
 from .printing.latex import latex

@@ -109,6 +109,39 @@ def test_explain_prints_the_notes_table():
     assert "2.58385" in proc.stdout
 
 
+def test_a_text_scan_compiles_and_its_gradient_matches_finite_differences(tmp_path):
+    out = tmp_path / "rnn.py"
+    text = "sum(scan(lambda h, x: (tanh(W @ h + x), h), h0, X)[0] ** 2)"
+    proc = run("source", text, "--shape", "W=3x3,h0=3,X=4x3", "--wrt", "W,h0",
+               "--inputs", "W,h0,X", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    rng = np.random.default_rng(5)
+    W, h0, X = rng.normal(size=(3, 3)) * 0.5, rng.normal(size=3), rng.normal(size=(4, 3))
+
+    def loss(W: np.ndarray) -> float:
+        h = h0
+        for x in X:
+            h = np.tanh(W @ h + x)
+        return float(np.sum(h ** 2))
+
+    value, dW, dh0 = _load(out)(W, h0, X)
+    assert value == pytest.approx(loss(W), rel=1e-13)
+    eps, fd = 1e-6, np.zeros((3, 3))
+    for k in np.ndindex(3, 3):
+        step = np.zeros((3, 3))
+        step[k] = eps
+        fd[k] = (loss(W + step) - loss(W - step)) / (2 * eps)
+    np.testing.assert_allclose(dW, fd, rtol=1e-6, atol=1e-9)
+    assert dh0.shape == (3,)
+
+
+def test_a_text_loop_mistake_exits_2_with_caret():
+    assert_user_error(run("grad", "scan(sin, 1.0, xs)[0]", "--shape", "xs=3"),
+                      "takes its step as a lambda", "^")
+    assert_user_error(run("grad", "scan(lambda c, x: c * x, 1.0, xs)[0]", "--shape", "xs=3"),
+                      "scan: f must return a pair", "^")
+
+
 def test_demo_runs(tmp_path):
     proc = run("demo", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr

@@ -668,3 +668,20 @@ def test_constant_only_values_are_computed_once_at_module_level():
         assert_same(got, want)
     first[2][0, 0] = 123.0  # the caller's copy: the next call is unchanged
     assert fn(x0)[2][0, 0] == -2.0
+
+
+def test_the_docstring_of_a_rolled_loop_states_the_emitted_loop():
+    """A traced Python loop is emitted rolled: the docstring gives the built expression's
+    size and the loop it is emitted as, and names a derivative of it by its steps."""
+    x = sg.var("x")
+    h = x
+    for _ in range(100):
+        h = sg.sin(h) * h + sg.cos(h)
+    src = sg.to_source([h, sg.grad(h, x)], [x])
+    doc = " ".join(src.split("def f(")[1].split('"""')[1].split())
+    assert "(an expression of 401 nodes as traced; emitted rolled: 2 nodes with 1 loop: 100 " \
+           "steps of 5 nodes)" in doc
+    assert "dx: float64 () = gradient of a loop of 100 steps w.r.t. x" in doc
+    f = sg.compile([h, sg.grad(h, x)], [x])
+    v, d = f(0.3)
+    assert v == sg.evaluate(h, {"x": 0.3})

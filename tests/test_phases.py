@@ -455,3 +455,15 @@ def test_no_module_outside_the_op_stanzas_is_over_700_lines():
         if rel.split("/")[0] != "ops" and lines > 700:
             long[rel] = lines
     assert not long, f"modules over 700 lines: {long}"
+
+
+def test_sg_passes_is_the_callable_passes_package_in_a_fresh_process():
+    """``sg.passes()`` lists the passes and ``import symgrad.passes.rolling as R`` works,
+    in either order and before anything else touched ``symgrad`` (a fresh interpreter)."""
+    code = ("import symgrad as sg; n = len(sg.passes()); import symgrad.passes.rolling as R; "
+            "import symgrad.passes as P; assert P is sg.passes and sg.numpy.sin; "
+            "print(n, R.__name__)")
+    for order in (code, "import symgrad.passes.rolling; " + code):
+        out = subprocess.run([sys.executable, "-c", order], capture_output=True, text=True,
+                             check=True, timeout=120).stdout.split()
+        assert out == [str(len(sg.passes())), "symgrad.passes.rolling"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import textwrap
 
+from ..ir.body import Body
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..ir.shapes import fmt
@@ -36,16 +37,46 @@ def _tree_over(graph: Graph, i: int, limit: int) -> bool:
     return False
 
 
-def expr_text(e: Expr, limit: int = _TEXT_LIMIT) -> str:
-    """``str(e)``, shortened; a placeholder if the printer fails or the tree is huge."""
+def expr_text(e: Expr, limit: int = _TEXT_LIMIT, emitted: Expr | None = None) -> str:
+    """``str(e)``, shortened; a placeholder if the printer fails or the tree is huge (saying
+    what is ``emitted`` for it where that differs: a traced Python loop rolled into loops)."""
     if _tree_over(e.graph, e.node, _PRINT_LIMIT):
-        return f"(an expression of {len(e.graph.ancestors([e.node]))} nodes)"
+        return _size_text(e, emitted)
     try:
         text = str(e)
     except Exception:  # the printer is optional here: never let it break codegen
         return f"({e.op} node {e.node})"
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _loops(graph: Graph, ids: list[int]) -> list[tuple[int, int]]:
+    """``(steps, step nodes)`` of each loop call among ``ids`` (its results counted once)."""
+    calls: dict[tuple, tuple[int, int]] = {}
+    for i in ids:
+        n = graph.nodes[i]
+        body = n.attrs.get("body") if n.attrs else None
+        if isinstance(body, Body):
+            key = (n.args, body, n.attrs["length"], n.attrs["reverse"])
+            calls[key] = (n.attrs["length"], len(body.graph.ancestors(body.outputs)))
+    return list(calls.values())
+
+
+def _size_text(e: Expr, emitted: Expr | None) -> str:
+    """``(an expression of N nodes)``; where the emitted graph holds loops that the built one
+    unrolls (a traced Python loop, rolled), the emitted graph's size and loops too."""
+    built = e.graph.ancestors([e.node])
+    text = f"an expression of {len(built):,} nodes"
+    if emitted is None:
+        return f"({text})"
+    ids = emitted.graph.ancestors([emitted.node])
+    loops = _loops(emitted.graph, ids)
+    if not loops or len(_loops(e.graph, built)) >= len(loops):
+        return f"({text})"
+    shown = ", ".join(f"{steps:,} steps of {size} nodes" for steps, size in loops[:3])
+    more = f" and {len(loops) - 3} more" if len(loops) > 3 else ""
+    return (f"({text} as traced; emitted rolled: {len(ids):,} nodes with "
+            f"{len(loops)} loop{'s' if len(loops) > 1 else ''}: {shown}{more})")
 
 
 def _escape(text: str) -> str:
@@ -93,7 +124,8 @@ def _what(graph: Graph, p: Plan, i: int, shown: dict[int, Expr], labels: dict[in
     g = e.graph
     d = derivatives(g).get(e.node)
     if d is None:
-        return expr_text(e, _TEXT_LIMIT if graph.nodes[i].role == "forward" else 80)
+        limit = _TEXT_LIMIT if graph.nodes[i].role == "forward" else 80
+        return expr_text(e, limit, Expr(graph, i))
     named = {shown[k].node if k in shown else k: v for k, v in labels.items()}
 
     def name(v: int) -> str:
@@ -136,4 +168,7 @@ def _called(graph: Graph, i: int | None, labels: dict[int, str]) -> str:
     text = expr_text(Expr(graph, i), _OF_LIMIT)
     if len(text) < _OF_LIMIT and not text.startswith("("):
         return text
+    loops = _loops(graph, [i])
+    if i not in labels and loops:  # a loop's result: its printed form is long and opaque
+        return f"a loop of {loops[0][0]:,} steps"
     return labels.get(i) or text

@@ -21,6 +21,7 @@ from ..base.errors import ShapeError, SymgradError, UnsupportedError
 from ..ir.body import scan_nodes, trace
 from ..ir.expr import TRACES, Expr
 from ..ir.graph import Graph
+from ..ir.limits import exceeded, limits
 from ..ir.values import as_constant, describe, exact, exact_int, type_name
 
 Tree = Any
@@ -303,6 +304,9 @@ def fori_loop(lower: int, upper: int, body_fun: Callable[[Expr, Tree], Tree],
     if not callable(body_fun):
         raise LoopError(f"fori_loop: body_fun must be a function (i, val) -> val, got "
                         f"{type_name(body_fun)}")
+    if hi - lo > limits.dense_elements:  # before NumPy is asked for the index array
+        raise exceeded("dense_elements", f"fori_loop({lo}, {hi}): its {hi - lo:,} steps scan "
+                       f"an array of as many indices, more than {limits.dense_elements:,}")
     steps = np.arange(lo, max(lo, hi), dtype=np.int64)
     carry, _ = scan(lambda val, i: (body_fun(i, val), None), init_val, steps)
     return carry

@@ -6,7 +6,8 @@ operator-precedence parser (explicit stacks, no recursion, linear in the length 
 text, so a sum of 10^5 terms is fine) accepts only arithmetic, comparisons, calls of
 registered ops by name (a dotted name such as ``linalg.solve`` only when it is registered
 as an op name or alias: never attribute access in general), names, numeric literals,
-subscripts, ``.T`` and list literals. Everything else raises
+subscripts, ``.T``, list literals and loops: ``scan``/``fori_loop`` with a ``lambda`` step,
+as Python writes them (:mod:`.parse_loops`). Everything else raises
 :class:`~symgrad.errors.ParseError` with a caret under its column, and a hint where one
 helps (``sni(x)``: did you mean sin? ``x ^ 2``: use ``**``). The limits
 (``sg.limits.parse_*``: length, bracket depth, unary-operator runs, array-literal and
@@ -36,6 +37,7 @@ from ..ir.limits import DEFAULTS, limits
 from ..ir.op import ALIASES, FUNCTIONS, REGISTRY, SignatureError, public_op
 from ..ir.values import as_constant, check_dtype, check_name, check_shape, describe
 from .functions import Callee, callee
+from .parse_loops import LOOPS, LoopText, results_hint
 from .syntax import (
     _BINOPS,
     _CMPOPS,
@@ -83,7 +85,9 @@ def parse(
     ----------
     text : str
         A Python-syntax expression over variables, numbers and symgrad ops called by name
-        (``exp``, ``sum(x, axis=0)``, ``einsum("ij,j->i", A, x)``, ``x[1:]``, ``A.T``).
+        (``exp``, ``sum(x, axis=0)``, ``einsum("ij,j->i", A, x)``, ``x[1:]``, ``A.T``), and
+        loops (``scan(lambda c, x: (c * x, c), 1.0, xs)[0]``, ``fori_loop(0, 3, lambda i, c:
+        c * x, 1.0)``).
     shapes : mapping, optional
         Variable name -> shape. Undeclared names are scalars.
     dtypes : mapping, optional
@@ -147,13 +151,14 @@ def _declarations(shapes, dtypes) -> dict[str, tuple[tuple[int, ...], str]]:
 # -- the walk -----------------------------------------------------------------------------
 
 
-class _Parser(_Reader):
+class _Parser(LoopText, _Reader):
     """The tree of the text walked twice: checked, then built into the graph."""
 
     def __init__(self, text, shapes, dtypes) -> None:
         super().__init__(text)
         self.declared = _declarations(shapes, dtypes)
         self.names: dict[str, Expr] = {}
+        self._init_loops()
 
     # errors
 
@@ -163,6 +168,8 @@ class _Parser(_Reader):
             if err.source is not None:
                 raise err
             raise ParseError(err.msg_text, self.shown, col) from None
+        if getattr(err, "_sg_located", False):  # from a loop's step: it has its caret
+            raise err
         if isinstance(err, SymgradError) and not isinstance(err, SignatureError):
             rendered = str(ParseError(str(err), self.shown, col))
             try:
@@ -170,6 +177,7 @@ class _Parser(_Reader):
             except Exception:  # an error class with another constructor
                 new = None
             if isinstance(new, SymgradError) and str(new) == rendered:
+                new._sg_located = True
                 raise new from None
         raise ParseError(str(err), self.shown, col) from None
 
@@ -180,12 +188,21 @@ class _Parser(_Reader):
         lead = len(text) - len(text.lstrip())
         if lead == len(text):
             raise ParseError("empty expression", self.shown, len(text))
-        value = self._walk(self.read(lead))
+        root = self.read(lead)
+        try:
+            value = self._walk(root)
+        except RecursionError:  # loops nested in lambdas trace recursively
+            raise ParseLimitError("loops are nested too deeply to trace (Python's recursion "
+                                  "limit was reached): nest fewer lambdas (sg.limits."
+                                  "parse_depth bounds the nesting)", self.shown, lead) from None
         if isinstance(value, Expr):
             return value
-        if isinstance(value, tuple):  # a function with several results (eigh, svd, ...)
-            raise ParseError(f"the expression has {len(value)} results (as NumPy's function "
-                             "returns them); pick one, e.g. eigh(A)[1]", self.shown, lead)
+        if isinstance(value, tuple):  # several results (eigh, svd, a scan, a tuple carry)
+            raise ParseError(f"the expression has {len(value)} results ("
+                             f"{results_hint(root)}", self.shown, lead)
+        if value is None:  # a scan's per-step results, where the step returned None
+            raise ParseError("the expression is None (a loop step that returns no per-step "
+                             "result stacks nothing)", self.shown, lead)
         return const(value)
 
     # phase 2: check and build, post-order with an explicit stack ---------------------
@@ -234,10 +251,12 @@ class _Parser(_Reader):
         return self._plan(node, [])
 
     def _check_Constant(self, node: Constant) -> list:
-        self._number(node)
+        if node.value is not None or id(node) not in self.loose:
+            self._number(node)
         return self._plan(node, [])
 
     def _check_List(self, node: List) -> list:
+        self._loose_list(node)
         return self._plan(node, [], self._array(node))
 
     def _check_Attribute(self, node: Attribute) -> list:
@@ -262,6 +281,8 @@ class _Parser(_Reader):
         name = _dotted(node.func)
         if name is None:
             self.fail("only functions called by name are supported (e.g. exp(x))", node.func)
+        if name in LOOPS and callee(name) is None:
+            return self._check_loop(node, name)
         op = self._op(name, node.func)
         args = list(node.args)
         plan: list[tuple] = []
@@ -302,9 +323,6 @@ class _Parser(_Reader):
 
     def _op(self, name: str, func: _Node) -> Callee:
         found = callee(name)
-        if found is None and name in _PYTHON_ONLY:
-            self.fail(f"'{name}' takes a Python function and has no text form: "
-                      f"{_PYTHON_ONLY[name]}", func)
         if found is None:
             known = [*FUNCTIONS, *(n for n in (*REGISTRY, *ALIASES) if public_op(n))]
             self.fail(f"unknown function '{name}'{_did_you_mean_function(name, known)}", func)
@@ -415,6 +433,9 @@ class _Parser(_Reader):
 
     def _build_Name(self, node: Name, args) -> Value:
         name = node.id
+        bound, value = self._bound_name(name)
+        if bound:
+            return value
         if name in CONSTANT_NAMES and name not in self.declared:
             return CONSTANT_NAMES[name]
         found = self.names.get(name)
@@ -426,7 +447,7 @@ class _Parser(_Reader):
         return found
 
     def _build_Constant(self, node: Constant, args) -> Value:
-        return self._number(node)
+        return None if node.value is None else self._number(node)
 
     def _build_List(self, node: List, args) -> Value:
         return node.plan[1]
@@ -491,6 +512,8 @@ class _Parser(_Reader):
         return v
 
     def _build_Call(self, node: Call, args) -> Value:
+        if node.plan[1] == "loop":
+            return self._loop_call(node, args)
         _, op, plan, kwargs, hint = node.plan
         values = iter(args)
         call_args: list = []
@@ -556,14 +579,6 @@ def _with_hint(err: SymgradError, hint: str) -> SymgradError:
     return new if str(new) == text else ParseError(text)
 
 
-# transforms that take a Python function: text cannot write one
-_PYTHON_ONLY = {
-    "scan": "write the loop in Python with sg.scan(step, init, xs) (or a plain for loop "
-            "traced by sg.grad(fun)); sg.latex prints a scan as its recurrence",
-    "fori_loop": "write the loop in Python with sg.fori_loop(lo, hi, body, init)",
-}
-
-
 def _did_you_mean_function(name: str, candidates: list[str]) -> str:
     """The hint for an unknown function name: the name without a module prefix
     (``np.max``), in lower case (``Exp``), the symgrad name of another library's
@@ -602,6 +617,8 @@ def _expr(v: Value, node: _Node, parser: _Parser) -> Expr:
         return v
     if isinstance(v, list):
         return const(v)
+    if v is None:
+        parser.fail("None cannot be indexed or transposed", node)
     parser.fail("a number cannot be indexed or transposed", node)
 
 

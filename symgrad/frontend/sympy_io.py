@@ -12,7 +12,8 @@ to sympy only, and comes back as the arithmetic sympy made of it; ops without on
 iterative and visit each node of the DAG once (sympy shares equal subexpressions too).
 
 Array variables become plain symbols: the sympy expression of an elementwise function of
-arrays describes each element, and ``from_sympy`` needs their shapes back (``shapes=``).
+arrays describes each element, and ``from_sympy`` needs their shapes back (``shapes=``). A
+loop (``scan``) is unrolled for its length (:mod:`.sympy_loops`).
 Constants that are whole numbers become sympy Integers (``2.0 * x`` prints as ``2 x``);
 ``from_sympy`` turns every number into a float64 constant except whole-number exponents
 (``x**2`` stays an integer power, as NumPy computes it); ``a - b``, ``a / b`` and ``-a``
@@ -29,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..base.errors import LimitError, SymgradError
+from ..ir.body import Body
 from ..ir.expr import Expr, call
 from ..ir.graph import Graph
 from ..ir.limits import exceeded, limits
@@ -117,6 +119,8 @@ def to_sympy(expr: Expr) -> Any:
     order = graph.ancestors([expr.node])
     check_tree(graph, order, expr.node, "to_sympy")
     try:
+        if any(isinstance(graph.nodes[i].attrs.get("body"), Body) for i in order):
+            return _unrolled(sp, graph, order, expr.node)
         for i in order:
             n = graph.nodes[i]
             if n.is_var:
@@ -128,6 +132,17 @@ def to_sympy(expr: Expr) -> Any:
     except RecursionError:
         raise too_deep("to_sympy") from None
     return done[expr.node]
+
+
+def _unrolled(sp, graph: Graph, order: list[int], root: int) -> Any:
+    """``to_sympy`` of a graph with loops: each unrolled (:mod:`.sympy_loops`); stacked
+    per-step results at the root are a sympy Array."""
+    from .sympy_loops import Budget, Stacked, Translation
+
+    t = Translation(sp, graph, Budget("to_sympy"))
+    t.run(order)
+    value = t.done[root]
+    return sp.Array(value.items) if isinstance(value, Stacked) else value
 
 
 def too_deep(what: str) -> LimitError:

@@ -2,10 +2,11 @@
 parser of its own (explicit stacks, no recursion, linear in the length of the text).
 
 Only the grammar :func:`symgrad.frontend.parse.parse` accepts is read: arithmetic,
-comparisons, calls, names, numeric and string literals, subscripts, attributes and list
-literals; anything else raises :class:`~symgrad.errors.ParseError` with a caret under its
-column. The tree's nodes are small classes of our own with character offsets into the text;
-what they mean is :mod:`symgrad.frontend.parse`'s walk.
+comparisons, calls, names, numeric and string literals, subscripts, attributes, list and
+tuple literals and ``lambda`` (plain-name parameters, one expression); anything else raises
+:class:`~symgrad.errors.ParseError` with a caret under its column. The tree's nodes are
+small classes of our own with character offsets into the text; what they mean is
+:mod:`symgrad.frontend.parse`'s walk.
 """
 
 from __future__ import annotations
@@ -59,7 +60,6 @@ _REFUSED_OPS = {
 
 
 _KEYWORDS = {
-    "lambda": "lambda is not supported",
     "if": "conditional expressions are not supported; use where(cond, a, b)",
     "and": "'and'/'or' are not supported; use where() and comparisons",
     "or": "'and'/'or' are not supported; use where() and comparisons",
@@ -125,6 +125,9 @@ List = _kind("List", "elts")
 
 
 Tuple = _kind("Tuple", base=List)
+
+
+Lambda = _kind("Lambda", "params", "body")  # params: [(name, offset)]
 
 
 def _node(cls: type, start: int, end: int, **fields: Any) -> Any:
@@ -289,13 +292,19 @@ class _Reader:
                 k, operand = self._prefix(frames, frame, tokens, k, kind, s, start, end)
             else:
                 k, operand = self._infix(frames, frame, tokens, k, kind, s, start, end)
-        if len(frames) > 1:
-            f = frames[-1]
+        if not operand:
+            self._close_lambdas(frames)
+        brackets = [f for f in frames[1:] if f.kind != "lambda"]
+        if brackets:
+            f = brackets[-1]
             self.fail(f"invalid syntax: '{self.text[f.open_at]}' was never closed",
                       offset=f.open_at)
+        if operand and frames[-1].kind == "lambda" and frames[-1].empty():
+            self.fail("a lambda needs a body: one expression after ':'",
+                      offset=tokens[-1][2])
         if operand:
             top = frames[0]
-            if top.empty() and not top.items:
+            if len(frames) == 1 and top.empty() and not top.items:
                 self.fail("empty expression", offset=tokens[-1][2])
             self.fail("the expression ends too early (an operand is missing)",
                       offset=tokens[-1][2])
@@ -313,6 +322,8 @@ class _Reader:
                 value = {"True": True, "False": False, "None": None}[s]
                 frame.vals.append(_node(Constant, start, end, value=value))
                 return k, False
+            if s == "lambda":
+                return self._lambda(frames, tokens, k, start), True
             if keyword.iskeyword(s):
                 self.fail(_KEYWORDS.get(s, f"invalid syntax: '{s}' cannot start an operand"),
                           offset=start)
@@ -359,6 +370,64 @@ class _Reader:
             self.fail(self._braces(tokens, k), offset=start)
         self.fail(_REFUSED_OPS.get(s, f"invalid syntax: '{s}' cannot start an operand"),
                   offset=start)
+
+    def _lambda(self, frames: list[_Frame], tokens: list, k: int, at: int) -> int:
+        """``lambda a, b:`` read up to its ':' (plain names only); the body is read in a
+        frame of its own, closed by the ',' or bracket that ends it. Returns the next index."""
+        if len(frames) >= limits.parse_depth:
+            raise ParseLimitError(f"brackets and lambdas nested deeper than "
+                                  f"{limits.parse_depth} (sg.limits.parse_depth)", self.shown, at)
+        params: list[tuple[str, int]] = []
+        seen: set[str] = set()
+        expect_comma = False
+        while True:
+            kind, s, start, _ = tokens[k]
+            k += 1
+            if kind == "op" and s == ":":
+                break
+            if kind == "name" and not keyword.iskeyword(s) and not expect_comma:
+                name = unicodedata.normalize("NFKC", s)
+                if name in seen:
+                    self.fail(f"duplicate parameter '{name}' in a lambda", offset=start)
+                params.append((name, start))
+                seen.add(name)
+                expect_comma = True
+                continue
+            if kind == "op" and s == "," and expect_comma:
+                expect_comma = False
+                continue
+            self.fail(self._lambda_refusal(kind, s), offset=start)
+        frame = _Frame("lambda", at, params)
+        frames.append(frame)
+        return k
+
+    @staticmethod
+    def _lambda_refusal(kind: str, s: str) -> str:
+        if s == "=":
+            return "lambda parameters with default values are not supported"
+        if s in ("*", "**"):
+            return f"{s}-parameters in a lambda are not supported; name each parameter"
+        if s == "/":
+            return "'/' in lambda parameters is not supported"
+        if kind == "end":
+            return "a lambda needs ':' and a body, e.g. lambda c, x: (c * x, c)"
+        if s == "(":
+            return "lambda parameters must be plain names (no tuple unpacking)"
+        if kind == "name" and keyword.iskeyword(s):
+            return f"'{s}' is a keyword, not a parameter name"
+        return "invalid syntax: lambda parameters are names separated by ',' then ':'"
+
+    def _close_lambdas(self, frames: list[_Frame]) -> None:
+        """End the lambdas whose body the current token closes: each becomes an operand
+        of the frame around it."""
+        while frames[-1].kind == "lambda":
+            frame = frames.pop()
+            body = self._reduce(frame)
+            if body is None:
+                self.fail("a lambda needs a body: one expression after ':'",
+                          offset=frame.open_at)
+            frames[-1].vals.append(_node(Lambda, frame.open_at, body.end, params=frame.head,
+                                         body=body))
 
     def _infix(self, frames, frame, tokens, k, kind, s, start, end) -> tuple[int, bool]:
         """A token after a complete operand: an operator, a trailer or a separator."""
@@ -456,6 +525,9 @@ class _Reader:
     def _separator(self, frames, frame, s, start, end, k) -> tuple[int, bool]:
         """``,`` or a closing bracket, after an operand (or after nothing: ``f()``,
         ``[1, 2,]``, ``x[1:]``)."""
+        if frame.kind == "lambda":
+            self._close_lambdas(frames)
+            frame = frames[-1]
         if frame.kind == "top" and s != ",":
             self.fail(f"invalid syntax: unmatched '{s}'", offset=start)
         self._finish_item(frame)

@@ -34,7 +34,7 @@ from ..base.errors import LimitError
 #: name -> (default, what it bounds)
 DEFAULTS: dict[str, tuple[int, str]] = {
     "parse_chars": (1_000_000, "characters of expression text given to sg.parse"),
-    "parse_depth": (100, "nesting depth of brackets in expression text"),
+    "parse_depth": (100, "nesting depth of brackets and lambdas in expression text"),
     "parse_unary_run": (100, "unary operators in a row in expression text ('- - - x')"),
     "parse_array_elements": (10_000, "numbers in one list literal in expression text"),
     "parse_string_chars": (200, "characters of a string argument in text (einsum's spec)"),
@@ -43,11 +43,12 @@ DEFAULTS: dict[str, tuple[int, str]] = {
                                    "0.55 KB and 30-70 us of CPU a node: reaching 1,000,000 "
                                    "nodes takes some 550 MB and under a minute)"),
     "dense_elements": (100_000_000, "elements of a dense Jacobian, Hessian or derivative "
-                                    "tensor (and of its identity seed), checked before "
-                                    "anything is built"),
+                                    "tensor (and of its identity seed), and fori_loop's "
+                                    "index array, checked before anything is built"),
     "print_tree_nodes": (100_000, "nodes of the expression tree sg.latex and sg.to_sympy "
                                   "write out (a shared subexpression counts once per use), "
-                                  "checked before anything is printed"),
+                                  "checked before anything is printed; for to_sympy of a "
+                                  "loop, the expressions of all its unrolled steps summed"),
 }
 
 _NONE: dict[str, int] = {}

@@ -29,6 +29,9 @@ driver applies them to each node as it is built.
 
 from __future__ import annotations
 
+import sys
+import types
+
 from .adjoint_cleanup import ADJOINT_CLEANUP, sum_contributions
 from .array_targets import SUMS_AS_SUMS
 from .exact import CONSTANT_FOLDING, IDENTITIES, NEGATIONS
@@ -64,6 +67,18 @@ def passes() -> list[Pass]:
     negations          negations folded into sums, moved out of products: a + (-b) -> a - b (exact)
     """
     return list(PASSES)
+
+
+class _Passes(types.ModuleType):
+    """This package, callable: ``sg.passes()`` is :func:`passes`. One object is both, so
+    ``import symgrad.passes.rolling`` (which reads ``symgrad.passes``) and ``sg.passes()``
+    work in either order."""
+
+    def __call__(self) -> list[Pass]:
+        return passes()
+
+
+sys.modules[__name__].__class__ = _Passes
 
 
 __all__ = ["ADJOINT_CLEANUP", "CANONICAL_ORDER", "COMPILE", "CONSTANT_FOLDING", "CSE", "Const",
