@@ -124,14 +124,15 @@ def test_every_pipeline_is_the_query_of_its_stage_tags():
     simplify = importlib.import_module("symgrad.passes.simplify")  # the module, not sg.simplify
     expected = {
         "reverse": "constant_folding identities negations normal_form adjoint_cleanup "
-                   "lowering idioms",
-        "compile": "constant_folding identities negations normal_form canonical_order",
+                   "nan_guards lowering idioms",
+        "compile": "constant_folding identities negations normal_form canonical_order "
+                   "nan_guards",
         "fast_math": "constant_folding identities negations normal_form canonical_order "
                      "fast_math adjoint_cleanup lowering stability",
         "arrays": "sums_as_sums",
         "simplify": "constant_folding identities negations normal_form stability cse",
         "simplify_adjoint": "constant_folding identities negations normal_form "
-                            "adjoint_cleanup lowering stability",
+                            "adjoint_cleanup nan_guards lowering stability",
         "sympy": "sympy",
         "loops": "reductions rolling",
     }
