@@ -41,6 +41,7 @@ from typing import Any
 
 from ..base.errors import SymgradError
 from ..ir.body import Body
+from ..ops.loops import as_ys
 from .numpy_table import NUMPY_TYPE
 
 __all__ = ["LoopEmitter", "body_ops", "is_loop"]
@@ -162,6 +163,7 @@ class LoopEmitter:
         key = (_call_key(n)[1:], parts, type(pr), lists)
         found = self.functions.get(key)
         if found is None:
+            n, parts, lists = _residuals_as_ys(n, parts, lists)
             name = self._fresh(pr)
             made = pr.loop_function(self, name, n, parts)  # a printer's own loops (Numba)
             lines, stmts = (made if made is not None
@@ -213,6 +215,25 @@ class LoopEmitter:
         if _passes_lists(pr):  # a scanned operand may come as a list (_list_ok)
             lines += _from_lists(spec)
         return [*lines, *render(spec, stmts)], stmts
+
+
+class _Scan:
+    """A scan's attributes seen with another body (what the loop printers read of it)."""
+
+    def __init__(self, attrs: dict) -> None:
+        self.attrs = attrs
+
+
+def _residuals_as_ys(n: Any, parts: tuple, lists: tuple) -> tuple[Any, tuple, tuple]:
+    """Scan ``n`` returning ``parts`` as a scan whose body has the residuals among them
+    as further ys (:func:`symgrad.ops.loops.as_ys`), with its parts and ``lists``."""
+    nc = n.attrs["carries"]
+    body, new = as_ys(n.attrs["body"], nc, parts)
+    if body is n.attrs["body"]:
+        return n, parts, lists
+    renamed = dict(zip(parts, new))
+    return (_Scan({**n.attrs, "body": body}), new,
+            tuple(sorted(renamed[p] for p in lists)))
 
 
 def printed_step(sub: Any, body: Body, n: Any, parts: tuple
