@@ -13,7 +13,7 @@ from typing import Any
 
 from ..base.errors import SymgradError
 from ..ir.body import Body, trace
-from ..ir.expr import Expr
+from ..ir.expr import TRACES, Expr
 from ..ir.op import REGISTRY
 from ..ir.shapes import is_float
 from ..ops.loops import DERIVED, VjpPlan, _zeros, product_terms, save_nodes
@@ -95,7 +95,7 @@ class _Step:
                 pairs.append((Expr(graph, memo[j]), g))
         wrt = ([primal[j] for j in fc] + [primal[nc + i] for i in self.wrt_x]
                + [k[c] for c in self.wrt_k])
-        adj = _multi_vjp(pairs, wrt)
+        adj = [None if a is None else _here(a) for a in _multi_vjp(pairs, wrt)]
         new_c = []
         for j, a in zip(fc, adj):
             extra = [g for (kind, jj), g in zip(self.seeded, sbar)
@@ -105,16 +105,16 @@ class _Step:
                          else _zeros(batch + avals[j][0], avals[j][1]))
         xbar = [_zeros(batch + avals[nc + i][0], avals[nc + i][1]) if a is None else a
                 for i, a in zip(self.wrt_x, adj[len(fc):len(fc) + len(self.wrt_x)])]
-        return memo, [*new_c, *xbar], list(adj[len(fc) + len(self.wrt_x):])
+        return memo, [_here(e) for e in (*new_c, *xbar)], adj[len(fc) + len(self.wrt_x):]
 
     def _split(self, adj_k: list, per_step: list[Expr]) -> tuple[list, list]:
         """The adjoints of ``wrt_k`` as the carried sums ``[(c, expr)]`` and the products
         ``[(c, A, ta, B, tb)]`` summed after the loop (factors varying by step, no batch
         axes, within :data:`STACK_ELEMENTS`)."""
         carried, products = [], []
-        graph = per_step[0].graph if per_step else None
-        varying = (graph.descendants([e.node for e in per_step], graph.ancestors(
-            [a.node for a in adj_k if a is not None])) if graph is not None else set())
+        graph = TRACES.graphs[-1]
+        varying = graph.descendants([e.node for e in per_step], graph.ancestors(
+            [a.node for a in adj_k if a is not None]))
         room = STACK_ELEMENTS
         for c, a in zip(self.wrt_k, adj_k):
             if a is None:
@@ -147,7 +147,7 @@ class _Step:
         memo, outs, adj_k = self._adjoints(cbar, primal, sbar, k)
         carried, products = self._split(adj_k, [*cbar, *primal[:self.nc + self.nx], *sbar])
         self.carried = tuple(c for c, _ in carried)
-        outs += [e for _, e in carried if e is not None]
+        outs += [_here(e) for _, e in carried if e is not None]
         outs += [x for _, a, _, b, _ in products for x in (a, b)]
         self.residuals = _residuals(self.body, self.nc + self.nx, memo, outs)
         return outs
@@ -162,11 +162,12 @@ class _Step:
             raise SymgradError("scan: the backward step changed between its two builds "
                                "(a bug in symgrad; please report it)")
         sums = {c: e for c, e in carried}
-        new_k = [kb if sums[c] is None else kb + sums[c] for c, kb in zip(self.carried, kbar)]
+        new_k = [kb if sums[c] is None else _here(kb + sums[c])
+                 for c, kb in zip(self.carried, kbar)]
         nf = len(self.fc)
         outs = [*outs[:nf], *new_k, *outs[nf:]]
         flat = [x for _, a, _, b, _ in products for x in (a, b)]
-        graph = v[0].graph
+        graph = TRACES.graphs[-1]
         swap = {memo[r]: e.node for r, e in zip(self.residuals, res)}
         outs, flat = _split_at(_substitute(graph, [*outs, *flat], swap), len(outs))
         ins = {e.node: j for j, e in enumerate([*primal[:self.nc + self.nx], *sbar, *res])}
@@ -186,6 +187,12 @@ class _Step:
         self.products = [(c, refs[2 * q], ta, refs[2 * q + 1], tb)
                          for q, (c, _, ta, _, tb) in enumerate(products)]
         return outs
+
+
+def _here(e: Expr) -> Expr:
+    """``e`` in the graph being traced (imported there if built in another)."""
+    graph = TRACES.graphs[-1]
+    return Expr(graph, graph.find(e))
 
 
 def _split_at(items: list, k: int) -> tuple[list, list]:
