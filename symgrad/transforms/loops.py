@@ -178,7 +178,7 @@ class _Step:
             if e.node in ins:
                 refs.append(("in", ins[e.node]))
                 continue
-            at = [j for j in range(ys) if outs[first_y + j].node == e.node]
+            at = [j for j in range(len(outs) - first_y) if outs[first_y + j].node == e.node]
             if not at:
                 outs.append(e)
                 at = [len(outs) - 1 - first_y]
