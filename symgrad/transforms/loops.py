@@ -262,7 +262,8 @@ def _multi_vjp(pairs: list[tuple[Expr, Expr]], wrt: list[Expr]) -> list[Expr | N
         return [None] * len(wrt)
     graph = pairs[0][0].graph
     with adjoint_rewriting(graph, True):
-        record = _backprop(pairs[0][0], wrt, pairs[0][1], sum_contributions, also=pairs[1:])
+        record = _backprop(pairs[0][0], wrt, pairs[0][1], sum_contributions, idioms=True,
+                           also=pairs[1:])
     return [None if record.adjoint_of.get(w.node) is None
             else Expr(graph, record.adjoint_of[w.node]) for w in wrt]
 
