@@ -88,6 +88,8 @@ def test_lstm_gradient_matches_jax_and_reads_its_residuals(reverse):
     backward = src[src.index("def _sg_loop2("):src.index("def f(")]
     assert "np.exp" not in backward and "np.tanh" not in backward
     assert "np.multiply.outer" not in backward  # U's and W's products after the loop
+    forward = src[src.index("def _sg_loop1("):src.index("def _sg_loop2(")]
+    assert ".append(" in forward  # residuals reach the backward loop as lists of arrays
 
 
 def test_captured_matrices_are_one_product_after_the_loop():
@@ -181,6 +183,15 @@ def test_a_checkpointed_scan_saves_no_inner_loop_results():
 
     fd = [(fun(w0 + e) - fun(w0 - e)) / 2e-6 for e in np.eye(3) * 1e-6]
     np.testing.assert_allclose(sg.evaluate(g, {"w": w0}), fd, rtol=1e-7)
+
+
+def test_a_step_of_scalars_stores_no_residuals():
+    """Over Python floats the backward step computes sin and cos again (about as cheap as
+    storing them)."""
+    x = sg.var("x")
+    h, _ = sg.scan(lambda h, _: (sg.sin(h) * h + sg.cos(h), None), x, length=30)
+    src = sg.to_source([h, sg.grad(h, x)], [x])
+    assert "for c1 in reversed(_x0):" in src and src.count("math.sin") == 2
 
 
 def test_the_forward_loop_runs_once_with_its_residuals():
