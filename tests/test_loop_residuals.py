@@ -17,7 +17,7 @@ jax = pytest.importorskip("jax")
 jax.config.update("jax_enable_x64", True)
 jnp = jax.numpy
 RNG = np.random.default_rng(7)
-H, I, T = 4, 3, 6
+H, NI, T = 4, 3, 6
 
 
 def _lstm(np_, scan, U, W, b, xs, h0, reverse=False):
@@ -35,7 +35,7 @@ def _lstm(np_, scan, U, W, b, xs, h0, reverse=False):
 
 
 def _batched(np_, scan, U, W, xs, h0):
-    """Rows of a batch: ``h @ U`` (``h.T @ dz`` per step), ``x @ W`` with x (B, I)."""
+    """Rows of a batch: ``h @ U`` (``h.T @ dz`` per step), ``x @ W`` with x (B, NI)."""
     def step(h, x):
         h = np_.tanh(h @ U + x @ W)
         return h, np_.sum(np_.exp(-h ** 2))
@@ -45,14 +45,14 @@ def _batched(np_, scan, U, W, xs, h0):
 
 
 def _values():
-    return {"U": RNG.normal(size=(4 * H, H)) * 0.4, "W": RNG.normal(size=(4 * H, I)) * 0.4,
-            "b": RNG.normal(size=4 * H) * 0.1, "xs": RNG.normal(size=(T, I)),
+    return {"U": RNG.normal(size=(4 * H, H)) * 0.4, "W": RNG.normal(size=(4 * H, NI)) * 0.4,
+            "b": RNG.normal(size=4 * H) * 0.1, "xs": RNG.normal(size=(T, NI)),
             "h0": RNG.normal(size=H) * 0.3}
 
 
 def _lstm_vars():
-    return (sg.var("U", (4 * H, H)), sg.var("W", (4 * H, I)), sg.var("b", (4 * H,)),
-            sg.var("xs", (T, I)), sg.var("h0", (H,)))
+    return (sg.var("U", (4 * H, H)), sg.var("W", (4 * H, NI)), sg.var("b", (4 * H,)),
+            sg.var("xs", (T, NI)), sg.var("h0", (H,)))
 
 
 def _reverse_bodies(outs) -> list[Body]:
@@ -108,11 +108,11 @@ def test_captured_matrices_are_one_product_after_the_loop():
 
 def test_batched_rows_gradient_matches_jax_on_every_backend():
     B = 2
-    values = {"U": RNG.normal(size=(H, H)) * 0.5, "W": RNG.normal(size=(I, H)) * 0.5,
-              "xs": RNG.normal(size=(T, B, I)), "h0": RNG.normal(size=(B, H))}
+    values = {"U": RNG.normal(size=(H, H)) * 0.5, "W": RNG.normal(size=(NI, H)) * 0.5,
+              "xs": RNG.normal(size=(T, B, NI)), "h0": RNG.normal(size=(B, H))}
     names = list(values)
-    U, W = sg.var("U", (H, H)), sg.var("W", (I, H))
-    xs, h0 = sg.var("xs", (T, B, I)), sg.var("h0", (B, H))
+    U, W = sg.var("U", (H, H)), sg.var("W", (NI, H))
+    xs, h0 = sg.var("xs", (T, B, NI)), sg.var("h0", (B, H))
     f = _batched(sg.numpy, sg.scan, U, W, xs, h0)
     grads = sg.grad(f, [U, W, xs, h0])
     want = jax.grad(lambda *v: _batched(jnp, jax.lax.scan, *v), argnums=(0, 1, 2, 3))(

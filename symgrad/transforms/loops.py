@@ -4,6 +4,17 @@ the transforms of this folder run on the step's graph.
 
 A derived body is cached on the step body (``body.derived``), keyed by what was asked:
 the batch axes of the seeds, which results are seeded, which inputs need adjoints.
+
+The backward step reads the forward step's *residuals* rather than computing them again:
+of the forward values its adjoint code reads, those that vary by step and cost more than a
+flop per element (``exp``, ``tanh``, a division, a reduction, a matrix product; the cost
+model of :mod:`symgrad.passes.cost`); a cheaper one (``1 + e``, a slice) is computed again
+from its operands, chosen by the same rule. The forward scan stacks them (scan results
+``2 * nc + ny + node``). A captured value's adjoint that is a sum of products of per-step
+values (``outer(dz, h)``, ``h.T @ dz``: a weight read by every step) is not summed in the
+backward loop's carry: the loop gives the factors stacked and one matrix product sums them
+after it, unless the stacks it adds would pass :data:`STACK_ELEMENTS` elements (then the
+carry sums them step by step, in memory the size of the value).
 """
 
 from __future__ import annotations
@@ -21,7 +32,6 @@ from ..passes import sum_contributions
 from ..passes.cost import node_cost
 from .forward import _tangents
 from .reverse import _backprop, adjoint_rewriting
-
 
 STACK_ELEMENTS = 1 << 22  # the most elements of stacked factors a loop adds (32 MiB f64)
 
@@ -43,7 +53,7 @@ def _vjp_body(body: Body, nc: int, nx: int, batch: tuple, seeded: tuple, wrt_x: 
         step = _Step(body, nc, nx, batch, seeded, wrt_x, wrt_k, length)
         trace(step.plan, step.inputs((), ()))
         vbody, captured = trace(step.build, step.inputs(step.residuals, step.carried))
-        factors = {r[1] for _, *refs in step.products for r in refs[::2] if r[0] == "in"}
+        factors = {ref[1] for p in step.products for ref in (p[1], p[3]) if ref[0] == "in"}
         unread = frozenset(j for j in range(nc + nx + len(seeded) + len(step.residuals))
                            if j not in factors
                            and _unread(vbody, len(step.fc) + len(step.carried) + j))
@@ -133,13 +143,13 @@ class _Step:
         return carried, products
 
     def _unpack(self, v: tuple, residuals: tuple, carried: tuple) -> tuple:
-        nf, nk = len(self.fc), len(carried)
-        cbar, kbar, v = v[:nf], v[nf:nf + nk], v[nf + nk:]
-        n = self.nc + self.nx
-        primal, sbar = v[:n], v[n:n + len(self.seeded)]
-        res, k = v[n + len(self.seeded):n + len(self.seeded) + len(residuals)], v[
-            n + len(self.seeded) + len(residuals):]
-        return cbar, kbar, primal, sbar, res, k
+        """The step's inputs as ``(cbar, kbar, primal, sbar, residuals, k)``."""
+        groups, at = [], 0
+        for n in (len(self.fc), len(carried), self.nc + self.nx, len(self.seeded),
+                  len(residuals)):
+            groups.append(v[at:at + n])
+            at += n
+        return (*groups, v[at:])
 
     def plan(self, *v: Expr) -> list[Expr]:
         """The first build: which residuals to take and which adjoints are carried."""
@@ -169,7 +179,8 @@ class _Step:
         flat = [x for _, a, _, b, _ in products for x in (a, b)]
         graph = TRACES.graphs[-1]
         swap = {memo[r]: e.node for r, e in zip(self.residuals, res)}
-        outs, flat = _split_at(_substitute(graph, [*outs, *flat], swap), len(outs))
+        both = _substitute(graph, [*outs, *flat], swap)
+        outs, flat = both[:len(outs)], both[len(outs):]
         ins = {e.node: j for j, e in enumerate([*primal[:self.nc + self.nx], *sbar, *res])}
         ys = len(self.wrt_x)
         first_y = len(outs) - ys
@@ -193,10 +204,6 @@ def _here(e: Expr) -> Expr:
     """``e`` in the graph being traced (imported there if built in another)."""
     graph = TRACES.graphs[-1]
     return Expr(graph, graph.find(e))
-
-
-def _split_at(items: list, k: int) -> tuple[list, list]:
-    return items[:k], items[k:]
 
 
 def _residuals(body: Body, per_step: int, memo: dict[int, int], outs: list[Expr]
