@@ -208,3 +208,28 @@ def test_the_forward_loop_runs_once_with_its_residuals():
     fd = [(fun(x0 + e) - fun(x0 - e)) / 2e-6 for e in np.eye(3) * 1e-6]
     np.testing.assert_allclose(got[1], fd, rtol=1e-7)
     assert r"e^{\sin" in sg.latex(sg.grad(f, x))  # a residual part: the step's value, stacked
+
+
+def test_reverse_over_reverse_seeds_the_residuals_and_matches_jax():
+    """A gradient of a gradient: the outer reverse pass reaches the forward scan through
+    its residual results (seeded parts of the scan) and gives JAX's value."""
+    def loss(np_, scan, w, x0):
+        def step(c, t):
+            return np_.tanh(w @ c) * t + 0.1 * np_.exp(-c * c), np_.sum(np_.sin(c) ** 2)
+
+        c, ys = scan(step, x0, np.linspace(0.5, 1.5, 6))
+        return np_.sum(c) + np_.sum(ys)
+
+    w0, x00 = RNG.normal(size=(3, 3)) * 0.5, RNG.normal(size=3)
+    w, x0 = sg.var("w", shape=(3, 3)), sg.var("x0", shape=3)
+    f = loss(sg, sg.scan, w, x0)
+    gg = sg.grad(sg.sum(sg.grad(f, w) ** 2) + sg.sum(sg.grad(f, x0) ** 3), [w, x0])
+
+    def outer(wv, xv):
+        gw, gx = jax.grad(lambda a, b: loss(jnp, jax.lax.scan, a, b), argnums=(0, 1))(wv, xv)
+        return jnp.sum(gw ** 2) + jnp.sum(gx ** 3)
+
+    want = jax.grad(outer, argnums=(0, 1))(w0, x00)
+    for got in (sg.evaluate(gg, {"w": w0, "x0": x00}), sg.compile(gg, ["w", "x0"])(w0, x00)):
+        for g, ref in zip(got, want):
+            np.testing.assert_allclose(g, ref, rtol=1e-10, atol=1e-12)
