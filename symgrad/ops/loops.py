@@ -72,7 +72,8 @@ def _infer(shapes, dtypes, attrs):
     base = 2 * nc + ny
     nodes = body.graph.nodes
     if not 0 <= out < base + len(nodes) or (out >= base and nodes[out - base].is_var):
-        raise ShapeError(f"scan: no result {out} (it has {base}, then a body node's each)")
+        raise ShapeError(f"scan: no result {out} (results 0 to {base - 1}, then {base} + a "
+                         "body node that is not an input)")
     if out >= base:
         s, d = body.avals([out - base])[0]
         return (length, *s), d
