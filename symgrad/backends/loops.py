@@ -37,10 +37,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from ..base.errors import SymgradError
 from ..ir.body import Body
+from ..ops.loops import as_ys
 from .numpy_table import NUMPY_TYPE
 
 __all__ = ["LoopEmitter", "body_ops", "is_loop"]
@@ -162,6 +164,7 @@ class LoopEmitter:
         key = (_call_key(n)[1:], parts, type(pr), lists)
         found = self.functions.get(key)
         if found is None:
+            n, parts, lists = _residuals_as_ys(n, parts, lists)
             name = self._fresh(pr)
             made = pr.loop_function(self, name, n, parts)  # a printer's own loops (Numba)
             lines, stmts = (made if made is not None
@@ -192,6 +195,8 @@ class LoopEmitter:
         nc, nx = spec.nc, spec.nx
         signature = spec.params[:nc] + spec.xs + spec.params[nc + nx:]
         render = {"jax": _jax, "numpy": _numpy, "arrays": _arrays}[pr.loop_style]
+        if render is _numpy:
+            render = partial(_numpy, lists=lists)
         head = call(f"def {name}(", [*pr.part_params(stmts), *signature], "):", "")
         doc = f'    """scan: {spec.length} steps of the body below (symgrad)."""'
         lines = [*head, doc]
@@ -213,6 +218,25 @@ class LoopEmitter:
         if _passes_lists(pr):  # a scanned operand may come as a list (_list_ok)
             lines += _from_lists(spec)
         return [*lines, *render(spec, stmts)], stmts
+
+
+class _Scan:
+    """A scan's attributes seen with another body (what the loop printers read of it)."""
+
+    def __init__(self, attrs: dict) -> None:
+        self.attrs = attrs
+
+
+def _residuals_as_ys(n: Any, parts: tuple, lists: tuple) -> tuple[Any, tuple, tuple]:
+    """Scan ``n`` returning ``parts`` as a scan whose body has the residuals among them
+    as further ys (:func:`symgrad.ops.loops.as_ys`), with its parts and ``lists``."""
+    nc = n.attrs["carries"]
+    body, new = as_ys(n.attrs["body"], nc, parts)
+    if body is n.attrs["body"]:
+        return n, parts, lists
+    renamed = dict(zip(parts, new))
+    return (_Scan({**n.attrs, "body": body}), new,
+            tuple(sorted(renamed[p] for p in lists)))
 
 
 def printed_step(sub: Any, body: Body, n: Any, parts: tuple
@@ -415,16 +439,16 @@ def _moves(targets: list[str], values: list[str], lead: str) -> list[str]:
     return [f"{lead}{', '.join(t for t, _ in pairs)} = {', '.join(v for _, v in pairs)}"]
 
 
-def _buffers(s: _Spec, make: Callable[[tuple, str], str]) -> tuple[list[str], dict, dict]:
-    """One buffer per stacked y (``_y<j>``) and stored carry (``_s<j>``), each ``make(shape,
-    dtype)``; their lines and names."""
+def _buffers(s: _Spec, make: Callable[[int], str]) -> tuple[list[str], dict, dict]:
+    """One buffer per stacked y (``_y<j>``) and stored carry (``_s<j>``), each ``make(part)``;
+    their lines and names."""
     lines, ys, stored = [], {}, {}
     for p in s.parts:
         kind, j = s.kind(p)
         if kind != "carry":
             name = f"_y{j}" if kind == "y" else f"_s{j}"
             (ys if kind == "y" else stored)[j] = name
-            lines.append(f"    {name} = {make(*s.aval(p))}")
+            lines.append(f"    {name} = {make(p)}")
     return lines, ys, stored
 
 
@@ -448,10 +472,23 @@ def _append(name: str, value: str) -> str:
     return f"{name}.append({value})"
 
 
-def _numpy(s: _Spec, stmts: list[str]) -> list[str]:
-    lines, ys, stored = _buffers(
-        s, lambda shape, dtype: f"np.empty({(s.length, *shape)!r}, dtype={NUMPY_TYPE[dtype]})")
-    lines += _loop(s, stmts, ys, stored, _set, "_t")
+def _numpy(s: _Spec, stmts: list[str], lists: tuple = ()) -> list[str]:
+    """The NumPy loop: stacked results written into preallocated arrays, those in
+    ``lists`` that hold arrays (not 0-d values) appended to Python lists instead (a
+    reference per step rather than a copy: another loop only reads them step by step)."""
+    listed = {p for p in lists if s.aval(p)[0]}
+
+    def make(p: int) -> str:
+        shape, dtype = s.aval(p)
+        return "[]" if p in listed else (f"np.empty({(s.length, *shape)!r}, "
+                                         f"dtype={NUMPY_TYPE[dtype]})")
+
+    lines, ys, stored = _buffers(s, make)
+    names = {p: (ys if s.kind(p)[0] == "y" else stored)[s.kind(p)[1]] for p in listed}
+    lines += _loop(s, stmts, ys, stored, lambda n, v: (
+        _append(n, v) if n in names.values() else _set(n, v)), "_t")
+    if s.reverse:
+        lines += [f"    {names[p]}.reverse()" for p in sorted(listed)]
     return lines + [_return(s, ys, stored)]
 
 
@@ -459,7 +496,7 @@ def _math(s: _Spec, stmts: list[str], lists: tuple = ()) -> list[str]:
     """The loop over Python floats: the scanned operands iterated (no index), stacked
     results appended to lists, returned as NumPy arrays (those in ``lists`` as the lists
     themselves)."""
-    lines, ys, stored = _buffers(s, lambda shape, dtype: "[]")
+    lines, ys, stored = _buffers(s, lambda p: "[]")
     loop = [f"        {name}.append({s.carries[j]})" for j, name in stored.items()]
     loop += _indent(stmts)
     loop += [f"        {name}.append({s.results[s.nc + j]})" for j, name in ys.items()]
@@ -513,7 +550,7 @@ def _return(s: _Spec, ys: dict, stored: dict) -> str:
 
 
 def _arrays(s: _Spec, stmts: list[str]) -> list[str]:
-    lines, ys, stored = _buffers(s, lambda shape, dtype: "[]")
+    lines, ys, stored = _buffers(s, lambda p: "[]")
     lines += _loop(s, stmts, ys, stored, _append, "_t, ...")
     for p in s.parts:
         kind, j = s.kind(p)

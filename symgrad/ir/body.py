@@ -78,13 +78,30 @@ class Body:
 
     def inline(self, inputs: Sequence[Expr]) -> list[Expr]:
         """The body's results built from ``inputs`` (Exprs of one graph, in order)."""
+        graph, memo = self.inline_map(inputs)
+        return [Expr(graph, memo[o]) for o in self.outputs]
+
+    def inline_map(self, inputs: Sequence[Expr]) -> tuple[Graph, dict[int, int]]:
+        """Every node of the body built from ``inputs``: their graph and a map from each
+        body node to its node there."""
         graph = inputs[0].graph if inputs else Graph()
         memo = {v: graph.find(e) for v, e in zip(self.inputs, inputs)}
         for n in self.graph.nodes:
             if n.id not in memo:
                 op = REGISTRY[n.op]
                 memo[n.id] = graph.add(op, tuple(memo[a] for a in n.args), n.attrs)
-        return [Expr(graph, memo[o]) for o in self.outputs]
+        return graph, memo
+
+    def with_outputs(self, extra: Sequence[int]) -> Body:
+        """This body with its nodes ``extra`` as further outputs (kept on the body)."""
+        if not extra:
+            return self
+        key = ("outputs", tuple(extra))
+        found = self.derived.get(key)
+        if found is None:
+            found = self.derived[key] = Body(self.graph, self.inputs,
+                                             (*self.outputs, *extra), self.n_in)
+        return found
 
     def run(self, values: Sequence[np.ndarray]) -> list[np.ndarray]:
         """The results for input arrays ``values`` (each op's NumPy implementation)."""

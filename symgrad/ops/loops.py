@@ -6,7 +6,11 @@ found by hash-consing). With ``nc`` carries and ``ny`` per-step results the part
 
 * ``out < nc``: the final carry ``out``;
 * ``nc <= out < nc + ny``: per-step result ``out - nc``, stacked (``(length,) + shape``);
-* ``nc + ny <= out``: the carry *entering* each step, stacked (what reverse mode reads).
+* ``nc + ny <= out < 2 * nc + ny``: the carry *entering* each step, stacked (what reverse
+  mode reads);
+* ``2 * nc + ny <= out``: the value of the body's node ``out - 2 * nc - ny`` at each step,
+  stacked: a *residual*, a value of the step that the reverse step reads instead of
+  computing it again (:func:`saved_nodes`).
 
 Operands: the ``nc`` initial carries, the ``xs`` scanned arrays (leading axis ``length``),
 then the values the body captured. Attributes: ``body`` (a :class:`~symgrad.ir.body.Body`),
@@ -14,8 +18,11 @@ then the values the body captured. Attributes: ``body`` (a :class:`~symgrad.ir.b
 
 Derivatives are scans too, built from the body's own derivative graphs: forward mode scans
 primal and tangent together; reverse mode scans the body's VJP backwards over the stored
-carries, the adjoints of the captured values summed in its carry. So ``hvp`` and Hessians
-compose.
+carries and residuals (the step's values its VJP reads that cost more than a flop per
+element; the cheap ones it computes again from them), the adjoints of the captured values
+summed in its carry, or, where a step's contribution is a product of per-step values
+(``outer(dz, h)``, ``h.T @ dz``), as one matrix product of their stacks after the loop.
+So ``hvp`` and Hessians compose.
 
 >>> import symgrad as sg
 >>> x = sg.var("x")
@@ -27,7 +34,7 @@ compose.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -62,8 +69,14 @@ def _infer(shapes, dtypes, attrs):
             raise ShapeError(f"scan: operand {k} has shape {fmt(s)} {d}, the body needs "
                              f"{fmt(ws)} {wd}")
     results = body.avals(body.outputs)
-    if not 0 <= out < 2 * nc + ny:
-        raise ShapeError(f"scan: no result {out} (it has {2 * nc + ny})")
+    base = 2 * nc + ny
+    nodes = body.graph.nodes
+    if not 0 <= out < base + len(nodes) or (out >= base and nodes[out - base].is_var):
+        raise ShapeError(f"scan: no result {out} (results 0 to {base - 1}, then {base} + a "
+                         "body node that is not an input)")
+    if out >= base:
+        s, d = body.avals([out - base])[0]
+        return (length, *s), d
     if out < nc:
         return results[out]
     if out < nc + ny:
@@ -77,26 +90,34 @@ def _infer(shapes, dtypes, attrs):
 
 def _sg_scan(*arrays, body, carries, xs, length, reverse, out, _memo=[]):  # noqa: B006
     """Result ``out`` of the scan; the last few calls are remembered with the bytes of their
-    operands, so the several results of one scan run its loop once."""
-    key = (id(body), carries, xs, length, reverse) + tuple(
+    operands, so the several results of one scan run its loop once (stacking every
+    residual reverse mode has asked of the body, :func:`saved_nodes`)."""
+    base = carries + len(body.outputs)
+    if out >= base:
+        save_nodes(body, [out - base])
+    saved = saved_nodes(body)
+    key = (id(body), carries, xs, length, reverse, saved) + tuple(
         (a.shape, a.dtype.str, a.tobytes()) for a in map(np.asarray, arrays))
     found = [r for b, k, r in tuple(_memo) if b is body and k == key]
     if found:
         results = found[0]
     else:
-        results = run_scan(body, carries, xs, length, reverse, arrays)
+        results = run_scan(body, carries, xs, length, reverse, arrays, saved)
         _memo.insert(0, (body, key, results))
         del _memo[4:]
-    return results[out].copy()
+    return results[out if out < base else base + saved.index(out - base)].copy()
 
 
 def run_scan(body: Body, nc: int, nx: int, length: int, reverse: bool,
-             arrays: Sequence[Any]) -> list[np.ndarray]:
-    """Every result of a scan over ``arrays`` (the operands), by running the body."""
+             arrays: Sequence[Any], saved: Sequence[int] = ()) -> list[np.ndarray]:
+    """Every result of a scan over ``arrays`` (the operands), by running the body: the
+    final carries, the ys, the carries entering each step, then the values of the body's
+    nodes ``saved`` at each step."""
     arrays = [np.asarray(a) for a in arrays]
     carry = arrays[:nc]
     xs, consts = arrays[nc:nc + nx], arrays[nc + nx:]
     ny = len(body.outputs) - nc
+    body = body.with_outputs(saved)
     ys = [np.empty((length, *s), d) for s, d in body.avals(body.outputs[nc:])]
     stored = [np.empty((length, *s), d) for s, d in body.avals()[:nc]]
     steps = range(length - 1, -1, -1) if reverse else range(length)
@@ -106,9 +127,35 @@ def run_scan(body: Body, nc: int, nx: int, length: int, reverse: bool,
                 stored[j][t] = carry[j]
             res = body.run([*carry, *(x[t] for x in xs), *consts])
             carry = res[:nc]
-            for j in range(ny):
+            for j in range(len(ys)):
                 ys[j][t] = res[nc + j]
-    return [*(np.array(c) for c in carry), *ys, *stored]
+    return [*(np.array(c) for c in carry), *ys[:ny], *stored, *ys[ny:]]
+
+
+def saved_nodes(body: Body) -> tuple[int, ...]:
+    """The body's nodes whose per-step values reverse mode has asked to be stacked (scan
+    results ``2 * nc + ny + node``), ascending: the residuals of its VJPs so far."""
+    return tuple(sorted(body.derived.get("saved", ())))
+
+
+def save_nodes(body: Body, ids: Sequence[int]) -> None:
+    """Ask for the per-step values of the body's nodes ``ids`` (see :func:`saved_nodes`)."""
+    body.derived.setdefault("saved", set()).update(ids)
+
+
+def as_ys(body: Body, nc: int, parts: Sequence[int]) -> tuple[Body, tuple[int, ...]]:
+    """A scan's results ``parts`` as results of a scan of the same operands whose body has
+    the residuals among them as further per-step results (after its own ys): that body
+    and the parts renumbered. The loop printers and forward mode see only ys."""
+    ny = len(body.outputs) - nc
+    base = 2 * nc + ny
+    extra = tuple(sorted({p - base for p in parts if p >= base}))
+    if not extra:
+        return body, tuple(parts)
+    k = len(extra)
+    return body.with_outputs(extra), tuple(
+        p if p < nc + ny else p + k if p < base else nc + ny + extra.index(p - base)
+        for p in parts)
 
 
 # -- building -----------------------------------------------------------------------------
@@ -133,6 +180,23 @@ def _from_front(x: Expr, axis: int) -> Expr:
 
 
 # -- reverse mode -------------------------------------------------------------------------
+
+class VjpPlan(NamedTuple):
+    """How the backward step built by :mod:`symgrad.transforms.loops` is fed and read.
+
+    ``residuals``: the body's nodes whose per-step values it takes (after the seeds);
+    ``carried``: the captured values (indices among them) whose adjoints its carry sums;
+    ``factors``: how many stacked factors it gives after the ``xbar``; ``products``: one
+    ``(captured index, ref_a, ta, ref_b, tb)`` per matrix product ``sum_t A_t @ B_t`` (a
+    ref is ``("in", j)``: per-step operand ``j``, or ``("out", j)``: per-step result ``j``);
+    ``unread``: the per-step operands it never reads (passed as zeros)."""
+
+    residuals: tuple[int, ...]
+    carried: tuple[int, ...]
+    factors: int
+    products: tuple
+    unread: frozenset
+
 
 # The step's own derivative bodies, built by the transforms (they run reverse and forward
 # mode on the body graph): filled by :mod:`symgrad.transforms.loops` when it is imported.
@@ -165,26 +229,83 @@ def _backprop(n, g):
     wrt_k = tuple(c - nc - nx for c in consts if n.needs(c) and is_float(avals[c][1]))
     fc = [j for j in range(nc) if is_float(avals[j][1])]
     later = sorted(p for p in seeds if p >= nc)
-    seeded = tuple(("y", p - nc) if p < nc + ny else ("stored", p - nc - ny) for p in later)
-    vbody, captured = _derived("vjp")(body, nc, nx, batch, seeded, wrt_x, wrt_k)
-    stored = scan_nodes(n.graph, body, nc, nx, length, reverse, args,
-                        range(nc + ny, 2 * nc + ny))
+    base = 2 * nc + ny
+    seeded = tuple(("y", p - nc) if p < nc + ny else ("stored", p - nc - ny) if p < base
+                   else ("saved", p - base) for p in later)
+    vbody, captured, plan = _derived("vjp")(body, nc, nx, batch, seeded, wrt_x, wrt_k, length)
+    parts = [*range(nc + ny, base), *(base + r for r in plan.residuals)]
+    forward = scan_nodes(n.graph, body, nc, nx, length, reverse, args, parts)
+    steps = [*forward[:nc], *args[nc:nc + nx], *(_to_front(seeds[p], nb) for p in later),
+             *forward[nc:]]
+    steps = [_zeros(s.shape, s.dtype) if k in plan.unread else s for k, s in enumerate(steps)]
     init = [seeds[j] if j in seeds else _zeros(batch + avals[j][0], avals[j][1]) for j in fc]
-    init += [_zeros(batch + avals[nc + nx + c][0], avals[nc + nx + c][1]) for c in wrt_k]
-    steps = [*stored, *args[nc:nc + nx], *(_to_front(seeds[p], nb) for p in later)]
+    init += [_zeros(batch + avals[nc + nx + c][0], avals[nc + nx + c][1]) for c in plan.carried]
     operands = [*init, *steps, *args[nc + nx:], *captured]
     m = len(init)
     res = scan_nodes(n.graph, vbody, m, len(steps), length, not reverse, operands,
-                     range(m + len(wrt_x)))
+                     range(m + len(wrt_x) + plan.factors))
     contrib: list = [None] * len(args)
     for j, r in zip(fc, res):
         if n.needs(j):
             contrib[j] = r
-    for c, r in zip(wrt_k, res[len(fc):m]):
+    for c, r in zip(plan.carried, res[len(fc):m]):
         contrib[nc + nx + c] = r
     for i, r in zip(wrt_x, res[m:]):
         contrib[nc + i] = _from_front(r, nb)
+    for c, (kind_a, a), ta, (kind_b, b), tb in plan.products:
+        stack_a = steps[a] if kind_a == "in" else res[m + a]
+        stack_b = steps[b] if kind_b == "in" else res[m + b]
+        term = _left(stack_a, ta) @ _right(stack_b, tb)
+        k = nc + nx + c
+        contrib[k] = term if contrib[k] is None else contrib[k] + term
     return tuple(contrib)
+
+
+def _left(s: Expr, transposed: bool) -> Expr:
+    """The factors ``L_t`` stacked in ``s`` (``L_t = s[t]``, or its transpose where
+    ``transposed``; a vector: a column) side by side: ``(m, length * k)``."""
+    if s.ndim == 2:
+        return F.matrix_transpose(s)
+    t, k1, k2 = s.shape
+    if transposed:
+        return F.matrix_transpose(F.reshape(s, (t * k1, k2)))
+    return F.reshape(F.transpose(s, (1, 0, 2)), (k1, t * k2))
+
+
+def _right(s: Expr, transposed: bool) -> Expr:
+    """The factors ``R_t`` stacked in ``s`` one under the other (a vector: a row):
+    ``(length * k, n)``, so that ``_left(a) @ _right(b)`` is ``sum_t L_t @ R_t``."""
+    if s.ndim == 2:
+        return s
+    t, k1, k2 = s.shape
+    if transposed:
+        return F.matrix_transpose(F.reshape(F.transpose(s, (1, 0, 2)), (k1, t * k2)))
+    return F.reshape(s, (t * k1, k2))
+
+
+def product_terms(a: Expr) -> tuple[list[tuple[Expr, Expr, bool, Expr, bool]], list[Expr]]:
+    """``a`` as a sum: its terms that are products of two matrices ``A @ B`` (``A`` or
+    ``B`` perhaps a ``matrix_transpose``: ``(term, A, ta, B, tb)`` with the transposes taken
+    off) or ``outer(a, b)`` (two vectors, flags False), and the other terms."""
+    products, rest = [], []
+    stack = [a]
+    while stack:
+        e = stack.pop()
+        args = [Expr(e.graph, a) for a in e.data.args]
+        if e.op == "add" and all(x.shape == e.shape for x in args):
+            stack += reversed(args)
+        elif e.op == "outer" and args[0].ndim == args[1].ndim == 1:
+            products.append((e, args[0], False, args[1], False))
+        elif e.op == "matmul" and args[0].ndim == args[1].ndim == 2:
+            (x, tx), (y, ty) = (_untransposed(v) for v in args)
+            products.append((e, x, tx, y, ty))
+        else:
+            rest.append(e)
+    return products, rest
+
+
+def _untransposed(e: Expr) -> tuple[Expr, bool]:
+    return (Expr(e.graph, e.data.args[0]), True) if e.op == "matrix_transpose" else (e, False)
 
 
 def _part_ndim(n, part: int) -> int:
@@ -194,10 +315,26 @@ def _part_ndim(n, part: int) -> int:
         return len(body.avals()[part][0])
     if part < nc + ny:
         return 1 + len(body.avals([body.outputs[part]])[0][0])
-    return 1 + len(body.avals()[part - nc - ny][0])
+    if part < 2 * nc + ny:
+        return 1 + len(body.avals()[part - nc - ny][0])
+    return 1 + len(body.avals([part - 2 * nc - ny])[0][0])
 
 
 # -- forward mode -------------------------------------------------------------------------
+
+def _residuals_as_ys(body: Body, nc: int, ny: int, out: int) -> tuple[Body, int]:
+    """The body with every residual asked of it as a further y, and result ``out``
+    renumbered for it (:func:`as_ys`): the tangents of one scan's results, residuals
+    included, come from one scan."""
+    base = 2 * nc + ny
+    if out >= base:
+        save_nodes(body, [out - base])
+    saved = saved_nodes(body)
+    if not saved:
+        return body, out
+    body2, parts = as_ys(body, nc, [*(base + r for r in saved), out])
+    return body2, parts[-1]
+
 
 def _closure(body: Body, nc: int, given: set[int]) -> set[int]:
     """Body inputs with a tangent: ``given``, and every carry whose new value depends on
@@ -217,6 +354,8 @@ def _closure(body: Body, nc: int, given: set[int]) -> set[int]:
 def _forward(n, t):
     body, nc, nx, ny = _layout(n.attrs)
     length, reverse, out = n.attrs["length"], n.attrs["reverse"], n.attrs["out"]
+    body, out = _residuals_as_ys(body, nc, ny, out)
+    ny = len(body.outputs) - nc
     args = n.args
     given = {i for i, tk in enumerate(t) if tk is not None}
     if not given:
@@ -287,4 +426,5 @@ SCAN = register(Op(
     doc="one result of a loop over a traced body (jax.lax.scan's meaning; see sg.scan)",
 ))
 
-__all__ = ["SCAN", "loop_calls", "run_scan"]
+__all__ = ["SCAN", "VjpPlan", "as_ys", "loop_calls", "product_terms", "run_scan", "save_nodes",
+           "saved_nodes"]

@@ -156,7 +156,7 @@ def _matrix_form(sp, graph: Graph, i: int, sym: dict, holes: dict) -> tuple[str,
 def _recurrence(sp, graph: Graph, n, sym: dict, holes: dict) -> str:
     r"""A loop as the recurrence it runs: ``c_{0} \leftarrow f(c_{0}, x_{1})`` repeated
     ``L`` times from the initial values, ``x_{1}`` the ``t``-th row of its array; then
-    which result (a final carry ``c_{j}``, or per-step results stacked)."""
+    which result (a final carry ``c_{j}``, or per-step results or values stacked)."""
     body, attrs = n.attrs["body"], n.attrs
     nc, nx, out = attrs["carries"], attrs["xs"], attrs["out"]
     names = [sp.latex(symbol(sp, body.graph.nodes[i].name, "float64")) for i in body.inputs]
@@ -171,8 +171,10 @@ def _recurrence(sp, graph: Graph, n, sym: dict, holes: dict) -> str:
         result = names[out]
     elif out < nc + len(ys):
         result = r"\left[" + ys[out - nc] + r"\right]_{t}"
-    else:
+    elif out < 2 * nc + len(ys):
         result = r"\left[" + names[out - nc - len(ys)] + r"\right]_{t}"
+    else:  # a residual: a value of the step, stacked
+        result = r"\left[" + latex(Expr(body.graph, out - 2 * nc - len(ys))) + r"\right]_{t}"
     return (result + r"\ \text{after}\ " + r",\ ".join(updates) + r"\ \text{for}\ "
             + order + r"\ \text{from}\ " + r",\ ".join(given))
 

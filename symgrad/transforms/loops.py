@@ -4,65 +4,267 @@ the transforms of this folder run on the step's graph.
 
 A derived body is cached on the step body (``body.derived``), keyed by what was asked:
 the batch axes of the seeds, which results are seeded, which inputs need adjoints.
+
+The backward step reads the forward step's *residuals* rather than computing them again:
+of the forward values its adjoint code reads, those that vary by step and cost more than a
+flop per element (``exp``, ``tanh``, a division, a reduction, a matrix product; the cost
+model of :mod:`symgrad.passes.cost`); a cheaper one (``1 + e``, a slice) is computed again
+from its operands, chosen by the same rule. The forward scan stacks them (scan results
+``2 * nc + ny + node``). A captured value's adjoint that is a sum of products of per-step
+values (``outer(dz, h)``, ``h.T @ dz``: a weight read by every step) is not summed in the
+backward loop's carry: the loop gives the factors stacked and one matrix product sums them
+after it, unless the stacks it adds would pass :data:`STACK_ELEMENTS` elements (then the
+carry sums them step by step, in memory the size of the value).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+from ..base.errors import SymgradError
 from ..ir.body import Body, trace
-from ..ir.expr import Expr
+from ..ir.expr import TRACES, Expr
+from ..ir.op import REGISTRY
 from ..ir.shapes import is_float
-from ..ops.loops import DERIVED, _zeros
+from ..ops.loops import DERIVED, VjpPlan, _zeros, product_terms, save_nodes
 from ..passes import sum_contributions
+from ..passes.cost import node_cost
 from .forward import _tangents
 from .reverse import _backprop, adjoint_rewriting
 
+STACK_ELEMENTS = 1 << 22  # the most elements of stacked factors a loop adds (32 MiB f64)
+
 
 def _vjp_body(body: Body, nc: int, nx: int, batch: tuple, seeded: tuple, wrt_x: tuple,
-              wrt_k: tuple) -> tuple[Body, list[int]]:
-    """The backward step: carries ``(cbar of float carries..., kbar of wrt_k...)``, per
-    step ``(carry-in..., x..., seeds...)``, then the captured values ``k``; results the
-    new carries and ``xbar`` of ``wrt_x``. ``seeded``: ``("y", j)`` / ``("stored", j)``."""
-    key = ("vjp", nc, nx, batch, seeded, wrt_x, wrt_k)
-    found = body.derived.get(key)
-    if found is not None:
-        return found
-    avals = body.avals()
-    outs = body.avals(body.outputs)
-    fc = [j for j in range(nc) if is_float(avals[j][1])]
-    seeds = [outs[nc + j] if kind == "y" else avals[j] for kind, j in seeded]
-    ins = ([(batch + avals[j][0], avals[j][1]) for j in fc]
-           + [(batch + avals[nc + nx + c][0], avals[nc + nx + c][1]) for c in wrt_k]
-           + avals[:nc + nx] + [(batch + s, d) for s, d in seeds] + avals[nc + nx:])
+              wrt_k: tuple, length: int) -> tuple[Body, list[Any], VjpPlan]:
+    """The backward step: carries ``(cbar of float carries..., kbar of plan.carried...)``,
+    per step ``(carry-in..., x..., seeds..., residuals...)``, then the captured values
+    ``k``; results the new carries, ``xbar`` of ``wrt_x``, then the stacked factors of the
+    captured values' adjoints (:class:`~symgrad.ops.loops.VjpPlan`). ``seeded``:
+    ``("y", j)`` / ``("stored", j)`` / ``("saved", node)``.
 
-    def step(*v: Expr) -> list[Expr]:
-        cbar, v = v[:len(fc)], v[len(fc):]
-        kbar, v = v[:len(wrt_k)], v[len(wrt_k):]
-        primal, v = v[:nc + nx], v[nc + nx:]
-        sbar, k = v[:len(seeded)], v[len(seeded):]
-        res = body.inline([*primal, *k])
+    Built twice: once to see which of the step's values the backward part reads
+    (:func:`_residuals`) and which adjoints are sums of products, then with those values
+    as per-step operands in place of the forward nodes that computed them."""
+    key = ("vjp", nc, nx, batch, seeded, wrt_x, wrt_k, length)
+    found = body.derived.get(key)
+    if found is None:
+        step = _Step(body, nc, nx, batch, seeded, wrt_x, wrt_k, length)
+        trace(step.plan, step.inputs((), ()))
+        vbody, captured = trace(step.build, step.inputs(step.residuals, step.carried))
+        factors = {ref[1] for p in step.products for ref in (p[1], p[3]) if ref[0] == "in"}
+        unread = frozenset(j for j in range(nc + nx + len(seeded) + len(step.residuals))
+                           if j not in factors
+                           and _unread(vbody, len(step.fc) + len(step.carried) + j))
+        plan = VjpPlan(step.residuals, step.carried, step.factors, tuple(step.products),
+                       unread)
+        save_nodes(body, step.residuals)
+        found = body.derived[key] = (vbody, captured, plan)
+    return found
+
+
+class _Step:
+    """The backward step of one body, for :func:`_vjp_body`."""
+
+    def __init__(self, body: Body, nc: int, nx: int, batch: tuple, seeded: tuple,
+                 wrt_x: tuple, wrt_k: tuple, length: int) -> None:
+        self.body, self.nc, self.nx, self.batch = body, nc, nx, batch
+        self.seeded, self.wrt_x, self.wrt_k, self.length = seeded, wrt_x, wrt_k, length
+        avals = body.avals()
+        self.fc = [j for j in range(nc) if is_float(avals[j][1])]
+        self.residuals: tuple[int, ...] = ()
+        self.carried: tuple[int, ...] = wrt_k
+        self.factors = 0
+        self.products: list[tuple] = []
+
+    def inputs(self, residuals: tuple, carried: tuple) -> list:
+        body, nc, nx, batch = self.body, self.nc, self.nx, self.batch
+        avals = body.avals()
+        outs = body.avals(body.outputs)
+        seeds = [outs[nc + j] if kind == "y" else avals[j] if kind == "stored"
+                 else body.avals([j])[0] for kind, j in self.seeded]
+        return ([(batch + avals[j][0], avals[j][1]) for j in self.fc]
+                + [(batch + avals[nc + nx + c][0], avals[nc + nx + c][1]) for c in carried]
+                + avals[:nc + nx] + [(batch + s, d) for s, d in seeds]
+                + body.avals(residuals) + avals[nc + nx:])
+
+    def _adjoints(self, cbar: tuple, primal: tuple, sbar: tuple, k: tuple
+                  ) -> tuple[dict, list, list]:
+        """The forward step inlined (body node -> node) and the adjoints of the carries
+        (summed with the stored seeds), of ``wrt_x`` and of ``wrt_k`` (None: none)."""
+        body, nc, fc, batch = self.body, self.nc, self.fc, self.batch
+        avals = body.avals()
+        graph, memo = body.inline_map([*primal, *k])
+        res = [Expr(graph, memo[o]) for o in body.outputs]
         pairs = [(res[j], g) for j, g in zip(fc, cbar)]
-        pairs += [(res[nc + j], g) for (kind, j), g in zip(seeded, sbar) if kind == "y"]
-        wrt = [primal[j] for j in fc] + [primal[nc + i] for i in wrt_x] + [k[c] for c in wrt_k]
-        adj = _multi_vjp(pairs, wrt)
+        for (kind, j), g in zip(self.seeded, sbar):
+            if kind == "y":
+                pairs.append((res[nc + j], g))
+            elif kind == "saved":
+                pairs.append((Expr(graph, memo[j]), g))
+        wrt = ([primal[j] for j in fc] + [primal[nc + i] for i in self.wrt_x]
+               + [k[c] for c in self.wrt_k])
+        adj = [None if a is None else _here(a) for a in _multi_vjp(pairs, wrt)]
         new_c = []
         for j, a in zip(fc, adj):
-            extra = [g for (kind, jj), g in zip(seeded, sbar) if kind == "stored" and jj == j]
+            extra = [g for (kind, jj), g in zip(self.seeded, sbar)
+                     if kind == "stored" and jj == j]
             terms = [t for t in (a, *extra) if t is not None]
-            new_c.append(sum(terms[1:], terms[0]) if terms else _zeros(batch + avals[j][0],
-                                                                      avals[j][1]))
-        adj_x = adj[len(fc):len(fc) + len(wrt_x)]
-        adj_k = adj[len(fc) + len(wrt_x):]
-        new_k = [kb if a is None else kb + a for kb, a in zip(kbar, adj_k)]
+            new_c.append(sum(terms[1:], terms[0]) if terms
+                         else _zeros(batch + avals[j][0], avals[j][1]))
         xbar = [_zeros(batch + avals[nc + i][0], avals[nc + i][1]) if a is None else a
-                for i, a in zip(wrt_x, adj_x)]
-        return [*new_c, *new_k, *xbar]
+                for i, a in zip(self.wrt_x, adj[len(fc):len(fc) + len(self.wrt_x)])]
+        return memo, [_here(e) for e in (*new_c, *xbar)], adj[len(fc) + len(self.wrt_x):]
 
-    vbody, captured = trace(step, ins)
-    found = (vbody, captured)
-    body.derived[key] = found
-    return found
+    def _split(self, adj_k: list, per_step: list[Expr]) -> tuple[list, list]:
+        """The adjoints of ``wrt_k`` as the carried sums ``[(c, expr)]`` and the products
+        ``[(c, A, ta, B, tb)]`` summed after the loop (factors varying by step, no batch
+        axes, within :data:`STACK_ELEMENTS`)."""
+        carried, products = [], []
+        graph = TRACES.graphs[-1]
+        varying = graph.descendants([e.node for e in per_step], graph.ancestors(
+            [a.node for a in adj_k if a is not None]))
+        room = STACK_ELEMENTS
+        for c, a in zip(self.wrt_k, adj_k):
+            if a is None:
+                carried.append((c, None))
+                continue
+            found, rest = product_terms(a) if not self.batch else ([], [a])
+            for term, a_, ta, b_, tb in found:
+                size = self.length * (math.prod(a_.shape) + math.prod(b_.shape))
+                if a_.node in varying and b_.node in varying and size <= room:
+                    room -= size
+                    products.append((c, a_, ta, b_, tb))
+                else:
+                    rest.append(term)
+            if rest:
+                carried.append((c, sum(rest[1:], rest[0])))
+        return carried, products
+
+    def _unpack(self, v: tuple, residuals: tuple, carried: tuple) -> tuple:
+        """The step's inputs as ``(cbar, kbar, primal, sbar, residuals, k)``."""
+        groups, at = [], 0
+        for n in (len(self.fc), len(carried), self.nc + self.nx, len(self.seeded),
+                  len(residuals)):
+            groups.append(v[at:at + n])
+            at += n
+        return (*groups, v[at:])
+
+    def plan(self, *v: Expr) -> list[Expr]:
+        """The first build: which residuals to take and which adjoints are carried."""
+        cbar, _, primal, sbar, _, k = self._unpack(v, (), ())
+        memo, outs, adj_k = self._adjoints(cbar, primal, sbar, k)
+        carried, products = self._split(adj_k, [*cbar, *primal[:self.nc + self.nx], *sbar])
+        self.carried = tuple(c for c, _ in carried)
+        outs += [_here(e) for _, e in carried if e is not None]
+        outs += [x for _, a, _, b, _ in products for x in (a, b)]
+        self.residuals = _residuals(self.body, self.nc + self.nx, memo, outs)
+        return outs
+
+    def build(self, *v: Expr) -> list[Expr]:
+        """The backward step with the residuals read: ``[new carries, new kbar, xbar,
+        factors]``."""
+        cbar, kbar, primal, sbar, res, k = self._unpack(v, self.residuals, self.carried)
+        memo, outs, adj_k = self._adjoints(cbar, primal, sbar, k)
+        carried, products = self._split(adj_k, [*cbar, *primal[:self.nc + self.nx], *sbar])
+        if tuple(c for c, _ in carried) != self.carried:
+            raise SymgradError("scan: the backward step changed between its two builds "
+                               "(a bug in symgrad; please report it)")
+        sums = {c: e for c, e in carried}
+        new_k = [kb if sums[c] is None else _here(kb + sums[c])
+                 for c, kb in zip(self.carried, kbar)]
+        nf = len(self.fc)
+        outs = [*outs[:nf], *new_k, *outs[nf:]]
+        flat = [x for _, a, _, b, _ in products for x in (a, b)]
+        graph = TRACES.graphs[-1]
+        swap = {memo[r]: e.node for r, e in zip(self.residuals, res)}
+        both = _substitute(graph, [*outs, *flat], swap)
+        outs, flat = both[:len(outs)], both[len(outs):]
+        ins = {e.node: j for j, e in enumerate([*primal[:self.nc + self.nx], *sbar, *res])}
+        ys = len(self.wrt_x)
+        first_y = len(outs) - ys
+        refs = []
+        for e in flat:
+            if e.node in ins:
+                refs.append(("in", ins[e.node]))
+                continue
+            at = [j for j in range(len(outs) - first_y) if outs[first_y + j].node == e.node]
+            if not at:
+                outs.append(e)
+                at = [len(outs) - 1 - first_y]
+            refs.append(("out", at[0]))
+        self.factors = len(outs) - first_y - ys
+        self.products = [(c, refs[2 * q], ta, refs[2 * q + 1], tb)
+                         for q, (c, _, ta, _, tb) in enumerate(products)]
+        return outs
+
+
+def _here(e: Expr) -> Expr:
+    """``e`` in the graph being traced (imported there if built in another)."""
+    graph = TRACES.graphs[-1]
+    return Expr(graph, graph.find(e))
+
+
+def _residuals(body: Body, per_step: int, memo: dict[int, int], outs: list[Expr]
+               ) -> tuple[int, ...]:
+    """The body's nodes whose per-step values the backward step should take rather than
+    compute: of the step's values it reads (``memo``: body node -> its inlined node), those
+    that vary by step and cost more than a flop per element; a cheaper one is computed
+    again from its operands, chosen by the same rule. A loop inside the step is computed
+    again (never stored: what ``checkpoint=`` asks of its segments). A step of 0-d values
+    takes none: over Python floats a libm call costs about what storing and reading back
+    a value does (W4's chain was 5% slower with them)."""
+    bnodes = body.graph.nodes
+    if all(n.shape == () for n in bnodes):
+        return ()
+    graph = outs[0].graph
+    fwd = {g: b for b, g in memo.items()}
+    order = graph.ancestors([o.node for o in outs])
+    reads = {a for i in order if i not in fwd for a in graph.nodes[i].args if a in fwd}
+    reads |= {o.node for o in outs if o.node in fwd}
+    bgraph = body.graph
+    varying = bgraph.descendants(body.inputs[:per_step], range(len(bnodes)))
+    chosen: set[int] = set()
+    seen: set[int] = set()
+    stack = [fwd[r] for r in reads]
+    while stack:
+        b = stack.pop()
+        if b in seen or b not in varying or bnodes[b].is_var:
+            continue
+        seen.add(b)
+        if _cheap(bgraph, b):
+            stack += bnodes[b].args
+        else:
+            chosen.add(b)
+    return tuple(sorted(chosen))
+
+
+def _cheap(graph: Any, i: int) -> bool:
+    """Whether node ``i`` is computed again in the backward step rather than stored."""
+    n = graph.nodes[i]
+    if isinstance((n.attrs or {}).get("body"), Body):
+        return True
+    return node_cost(graph, i)[0] <= math.prod(n.shape)
+
+
+def _substitute(graph: Any, outs: list[Expr], swap: dict[int, int]) -> list[Expr]:
+    """``outs`` built again with node ``a`` replaced by ``swap[a]`` wherever used."""
+    memo = dict(swap)
+    nodes = graph.nodes
+    for i in graph.ancestors([o.node for o in outs]):
+        if i in memo:
+            continue
+        n = nodes[i]
+        args = tuple(memo.get(a, a) for a in n.args)
+        memo[i] = i if args == n.args else graph.add(REGISTRY[n.op], args, n.attrs)
+    return [Expr(graph, memo.get(o.node, o.node)) for o in outs]
+
+
+def _unread(body: Body, k: int) -> bool:
+    """Whether the body never reads its input ``k``."""
+    v = body.inputs[k]
+    return v not in body.outputs and not any(v in n.args for n in body.graph.nodes)
 
 
 def _multi_vjp(pairs: list[tuple[Expr, Expr]], wrt: list[Expr]) -> list[Expr | None]:
@@ -71,7 +273,8 @@ def _multi_vjp(pairs: list[tuple[Expr, Expr]], wrt: list[Expr]) -> list[Expr | N
         return [None] * len(wrt)
     graph = pairs[0][0].graph
     with adjoint_rewriting(graph, True):
-        record = _backprop(pairs[0][0], wrt, pairs[0][1], sum_contributions, also=pairs[1:])
+        record = _backprop(pairs[0][0], wrt, pairs[0][1], sum_contributions, idioms=True,
+                           also=pairs[1:])
     return [None if record.adjoint_of.get(w.node) is None
             else Expr(graph, record.adjoint_of[w.node]) for w in wrt]
 
