@@ -53,6 +53,11 @@ Fields of a stanza
 ``domain`` / ``examples(rng)``
     Where the registry-driven tests sample the op: an interval for elementwise ops, or a
     list of ``(operand arrays, attrs)`` cases.
+``ieee``
+    Facts about non-finite values the exact passes may rely on (:mod:`symgrad.passes.nan_guards`),
+    a subset of ``"bounded"`` (``|f| <= 1`` wherever it is finite), ``"finite_with"`` (finite
+    exactly where its operand is), ``"nan_at_inf"`` (NaN wherever its operand is infinite or
+    NaN) and ``"nan_in_nan_out"`` (NaN wherever an operand is NaN, elementwise).
 ``joint``
     For an op whose call has several results, one node each (a loop's final carries and
     per-step outputs): the attribute that says which result a node is. Nodes equal but for
@@ -252,6 +257,7 @@ class Op:
     joint: str | None = None  # the attribute telling the results of one call apart
     batch: Callable[..., Any] | None = None  # the op on operands with a batch axis (vmap)
     taylor: Callable[..., Any] | None = None
+    ieee: frozenset[str] = frozenset()  # facts about inf and NaN (see the module docstring)
 
     @property
     def arity(self) -> int | None:

@@ -20,6 +20,10 @@ from ..ir.shapes import broadcast, float_dtype, result_dtype
 from . import series
 from .tangent import align, elementwise, total, typed
 
+# facts about inf and NaN the exact passes may use (the ``ieee`` field of :mod:`symgrad.ir.op`)
+NAN_IN_NAN_OUT = ("nan_in_nan_out",)
+SIN_COS = ("bounded", "finite_with", "nan_at_inf", "nan_in_nan_out")
+
 
 def _same(shapes, dtypes, attrs):
     return shapes[0], dtypes[0]
@@ -52,24 +56,27 @@ def _forward(backprop, forward):
 
 
 def unary(name, impl, backprop, *, sympy=None, domain=(-2.0, 2.0), keep_dtype=False,
-          differentiable=True, aliases=(), doc="", infix=None, forward=None, taylor=None):
+          differentiable=True, aliases=(), doc="", infix=None, forward=None, taylor=None,
+          ieee=()):
     """Register a one-operand elementwise op (``infix`` makes it a prefix operator)."""
     return register(Op(
         name=name, infer=_same if keep_dtype else _floating, impl=impl, backprop=backprop,
         forward=_forward(backprop, forward), taylor=taylor,
         signature=sig("x", infix=infix) if infix else UNARY, sympy=sympy, domain=domain,
         differentiable=differentiable, aliases=aliases, doc=doc, elementwise=True,
+        ieee=frozenset(ieee),
     ))
 
 
 def binary(name, impl, backprop, *, infer=None, infix=None, sympy=None, domain=(-2.0, 2.0),
-           differentiable=True, aliases=(), doc="", forward=None, taylor=None):
+           differentiable=True, aliases=(), doc="", forward=None, taylor=None, ieee=()):
     """Register a two-operand broadcasting op."""
     return register(Op(
         name=name, infer=infer or _arith(name), impl=impl, backprop=backprop,
         forward=_forward(backprop, forward), taylor=taylor,
         signature=sig("x", "y", infix=infix) if infix else BINARY, sympy=sympy, domain=domain,
         differentiable=differentiable, aliases=aliases, doc=doc, elementwise=True,
+        ieee=frozenset(ieee),
     ))
 
 
@@ -114,19 +121,21 @@ def _div_forward(n, t):
 
 
 binary("add", np.add, lambda n, g: (g, g), infix=("+", 11), sympy="Add",
-       forward=lambda n, t: total(*_aligned(n, t)), taylor=series.piecewise_linear)
+       forward=lambda n, t: total(*_aligned(n, t)), taylor=series.piecewise_linear,
+       ieee=NAN_IN_NAN_OUT)
 binary("subtract", np.subtract, lambda n, g: (g, -g), infix=("-", 11),
        sympy=lambda sp, x, y: x - y, aliases=("sub",), forward=_subtract_forward,
-       taylor=series.piecewise_linear)
+       taylor=series.piecewise_linear, ieee=NAN_IN_NAN_OUT)
 binary("multiply", np.multiply,
        lambda n, g: (g * n.args[1] if n.needs(0) else None, g * n.args[0] if n.needs(1) else None),
        infix=("*", 12), sympy="Mul", aliases=("mul",), forward=_mul_forward,
-       taylor=series.bilinear)
+       taylor=series.bilinear, ieee=NAN_IN_NAN_OUT)
 binary("divide", np.true_divide,
        lambda n, g: (g / n.args[1] if n.needs(0) else None,
                      -(g * (n.out / n.args[1])) if n.needs(1) else None),
        infer=_true_div, infix=("/", 12), sympy=lambda sp, x, y: x / y, domain=(0.5, 2.0),
-       aliases=("div", "true_divide"), forward=_div_forward, taylor=series.quotient)
+       aliases=("div", "true_divide"), forward=_div_forward, taylor=series.quotient,
+       ieee=NAN_IN_NAN_OUT)
 binary("power", np.power,
        lambda n, g: (
            g * _zero_at_origin(n.args[0], n.args[1], n.args[1] * n.args[0] ** (n.args[1] - 1)),
@@ -135,10 +144,11 @@ binary("power", np.power,
        infix=("**", 14), sympy="Pow", domain=(0.5, 2.0), aliases=("pow",),
        taylor=series.power)
 unary("negative", np.negative, lambda n, g: (-g,), keep_dtype=True, sympy=lambda sp, x: -x,
-      aliases=("neg",), infix=("-", 13), taylor=series.piecewise_linear)
+      aliases=("neg",), infix=("-", 13), taylor=series.piecewise_linear, ieee=NAN_IN_NAN_OUT)
 unary("square", np.square, lambda n, g: (g * (2.0 * n.args[0]),), keep_dtype=True,
       sympy=lambda sp, x: x**2,
-      taylor=lambda n, s, K: [n.out] + [series.square_term(s[0], k) for k in range(1, K + 1)])
+      taylor=lambda n, s, K: [n.out] + [series.square_term(s[0], k) for k in range(1, K + 1)],
+      ieee=NAN_IN_NAN_OUT)
 binary("maximum", np.maximum,
        lambda n, g: _split(g, n.args[0] > n.args[1], n.args[0] == n.args[1]), sympy="Max",
        taylor=series.piecewise_linear)
@@ -157,9 +167,9 @@ def _split(g, wins, ties):
 # -- functions ----------------------------------------------------------------------------
 
 unary("exp", np.exp, lambda n, g: (g * n.out,), sympy="exp",
-      taylor=lambda n, s, K: series.chain(s[0], n.out, lambda y, m: y[m], K))
+      taylor=lambda n, s, K: series.chain(s[0], n.out, lambda y, m: y[m], K), ieee=NAN_IN_NAN_OUT)
 unary("log", np.log, lambda n, g: (g / n.args[0],), sympy="log", domain=(0.2, 3.0),
-      taylor=lambda n, s, K: series.logarithm(s[0], n.out, n.args[0], K))
+      taylor=lambda n, s, K: series.logarithm(s[0], n.out, n.args[0], K), ieee=NAN_IN_NAN_OUT)
 unary("log1p", np.log1p, lambda n, g: (g / (1.0 + n.args[0]),),
       sympy=lambda sp, x: sp.log(1 + x), domain=(-0.5, 3.0),
       taylor=lambda n, s, K: series.logarithm(s[0], n.out, 1.0 + n.args[0], K))
@@ -167,17 +177,19 @@ unary("expm1", np.expm1, lambda n, g: (g * (n.out + 1.0),), sympy=lambda sp, x: 
       taylor=lambda n, s, K: series.chain(s[0], n.out, lambda y, m: y[m] if m else y[0] + 1.0,
                                           K))
 unary("sqrt", np.sqrt, lambda n, g: (g / (2.0 * n.out),), sympy="sqrt", domain=(0.2, 3.0),
-      taylor=lambda n, s, K: series.root(s[0], n.out, K))
+      taylor=lambda n, s, K: series.root(s[0], n.out, K), ieee=NAN_IN_NAN_OUT)
 unary("sin", np.sin, lambda n, g: (g * F.cos(n.args[0]),), sympy="sin",
-      taylor=lambda n, s, K: series.pair(s[0], n.out, F.cos(n.args[0]), (1, -1), K))
+      taylor=lambda n, s, K: series.pair(s[0], n.out, F.cos(n.args[0]), (1, -1), K), ieee=SIN_COS)
 unary("cos", np.cos, lambda n, g: (-(g * F.sin(n.args[0])),), sympy="cos",
-      taylor=lambda n, s, K: series.pair(s[0], n.out, F.sin(n.args[0]), (-1, 1), K))
+      taylor=lambda n, s, K: series.pair(s[0], n.out, F.sin(n.args[0]), (-1, 1), K), ieee=SIN_COS)
 unary("tan", np.tan, lambda n, g: (g * (1.0 + n.out * n.out),), sympy="tan",
       domain=(-1.2, 1.2), taylor=lambda n, s, K: series.chain(
-          s[0], n.out, lambda y, m: series.square_term(y, m) if m else 1.0 + y[0] * y[0], K))
+          s[0], n.out, lambda y, m: series.square_term(y, m) if m else 1.0 + y[0] * y[0], K),
+      ieee=("nan_at_inf", *NAN_IN_NAN_OUT))
 unary("tanh", np.tanh, lambda n, g: (g * (1.0 - n.out * n.out),), sympy="tanh",
       taylor=lambda n, s, K: series.chain(s[0], n.out, lambda y, m: series.scaled(
-          -1, series.square_term(y, m)) if m else 1.0 - y[0] * y[0], K))
+          -1, series.square_term(y, m)) if m else 1.0 - y[0] * y[0], K),
+      ieee=("bounded", *NAN_IN_NAN_OUT))
 unary("sinh", np.sinh, lambda n, g: (g * F.cosh(n.args[0]),), sympy="sinh",
       taylor=lambda n, s, K: series.pair(s[0], n.out, F.cosh(n.args[0]), (1, 1), K))
 unary("cosh", np.cosh, lambda n, g: (g * F.sinh(n.args[0]),), sympy="cosh",
@@ -211,7 +223,8 @@ def _softplus_series(u, y0, x, K):
 unary("sigmoid", _sigmoid, lambda n, g: (g * (n.out * F.sigmoid(-n.args[0])),),
       sympy=lambda sp, x: 1 / (1 + sp.exp(-x)), domain=(-4.0, 4.0),
       doc="logistic function 1 / (1 + exp(-x)), computed without overflow",
-      taylor=lambda n, s, K: _logistic(s[0], n.out, n.args[0], K))
+      taylor=lambda n, s, K: _logistic(s[0], n.out, n.args[0], K),
+      ieee=("bounded", *NAN_IN_NAN_OUT))
 unary("softplus", lambda x: np.logaddexp(0.0, x), lambda n, g: (g * F.sigmoid(n.args[0]),),
       sympy=lambda sp, x: sp.log(1 + sp.exp(x)), domain=(-4.0, 4.0),
       doc="log(1 + exp(x)), computed without overflow",
@@ -221,7 +234,7 @@ unary("relu", lambda x: np.maximum(x, 0), lambda n, g: (F.where(n.args[0] > 0, g
       doc="max(x, 0); relu'(0) = 0", taylor=series.piecewise_linear)
 unary("abs", np.abs, lambda n, g: (g * F.sign(n.args[0]),), keep_dtype=True, sympy="Abs",
       domain=(0.2, 2.0), aliases=("absolute",), doc="|x|; abs'(0) = 0",
-      taylor=series.piecewise_linear)
+      taylor=series.piecewise_linear, ieee=NAN_IN_NAN_OUT)
 unary("sign", np.sign, None, keep_dtype=True, sympy="sign", differentiable=False)
 
 # -- comparisons and selection ------------------------------------------------------------

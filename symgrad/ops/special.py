@@ -102,7 +102,7 @@ def _erf_series(n, u, K):
 
 unary("erf", _scipy("erf"), lambda n, g: (g * (_TWO_OVER_SQRT_PI * F.exp(-F.square(n.args[0]))),),
       sympy="erf", doc="the error function 2/sqrt(pi) * integral of exp(-t^2) from 0 to x",
-      taylor=lambda n, s, K: _erf_series(n, s[0], K))
+      taylor=lambda n, s, K: _erf_series(n, s[0], K), ieee=("bounded", "nan_in_nan_out"))
 unary("erfc", _scipy("erfc"),
       lambda n, g: (-(g * (_TWO_OVER_SQRT_PI * F.exp(-F.square(n.args[0])))),),
       sympy="erfc", doc="1 - erf(x), accurate where erf(x) is near 1")

@@ -16,6 +16,10 @@ work that only decided *where* the NaN goes:
   elementwise arithmetic;
 * at least a ``+ 0.0`` stays, so a ``-0.0`` in ``y`` still comes out ``+0.0``.
 
+What an op does with inf and NaN is stated in its stanza (the ``ieee`` field of
+:class:`~symgrad.ir.op.Op`: ``bounded``, ``finite_with``, ``nan_at_inf``,
+``nan_in_nan_out``); an op that states nothing stops the search, so a new op is safe.
+
 So W4's VJP step becomes ``(g - g) + g h cos(h)``: no ``sin``, one product fewer.
 
 Runs where the exact passes run on adjoints (``reverse``, ``compile``,
@@ -34,16 +38,20 @@ from __future__ import annotations
 
 from ..ir.expr import Expr
 from ..ir.graph import Graph
+from ..ir.op import REGISTRY
 from ..ir.shapes import is_float
 from .pattern import Pass, Rule
 
-BOUNDED = frozenset({"sin", "cos", "tanh", "sigmoid", "erf"})  # |f| <= 1 where finite
-FINITE_WITH = frozenset({"sin", "cos"})  # finite exactly where the operand is
-NAN_AT_INF = frozenset({"sin", "cos", "tan"})  # NaN where the operand is not finite
-PROPAGATES = frozenset({"add", "subtract", "multiply", "divide", "negative", "square", "abs",
-                        "sin", "cos", "tan", "exp", "log", "sqrt", "tanh"})  # NaN in, NaN out
 DEPTH = 8  # operand levels looked through (the pass stays linear)
 MAX_LEAVES = 8  # guards one guard may become (more: left as it is)
+PRODUCT = Rule(("multiply", "u", "v"), lambda u, v: None)  # matched, never built
+GUARD = Rule(("subtract", "s", "s"), lambda s: None)
+
+
+def _has(graph: Graph, i: int, fact: str) -> bool:
+    """Whether node ``i``'s op states ``fact`` about inf and NaN (its stanza's ``ieee``)."""
+    op = REGISTRY.get(graph.nodes[i].op)
+    return op is not None and fact in op.ieee
 
 
 def _leaves(graph: Graph, a: int) -> list[int]:
@@ -53,17 +61,14 @@ def _leaves(graph: Graph, a: int) -> list[int]:
     while todo:
         i, depth = todo.pop()
         n = graph.nodes[i]
-        if depth < DEPTH and n.op in FINITE_WITH:
+        product = depth < DEPTH and PRODUCT.match(graph, i)
+        if depth < DEPTH and _has(graph, i, "finite_with"):
             todo.append((n.args[0], depth + 1))
-        elif depth < DEPTH and n.op == "multiply" and _bounded_factor(graph, n.args):
+        elif product and any(_has(graph, k, "bounded") for k in n.args):
             todo += [(k, depth + 1) for k in reversed(n.args)]
         elif i not in out:
             out.append(i)
     return out if len(out) <= MAX_LEAVES else [a]
-
-
-def _bounded_factor(graph: Graph, args: tuple[int, ...]) -> bool:
-    return any(graph.nodes[k].op in BOUNDED for k in args)
 
 
 def _nan_where_not_finite(graph: Graph, y: int, s: int) -> bool:
@@ -75,9 +80,11 @@ def _nan_where_not_finite(graph: Graph, y: int, s: int) -> bool:
     while todo:
         i, depth = todo.pop()
         n = graph.nodes[i]
-        if (n.op in NAN_AT_INF and n.args[0] == s) or (n.op == "subtract" and n.args == (s, s)):
+        if n.args == (s,) and _has(graph, i, "nan_at_inf"):
             return True
-        if depth < DEPTH and n.op in PROPAGATES and i not in seen:
+        if (GUARD.match(graph, i) or {}).get("s") == s:
+            return True
+        if depth < DEPTH and _has(graph, i, "nan_in_nan_out") and i not in seen:
             seen.add(i)
             todo += [(k, depth + 1) for k in n.args if graph.nodes[k].shape == n.shape]
     return False
