@@ -46,6 +46,8 @@ def _ufunc(name: str):
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = op_function.__doc__
     fn.signature = op_function.signature  # type: ignore[attr-defined]
+    # fn(*operands), no keywords, is op_function(*operands): the same plain op, if it has one
+    fn.plain_op = getattr(op_function, "plain_op", None)  # type: ignore[attr-defined]
     return fn
 
 

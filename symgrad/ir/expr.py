@@ -158,6 +158,10 @@ class Expr:
         return importlib.import_module("symgrad.numpy")
 
     def __array_ufunc__(self, ufunc, method: str, *inputs: Any, **kwargs: Any):
+        if method == "__call__" and not kwargs:  # np.sin(x), x * y: the op straight away
+            op = _ufunc_op(ufunc)
+            if op is not None and op.signature._operands_only == len(inputs):
+                return _apply(op, inputs)
         return _array_ufunc(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func, types, args: tuple, kwargs: dict):
@@ -187,34 +191,34 @@ class Expr:
         return None if make is None else make(self)
 
     def __add__(self, o):
-        return F.add(self, o)
+        return call("add", self, o)
 
     def __radd__(self, o):
-        return F.add(o, self)
+        return call("add", o, self)
 
     def __sub__(self, o):
-        return F.subtract(self, o)
+        return call("subtract", self, o)
 
     def __rsub__(self, o):
-        return F.subtract(o, self)
+        return call("subtract", o, self)
 
     def __mul__(self, o):
-        return F.multiply(self, o)
+        return call("multiply", self, o)
 
     def __rmul__(self, o):
-        return F.multiply(o, self)
+        return call("multiply", o, self)
 
     def __truediv__(self, o):
-        return F.divide(self, o)
+        return call("divide", self, o)
 
     def __rtruediv__(self, o):
-        return F.divide(o, self)
+        return call("divide", o, self)
 
     def __pow__(self, o):
-        return F.power(self, o)
+        return call("power", self, o)
 
     def __rpow__(self, o):
-        return F.power(o, self)
+        return call("power", o, self)
 
     def __matmul__(self, o):
         return F.matmul(self, o)
@@ -223,7 +227,7 @@ class Expr:
         return F.matmul(o, self)
 
     def __neg__(self):
-        return F.negative(self)
+        return call("negative", self)
 
     def __pos__(self):
         return self
@@ -399,6 +403,24 @@ def _numpy_call(name: str, args: tuple, kwargs: dict) -> Any:
     return fn(*args, **kwargs)
 
 
+# ufunc -> (its name, the function it calls, the op that function builds with no keywords)
+_UFUNC_OPS: dict[Any, tuple[str, Any, Op]] = {}
+
+
+def _ufunc_op(ufunc: Any) -> Op | None:
+    """The op whose node NumPy's ``ufunc(*exprs)`` builds when the function symgrad has for
+    it is ``call(op.name, ...)`` itself (marked ``plain_op``), else None."""
+    known = _UFUNC_OPS.get(ufunc)
+    if known is not None and FUNCTIONS.get(known[0]) is known[1]:
+        return known[2]
+    name = ufunc_name(ufunc)
+    fn = FUNCTIONS.get(name)
+    op = getattr(fn, "plain_op", None)
+    if op is not None:
+        _UFUNC_OPS[ufunc] = (name, fn, op)
+    return op
+
+
 def _array_ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
     name = ufunc_name(ufunc)
     if method == "__call__":
@@ -468,6 +490,23 @@ def _operand(graph: Graph, o: Any, strong: list[str] | None = None) -> int:
         return o.node if o.graph is graph else graph.import_node(o.graph, o.node)
     if isinstance(o, (int, float)) and type(o) not in (int, float, bool):
         o = exact(o)  # a subclass: the plain number, its own methods never run
+    t = type(o)
+    if t is float or t is int or t is bool:
+        if o != o:  # NaN: its hex does not tell NaNs apart
+            return graph.const(_number(o, strong))
+        key = (t, o.hex() if t is float else o, tuple(strong) if strong else ())
+        return graph.number(key, lambda: _number(o, strong))
+    if isinstance(o, (list, tuple)) and _holds_expr(o):  # [x, x + 2]: NumPy's array of them
+        e = stacked(o)
+        return e.node if e.graph is graph else graph.import_node(e.graph, e.node)
+    if isinstance(o, (int, float, bool, np.ndarray, np.number, np.bool_, list, tuple)):
+        return graph.const(o)
+    raise SymgradError(f"cannot use {describe(o)} in a symgrad expression (use Exprs, "
+                       "numbers or arrays)")
+
+
+def _number(o: int | float | bool, strong: list[str] | None) -> Any:
+    """The constant Python number ``o`` makes beside operands of dtypes ``strong``."""
     if strong and type(o) in (int, float):  # NEP 50: a Python number takes the others' type
         weak = np.result_type(*strong, o)
         value = np.asarray(o)  # int64 or float64, unless that would change the result type
@@ -477,14 +516,8 @@ def _operand(graph: Graph, o: Any, strong: list[str] | None = None) -> int:
             except OverflowError:
                 raise ShapeError(f"the Python integer {o} does not fit the operands' dtype "
                                  f"{weak.name}") from None
-        return graph.const(value)
-    if isinstance(o, (list, tuple)) and _holds_expr(o):  # [x, x + 2]: NumPy's array of them
-        e = stacked(o)
-        return e.node if e.graph is graph else graph.import_node(e.graph, e.node)
-    if isinstance(o, (int, float, bool, np.ndarray, np.number, np.bool_, list, tuple)):
-        return graph.const(o)
-    raise SymgradError(f"cannot use {describe(o)} in a symgrad expression (use Exprs, "
-                       "numbers or arrays)")
+        return value
+    return o
 
 
 def _strong_dtypes(operands: Sequence[Any]) -> list[str]:
@@ -578,10 +611,26 @@ def build(op: Op, operands: Sequence[Any], attrs: dict) -> Expr:
     return Expr(graph, graph.add(op, tuple(args), attrs))
 
 
+def _apply(op: Op, operands: Sequence[Any]) -> Expr:
+    """``build(op, operands, {})``; one Expr, or two of one graph, go straight to the graph
+    (what a traced loop builds at every step)."""
+    a = operands[0]
+    if type(a) is Expr:
+        g = a.graph
+        if len(operands) == 1:
+            return Expr(g, g.add(op, (a.node,), {}))
+        b = operands[1]
+        if len(operands) == 2 and type(b) is Expr and b.graph is g:
+            return Expr(g, g.add(op, (a.node, b.node), {}))
+    return build(op, operands, {})
+
+
 def call(name: str, *args: Any, **kwargs: Any) -> Expr:
     """Build op ``name`` applied to ``args`` (Exprs, numbers or arrays), bound by its
     signature; returns an Expr."""
     op = REGISTRY[name]
+    if not kwargs and op.signature._operands_only == len(args) and args:
+        return _apply(op, args)  # what bind gives: the operands, no attributes
     operands, attrs = op.signature.bind(name, args, kwargs)
     return build(op, operands, attrs)
 
@@ -614,6 +663,7 @@ def _op_function(op: Op, name: str) -> Callable[..., Expr]:
     fn.__doc__ = (f"{name}({params}{', ' if params and keywords else ''}{keywords}): "
                   f"{op.doc or op.name}")
     fn.signature = s  # type: ignore[attr-defined]
+    fn.plain_op = op  # type: ignore[attr-defined]  # fn(*operands) is call(op.name, ...)
     return fn
 
 

@@ -82,6 +82,56 @@ def _argument_error(op: Op, e: Exception) -> ArgumentError:
     return ArgumentError(f"{op.name}: cannot use these arguments ({type(e).__name__}: {e})")
 
 
+# (op, operand shapes, operand dtypes, frozen attributes) -> what _inferred gives: prepare and
+# the shape rule are functions of these, so a loop's steps run them once, not once a node
+_INFERRED: dict[tuple, tuple] = {}
+_INFERRED_MAX = 1 << 16
+_EXACT = frozenset({int, float, str, bool, type(None)})
+
+
+def _cacheable(attrs: dict) -> bool:
+    """Whether ``attrs`` holds only exact built-ins (ints, floats, strings, bools, None and
+    tuples and slices of them), whose frozen key tells every two values apart that a rule
+    could treat differently (NumPy scalars and arrays are left to the rules)."""
+    todo = list(attrs.values())
+    while todo:
+        v = todo.pop()
+        t = type(v)
+        if t is tuple:
+            todo.extend(v)
+        elif t is slice:
+            todo.extend((v.start, v.stop, v.step))
+        elif t not in _EXACT:
+            return False
+    return True
+
+
+def _inferred(op: Op, shapes: tuple, dtypes: tuple, attrs: dict) -> tuple:
+    """``(prepared attrs, their frozen key or None if op has no prepare, shape, dtype)``."""
+    canonical = None
+    if op.prepare is not None:
+        try:
+            attrs = op.prepare(shapes, dtypes, attrs)
+            if not op.builtin:
+                attrs = _plain_attrs(op, attrs)
+        except SymgradError:
+            raise
+        except _BARE as e:
+            raise _argument_error(op, e) from None
+        canonical = freeze(attrs)
+    try:
+        shape, dtype = op.infer(shapes, dtypes, attrs)
+    except SymgradError:
+        raise
+    except _BARE as e:
+        raise _argument_error(op, e) from None
+    shape = tuple(shape)
+    if len(shape) > 1 and math.prod(shape) > INT64_MAX:
+        raise ShapeError(f"{op.name}: the result would have shape {fmt(shape)}, more "
+                         "than 2**63 - 1 elements (NumPy cannot hold it)")
+    return attrs, canonical, shape, dtype
+
+
 LIFT_MIN = 1024  # elements from which a traced function's captured array is an input
 _LIFT = threading.local()
 
@@ -173,6 +223,7 @@ class Graph:
         self.transforms: list[Any] = []
         self.variables: dict[str, int] = {}
         self._keys: dict[tuple, int] = {}
+        self._numbers: dict[tuple, int] = {}  # see number()
         self._imported: weakref.WeakKeyDictionary[Graph, dict[int, int]] = (
             weakref.WeakKeyDictionary()
         )
@@ -239,19 +290,28 @@ class Graph:
 
     # -- building -------------------------------------------------------------------------
 
-    def add(self, op: Op, args: tuple[int, ...], attrs: dict) -> int:
+    def add(self, op: Op, args: tuple[int, ...], attrs: dict, frozen: Any = None,
+            inferred: tuple | None = None) -> int:
         """The node ``op(*args, **attrs)``: found if it exists, else shape-checked and built.
 
         While a rewriter is installed (:meth:`rewriting`) it is offered the node first, and
         its answer is returned without being recorded under this node's key.
+
+        A front end's fast path for a builtin op may pass ``frozen`` (``freeze(attrs)``) and
+        ``inferred`` (``(shape, dtype)``), which says that ``attrs`` are what the op's
+        ``prepare`` makes of them and ``(shape, dtype)`` what its shape rule gives: both are
+        then taken as they are (its tests check that they agree with the general path).
         """
         if attrs and not op.builtin:  # a user's op: its attributes are plain data only
-            attrs = _plain_attrs(op, attrs)
-        key = (op.name, args, freeze(attrs) if attrs else ())
-        rewriter = self._state.rewriter
+            attrs, frozen = _plain_attrs(op, attrs), None
+        if frozen is None:
+            frozen = freeze(attrs) if attrs else ()
+        key = (op.name, args, frozen)
+        state = self._state
+        rewriter = state.rewriter
         with self.lock:
             self._calls += 1
-            self._state.calls += 1
+            state.calls += 1
             try:
                 found = self._keys.get(key)
             except TypeError:  # an attribute that is no number, string, tuple or array
@@ -259,6 +319,12 @@ class Graph:
                                     f"{describe(attrs, 200)}") from None
             if found is not None and rewriter is None:
                 return found
+            if found is None and inferred is not None:
+                if rewriter is not None:
+                    replaced = rewriter(op, args, attrs, *inferred)
+                    if replaced is not None:
+                        return replaced
+                return self._new(key, op.name, args, attrs, *inferred, None)
             return self._add(op, args, attrs, key, found, rewriter)
 
     def _add(self, op: Op, args: tuple, attrs: dict, key: tuple, found, rewriter) -> int:
@@ -267,33 +333,24 @@ class Graph:
             argn = [nodes[a] for a in args]
             shapes = tuple([n.shape for n in argn])
             dtypes = tuple([n.dtype for n in argn])
-            if op.prepare is not None:
-                try:
-                    attrs = op.prepare(shapes, dtypes, attrs)
-                    if not op.builtin:
-                        attrs = _plain_attrs(op, attrs)
-                except SymgradError:
-                    raise
-                except _BARE as e:
-                    raise _argument_error(op, e) from None
-                canonical = (op.name, args, freeze(attrs))
+            ikey = (op, shapes, dtypes, key[2])  # hashable: add looked its key up
+            known = _INFERRED.get(ikey)
+            if known is None:
+                known = _inferred(op, shapes, dtypes, attrs)
+                if op.builtin and _cacheable(attrs):
+                    if len(_INFERRED) >= _INFERRED_MAX:
+                        _INFERRED.clear()
+                    _INFERRED[ikey] = known
+            prepared, canonical, shape, dtype = known
+            if canonical is not None:  # prepare ran: the canonical spelling is the key
+                attrs = dict(prepared)
+                canonical = (op.name, args, canonical)
                 found = self._keys.get(canonical)
                 if found is not None:
                     self._keys[key] = found  # the same node, spelled differently
                 key = canonical
         if found is not None:
             shape, dtype, attrs = nodes[found].shape, nodes[found].dtype, nodes[found].attrs
-        else:
-            try:
-                shape, dtype = op.infer(shapes, dtypes, attrs)
-            except SymgradError:
-                raise
-            except _BARE as e:
-                raise _argument_error(op, e) from None
-            shape = tuple(shape)
-            if len(shape) > 1 and math.prod(shape) > INT64_MAX:
-                raise ShapeError(f"{op.name}: the result would have shape {fmt(shape)}, more "
-                                 "than 2**63 - 1 elements (NumPy cannot hold it)")
         if rewriter is not None:
             replaced = rewriter(op, args, attrs, shape, dtype)
             if replaced is not None:
@@ -346,6 +403,26 @@ class Graph:
                 return node
         return self.add(REGISTRY["const"], (), {"value": as_constant(value)})
 
+    def number(self, key: tuple, value: Callable[[], Any]) -> int:
+        """``const(value())`` for a Python number, remembered under ``key`` (which must fix
+        the value: the number, its type and the dtypes it was typed against), so a loop that
+        writes ``2.0 * x`` at every step makes its constant once, not once a step.
+
+        While a rewriter is installed the constant is built (offered to it) as asked."""
+        state = self._state
+        if state.rewriter is None:
+            with self.lock:
+                found = self._numbers.get(key)
+                if found is not None:
+                    self._calls += 1  # a look-up, as const's own (see budget)
+                    state.calls += 1
+                    return found
+        with self.lock:
+            i = self.const(value())
+            if state.rewriter is None:
+                self._numbers[key] = i
+        return i
+
     def provenance(self, origin: int, role: str = "adjoint") -> _Provenance:
         """Nodes built inside (by this thread) are ``role`` nodes (adjoint, or tangent for
         forward mode) made for node ``origin`` (a context manager)."""
@@ -385,6 +462,7 @@ class Graph:
         self.rollbacks += 1
         del self.nodes[n:]
         self._keys = {k: v for k, v in self._keys.items() if v < n}
+        self._numbers = {k: v for k, v in self._numbers.items() if v < n}
         self.variables = {k: v for k, v in self.variables.items() if v < n}
         for memo in self._imported.values():
             for k in [k for k, v in memo.items() if v >= n]:
