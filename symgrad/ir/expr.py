@@ -492,10 +492,7 @@ def _operand(graph: Graph, o: Any, strong: list[str] | None = None) -> int:
         o = exact(o)  # a subclass: the plain number, its own methods never run
     t = type(o)
     if t is float or t is int or t is bool:
-        if o != o:  # NaN: its hex does not tell NaNs apart
-            return graph.const(_number(o, strong))
-        key = (t, o.hex() if t is float else o, tuple(strong) if strong else ())
-        return graph.number(key, lambda: _number(o, strong))
+        return _number_node(graph, o, strong)
     if isinstance(o, (list, tuple)) and _holds_expr(o):  # [x, x + 2]: NumPy's array of them
         e = stacked(o)
         return e.node if e.graph is graph else graph.import_node(e.graph, e.node)
@@ -503,6 +500,15 @@ def _operand(graph: Graph, o: Any, strong: list[str] | None = None) -> int:
         return graph.const(o)
     raise SymgradError(f"cannot use {describe(o)} in a symgrad expression (use Exprs, "
                        "numbers or arrays)")
+
+
+def _number_node(graph: Graph, o: int | float | bool, strong: list[str] | None) -> int:
+    """The constant node of Python number ``o`` beside operands of dtypes ``strong``, made
+    once per graph (:meth:`~.graph.Graph.number`)."""
+    if o != o:  # NaN: its hex does not tell NaNs apart
+        return graph.const(_number(o, strong))
+    key = (type(o), o.hex() if type(o) is float else o, tuple(strong) if strong else ())
+    return graph.number(key, lambda: _number(o, strong))
 
 
 def _number(o: int | float | bool, strong: list[str] | None) -> Any:
@@ -620,9 +626,24 @@ def _apply(op: Op, operands: Sequence[Any]) -> Expr:
         if len(operands) == 1:
             return Expr(g, g.add(op, (a.node,), {}))
         b = operands[1]
-        if len(operands) == 2 and type(b) is Expr and b.graph is g:
-            return Expr(g, g.add(op, (a.node, b.node), {}))
+        if len(operands) == 2:
+            if type(b) is Expr:
+                if b.graph is g:
+                    return Expr(g, g.add(op, (a.node, b.node), {}))
+            elif (type(b) is float or type(b) is int) and op.elementwise:
+                return Expr(g, g.add(op, (a.node, _weak(g, b, a)), {}))
+    elif (len(operands) == 2 and (type(a) is float or type(a) is int) and op.elementwise
+          and type(operands[1]) is Expr):
+        b = operands[1]
+        g = b.graph
+        return Expr(g, g.add(op, (_weak(g, a, b), b.node), {}))
     return build(op, operands, {})
+
+
+def _weak(graph: Graph, o: int | float, other: Expr) -> int:
+    """What :func:`_operand` makes of the Python number ``o`` beside ``other``, the only
+    other operand of an elementwise op: the constant typed against ``other``'s dtype."""
+    return _number_node(graph, o, [graph.nodes[other.node].dtype])
 
 
 def call(name: str, *args: Any, **kwargs: Any) -> Expr:

@@ -227,6 +227,7 @@ class Graph:
         self._imported: weakref.WeakKeyDictionary[Graph, dict[int, int]] = (
             weakref.WeakKeyDictionary()
         )
+        self._last_import: tuple | None = None  # the latest graph imported from: its memo
         self._state = _BuildState()
         self._calls = 0  # look-ups and builds by every thread (see budget)
         self.rollbacks = 0  # rollbacks so far: ids after one may name other nodes
@@ -491,11 +492,21 @@ class Graph:
     def import_node(self, other: Graph, node: int) -> int:
         """Copy ``node`` and its ancestors from ``other`` as they are; returns the id here."""
         with self.lock:
-            memo = self._imported.setdefault(other, {})
-            if node in memo:
-                return memo[node]
-            with self.rewriting(None):
+            last = self._last_import  # (a weak reference to the graph, its memo)
+            if last is not None and last[0]() is other:
+                memo = last[1]
+            else:
+                memo = self._imported.setdefault(other, {})
+                self._last_import = (weakref.ref(other), memo)
+            found = memo.get(node)
+            if found is not None:
+                return found
+            state = self._state
+            saved, state.rewriter = state.rewriter, None  # copied as they are
+            try:
                 self._import(other, node, memo)
+            finally:
+                state.rewriter = saved
         return memo[node]
 
     def _import(self, other: Graph, node: int, memo: dict[int, int]) -> None:
