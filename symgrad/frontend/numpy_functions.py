@@ -40,8 +40,11 @@ def _ufunc(name: str):
 
     def fn(*args: Any, out: Any = None, where: Any = True, dtype: Any = None,
            casting: str = "same_kind", order: str = "K", subok: bool = True) -> Expr:
-        no_out(name, out, where)
-        return op_function(*(_cast(a, dtype) for a in args))
+        if out is not None or where is not True:
+            no_out(name, out, where)
+        if dtype is not None:
+            args = tuple([_cast(a, dtype) for a in args])
+        return op_function(*args)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = op_function.__doc__

@@ -676,7 +676,11 @@ def function(name: str) -> Callable[..., Any] | None:
 
 def _op_function(op: Op, name: str) -> Callable[..., Expr]:
     def fn(*args: Any, **kwargs: Any) -> Expr:
+        if not kwargs and len(args) == arity:  # operands only: bind would give them back
+            return _apply(op, args)
         return call(op.name, *args, **kwargs)
+
+    arity = op.signature._operands_only or -1
 
     s = op.signature
     params, keywords = s.describe()[1:-1], s.keywords_text()

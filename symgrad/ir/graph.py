@@ -331,9 +331,16 @@ class Graph:
     def _add(self, op: Op, args: tuple, attrs: dict, key: tuple, found, rewriter) -> int:
         nodes = self.nodes
         if found is None:
-            argn = [nodes[a] for a in args]
-            shapes = tuple([n.shape for n in argn])
-            dtypes = tuple([n.dtype for n in argn])
+            if len(args) == 2:  # the common cases first: no lists
+                a, b = nodes[args[0]], nodes[args[1]]
+                shapes, dtypes = (a.shape, b.shape), (a.dtype, b.dtype)
+            elif len(args) == 1:
+                a = nodes[args[0]]
+                shapes, dtypes = (a.shape,), (a.dtype,)
+            else:
+                argn = [nodes[a] for a in args]
+                shapes = tuple([n.shape for n in argn])
+                dtypes = tuple([n.dtype for n in argn])
             ikey = (op, shapes, dtypes, key[2])  # hashable: add looked its key up
             known = _INFERRED.get(ikey)
             if known is None:
