@@ -144,9 +144,10 @@ def _signature(n: Any) -> Any:
     return (n.op, attrs, n.shape, n.dtype, len(n.args))
 
 
-def _hashes(graph: Graph, order: list[int]) -> dict[int, int]:
-    """Each node's hash of its signature and its operands' hashes, ``ROUNDS`` levels deep
-    (whole-array passes: a round is a few NumPy operations, not a loop over the nodes)."""
+def _hashes(graph: Graph, order: list[int]) -> np.ndarray:
+    """Each node's hash (of ``order``'s, by position) of its signature and its operands'
+    hashes, ``ROUNDS`` levels deep (whole-array passes: a round is a few NumPy operations,
+    not a loop over the nodes)."""
     nodes = graph.nodes
     n = len(order)
     ns = [nodes[i] for i in order]
@@ -168,7 +169,7 @@ def _hashes(graph: Graph, order: list[int]) -> dict[int, int]:
             sums = np.add.reduceat(_mix(h[flat] ^ weight), starts[nonempty])
             mixed[nonempty] = _mix(h0[nonempty] ^ _mix(sums))
         h = mixed
-    return dict(zip(order, h.view(np.int64).tolist()))
+    return h.view(np.int64)
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
@@ -180,35 +181,42 @@ def _mix(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> np.uint64(31))
 
 
-def _period(order: list[int], h: dict[int, int]) -> int:
+def _period(ids: np.ndarray, h: np.ndarray) -> int:
     """The most common distance (in node ids) from a node to an earlier node of the same
-    hash, the shortest of equals: in a traced loop, the nodes one step creates."""
-    votes: dict[int, int] = {}
-    buckets: dict[int, list[int]] = {}
-    for k, v in enumerate(order):
-        found = buckets.setdefault(h[v], [])
-        if k % 4 == 0:  # a sample of the nodes is enough to find the period
-            for u in found[-TRIES:]:
-                votes[v - u] = votes.get(v - u, 0) + 1
-        found.append(v)
-    if not votes:
+    hash (one of the ``TRIES`` latest), the shortest of equals: in a traced loop, the nodes
+    one step creates. Nodes ``ids`` (ascending) with hashes ``h``."""
+    by_hash = np.argsort(h, kind="stable")  # each hash's nodes in order
+    sampled = by_hash % 4 == 0  # a sample of the nodes is enough to find the period
+    found = []
+    for lag in range(1, TRIES + 1):
+        cur, before = by_hash[lag:], by_hash[:-lag]
+        same = (h[cur] == h[before]) & sampled[lag:]
+        found.append(ids[cur[same]] - ids[before[same]])
+    distances, votes = np.unique(np.concatenate(found), return_counts=True)
+    if not len(votes):
         return 0
-    best = min(votes, key=lambda d: (-votes[d], d))
-    return best if votes[best] * 4 >= MIN_STEPS else 0  # too few repeats for a loop
+    best = int(np.lexsort((distances, -votes))[0])
+    return int(distances[best]) if votes[best] * 4 >= MIN_STEPS else 0  # too few repeats
 
 
 def _match(graph: Graph, order: list[int]) -> dict[int, int]:
     """``prev``: node -> the node it repeats, one step (``period`` node ids) earlier."""
     nodes = graph.nodes
     h = _hashes(graph, order)
-    period = _period(order, h)
+    ids = np.asarray(order, dtype=np.int64)
+    period = _period(ids, h)
     prev: dict[int, int] = {}
     if not period:
         return prev
+    at = np.full(len(nodes), -1, dtype=np.int64)  # node id -> position in order
+    at[ids] = np.arange(len(ids))
+    back = at[np.maximum(ids - period, 0)]
+    same = (ids >= period) & (back >= 0)
+    same[same] = h[back[same]] == h[same]  # one period back: a node of the same hash
     taken: set[int] = set()
-    for v in order:
+    for v in ids[same].tolist():
         u = v - period
-        if v in prev or not nodes[v].args or u < 0 or h.get(u) != h[v] or u in taken:
+        if v in prev or not nodes[v].args or u in taken:
             continue
         pairs = _pairs(graph, v, u, prev, taken, period)
         if pairs is not None:
@@ -355,7 +363,8 @@ class _Arrays:
     def __init__(self, graph: Graph, roles: dict[int, list[int]]) -> None:
         nodes = graph.nodes
         self.chains = {r: np.asarray(c, dtype=np.int64) for r, c in roles.items()}
-        self.args = {r: np.array([nodes[v].args for v in c], dtype=np.int64)
+        self.args = {r: np.fromiter(concat.from_iterable([nodes[v].args for v in c]),
+                                    dtype=np.int64, count=len(c) * len(nodes[c[0]].args))
                      .reshape(len(c), len(nodes[c[0]].args)) for r, c in roles.items()}
         self.where = {v: (r, i) for r, c in roles.items() for i, v in enumerate(c)}
 
@@ -397,37 +406,53 @@ def _spread(diff: list[int], start: int, length: int, size: int) -> None:
 
 
 def _loops(graph: Graph, order: list[int], prev: dict[int, int]) -> list[_Loop]:
+    """The loops of ``prev``'s chains (whole-array passes): each chain a role, named by its
+    first node; roles one of whose nodes uses another's node one step back, one loop."""
     nodes = graph.nodes
-    role: dict[int, int] = {}
+    if not prev:
+        return []
+    later = np.fromiter(prev.keys(), dtype=np.int64, count=len(prev))
+    earlier = np.fromiter(prev.values(), dtype=np.int64, count=len(prev))
+    step = np.arange(len(nodes), dtype=np.int64)
+    step[later] = earlier  # each node's previous step (itself where none)
+    first = step
+    while True:  # pointer doubling: each node's first step, in log(steps) passes
+        again = first[first]
+        if np.array_equal(again, first):
+            break
+        first = again
+    arity = np.fromiter((len(nodes[v].args) for v in prev), dtype=np.int64, count=len(prev))
+    uses = np.fromiter(concat.from_iterable(nodes[v].args for v in prev), dtype=np.int64,
+                       count=int(arity.sum()))
+    used = np.fromiter(concat.from_iterable(nodes[u].args for u in prev.values()),
+                       dtype=np.int64, count=len(uses))
+    link = (uses != used) & (step[uses] == used)  # an operand one step back, in a chain
+    user = np.repeat(later, arity)[link]
     parent: dict[int, int] = {}
 
     def find(r: int) -> int:
-        while parent[r] != r:
-            parent[r] = parent[parent[r]]
-            r = parent[r]
-        return r
+        root = r
+        while parent.get(root, root) != root:
+            root = parent[root]
+        while r != root:  # the path now leads straight to the root
+            parent[r], r = root, parent[r]
+        return root
 
-    for v in order:
-        u = prev.get(v)
-        if u is not None:
-            role[v] = role.setdefault(u, u)
-            parent.setdefault(role[v], role[v])
-    linked: set[tuple[int, int]] = set()
-    for v in order:
-        u = prev.get(v)
-        if u is None:
-            continue
-        for a, b in zip(nodes[v].args, nodes[u].args):
-            if a != b and prev.get(a) == b and (role[v], role[a]) not in linked:
-                linked.add((role[v], role[a]))  # each step links the same roles again
-                ra, rb = find(role[v]), find(role[a])
-                if ra != rb:
-                    parent[ra] = rb
+    pairs = np.unique(np.stack([first[user], first[uses[link]]]), axis=1)
+    for ra, rb in zip(*pairs.tolist()):
+        ra, rb = find(ra), find(rb)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)  # a loop is named by its first role
+    members = np.unique(np.concatenate([later, earlier]))
+    roles = first[members]
+    by_role = np.lexsort((members, roles))
+    members, roles = members[by_role].tolist(), roles[by_role]
+    cuts = np.flatnonzero(np.diff(roles)) + 1
     groups: dict[int, dict[int, list[int]]] = {}
-    for v in order:
-        if v in role:
-            groups.setdefault(find(role[v]), {}).setdefault(role[v], []).append(v)
-    return [_Loop(graph, roles) for roles in groups.values()  # long enough to roll
+    for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), len(members)]):
+        r = members[lo]  # a chain's first node names its role
+        groups.setdefault(find(r), {})[r] = members[lo:hi]
+    return [_Loop(graph, roles) for _, roles in sorted(groups.items())  # long enough to roll
             if max(len(c) for c in roles.values()) >= MIN_STEPS]
 
 
