@@ -406,53 +406,37 @@ def _spread(diff: list[int], start: int, length: int, size: int) -> None:
 
 
 def _loops(graph: Graph, order: list[int], prev: dict[int, int]) -> list[_Loop]:
-    """The loops of ``prev``'s chains (whole-array passes): each chain a role, named by its
-    first node; roles one of whose nodes uses another's node one step back, one loop."""
     nodes = graph.nodes
-    if not prev:
-        return []
-    later = np.fromiter(prev.keys(), dtype=np.int64, count=len(prev))
-    earlier = np.fromiter(prev.values(), dtype=np.int64, count=len(prev))
-    step = np.arange(len(nodes), dtype=np.int64)
-    step[later] = earlier  # each node's previous step (itself where none)
-    first = step
-    while True:  # pointer doubling: each node's first step, in log(steps) passes
-        again = first[first]
-        if np.array_equal(again, first):
-            break
-        first = again
-    arity = np.fromiter((len(nodes[v].args) for v in prev), dtype=np.int64, count=len(prev))
-    uses = np.fromiter(concat.from_iterable(nodes[v].args for v in prev), dtype=np.int64,
-                       count=int(arity.sum()))
-    used = np.fromiter(concat.from_iterable(nodes[u].args for u in prev.values()),
-                       dtype=np.int64, count=len(uses))
-    link = (uses != used) & (step[uses] == used)  # an operand one step back, in a chain
-    user = np.repeat(later, arity)[link]
+    role: dict[int, int] = {}
     parent: dict[int, int] = {}
 
     def find(r: int) -> int:
-        root = r
-        while parent.get(root, root) != root:
-            root = parent[root]
-        while r != root:  # the path now leads straight to the root
-            parent[r], r = root, parent[r]
-        return root
+        while parent[r] != r:
+            parent[r] = parent[parent[r]]
+            r = parent[r]
+        return r
 
-    pairs = np.unique(np.stack([first[user], first[uses[link]]]), axis=1)
-    for ra, rb in zip(*pairs.tolist()):
-        ra, rb = find(ra), find(rb)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)  # a loop is named by its first role
-    members = np.unique(np.concatenate([later, earlier]))
-    roles = first[members]
-    by_role = np.lexsort((members, roles))
-    members, roles = members[by_role].tolist(), roles[by_role]
-    cuts = np.flatnonzero(np.diff(roles)) + 1
+    for v in order:
+        u = prev.get(v)
+        if u is not None:
+            role[v] = role.setdefault(u, u)
+            parent.setdefault(role[v], role[v])
+    linked: set[tuple[int, int]] = set()
+    for v in order:
+        u = prev.get(v)
+        if u is None:
+            continue
+        for a, b in zip(nodes[v].args, nodes[u].args):
+            if a != b and prev.get(a) == b and (role[v], role[a]) not in linked:
+                linked.add((role[v], role[a]))  # each step links the same roles again
+                ra, rb = find(role[v]), find(role[a])
+                if ra != rb:
+                    parent[ra] = rb
     groups: dict[int, dict[int, list[int]]] = {}
-    for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), len(members)]):
-        r = members[lo]  # a chain's first node names its role
-        groups.setdefault(find(r), {})[r] = members[lo:hi]
-    return [_Loop(graph, roles) for _, roles in sorted(groups.items())  # long enough to roll
+    for v in order:
+        if v in role:
+            groups.setdefault(find(role[v]), {}).setdefault(role[v], []).append(v)
+    return [_Loop(graph, roles) for roles in groups.values()  # long enough to roll
             if max(len(c) for c in roles.values()) >= MIN_STEPS]
 
 
