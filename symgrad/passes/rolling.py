@@ -121,7 +121,7 @@ def _roll_one(graph: Graph, ids: list[int]) -> dict[int, int]:
         return {}
     loops = _loops(graph, order, prev)
     for lp in sorted(loops, key=lambda lp: -lp.size):
-        run = lp.run(order, ids)
+        run = lp.run()
         if run is not None:
             return run.build(graph, order, ids)
     return {}
@@ -270,17 +270,17 @@ class _Loop:
         self.size = sum(len(c) for c in roles.values())
         self._arrays: _Arrays | None = None
 
-    def run(self, order: list[int], ids: list[int]) -> _Run | None:
+    def run(self) -> _Run | None:
         """The checked run of the cut carrying fewest values; of equal cuts, the one whose
         run reaches furthest back (the cut where the Python loop's iterations begin)."""
         best = None
         for ref in self._cuts(max(self.roles.values(), key=len)):
-            run = self._run_at(ref, order)
+            run = self._run_at(ref)
             if run is not None and (best is None or run.start < best.start):
                 best = run
         return best
 
-    def _run_at(self, ref: list[int], order: list[int]) -> _Run | None:
+    def _run_at(self, ref: list[int]) -> _Run | None:
         if self._arrays is None:
             self._arrays = _Arrays(self.graph, self.roles)
         arrays = self._arrays
@@ -299,7 +299,7 @@ class _Loop:
         last = min(k0 + len(self.roles[r]) - i0 - 1 for r, (i0, k0) in placed.items())
         if last - first + 1 < self._min_steps():
             return None
-        return _Run.check(self.graph, at, _Steps(arrays, placed), first, last, order)
+        return _Run.check(self.graph, at, _Steps(arrays, placed), first, last)
 
     def _min_steps(self) -> int:
         """MIN_STEPS, or MIN_ARRAY_STEPS where a step's values are arrays: the gradient of a
@@ -332,7 +332,7 @@ class _Loop:
         for r in ranked:
             v = here[r]
             for a in nodes[v].args:
-                ra = where.get(a)
+                ra = where(a)
                 if ra is not None:
                     ra = ra[0]
                     span = (sm - bisect_right(ref, a) + 1) * size + rank[r] - rank[ra]
@@ -358,7 +358,7 @@ class _Loop:
 
 class _Arrays:
     """A loop's roles as arrays, whatever the cut: each role's nodes (``chains``) and their
-    operands (``args``: one row a node), and where each node is (role, index)."""
+    operands (``args``: one row a node), and where each node is (:meth:`where`)."""
 
     def __init__(self, graph: Graph, roles: dict[int, list[int]]) -> None:
         nodes = graph.nodes
@@ -366,7 +366,18 @@ class _Arrays:
         self.args = {r: np.fromiter(concat.from_iterable([nodes[v].args for v in c]),
                                     dtype=np.int64, count=len(c) * len(nodes[c[0]].args))
                      .reshape(len(c), len(nodes[c[0]].args)) for r, c in roles.items()}
-        self.where = {v: (r, i) for r, c in roles.items() for i, v in enumerate(c)}
+        size = 1 + max(c[-1] for c in roles.values())
+        self._role = np.full(size, -1, dtype=np.int64)  # node id -> its role, or -1
+        self._index = np.zeros(size, dtype=np.int64)  # node id -> its index in the role
+        for r, c in self.chains.items():
+            self._role[c] = r
+            self._index[c] = np.arange(len(c))
+
+    def where(self, v: int) -> tuple[int, int] | None:
+        """``(role, index)`` of node ``v`` in its role, or None."""
+        if v >= len(self._role) or self._role[v] < 0:
+            return None
+        return int(self._role[v]), int(self._index[v])
 
 
 class _Steps:
@@ -378,7 +389,7 @@ class _Steps:
 
     def of(self, v: int) -> tuple[int, int] | None:
         """``(role, step)`` of node ``v``, or None."""
-        w = self.arrays.where.get(v)
+        w = self.arrays.where(v)
         if w is None:
             return None
         r, i = w
@@ -455,7 +466,7 @@ class _Run:
 
     @classmethod
     def check(cls, graph: Graph, at: dict[int, dict[int, int]], steps: _Steps,
-              first: int, last: int, order: list[int]) -> _Run | None:
+              first: int, last: int) -> _Run | None:
         self = cls()
         self.at, self.first, self.last, self.steps = at, first, last, steps
         nodes = graph.nodes
@@ -492,7 +503,7 @@ class _Run:
             if r not in self.xs:
                 members.update(map(m.__getitem__, range(self.first, last + 1)))
         self.members = members
-        if not self._shared_ok(graph, order):
+        if not self._shared_ok(graph):
             return None
         return self
 
@@ -587,11 +598,22 @@ class _Run:
         return bool(self.init) and all((a.shape, a.dtype) == (b.shape, b.dtype)
                                        for a, b in nodes_in)
 
-    def _shared_ok(self, graph: Graph, order: list[int]) -> bool:
-        """Shared values and initial carries must not depend on the run itself."""
-        inside = graph.descendants(self.members, order)
+    def _shared_ok(self, graph: Graph) -> bool:
+        """Shared values and initial carries must not depend on the run itself (a walk
+        down from them that stops below the run's first node)."""
+        nodes, members = graph.nodes, self.members
+        lo = min(members)
         outside = [w for uses in self.uses.values() for k, w in uses if k == "shared"]
-        return not any(w in inside for w in [*outside, *self.init.values()])
+        stack = [w for w in [*outside, *self.init.values()] if w >= lo]
+        seen: set[int] = set()
+        while stack:
+            i = stack.pop()
+            if i in members:
+                return False
+            if i not in seen:
+                seen.add(i)
+                stack.extend(a for a in nodes[i].args if a >= lo)
+        return True
 
     # -- 4: the scan --------------------------------------------------------------------
 
