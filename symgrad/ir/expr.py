@@ -18,7 +18,15 @@ import numpy as np
 from ..base.errors import NameConflictError, ShapeError, SymgradError, UnsupportedError
 from .callsite import callsite, message
 from .graph import Graph, Node
-from .numpy_names import ACCUMULATE, REDUCE, numpy_name, scipy_caller, symgrad_has, ufunc_name
+from .numpy_names import (
+    ACCUMULATE,
+    REDUCE,
+    numpy_name,
+    scipy_caller,
+    symgrad_has,
+    ufunc_name,
+    ufunc_op,
+)
 from .op import FUNCTIONS, REGISTRY, UNSUPPORTED, Op, public_op
 from .shapes import DTYPES, Shape
 from .text import infix
@@ -159,7 +167,7 @@ class Expr:
 
     def __array_ufunc__(self, ufunc, method: str, *inputs: Any, **kwargs: Any):
         if method == "__call__" and not kwargs:  # np.sin(x), x * y: the op straight away
-            op = _ufunc_op(ufunc)
+            op = ufunc_op(ufunc)
             if op is not None and op.signature._operands_only == len(inputs):
                 return _apply(op, inputs)
         return _array_ufunc(ufunc, method, inputs, kwargs)
@@ -403,24 +411,6 @@ def _numpy_call(name: str, args: tuple, kwargs: dict) -> Any:
     return fn(*args, **kwargs)
 
 
-# ufunc -> (its name, the function it calls, the op that function builds with no keywords)
-_UFUNC_OPS: dict[Any, tuple[str, Any, Op]] = {}
-
-
-def _ufunc_op(ufunc: Any) -> Op | None:
-    """The op whose node NumPy's ``ufunc(*exprs)`` builds when the function symgrad has for
-    it is ``call(op.name, ...)`` itself (marked ``plain_op``), else None."""
-    known = _UFUNC_OPS.get(ufunc)
-    if known is not None and FUNCTIONS.get(known[0]) is known[1]:
-        return known[2]
-    name = ufunc_name(ufunc)
-    fn = FUNCTIONS.get(name)
-    op = getattr(fn, "plain_op", None)
-    if op is not None:
-        _UFUNC_OPS[ufunc] = (name, fn, op)
-    return op
-
-
 def _array_ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
     name = ufunc_name(ufunc)
     if method == "__call__":
@@ -492,7 +482,7 @@ def _operand(graph: Graph, o: Any, strong: list[str] | None = None) -> int:
         o = exact(o)  # a subclass: the plain number, its own methods never run
     t = type(o)
     if t is float or t is int or t is bool:
-        return _number_node(graph, o, strong)
+        return graph.number(o, strong)
     if isinstance(o, (list, tuple)) and _holds_expr(o):  # [x, x + 2]: NumPy's array of them
         e = stacked(o)
         return e.node if e.graph is graph else graph.import_node(e.graph, e.node)
@@ -500,30 +490,6 @@ def _operand(graph: Graph, o: Any, strong: list[str] | None = None) -> int:
         return graph.const(o)
     raise SymgradError(f"cannot use {describe(o)} in a symgrad expression (use Exprs, "
                        "numbers or arrays)")
-
-
-def _number_node(graph: Graph, o: int | float | bool, strong: list[str] | None) -> int:
-    """The constant node of Python number ``o`` beside operands of dtypes ``strong``, made
-    once per graph (:meth:`~.graph.Graph.number`)."""
-    if o != o:  # NaN: its hex does not tell NaNs apart
-        return graph.const(_number(o, strong))
-    key = (type(o), o.hex() if type(o) is float else o, tuple(strong) if strong else ())
-    return graph.number(key, lambda: _number(o, strong))
-
-
-def _number(o: int | float | bool, strong: list[str] | None) -> Any:
-    """The constant Python number ``o`` makes beside operands of dtypes ``strong``."""
-    if strong and type(o) in (int, float):  # NEP 50: a Python number takes the others' type
-        weak = np.result_type(*strong, o)
-        value = np.asarray(o)  # int64 or float64, unless that would change the result type
-        if np.result_type(*strong, value.dtype) != weak:
-            try:
-                value = np.asarray(o, dtype=weak)
-            except OverflowError:
-                raise ShapeError(f"the Python integer {o} does not fit the operands' dtype "
-                                 f"{weak.name}") from None
-        return value
-    return o
 
 
 def _strong_dtypes(operands: Sequence[Any]) -> list[str]:
@@ -618,32 +584,19 @@ def build(op: Op, operands: Sequence[Any], attrs: dict) -> Expr:
 
 
 def _apply(op: Op, operands: Sequence[Any]) -> Expr:
-    """``build(op, operands, {})``; one Expr, or two of one graph, go straight to the graph
-    (what a traced loop builds at every step)."""
-    a = operands[0]
-    if type(a) is Expr:
-        g = a.graph
-        if len(operands) == 1:
-            return Expr(g, g.add(op, (a.node,), {}))
-        b = operands[1]
-        if len(operands) == 2:
-            if type(b) is Expr:
-                if b.graph is g:
-                    return Expr(g, g.add(op, (a.node, b.node), {}))
-            elif (type(b) is float or type(b) is int) and op.elementwise:
-                return Expr(g, g.add(op, (a.node, _weak(g, b, a)), {}))
-    elif (len(operands) == 2 and (type(a) is float or type(a) is int) and op.elementwise
-          and type(operands[1]) is Expr):
-        b = operands[1]
-        g = b.graph
-        return Expr(g, g.add(op, (_weak(g, a, b), b.node), {}))
+    """``build(op, operands, {})``; one Expr, two of one graph, or an Expr and a Python
+    number go straight to the graph (what a traced loop builds at every step)."""
+    a, b = operands[0], operands[1] if len(operands) == 2 else None
+    ta, tb = type(a), type(b)
+    if ta is Expr and len(operands) == 1:
+        return Expr(a.graph, a.graph.add(op, (a.node,), {}))
+    if ta is Expr and tb is Expr and a.graph is b.graph:
+        return Expr(a.graph, a.graph.add(op, (a.node, b.node), {}))
+    if op.elementwise and ta is Expr and (tb is float or tb is int):  # x * 2.0
+        return Expr(a.graph, a.graph.add(op, (a.node, a.graph.number(b, [a.data.dtype])), {}))
+    if op.elementwise and tb is Expr and (ta is float or ta is int):  # 2.0 * x
+        return Expr(b.graph, b.graph.add(op, (b.graph.number(a, [b.data.dtype]), b.node), {}))
     return build(op, operands, {})
-
-
-def _weak(graph: Graph, o: int | float, other: Expr) -> int:
-    """What :func:`_operand` makes of the Python number ``o`` beside ``other``, the only
-    other operand of an elementwise op: the constant typed against ``other``'s dtype."""
-    return _number_node(graph, o, [graph.nodes[other.node].dtype])
 
 
 def call(name: str, *args: Any, **kwargs: Any) -> Expr:
@@ -676,11 +629,7 @@ def function(name: str) -> Callable[..., Any] | None:
 
 def _op_function(op: Op, name: str) -> Callable[..., Expr]:
     def fn(*args: Any, **kwargs: Any) -> Expr:
-        if not kwargs and len(args) == arity:  # operands only: bind would give them back
-            return _apply(op, args)
         return call(op.name, *args, **kwargs)
-
-    arity = op.signature._operands_only or -1
 
     s = op.signature
     params, keywords = s.describe()[1:-1], s.keywords_text()

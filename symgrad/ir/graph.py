@@ -49,6 +49,7 @@ from .values import (
     describe,
     freeze,
     plain,
+    weak,
 )
 
 if TYPE_CHECKING:
@@ -411,24 +412,23 @@ class Graph:
                 return node
         return self.add(REGISTRY["const"], (), {"value": as_constant(value)})
 
-    def number(self, key: tuple, value: Callable[[], Any]) -> int:
-        """``const(value())`` for a Python number, remembered under ``key`` (which must fix
-        the value: the number, its type and the dtypes it was typed against), so a loop that
-        writes ``2.0 * x`` at every step makes its constant once, not once a step.
+    def number(self, o: int | float | bool, strong: list[str] | None = None) -> int:
+        """The constant Python number ``o`` makes beside operands of dtypes ``strong``
+        (:func:`~.values.weak`), made once per graph: a loop that writes ``2.0 * x`` at
+        every step looks its constant up, it does not build it again.
 
         While a rewriter is installed the constant is built (offered to it) as asked."""
         state = self._state
-        if state.rewriter is None:
-            with self.lock:
-                found = self._numbers.get(key)
-                if found is not None:
-                    self._calls += 1  # a look-up, as const's own (see budget)
-                    state.calls += 1
-                    return found
+        if o != o or state.rewriter is not None:  # NaN: its hex does not tell NaNs apart
+            return self.const(weak(o, strong))
+        key = (type(o), o.hex() if type(o) is float else o, tuple(strong) if strong else ())
         with self.lock:
-            i = self.const(value())
-            if state.rewriter is None:
-                self._numbers[key] = i
+            found = self._numbers.get(key)
+            if found is not None:
+                self._calls += 1  # a look-up, as const's own (see budget)
+                state.calls += 1
+                return found
+            i = self._numbers[key] = self.const(weak(o, strong))
         return i
 
     def provenance(self, origin: int, role: str = "adjoint") -> _Provenance:
