@@ -10,6 +10,8 @@
 
 * The same two written as plain Python loops and rolled by symgrad (``sg.value_and_grad``
   of the function with the ``for`` loop): W4 at L = 10^3 and 10^4, RK4 at 100 and 10^4 steps.
+* What tracing those Python loops costs per node and per step, and what rolling them costs
+  (``trace_cost``: W4 at L = 10^4, RK4 at 10^3 steps).
 * The SciPy tutorial's Rosenbrock with the builtin ``sum`` (n = 1000): gradient against
   ``scipy.optimize.rosen_der`` (the reductions pass makes the element chain one ``sum``).
 
@@ -209,6 +211,43 @@ def rk4_python(steps: int, budget: float = 2.0) -> dict:
             "ref": "forward alone (NumPy)"}
 
 
+def trace_cost(kind: str, n: int) -> dict:
+    """What tracing a Python loop costs, per node and per step, and what rolling it costs
+    (process CPU seconds, one run): W4 (``kind="w4"``, L = n) or the RK4 misfit (``"rk4"``,
+    n steps), traced on variables; the rolled value checked against the float loop."""
+    import symgrad as sg
+    from symgrad.passes.rolling import roll
+
+    roll([_traced(kind, 16)])  # first calls (imports, NumPy's dispatch) not timed
+    t0 = time.process_time()
+    out = _traced(kind, n)
+    trace = time.process_time() - t0
+    t0 = time.process_time()
+    (rolled,) = roll([out])
+    rolling = time.process_time() - t0
+    if kind == "w4":
+        err = common.rel_err([float(sg.evaluate(rolled, {"x": 0.5}))], [hand_loop(0.5, n)[0]])
+    else:
+        data = np.array(_trajectory((1.0, 0.5, 0.12, 0.45), n, 10.0 / n))
+        got = float(sg.evaluate(rolled, {"p": np.array(P0), "obs": data}))
+        err = common.rel_err([got], [forward_floats(P0, data, 10.0 / n)])
+    nodes = len(out.graph)
+    return {"task": f"trace {kind} python loop n={n}", "trace_s": trace, "nodes": nodes,
+            "us_per_node": trace / nodes * 1e6, "us_per_step": trace / n * 1e6,
+            "roll_s": rolling, "err": err}
+
+
+def _traced(kind: str, n: int):
+    import symgrad as sg
+
+    if kind == "w4":
+        out = sg.var("x")
+        for _ in range(n):
+            out = np.sin(out) * out + np.cos(out)
+        return out
+    return python_loop_loss(n, 10.0 / n)(sg.var("p", shape=(4,)), sg.var("obs", shape=(n, 2)))
+
+
 def rosen_builtin_sum(n: int = 1000, budget: float = 2.0) -> dict:
     """The SciPy tutorial's ``rosen`` with the builtin ``sum``: its gradient."""
     from scipy.optimize import rosen_der
@@ -235,7 +274,7 @@ def main() -> None:
     rows = [w4(1000), w4(10_000), w4(10_000, fast_math=True), rk4(100), rk4(10_000),
             rk4(100, columns=False),
             w4_python(1000), w4_python(10_000), rk4_python(100), rk4_python(10_000),
-            rosen_builtin_sum(1000)]
+            trace_cost("w4", 10_000), trace_cost("rk4", 1000), rosen_builtin_sum(1000)]
     for r in rows:
         print(" | ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                          for k, v in r.items()))
@@ -245,5 +284,5 @@ if __name__ == "__main__":
     main()
 
 
-__all__ = ["main", "python_loop_loss", "rk4", "rk4_python", "rosen_builtin_sum", "w4",
-           "w4_python"]
+__all__ = ["main", "python_loop_loss", "rk4", "rk4_python", "rosen_builtin_sum", "trace_cost",
+           "w4", "w4_python"]

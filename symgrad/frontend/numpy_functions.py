@@ -40,12 +40,17 @@ def _ufunc(name: str):
 
     def fn(*args: Any, out: Any = None, where: Any = True, dtype: Any = None,
            casting: str = "same_kind", order: str = "K", subok: bool = True) -> Expr:
-        no_out(name, out, where)
-        return op_function(*(_cast(a, dtype) for a in args))
+        if out is not None or where is not True:
+            no_out(name, out, where)
+        if dtype is not None:
+            args = tuple([_cast(a, dtype) for a in args])
+        return op_function(*args)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = op_function.__doc__
     fn.signature = op_function.signature  # type: ignore[attr-defined]
+    # fn(*operands), no keywords, is op_function(*operands): the same plain op, if it has one
+    fn.plain_op = getattr(op_function, "plain_op", None)  # type: ignore[attr-defined]
     return fn
 
 

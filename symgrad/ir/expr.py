@@ -18,7 +18,15 @@ import numpy as np
 from ..base.errors import NameConflictError, ShapeError, SymgradError, UnsupportedError
 from .callsite import callsite, message
 from .graph import Graph, Node
-from .numpy_names import ACCUMULATE, REDUCE, numpy_name, scipy_caller, symgrad_has, ufunc_name
+from .numpy_names import (
+    ACCUMULATE,
+    REDUCE,
+    numpy_name,
+    scipy_caller,
+    symgrad_has,
+    ufunc_name,
+    ufunc_op,
+)
 from .op import FUNCTIONS, REGISTRY, UNSUPPORTED, Op, public_op
 from .shapes import DTYPES, Shape
 from .text import infix
@@ -158,6 +166,10 @@ class Expr:
         return importlib.import_module("symgrad.numpy")
 
     def __array_ufunc__(self, ufunc, method: str, *inputs: Any, **kwargs: Any):
+        if method == "__call__" and not kwargs:  # np.sin(x), x * y: the op straight away
+            op = ufunc_op(ufunc)
+            if op is not None and op.signature._operands_only == len(inputs):
+                return _apply(op, inputs)
         return _array_ufunc(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func, types, args: tuple, kwargs: dict):
@@ -187,34 +199,34 @@ class Expr:
         return None if make is None else make(self)
 
     def __add__(self, o):
-        return F.add(self, o)
+        return call("add", self, o)
 
     def __radd__(self, o):
-        return F.add(o, self)
+        return call("add", o, self)
 
     def __sub__(self, o):
-        return F.subtract(self, o)
+        return call("subtract", self, o)
 
     def __rsub__(self, o):
-        return F.subtract(o, self)
+        return call("subtract", o, self)
 
     def __mul__(self, o):
-        return F.multiply(self, o)
+        return call("multiply", self, o)
 
     def __rmul__(self, o):
-        return F.multiply(o, self)
+        return call("multiply", o, self)
 
     def __truediv__(self, o):
-        return F.divide(self, o)
+        return call("divide", self, o)
 
     def __rtruediv__(self, o):
-        return F.divide(o, self)
+        return call("divide", o, self)
 
     def __pow__(self, o):
-        return F.power(self, o)
+        return call("power", self, o)
 
     def __rpow__(self, o):
-        return F.power(o, self)
+        return call("power", o, self)
 
     def __matmul__(self, o):
         return F.matmul(self, o)
@@ -223,7 +235,7 @@ class Expr:
         return F.matmul(o, self)
 
     def __neg__(self):
-        return F.negative(self)
+        return call("negative", self)
 
     def __pos__(self):
         return self
@@ -468,16 +480,9 @@ def _operand(graph: Graph, o: Any, strong: list[str] | None = None) -> int:
         return o.node if o.graph is graph else graph.import_node(o.graph, o.node)
     if isinstance(o, (int, float)) and type(o) not in (int, float, bool):
         o = exact(o)  # a subclass: the plain number, its own methods never run
-    if strong and type(o) in (int, float):  # NEP 50: a Python number takes the others' type
-        weak = np.result_type(*strong, o)
-        value = np.asarray(o)  # int64 or float64, unless that would change the result type
-        if np.result_type(*strong, value.dtype) != weak:
-            try:
-                value = np.asarray(o, dtype=weak)
-            except OverflowError:
-                raise ShapeError(f"the Python integer {o} does not fit the operands' dtype "
-                                 f"{weak.name}") from None
-        return graph.const(value)
+    t = type(o)
+    if t is float or t is int or t is bool:
+        return graph.number(o, strong)
     if isinstance(o, (list, tuple)) and _holds_expr(o):  # [x, x + 2]: NumPy's array of them
         e = stacked(o)
         return e.node if e.graph is graph else graph.import_node(e.graph, e.node)
@@ -578,10 +583,28 @@ def build(op: Op, operands: Sequence[Any], attrs: dict) -> Expr:
     return Expr(graph, graph.add(op, tuple(args), attrs))
 
 
+def _apply(op: Op, operands: Sequence[Any]) -> Expr:
+    """``build(op, operands, {})``; one Expr, two of one graph, or an Expr and a Python
+    number go straight to the graph (what a traced loop builds at every step)."""
+    a, b = operands[0], operands[1] if len(operands) == 2 else None
+    ta, tb = type(a), type(b)
+    if ta is Expr and len(operands) == 1:
+        return Expr(a.graph, a.graph.add(op, (a.node,), {}))
+    if ta is Expr and tb is Expr and a.graph is b.graph:
+        return Expr(a.graph, a.graph.add(op, (a.node, b.node), {}))
+    if op.elementwise and ta is Expr and (tb is float or tb is int):  # x * 2.0
+        return Expr(a.graph, a.graph.add(op, (a.node, a.graph.number(b, [a.data.dtype])), {}))
+    if op.elementwise and tb is Expr and (ta is float or ta is int):  # 2.0 * x
+        return Expr(b.graph, b.graph.add(op, (b.graph.number(a, [b.data.dtype]), b.node), {}))
+    return build(op, operands, {})
+
+
 def call(name: str, *args: Any, **kwargs: Any) -> Expr:
     """Build op ``name`` applied to ``args`` (Exprs, numbers or arrays), bound by its
     signature; returns an Expr."""
     op = REGISTRY[name]
+    if not kwargs and op.signature._operands_only == len(args) and args:
+        return _apply(op, args)  # what bind gives: the operands, no attributes
     operands, attrs = op.signature.bind(name, args, kwargs)
     return build(op, operands, attrs)
 
@@ -614,6 +637,7 @@ def _op_function(op: Op, name: str) -> Callable[..., Expr]:
     fn.__doc__ = (f"{name}({params}{', ' if params and keywords else ''}{keywords}): "
                   f"{op.doc or op.name}")
     fn.signature = s  # type: ignore[attr-defined]
+    fn.plain_op = op  # type: ignore[attr-defined]  # fn(*operands) is call(op.name, ...)
     return fn
 
 

@@ -49,6 +49,7 @@ from .values import (
     describe,
     freeze,
     plain,
+    weak,
 )
 
 if TYPE_CHECKING:
@@ -80,6 +81,56 @@ _BARE = (TypeError, ValueError, ArithmeticError, IndexError, KeyError, Attribute
 
 def _argument_error(op: Op, e: Exception) -> ArgumentError:
     return ArgumentError(f"{op.name}: cannot use these arguments ({type(e).__name__}: {e})")
+
+
+# (op, operand shapes, operand dtypes, frozen attributes) -> what _inferred gives: prepare and
+# the shape rule are functions of these, so a loop's steps run them once, not once a node
+_INFERRED: dict[tuple, tuple] = {}
+_INFERRED_MAX = 1 << 16
+_EXACT = frozenset({int, float, str, bool, type(None)})
+
+
+def _cacheable(attrs: dict) -> bool:
+    """Whether ``attrs`` holds only exact built-ins (ints, floats, strings, bools, None and
+    tuples and slices of them), whose frozen key tells every two values apart that a rule
+    could treat differently (NumPy scalars and arrays are left to the rules)."""
+    todo = list(attrs.values())
+    while todo:
+        v = todo.pop()
+        t = type(v)
+        if t is tuple:
+            todo.extend(v)
+        elif t is slice:
+            todo.extend((v.start, v.stop, v.step))
+        elif t not in _EXACT:
+            return False
+    return True
+
+
+def _inferred(op: Op, shapes: tuple, dtypes: tuple, attrs: dict) -> tuple:
+    """``(prepared attrs, their frozen key or None if op has no prepare, shape, dtype)``."""
+    canonical = None
+    if op.prepare is not None:
+        try:
+            attrs = op.prepare(shapes, dtypes, attrs)
+            if not op.builtin:
+                attrs = _plain_attrs(op, attrs)
+        except SymgradError:
+            raise
+        except _BARE as e:
+            raise _argument_error(op, e) from None
+        canonical = freeze(attrs)
+    try:
+        shape, dtype = op.infer(shapes, dtypes, attrs)
+    except SymgradError:
+        raise
+    except _BARE as e:
+        raise _argument_error(op, e) from None
+    shape = tuple(shape)
+    if len(shape) > 1 and math.prod(shape) > INT64_MAX:
+        raise ShapeError(f"{op.name}: the result would have shape {fmt(shape)}, more "
+                         "than 2**63 - 1 elements (NumPy cannot hold it)")
+    return attrs, canonical, shape, dtype
 
 
 LIFT_MIN = 1024  # elements from which a traced function's captured array is an input
@@ -173,9 +224,11 @@ class Graph:
         self.transforms: list[Any] = []
         self.variables: dict[str, int] = {}
         self._keys: dict[tuple, int] = {}
+        self._numbers: dict[tuple, int] = {}  # see number()
         self._imported: weakref.WeakKeyDictionary[Graph, dict[int, int]] = (
             weakref.WeakKeyDictionary()
         )
+        self._last_import: tuple | None = None  # the latest graph imported from: its memo
         self._state = _BuildState()
         self._calls = 0  # look-ups and builds by every thread (see budget)
         self.rollbacks = 0  # rollbacks so far: ids after one may name other nodes
@@ -239,19 +292,28 @@ class Graph:
 
     # -- building -------------------------------------------------------------------------
 
-    def add(self, op: Op, args: tuple[int, ...], attrs: dict) -> int:
+    def add(self, op: Op, args: tuple[int, ...], attrs: dict, frozen: Any = None,
+            inferred: tuple | None = None) -> int:
         """The node ``op(*args, **attrs)``: found if it exists, else shape-checked and built.
 
         While a rewriter is installed (:meth:`rewriting`) it is offered the node first, and
         its answer is returned without being recorded under this node's key.
+
+        A front end's fast path for a builtin op may pass ``frozen`` (``freeze(attrs)``) and
+        ``inferred`` (``(shape, dtype)``), which says that ``attrs`` are what the op's
+        ``prepare`` makes of them and ``(shape, dtype)`` what its shape rule gives: both are
+        then taken as they are (its tests check that they agree with the general path).
         """
         if attrs and not op.builtin:  # a user's op: its attributes are plain data only
-            attrs = _plain_attrs(op, attrs)
-        key = (op.name, args, freeze(attrs) if attrs else ())
-        rewriter = self._state.rewriter
+            attrs, frozen = _plain_attrs(op, attrs), None
+        if frozen is None:
+            frozen = freeze(attrs) if attrs else ()
+        key = (op.name, args, frozen)
+        state = self._state
+        rewriter = state.rewriter
         with self.lock:
             self._calls += 1
-            self._state.calls += 1
+            state.calls += 1
             try:
                 found = self._keys.get(key)
             except TypeError:  # an attribute that is no number, string, tuple or array
@@ -259,41 +321,45 @@ class Graph:
                                     f"{describe(attrs, 200)}") from None
             if found is not None and rewriter is None:
                 return found
+            if found is None and inferred is not None:
+                if rewriter is not None:
+                    replaced = rewriter(op, args, attrs, *inferred)
+                    if replaced is not None:
+                        return replaced
+                return self._new(key, op.name, args, attrs, *inferred, None)
             return self._add(op, args, attrs, key, found, rewriter)
 
     def _add(self, op: Op, args: tuple, attrs: dict, key: tuple, found, rewriter) -> int:
         nodes = self.nodes
         if found is None:
-            argn = [nodes[a] for a in args]
-            shapes = tuple([n.shape for n in argn])
-            dtypes = tuple([n.dtype for n in argn])
-            if op.prepare is not None:
-                try:
-                    attrs = op.prepare(shapes, dtypes, attrs)
-                    if not op.builtin:
-                        attrs = _plain_attrs(op, attrs)
-                except SymgradError:
-                    raise
-                except _BARE as e:
-                    raise _argument_error(op, e) from None
-                canonical = (op.name, args, freeze(attrs))
+            if len(args) == 2:  # the common cases first: no lists
+                a, b = nodes[args[0]], nodes[args[1]]
+                shapes, dtypes = (a.shape, b.shape), (a.dtype, b.dtype)
+            elif len(args) == 1:
+                a = nodes[args[0]]
+                shapes, dtypes = (a.shape,), (a.dtype,)
+            else:
+                argn = [nodes[a] for a in args]
+                shapes = tuple([n.shape for n in argn])
+                dtypes = tuple([n.dtype for n in argn])
+            ikey = (op, shapes, dtypes, key[2])  # hashable: add looked its key up
+            known = _INFERRED.get(ikey)
+            if known is None:
+                known = _inferred(op, shapes, dtypes, attrs)
+                if op.builtin and _cacheable(attrs):
+                    if len(_INFERRED) >= _INFERRED_MAX:
+                        _INFERRED.clear()
+                    _INFERRED[ikey] = known
+            prepared, canonical, shape, dtype = known
+            if canonical is not None:  # prepare ran: the canonical spelling is the key
+                attrs = dict(prepared)
+                canonical = (op.name, args, canonical)
                 found = self._keys.get(canonical)
                 if found is not None:
                     self._keys[key] = found  # the same node, spelled differently
                 key = canonical
         if found is not None:
             shape, dtype, attrs = nodes[found].shape, nodes[found].dtype, nodes[found].attrs
-        else:
-            try:
-                shape, dtype = op.infer(shapes, dtypes, attrs)
-            except SymgradError:
-                raise
-            except _BARE as e:
-                raise _argument_error(op, e) from None
-            shape = tuple(shape)
-            if len(shape) > 1 and math.prod(shape) > INT64_MAX:
-                raise ShapeError(f"{op.name}: the result would have shape {fmt(shape)}, more "
-                                 "than 2**63 - 1 elements (NumPy cannot hold it)")
         if rewriter is not None:
             replaced = rewriter(op, args, attrs, shape, dtype)
             if replaced is not None:
@@ -346,6 +412,25 @@ class Graph:
                 return node
         return self.add(REGISTRY["const"], (), {"value": as_constant(value)})
 
+    def number(self, o: int | float | bool, strong: list[str] | None = None) -> int:
+        """The constant Python number ``o`` makes beside operands of dtypes ``strong``
+        (:func:`~.values.weak`), made once per graph: a loop that writes ``2.0 * x`` at
+        every step looks its constant up, it does not build it again.
+
+        While a rewriter is installed the constant is built (offered to it) as asked."""
+        state = self._state
+        if o != o or state.rewriter is not None:  # NaN: its hex does not tell NaNs apart
+            return self.const(weak(o, strong))
+        key = (type(o), o.hex() if type(o) is float else o, tuple(strong) if strong else ())
+        with self.lock:
+            found = self._numbers.get(key)
+            if found is not None:
+                self._calls += 1  # a look-up, as const's own (see budget)
+                state.calls += 1
+                return found
+            i = self._numbers[key] = self.const(weak(o, strong))
+        return i
+
     def provenance(self, origin: int, role: str = "adjoint") -> _Provenance:
         """Nodes built inside (by this thread) are ``role`` nodes (adjoint, or tangent for
         forward mode) made for node ``origin`` (a context manager)."""
@@ -385,6 +470,7 @@ class Graph:
         self.rollbacks += 1
         del self.nodes[n:]
         self._keys = {k: v for k, v in self._keys.items() if v < n}
+        self._numbers = {k: v for k, v in self._numbers.items() if v < n}
         self.variables = {k: v for k, v in self.variables.items() if v < n}
         for memo in self._imported.values():
             for k in [k for k, v in memo.items() if v >= n]:
@@ -413,11 +499,21 @@ class Graph:
     def import_node(self, other: Graph, node: int) -> int:
         """Copy ``node`` and its ancestors from ``other`` as they are; returns the id here."""
         with self.lock:
-            memo = self._imported.setdefault(other, {})
-            if node in memo:
-                return memo[node]
-            with self.rewriting(None):
+            last = self._last_import  # (a weak reference to the graph, its memo)
+            if last is not None and last[0]() is other:
+                memo = last[1]
+            else:
+                memo = self._imported.setdefault(other, {})
+                self._last_import = (weakref.ref(other), memo)
+            found = memo.get(node)
+            if found is not None:
+                return found
+            state = self._state
+            saved, state.rewriter = state.rewriter, None  # copied as they are
+            try:
                 self._import(other, node, memo)
+            finally:
+                state.rewriter = saved
         return memo[node]
 
     def _import(self, other: Graph, node: int, memo: dict[int, int]) -> None:

@@ -1,7 +1,8 @@
 """What reaches an Expr through NumPy's array protocols, by name: a function object's NumPy
-name (``linalg.solve``), a ufunc's (``sin``, or SciPy's ``scipy.special.erf``), the ufunc
-methods that are reductions and scans (``np.add.reduce`` is ``sum``), and the SciPy
-function converting an Expr to an array (to name the symgrad function to use instead).
+name (``linalg.solve``), a ufunc's (``sin``, or SciPy's ``scipy.special.erf``) and the op
+it builds, the ufunc methods that are reductions and scans (``np.add.reduce`` is ``sum``),
+and the SciPy function converting an Expr to an array (to name the symgrad function to use
+instead).
 
 >>> import numpy as np
 >>> numpy_name(np.linalg.solve), ufunc_name(np.sin), REDUCE["add"]
@@ -14,6 +15,8 @@ import sys
 from typing import Any
 
 import numpy as np
+
+from .op import FUNCTIONS, Op
 
 # ufunc methods as the reductions and scans they are
 REDUCE = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
@@ -80,3 +83,21 @@ def ufunc_name(ufunc: Any) -> str:
     if special is not None and getattr(special, name, None) is ufunc:
         return f"scipy.special.{name}"
     return name
+
+
+# ufunc -> (its name, the function it calls, the op that function builds with no keywords)
+_UFUNC_OPS: dict[Any, tuple[str, Any, Op]] = {}
+
+
+def ufunc_op(ufunc: Any) -> Op | None:
+    """The op whose node NumPy's ``ufunc(*exprs)`` builds when the function symgrad has for
+    it is ``call(op.name, ...)`` itself (marked ``plain_op``), else None."""
+    known = _UFUNC_OPS.get(ufunc)
+    if known is not None and FUNCTIONS.get(known[0]) is known[1]:
+        return known[2]
+    name = ufunc_name(ufunc)
+    fn = FUNCTIONS.get(name)
+    op = getattr(fn, "plain_op", None)
+    if op is not None:
+        _UFUNC_OPS[ufunc] = (name, fn, op)
+    return op

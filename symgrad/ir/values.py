@@ -287,5 +287,25 @@ def as_constant(value: Any) -> np.ndarray:
     return arr
 
 
+def weak(o: int | float | bool, strong: list[str] | tuple[str, ...] | None) -> Any:
+    """The constant a Python number makes beside operands of dtypes ``strong``: NEP 50's
+    "weak" number takes their type (``2.0 * x`` keeps float32), or the number as it is.
+
+    >>> weak(2.0, ["float32"]).dtype, weak(2, ["int32"]).dtype, weak(2, None)
+    (dtype('float32'), dtype('int32'), 2)
+    """
+    if strong and type(o) in (int, float):
+        kind = np.result_type(*strong, o)
+        value = np.asarray(o)  # int64 or float64, unless that would change the result type
+        if np.result_type(*strong, value.dtype) != kind:
+            try:
+                value = np.asarray(o, dtype=kind)
+            except OverflowError:
+                raise ShapeError(f"the Python integer {o} does not fit the operands' dtype "
+                                 f"{kind.name}") from None
+        return value
+    return o
+
+
 def _ragged(value: Any) -> bool:
     return isinstance(value, (list, tuple)) and any(isinstance(v, (list, tuple)) for v in value)

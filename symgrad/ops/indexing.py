@@ -37,7 +37,7 @@ from ..base.errors import EvaluationError, ShapeError
 from ..ir.expr import Expr, F, const
 from ..ir.op import Op, register, sig
 from ..ir.shapes import Shape, broadcast, fmt, norm_axis, result_dtype
-from ..ir.values import describe, exact
+from ..ir.values import describe, exact, freeze
 from .structure import gather_map, scatter_map
 from .tangent import first, flatten, linear
 
@@ -79,6 +79,10 @@ def getitem(x: Any, key: Any):
     >>> A[None, ..., -1].shape
     (1, 2)
     """
+    if type(x) is Expr:
+        fast = _int_key(x, key)
+        if fast is not None:
+            return fast
     if not isinstance(x, Expr):
         x = const(x)
     entries, dynamic = _split_key(exact(key))
@@ -89,6 +93,34 @@ def getitem(x: Any, key: Any):
             return x  # x[:], x[...], x[0:n]: x itself, as NumPy's view of all of it
     _check_constant_indices(x.shape, explicit, dynamic)
     return F.index(x, *dynamic, key=explicit)
+
+
+_FULL = (slice(None),) * 64
+
+
+def _int_key(x: Expr, key: Any) -> Expr | None:
+    """``x[key]`` for a key of Python ints in range (an int or a tuple of them: ``obs[k, 0]``
+    in a loop), its canonical attributes, shape and dtype written at once; None for any other
+    key, which the general path checks and builds (the same node for the same key)."""
+    t = type(key)
+    if t is int:
+        ints = (key,)
+    elif t is tuple and key and all(type(e) is int for e in key):
+        ints = key
+    else:
+        return None
+    shape = x.shape
+    m = len(ints)
+    if m > len(shape) or 0 in shape[m:]:  # an error, or zero-length slices (canonical 0:0)
+        return None
+    out = []
+    for k, n in zip(ints, shape):
+        if not -n <= k < n:
+            return None
+        out.append(k % n)
+    attrs = {"key": (*out, *_FULL[: len(shape) - m]), "batch": 0}  # what _index_prepare makes
+    g = x.graph
+    return Expr(g, g.add(_INDEX, (x.node,), attrs, freeze(attrs), (shape[m:], x.data.dtype)))
 
 
 def _check_constant_indices(shape: Shape, key: tuple, dynamic: list) -> None:
@@ -353,7 +385,7 @@ def _examples_index(rng):
     ]
 
 
-register(Op(
+_INDEX = register(Op(
     name="index", signature=sig("x", "*indices", key=()), prepare=_index_prepare,
     infer=_index_infer, impl=_index_impl, backprop=_index_rule, forward=linear,
     sparsity=gather_map, examples=_examples_index,

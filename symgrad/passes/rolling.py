@@ -43,9 +43,12 @@ True
 from __future__ import annotations
 
 import weakref
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
+from itertools import chain as concat
 from typing import Any
+
+import numpy as np
 
 from ..ir.expr import TRACES, Expr
 from ..ir.graph import Graph
@@ -118,7 +121,7 @@ def _roll_one(graph: Graph, ids: list[int]) -> dict[int, int]:
         return {}
     loops = _loops(graph, order, prev)
     for lp in sorted(loops, key=lambda lp: -lp.size):
-        run = lp.run(order, ids)
+        run = lp.run()
         if run is not None:
             return run.build(graph, order, ids)
     return {}
@@ -127,58 +130,93 @@ def _roll_one(graph: Graph, ids: list[int]) -> dict[int, int]:
 # -- 1, 2: hashes and pairing ---------------------------------------------------------------
 
 def _signature(n: Any) -> Any:
-    key = static_key(n)
     if n.is_const:  # per-step constants may differ (stacked into a scanned input)
         return ("const", n.shape, n.dtype)
     if n.is_var:
         return n.id
-    attrs = freeze(n.attrs) if n.attrs else ()
+    if not n.attrs:
+        return (n.op, (), n.shape, n.dtype, len(n.args))
+    attrs = freeze(n.attrs)
+    key = static_key(n)
     if key is not None:
         attrs = tuple("#" if type(e) is int else (e.start, e.stop, e.step)
                       if isinstance(e, slice) else e for e in key)
     return (n.op, attrs, n.shape, n.dtype, len(n.args))
 
 
-def _hashes(graph: Graph, order: list[int]) -> dict[int, int]:
+def _hashes(graph: Graph, order: list[int]) -> np.ndarray:
+    """Each node's hash (of ``order``'s, by position) of its signature and its operands'
+    hashes, ``ROUNDS`` levels deep (whole-array passes: a round is a few NumPy operations,
+    not a loop over the nodes)."""
     nodes = graph.nodes
-    args = [nodes[i].args for i in order]
-    h0 = [hash(_signature(nodes[i])) for i in order]
-    h = dict(zip(order, h0))
+    n = len(order)
+    ns = [nodes[i] for i in order]
+    h0 = np.array([hash(_signature(m)) for m in ns], dtype=np.int64).view(np.uint64)
+    counts = np.array([len(m.args) for m in ns], dtype=np.int64)
+    flat = np.fromiter(concat.from_iterable(m.args for m in ns), dtype=np.int64,
+                       count=int(counts.sum()))
+    where = np.zeros(len(nodes), dtype=np.int64)
+    where[np.asarray(order, dtype=np.int64)] = np.arange(n)
+    flat = where[flat]  # operands as positions in order (ancestors hold their operands)
+    starts = np.cumsum(counts) - counts
+    nonempty = counts > 0
+    rank = np.arange(len(flat)) - np.repeat(starts, counts)  # which operand of its node
+    weight = _mix(rank.astype(np.uint64) + np.uint64(1))
+    h = h0
     for _ in range(ROUNDS):
-        h = dict(zip(order, [hash((b, *[h[a] for a in arg])) if arg else b
-                             for b, arg in zip(h0, args)]))
-    return h
+        mixed = h0.copy()
+        if len(flat):
+            sums = np.add.reduceat(_mix(h[flat] ^ weight), starts[nonempty])
+            mixed[nonempty] = _mix(h0[nonempty] ^ _mix(sums))
+        h = mixed
+    return h.view(np.int64)
 
 
-def _period(order: list[int], h: dict[int, int]) -> int:
+def _mix(x: np.ndarray) -> np.ndarray:
+    """SplitMix64's finaliser, elementwise (uint64, wrapping)."""
+    x = x ^ (x >> np.uint64(30))
+    x = x * np.uint64(0xBF58476D1CE4E5B9)
+    x = x ^ (x >> np.uint64(27))
+    x = x * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def _period(ids: np.ndarray, h: np.ndarray) -> int:
     """The most common distance (in node ids) from a node to an earlier node of the same
-    hash, the shortest of equals: in a traced loop, the nodes one step creates."""
-    votes: dict[int, int] = {}
-    buckets: dict[int, list[int]] = {}
-    for k, v in enumerate(order):
-        found = buckets.setdefault(h[v], [])
-        if k % 4 == 0:  # a sample of the nodes is enough to find the period
-            for u in found[-TRIES:]:
-                votes[v - u] = votes.get(v - u, 0) + 1
-        found.append(v)
-    if not votes:
+    hash (one of the ``TRIES`` latest), the shortest of equals: in a traced loop, the nodes
+    one step creates. Nodes ``ids`` (ascending) with hashes ``h``."""
+    by_hash = np.argsort(h, kind="stable")  # each hash's nodes in order
+    sampled = by_hash % 4 == 0  # a sample of the nodes is enough to find the period
+    found = []
+    for lag in range(1, TRIES + 1):
+        cur, before = by_hash[lag:], by_hash[:-lag]
+        same = (h[cur] == h[before]) & sampled[lag:]
+        found.append(ids[cur[same]] - ids[before[same]])
+    distances, votes = np.unique(np.concatenate(found), return_counts=True)
+    if not len(votes):
         return 0
-    best = min(votes, key=lambda d: (-votes[d], d))
-    return best if votes[best] * 4 >= MIN_STEPS else 0  # too few repeats for a loop
+    best = int(np.lexsort((distances, -votes))[0])
+    return int(distances[best]) if votes[best] * 4 >= MIN_STEPS else 0  # too few repeats
 
 
 def _match(graph: Graph, order: list[int]) -> dict[int, int]:
     """``prev``: node -> the node it repeats, one step (``period`` node ids) earlier."""
     nodes = graph.nodes
     h = _hashes(graph, order)
-    period = _period(order, h)
+    ids = np.asarray(order, dtype=np.int64)
+    period = _period(ids, h)
     prev: dict[int, int] = {}
     if not period:
         return prev
+    at = np.full(len(nodes), -1, dtype=np.int64)  # node id -> position in order
+    at[ids] = np.arange(len(ids))
+    back = at[np.maximum(ids - period, 0)]
+    same = (ids >= period) & (back >= 0)
+    same[same] = h[back[same]] == h[same]  # one period back: a node of the same hash
     taken: set[int] = set()
-    for v in order:
+    for v in ids[same].tolist():
         u = v - period
-        if v in prev or not nodes[v].args or u < 0 or h.get(u) != h[v] or u in taken:
+        if v in prev or not nodes[v].args or u in taken:
             continue
         pairs = _pairs(graph, v, u, prev, taken, period)
         if pairs is not None:
@@ -230,32 +268,38 @@ class _Loop:
     def __init__(self, graph: Graph, roles: dict[int, list[int]]) -> None:
         self.graph, self.roles = graph, roles
         self.size = sum(len(c) for c in roles.values())
+        self._arrays: _Arrays | None = None
 
-    def run(self, order: list[int], ids: list[int]) -> _Run | None:
+    def run(self) -> _Run | None:
         """The checked run of the cut carrying fewest values; of equal cuts, the one whose
         run reaches furthest back (the cut where the Python loop's iterations begin)."""
         best = None
         for ref in self._cuts(max(self.roles.values(), key=len)):
-            run = self._run_at(ref, order)
+            run = self._run_at(ref)
             if run is not None and (best is None or run.start < best.start):
                 best = run
         return best
 
-    def _run_at(self, ref: list[int], order: list[int]) -> _Run | None:
-        step: dict[int, int] = {}
+    def _run_at(self, ref: list[int]) -> _Run | None:
+        if self._arrays is None:
+            self._arrays = _Arrays(self.graph, self.roles)
+        arrays = self._arrays
+        cut = np.asarray(ref, dtype=np.int64)
         at: dict[int, dict[int, int]] = {}
+        placed: dict[int, tuple[int, int]] = {}
         for r, chain in self.roles.items():
-            placed = [(bisect_right(ref, v) - 1, v) for v in chain]
-            placed = [(k, v) for k, v in placed if k >= 0]  # before the first cut: a prefix
-            if not placed or any(b[0] != a[0] + 1 for a, b in zip(placed, placed[1:])):
+            ks = np.searchsorted(cut, arrays.chains[r], side="right") - 1
+            i0 = int(np.searchsorted(ks, 0))  # before the first cut: a prefix
+            if i0 == len(ks) or (len(ks) - i0 > 1 and bool((np.diff(ks[i0:]) != 1).any())):
                 return None
-            at[r] = {k: v for k, v in placed}
-            step.update((v, k) for k, v in placed)
-        first = max(min(m) for m in at.values())
-        last = min(max(m) for m in at.values())
+            k0 = int(ks[i0])
+            at[r] = dict(zip(range(k0, k0 + len(ks) - i0), chain[i0:]))
+            placed[r] = (i0, k0)
+        first = max(k0 for _, k0 in placed.values())
+        last = min(k0 + len(self.roles[r]) - i0 - 1 for r, (i0, k0) in placed.items())
         if last - first + 1 < self._min_steps():
             return None
-        return _Run.check(self.graph, at, step, first, last, order)
+        return _Run.check(self.graph, at, _Steps(arrays, placed), first, last)
 
     def _min_steps(self) -> int:
         """MIN_STEPS, or MIN_ARRAY_STEPS where a step's values are arrays (equal now: the
@@ -270,23 +314,29 @@ class _Loop:
         """The nodes of the roles to cut steps before: the cuts that carry fewest values
         from one step to the next (at most ``TRIES``; steps first cut at ``ref``'s)."""
         nodes = self.graph.nodes
-        mid = ref[len(ref) // 2]
-        step = {v: bisect_right(ref, v) - 1 for c in self.roles.values() for v in c}
-        sm = step[mid]
-        here = {r: v for r, c in self.roles.items() for v in c if step[v] == sm}
+        sm = len(ref) // 2  # the middle step: each role's last node in it
+        lo, hi = ref[sm], ref[sm + 1] if sm + 1 < len(ref) else len(nodes)
+        here = {}
+        for r, c in self.roles.items():
+            k = bisect_left(c, hi)
+            if k and c[k - 1] >= lo:
+                here[r] = c[k - 1]
         if len(here) != len(self.roles):
             return []
         ranked = sorted(self.roles, key=lambda r: here[r])
         rank = {r: k for k, r in enumerate(ranked)}
         size = len(ranked)
-        role = {v: r for r, c in self.roles.items() for v in c}
+        if self._arrays is None:
+            self._arrays = _Arrays(self.graph, self.roles)
+        where = self._arrays.where
         reach = dict.fromkeys(ranked, 0)  # how far (in role positions) a value is used
         for r in ranked:
             v = here[r]
             for a in nodes[v].args:
-                ra = role.get(a)
+                ra = where(a)
                 if ra is not None:
-                    span = (sm - step[a]) * size + rank[r] - rank[ra]
+                    ra = ra[0]
+                    span = (sm - bisect_right(ref, a) + 1) * size + rank[r] - rank[ra]
                     reach[ra] = max(reach[ra], span)
         carried, twice = [0] * (size + 1), [0] * (size + 1)
         for r, span in reach.items():
@@ -305,6 +355,57 @@ class _Loop:
         good = [k for k in range(size) if not bad[k]]
         fewest = min((counts[k] for k in good), default=0)
         return [self.roles[ranked[k]] for k in good if counts[k] == fewest][:TRIES]
+
+
+class _Arrays:
+    """A loop's roles as arrays, whatever the cut: each role's nodes (``chains``) and their
+    operands (``args``: one row a node), and where each node is (:meth:`where`)."""
+
+    def __init__(self, graph: Graph, roles: dict[int, list[int]]) -> None:
+        nodes = graph.nodes
+        self.chains = {r: np.asarray(c, dtype=np.int64) for r, c in roles.items()}
+        self.args = {r: np.fromiter(concat.from_iterable([nodes[v].args for v in c]),
+                                    dtype=np.int64, count=len(c) * len(nodes[c[0]].args))
+                     .reshape(len(c), len(nodes[c[0]].args)) for r, c in roles.items()}
+        size = 1 + max(c[-1] for c in roles.values())
+        self._role = np.full(size, -1, dtype=np.int64)  # node id -> its role, or -1
+        self._index = np.zeros(size, dtype=np.int64)  # node id -> its index in the role
+        for r, c in self.chains.items():
+            self._role[c] = r
+            self._index[c] = np.arange(len(c))
+
+    def where(self, v: int) -> tuple[int, int] | None:
+        """``(role, index)`` of node ``v`` in its role, or None."""
+        if v >= len(self._role) or self._role[v] < 0:
+            return None
+        return int(self._role[v]), int(self._index[v])
+
+
+class _Steps:
+    """A cut's steps: role ``r``'s node ``i`` is step ``k0 + i - i0`` (``placed[r] = (i0,
+    k0)``; before ``i0``: no step)."""
+
+    def __init__(self, arrays: _Arrays, placed: dict[int, tuple[int, int]]) -> None:
+        self.arrays, self.placed = arrays, placed
+
+    def of(self, v: int) -> tuple[int, int] | None:
+        """``(role, step)`` of node ``v``, or None."""
+        w = self.arrays.where(v)
+        if w is None:
+            return None
+        r, i = w
+        i0, k0 = self.placed[r]
+        return (r, k0 + i - i0) if i >= i0 else None
+
+    def nodes(self, r: int, s0: int, s1: int) -> np.ndarray:
+        """Role ``r``'s nodes of steps ``s0..s1`` (all placed)."""
+        i0, k0 = self.placed[r]
+        return self.arrays.chains[r][s0 - k0 + i0:s1 - k0 + i0 + 1]
+
+    def args(self, r: int, s0: int, s1: int) -> np.ndarray:
+        """Their operands, one row a step."""
+        i0, k0 = self.placed[r]
+        return self.arrays.args[r][s0 - k0 + i0:s1 - k0 + i0 + 1]
 
 
 def _spread(diff: list[int], start: int, length: int, size: int) -> None:
@@ -362,30 +463,32 @@ class _Run:
         self.xs: dict[int, tuple[int, int]] = {}  # slice role -> (p, delta)
         self.init: dict[int, int] = {}  # carry role -> its value entering step first
         self.members: set[int] = set()
+        self.steps: _Steps | None = None
 
     @classmethod
-    def check(cls, graph: Graph, at: dict[int, dict[int, int]], step: dict[int, int],
-              first: int, last: int, order: list[int]) -> _Run | None:
+    def check(cls, graph: Graph, at: dict[int, dict[int, int]], steps: _Steps,
+              first: int, last: int) -> _Run | None:
         self = cls()
-        self.at, self.first, self.last = at, first, last
+        self.at, self.first, self.last, self.steps = at, first, last, steps
         nodes = graph.nodes
         ref = first + 1
         for r, m in at.items():
             d = slot_step(graph, m[ref - 1], m[ref])
             if d is not None and not REGISTRY[nodes[m[ref]].op].elementwise:
                 self.xs[r] = d
-        role_of = {m[s]: r for r, m in at.items() for s in range(first - 1, last + 1) if s in m}
         for r, m in at.items():
             if r in self.xs:
                 continue
             uses = []
             for j, a in enumerate(nodes[m[ref]].args):
-                ra = role_of.get(a)
+                found = steps.of(a)
+                ra, sa = found if found is not None and first - 1 <= found[1] <= last \
+                    else (None, None)
                 if ra is None and self._stacked(graph, r, j):
                     uses.append(("stack", (r, j)))
-                elif ra is not None and step[a] == ref and ra in at:
+                elif ra is not None and sa == ref and ra in at:
                     uses.append(("x" if ra in self.xs else "same", ra))
-                elif ra is not None and step[a] == ref - 1 and ra not in self.xs:
+                elif ra is not None and sa == ref - 1 and ra not in self.xs:
                     uses.append(("carry", ra))
                 elif ra is None:
                     uses.append(("shared", a))
@@ -396,9 +499,12 @@ class _Run:
             return None
         while self._extend(graph):
             pass
-        self.members = {m[s] for r, m in at.items() if r not in self.xs
-                        for s in range(self.first, last + 1)}
-        if not self._shared_ok(graph, order):
+        members: set[int] = set()
+        for r, m in at.items():
+            if r not in self.xs:
+                members.update(map(m.__getitem__, range(self.first, last + 1)))
+        self.members = members
+        if not self._shared_ok(graph):
             return None
         return self
 
@@ -406,11 +512,11 @@ class _Run:
         """Whether operand ``j`` of role ``r`` is a constant that changes from step to step
         (one scanned input of the stacked values), every step's a constant alike."""
         nodes = graph.nodes
-        m = self.at[r]
-        seen = [nodes[m[s]].args[j] for s in range(self.first, self.last + 1)]
-        first = nodes[seen[0]]
-        return (len(set(seen)) > 1
-                and all(_stackable(nodes[a], first) for a in seen))
+        seen = self.steps.args(r, self.first, self.last)[:, j]
+        if not (seen != seen[0]).any():
+            return False
+        first = nodes[int(seen[0])]
+        return all(_stackable(nodes[a], first) for a in set(seen.tolist()))
 
     def stack(self, graph: Graph, r: int, j: int) -> Expr:
         """The constants operand ``j`` of role ``r`` takes over the run's steps, stacked
@@ -472,31 +578,43 @@ class _Run:
             if any(slot_step(graph, m[s - 1], m[s]) != (p, d)
                    for s in range(self.first + 1, self.last + 1)):
                 return False
+        first, last, steps = self.first, self.last, self.steps
         for r, uses in self.uses.items():
-            m = at[r]
-            for s in range(self.first, self.last + 1):
-                for a, (kind, what) in zip(nodes[m[s]].args, uses):
-                    if kind == "shared":
-                        ok = a == what
-                    elif kind == "stack":
-                        ok = _stackable(nodes[a], nodes[nodes[m[self.first]].args[what[1]]])
-                    elif kind == "carry" and s == self.first:
-                        ok = self.init.setdefault(what, a) == a
-                    elif kind == "carry":
-                        ok = at[what].get(s - 1) == a
-                    else:
-                        ok = at[what].get(s) == a
-                    if not ok:
-                        return False
+            args = steps.args(r, first, last)  # whole columns: one comparison an operand
+            for j, (kind, what) in enumerate(uses):
+                col = args[:, j]
+                if kind == "shared":
+                    ok = not (col != what).any()
+                elif kind == "stack":
+                    like = nodes[nodes[at[r][first]].args[what[1]]]
+                    ok = all(_stackable(nodes[a], like) for a in set(col.tolist()))
+                elif kind == "carry":
+                    ok = (self.init.setdefault(what, int(col[0])) == col[0]
+                          and not (col[1:] != steps.nodes(what, first, last - 1)).any())
+                else:
+                    ok = not (col != steps.nodes(what, first, last)).any()
+                if not ok:
+                    return False
         nodes_in = [(nodes[a], nodes[at[r][self.first]]) for r, a in self.init.items()]
         return bool(self.init) and all((a.shape, a.dtype) == (b.shape, b.dtype)
                                        for a, b in nodes_in)
 
-    def _shared_ok(self, graph: Graph, order: list[int]) -> bool:
-        """Shared values and initial carries must not depend on the run itself."""
-        inside = graph.descendants(self.members, order)
+    def _shared_ok(self, graph: Graph) -> bool:
+        """Shared values and initial carries must not depend on the run itself (a walk
+        down from them that stops below the run's first node)."""
+        nodes, members = graph.nodes, self.members
+        lo = min(members)
         outside = [w for uses in self.uses.values() for k, w in uses if k == "shared"]
-        return not any(w in inside for w in [*outside, *self.init.values()])
+        stack = [w for w in [*outside, *self.init.values()] if w >= lo]
+        seen: set[int] = set()
+        while stack:
+            i = stack.pop()
+            if i in members:
+                return False
+            if i not in seen:
+                seen.add(i)
+                stack.extend(a for a in nodes[i].args if a >= lo)
+        return True
 
     # -- 4: the scan --------------------------------------------------------------------
 
