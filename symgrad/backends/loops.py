@@ -45,7 +45,8 @@ from ..ir.body import Body
 from ..ops.loops import as_ys
 from .numpy_table import NUMPY_TYPE
 
-__all__ = ["LoopEmitter", "body_ops", "is_loop"]
+__all__ = ["LoopEmitter", "LoopSpec", "body_ops", "is_loop", "nested_printer", "numpy_loop",
+           "optimized_body", "printed_step"]
 
 
 def is_loop(node: Any) -> bool:
@@ -189,22 +190,22 @@ class LoopEmitter:
 
     def _render(self, name: str, n: Any, parts: tuple, pr: Any, lists: tuple = ()
                 ) -> tuple[list[str], list[str]]:
-        body = _optimized(n.attrs["body"], pr.lowered.request)
-        sub = _nested(pr.loop_printer(), pr, body, self.root)
+        body = optimized_body(n.attrs["body"], pr.lowered.request)
+        sub = nested_printer(pr.loop_printer(), pr, body, self.root)
         spec, stmts, order = printed_step(sub, body, n, parts)
         nc, nx = spec.nc, spec.nx
         signature = spec.params[:nc] + spec.xs + spec.params[nc + nx:]
-        render = {"jax": _jax, "numpy": _numpy, "arrays": _arrays}[pr.loop_style]
-        if render is _numpy:
-            render = partial(_numpy, lists=lists)
+        render = {"jax": _jax, "numpy": numpy_loop, "arrays": _arrays}[pr.loop_style]
+        if render is numpy_loop:
+            render = partial(numpy_loop, lists=lists)
         head = call(f"def {name}(", [*pr.part_params(stmts), *signature], "):", "")
         doc = f'    """scan: {spec.length} steps of the body below (symgrad)."""'
         lines = [*head, doc]
         fast = _scalar_step(sub, sub.state.plans[0], order, set(body.outputs))
         if fast is not None:  # the step over Python floats with math; NumPy if it raises
             mstmts, mresults = fast
-            mspec = _Spec(body, nc, nx, spec.length, spec.reverse, parts, spec.params,
-                          spec.xs, mresults)
+            mspec = LoopSpec(body, nc, nx, spec.length, spec.reverse, parts, spec.params,
+                             spec.xs, mresults)
             before = [*call(f"def {name}_math(", signature, "):", ""),
                       f'    """{name} over Python floats with math."""', "    import math",
                       "", *_math(mspec, mstmts, lists), "", ""]
@@ -240,10 +241,10 @@ def _residuals_as_ys(n: Any, parts: tuple, lists: tuple) -> tuple[Any, tuple, tu
 
 
 def printed_step(sub: Any, body: Body, n: Any, parts: tuple
-                 ) -> tuple[_Spec, list[str], list[int]]:
+                 ) -> tuple[LoopSpec, list[str], list[int]]:
     """The step ``body`` of scan ``n`` printed by ``sub`` (a printer nested over it,
-    :func:`_nested`): the loop's :class:`_Spec` for results ``parts``, the step's statements
-    and their order."""
+    :func:`nested_printer`): the loop's :class:`LoopSpec` for results ``parts``, the step's
+    statements and their order."""
     (plan,) = sub.state.plans
     nc, nx = n.attrs["carries"], n.attrs["xs"]
     names = plan.names
@@ -256,12 +257,12 @@ def printed_step(sub: Any, body: Body, n: Any, parts: tuple
     order = sub.loops.arrange(order)
     stmts = sub._statements(order, names, outputs, comments=False)
     results = [names.get(o) or sub._expr(o, names) for o in body.outputs]
-    spec = _Spec(body, nc, nx, n.attrs["length"], n.attrs["reverse"], parts, params, xs,
-                 results)
+    spec = LoopSpec(body, nc, nx, n.attrs["length"], n.attrs["reverse"], parts, params, xs,
+                    results)
     return spec, stmts, order
 
 
-def _optimized(body: Body, req: Any) -> Body:
+def optimized_body(body: Body, req: Any) -> Body:
     """``body`` rebuilt through the passes the request runs on the function around it
     (the compile passes; with ``fast_math`` the others too, so ``t - t`` in a step's VJP
     goes), kept on the body."""
@@ -283,7 +284,7 @@ def _optimized(body: Body, req: Any) -> Body:
     return found
 
 
-def _nested(cls: type, pr: Any, body: Body, root: LoopEmitter) -> Any:
+def nested_printer(cls: type, pr: Any, body: Body, root: LoopEmitter) -> Any:
     """A printer of class ``cls`` for one step of ``body`` (a function ``step`` from the
     body's inputs to its outputs), sharing the module's loop functions through ``root``."""
     from .printers.base import ModuleState
@@ -397,7 +398,7 @@ def _mentions_once(pr: Any, n: Any, a: int) -> bool:
                                          for k, b in enumerate(n.args) if b == a) == 1
 
 
-class _Spec:
+class LoopSpec:
     """What the renderers need of one loop."""
 
     def __init__(self, body: Body, nc: int, nx: int, length: int, reverse: bool,
@@ -439,7 +440,7 @@ def _moves(targets: list[str], values: list[str], lead: str) -> list[str]:
     return [f"{lead}{', '.join(t for t, _ in pairs)} = {', '.join(v for _, v in pairs)}"]
 
 
-def _buffers(s: _Spec, make: Callable[[int], str]) -> tuple[list[str], dict, dict]:
+def _buffers(s: LoopSpec, make: Callable[[int], str]) -> tuple[list[str], dict, dict]:
     """One buffer per stacked y (``_y<j>``) and stored carry (``_s<j>``), each ``make(part)``;
     their lines and names."""
     lines, ys, stored = [], {}, {}
@@ -452,7 +453,7 @@ def _buffers(s: _Spec, make: Callable[[int], str]) -> tuple[list[str], dict, dic
     return lines, ys, stored
 
 
-def _loop(s: _Spec, stmts: list[str], ys: dict, stored: dict,
+def _loop(s: LoopSpec, stmts: list[str], ys: dict, stored: dict,
           store: Callable[[str, str], str], index: str) -> list[str]:
     """The ``for`` statement: store the carries entering the step, take the step's xs at
     ``index``, run the step, store its ys, move the carries on."""
@@ -472,7 +473,7 @@ def _append(name: str, value: str) -> str:
     return f"{name}.append({value})"
 
 
-def _numpy(s: _Spec, stmts: list[str], lists: tuple = ()) -> list[str]:
+def numpy_loop(s: LoopSpec, stmts: list[str], lists: tuple = ()) -> list[str]:
     """The NumPy loop: stacked results written into preallocated arrays, those in
     ``lists`` that hold arrays (not 0-d values) appended to Python lists instead (a
     reference per step rather than a copy: another loop only reads them step by step)."""
@@ -492,7 +493,7 @@ def _numpy(s: _Spec, stmts: list[str], lists: tuple = ()) -> list[str]:
     return lines + [_return(s, ys, stored)]
 
 
-def _math(s: _Spec, stmts: list[str], lists: tuple = ()) -> list[str]:
+def _math(s: LoopSpec, stmts: list[str], lists: tuple = ()) -> list[str]:
     """The loop over Python floats: the scanned operands iterated (no index), stacked
     results appended to lists, returned as NumPy arrays (those in ``lists`` as the lists
     themselves)."""
@@ -516,11 +517,11 @@ def _math(s: _Spec, stmts: list[str], lists: tuple = ()) -> list[str]:
     return lines + [f"    return ({', '.join(out)}{',' if len(out) == 1 else ''})"]
 
 
-def _math_targets(s: _Spec) -> str:
+def _math_targets(s: LoopSpec) -> str:
     return ", ".join(s.x_names) if s.x_names else "_t"
 
 
-def _math_steps(s: _Spec) -> str:
+def _math_steps(s: LoopSpec) -> str:
     """What the loop over floats iterates: the steps, or the scanned lists (as long as the
     scan; zipped, each reversed for a reverse scan)."""
     if not s.xs:
@@ -529,7 +530,7 @@ def _math_steps(s: _Spec) -> str:
     return xs[0] if len(xs) == 1 else f"zip({', '.join(xs)})"
 
 
-def _from_lists(s: _Spec) -> list[str]:
+def _from_lists(s: LoopSpec) -> list[str]:
     """The NumPy version's first lines: a scanned operand passed as a list of floats made
     the array it stands for."""
     lines = []
@@ -541,7 +542,7 @@ def _from_lists(s: _Spec) -> list[str]:
     return lines
 
 
-def _return(s: _Spec, ys: dict, stored: dict) -> str:
+def _return(s: LoopSpec, ys: dict, stored: dict) -> str:
     out = []
     for p in s.parts:
         kind, j = s.kind(p)
@@ -549,7 +550,7 @@ def _return(s: _Spec, ys: dict, stored: dict) -> str:
     return f"    return ({', '.join(out)}{',' if len(out) == 1 else ''})"
 
 
-def _arrays(s: _Spec, stmts: list[str]) -> list[str]:
+def _arrays(s: LoopSpec, stmts: list[str]) -> list[str]:
     lines, ys, stored = _buffers(s, lambda p: "[]")
     lines += _loop(s, stmts, ys, stored, _append, "_t, ...")
     for p in s.parts:
@@ -565,7 +566,7 @@ def _arrays(s: _Spec, stmts: list[str]) -> list[str]:
     return lines + [_return(s, ys, stored)]
 
 
-def _jax(s: _Spec, stmts: list[str]) -> list[str]:
+def _jax(s: LoopSpec, stmts: list[str]) -> list[str]:
     ys = {j: f"_y{j}" for j in range(s.ny)}
     stored = {j: f"_s{j}" for j in range(s.nc)}
 

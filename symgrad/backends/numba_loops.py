@@ -47,7 +47,8 @@ from ..base.errors import SymgradError
 from ..ir.body import Body
 from . import fusion
 from . import numba_source as nb
-from .loops import _nested, _numpy, _optimized, _Spec, call, is_loop, printed_step
+from .loops import LoopSpec, call, is_loop, nested_printer, numpy_loop, printed_step
+from .loops import optimized_body as optimized
 from .numba_table import NUMBA, loop_form
 from .numpy_table import NUMPY_TYPE
 from .printers.numpy import NumpyPrinter
@@ -66,7 +67,7 @@ def missing(body: Body, req: Any) -> list[str]:
     the loops nested in it that have no form inside a compiled loop, one entry per node;
     a dtype Numba is not given here counts as its node's op too."""
     out: list[str] = []
-    stack, seen = [_optimized(body, req)], set()
+    stack, seen = [optimized(body, req)], set()
     while stack:
         b = stack.pop()
         if id(b) in seen:
@@ -79,7 +80,7 @@ def missing(body: Body, req: Any) -> list[str]:
             if n.dtype not in nb.NUMBA_TYPE:
                 out.append(n.op)
             elif is_loop(n):
-                stack.append(_optimized(n.attrs["body"], req))
+                stack.append(optimized(n.attrs["body"], req))
             elif not (n.is_var or n.is_const) and loop_form(n, nodes) is None:
                 out.append(n.op)
     return out
@@ -88,12 +89,12 @@ def missing(body: Body, req: Any) -> list[str]:
 def ops(body: Body, req: Any) -> list[str]:
     """The ops a compiled loop computes (its step's and its nested loops', in order)."""
     out: list[str] = []
-    stack = [_optimized(body, req)]
+    stack = [optimized(body, req)]
     while stack:
         b = stack.pop()
         for n in b.graph.nodes:
             if is_loop(n):
-                stack.append(_optimized(n.attrs["body"], req))
+                stack.append(optimized(n.attrs["body"], req))
             elif not (n.is_var or n.is_const):
                 out.append(n.op)
     return out
@@ -190,9 +191,9 @@ def render(pr: Any, name: str, n: Any, parts: tuple, wrapper: bool
     req = pr.lowered.request
     if missing(n.attrs["body"], req):
         return None
-    body = _optimized(n.attrs["body"], req)
+    body = optimized(n.attrs["body"], req)
     nc, nx = n.attrs["carries"], n.attrs["xs"]
-    sub = _nested(StepPrinter, pr, body, pr.loops.root)
+    sub = nested_printer(StepPrinter, pr, body, pr.loops.root)
     spec, stmts, _ = printed_step(sub, body, n, parts)
     params, xs = spec.params, spec.xs
     avals = body.avals()
@@ -209,13 +210,13 @@ def render(pr: Any, name: str, n: Any, parts: tuple, wrapper: bool
              # an array carry comes back to the caller: a writable array of its own (the
              # read-only input type would make every carry read-only)
              *(f"    {c} = {c}.copy()" for c, (s, _) in zip(spec.carries, avals) if s),
-             *_numpy(spec, stmts)]
+             *numpy_loop(spec, stmts)]
     if wrapper:
         lines += ["", "", *_wrapper(name, jit, spec, signature, types)]
     return lines, stmts
 
 
-def _wrapper(name: str, jit: str, s: _Spec, signature: list[str], types: list[str]
+def _wrapper(name: str, jit: str, s: LoopSpec, signature: list[str], types: list[str]
              ) -> list[str]:
     """``name``: calls ``jit`` with the scalars as the step's dtypes, returns NumPy
     scalars (Numba returns Python's)."""
