@@ -169,3 +169,56 @@ def test_array_creation_functions_match_numpy():
         sg.zeros((2, -1))
     with pytest.raises(sg.ShapeError):
         sg.full(3, "a")
+
+
+def _scan_runs(monkeypatch) -> list:
+    """The bodies of the scans the interpreter runs from now on, one entry per run."""
+    from symgrad.ops import loops
+
+    runs: list = []
+    real = loops.run_scan
+    monkeypatch.setattr(loops, "run_scan", lambda body, *a: runs.append(body) or real(body, *a))
+    return runs
+
+
+def _tanh_rnn(w: np.ndarray, c: np.ndarray, length: int) -> tuple[np.ndarray, np.ndarray]:
+    """The final carry and the stacked carries of ``c <- tanh(c * w + 0.1)``, by hand."""
+    ys = []
+    for _ in range(length):
+        ys.append(c)
+        c = np.tanh(c * w + 0.1)
+    return c, np.array(ys)
+
+
+def test_one_scan_call_runs_its_loop_once_and_reads_changed_operands_again(monkeypatch):
+    w = sg.var("w", (3,))
+    c, ys = sg.scan(lambda c, _: (sg.tanh(c * w + 0.1), c), w, length=4)
+    runs = _scan_runs(monkeypatch)
+    v = np.array([0.5, -1.0, 2.0])
+    got = sg.evaluate([c, ys, c[0] + ys[1, 2]], {"w": v})
+    want_c, want_ys = _tanh_rnn(v, v, 4)
+    np.testing.assert_allclose(got[0], want_c, rtol=1e-14)
+    np.testing.assert_allclose(got[1], want_ys, rtol=1e-14)
+    assert len(runs) == 1
+    v[:] = [0.25, 0.75, -0.5]  # the same array object, changed in place by the user
+    got = sg.evaluate([c, ys], {"w": v})
+    want_c, want_ys = _tanh_rnn(v, v, 4)
+    np.testing.assert_allclose(got[0], want_c, rtol=1e-14)
+    np.testing.assert_allclose(got[1], want_ys, rtol=1e-14)
+    assert len(runs) == 2
+
+
+def test_the_results_of_one_scan_call_do_not_copy_its_operands():
+    import tracemalloc
+
+    xs = sg.var("xs", (3, 1 << 18))
+    c, ys = sg.scan(lambda c, x: (c * x[0] + x[1], c), 1.0, xs)
+    v = np.full((3, 1 << 18), 0.5)
+    tracemalloc.start()
+    try:
+        got = sg.evaluate([c, ys, c + 1.0], {"xs": v})
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert got[0] == 1.0 and got[1].tolist() == [1.0, 1.0, 1.0]
+    assert peak < v.nbytes / 4  # the operand's bytes were copied once per result

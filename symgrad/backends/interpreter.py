@@ -21,6 +21,7 @@ from ..ir.op import REGISTRY
 from ..ir.shapes import fmt
 from ..ir.values import describe, exact, type_name
 from ..ops.indexing import IndexOutOfRangeError
+from ..ops.loops import one_evaluation
 from ..transforms.sparse import SparseExpr, as_matrix
 
 
@@ -80,7 +81,7 @@ def run(graph: Graph, outputs: Sequence[int], inputs: Mapping[str, Any]) -> dict
     keep = set(outputs)
     values: dict[int, Any] = {}
     progress = start("evaluate", total=len(order))
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), one_evaluation():
         for i in order:
             progress.update()
             n = nodes[i]

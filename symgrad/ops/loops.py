@@ -33,7 +33,9 @@ So ``hvp`` and Hessians compose.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -88,24 +90,53 @@ def _infer(shapes, dtypes, attrs):
 
 # -- evaluation ---------------------------------------------------------------------------
 
-def _sg_scan(*arrays, body, carries, xs, length, reverse, out, _memo=[]):  # noqa: B006
-    """Result ``out`` of the scan; the last few calls are remembered with the bytes of their
-    operands, so the several results of one scan run its loop once (stacking every
-    residual reverse mode has asked of the body, :func:`saved_nodes`)."""
+_MEMO: ContextVar[list | None] = ContextVar("symgrad_scan_memo", default=None)
+MEMO_CALLS = 4  # the scan calls one evaluation remembers (the latest first)
+
+
+@contextmanager
+def one_evaluation() -> Iterator[None]:
+    """Within it, the results of one scan call (the same body and attributes, the same
+    operand *objects*) come from one run of its loop, whichever result is asked first.
+
+    For a pass that never writes to a value in place while it runs (the interpreter's
+    ``evaluate``): what it remembers is keyed by the operands' identity and dropped when
+    the block ends, so an array the user changes in place between two evaluations is read
+    again. Outside such a block every result runs the loop.
+
+    >>> import numpy as np, symgrad as sg
+    >>> x = sg.var("x", (2,))
+    >>> c, ys = sg.scan(lambda c, _: (c * x, c), x, length=3)
+    >>> v = np.array([1.0, 2.0])
+    >>> [a.tolist() for a in sg.evaluate([c, ys], {"x": v})]
+    [[1.0, 16.0], [[1.0, 2.0], [1.0, 4.0], [1.0, 8.0]]]
+    """
+    token = _MEMO.set([])
+    try:
+        yield
+    finally:
+        _MEMO.reset(token)
+
+
+def _sg_scan(*arrays, body, carries, xs, length, reverse, out):
+    """Result ``out`` of the scan. Within :func:`one_evaluation` the last few calls are
+    remembered with their operand objects, so the several results of one scan run its loop
+    once (stacking every residual reverse mode has asked of the body, :func:`saved_nodes`)."""
     base = carries + len(body.outputs)
     if out >= base:
         save_nodes(body, [out - base])
     saved = saved_nodes(body)
-    key = (id(body), carries, xs, length, reverse, saved) + tuple(
-        (a.shape, a.dtype.str, a.tobytes()) for a in map(np.asarray, arrays))
-    found = [r for b, k, r in tuple(_memo) if b is body and k == key]
-    if found:
-        results = found[0]
-    else:
+    key = (body, carries, xs, length, reverse, saved)
+    memo = _MEMO.get()
+    results = None if memo is None else next(
+        (r for k, ops, r in memo if k == key and all(a is b for a, b in zip(ops, arrays))),
+        None)
+    if results is None:
         results = run_scan(body, carries, xs, length, reverse, arrays, saved)
-        _memo.insert(0, (body, key, results))
-        del _memo[4:]
-    return results[out if out < base else base + saved.index(out - base)].copy()
+        if memo is not None:  # the operands are kept: their ids are not reused meanwhile
+            memo.insert(0, (key, arrays, results))
+            del memo[MEMO_CALLS:]
+    return results[out if out < base else base + saved.index(out - base)]
 
 
 def run_scan(body: Body, nc: int, nx: int, length: int, reverse: bool,
@@ -426,5 +457,5 @@ SCAN = register(Op(
     doc="one result of a loop over a traced body (jax.lax.scan's meaning; see sg.scan)",
 ))
 
-__all__ = ["SCAN", "VjpPlan", "as_ys", "loop_calls", "product_terms", "run_scan", "save_nodes",
-           "saved_nodes"]
+__all__ = ["SCAN", "VjpPlan", "as_ys", "loop_calls", "one_evaluation", "product_terms",
+           "run_scan", "save_nodes", "saved_nodes"]
