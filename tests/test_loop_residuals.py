@@ -236,3 +236,51 @@ def test_reverse_over_reverse_seeds_the_residuals_and_matches_jax():
     for got in (sg.evaluate(gg, {"w": w0, "x0": x00}), sg.compile(gg, ["w", "x0"])(w0, x00)):
         for g, ref in zip(got, want):
             np.testing.assert_allclose(g, ref, rtol=1e-10, atol=1e-12)
+
+
+def _rnn(np_, scan, U, xs, h0, reverse=False):
+    """``h <- tanh(U @ h + x)``: the tanh the backward step reads is the next carry."""
+    h, ys = scan(lambda h, x: (np_.tanh(U @ h + x), np_.sum(h * x)), h0, xs, reverse=reverse)
+    return np_.sum(h ** 2) + np_.sum(ys)
+
+
+def _stacks(outs, shape: tuple) -> list[tuple[Body, int]]:
+    """The results of shape ``shape`` of the forward scans (those scanning no scan's
+    results) among the ancestors of ``outs``: ``(body, out)``."""
+    graph = outs[0].graph
+    nodes = graph.nodes
+    return sorted({(nodes[i].attrs["body"], nodes[i].attrs["out"])
+                   for i in graph.ancestors([o.node for o in outs])
+                   if nodes[i].op == "scan" and nodes[i].shape == shape
+                   and not any(nodes[a].op == "scan" for a in nodes[i].args)},
+                  key=lambda p: p[1])
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_a_residual_that_is_the_next_carry_is_read_from_the_stored_carries(reverse):
+    """The tanh of ``h <- tanh(U @ h + x)`` is the carry entering the next step: the
+    forward loop stacks the carries once (no residual stack beside them), the backward
+    loop carries the one it read the step before (the final carry first)."""
+    values = {"U": RNG.normal(size=(H, H)) * 0.5, "xs": RNG.normal(size=(T, H)),
+              "h0": RNG.normal(size=H)}
+    names = list(values)
+    U, xs, h0 = sg.var("U", (H, H)), sg.var("xs", (T, H)), sg.var("h0", (H,))
+    f = _rnn(sg.numpy, sg.scan, U, xs, h0, reverse)
+    grads = sg.grad(f, [U, xs, h0])
+    ((body, out),) = _stacks(grads, (T, H))
+    assert out == len(body.outputs)  # the stored carries (nc + ny + 0), no residual part
+    want = jax.grad(lambda *v: _rnn(jnp, jax.lax.scan, *v, reverse), argnums=(0, 1, 2))(
+        *values.values())
+    results = [sg.evaluate(grads, values)]
+    results += [sg.compile(grads, names, backend=b)(*values.values())
+                for b in ("numpy", "jax", "torch", "numba")]
+    for got in results:
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(np.asarray(g), w, rtol=1e-10, atol=1e-12)
+    src = sg.to_source(grads, names, backend="numba")
+    forward = src[src.index("def _sg_loop1_jit("):src.index("def _sg_loop1(")]
+    assert forward.count("np.empty(") == 2  # the stored carries and the ys
+    want_h = jax.hessian(lambda h: _rnn(jnp, jax.lax.scan, values["U"], values["xs"], h,
+                                        reverse))(values["h0"])
+    np.testing.assert_allclose(sg.evaluate(sg.hessian(f, h0), values), want_h, rtol=1e-9,
+                               atol=1e-12)

@@ -220,13 +220,17 @@ class VjpPlan(NamedTuple):
     ``factors``: how many stacked factors it gives after the ``xbar``; ``products``: one
     ``(captured index, ref_a, ta, ref_b, tb)`` per matrix product ``sum_t A_t @ B_t`` (a
     ref is ``("in", j)``: per-step operand ``j``, or ``("out", j)``: per-step result ``j``);
-    ``unread``: the per-step operands it never reads (passed as zeros)."""
+    ``unread``: the per-step operands it never reads (passed as zeros); ``chained``: the
+    carries whose final values start its carries after ``kbar``, each of which holds, at a
+    step, a residual that is that carry's new value (the carry the forward loop stored
+    for the step after; see ``_chained`` in :mod:`symgrad.transforms.loops`)."""
 
     residuals: tuple[int, ...]
     carried: tuple[int, ...]
     factors: int
     products: tuple
     unread: frozenset
+    chained: tuple[int, ...] = ()
 
 
 # The step's own derivative bodies, built by the transforms (they run reverse and forward
@@ -264,13 +268,15 @@ def _backprop(n, g):
     seeded = tuple(("y", p - nc) if p < nc + ny else ("stored", p - nc - ny) if p < base
                    else ("saved", p - base) for p in later)
     vbody, captured, plan = _derived("vjp")(body, nc, nx, batch, seeded, wrt_x, wrt_k, length)
-    parts = [*range(nc + ny, base), *(base + r for r in plan.residuals)]
+    nr = len(plan.residuals)
+    parts = [*range(nc + ny, base), *(base + r for r in plan.residuals), *plan.chained]
     forward = scan_nodes(n.graph, body, nc, nx, length, reverse, args, parts)
     steps = [*forward[:nc], *args[nc:nc + nx], *(_to_front(seeds[p], nb) for p in later),
-             *forward[nc:]]
+             *forward[nc:nc + nr]]
     steps = [_zeros(s.shape, s.dtype) if k in plan.unread else s for k, s in enumerate(steps)]
     init = [seeds[j] if j in seeds else _zeros(batch + avals[j][0], avals[j][1]) for j in fc]
     init += [_zeros(batch + avals[nc + nx + c][0], avals[nc + nx + c][1]) for c in plan.carried]
+    init += forward[nc + nr:]
     operands = [*init, *steps, *args[nc + nx:], *captured]
     m = len(init)
     res = scan_nodes(n.graph, vbody, m, len(steps), length, not reverse, operands,

@@ -51,14 +51,15 @@ def _vjp_body(body: Body, nc: int, nx: int, batch: tuple, seeded: tuple, wrt_x: 
     found = body.derived.get(key)
     if found is None:
         step = _Step(body, nc, nx, batch, seeded, wrt_x, wrt_k, length)
-        trace(step.plan, step.inputs((), ()))
-        vbody, captured = trace(step.build, step.inputs(step.residuals, step.carried))
+        trace(step.plan, step.inputs((), (), ()))
+        vbody, captured = trace(step.build, step.inputs(step.residuals, step.carried,
+                                                         step.chained))
         factors = {ref[1] for p in step.products for ref in (p[1], p[3]) if ref[0] == "in"}
+        first = len(step.fc) + len(step.carried) + len(step.chained)
         unread = frozenset(j for j in range(nc + nx + len(seeded) + len(step.residuals))
-                           if j not in factors
-                           and _unread(vbody, len(step.fc) + len(step.carried) + j))
+                           if j not in factors and _unread(vbody, first + j))
         plan = VjpPlan(step.residuals, step.carried, step.factors, tuple(step.products),
-                       unread)
+                       unread, tuple(j for _, j in step.chained))
         save_nodes(body, step.residuals)
         found = body.derived[key] = (vbody, captured, plan)
     return found
@@ -74,11 +75,12 @@ class _Step:
         avals = body.avals()
         self.fc = [j for j in range(nc) if is_float(avals[j][1])]
         self.residuals: tuple[int, ...] = ()
+        self.chained: tuple[tuple[int, int], ...] = ()  # (node, carry): read from a carry
         self.carried: tuple[int, ...] = wrt_k
         self.factors = 0
         self.products: list[tuple] = []
 
-    def inputs(self, residuals: tuple, carried: tuple) -> list:
+    def inputs(self, residuals: tuple, carried: tuple, chained: tuple) -> list:
         body, nc, nx, batch = self.body, self.nc, self.nx, self.batch
         avals = body.avals()
         outs = body.avals(body.outputs)
@@ -86,8 +88,8 @@ class _Step:
                  else body.avals([j])[0] for kind, j in self.seeded]
         return ([(batch + avals[j][0], avals[j][1]) for j in self.fc]
                 + [(batch + avals[nc + nx + c][0], avals[nc + nx + c][1]) for c in carried]
-                + avals[:nc + nx] + [(batch + s, d) for s, d in seeds]
-                + body.avals(residuals) + avals[nc + nx:])
+                + [avals[j] for _, j in chained] + avals[:nc + nx]
+                + [(batch + s, d) for s, d in seeds] + body.avals(residuals) + avals[nc + nx:])
 
     def _adjoints(self, cbar: tuple, primal: tuple, sbar: tuple, k: tuple
                   ) -> tuple[dict, list, list]:
@@ -142,30 +144,35 @@ class _Step:
                 carried.append((c, sum(rest[1:], rest[0])))
         return carried, products
 
-    def _unpack(self, v: tuple, residuals: tuple, carried: tuple) -> tuple:
-        """The step's inputs as ``(cbar, kbar, primal, sbar, residuals, k)``."""
+    def _unpack(self, v: tuple, residuals: tuple, carried: tuple, chained: tuple) -> tuple:
+        """The step's inputs as ``(cbar, kbar, nxt, primal, sbar, residuals, k)``."""
         groups, at = [], 0
-        for n in (len(self.fc), len(carried), self.nc + self.nx, len(self.seeded),
-                  len(residuals)):
+        for n in (len(self.fc), len(carried), len(chained), self.nc + self.nx,
+                  len(self.seeded), len(residuals)):
             groups.append(v[at:at + n])
             at += n
         return (*groups, v[at:])
 
     def plan(self, *v: Expr) -> list[Expr]:
         """The first build: which residuals to take and which adjoints are carried."""
-        cbar, _, primal, sbar, _, k = self._unpack(v, (), ())
+        cbar, _, _, primal, sbar, _, k = self._unpack(v, (), (), ())
         memo, outs, adj_k = self._adjoints(cbar, primal, sbar, k)
         carried, products = self._split(adj_k, [*cbar, *primal[:self.nc + self.nx], *sbar])
         self.carried = tuple(c for c, _ in carried)
         outs += [_here(e) for _, e in carried if e is not None]
-        outs += [x for _, a, _, b, _ in products for x in (a, b)]
-        self.residuals = _residuals(self.body, self.nc + self.nx, memo, outs)
+        flat = [x for _, a, _, b, _ in products for x in (a, b)]
+        outs += flat
+        residuals = _residuals(self.body, self.nc + self.nx, memo, outs)
+        self.chained = _chained(self.body.outputs[:self.nc], residuals, memo,
+                                {e.node for e in flat})
+        self.residuals = tuple(r for r in residuals if r not in dict(self.chained))
         return outs
 
     def build(self, *v: Expr) -> list[Expr]:
         """The backward step with the residuals read: ``[new carries, new kbar, xbar,
         factors]``."""
-        cbar, kbar, primal, sbar, res, k = self._unpack(v, self.residuals, self.carried)
+        cbar, kbar, nxt, primal, sbar, res, k = self._unpack(v, self.residuals, self.carried,
+                                                             self.chained)
         memo, outs, adj_k = self._adjoints(cbar, primal, sbar, k)
         carried, products = self._split(adj_k, [*cbar, *primal[:self.nc + self.nx], *sbar])
         if tuple(c for c, _ in carried) != self.carried:
@@ -175,10 +182,11 @@ class _Step:
         new_k = [kb if sums[c] is None else _here(kb + sums[c])
                  for c, kb in zip(self.carried, kbar)]
         nf = len(self.fc)
-        outs = [*outs[:nf], *new_k, *outs[nf:]]
+        outs = [*outs[:nf], *new_k, *(primal[j] for _, j in self.chained), *outs[nf:]]
         flat = [x for _, a, _, b, _ in products for x in (a, b)]
         graph = TRACES.graphs[-1]
-        swap = {memo[r]: e.node for r, e in zip(self.residuals, res)}
+        swap = {memo[r]: e.node for r, e in zip([*self.residuals, *dict(self.chained)],
+                                                [*res, *nxt])}
         both = _substitute(graph, [*outs, *flat], swap)
         outs, flat = both[:len(outs)], both[len(outs):]
         ins = {e.node: j for j, e in enumerate([*primal[:self.nc + self.nx], *sbar, *res])}
@@ -238,6 +246,17 @@ def _residuals(body: Body, per_step: int, memo: dict[int, int], outs: list[Expr]
         else:
             chosen.add(b)
     return tuple(sorted(chosen))
+
+
+def _chained(carries: tuple[int, ...], residuals: tuple[int, ...], memo: dict[int, int],
+             factors: set[int]) -> tuple[tuple[int, int], ...]:
+    """The residuals that are the new value of a carry (``(node, carry)``; ``carries``:
+    the body's carry outputs): the backward step reads each from a carry of its own,
+    the carry entering the forward step it ran before (the final carry at first), rather
+    than from a second stack of the values the forward loop stores as carries. Not those
+    a product after the loop takes stacked (``factors``, the inlined nodes)."""
+    return tuple((r, carries.index(r)) for r in residuals
+                 if r in carries and memo[r] not in factors)
 
 
 def _cheap(graph: Any, i: int) -> bool:
