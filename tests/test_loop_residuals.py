@@ -6,6 +6,7 @@ Hessians and every backend against jax.lax.scan."""
 from __future__ import annotations
 
 import importlib
+import re
 
 import numpy as np
 import pytest
@@ -277,9 +278,11 @@ def test_a_residual_that_is_the_next_carry_is_read_from_the_stored_carries(rever
     for got in results:
         for g, w in zip(got, want):
             np.testing.assert_allclose(np.asarray(g), w, rtol=1e-10, atol=1e-12)
-    src = sg.to_source(grads, names, backend="numba")
+    src = sg.to_source([f, *grads], names, backend="numba")  # f's sum: a fused kernel
     forward = src[src.index("def _sg_loop1_jit("):src.index("def _sg_loop1(")]
-    assert forward.count("np.empty(") == 2  # the stored carries and the ys
+    assert forward.count(f"np.empty(({T},") == 2  # stacks: the stored carries, the ys
+    calls = re.findall(r"\n +[\w, ]+ = _sg_loop\d+\(", src)
+    assert len(calls) == 2  # each loop runs once (a call per scan, not one per result)
     want_h = jax.hessian(lambda h: _rnn(jnp, jax.lax.scan, values["U"], values["xs"], h,
                                         reverse))(values["h0"])
     np.testing.assert_allclose(sg.evaluate(sg.hessian(f, h0), values), want_h, rtol=1e-9,

@@ -124,11 +124,9 @@ class LoopEmitter:
         n = nodes[i]
         if not is_loop(n):
             return None
-        key = _call_key(n)
-        members = [j for j in body if is_loop(nodes[j]) and _call_key(nodes[j]) == key]
-        if members and members[0] != i and i in members:
+        members = self.members(i, body)
+        if members[0] != i:
             return []
-        members = members or [i]
         parts = sorted({nodes[j].attrs["out"] for j in members})
         lists = tuple(nodes[j].attrs["out"] for j in members if self._list_ok(j))
         fname, stmts = self.root._function_for(n, tuple(parts), pr, tuple(sorted(lists)))
@@ -137,6 +135,14 @@ class LoopEmitter:
         targets = [by_part[p] for p in parts]
         lhs = ", ".join(targets) + ("," if len(targets) == 1 else "")
         return call(f"{lhs} = {fname}(", [*pr.part_args(stmts), *args], ")")
+
+    def members(self, i: int, body: list[int]) -> list[int]:
+        """The results of the scan call of loop result ``i`` among ``body``, in order
+        (``[i]`` if it is not there): what one statement assigns."""
+        nodes = self.printer.graph.nodes
+        key = _call_key(nodes[i])
+        found = [j for j in body if is_loop(nodes[j]) and _call_key(nodes[j]) == key]
+        return found if i in found else [i]
 
     # -- the loop functions ----------------------------------------------------------------
 

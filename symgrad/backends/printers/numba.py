@@ -108,8 +108,11 @@ class NumbaPrinter(NumpyPrinter):
                 lines += rest
             else:
                 self._count(i)
-                keep = outputs | {i, *nodes[i].args}  # the dels are this method's
-                lines += super()._statements([i], names, keep, comments)
+                # a scan's results: one call at the first (the loop runs once)
+                group = self.loops.members(i, list(reads)) if is_loop(nodes[i]) else [i]
+                if group[0] == i:
+                    keep = outputs | {*group, *(a for j in group for a in nodes[j].args)}
+                    lines += super()._statements(group, names, keep, comments)
             lines += del_lines([names[a] for a in dead_after.get(i, ()) if names[a] != names[i]])
         return lines
 
