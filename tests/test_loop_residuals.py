@@ -239,9 +239,14 @@ def test_reverse_over_reverse_seeds_the_residuals_and_matches_jax():
             np.testing.assert_allclose(g, ref, rtol=1e-10, atol=1e-12)
 
 
-def _rnn(np_, scan, U, xs, h0, reverse=False):
-    """``h <- tanh(U @ h + x)``: the tanh the backward step reads is the next carry."""
-    h, ys = scan(lambda h, x: (np_.tanh(U @ h + x), np_.sum(h * x)), h0, xs, reverse=reverse)
+def _rnn(np_, scan, U, V, xs, h0, reverse=False):
+    """``h <- tanh(U @ h + x)``: the tanh the backward step reads is the next carry, and a
+    factor of V's per-step products ``outer(dy, h_new)``."""
+    def step(h, x):
+        new = np_.tanh(U @ h + x)
+        return new, np_.sum(np_.sin(V @ new)) + np_.sum(h * x)
+
+    h, ys = scan(step, h0, xs, reverse=reverse)
     return np_.sum(h ** 2) + np_.sum(ys)
 
 
@@ -257,33 +262,39 @@ def _stacks(outs, shape: tuple) -> list[tuple[Body, int]]:
                   key=lambda p: p[1])
 
 
+@pytest.mark.parametrize("length", [T, 1])
 @pytest.mark.parametrize("reverse", [False, True])
-def test_a_residual_that_is_the_next_carry_is_read_from_the_stored_carries(reverse):
+def test_a_residual_that_is_the_next_carry_is_read_from_the_stored_carries(reverse, length):
     """The tanh of ``h <- tanh(U @ h + x)`` is the carry entering the next step: the
     forward loop stacks the carries once (no residual stack beside them), the backward
-    loop carries the one it read the step before (the final carry first)."""
-    values = {"U": RNG.normal(size=(H, H)) * 0.5, "xs": RNG.normal(size=(T, H)),
-              "h0": RNG.normal(size=H)}
+    loop carries the one it read the step before (the final carry first), and V's
+    products after the loop read the stored carries shifted by one step."""
+    values = {"U": RNG.normal(size=(H, H)) * 0.5, "V": RNG.normal(size=(2, H)),
+              "xs": RNG.normal(size=(length, H)), "h0": RNG.normal(size=H)}
     names = list(values)
-    U, xs, h0 = sg.var("U", (H, H)), sg.var("xs", (T, H)), sg.var("h0", (H,))
-    f = _rnn(sg.numpy, sg.scan, U, xs, h0, reverse)
-    grads = sg.grad(f, [U, xs, h0])
-    ((body, out),) = _stacks(grads, (T, H))
+    U, V, h0 = sg.var("U", (H, H)), sg.var("V", (2, H)), sg.var("h0", (H,))
+    xs = sg.var("xs", (length, H))
+    f = _rnn(sg.numpy, sg.scan, U, V, xs, h0, reverse)
+    grads = sg.grad(f, [U, V, xs, h0])
+    ((body, out),) = _stacks(grads, (length, H))
     assert out == len(body.outputs)  # the stored carries (nc + ny + 0), no residual part
-    want = jax.grad(lambda *v: _rnn(jnp, jax.lax.scan, *v, reverse), argnums=(0, 1, 2))(
+    want = jax.grad(lambda *v: _rnn(jnp, jax.lax.scan, *v, reverse), argnums=(0, 1, 2, 3))(
         *values.values())
     results = [sg.evaluate(grads, values)]
-    results += [sg.compile(grads, names, backend=b)(*values.values())
-                for b in ("numpy", "jax", "torch", "numba")]
+    if length > 1:
+        results += [sg.compile(grads, names, backend=b)(*values.values())
+                    for b in ("numpy", "jax", "torch", "numba")]
     for got in results:
         for g, w in zip(got, want):
             np.testing.assert_allclose(np.asarray(g), w, rtol=1e-10, atol=1e-12)
+    if length == 1:
+        return
     src = sg.to_source([f, *grads], names, backend="numba")  # f's sum: a fused kernel
     forward = src[src.index("def _sg_loop1_jit("):src.index("def _sg_loop1(")]
-    assert forward.count(f"np.empty(({T},") == 2  # stacks: the stored carries, the ys
+    assert forward.count(f"np.empty(({T}, {H})") == 1  # the stored carries only
     calls = re.findall(r"\n +[\w, ]+ = _sg_loop\d+\(", src)
     assert len(calls) == 2  # each loop runs once (a call per scan, not one per result)
-    want_h = jax.hessian(lambda h: _rnn(jnp, jax.lax.scan, values["U"], values["xs"], h,
-                                        reverse))(values["h0"])
+    want_h = jax.hessian(lambda h: _rnn(jnp, jax.lax.scan, values["U"], values["V"],
+                                        values["xs"], h, reverse))(values["h0"])
     np.testing.assert_allclose(sg.evaluate(sg.hessian(f, h0), values), want_h, rtol=1e-9,
                                atol=1e-12)

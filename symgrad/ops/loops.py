@@ -219,7 +219,8 @@ class VjpPlan(NamedTuple):
     ``carried``: the captured values (indices among them) whose adjoints its carry sums;
     ``factors``: how many stacked factors it gives after the ``xbar``; ``products``: one
     ``(captured index, ref_a, ta, ref_b, tb)`` per matrix product ``sum_t A_t @ B_t`` (a
-    ref is ``("in", j)``: per-step operand ``j``, or ``("out", j)``: per-step result ``j``);
+    ref is ``("in", j)``: per-step operand ``j``, ``("out", j)``: per-step result ``j``, or
+    ``("next", k)``: the values of carry ``chained[k]`` leaving each step);
     ``unread``: the per-step operands it never reads (passed as zeros); ``chained``: the
     carries whose final values start its carries after ``kbar``, each of which holds, at a
     step, a residual that is that carry's new value (the carry the forward loop stored
@@ -289,13 +290,40 @@ def _backprop(n, g):
         contrib[nc + nx + c] = r
     for i, r in zip(wrt_x, res[m:]):
         contrib[nc + i] = _from_front(r, nb)
-    for c, (kind_a, a), ta, (kind_b, b), tb in plan.products:
-        stack_a = steps[a] if kind_a == "in" else res[m + a]
-        stack_b = steps[b] if kind_b == "in" else res[m + b]
-        term = _left(stack_a, ta) @ _right(stack_b, tb)
+    stored = {j: forward[j] for j in plan.chained}
+    finals = dict(zip(plan.chained, forward[nc + nr:]))
+
+    def stack(kind: str, j: int) -> Expr | tuple[Expr, Expr]:
+        if kind == "next":
+            j = plan.chained[j]
+            return stored[j] if length == 0 else (stored[j], finals[j])
+        return steps[j] if kind == "in" else res[m + j]
+
+    for c, ref_a, ta, ref_b, tb in plan.products:
+        term = _product(stack(*ref_a), ta, stack(*ref_b), tb, reverse)
         k = nc + nx + c
         contrib[k] = term if contrib[k] is None else contrib[k] + term
     return tuple(contrib)
+
+
+def _product(a: Any, ta: bool, b: Any, tb: bool, reverse: bool) -> Expr:
+    """``sum_t A_t @ B_t`` of the stacks ``a`` and ``b``. A pair ``(stored, final)``
+    stands for the values a carry takes leaving each step: the stored carries shifted by
+    one step, then the final carry; read as slices (:func:`_pieces`), not a new stack."""
+    if not isinstance(a, tuple) and not isinstance(b, tuple):
+        return _left(a, ta) @ _right(b, tb)
+    (a1, a2), (b1, b2) = _pieces(a, reverse), _pieces(b, reverse)
+    return _left(a1, ta) @ _right(b1, tb) + _left(a2, ta) @ _right(b2, tb)
+
+
+def _pieces(s: Any, reverse: bool) -> tuple[Expr, Expr]:
+    """Stack ``s`` (or a ``(stored, final)`` pair, :func:`_product`) as the steps but the
+    one the loop runs last, and that one (a stack of one)."""
+    if isinstance(s, tuple):
+        stored, final = s
+        last = F.reshape(final, (1, *final.shape))
+        return (stored[:-1], last) if reverse else (stored[1:], last)
+    return (s[1:], s[:1]) if reverse else (s[:-1], s[-1:])
 
 
 def _left(s: Expr, transposed: bool) -> Expr:

@@ -160,11 +160,9 @@ class _Step:
         carried, products = self._split(adj_k, [*cbar, *primal[:self.nc + self.nx], *sbar])
         self.carried = tuple(c for c, _ in carried)
         outs += [_here(e) for _, e in carried if e is not None]
-        flat = [x for _, a, _, b, _ in products for x in (a, b)]
-        outs += flat
+        outs += [x for _, a, _, b, _ in products for x in (a, b)]
         residuals = _residuals(self.body, self.nc + self.nx, memo, outs)
-        self.chained = _chained(self.body.outputs[:self.nc], residuals, memo,
-                                {e.node for e in flat})
+        self.chained = _chained(self.body.outputs[:self.nc], residuals)
         self.residuals = tuple(r for r in residuals if r not in dict(self.chained))
         return outs
 
@@ -189,13 +187,15 @@ class _Step:
                                                 [*res, *nxt])}
         both = _substitute(graph, [*outs, *flat], swap)
         outs, flat = both[:len(outs)], both[len(outs):]
-        ins = {e.node: j for j, e in enumerate([*primal[:self.nc + self.nx], *sbar, *res])}
+        ins = {e.node: ("in", j)
+               for j, e in enumerate([*primal[:self.nc + self.nx], *sbar, *res])}
+        ins.update((e.node, ("next", j)) for j, e in enumerate(nxt))
         ys = len(self.wrt_x)
         first_y = len(outs) - ys
         refs = []
         for e in flat:
             if e.node in ins:
-                refs.append(("in", ins[e.node]))
+                refs.append(ins[e.node])
                 continue
             at = [j for j in range(len(outs) - first_y) if outs[first_y + j].node == e.node]
             if not at:
@@ -248,15 +248,14 @@ def _residuals(body: Body, per_step: int, memo: dict[int, int], outs: list[Expr]
     return tuple(sorted(chosen))
 
 
-def _chained(carries: tuple[int, ...], residuals: tuple[int, ...], memo: dict[int, int],
-             factors: set[int]) -> tuple[tuple[int, int], ...]:
+def _chained(carries: tuple[int, ...], residuals: tuple[int, ...]
+             ) -> tuple[tuple[int, int], ...]:
     """The residuals that are the new value of a carry (``(node, carry)``; ``carries``:
     the body's carry outputs): the backward step reads each from a carry of its own,
     the carry entering the forward step it ran before (the final carry at first), rather
-    than from a second stack of the values the forward loop stores as carries. Not those
-    a product after the loop takes stacked (``factors``, the inlined nodes)."""
-    return tuple((r, carries.index(r)) for r in residuals
-                 if r in carries and memo[r] not in factors)
+    than from a second stack of the values the forward loop stores as carries; a product
+    after the loop reads the stored carries shifted by one step (``("next", k)``)."""
+    return tuple((r, carries.index(r)) for r in residuals if r in carries)
 
 
 def _cheap(graph: Any, i: int) -> bool:
