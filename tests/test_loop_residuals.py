@@ -298,3 +298,26 @@ def test_a_residual_that_is_the_next_carry_is_read_from_the_stored_carries(rever
                                         values["xs"], h, reverse))(values["h0"])
     np.testing.assert_allclose(sg.evaluate(sg.hessian(f, h0), values), want_h, rtol=1e-9,
                                atol=1e-12)
+
+
+def test_a_residual_that_is_a_per_step_result_is_read_from_its_stack():
+    """The tanh of ``y = tanh(V @ h)`` is a y and what y's backward step reads: the
+    forward loop stacks it once, as the ys."""
+    def loss(np_, scan, V, xs, h0):
+        def step(h, x):
+            new = np_.sin(h) * x
+            return new, np_.tanh(V @ new)
+
+        h, ys = scan(step, h0, xs)
+        return np_.sum(h) + np_.sum(ys ** 2)
+
+    values = {"V": RNG.normal(size=(2, H)), "xs": RNG.normal(size=(T, H)),
+              "h0": RNG.normal(size=H)}
+    V, xs, h0 = sg.var("V", (2, H)), sg.var("xs", (T, H)), sg.var("h0", (H,))
+    grads = sg.grad(loss(sg.numpy, sg.scan, V, xs, h0), [V, xs, h0])
+    assert [out for _, out in _stacks(grads, (T, 2))] == [1]  # the ys: nc + 0
+    want = jax.grad(lambda *v: loss(jnp, jax.lax.scan, *v), argnums=(0, 1, 2))(
+        *values.values())
+    for got in (sg.evaluate(grads, values), sg.compile(grads, list(values))(*values.values())):
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)

@@ -270,7 +270,10 @@ def _backprop(n, g):
                    else ("saved", p - base) for p in later)
     vbody, captured, plan = _derived("vjp")(body, nc, nx, batch, seeded, wrt_x, wrt_k, length)
     nr = len(plan.residuals)
-    parts = [*range(nc + ny, base), *(base + r for r in plan.residuals), *plan.chained]
+    ys = {o: nc + i for i, o in reversed(list(enumerate(body.outputs[nc:])))}
+    # a residual that is a per-step result is that result's stack (not stacked twice)
+    parts = [*range(nc + ny, base), *(ys.get(r, base + r) for r in plan.residuals),
+             *plan.chained]
     forward = scan_nodes(n.graph, body, nc, nx, length, reverse, args, parts)
     steps = [*forward[:nc], *args[nc:nc + nx], *(_to_front(seeds[p], nb) for p in later),
              *forward[nc:nc + nr]]

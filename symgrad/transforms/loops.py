@@ -60,7 +60,7 @@ def _vjp_body(body: Body, nc: int, nx: int, batch: tuple, seeded: tuple, wrt_x: 
                            if j not in factors and _unread(vbody, first + j))
         plan = VjpPlan(step.residuals, step.carried, step.factors, tuple(step.products),
                        unread, tuple(j for _, j in step.chained))
-        save_nodes(body, step.residuals)
+        save_nodes(body, [r for r in step.residuals if r not in body.outputs[nc:]])
         found = body.derived[key] = (vbody, captured, plan)
     return found
 
