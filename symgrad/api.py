@@ -39,6 +39,7 @@ from .base.errors import (
 )
 from .frontend import function_for as _function_for
 from .frontend import parse
+from .frontend.control import cond, switch, while_loop
 from .frontend.custom import custom_jvp, custom_vjp
 from .frontend.loops import fori_loop, scan
 from .frontend.sympy_io import from_sympy, to_sympy
