@@ -13,8 +13,8 @@ import symgrad as sg
 
 
 def _hand_w4(x: float, steps: int) -> tuple[float, float]:
-    """W4's value and derivative with Python floats, the step VJP as symgrad writes it
-    (``t - t`` kept: the exact passes keep it)."""
+    """W4's value and derivative with Python floats, the step VJP as the chain rule writes
+    it (``t - t`` kept; the exact passes keep its NaN with fewer ops, the same bits)."""
     hs, h = [], x
     for _ in range(steps):
         hs.append(h)
@@ -148,6 +148,42 @@ def test_random_scalar_steps_give_the_values_of_the_plain_emission_bit_for_bit(s
         ref = sg.evaluate(outs, dict(zip("x y xs".split(), args)))
     for g, w, r in zip(got, want, ref):
         assert np.array_equal(g, w, equal_nan=True)
+        np.testing.assert_allclose(g, r, rtol=1e-12, atol=1e-14)  # math vs NumPy ulps
+
+
+def test_the_loop_binds_math_functions_and_appends_once_and_updates_its_carry_in_place():
+    x, outs = _w4(30)
+    src = sg.to_source(outs, [x])
+    forward, backward = _math_function(src, "_sg_loop1"), _math_function(src, "_sg_loop2")
+    assert "_m_sin = math.sin" in forward and "_s0_append = _s0.append" in forward
+    loop = forward[forward.index("for "):]
+    assert "math." not in loop and "c0 = _m_cos(c0) + (_m_sin(c0) * c0)" in loop
+    assert "c0 = (c0 - c0) + ((c0 * c1) * _m_cos(c1))" in backward
+
+
+@pytest.mark.parametrize("y", ["none", "old", "new", "other"])
+@pytest.mark.parametrize("seed", range(3))
+def test_a_single_carry_assigned_in_place_keeps_the_values_per_step_results_read(y, seed):
+    """The carry is written by the step's last line only when no per-step result reads the
+    old or the new value after it: each spelling gives the plain emission's bits."""
+    rng = np.random.default_rng(seed)
+    a, b = rng.uniform(0.5, 1.5, 2)
+
+    def step(c, xk):
+        new = sg.sin(c) * a + xk * sg.cos(c) * b
+        ys = {"none": None, "old": c, "new": new, "other": c * xk}[y]
+        return new, ys
+
+    x, xs = sg.var("x"), sg.var("xs", shape=(9,))
+    c, ys = sg.scan(step, x, xs)
+    loss = c + (0.0 if ys is None else sg.sum(ys * ys))
+    outs = [loss, *sg.grad(loss, [x, xs])]
+    args = (rng.uniform(-1, 1), rng.uniform(-1, 1, 9))
+    got = _module(outs, [x, xs], plain=False)["f"](*args)
+    want = _module(outs, [x, xs], plain=True)["f"](*args)
+    ref = sg.evaluate(outs, {"x": args[0], "xs": args[1]})
+    for g, w, r in zip(got, want, ref):
+        assert np.array_equal(g, w)
         np.testing.assert_allclose(g, r, rtol=1e-12, atol=1e-14)  # math vs NumPy ulps
 
 

@@ -35,6 +35,7 @@ def _sg_loop1(c0, k1):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
@@ -504,10 +505,12 @@ def _math(s: LoopSpec, stmts: list[str], lists: tuple = ()) -> list[str]:
     results appended to lists, returned as NumPy arrays (those in ``lists`` as the lists
     themselves)."""
     lines, ys, stored = _buffers(s, lambda p: "[]")
-    loop = [f"        {name}.append({s.carries[j]})" for j, name in stored.items()]
-    loop += _indent(stmts)
-    loop += [f"        {name}.append({s.results[s.nc + j]})" for j, name in ys.items()]
-    loop += _moves(s.carries, s.results[:s.nc], "        ")
+    loop = [f"        {name}_append({s.carries[j]})" for j, name in stored.items()]
+    body, results = _carry_in_place(s, _local_math(_indent(stmts), lines))
+    loop += body
+    loop += [f"        {name}_append({s.results[s.nc + j]})" for j, name in ys.items()]
+    loop += _moves(s.carries, results, "        ")
+    lines += [f"    {name}_append = {name}.append" for name in [*stored.values(), *ys.values()]]
     lines += [f"    for {_math_targets(s)} in {_math_steps(s)}:", *(loop or ["        pass"])]
     if s.reverse:
         lines += [f"    {name}.reverse()" for name in [*ys.values(), *stored.values()]]
@@ -521,6 +524,37 @@ def _math(s: LoopSpec, stmts: list[str], lists: tuple = ()) -> list[str]:
             name = ys[j] if kind == "y" else stored[j]
             out.append(name if p in lists else f"np.array({name}, dtype={typ})")
     return lines + [f"    return ({', '.join(out)}{',' if len(out) == 1 else ''})"]
+
+
+def _carry_in_place(s: LoopSpec, body: list[str]) -> tuple[list[str], list[str]]:
+    """A single carry computed by the step's last line is assigned there (``c0 = ...``, not
+    ``t4 = ...; c0 = t4``) when no per-step result reads either name after it."""
+    results = list(s.results[:s.nc])
+    if s.nc != 1 or not body or not INLINE:
+        return body, results
+    new, old = results[0], s.carries[0]
+    head = f"        {new} = "
+    later = s.results[s.nc:]
+    if new == old or not body[-1].startswith(head) or new in later or old in later:
+        return body, results
+    return [*body[:-1], f"        {old} = " + body[-1][len(head):]], [old]
+
+
+_MATH_CALL = re.compile(r"\bmath\.([a-z][a-z0-9_]*)\(")
+
+
+def _local_math(body: list[str], before: list[str]) -> list[str]:
+    """``math.cos(`` in the loop's lines as ``_m_cos(``, bound once before the loop (a local
+    name instead of an attribute look-up per call: the same function, so the same bits)."""
+    names: dict[str, None] = {}
+
+    def local(m: re.Match) -> str:
+        names[m.group(1)] = None
+        return f"_m_{m.group(1)}("
+
+    body = [_MATH_CALL.sub(local, line) for line in body]
+    before += [f"    _m_{n} = math.{n}" for n in names]
+    return body
 
 
 def _math_targets(s: LoopSpec) -> str:
