@@ -55,7 +55,7 @@ from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.values import freeze
 from ..ops.indexing import static_key
-from .steps import lifted_slot, replaced, slot_step
+from .steps import ancestors_of, lifted_slot, replaced, slot_step
 
 MIN_STEPS = 8  # steps from which a run becomes a loop (short loops stay as written)
 MIN_ARRAY_STEPS = MIN_STEPS  # the same where a step's values are arrays (_Loop._min_steps)
@@ -115,7 +115,7 @@ def _memo(graph: Graph) -> tuple[dict, dict]:
 
 def _roll_one(graph: Graph, ids: list[int]) -> dict[int, int]:
     """Replacements for the longest run found among the ancestors of ``ids`` (or {})."""
-    order = graph.ancestors(ids)
+    order = ancestors_of(graph, ids)
     prev = _match(graph, order)
     if not prev:
         return {}

@@ -9,8 +9,12 @@ key (position ``p``) advancing by ``delta`` from one step to the next: ``x[i]``,
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
+from itertools import chain as concat
 from typing import Any
+
+import numpy as np
 
 from ..base.errors import SymgradError
 from ..ir.custom import CustomRule
@@ -156,13 +160,42 @@ def _between(nodes: Sequence, ids: Sequence[int], new: dict[int, int]) -> list[i
     return sorted(seen)
 
 
-def use_counts(graph: Graph, order: Sequence[int], ids: Sequence[int]) -> dict[int, int]:
-    """How many times each node of ``order`` is an operand there or one of ``ids``."""
-    uses: dict[int, int] = {}
+def use_counts(graph: Graph, order: Sequence[int], ids: Sequence[int]) -> list[int]:
+    """How many times each node (by id) is an operand of a node of ``order`` or one of
+    ``ids`` (one count a node of the graph; 0 for nodes outside ``order``)."""
     nodes = graph.nodes
-    for i in order:
-        for a in nodes[i].args:
-            uses[a] = uses.get(a, 0) + 1
-    for i in ids:
-        uses[i] = uses.get(i, 0) + 1
-    return uses
+    flat = np.fromiter(concat.from_iterable(nodes[i].args for i in order), dtype=np.int64)
+    uses = np.bincount(flat, minlength=len(nodes))
+    np.add.at(uses, np.asarray(ids, dtype=np.int64), 1)
+    return uses.tolist()
+
+
+# the latest walk: (its graph, the outputs, the top output's Node, the ancestors)
+_LAST: tuple[weakref.ref, tuple[int, ...], Any, tuple[int, ...]] | None = None
+
+
+def ancestors_of(graph: Graph, ids: Sequence[int]) -> tuple[int, ...]:
+    """``graph.ancestors(ids)``, the latest answer reused: the loop passes walk the same
+    outputs in turn (the reductions, then the rolling where they changed nothing). Nodes
+    never change; an answer about nodes a failed transform removed (``Graph.budget``) is
+    not reused, as the top output's Node record is then another one.
+
+    >>> import symgrad as sg
+    >>> x = sg.var("x")
+    >>> y = sg.sin(x) * x
+    >>> ancestors_of(y.graph, [y.node]) == tuple(y.graph.ancestors([y.node]))
+    True
+    """
+    global _LAST
+    key = tuple(ids)
+    if not key:
+        return ()
+    nodes = graph.nodes
+    top = max(key)
+    last = _LAST
+    if (last is not None and last[0]() is graph and last[1] == key and top < len(nodes)
+            and nodes[top] is last[2]):
+        return last[3]
+    order = tuple(graph.ancestors(key))
+    _LAST = (weakref.ref(graph), key, nodes[top], order)
+    return order
