@@ -36,8 +36,15 @@ from ..ir.expr import Expr, F
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ops.reductions import CHAIN_REDUCTIONS
-from .steps import (Unbatchable, ancestors_of, lifted_slot, replaced, rows_lifted, slot_step,
-                    use_counts)
+from .steps import (
+    Unbatchable,
+    ancestors_of,
+    lifted_slot,
+    replaced,
+    rows_lifted,
+    slot_step,
+    use_counts,
+)
 
 MIN_RUN = 8  # terms from which a run becomes a reduction (short sums stay as written)
 MAX_TERM = 4096  # nodes of a term compared with the next one, at most

@@ -115,16 +115,38 @@ def _memo(graph: Graph) -> tuple[dict, dict]:
 
 def _roll_one(graph: Graph, ids: list[int]) -> dict[int, int]:
     """Replacements for the longest run found among the ancestors of ``ids`` (or {})."""
-    order = ancestors_of(graph, ids)
-    prev = _match(graph, order)
+    table = _Table(graph, ancestors_of(graph, ids))
+    prev = _match(graph, table)
     if not prev:
         return {}
-    loops = _loops(graph, order, prev)
+    loops = _loops(graph, table, prev)
     for lp in sorted(loops, key=lambda lp: -lp.size):
         run = lp.run()
         if run is not None:
-            return run.build(graph, order, ids)
+            return run.build(graph, table, ids)
     return {}
+
+
+class _Table:
+    """The nodes ``order`` walks (ascending ids) as arrays, read once: ``ids``, where each
+    node is in ``order`` (``at``: node id -> position, or -1) and its operands (``flat``:
+    node ids; a node's are ``flat[starts[k]:starts[k] + counts[k]]``)."""
+
+    def __init__(self, graph: Graph, order: Sequence[int]) -> None:
+        nodes = graph.nodes
+        self.order = order
+        self.ns = ns = [nodes[i] for i in order]
+        self.ids = np.asarray(order, dtype=np.int64)
+        self.counts = np.fromiter(map(len, (m.args for m in ns)), dtype=np.int64, count=len(ns))
+        self.flat = np.fromiter(concat.from_iterable(m.args for m in ns), dtype=np.int64,
+                                count=int(self.counts.sum()))
+        self.starts = np.cumsum(self.counts) - self.counts
+        self.at = np.full(len(nodes), -1, dtype=np.int64)
+        self.at[self.ids] = np.arange(len(ns))
+
+    def args(self, vs: np.ndarray, width: int) -> np.ndarray:
+        """The operands of nodes ``vs`` (each with ``width`` of them), one row a node."""
+        return self.flat[self.starts[self.at[vs]][:, None] + np.arange(width)]
 
 
 # -- 1, 2: hashes and pairing ---------------------------------------------------------------
@@ -144,21 +166,13 @@ def _signature(n: Any) -> Any:
     return (n.op, attrs, n.shape, n.dtype, len(n.args))
 
 
-def _hashes(graph: Graph, order: list[int]) -> np.ndarray:
+def _hashes(table: _Table) -> np.ndarray:
     """Each node's hash (of ``order``'s, by position) of its signature and its operands'
     hashes, ``ROUNDS`` levels deep (whole-array passes: a round is a few NumPy operations,
     not a loop over the nodes)."""
-    nodes = graph.nodes
-    n = len(order)
-    ns = [nodes[i] for i in order]
+    ns, counts, starts = table.ns, table.counts, table.starts
     h0 = np.array([hash(_signature(m)) for m in ns], dtype=np.int64).view(np.uint64)
-    counts = np.array([len(m.args) for m in ns], dtype=np.int64)
-    flat = np.fromiter(concat.from_iterable(m.args for m in ns), dtype=np.int64,
-                       count=int(counts.sum()))
-    where = np.zeros(len(nodes), dtype=np.int64)
-    where[np.asarray(order, dtype=np.int64)] = np.arange(n)
-    flat = where[flat]  # operands as positions in order (ancestors hold their operands)
-    starts = np.cumsum(counts) - counts
+    flat = table.at[table.flat]  # operands as positions in order (ancestors hold them)
     nonempty = counts > 0
     rank = np.arange(len(flat)) - np.repeat(starts, counts)  # which operand of its node
     weight = _mix(rank.astype(np.uint64) + np.uint64(1))
@@ -199,26 +213,27 @@ def _period(ids: np.ndarray, h: np.ndarray) -> int:
     return int(distances[best]) if votes[best] * 4 >= MIN_STEPS else 0  # too few repeats
 
 
-def _match(graph: Graph, order: list[int]) -> dict[int, int]:
+def _match(graph: Graph, table: _Table) -> dict[int, int]:
     """``prev``: node -> the node it repeats, one step (``period`` node ids) earlier."""
     nodes = graph.nodes
-    h = _hashes(graph, order)
-    ids = np.asarray(order, dtype=np.int64)
+    h = _hashes(table)
+    ids = table.ids
     period = _period(ids, h)
     prev: dict[int, int] = {}
     if not period:
         return prev
-    at = np.full(len(nodes), -1, dtype=np.int64)  # node id -> position in order
-    at[ids] = np.arange(len(ids))
-    back = at[np.maximum(ids - period, 0)]
+    back = table.at[np.maximum(ids - period, 0)]
     same = (ids >= period) & (back >= 0)
     same[same] = h[back[same]] == h[same]  # one period back: a node of the same hash
     taken: set[int] = set()
     for v in ids[same].tolist():
         u = v - period
-        if v in prev or not nodes[v].args or u in taken:
+        if v in prev or u in taken:
             continue
-        pairs = _pairs(graph, v, u, prev, taken, period)
+        nv, nu = nodes[v], nodes[u]
+        if not nv.args or not _same_kind(nv, nu):
+            continue
+        pairs = _pairs(graph, nv.args, nu.args, prev, taken, period)
         if pairs is not None:
             for a, b in [(v, u), *pairs]:
                 prev[a] = b
@@ -238,16 +253,16 @@ def _same_kind(na: Any, nb: Any) -> bool:
             and len(na.args) == len(nb.args) and na.attrs == nb.attrs)
 
 
-def _pairs(graph: Graph, v: int, u: int, prev: dict[int, int], taken: set[int],
-           period: int) -> list[tuple[int, int]] | None:
-    """Whether ``v`` repeats ``u`` one step on: the operand pairs it implies that are not
-    known yet (slices one position on; nodes one period apart, checked later), or None."""
+def _pairs(graph: Graph, v_args: tuple[int, ...], u_args: tuple[int, ...],
+           prev: dict[int, int], taken: set[int], period: int) -> list[tuple[int, int]] | None:
+    """Whether a node of operands ``v_args`` repeats one of the same kind with ``u_args``
+    one step on: the operand pairs it implies that are not known yet (slices one position
+    on; nodes one period apart, checked later), or None."""
     nodes = graph.nodes
-    if not _same_kind(nodes[v], nodes[u]):
-        return None
+    get = prev.get
     pairs: list[tuple[int, int]] = []
-    for a, b in zip(nodes[v].args, nodes[u].args):
-        if a == b or prev.get(a) == b or (a, b) in pairs or _stackable(nodes[a], nodes[b]):
+    for a, b in zip(v_args, u_args):
+        if a == b or get(a) == b or (a, b) in pairs or _stackable(nodes[a], nodes[b]):
             continue
         if a in prev or b in taken or nodes[a].is_var or nodes[a].is_const:
             return None
@@ -265,8 +280,8 @@ def _pairs(graph: Graph, v: int, u: int, prev: dict[int, int], taken: set[int],
 class _Loop:
     """Roles linked by operands: each role's nodes by step."""
 
-    def __init__(self, graph: Graph, roles: dict[int, list[int]]) -> None:
-        self.graph, self.roles = graph, roles
+    def __init__(self, graph: Graph, roles: dict[int, list[int]], table: _Table) -> None:
+        self.graph, self.roles, self.table = graph, roles, table
         self.size = sum(len(c) for c in roles.values())
         self._arrays: _Arrays | None = None
 
@@ -282,10 +297,10 @@ class _Loop:
 
     def _run_at(self, ref: list[int]) -> _Run | None:
         if self._arrays is None:
-            self._arrays = _Arrays(self.graph, self.roles)
+            self._arrays = _Arrays(self.graph, self.roles, self.table)
         arrays = self._arrays
         cut = np.asarray(ref, dtype=np.int64)
-        at: dict[int, dict[int, int]] = {}
+        at: dict[int, _ByStep] = {}
         placed: dict[int, tuple[int, int]] = {}
         for r, chain in self.roles.items():
             ks = np.searchsorted(cut, arrays.chains[r], side="right") - 1
@@ -293,7 +308,7 @@ class _Loop:
             if i0 == len(ks) or (len(ks) - i0 > 1 and bool((np.diff(ks[i0:]) != 1).any())):
                 return None
             k0 = int(ks[i0])
-            at[r] = dict(zip(range(k0, k0 + len(ks) - i0), chain[i0:]))
+            at[r] = _ByStep(chain, arrays.chains[r], i0, k0)
             placed[r] = (i0, k0)
         first = max(k0 for _, k0 in placed.values())
         last = min(k0 + len(self.roles[r]) - i0 - 1 for r, (i0, k0) in placed.items())
@@ -327,7 +342,7 @@ class _Loop:
         rank = {r: k for k, r in enumerate(ranked)}
         size = len(ranked)
         if self._arrays is None:
-            self._arrays = _Arrays(self.graph, self.roles)
+            self._arrays = _Arrays(self.graph, self.roles, self.table)
         where = self._arrays.where
         reach = dict.fromkeys(ranked, 0)  # how far (in role positions) a value is used
         for r in ranked:
@@ -361,12 +376,11 @@ class _Arrays:
     """A loop's roles as arrays, whatever the cut: each role's nodes (``chains``) and their
     operands (``args``: one row a node), and where each node is (:meth:`where`)."""
 
-    def __init__(self, graph: Graph, roles: dict[int, list[int]]) -> None:
+    def __init__(self, graph: Graph, roles: dict[int, list[int]], table: _Table) -> None:
         nodes = graph.nodes
         self.chains = {r: np.asarray(c, dtype=np.int64) for r, c in roles.items()}
-        self.args = {r: np.fromiter(concat.from_iterable([nodes[v].args for v in c]),
-                                    dtype=np.int64, count=len(c) * len(nodes[c[0]].args))
-                     .reshape(len(c), len(nodes[c[0]].args)) for r, c in roles.items()}
+        self.args = {r: table.args(self.chains[r], len(nodes[c[0]].args))
+                     for r, c in roles.items()}
         size = 1 + max(c[-1] for c in roles.values())
         self._role = np.full(size, -1, dtype=np.int64)  # node id -> its role, or -1
         self._index = np.zeros(size, dtype=np.int64)  # node id -> its index in the role
@@ -379,6 +393,39 @@ class _Arrays:
         if v >= len(self._role) or self._role[v] < 0:
             return None
         return int(self._role[v]), int(self._index[v])
+
+
+class _ByStep:
+    """A role's node by step (``m[s]``): its nodes from the ``i0``-th are steps ``k0, k0 +
+    1, ...``; steps taken in before them (:meth:`_Run._extend`) are set beside."""
+
+    __slots__ = ("chain", "array", "i0", "k0", "stop", "extra")
+
+    def __init__(self, chain: list[int], array: np.ndarray, i0: int, k0: int) -> None:
+        self.chain, self.array, self.i0, self.k0 = chain, array, i0, k0
+        self.stop = k0 + len(chain) - i0
+        self.extra: dict[int, int] = {}
+
+    def __getitem__(self, s: int) -> int:
+        if self.extra and s in self.extra:
+            return self.extra[s]
+        if self.k0 <= s < self.stop:
+            return self.chain[self.i0 + s - self.k0]
+        raise KeyError(s)
+
+    def __setitem__(self, s: int, v: int) -> None:
+        self.extra[s] = v
+
+    def nodes(self, s0: int, s1: int) -> np.ndarray:
+        """The nodes of steps ``s0..s1`` (all set)."""
+        lo = max(s0, self.k0)
+        before = np.array([self[s] for s in range(s0, min(lo, s1 + 1))], dtype=np.int64)
+        out = np.concatenate([before, self.array[self.i0 + lo - self.k0:
+                                                 self.i0 + s1 + 1 - self.k0]])
+        for s, v in self.extra.items():
+            if lo <= s <= s1:
+                out[s - s0] = v
+        return out
 
 
 class _Steps:
@@ -417,39 +464,66 @@ def _spread(diff: list[int], start: int, length: int, size: int) -> None:
             diff[b + 1] -= 1
 
 
-def _loops(graph: Graph, order: list[int], prev: dict[int, int]) -> list[_Loop]:
-    nodes = graph.nodes
-    role: dict[int, int] = {}
+def _loops(graph: Graph, table: _Table, prev: dict[int, int]) -> list[_Loop]:
+    """The loops: roles (chains of ``prev``, named by their first node) linked by operands,
+    each role's nodes ascending; loops by their first node, roles likewise."""
+    keys = np.fromiter(prev.keys(), dtype=np.int64, count=len(prev))
+    vals = np.fromiter(prev.values(), dtype=np.int64, count=len(prev))
+    root = _roots(len(graph.nodes), keys, vals)
+    # operand j of v and of u = prev[v] (same kinds: as many operands): a link of roles
+    pos_v, pos_u = table.at[keys], table.at[vals]
+    cnt = table.counts[pos_v]
+    row = np.repeat(np.arange(len(keys)), cnt)
+    rank = np.arange(len(row)) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+    a = table.flat[table.starts[pos_v][row] + rank]
+    b = table.flat[table.starts[pos_u][row] + rank]
+    back = np.full(len(graph.nodes), -1, dtype=np.int64)
+    back[keys] = vals
+    hit = (a != b) & (back[a] == b)
+    ra, rb = root[keys[row[hit]]], root[a[hit]]
+    hit = (ra >= 0) & (rb >= 0)
     parent: dict[int, int] = {}
 
     def find(r: int) -> int:
-        while parent[r] != r:
+        while parent.setdefault(r, r) != r:
             parent[r] = parent[parent[r]]
             r = parent[r]
         return r
 
-    for v in order:
-        u = prev.get(v)
-        if u is not None:
-            role[v] = role.setdefault(u, u)
-            parent.setdefault(role[v], role[v])
-    linked: set[tuple[int, int]] = set()
-    for v in order:
-        u = prev.get(v)
-        if u is None:
-            continue
-        for a, b in zip(nodes[v].args, nodes[u].args):
-            if a != b and prev.get(a) == b and (role[v], role[a]) not in linked:
-                linked.add((role[v], role[a]))  # each step links the same roles again
-                ra, rb = find(role[v]), find(role[a])
-                if ra != rb:
-                    parent[ra] = rb
-    groups: dict[int, dict[int, list[int]]] = {}
-    for v in order:
-        if v in role:
-            groups.setdefault(find(role[v]), {}).setdefault(role[v], []).append(v)
-    return [_Loop(graph, roles) for roles in groups.values()  # long enough to roll
-            if max(len(c) for c in roles.values()) >= MIN_STEPS]
+    for x, y in set(zip(ra[hit].tolist(), rb[hit].tolist())):
+        fx, fy = find(x), find(y)
+        if fx != fy:
+            parent[fx] = fy
+    mark = np.zeros(len(graph.nodes), dtype=bool)  # (np.unique hashes: slower here)
+    mark[keys] = mark[vals] = True
+    members = np.flatnonzero(mark & (root >= 0))
+    of = root[members]
+    sort = np.argsort(of, kind="stable")  # by role, each role's nodes ascending
+    starts = np.flatnonzero(np.diff(of[sort], prepend=-1))
+    roles = of[sort][starts]
+    sizes = np.diff(starts, append=len(sort))
+    by_role = np.split(members[sort], starts[1:])
+    groups: dict[int, list[int]] = {}  # loop -> its roles' positions in ``roles``
+    for k, r in enumerate(roles.tolist()):
+        groups.setdefault(find(r), []).append(k)
+    loops = [ks for ks in groups.values() if max(sizes[k] for k in ks) >= MIN_STEPS]
+    return [_Loop(graph, {int(roles[k]): by_role[k].tolist() for k in ks}, table)
+            for ks in sorted(loops, key=lambda ks: roles[ks[0]])]  # long enough to roll
+
+
+def _roots(size: int, keys: np.ndarray, vals: np.ndarray) -> np.ndarray:
+    """Each node's first node down its chain of ``prev`` (``keys`` -> ``vals``), by pointer
+    doubling; -1 for nodes on a cycle of ``prev`` (slices paired both ways: no role)."""
+    root = np.arange(size, dtype=np.int64)
+    root[keys] = vals
+    for _ in range(size.bit_length() + 1):
+        nxt = root[root]
+        if (nxt == root).all():
+            break
+        root = nxt
+    first = np.ones(size, dtype=bool)
+    first[keys] = False  # a chain's first node has no prev
+    return np.where(first[root], root, -1)
 
 
 class _Run:
@@ -457,16 +531,16 @@ class _Run:
     each computed role, how each operand is found (``uses``); the slices (``xs``)."""
 
     def __init__(self) -> None:
-        self.at: dict[int, dict[int, int]] = {}
+        self.at: dict[int, _ByStep] = {}
         self.first = self.last = 0
         self.uses: dict[int, list[tuple[str, Any]]] = {}
         self.xs: dict[int, tuple[int, int]] = {}  # slice role -> (p, delta)
         self.init: dict[int, int] = {}  # carry role -> its value entering step first
-        self.members: set[int] = set()
+        self.members = np.zeros(0, dtype=bool)  # node id -> in a computed role's steps
         self.steps: _Steps | None = None
 
     @classmethod
-    def check(cls, graph: Graph, at: dict[int, dict[int, int]], steps: _Steps,
+    def check(cls, graph: Graph, at: dict[int, _ByStep], steps: _Steps,
               first: int, last: int) -> _Run | None:
         self = cls()
         self.at, self.first, self.last, self.steps = at, first, last, steps
@@ -499,10 +573,10 @@ class _Run:
             return None
         while self._extend(graph):
             pass
-        members: set[int] = set()
+        members = np.zeros(len(nodes), dtype=bool)
         for r, m in at.items():
             if r not in self.xs:
-                members.update(map(m.__getitem__, range(self.first, last + 1)))
+                members[m.nodes(self.first, last)] = True
         self.members = members
         if not self._shared_ok(graph):
             return None
@@ -603,7 +677,7 @@ class _Run:
         """Shared values and initial carries must not depend on the run itself (a walk
         down from them that stops below the run's first node)."""
         nodes, members = graph.nodes, self.members
-        lo = min(members)
+        lo = int(members.argmax())  # the first
         outside = [w for uses in self.uses.values() for k, w in uses if k == "shared"]
         stack = [w for w in [*outside, *self.init.values()] if w >= lo]
         seen: set[int] = set()
@@ -616,18 +690,24 @@ class _Run:
                 stack.extend(a for a in nodes[i].args if a >= lo)
         return True
 
+    def _where(self, needed: set[int]) -> dict[int, tuple[int, int]]:
+        """``(role, step)`` of each node of ``needed`` (computed roles' nodes of the run)."""
+        taken_in = {v: (r, s) for r, m in self.at.items() if r not in self.xs
+                    for s, v in m.extra.items() if self.first <= s <= self.last}
+        return {i: taken_in[i] if i in taken_in else self.steps.of(i) for i in needed}
+
     # -- 4: the scan --------------------------------------------------------------------
 
-    def build(self, graph: Graph, order: list[int], ids: list[int]) -> dict[int, int]:
+    def build(self, graph: Graph, table: _Table, ids: list[int]) -> dict[int, int]:
         """The scan of the run, and the replacements of its nodes used after it."""
         from ..frontend.loops import scan
 
         nodes = graph.nodes
         members = self.members
-        needed = {a for i in order if i not in members for a in nodes[i].args if a in members}
-        needed |= {i for i in ids if i in members}
-        where = {m[s]: (r, s) for r, m in self.at.items() if r not in self.xs
-                 for s in range(self.first, self.last + 1)}
+        outside = table.flat[np.repeat(~members[table.ids], table.counts)]
+        needed = set(np.unique(outside[members[outside]]).tolist())
+        needed |= {i for i in ids if members[i]}
+        where = self._where(needed)
         carries = sorted(self.init)
         count = self.last - self.first + 1
         ys = sorted({where[i][0] for i in needed
