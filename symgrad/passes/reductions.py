@@ -72,9 +72,9 @@ def _reductions(graph: Graph, ids: list[int]) -> dict[int, int]:
         n = nodes[i]
         if n.op not in CHAIN_REDUCTIONS or len(n.args) != 2 or i in inside:
             continue
-        a, b = n.args
-        if not (_link(nodes, a, n, uses) or _link(nodes, b, n, uses)):
-            continue  # two terms: no chain
+        a, b = n.args  # (the first checks of _link inline: most nodes are no chain)
+        if not ((uses[a] == 1 and nodes[a].op == n.op) or (uses[b] == 1 and nodes[b].op == n.op)):
+            continue
         if not n.dtype.startswith(_NUMERIC):
             continue
         terms, links = _chain(graph, i, uses)
