@@ -38,12 +38,11 @@ from ..ir.op import REGISTRY
 from ..ops.reductions import CHAIN_REDUCTIONS
 from .steps import (
     Unbatchable,
-    ancestors_of,
     lifted_slot,
     replaced,
     rows_lifted,
     slot_step,
-    use_counts,
+    walk,
 )
 
 MIN_RUN = 8  # terms from which a run becomes a reduction (short sums stay as written)
@@ -63,8 +62,8 @@ def reduce_chains(outputs: Sequence[Expr]) -> list[Expr]:
 
 
 def _reductions(graph: Graph, ids: list[int]) -> dict[int, int]:
-    order = ancestors_of(graph, ids)
-    uses = use_counts(graph, order, ids)
+    found = walk(graph, ids)
+    order, uses = found.order, found.uses(ids)
     nodes = graph.nodes
     inside: set[int] = set()
     new: dict[int, int] = {}

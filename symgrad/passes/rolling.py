@@ -45,7 +45,6 @@ from __future__ import annotations
 import weakref
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from itertools import chain as concat
 from typing import Any
 
 import numpy as np
@@ -55,7 +54,7 @@ from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.values import freeze
 from ..ops.indexing import static_key
-from .steps import ancestors_of, lifted_slot, replaced, slot_step
+from .steps import Walk, lifted_slot, replaced, slot_step, walk
 
 MIN_STEPS = 8  # steps from which a run becomes a loop (short loops stay as written)
 MIN_ARRAY_STEPS = MIN_STEPS  # the same where a step's values are arrays (_Loop._min_steps)
@@ -115,7 +114,7 @@ def _memo(graph: Graph) -> tuple[dict, dict]:
 
 def _roll_one(graph: Graph, ids: list[int]) -> dict[int, int]:
     """Replacements for the longest run found among the ancestors of ``ids`` (or {})."""
-    table = _Table(graph, ancestors_of(graph, ids))
+    table = walk(graph, ids)
     prev = _match(graph, table)
     if not prev:
         return {}
@@ -125,28 +124,6 @@ def _roll_one(graph: Graph, ids: list[int]) -> dict[int, int]:
         if run is not None:
             return run.build(graph, table, ids)
     return {}
-
-
-class _Table:
-    """The nodes ``order`` walks (ascending ids) as arrays, read once: ``ids``, where each
-    node is in ``order`` (``at``: node id -> position, or -1) and its operands (``flat``:
-    node ids; a node's are ``flat[starts[k]:starts[k] + counts[k]]``)."""
-
-    def __init__(self, graph: Graph, order: Sequence[int]) -> None:
-        nodes = graph.nodes
-        self.order = order
-        self.ns = ns = [nodes[i] for i in order]
-        self.ids = np.asarray(order, dtype=np.int64)
-        self.counts = np.fromiter(map(len, (m.args for m in ns)), dtype=np.int64, count=len(ns))
-        self.flat = np.fromiter(concat.from_iterable(m.args for m in ns), dtype=np.int64,
-                                count=int(self.counts.sum()))
-        self.starts = np.cumsum(self.counts) - self.counts
-        self.at = np.full(len(nodes), -1, dtype=np.int64)
-        self.at[self.ids] = np.arange(len(ns))
-
-    def args(self, vs: np.ndarray, width: int) -> np.ndarray:
-        """The operands of nodes ``vs`` (each with ``width`` of them), one row a node."""
-        return self.flat[self.starts[self.at[vs]][:, None] + np.arange(width)]
 
 
 # -- 1, 2: hashes and pairing ---------------------------------------------------------------
@@ -166,7 +143,7 @@ def _signature(n: Any) -> Any:
     return (n.op, attrs, n.shape, n.dtype, len(n.args))
 
 
-def _hashes(table: _Table) -> np.ndarray:
+def _hashes(table: Walk) -> np.ndarray:
     """Each node's hash (of ``order``'s, by position) of its signature and its operands'
     hashes, ``ROUNDS`` levels deep (whole-array passes: a round is a few NumPy operations,
     not a loop over the nodes)."""
@@ -213,7 +190,7 @@ def _period(ids: np.ndarray, h: np.ndarray) -> int:
     return int(distances[best]) if votes[best] * 4 >= MIN_STEPS else 0  # too few repeats
 
 
-def _match(graph: Graph, table: _Table) -> dict[int, int]:
+def _match(graph: Graph, table: Walk) -> dict[int, int]:
     """``prev``: node -> the node it repeats, one step (``period`` node ids) earlier."""
     nodes = graph.nodes
     h = _hashes(table)
@@ -280,7 +257,7 @@ def _pairs(graph: Graph, v_args: tuple[int, ...], u_args: tuple[int, ...],
 class _Loop:
     """Roles linked by operands: each role's nodes by step."""
 
-    def __init__(self, graph: Graph, roles: dict[int, list[int]], table: _Table) -> None:
+    def __init__(self, graph: Graph, roles: dict[int, list[int]], table: Walk) -> None:
         self.graph, self.roles, self.table = graph, roles, table
         self.size = sum(len(c) for c in roles.values())
         self._arrays: _Arrays | None = None
@@ -376,7 +353,7 @@ class _Arrays:
     """A loop's roles as arrays, whatever the cut: each role's nodes (``chains``) and their
     operands (``args``: one row a node), and where each node is (:meth:`where`)."""
 
-    def __init__(self, graph: Graph, roles: dict[int, list[int]], table: _Table) -> None:
+    def __init__(self, graph: Graph, roles: dict[int, list[int]], table: Walk) -> None:
         nodes = graph.nodes
         self.chains = {r: np.asarray(c, dtype=np.int64) for r, c in roles.items()}
         self.args = {r: table.args(self.chains[r], len(nodes[c[0]].args))
@@ -464,7 +441,7 @@ def _spread(diff: list[int], start: int, length: int, size: int) -> None:
             diff[b + 1] -= 1
 
 
-def _loops(graph: Graph, table: _Table, prev: dict[int, int]) -> list[_Loop]:
+def _loops(graph: Graph, table: Walk, prev: dict[int, int]) -> list[_Loop]:
     """The loops: roles (chains of ``prev``, named by their first node) linked by operands,
     each role's nodes ascending; loops by their first node, roles likewise."""
     keys = np.fromiter(prev.keys(), dtype=np.int64, count=len(prev))
@@ -698,7 +675,7 @@ class _Run:
 
     # -- 4: the scan --------------------------------------------------------------------
 
-    def build(self, graph: Graph, table: _Table, ids: list[int]) -> dict[int, int]:
+    def build(self, graph: Graph, table: Walk, ids: list[int]) -> dict[int, int]:
         """The scan of the run, and the replacements of its nodes used after it."""
         from ..frontend.loops import scan
 

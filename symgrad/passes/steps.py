@@ -160,42 +160,60 @@ def _between(nodes: Sequence, ids: Sequence[int], new: dict[int, int]) -> list[i
     return sorted(seen)
 
 
-def use_counts(graph: Graph, order: Sequence[int], ids: Sequence[int]) -> list[int]:
-    """How many times each node (by id) is an operand of a node of ``order`` or one of
-    ``ids`` (one count a node of the graph; 0 for nodes outside ``order``)."""
-    nodes = graph.nodes
-    flat = np.fromiter(concat.from_iterable(nodes[i].args for i in order), dtype=np.int64)
-    uses = np.bincount(flat, minlength=len(nodes))
-    np.add.at(uses, np.asarray(ids, dtype=np.int64), 1)
-    return uses.tolist()
+class Walk:
+    """The ancestors of some outputs as arrays, each node read once: ``order`` (ascending
+    ids; ``ids`` the same as an array), where each node is in it (``at``: node id ->
+    position, or -1) and its operands (``flat``: node ids; a node's are ``flat[starts[k]:
+    starts[k] + counts[k]]``)."""
+
+    def __init__(self, graph: Graph, order: Sequence[int]) -> None:
+        nodes = graph.nodes
+        self.order = order
+        self.ns = ns = [nodes[i] for i in order]
+        self.ids = np.asarray(order, dtype=np.int64)
+        self.counts = np.fromiter(map(len, (m.args for m in ns)), dtype=np.int64, count=len(ns))
+        self.flat = np.fromiter(concat.from_iterable(m.args for m in ns), dtype=np.int64,
+                                count=int(self.counts.sum()))
+        self.starts = np.cumsum(self.counts) - self.counts
+        self.at = np.full(len(nodes), -1, dtype=np.int64)
+        self.at[self.ids] = np.arange(len(ns))
+
+    def args(self, vs: np.ndarray, width: int) -> np.ndarray:
+        """The operands of nodes ``vs`` (each with ``width`` of them), one row a node."""
+        return self.flat[self.starts[self.at[vs]][:, None] + np.arange(width)]
+
+    def uses(self, outputs: Sequence[int]) -> list[int]:
+        """How many times each node (by id) is an operand here or one of ``outputs``."""
+        uses = np.bincount(self.flat, minlength=len(self.at))
+        np.add.at(uses, np.asarray(outputs, dtype=np.int64), 1)
+        return uses.tolist()
 
 
-# the latest walk: (its graph, the outputs, the top output's Node, the ancestors)
-_LAST: tuple[weakref.ref, tuple[int, ...], Any, tuple[int, ...]] | None = None
+# the latest walk: (its graph, the outputs, the top output's Node, the walk)
+_LAST: tuple[weakref.ref, tuple[int, ...], Any, Walk] | None = None
 
 
-def ancestors_of(graph: Graph, ids: Sequence[int]) -> tuple[int, ...]:
-    """``graph.ancestors(ids)``, the latest answer reused: the loop passes walk the same
-    outputs in turn (the reductions, then the rolling where they changed nothing). Nodes
-    never change; an answer about nodes a failed transform removed (``Graph.budget``) is
-    not reused, as the top output's Node record is then another one.
+def walk(graph: Graph, ids: Sequence[int]) -> Walk:
+    """The ancestors of ``ids`` (``graph.ancestors(ids)``, as a :class:`Walk`), the latest
+    answer reused: the loop passes walk the same outputs in turn (the reductions, then the
+    rolling where they changed nothing). Nodes never change; an answer about nodes a failed
+    transform removed (``Graph.budget``) is not reused, as the top output's Node record is
+    then another one.
 
     >>> import symgrad as sg
     >>> x = sg.var("x")
     >>> y = sg.sin(x) * x
-    >>> ancestors_of(y.graph, [y.node]) == tuple(y.graph.ancestors([y.node]))
+    >>> walk(y.graph, [y.node]).order == tuple(y.graph.ancestors([y.node]))
     True
     """
     global _LAST
     key = tuple(ids)
-    if not key:
-        return ()
     nodes = graph.nodes
-    top = max(key)
+    top = max(key, default=-1)
     last = _LAST
     if (last is not None and last[0]() is graph and last[1] == key and top < len(nodes)
-            and nodes[top] is last[2]):
+            and (top < 0 or nodes[top] is last[2])):
         return last[3]
-    order = tuple(graph.ancestors(key))
-    _LAST = (weakref.ref(graph), key, nodes[top], order)
-    return order
+    found = Walk(graph, tuple(graph.ancestors(key)))
+    _LAST = (weakref.ref(graph), key, nodes[top] if key else None, found)
+    return found
