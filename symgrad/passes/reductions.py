@@ -31,6 +31,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Sequence
 
+import numpy as np
+
 from ..ir.custom import CustomRule
 from ..ir.expr import Expr, F
 from ..ir.graph import Graph
@@ -38,6 +40,7 @@ from ..ir.op import REGISTRY
 from ..ops.reductions import CHAIN_REDUCTIONS
 from .steps import (
     Unbatchable,
+    Walk,
     lifted_slot,
     replaced,
     rows_lifted,
@@ -63,18 +66,13 @@ def reduce_chains(outputs: Sequence[Expr]) -> list[Expr]:
 
 def _reductions(graph: Graph, ids: list[int]) -> dict[int, int]:
     found = walk(graph, ids)
-    order, uses = found.order, found.uses(ids)
+    uses = found.uses(ids)
     nodes = graph.nodes
     inside: set[int] = set()
     new: dict[int, int] = {}
-    for i in reversed(order):
+    for i in reversed(_tops(found, uses)):
         n = nodes[i]
-        if n.op not in CHAIN_REDUCTIONS or len(n.args) != 2 or i in inside:
-            continue
-        a, b = n.args  # (the first checks of _link inline: most nodes are no chain)
-        if not ((uses[a] == 1 and nodes[a].op == n.op) or (uses[b] == 1 and nodes[b].op == n.op)):
-            continue
-        if not n.dtype.startswith(_NUMERIC):
+        if i in inside or not n.dtype.startswith(_NUMERIC):
             continue
         terms, links = _chain(graph, i, uses)
         inside.update(links)
@@ -83,6 +81,26 @@ def _reductions(graph: Graph, ids: list[int]) -> dict[int, int]:
             if built is not None:
                 new[i] = built
     return new
+
+
+def _tops(found: Walk, uses: list[int]) -> list[int]:
+    """The nodes of ``found`` that may end a chain of MIN_RUN terms (ascending): an op of
+    CHAIN_REDUCTIONS on two operands, above MIN_RUN - 2 links (operands of the same op used
+    only there; whole arrays: most nodes of a traced loop end no such chain)."""
+    code = {op: k + 1 for k, op in enumerate(CHAIN_REDUCTIONS)}
+    ops = np.fromiter((code.get(m.op, 0) for m in found.ns), dtype=np.int8, count=len(found.ns))
+    at = np.flatnonzero((ops > 0) & (found.counts == 2))
+    used_once = np.asarray(uses) == 1
+    below, linked = [], []
+    for j in (0, 1):
+        a = found.at[found.flat[found.starts[at] + j]]  # positions in found
+        below.append(a)
+        linked.append(used_once[found.ids[a]] & (ops[a] == ops[at]))
+    deep = np.zeros(len(found.ns), dtype=bool)
+    deep[at] = True  # at least k links below, after k rounds
+    for _ in range(MIN_RUN - 2):
+        deep[at] = (linked[0] & deep[below[0]]) | (linked[1] & deep[below[1]])
+    return found.ids[at[deep[at]]].tolist()
 
 
 def _chain(graph: Graph, top: int, uses: list[int]) -> tuple[list[int], list[int]]:
