@@ -54,6 +54,7 @@ from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.values import freeze
 from ..ops.indexing import static_key
+from .roles import ByStep, RoleArrays, Steps, role_groups
 from .steps import Walk, lifted_slot, replaced, slot_step, walk
 
 MIN_STEPS = 8  # steps from which a run becomes a loop (short loops stay as written)
@@ -203,12 +204,20 @@ def _match(graph: Graph, table: Walk) -> dict[int, int]:
     same = (ids >= period) & (back >= 0)
     same[same] = h[back[same]] == h[same]  # one period back: a node of the same hash
     taken: set[int] = set()
+    get = prev.get
     for v in ids[same].tolist():
         u = v - period
         if v in prev or u in taken:
             continue
         nv, nu = nodes[v], nodes[u]
         if not nv.args or not _same_kind(nv, nu):
+            continue
+        for a, b in zip(nv.args, nu.args):  # most often every operand pair is known
+            if a != b and get(a) != b:
+                break
+        else:
+            prev[v] = u
+            taken.add(u)
             continue
         pairs = _pairs(graph, nv.args, nu.args, prev, taken, period)
         if pairs is not None:
@@ -260,7 +269,7 @@ class _Loop:
     def __init__(self, graph: Graph, roles: dict[int, list[int]], table: Walk) -> None:
         self.graph, self.roles, self.table = graph, roles, table
         self.size = sum(len(c) for c in roles.values())
-        self._arrays: _Arrays | None = None
+        self._arrays: RoleArrays | None = None
 
     def run(self) -> _Run | None:
         """The checked run of the cut carrying fewest values; of equal cuts, the one whose
@@ -274,10 +283,10 @@ class _Loop:
 
     def _run_at(self, ref: list[int]) -> _Run | None:
         if self._arrays is None:
-            self._arrays = _Arrays(self.graph, self.roles, self.table)
+            self._arrays = RoleArrays(self.graph, self.roles, self.table)
         arrays = self._arrays
         cut = np.asarray(ref, dtype=np.int64)
-        at: dict[int, _ByStep] = {}
+        at: dict[int, ByStep] = {}
         placed: dict[int, tuple[int, int]] = {}
         for r, chain in self.roles.items():
             ks = np.searchsorted(cut, arrays.chains[r], side="right") - 1
@@ -285,13 +294,13 @@ class _Loop:
             if i0 == len(ks) or (len(ks) - i0 > 1 and bool((np.diff(ks[i0:]) != 1).any())):
                 return None
             k0 = int(ks[i0])
-            at[r] = _ByStep(chain, arrays.chains[r], i0, k0)
+            at[r] = ByStep(chain, arrays.chains[r], i0, k0)
             placed[r] = (i0, k0)
         first = max(k0 for _, k0 in placed.values())
         last = min(k0 + len(self.roles[r]) - i0 - 1 for r, (i0, k0) in placed.items())
         if last - first + 1 < self._min_steps():
             return None
-        return _Run.check(self.graph, at, _Steps(arrays, placed), first, last)
+        return _Run.check(self.graph, at, Steps(arrays, placed), first, last)
 
     def _min_steps(self) -> int:
         """MIN_STEPS, or MIN_ARRAY_STEPS where a step's values are arrays (equal now: the
@@ -319,7 +328,7 @@ class _Loop:
         rank = {r: k for k, r in enumerate(ranked)}
         size = len(ranked)
         if self._arrays is None:
-            self._arrays = _Arrays(self.graph, self.roles, self.table)
+            self._arrays = RoleArrays(self.graph, self.roles, self.table)
         where = self._arrays.where
         reach = dict.fromkeys(ranked, 0)  # how far (in role positions) a value is used
         for r in ranked:
@@ -349,89 +358,6 @@ class _Loop:
         return [self.roles[ranked[k]] for k in good if counts[k] == fewest][:TRIES]
 
 
-class _Arrays:
-    """A loop's roles as arrays, whatever the cut: each role's nodes (``chains``) and their
-    operands (``args``: one row a node), and where each node is (:meth:`where`)."""
-
-    def __init__(self, graph: Graph, roles: dict[int, list[int]], table: Walk) -> None:
-        nodes = graph.nodes
-        self.chains = {r: np.asarray(c, dtype=np.int64) for r, c in roles.items()}
-        self.args = {r: table.args(self.chains[r], len(nodes[c[0]].args))
-                     for r, c in roles.items()}
-        size = 1 + max(c[-1] for c in roles.values())
-        self._role = np.full(size, -1, dtype=np.int64)  # node id -> its role, or -1
-        self._index = np.zeros(size, dtype=np.int64)  # node id -> its index in the role
-        for r, c in self.chains.items():
-            self._role[c] = r
-            self._index[c] = np.arange(len(c))
-
-    def where(self, v: int) -> tuple[int, int] | None:
-        """``(role, index)`` of node ``v`` in its role, or None."""
-        if v >= len(self._role) or self._role[v] < 0:
-            return None
-        return int(self._role[v]), int(self._index[v])
-
-
-class _ByStep:
-    """A role's node by step (``m[s]``): its nodes from the ``i0``-th are steps ``k0, k0 +
-    1, ...``; steps taken in before them (:meth:`_Run._extend`) are set beside."""
-
-    __slots__ = ("chain", "array", "i0", "k0", "stop", "extra")
-
-    def __init__(self, chain: list[int], array: np.ndarray, i0: int, k0: int) -> None:
-        self.chain, self.array, self.i0, self.k0 = chain, array, i0, k0
-        self.stop = k0 + len(chain) - i0
-        self.extra: dict[int, int] = {}
-
-    def __getitem__(self, s: int) -> int:
-        if self.extra and s in self.extra:
-            return self.extra[s]
-        if self.k0 <= s < self.stop:
-            return self.chain[self.i0 + s - self.k0]
-        raise KeyError(s)
-
-    def __setitem__(self, s: int, v: int) -> None:
-        self.extra[s] = v
-
-    def nodes(self, s0: int, s1: int) -> np.ndarray:
-        """The nodes of steps ``s0..s1`` (all set)."""
-        lo = max(s0, self.k0)
-        before = np.array([self[s] for s in range(s0, min(lo, s1 + 1))], dtype=np.int64)
-        out = np.concatenate([before, self.array[self.i0 + lo - self.k0:
-                                                 self.i0 + s1 + 1 - self.k0]])
-        for s, v in self.extra.items():
-            if lo <= s <= s1:
-                out[s - s0] = v
-        return out
-
-
-class _Steps:
-    """A cut's steps: role ``r``'s node ``i`` is step ``k0 + i - i0`` (``placed[r] = (i0,
-    k0)``; before ``i0``: no step)."""
-
-    def __init__(self, arrays: _Arrays, placed: dict[int, tuple[int, int]]) -> None:
-        self.arrays, self.placed = arrays, placed
-
-    def of(self, v: int) -> tuple[int, int] | None:
-        """``(role, step)`` of node ``v``, or None."""
-        w = self.arrays.where(v)
-        if w is None:
-            return None
-        r, i = w
-        i0, k0 = self.placed[r]
-        return (r, k0 + i - i0) if i >= i0 else None
-
-    def nodes(self, r: int, s0: int, s1: int) -> np.ndarray:
-        """Role ``r``'s nodes of steps ``s0..s1`` (all placed)."""
-        i0, k0 = self.placed[r]
-        return self.arrays.chains[r][s0 - k0 + i0:s1 - k0 + i0 + 1]
-
-    def args(self, r: int, s0: int, s1: int) -> np.ndarray:
-        """Their operands, one row a step."""
-        i0, k0 = self.placed[r]
-        return self.arrays.args[r][s0 - k0 + i0:s1 - k0 + i0 + 1]
-
-
 def _spread(diff: list[int], start: int, length: int, size: int) -> None:
     """Add 1 to ``length`` cyclic positions from ``start`` (a difference array)."""
     for a, b in ((start, min(start + length - 1, size - 1)),
@@ -442,65 +368,7 @@ def _spread(diff: list[int], start: int, length: int, size: int) -> None:
 
 
 def _loops(graph: Graph, table: Walk, prev: dict[int, int]) -> list[_Loop]:
-    """The loops: roles (chains of ``prev``, named by their first node) linked by operands,
-    each role's nodes ascending; loops by their first node, roles likewise."""
-    keys = np.fromiter(prev.keys(), dtype=np.int64, count=len(prev))
-    vals = np.fromiter(prev.values(), dtype=np.int64, count=len(prev))
-    root = _roots(len(graph.nodes), keys, vals)
-    # operand j of v and of u = prev[v] (same kinds: as many operands): a link of roles
-    pos_v, pos_u = table.at[keys], table.at[vals]
-    cnt = table.counts[pos_v]
-    row = np.repeat(np.arange(len(keys)), cnt)
-    rank = np.arange(len(row)) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-    a = table.flat[table.starts[pos_v][row] + rank]
-    b = table.flat[table.starts[pos_u][row] + rank]
-    back = np.full(len(graph.nodes), -1, dtype=np.int64)
-    back[keys] = vals
-    hit = (a != b) & (back[a] == b)
-    ra, rb = root[keys[row[hit]]], root[a[hit]]
-    hit = (ra >= 0) & (rb >= 0)
-    parent: dict[int, int] = {}
-
-    def find(r: int) -> int:
-        while parent.setdefault(r, r) != r:
-            parent[r] = parent[parent[r]]
-            r = parent[r]
-        return r
-
-    for x, y in set(zip(ra[hit].tolist(), rb[hit].tolist())):
-        fx, fy = find(x), find(y)
-        if fx != fy:
-            parent[fx] = fy
-    mark = np.zeros(len(graph.nodes), dtype=bool)  # (np.unique hashes: slower here)
-    mark[keys] = mark[vals] = True
-    members = np.flatnonzero(mark & (root >= 0))
-    of = root[members]
-    sort = np.argsort(of, kind="stable")  # by role, each role's nodes ascending
-    starts = np.flatnonzero(np.diff(of[sort], prepend=-1))
-    roles = of[sort][starts]
-    sizes = np.diff(starts, append=len(sort))
-    by_role = np.split(members[sort], starts[1:])
-    groups: dict[int, list[int]] = {}  # loop -> its roles' positions in ``roles``
-    for k, r in enumerate(roles.tolist()):
-        groups.setdefault(find(r), []).append(k)
-    loops = [ks for ks in groups.values() if max(sizes[k] for k in ks) >= MIN_STEPS]
-    return [_Loop(graph, {int(roles[k]): by_role[k].tolist() for k in ks}, table)
-            for ks in sorted(loops, key=lambda ks: roles[ks[0]])]  # long enough to roll
-
-
-def _roots(size: int, keys: np.ndarray, vals: np.ndarray) -> np.ndarray:
-    """Each node's first node down its chain of ``prev`` (``keys`` -> ``vals``), by pointer
-    doubling; -1 for nodes on a cycle of ``prev`` (slices paired both ways: no role)."""
-    root = np.arange(size, dtype=np.int64)
-    root[keys] = vals
-    for _ in range(size.bit_length() + 1):
-        nxt = root[root]
-        if (nxt == root).all():
-            break
-        root = nxt
-    first = np.ones(size, dtype=bool)
-    first[keys] = False  # a chain's first node has no prev
-    return np.where(first[root], root, -1)
+    return [_Loop(graph, roles, table) for roles in role_groups(graph, table, prev, MIN_STEPS)]
 
 
 class _Run:
@@ -508,16 +376,16 @@ class _Run:
     each computed role, how each operand is found (``uses``); the slices (``xs``)."""
 
     def __init__(self) -> None:
-        self.at: dict[int, _ByStep] = {}
+        self.at: dict[int, ByStep] = {}
         self.first = self.last = 0
         self.uses: dict[int, list[tuple[str, Any]]] = {}
         self.xs: dict[int, tuple[int, int]] = {}  # slice role -> (p, delta)
         self.init: dict[int, int] = {}  # carry role -> its value entering step first
         self.members = np.zeros(0, dtype=bool)  # node id -> in a computed role's steps
-        self.steps: _Steps | None = None
+        self.steps: Steps | None = None
 
     @classmethod
-    def check(cls, graph: Graph, at: dict[int, _ByStep], steps: _Steps,
+    def check(cls, graph: Graph, at: dict[int, ByStep], steps: Steps,
               first: int, last: int) -> _Run | None:
         self = cls()
         self.at, self.first, self.last, self.steps = at, first, last, steps
