@@ -189,16 +189,17 @@ class Walk:
         return uses.tolist()
 
 
-# the latest walk: (its graph, the outputs, the top output's Node, the walk)
-_LAST: tuple[weakref.ref, tuple[int, ...], Any, Walk] | None = None
+# graph -> (the outputs, the top output's Node, their walk): the latest walk of each graph
+_WALKS: weakref.WeakKeyDictionary[Graph, tuple[tuple[int, ...], Any, Walk]] = (
+    weakref.WeakKeyDictionary())
 
 
 def walk(graph: Graph, ids: Sequence[int]) -> Walk:
-    """The ancestors of ``ids`` (``graph.ancestors(ids)``, as a :class:`Walk`), the latest
-    answer reused: the loop passes walk the same outputs in turn (the reductions, then the
-    rolling where they changed nothing). Nodes never change; an answer about nodes a failed
-    transform removed (``Graph.budget``) is not reused, as the top output's Node record is
-    then another one.
+    """The ancestors of ``ids`` (``graph.ancestors(ids)``, as a :class:`Walk`), the graph's
+    latest answer reused: the loop passes walk the same outputs in turn (the reductions,
+    then the rolling where they changed nothing; :func:`forget_walk` after them). Nodes
+    never change; an answer about nodes a failed transform removed (``Graph.budget``) is
+    not reused, as the top output's Node record is then another one.
 
     >>> import symgrad as sg
     >>> x = sg.var("x")
@@ -206,14 +207,19 @@ def walk(graph: Graph, ids: Sequence[int]) -> Walk:
     >>> walk(y.graph, [y.node]).order == tuple(y.graph.ancestors([y.node]))
     True
     """
-    global _LAST
     key = tuple(ids)
     nodes = graph.nodes
     top = max(key, default=-1)
-    last = _LAST
-    if (last is not None and last[0]() is graph and last[1] == key and top < len(nodes)
-            and (top < 0 or nodes[top] is last[2])):
-        return last[3]
+    last = _WALKS.get(graph)
+    if (last is not None and last[0] == key and top < len(nodes)
+            and (top < 0 or nodes[top] is last[1])):
+        return last[2]
     found = Walk(graph, tuple(graph.ancestors(key)))
-    _LAST = (weakref.ref(graph), key, nodes[top] if key else None, found)
+    _WALKS[graph] = (key, nodes[top] if key else None, found)
     return found
+
+
+def forget_walk(graph: Graph) -> None:
+    """Drop the walk :func:`walk` remembers for ``graph`` (its arrays: a few times the
+    size of the graph's node list)."""
+    _WALKS.pop(graph, None)
