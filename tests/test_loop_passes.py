@@ -480,3 +480,67 @@ def test_a_sum_of_different_variables_is_left_alone():
     total = sum(xs)
     (s,) = reduce_chains([total])
     assert s.node == total.node
+
+
+# -- what the loop passes cost --------------------------------------------------------------
+
+_TERMS = {"exp": sg.exp, "cos": sg.cos, "tanh": sg.tanh}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_runs_ruled_out_by_their_farthest_pair_give_the_pairwise_answer(seed, monkeypatch):
+    """Skipping starts whose farthest pair does not unify reduces exactly the runs that
+    trying every start does (random chains of runs of 1..14 terms)."""
+    from symgrad.passes import reductions
+
+    rng = np.random.default_rng(seed)
+    spec, i = [], 0
+    while len(spec) < 60:
+        kind, size = str(rng.choice(list(_TERMS))), int(rng.integers(1, 15))
+        spec += [(kind, i + k) for k in range(size)]
+        i += size + int(rng.integers(0, 2))  # sometimes a gap: the run breaks
+    x = sg.var("x", shape=(i + 1,))
+
+    def chain():
+        total = sg.var("y")
+        for kind, k in spec:
+            total = total + _TERMS[kind](x[k])
+        return total
+
+    (fast,) = reduce_chains([chain()])
+    monkeypatch.setattr(reductions, "_no_run_before", lambda graph, terms, k: k)
+    (slow,) = reduce_chains([chain()])
+    assert _ops(fast) == _ops(slow)
+    env = {"x": rng.normal(size=i + 1), "y": 0.25}
+    assert sg.evaluate(fast, env) == sg.evaluate(slow, env)
+
+
+def test_a_recurrences_misfit_chain_is_left_alone_with_few_comparisons(monkeypatch):
+    """RK4's ``total + (x_k - obs[k, 0]) ** 2 + (y_k - obs[k, 1]) ** 2``: no two consecutive
+    terms are one step apart, found with one comparison in MIN_RUN - 1 pairs."""
+    from benchmarks.loops import python_loop_loss
+    from symgrad.passes import reductions
+
+    steps = 70
+    loss = python_loop_loss(steps, 0.1)(sg.var("p", shape=(4,)), sg.var("obs", shape=(steps, 2)))
+    calls = []
+    unify = reductions.unify
+    monkeypatch.setattr(reductions, "unify", lambda g, t, u: calls.append(t) or unify(g, t, u))
+    (out,) = reduce_chains([loss])
+    assert out.node == loss.node
+    assert 0 < len(calls) <= 2 * steps // (reductions.MIN_RUN - 1) + 1
+
+
+def test_a_remembered_walk_is_not_reused_after_its_nodes_were_removed():
+    from symgrad.passes.steps import walk
+
+    x = sg.var("x")
+    g = x.graph
+    with pytest.raises(KeyError), g.budget(100, lambda: sg.LimitError("no room")):
+        t, _ = sg.tanh(x), sg.sqrt(x)
+        y = t * t
+        assert walk(g, [y.node]).order == (0, 1, 3)
+        raise KeyError("the block fails: its nodes are removed")
+    z = sg.sin(sg.exp(x)) * x  # the same ids again, other nodes
+    assert z.node == y.node
+    assert walk(g, [z.node]).order == tuple(g.ancestors([z.node])) == (0, 1, 2, 3)

@@ -16,14 +16,19 @@ from ..ir.expr import Expr
 from .pattern import Pass
 from .reductions import reduce_chains
 from .rolling import roll
+from .steps import forget_walk
 
 
 def loop_passes(outputs: Sequence[Expr], reassociate: bool = True) -> list[Expr]:
     """``outputs`` with chains reduced (if ``reassociate``) and runs of steps rolled."""
     outs = list(outputs)
-    if reassociate:
-        outs = reduce_chains(outs)
-    return roll(outs)
+    try:
+        if reassociate:
+            outs = reduce_chains(outs)
+        return roll(outs)
+    finally:
+        if outs:
+            forget_walk(outs[0].graph)  # (shared by the two passes, not needed after)
 
 
 REDUCTIONS = Pass(

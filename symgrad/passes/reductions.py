@@ -31,12 +31,22 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Sequence
 
+import numpy as np
+
 from ..ir.custom import CustomRule
 from ..ir.expr import Expr, F
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ops.reductions import CHAIN_REDUCTIONS
-from .steps import Unbatchable, lifted_slot, replaced, rows_lifted, slot_step, use_counts
+from .steps import (
+    Unbatchable,
+    Walk,
+    lifted_slot,
+    replaced,
+    rows_lifted,
+    slot_step,
+    walk,
+)
 
 MIN_RUN = 8  # terms from which a run becomes a reduction (short sums stay as written)
 MAX_TERM = 4096  # nodes of a term compared with the next one, at most
@@ -55,16 +65,14 @@ def reduce_chains(outputs: Sequence[Expr]) -> list[Expr]:
 
 
 def _reductions(graph: Graph, ids: list[int]) -> dict[int, int]:
-    order = graph.ancestors(ids)
-    uses = use_counts(graph, order, ids)
+    found = walk(graph, ids)
+    uses = found.uses(ids)
     nodes = graph.nodes
     inside: set[int] = set()
     new: dict[int, int] = {}
-    for i in reversed(order):
+    for i in reversed(_tops(found, uses)):
         n = nodes[i]
-        if i in inside or n.op not in CHAIN_REDUCTIONS or len(n.args) != 2:
-            continue
-        if not n.dtype.startswith(_NUMERIC):
+        if i in inside or not n.dtype.startswith(_NUMERIC):
             continue
         terms, links = _chain(graph, i, uses)
         inside.update(links)
@@ -75,7 +83,27 @@ def _reductions(graph: Graph, ids: list[int]) -> dict[int, int]:
     return new
 
 
-def _chain(graph: Graph, top: int, uses: dict[int, int]) -> tuple[list[int], list[int]]:
+def _tops(found: Walk, uses: list[int]) -> list[int]:
+    """The nodes of ``found`` that may end a chain of MIN_RUN terms (ascending): an op of
+    CHAIN_REDUCTIONS on two operands, above MIN_RUN - 2 links (operands of the same op used
+    only there; whole arrays: most nodes of a traced loop end no such chain)."""
+    code = {op: k + 1 for k, op in enumerate(CHAIN_REDUCTIONS)}
+    ops = np.fromiter((code.get(m.op, 0) for m in found.ns), dtype=np.int8, count=len(found.ns))
+    at = np.flatnonzero((ops > 0) & (found.counts == 2))
+    used_once = np.asarray(uses) == 1
+    below, linked = [], []
+    for j in (0, 1):
+        a = found.at[found.flat[found.starts[at] + j]]  # positions in found
+        below.append(a)
+        linked.append(used_once[found.ids[a]] & (ops[a] == ops[at]))
+    deep = np.zeros(len(found.ns), dtype=bool)
+    deep[at] = True  # at least k links below, after k rounds
+    for _ in range(MIN_RUN - 2):
+        deep[at] = (linked[0] & deep[below[0]]) | (linked[1] & deep[below[1]])
+    return found.ids[at[deep[at]]].tolist()
+
+
+def _chain(graph: Graph, top: int, uses: list[int]) -> tuple[list[int], list[int]]:
     """The terms of the chain ending at ``top`` in evaluation order, and its links."""
     nodes = graph.nodes
     n0 = nodes[top]
@@ -94,9 +122,9 @@ def _chain(graph: Graph, top: int, uses: dict[int, int]) -> tuple[list[int], lis
         links.append(acc)
 
 
-def _link(nodes, a: int, top, uses: dict[int, int]) -> bool:
+def _link(nodes, a: int, top, uses: list[int]) -> bool:
     n = nodes[a]
-    return (n.op == top.op and len(n.args) == 2 and uses.get(a, 0) == 1
+    return (n.op == top.op and len(n.args) == 2 and uses[a] == 1
             and n.shape == top.shape and n.dtype == top.dtype)
 
 
@@ -106,6 +134,11 @@ def _fold(graph: Graph, op: str, terms: list[int]) -> int | None:
     changed = False
     k = 0
     while k < len(terms):
+        skip = _no_run_before(graph, terms, k)
+        if skip > k:  # no run of MIN_RUN terms starts at k..skip-1: those terms as written
+            pieces.extend(terms[k:skip])
+            k = skip
+            continue
         end, slots = _run(graph, terms, k)
         reduced = _reduce(graph, op, terms[k], slots, end - k) if end - k >= MIN_RUN else None
         if reduced is not None:
@@ -121,6 +154,20 @@ def _fold(graph: Graph, op: str, terms: list[int]) -> int | None:
     for p in pieces[1:]:
         acc = graph.add(REGISTRY[op], (acc, p), {})
     return acc
+
+
+def _no_run_before(graph: Graph, terms: list[int], k: int) -> int:
+    """The first term from ``k`` on at which a run of MIN_RUN terms may start: a run from
+    ``j`` needs every pair of ``j..j+MIN_RUN-1`` to unify, so a pair that does not (the
+    farthest tried first) rules out every start up to it; ``k`` where all pairs unify. A
+    chain whose terms are a recurrence's steps (each term reads the next carry) fails at
+    one pair in MIN_RUN - 1 instead of at every one."""
+    if k + MIN_RUN > len(terms):
+        return len(terms)
+    for j in range(k + MIN_RUN - 2, k - 1, -1):
+        if unify(graph, terms[j], terms[j + 1]) is None:
+            return j + 1
+    return k
 
 
 def _run(graph: Graph, terms: list[int], k: int) -> tuple[int, list[tuple[int, int, int]]]:

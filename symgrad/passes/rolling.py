@@ -45,7 +45,6 @@ from __future__ import annotations
 import weakref
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from itertools import chain as concat
 from typing import Any
 
 import numpy as np
@@ -55,7 +54,8 @@ from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.values import freeze
 from ..ops.indexing import static_key
-from .steps import lifted_slot, replaced, slot_step
+from .roles import ByStep, RoleArrays, Steps, role_groups
+from .steps import Walk, lifted_slot, replaced, slot_step, walk
 
 MIN_STEPS = 8  # steps from which a run becomes a loop (short loops stay as written)
 MIN_ARRAY_STEPS = MIN_STEPS  # the same where a step's values are arrays (_Loop._min_steps)
@@ -115,15 +115,15 @@ def _memo(graph: Graph) -> tuple[dict, dict]:
 
 def _roll_one(graph: Graph, ids: list[int]) -> dict[int, int]:
     """Replacements for the longest run found among the ancestors of ``ids`` (or {})."""
-    order = graph.ancestors(ids)
-    prev = _match(graph, order)
+    table = walk(graph, ids)
+    prev = _match(graph, table)
     if not prev:
         return {}
-    loops = _loops(graph, order, prev)
+    loops = _loops(graph, table, prev)
     for lp in sorted(loops, key=lambda lp: -lp.size):
         run = lp.run()
         if run is not None:
-            return run.build(graph, order, ids)
+            return run.build(graph, table, ids)
     return {}
 
 
@@ -144,21 +144,13 @@ def _signature(n: Any) -> Any:
     return (n.op, attrs, n.shape, n.dtype, len(n.args))
 
 
-def _hashes(graph: Graph, order: list[int]) -> np.ndarray:
+def _hashes(table: Walk) -> np.ndarray:
     """Each node's hash (of ``order``'s, by position) of its signature and its operands'
     hashes, ``ROUNDS`` levels deep (whole-array passes: a round is a few NumPy operations,
     not a loop over the nodes)."""
-    nodes = graph.nodes
-    n = len(order)
-    ns = [nodes[i] for i in order]
+    ns, counts, starts = table.ns, table.counts, table.starts
     h0 = np.array([hash(_signature(m)) for m in ns], dtype=np.int64).view(np.uint64)
-    counts = np.array([len(m.args) for m in ns], dtype=np.int64)
-    flat = np.fromiter(concat.from_iterable(m.args for m in ns), dtype=np.int64,
-                       count=int(counts.sum()))
-    where = np.zeros(len(nodes), dtype=np.int64)
-    where[np.asarray(order, dtype=np.int64)] = np.arange(n)
-    flat = where[flat]  # operands as positions in order (ancestors hold their operands)
-    starts = np.cumsum(counts) - counts
+    flat = table.at[table.flat]  # operands as positions in order (ancestors hold them)
     nonempty = counts > 0
     rank = np.arange(len(flat)) - np.repeat(starts, counts)  # which operand of its node
     weight = _mix(rank.astype(np.uint64) + np.uint64(1))
@@ -199,26 +191,35 @@ def _period(ids: np.ndarray, h: np.ndarray) -> int:
     return int(distances[best]) if votes[best] * 4 >= MIN_STEPS else 0  # too few repeats
 
 
-def _match(graph: Graph, order: list[int]) -> dict[int, int]:
+def _match(graph: Graph, table: Walk) -> dict[int, int]:
     """``prev``: node -> the node it repeats, one step (``period`` node ids) earlier."""
     nodes = graph.nodes
-    h = _hashes(graph, order)
-    ids = np.asarray(order, dtype=np.int64)
+    h = _hashes(table)
+    ids = table.ids
     period = _period(ids, h)
     prev: dict[int, int] = {}
     if not period:
         return prev
-    at = np.full(len(nodes), -1, dtype=np.int64)  # node id -> position in order
-    at[ids] = np.arange(len(ids))
-    back = at[np.maximum(ids - period, 0)]
+    back = table.at[np.maximum(ids - period, 0)]
     same = (ids >= period) & (back >= 0)
     same[same] = h[back[same]] == h[same]  # one period back: a node of the same hash
     taken: set[int] = set()
+    get = prev.get
     for v in ids[same].tolist():
         u = v - period
-        if v in prev or not nodes[v].args or u in taken:
+        if v in prev or u in taken:
             continue
-        pairs = _pairs(graph, v, u, prev, taken, period)
+        nv, nu = nodes[v], nodes[u]
+        if not nv.args or not _same_kind(nv, nu):
+            continue
+        for a, b in zip(nv.args, nu.args):  # most often every operand pair is known
+            if a != b and get(a) != b:
+                break
+        else:
+            prev[v] = u
+            taken.add(u)
+            continue
+        pairs = _pairs(graph, nv.args, nu.args, prev, taken, period)
         if pairs is not None:
             for a, b in [(v, u), *pairs]:
                 prev[a] = b
@@ -238,16 +239,16 @@ def _same_kind(na: Any, nb: Any) -> bool:
             and len(na.args) == len(nb.args) and na.attrs == nb.attrs)
 
 
-def _pairs(graph: Graph, v: int, u: int, prev: dict[int, int], taken: set[int],
-           period: int) -> list[tuple[int, int]] | None:
-    """Whether ``v`` repeats ``u`` one step on: the operand pairs it implies that are not
-    known yet (slices one position on; nodes one period apart, checked later), or None."""
+def _pairs(graph: Graph, v_args: tuple[int, ...], u_args: tuple[int, ...],
+           prev: dict[int, int], taken: set[int], period: int) -> list[tuple[int, int]] | None:
+    """Whether a node of operands ``v_args`` repeats one of the same kind with ``u_args``
+    one step on: the operand pairs it implies that are not known yet (slices one position
+    on; nodes one period apart, checked later), or None."""
     nodes = graph.nodes
-    if not _same_kind(nodes[v], nodes[u]):
-        return None
+    get = prev.get
     pairs: list[tuple[int, int]] = []
-    for a, b in zip(nodes[v].args, nodes[u].args):
-        if a == b or prev.get(a) == b or (a, b) in pairs or _stackable(nodes[a], nodes[b]):
+    for a, b in zip(v_args, u_args):
+        if a == b or get(a) == b or (a, b) in pairs or _stackable(nodes[a], nodes[b]):
             continue
         if a in prev or b in taken or nodes[a].is_var or nodes[a].is_const:
             return None
@@ -265,10 +266,10 @@ def _pairs(graph: Graph, v: int, u: int, prev: dict[int, int], taken: set[int],
 class _Loop:
     """Roles linked by operands: each role's nodes by step."""
 
-    def __init__(self, graph: Graph, roles: dict[int, list[int]]) -> None:
-        self.graph, self.roles = graph, roles
+    def __init__(self, graph: Graph, roles: dict[int, list[int]], table: Walk) -> None:
+        self.graph, self.roles, self.table = graph, roles, table
         self.size = sum(len(c) for c in roles.values())
-        self._arrays: _Arrays | None = None
+        self._arrays: RoleArrays | None = None
 
     def run(self) -> _Run | None:
         """The checked run of the cut carrying fewest values; of equal cuts, the one whose
@@ -282,10 +283,10 @@ class _Loop:
 
     def _run_at(self, ref: list[int]) -> _Run | None:
         if self._arrays is None:
-            self._arrays = _Arrays(self.graph, self.roles)
+            self._arrays = RoleArrays(self.graph, self.roles, self.table)
         arrays = self._arrays
         cut = np.asarray(ref, dtype=np.int64)
-        at: dict[int, dict[int, int]] = {}
+        at: dict[int, ByStep] = {}
         placed: dict[int, tuple[int, int]] = {}
         for r, chain in self.roles.items():
             ks = np.searchsorted(cut, arrays.chains[r], side="right") - 1
@@ -293,13 +294,13 @@ class _Loop:
             if i0 == len(ks) or (len(ks) - i0 > 1 and bool((np.diff(ks[i0:]) != 1).any())):
                 return None
             k0 = int(ks[i0])
-            at[r] = dict(zip(range(k0, k0 + len(ks) - i0), chain[i0:]))
+            at[r] = ByStep(chain, arrays.chains[r], i0, k0)
             placed[r] = (i0, k0)
         first = max(k0 for _, k0 in placed.values())
         last = min(k0 + len(self.roles[r]) - i0 - 1 for r, (i0, k0) in placed.items())
         if last - first + 1 < self._min_steps():
             return None
-        return _Run.check(self.graph, at, _Steps(arrays, placed), first, last)
+        return _Run.check(self.graph, at, Steps(arrays, placed), first, last)
 
     def _min_steps(self) -> int:
         """MIN_STEPS, or MIN_ARRAY_STEPS where a step's values are arrays (equal now: the
@@ -327,7 +328,7 @@ class _Loop:
         rank = {r: k for k, r in enumerate(ranked)}
         size = len(ranked)
         if self._arrays is None:
-            self._arrays = _Arrays(self.graph, self.roles)
+            self._arrays = RoleArrays(self.graph, self.roles, self.table)
         where = self._arrays.where
         reach = dict.fromkeys(ranked, 0)  # how far (in role positions) a value is used
         for r in ranked:
@@ -357,57 +358,6 @@ class _Loop:
         return [self.roles[ranked[k]] for k in good if counts[k] == fewest][:TRIES]
 
 
-class _Arrays:
-    """A loop's roles as arrays, whatever the cut: each role's nodes (``chains``) and their
-    operands (``args``: one row a node), and where each node is (:meth:`where`)."""
-
-    def __init__(self, graph: Graph, roles: dict[int, list[int]]) -> None:
-        nodes = graph.nodes
-        self.chains = {r: np.asarray(c, dtype=np.int64) for r, c in roles.items()}
-        self.args = {r: np.fromiter(concat.from_iterable([nodes[v].args for v in c]),
-                                    dtype=np.int64, count=len(c) * len(nodes[c[0]].args))
-                     .reshape(len(c), len(nodes[c[0]].args)) for r, c in roles.items()}
-        size = 1 + max(c[-1] for c in roles.values())
-        self._role = np.full(size, -1, dtype=np.int64)  # node id -> its role, or -1
-        self._index = np.zeros(size, dtype=np.int64)  # node id -> its index in the role
-        for r, c in self.chains.items():
-            self._role[c] = r
-            self._index[c] = np.arange(len(c))
-
-    def where(self, v: int) -> tuple[int, int] | None:
-        """``(role, index)`` of node ``v`` in its role, or None."""
-        if v >= len(self._role) or self._role[v] < 0:
-            return None
-        return int(self._role[v]), int(self._index[v])
-
-
-class _Steps:
-    """A cut's steps: role ``r``'s node ``i`` is step ``k0 + i - i0`` (``placed[r] = (i0,
-    k0)``; before ``i0``: no step)."""
-
-    def __init__(self, arrays: _Arrays, placed: dict[int, tuple[int, int]]) -> None:
-        self.arrays, self.placed = arrays, placed
-
-    def of(self, v: int) -> tuple[int, int] | None:
-        """``(role, step)`` of node ``v``, or None."""
-        w = self.arrays.where(v)
-        if w is None:
-            return None
-        r, i = w
-        i0, k0 = self.placed[r]
-        return (r, k0 + i - i0) if i >= i0 else None
-
-    def nodes(self, r: int, s0: int, s1: int) -> np.ndarray:
-        """Role ``r``'s nodes of steps ``s0..s1`` (all placed)."""
-        i0, k0 = self.placed[r]
-        return self.arrays.chains[r][s0 - k0 + i0:s1 - k0 + i0 + 1]
-
-    def args(self, r: int, s0: int, s1: int) -> np.ndarray:
-        """Their operands, one row a step."""
-        i0, k0 = self.placed[r]
-        return self.arrays.args[r][s0 - k0 + i0:s1 - k0 + i0 + 1]
-
-
 def _spread(diff: list[int], start: int, length: int, size: int) -> None:
     """Add 1 to ``length`` cyclic positions from ``start`` (a difference array)."""
     for a, b in ((start, min(start + length - 1, size - 1)),
@@ -417,39 +367,8 @@ def _spread(diff: list[int], start: int, length: int, size: int) -> None:
             diff[b + 1] -= 1
 
 
-def _loops(graph: Graph, order: list[int], prev: dict[int, int]) -> list[_Loop]:
-    nodes = graph.nodes
-    role: dict[int, int] = {}
-    parent: dict[int, int] = {}
-
-    def find(r: int) -> int:
-        while parent[r] != r:
-            parent[r] = parent[parent[r]]
-            r = parent[r]
-        return r
-
-    for v in order:
-        u = prev.get(v)
-        if u is not None:
-            role[v] = role.setdefault(u, u)
-            parent.setdefault(role[v], role[v])
-    linked: set[tuple[int, int]] = set()
-    for v in order:
-        u = prev.get(v)
-        if u is None:
-            continue
-        for a, b in zip(nodes[v].args, nodes[u].args):
-            if a != b and prev.get(a) == b and (role[v], role[a]) not in linked:
-                linked.add((role[v], role[a]))  # each step links the same roles again
-                ra, rb = find(role[v]), find(role[a])
-                if ra != rb:
-                    parent[ra] = rb
-    groups: dict[int, dict[int, list[int]]] = {}
-    for v in order:
-        if v in role:
-            groups.setdefault(find(role[v]), {}).setdefault(role[v], []).append(v)
-    return [_Loop(graph, roles) for roles in groups.values()  # long enough to roll
-            if max(len(c) for c in roles.values()) >= MIN_STEPS]
+def _loops(graph: Graph, table: Walk, prev: dict[int, int]) -> list[_Loop]:
+    return [_Loop(graph, roles, table) for roles in role_groups(graph, table, prev, MIN_STEPS)]
 
 
 class _Run:
@@ -457,16 +376,16 @@ class _Run:
     each computed role, how each operand is found (``uses``); the slices (``xs``)."""
 
     def __init__(self) -> None:
-        self.at: dict[int, dict[int, int]] = {}
+        self.at: dict[int, ByStep] = {}
         self.first = self.last = 0
         self.uses: dict[int, list[tuple[str, Any]]] = {}
         self.xs: dict[int, tuple[int, int]] = {}  # slice role -> (p, delta)
         self.init: dict[int, int] = {}  # carry role -> its value entering step first
-        self.members: set[int] = set()
-        self.steps: _Steps | None = None
+        self.members = np.zeros(0, dtype=bool)  # node id -> in a computed role's steps
+        self.steps: Steps | None = None
 
     @classmethod
-    def check(cls, graph: Graph, at: dict[int, dict[int, int]], steps: _Steps,
+    def check(cls, graph: Graph, at: dict[int, ByStep], steps: Steps,
               first: int, last: int) -> _Run | None:
         self = cls()
         self.at, self.first, self.last, self.steps = at, first, last, steps
@@ -499,10 +418,10 @@ class _Run:
             return None
         while self._extend(graph):
             pass
-        members: set[int] = set()
+        members = np.zeros(len(nodes), dtype=bool)
         for r, m in at.items():
             if r not in self.xs:
-                members.update(map(m.__getitem__, range(self.first, last + 1)))
+                members[m.nodes(self.first, last)] = True
         self.members = members
         if not self._shared_ok(graph):
             return None
@@ -603,7 +522,7 @@ class _Run:
         """Shared values and initial carries must not depend on the run itself (a walk
         down from them that stops below the run's first node)."""
         nodes, members = graph.nodes, self.members
-        lo = min(members)
+        lo = int(members.argmax())  # the first
         outside = [w for uses in self.uses.values() for k, w in uses if k == "shared"]
         stack = [w for w in [*outside, *self.init.values()] if w >= lo]
         seen: set[int] = set()
@@ -616,18 +535,24 @@ class _Run:
                 stack.extend(a for a in nodes[i].args if a >= lo)
         return True
 
+    def _where(self, needed: set[int]) -> dict[int, tuple[int, int]]:
+        """``(role, step)`` of each node of ``needed`` (computed roles' nodes of the run)."""
+        taken_in = {v: (r, s) for r, m in self.at.items() if r not in self.xs
+                    for s, v in m.extra.items() if self.first <= s <= self.last}
+        return {i: taken_in[i] if i in taken_in else self.steps.of(i) for i in needed}
+
     # -- 4: the scan --------------------------------------------------------------------
 
-    def build(self, graph: Graph, order: list[int], ids: list[int]) -> dict[int, int]:
+    def build(self, graph: Graph, table: Walk, ids: list[int]) -> dict[int, int]:
         """The scan of the run, and the replacements of its nodes used after it."""
         from ..frontend.loops import scan
 
         nodes = graph.nodes
         members = self.members
-        needed = {a for i in order if i not in members for a in nodes[i].args if a in members}
-        needed |= {i for i in ids if i in members}
-        where = {m[s]: (r, s) for r, m in self.at.items() if r not in self.xs
-                 for s in range(self.first, self.last + 1)}
+        outside = table.flat[np.repeat(~members[table.ids], table.counts)]
+        needed = set(np.unique(outside[members[outside]]).tolist())
+        needed |= {i for i in ids if members[i]}
+        where = self._where(needed)
         carries = sorted(self.init)
         count = self.last - self.first + 1
         ys = sorted({where[i][0] for i in needed

@@ -9,8 +9,12 @@ key (position ``p``) advancing by ``delta`` from one step to the next: ``x[i]``,
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
+from itertools import chain as concat
 from typing import Any
+
+import numpy as np
 
 from ..base.errors import SymgradError
 from ..ir.custom import CustomRule
@@ -156,13 +160,66 @@ def _between(nodes: Sequence, ids: Sequence[int], new: dict[int, int]) -> list[i
     return sorted(seen)
 
 
-def use_counts(graph: Graph, order: Sequence[int], ids: Sequence[int]) -> dict[int, int]:
-    """How many times each node of ``order`` is an operand there or one of ``ids``."""
-    uses: dict[int, int] = {}
+class Walk:
+    """The ancestors of some outputs as arrays, each node read once: ``order`` (ascending
+    ids; ``ids`` the same as an array), where each node is in it (``at``: node id ->
+    position, or -1) and its operands (``flat``: node ids; a node's are ``flat[starts[k]:
+    starts[k] + counts[k]]``)."""
+
+    def __init__(self, graph: Graph, order: Sequence[int]) -> None:
+        nodes = graph.nodes
+        self.order = order
+        self.ns = ns = [nodes[i] for i in order]
+        self.ids = np.asarray(order, dtype=np.int64)
+        self.counts = np.fromiter(map(len, (m.args for m in ns)), dtype=np.int64, count=len(ns))
+        self.flat = np.fromiter(concat.from_iterable(m.args for m in ns), dtype=np.int64,
+                                count=int(self.counts.sum()))
+        self.starts = np.cumsum(self.counts) - self.counts
+        self.at = np.full(len(nodes), -1, dtype=np.int64)
+        self.at[self.ids] = np.arange(len(ns))
+
+    def args(self, vs: np.ndarray, width: int) -> np.ndarray:
+        """The operands of nodes ``vs`` (each with ``width`` of them), one row a node."""
+        return self.flat[self.starts[self.at[vs]][:, None] + np.arange(width)]
+
+    def uses(self, outputs: Sequence[int]) -> list[int]:
+        """How many times each node (by id) is an operand here or one of ``outputs``."""
+        uses = np.bincount(self.flat, minlength=len(self.at))
+        np.add.at(uses, np.asarray(outputs, dtype=np.int64), 1)
+        return uses.tolist()
+
+
+# graph -> (the outputs, the top output's Node, their walk): the latest walk of each graph
+_WALKS: weakref.WeakKeyDictionary[Graph, tuple[tuple[int, ...], Any, Walk]] = (
+    weakref.WeakKeyDictionary())
+
+
+def walk(graph: Graph, ids: Sequence[int]) -> Walk:
+    """The ancestors of ``ids`` (``graph.ancestors(ids)``, as a :class:`Walk`), the graph's
+    latest answer reused: the loop passes walk the same outputs in turn (the reductions,
+    then the rolling where they changed nothing; :func:`forget_walk` after them). Nodes
+    never change; an answer about nodes a failed transform removed (``Graph.budget``) is
+    not reused, as the top output's Node record is then another one.
+
+    >>> import symgrad as sg
+    >>> x = sg.var("x")
+    >>> y = sg.sin(x) * x
+    >>> walk(y.graph, [y.node]).order == tuple(y.graph.ancestors([y.node]))
+    True
+    """
+    key = tuple(ids)
     nodes = graph.nodes
-    for i in order:
-        for a in nodes[i].args:
-            uses[a] = uses.get(a, 0) + 1
-    for i in ids:
-        uses[i] = uses.get(i, 0) + 1
-    return uses
+    top = max(key, default=-1)
+    last = _WALKS.get(graph)
+    if (last is not None and last[0] == key and top < len(nodes)
+            and (top < 0 or nodes[top] is last[1])):
+        return last[2]
+    found = Walk(graph, tuple(graph.ancestors(key)))
+    _WALKS[graph] = (key, nodes[top] if key else None, found)
+    return found
+
+
+def forget_walk(graph: Graph) -> None:
+    """Drop the walk :func:`walk` remembers for ``graph`` (its arrays: a few times the
+    size of the graph's node list)."""
+    _WALKS.pop(graph, None)
