@@ -219,6 +219,14 @@ def public_calls() -> list[tuple[str, Callable, tuple, dict]]:
          (1.5, 3), {}),
         ("fori_loop", lambda lo, hi, c: sg.fori_loop(lo, hi, lambda i, v: v * x[i] + c, c),
          (0, 3, 2.5), {}),
+        ("cond", lambda p, c: sg.cond(p, lambda v: v * c, lambda v: -v, a), (1, 2.5), {}),
+        ("cond symbolic", lambda c: sg.cond(a > c, lambda v: v * c, lambda v: -v, a), (0.5,),
+         {}),
+        ("switch", lambda k, c: sg.switch(k, [lambda v: v * c, lambda v: v], a), (1, 2.5), {}),
+        ("switch symbolic", lambda c: sg.switch(sg.var("k", dtype="int64"),
+                                                [lambda v: v * c, lambda v: v], a), (2.5,), {}),
+        ("while_loop", lambda c: sg.while_loop(lambda v: v < c, lambda v: v * 2.0, c), (1.5,),
+         {}),
         ("defop", _defop_and_forget, ("hostile_walk_op",), {}),
     ]
     calls.append(("draw", sg.draw, ([f], os.path.join(SANDBOX, "g.png")), {}))

@@ -19,7 +19,7 @@ import numpy as np
 from ..base.errors import ArgumentError, ShapeError, UnsupportedError
 from ..base.tree_util import tree_flatten, tree_unflatten
 from ..ir.expr import Expr, F, const
-from ..ir.values import describe, exact_int, type_name
+from ..ir.values import describe, exact, exact_int, type_name
 
 
 def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> Any:
@@ -41,7 +41,7 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> 
     for f, name in ((true_fun, "true_fun"), (false_fun, "false_fun")):
         _callable(f, f"cond: {name}")
     if not isinstance(pred, Expr):
-        return (true_fun if _concrete_bool(pred) else false_fun)(*operands)
+        return (true_fun if _concrete_bool(exact(pred)) else false_fun)(*operands)
     p = _predicate(pred)
     outs = [true_fun(*operands), false_fun(*operands)]
     return _select(outs, lambda leaves: F.where(p, leaves[0], leaves[1]), "cond",
@@ -70,7 +70,7 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any) -> Any:
         _callable(f, f"switch: branches[{k}]")
     last = len(branches) - 1
     if not isinstance(index, Expr):
-        return branches[min(max(_concrete_int(index), 0), last)](*operands)
+        return branches[min(max(_concrete_int(exact(index)), 0), last)](*operands)
     if index.shape != () or index.dtype not in _INTS:
         raise ArgumentError(f"switch: index must be an integer scalar, got {index.dtype} "
                             f"of shape {index.shape}")
