@@ -147,7 +147,7 @@ def _select(outs: list, pick: Callable[[list], Expr], what: str, names: tuple) -
                              "every branch must return the same structure")
     picked = []
     for j, column in enumerate(zip(*(leaves for leaves, _ in flat))):
-        values = [v if isinstance(v, Expr) else const(np.asarray(v)) for v in column]
+        values = [v if isinstance(v, Expr) else const(np.asarray(exact(v))) for v in column]
         kinds = {(v.shape, v.dtype) for v in values}
         if len(kinds) > 1:
             got = ", ".join(f"{n}: {v.dtype}{list(v.shape)}" for n, v in zip(names, values))
