@@ -71,7 +71,7 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any) -> Any:
     last = len(branches) - 1
     if not isinstance(index, Expr):
         return branches[min(max(_concrete_int(exact(index)), 0), last)](*operands)
-    if index.shape != () or index.dtype not in _INTS:
+    if index.shape != () or not _is_int(index.dtype):
         raise ArgumentError(f"switch: index must be an integer scalar, got {index.dtype} "
                             f"of shape {index.shape}")
     at = F.minimum(F.maximum(index, 0), last)
@@ -103,7 +103,8 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
         "cond_fun holds, at most max_steps times (and is differentiable)")
 
 
-_INTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+def _is_int(dtype: str) -> bool:
+    return np.dtype(dtype).kind in "iu"
 
 
 def _callable(f: Any, what: str) -> None:
@@ -131,7 +132,7 @@ def _predicate(pred: Expr) -> Expr:
                             "elementwise choices use sg.where(c, a, b)")
     if pred.dtype == "bool":
         return pred
-    if pred.dtype in _INTS:
+    if _is_int(pred.dtype):
         return pred != 0
     raise ArgumentError(f"cond: pred must be boolean or an integer, got {pred.dtype}; "
                         "compare it first (x > 0)")

@@ -73,8 +73,7 @@ def _leaves(graph: Graph, a: int) -> list[int]:
 
 def _nan_where_not_finite(graph: Graph, y: int, s: int) -> bool:
     """Whether ``y`` is NaN at every element where ``s`` is not finite."""
-    ys = graph.nodes[y].shape
-    if _broadcast(graph.nodes[s].shape, ys) != ys:
+    if graph.nodes[s].shape != graph.nodes[y].shape:  # the walk keeps y's shape throughout
         return False
     todo, seen = [(y, 0)], set()
     while todo:
@@ -88,13 +87,6 @@ def _nan_where_not_finite(graph: Graph, y: int, s: int) -> bool:
             seen.add(i)
             todo += [(k, depth + 1) for k in n.args if graph.nodes[k].shape == n.shape]
     return False
-
-
-def _broadcast(a: tuple, b: tuple) -> tuple | None:
-    if len(a) > len(b):
-        return None
-    lead = len(b) - len(a)
-    return b if all(p in (1, q) for p, q in zip(a, b[lead:])) else None
 
 
 def _guarded(a: Expr, y: Expr) -> Expr | None:
