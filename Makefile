@@ -26,12 +26,12 @@ demo: $(BASE)
 test: $(STAMP)
 	$(PY) -m pytest
 
-# the fuzz campaign of tests/test_fuzz.py with fresh random seeds (make test runs a bounded,
+# the fuzz campaign of tests/quality/test_fuzz.py with fresh random seeds (make test runs a bounded,
 # derandomized slice of it); FUZZ_EXAMPLES examples per test
 FUZZ_EXAMPLES ?= 3000
 fuzz: $(STAMP)
-	SYMGRAD_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q -p no:cacheprovider tests/test_fuzz.py
-	SYMGRAD_NUMBA_FULL=1 $(PY) -m pytest -q -p no:cacheprovider tests/test_numba.py
+	SYMGRAD_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q -p no:cacheprovider tests/quality/test_fuzz.py
+	SYMGRAD_NUMBA_FULL=1 $(PY) -m pytest -q -p no:cacheprovider tests/backends/targets/numba/test_printer.py
 
 lint: $(STAMP)
 	$(PY) -m ruff check symgrad tests benchmarks

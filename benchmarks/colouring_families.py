@@ -8,7 +8,7 @@ and rows for Jacobians), and prints the counts next to the known optimum:
   has a Jacobian with b = beta, its energy ``sum(r**2)`` a Hessian with b = 2 beta): every
   row holds ``2 b + 1`` entries, so no direct method needs fewer colours, and the cyclic
   colouring has that many (the star optimum is the same for long bands: exhaustive search
-  in tests/test_sparse.py);
+  in tests/transforms/test_sparse.py);
 * arrow-head (every variable coupled to one hub): a star colouring needs 2 (the hub, then
   all the others), a distance-2 colouring ``n`` (every column meets the hub's row);
 * block-diagonal, blocks of ``k`` (a chain of small dense problems): ``k``.

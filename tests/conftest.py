@@ -8,8 +8,9 @@ import os
 
 import numpy as np
 import pytest
-import user_ops  # noqa: F401  (ops defined with symgrad.extend, registered before collection)
 from hypothesis import HealthCheck, settings
+
+from tests.support import user_ops  # noqa: F401  (symgrad.extend ops, registered first)
 
 # Modest example counts and no deadline: graph building is Python, and CI has two cores
 # shared with other test files. `HYPOTHESIS_PROFILE=thorough pytest` runs many more.

@@ -26,7 +26,7 @@ from ..ir.values import exact, exact_choice
 from .boundary import exact_flag, exact_names
 from .interpreter import check_input, runtime_error
 from .naming import Namer
-from .request import Function, lower, numpy_request, pattern_constants, request, resolve_inputs
+from .stages import Function, lower, numpy_request, pattern_constants, request, resolve_inputs
 from .target import target
 
 __all__ = ["compile", "scipy_functions", "CompiledFunction", "ScipyFunctions"]
@@ -96,7 +96,7 @@ def _loader(tgt: Any) -> Callable[[str, str], tuple[dict, str]]:
     """How a NumPy-driver module is loaded: from its text (NumPy), or from a file in the
     cache folder, its kernels compiled or read from Numba's disk cache (Numba)."""
     if tgt.name == "numba":
-        from .numba_source import load
+        from .targets.numba.source import load
 
         return load
     return _load
@@ -154,7 +154,7 @@ def compile(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None 
     ``fast_math`` and ``backend``: as in :func:`to_source`. With ``backend="jax"`` the
     function is ``jax.jit`` of the generated one; with ``"array_api"`` and ``"torch"``
     arrays of the backend's library pass through unconverted (see
-    :mod:`symgrad.backends.array_compiled`).
+    :mod:`symgrad.backends.targets.array_api.loader`).
 
     >>> import symgrad as sg
     >>> x = sg.var("x", shape=(3,))
@@ -175,7 +175,7 @@ def compile(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None 
     source = printer.module()
     clock.append(time.perf_counter())
     if not tgt.printer.numpy_only:
-        from .array_compiled import load_array_function
+        from .targets.array_api.loader import load_array_function
 
         return load_array_function(tgt, source, name, params, check_inputs, _load)
     namespace, filename = _loader(tgt)(source, name)

@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..base.errors import SymgradError
-from .array_api_table import ON_DEVICE, number_source
-from .numpy_table import NUMPY_TYPE, scalar_source
+from .targets.array_api.table import ON_DEVICE, number_source
+from .targets.numpy.table import NUMPY_TYPE, scalar_source
 
 __all__ = ["DATA_FROM", "LINE", "array_literal", "array_source", "as_data", "const_spec",
            "numpy_literal", "wrap_items"]

@@ -12,7 +12,7 @@ whose body is printed once, and the results of the scan one assignment calling i
 * The array API and torch (``"arrays"``): a ``for`` loop collecting the per-step results in
   lists, stacked at the end.
 
-A printer (:mod:`symgrad.backends.printers.base`) holds one :class:`LoopEmitter` and calls
+A printer (:mod:`symgrad.backends.printer`) holds one :class:`LoopEmitter` and calls
 it at three points: :meth:`LoopEmitter.arrange` (the results of one scan made consecutive,
 so one statement can assign them all), :meth:`LoopEmitter.statement` (that statement) and
 :meth:`LoopEmitter.definitions` (the loop functions, written before the module's functions).
@@ -44,7 +44,7 @@ from typing import Any
 from ..base.errors import SymgradError
 from ..ir.body import Body
 from ..ops.loops import as_ys
-from .numpy_table import NUMPY_TYPE
+from .targets.numpy.table import NUMPY_TYPE
 
 __all__ = ["LoopEmitter", "LoopSpec", "body_ops", "is_loop", "nested_printer", "numpy_loop",
            "optimized_body", "printed_step"]
@@ -294,8 +294,8 @@ def optimized_body(body: Body, req: Any) -> Body:
 def nested_printer(cls: type, pr: Any, body: Body, root: LoopEmitter) -> Any:
     """A printer of class ``cls`` for one step of ``body`` (a function ``step`` from the
     body's inputs to its outputs), sharing the module's loop functions through ``root``."""
-    from .printers.base import ModuleState
-    from .request import Function, Lowered
+    from .printer import ModuleState
+    from .stages import Function, Lowered
 
     graph, nodes = body.graph, body.graph.nodes
     if any(nd.is_const and nd.shape != () for nd in nodes):
@@ -315,7 +315,7 @@ def _passes_lists(pr: Any) -> bool:
     """Whether loop functions may pass stacked floats as Python lists (see
     :meth:`LoopEmitter._list_ok`): NumPy modules with ``scalars="math"``, the NumPy printer
     itself (a subclass that compiles its loops opts out by not being it)."""
-    from .printers.numpy import NumpyPrinter
+    from .targets.numpy.printer import NumpyPrinter
 
     return type(pr) is NumpyPrinter and pr.loop_style == "numpy" and pr.scalar_loops()
 
@@ -344,7 +344,7 @@ def _scalar_step(sub: Any, plan: Any, order: list[int], outputs: set[int]
     """The step's statements and results over Python floats with ``math`` (None unless
     the module writes ``scalars="math"`` NumPy code and every value of the step is a
     float scalar)."""
-    from .printers.numpy import ScalarMathPrinter
+    from .targets.numpy.printer import ScalarMathPrinter
 
     if not sub.scalar_loops():
         return None
@@ -637,8 +637,8 @@ def _jax(s: LoopSpec, stmts: list[str]) -> list[str]:
 
 
 def call(head: str, items: list[str], close: str, lead: str = "    ") -> list[str]:
-    """:func:`symgrad.backends.printers.lines.call` (imported on use: the printers import
+    """:func:`symgrad.backends.lines.call` (imported on use: the printers import
     this module)."""
-    from .printers.lines import call as wrapped
+    from .lines import call as wrapped
 
     return wrapped(head, items, close, lead)

@@ -22,7 +22,7 @@ from ..ir.text import adjoint_pairs, tangent_pairs
 from .template import Template, helpers_of, imports_of
 
 if TYPE_CHECKING:
-    from .request import Function
+    from .stages import Function
 
 __all__ = ["Namer", "Plan", "check_function_name", "is_safe_name", "plan", "sanitize"]
 

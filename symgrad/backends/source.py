@@ -1,8 +1,8 @@
 """Standalone source for symgrad graphs (``to_source``); ``compile`` loads it.
 
 The front of the emitter's stages: the call becomes a :class:`~.request.Request`
-(:mod:`.request`), lowered once through the compile passes, and printed by the target's
-printer (:mod:`.printers`: NumPy, scalar ``math``, the array API, JAX, torch), which
+(:mod:`.stages`), lowered once through the compile passes, and printed by the target's
+printer (:mod:`.targets`: NumPy, scalar ``math``, the array API, JAX, torch), which
 writes each op from its table (:mod:`.numpy_table`, :mod:`.math_table`, ...), names from
 :mod:`.naming`, constants from :mod:`.literals`, docstrings from :mod:`.docstring`.
 
@@ -33,7 +33,7 @@ from collections.abc import Sequence
 
 from ..ir.expr import Expr
 from .naming import is_safe_name
-from .request import lower, request
+from .stages import lower, request
 
 __all__ = ["to_source", "is_safe_name"]
 

@@ -2,7 +2,7 @@
 
 Every backend table (:mod:`.numpy_table`, :mod:`.math_table`, :mod:`.array_api_table`,
 :mod:`.jax_table`, :mod:`.torch_table`) maps op names to templates; a printer
-(:mod:`symgrad.backends.printers`) renders a node by filling its op's template with the
+(:mod:`symgrad.backends.targets`) renders a node by filling its op's template with the
 operands' names and the node's attributes.
 
 >>> Template("np.add({0}, {1})").render(["x", "y"], {})

@@ -228,7 +228,7 @@ def cmd_grad(args: argparse.Namespace) -> int:
 
 
 def cmd_source(args: argparse.Namespace) -> int:
-    from ..backends.request import lower, request
+    from ..backends.stages import lower, request
     from ..transforms.derivatives import grad
 
     f = _expression(args)

@@ -454,7 +454,7 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     return moveaxis(out, -1, axisc)
 
 
-# -- trace with NumPy's keywords (the op is in ops/decompositions.py) ------------------------
+# -- trace with NumPy's keywords (the op is in ops/numpy_linalg.py) ------------------------
 
 
 @define("trace", "a", "=offset", "=axis1", "=axis2", "=dtype", "=out", offset=0, axis1=0,

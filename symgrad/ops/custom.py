@@ -15,7 +15,7 @@ rule's, never the primal's:
 
 The rules are built by :mod:`symgrad.transforms.custom`. The ops are not
 ``differentiable`` in the registry's sense: their derivative is not that of their value,
-so the registry's finite-difference checks do not apply (``tests/test_custom.py`` checks
+so the registry's finite-difference checks do not apply (``tests/frontend/test_custom.py`` checks
 them against JAX).
 
 >>> import symgrad as sg

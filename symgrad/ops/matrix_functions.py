@@ -25,7 +25,7 @@ from ..base.errors import ShapeError, UnsupportedError
 from ..ir.expr import Expr, F
 from ..ir.op import Op, register
 from ..ir.shapes import float_dtype, fmt
-from .decompositions import _mT, _on_squares
+from .numpy_linalg import _mT, _on_squares
 from .tangent import first
 
 

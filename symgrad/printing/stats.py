@@ -139,7 +139,7 @@ def stats(exprs: Expr | Sequence[Expr], fast_math: bool = False,
 def _backend_plan(outs: list[Expr], fast_math: bool, backend: Any) -> tuple:
     """``(name, kernels, numpy_ops)`` of the module ``backend`` would print for ``outs``
     (empty for a backend that compiles no loops of its own)."""
-    from ..backends.request import lower, request
+    from ..backends.stages import lower, request
 
     low = lower(request(outs, backend=backend, fast_math=fast_math))
     printer = low.request.target.printer(low)

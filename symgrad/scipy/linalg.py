@@ -1,5 +1,5 @@
 """``symgrad.scipy.linalg``: SciPy's linear algebra on symbolic values, built from the ops of
-``numpy.linalg`` (:mod:`symgrad.ops.decompositions`) and ``expm``
+``numpy.linalg`` (:mod:`symgrad.ops.numpy_linalg`) and ``expm``
 (:mod:`symgrad.ops.matrix_functions`).
 
 Signatures and meanings are SciPy's: ``cholesky`` gives the *upper* factor unless

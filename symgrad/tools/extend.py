@@ -26,9 +26,9 @@ import keyword
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..backends.math_table import MATH
-from ..backends.numpy_table import NUMPY
 from ..backends.target import TARGETS
+from ..backends.targets.numpy.math_table import MATH
+from ..backends.targets.numpy.table import NUMPY
 from ..backends.template import Template
 from ..base.errors import DifferentiationError, SymgradError
 from ..frontend.functions import function_for

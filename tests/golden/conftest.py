@@ -1,3 +1,4 @@
-"""Golden files of emitted source: data for tests/test_codegen.py, not test modules."""
+"""Golden files of emitted source: data for the printer tests
+(tests/backends/targets/numpy/test_printer.py), not test modules."""
 
 collect_ignore_glob = ["*.py"]

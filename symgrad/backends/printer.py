@@ -1,0 +1,497 @@
+"""The base printer: one module of straight-line functions over one lowered graph.
+
+A printer writes one assignment per node of each function's outputs' ancestors, in id
+order (a topological order), so every forward value is computed once and reused by the
+adjoint lines; names come from the function's :class:`~symgrad.backends.naming.Plan`;
+every adjoint (tangent) line carries a comment naming the forward line it differentiates;
+large temporaries are released with ``del`` after their last use; a long function is
+split into parts (:mod:`symgrad.backends.layout`). The text depends only on the graph: no
+set order, no hash seed, no addresses.
+
+A subclass per kind of target overrides a few hooks (its table, how a constant is written,
+the module's header, what a function's first lines are) — as SymPy's printers and
+tinygrad's renderers do; it never branches on which target it is.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from ..base.errors import BackendError, SymgradError
+from ..base.progress import start
+from ..ir.expr import Expr
+from ..ir.graph import Graph
+from ..passes.rebuild import gc_paused
+from . import layout
+from .docstring import docstring
+from .lines import call, del_lines, fit, moves, releases, stores
+from .literals import LINE
+from .loops import LoopEmitter, body_ops
+from .naming import Namer, Plan, plan
+from .template import Template, helpers_of
+
+if TYPE_CHECKING:
+    from .stages import Function, Lowered
+    from .target import Target
+
+__all__ = ["ModuleState", "Printer"]
+
+
+@dataclass
+class ModuleState:
+    """What every printer of one module shares: the functions' plans, the hoisted array
+    constants' names, the inlined 0-d constants and the names of generated helpers."""
+
+    graph: Graph
+    plans: list[Plan]
+    shown: dict[int, Expr]  # output id -> the Expr its docstring line prints
+    constants: list[tuple[str, Any]]  # public module constants (a sparse pattern)
+    consts: dict[int, str] = field(default_factory=dict)  # hoisted array constant -> name
+    derived: list[int] = field(default_factory=list)  # hoisted constant-only ops, in id order
+    inlined: set[int] = field(default_factory=set)  # 0-d constants written as literals
+    helper_names: set[str] = field(default_factory=set)  # generated helpers (bodies, parts)
+
+
+class Printer:
+    """Prints a :class:`~symgrad.backends.stages.Lowered` request as a module's text.
+
+    Subclasses set :attr:`table` and override the hooks below; :meth:`module` is the text.
+    """
+
+    table: ClassVar[dict[str, Template | None]] = {}
+    numpy_only: ClassVar[bool] = False  # the module runs on NumPy arrays only
+    loop_style: ClassVar[str] = "numpy"  # how a scan is written (see symgrad.backends.loops)
+
+    def __init__(self, lowered: Lowered, state: ModuleState | None = None,
+                 loops: LoopEmitter | None = None) -> None:
+        self.lowered = lowered
+        self.target: Target = lowered.request.target
+        self.graph = lowered.graph
+        self.state = state if state is not None else self._state(lowered)
+        self._literals: dict[tuple, str] = {}
+        self._probes: dict[tuple, list[bool]] = {}
+        self._comments: dict[tuple, list[str]] = {}
+        self._names_of: dict[int, set[str]] = {}
+        self._others_of: dict[int, list[str]] = {}  # node -> its operands' dtypes (_others)
+        # the scans: one loop function each, shared by nested printers (``loops``: the root's)
+        self.loops = LoopEmitter(self, loops)
+
+    # -- the module ---------------------------------------------------------------------
+
+    def module(self) -> str:
+        """The module's text: header, constants, helpers, one function per request."""
+        with gc_paused():
+            # the functions first: they (and their loops) say what the header imports and
+            # which helpers they call
+            functions = [self.function(p) for p in self.state.plans]
+            out = self.header()
+            out += self.constant_lines()
+            for fn in self.helpers():
+                out += ["", "", *helper_source(fn)]
+            out += self.derived_lines()  # after the helpers: they may call them
+            code = self.loops.definitions()  # the loop functions, before the others
+            out += code
+            for lines, body in functions:
+                out += ["", "", *lines]
+                code += body
+            return self.finish(out, code)
+
+    def header(self) -> list[str]:
+        """The module's first lines: its comment and imports."""
+        return list(self.target.header)
+
+    def constant_lines(self) -> list[str]:
+        """The module-level constants: hoisted arrays, then the public constants."""
+        raise NotImplementedError
+
+    def helpers(self) -> list[Callable]:
+        """The helper functions the module's templates call, sorted by name."""
+        return helpers_of(self.table, self._ops())
+
+    def hoists(self) -> bool:
+        """Whether array values computed from constants alone are computed once, at module
+        level (after the helpers), instead of on every call."""
+        return False
+
+    def derived_lines(self) -> list[str]:
+        """The module-level lines of the hoisted constant-only values."""
+        return []
+
+    def finish(self, out: list[str], code: list[str]) -> str:
+        """The module's text from its lines (``code``: the functions' lines without their
+        docstrings)."""
+        return "\n".join(out) + "\n"
+
+    # -- hooks for one function ---------------------------------------------------------
+
+    def def_params(self, params: list[str]) -> list[str]:
+        """The parameters of the function's ``def`` line."""
+        return params
+
+    def part_params(self, code: list[str]) -> list[str]:
+        """The parameters a long function's parts take besides the shared list (``code``:
+        the function's lines)."""
+        return []
+
+    def part_args(self, code: list[str]) -> list[str]:
+        """The arguments the function passes its parts besides the shared list."""
+        return self.part_params(code)
+
+    def prologue(self, params: list[str], code: list[str]) -> list[str]:
+        """Lines before the body (after the docstring), given the body's ``code``."""
+        return []
+
+    def doc(self, p: Plan) -> list[str]:
+        """The function's docstring lines."""
+        return docstring(self.graph, p, self.state.shown, self.target.label)
+
+    # -- hooks for one value ------------------------------------------------------------
+
+    def literal(self, value: np.ndarray, others: list[str], strong: bool) -> str:
+        """A 0-d constant as a literal beside operands of dtypes ``others``."""
+        raise NotImplementedError
+
+    def const_text(self, i: int) -> str:
+        """Hoisted array constant ``i`` as an operand."""
+        return self.state.consts[i]
+
+    def copy_text(self, expr: str) -> str:
+        """A fresh copy of a hoisted constant (an output must never be the shared one)."""
+        raise NotImplementedError
+
+    def strong_literal(self, a: int, user: Any) -> bool:
+        """Whether 0-d constant ``a`` must be written as an array where ``user`` reads it."""
+        return False
+
+    def helpers_take_arrays(self, probe: str) -> bool:
+        """Whether the template text ``probe`` calls a helper that takes only arrays."""
+        return False
+
+    def reserved(self) -> list[str]:
+        """Names no variable or temporary may take (the module's imports)."""
+        return []
+
+    def loop_printer(self) -> type[Printer]:
+        """The printer class of a loop's step (see :mod:`symgrad.backends.loops`)."""
+        return type(self)
+
+    def loop_function(self, emitter: LoopEmitter, name: str, node: Any, parts: tuple
+                      ) -> tuple[list[str], list[str]] | None:
+        """The lines of loop function ``name`` for scan ``node`` returning ``parts`` and
+        its step's statements, if this printer writes its loops itself (None: the
+        emitter's loop, see :mod:`symgrad.backends.loops`)."""
+        return None
+
+    def scalar_loops(self) -> bool:
+        """Whether an all-scalar loop step is also written over Python floats (``math``)."""
+        return False
+
+    def no_source(self, op: str, i: int) -> None:
+        """Raise: op ``op`` (node ``i``) cannot be written for this target, and why."""
+        why = self.target.unsupported.get(op) or "it has no template in this backend's table"
+        raise BackendError(f"op {op!r} (node {i}) cannot be emitted for backend "
+                           f"{self.target.name!r}: {why}; use backend='numpy' for this "
+                           "expression")
+
+    # -- planning -----------------------------------------------------------------------
+
+    def _state(self, lowered: Lowered) -> ModuleState:
+        graph, nodes = lowered.graph, lowered.graph.nodes
+        derived = self._derived(lowered)
+        plans: list[Plan] = []
+        for fn in lowered.functions:
+            if any(p.name == fn.name for p in plans):
+                raise SymgradError(f"two generated functions named {fn.name!r}")
+            plans.append(self._plan(fn, frozenset(derived)))
+        state = ModuleState(graph, plans, dict(lowered.shown), list(lowered.request.constants))
+        ids = {i for p in plans for i in p.order if nodes[i].is_const}
+        namer = Namer([p.name for p in plans])
+        for p in plans:
+            namer.taken.update(p.names.values())
+        k = 1
+        for i in sorted(ids):
+            if nodes[i].shape != ():
+                state.consts[i], k = namer.counter("_c", k)
+        for i in derived:
+            state.consts[i], k = namer.counter("_c", k)
+        state.derived = derived
+        state.inlined = {i for i in ids if nodes[i].shape == ()}
+        return state
+
+    def _derived(self, lowered: Lowered) -> list[int]:
+        """The array values of the functions computed from constants alone (no variable
+        among their ancestors), if this printer hoists them: in id order."""
+        if not self.hoists():
+            return []
+        graph, nodes = lowered.graph, lowered.graph.nodes
+        order = graph.ancestors([i for fn in lowered.functions for i in fn.outputs])
+        constant = {i for i in order if nodes[i].is_const}
+        out = []
+        for i in order:  # a chain of arrays only: a 0-d value is no module constant here
+            n = nodes[i]
+            if (n.args and n.shape != () and self.table.get(n.op) is not None
+                    and all(a in constant for a in n.args)):
+                constant.add(i)
+                out.append(i)
+        return out
+
+    def _plan(self, fn: Function, hoisted: frozenset[int] = frozenset()) -> Plan:
+        nodes = self.graph.nodes
+        for i in self.graph.ancestors(list(fn.outputs)):
+            n = nodes[i]
+            if not (n.is_var or n.is_const) and self.table.get(n.op) is None:
+                self.no_source(n.op, i)
+        return plan(self.graph, fn, self.table, self.reserved(), self.lowered.derivatives,
+                    hoisted)
+
+    def _ops(self) -> list[str]:
+        """The ops of every line of the module, loop bodies included."""
+        nodes = self.graph.nodes
+        ids = [i for p in self.state.plans for i in p.order]
+        return [nodes[i].op for i in ids] + body_ops(self.graph, ids)
+
+    def _hoisted(self) -> list[int]:
+        """The array constants (leaves) the module holds, in id order."""
+        nodes = self.graph.nodes
+        return sorted(i for i in self.state.consts if nodes[i].is_const)
+
+    # -- one function -------------------------------------------------------------------
+
+    def function(self, p: Plan) -> tuple[list[str], list[str]]:
+        """The function's lines, and the same without its docstring."""
+        return self._function(p, p.name, self.doc(p))
+
+    def _function(self, p: Plan, fname: str, doc: list[str]) -> tuple[list[str], list[str]]:
+        """The lines of ``def fname`` computing ``p`` (a long function: its parts too, each
+        a function of its own before it; see :mod:`.layout`), and the same without ``doc``."""
+        nodes, names = self.graph.nodes, p.names
+        outputs = set(p.outputs)
+        consts = self.state.consts
+        body = [i for i in p.order if not (nodes[i].is_var or (
+            (nodes[i].is_const or i in consts) and i not in outputs))]
+        body = self.loops.arrange(body)  # a scan's results consecutive
+        big = len(body) > layout.REGISTERS_FROM
+        if big:
+            names = dict(names)
+            fixed = {i: names[i] for i in body if i in outputs}
+            names.update(layout.registers(nodes, body, fixed, set(names.values())))
+        params = [names[i] for i in p.params]
+        results = [p.aliases.get(i) or names.get(i) or self._expr(i, names) for i in p.outputs]
+        tail = [self._line(f"    {alias} = {names[i]}", nodes[i], names, p.alias_of.get(i))
+                for i, alias in sorted(p.aliases.items())]
+        ret = results[0] if p.single else ", ".join(results) + ("," if len(results) == 1 else "")
+        tail.append(f"    return {ret}" if p.single or len(results) > 1 else f"    return ({ret})")
+        if len(body) <= layout.PART_LINES:
+            code = self._statements(body, names, outputs, comments=not big)
+            head = self._head(fname, params, doc, code + tail)
+            lines = [fit(line) for line in head + code + tail]
+        else:
+            lines = [fit(line) for line in self._parts(p, body, names, params, outputs, fname,
+                                                        doc, tail) + tail]
+        docs = set(doc)
+        return lines, [ln for ln in lines if ln not in docs]
+
+    def _head(self, fname: str, params: list[str], doc: list[str], code: list[str]
+              ) -> list[str]:
+        """The ``def`` line, the docstring and the prologue of a function with ``code``."""
+        return [*call(f"def {fname}(", self.def_params(params), "):", ""), *doc,
+                *self.prologue(params, code)]
+
+    def _parts(self, p: Plan, body: list[int], names: dict[int, str], params: list[str],
+               outputs: set[int], fname: str, doc: list[str], tail: list[str]) -> list[str]:
+        """A long function as parts sharing one list of the values that cross them."""
+        nodes = self.graph.nodes
+        pieces, slots = layout.parts(nodes, body, p.params, [i for i in p.outputs
+                                                             if i not in p.aliases])
+        codes = [self._statements(part.lines, names, outputs, comments=False)
+                 for part in pieces]
+        code = [line for c in codes for line in c] + tail
+        shared = Namer(list(names.values()) + params).fresh("_v")
+        before: list[str] = []
+        calls = [f"    {shared} = [None] * {len(slots)}"]
+        calls += stores(shared, [(i, slots[i]) for i in p.params if i in slots], names)
+        part_params, part_args = self.part_params(code), self.part_args(code)
+        for k, (part, part_code) in enumerate(zip(pieces, codes), start=1):
+            part_name = self._helper_name(p, f"part{k}")
+            before += [f"def {part_name}({', '.join([shared, *part_params])}):"]
+            before += moves([(names[i], f"{shared}[{s}]") for i, s in part.loads])
+            before += part_code
+            before += stores(shared, part.stores, names) + ["", ""]
+            calls.append(f"    {part_name}({', '.join([shared, *part_args])})")
+        calls += moves([(names[i], f"{shared}[{slots[i]}]") for i in dict.fromkeys(p.outputs)
+                        if i in slots and i not in p.aliases])
+        return before + self._head(fname, params, doc, code) + calls
+
+    def _helper_name(self, p: Plan, kind: str) -> str:
+        """A fresh name for a helper of function ``p`` (``_f_scalar``, ``_f_part1``)."""
+        state = self.state
+
+        def taken(name: str) -> bool:
+            return (name in state.helper_names or name in self._plan_names(p)
+                    or any(q.name == name for q in state.plans))
+
+        name, k = f"_{p.name}_{kind}", 1
+        while taken(name):
+            name, k = f"_{p.name}_{kind}_{k}", k + 1
+        state.helper_names.add(name)
+        return name
+
+    def _plan_names(self, p: Plan) -> set[str]:
+        found = self._names_of.get(id(p))
+        if found is None:
+            found = self._names_of[id(p)] = set(p.names.values())
+        return found
+
+    def _statements(self, body: list[int], names: dict[int, str], outputs: set[int],
+                    comments: bool = True) -> list[str]:
+        """One assignment per node of ``body``; ``del`` after the last use of big arrays."""
+        nodes = self.graph.nodes
+        dead_after = releases(nodes, body, outputs, self.state.consts)
+        lines = []
+        progress = start("emit source", total=len(body))
+        for i in body:
+            progress.update()
+            n = nodes[i]
+            loop = self.loops.statement(i, names, body)  # a scan's results: one call
+            if loop is not None:
+                lines += loop
+            else:
+                expr = self._expr(i, names)
+                if i in self.state.consts:  # never hand out the shared constant
+                    expr = self.copy_text(expr)
+                code = f"    {names[i]} = {expr}"
+                lines.append(self._line(code, n, names) if comments else code)
+            dead = [names[a] for a in dead_after.get(i, ()) if names[a] != names[i]]
+            lines += del_lines(dead)
+        progress.close()
+        return lines
+
+    # -- one node -----------------------------------------------------------------------
+
+    def _expr(self, i: int, names: dict[int, str]) -> str:
+        n = self.graph.nodes[i]
+        if n.is_var:
+            return names[i]
+        if i in self.state.consts:
+            return self.const_text(i)
+        if n.is_const:
+            return self.literal(n.attrs["value"], [], False)
+        return self._op_text(n, names)
+
+    def _op_text(self, n: Any, names: dict[int, str]) -> str:
+        """Node ``n`` (an op) as its template writes it over its operands."""
+        src = self.table[n.op]
+        texts = [self._operand(a, n, names) for a in n.args]
+        if any(k in self.state.inlined for k in n.args):
+            texts = self._typed_scalars(n, src, texts)
+        text = src.render(texts, n.attrs)
+        if not isinstance(text, str) or "\n" in text:
+            raise SymgradError(f"op {n.op!r} has a source template that gives no one-line text")
+        return text
+
+    def _operand(self, a: int, user: Any, names: dict[int, str], strong: bool = False) -> str:
+        """Operand ``a`` of node ``user``: its name, or the constant written out (typed if
+        ``strong``)."""
+        name = names.get(a)
+        if name is not None and a not in self.state.inlined:
+            return name
+        if a in self.state.consts:
+            return self.const_text(a)
+        nodes = self.graph.nodes
+        strong = strong or self.strong_literal(a, user)
+        others = self._others(a, user)
+        key = (a, tuple(others), strong)
+        text = self._literals.get(key)
+        if text is None:
+            text = self._literals[key] = self.literal(nodes[a].attrs["value"], others, strong)
+        return text
+
+    def _typed_scalars(self, n: Any, src: Template, texts: list[str]) -> list[str]:
+        """Inline constants the template uses as arrays (``{0}.dtype``, ``{0}[i]``) as typed
+        scalars (``np.float64(1.0)``), which have those attributes; plain literals do not."""
+        key = (n.op, len(texts)) if isinstance(src.text, str) else None
+        used = self._probes.get(key) if key else None
+        if used is None:
+            probe = src.render([f"_SGPROBE{k}_" for k in range(len(texts))], n.attrs)
+            found = {int(k) for k in _AS_ARRAY.findall(probe)}  # one scan of the text
+            used = [k in found for k in range(len(texts))]
+            if self.helpers_take_arrays(probe):
+                used = [True] * len(texts)
+            if key:
+                self._probes[key] = used
+        out = list(texts)
+        nodes = self.graph.nodes
+        for k, a in enumerate(n.args):
+            if a in self.state.inlined and used[k]:
+                out[k] = self.literal(nodes[a].attrs["value"], self._others(a, n), True)
+        return out
+
+    def _others(self, a: int, user: Any) -> list[str]:
+        """The dtypes of ``user``'s operands beside 0-d constant ``a`` that decide how it is
+        typed, once each, sorted (promotion reads only which dtypes there are): another
+        0-d literal is weak too, so it is left out. Kept per ``user``: a sum of 10^5 terms
+        asks once, not once per term."""
+        found = self._others_of.get(user.id)
+        if found is None:
+            nodes = self.graph.nodes
+            found = self._others_of[user.id] = sorted(
+                {nodes[b].dtype for b in user.args
+                 if not (nodes[b].is_const and nodes[b].shape == ())})
+        return found
+
+    # -- provenance comments ------------------------------------------------------------
+
+    def _line(self, code: str, n: Any, names: dict[int, str], of: int | None = None) -> str:
+        """``code`` plus, for an adjoint line, ``# backprop of: <forward line>`` (shortened);
+        for a tangent line (forward mode), ``# tangent of: <forward line>``."""
+        if of is None and (n.role == "forward" or n.origin is None):
+            return code
+        o = self.graph.nodes[n.origin if of is None else of]
+        if o.id not in names:  # no line of this function computes it: nothing to cite
+            return code
+        mark = "tangent of" if of is None and n.role == "tangent" else "backprop of"
+        target = names[o.id]
+        for what in self._forward_texts(o, target, names):
+            line = f"{code}  # {mark}: {what}"
+            if len(line) <= LINE:
+                return line
+        return f"{code}  # {mark}: {target}"
+
+    def _forward_texts(self, o: Any, target: str, names: dict[int, str]) -> list[str]:
+        """Ways to name forward node ``o`` in a comment, longest first."""
+        if o.is_var:
+            return [f"{target} (input)"]
+        if o.is_const:
+            return [target]
+        key = (id(names), o.id)
+        texts = self._comments.get(key)
+        nodes, consts = self.graph.nodes, self.state.consts
+        unnamed = {a for a in o.args if nodes[a].is_const and nodes[a].shape != ()
+                   and a not in consts}  # an array constant this module does not hold
+        if texts is None and unnamed:
+            texts = [target]  # (another gradient's origin)
+        if texts is None:
+            args = ", ".join(names.get(a) or self._expr(a, names) for a in o.args)
+            full = self._expr(o.id, names)
+            texts = [f"{target} = {full}"] if len(full) <= 48 else []
+            texts.append(f"{target} = {o.op}({args})")
+            self._comments[key] = texts
+        return texts
+
+
+_AS_ARRAY = re.compile(r"_SGPROBE(\d+)_\s*[.\[(]")  # an operand used as an array: x.dtype
+
+
+@functools.cache
+def helper_source(fn: Callable) -> tuple[str, ...]:
+    """The text of a helper function (read once: ``inspect`` is slow to import and run)."""
+    import inspect
+
+    return tuple(textwrap.dedent(inspect.getsource(fn)).rstrip().splitlines())

@@ -1,0 +1,10 @@
+"""The array API targets: ``backend="array_api"`` (any conforming namespace), ``"jax"`` and
+``"torch"``.
+
+* :mod:`.printer` — :class:`~.printer.ArrayApiPrinter`, with :class:`~.printer.JaxPrinter`
+  and :class:`~.printer.TorchPrinter` as thin variants;
+* :mod:`.table` — each op's array API template (helpers in :mod:`.helpers`), with
+  :mod:`.jax_table` and :mod:`.torch_table` overriding the entries that differ;
+* :mod:`.promotion` — the dtype promotion the array API leaves out, made explicit;
+* :mod:`.loader` — loads an emitted module on its library and checks its inputs.
+"""

@@ -1,0 +1,155 @@
+"""The array API printer, with JAX and PyTorch as thin variants.
+
+The array API module calls only the standard's functions on ``xp``, the namespace each call
+takes from its inputs (``array_api_compat.array_namespace``), so it runs on NumPy, CuPy,
+PyTorch, JAX and Dask arrays. Array constants are module-level Python data, built into an
+array of the call's namespace by ``_sg_xp_const``; a 0-d constant is a Python literal only
+beside an array operand (the standard's functions take arrays). The JAX and PyTorch
+variants import their namespace once at module level instead (``jax.numpy``,
+``array_api_compat.torch``) and differ from the array API only in their tables.
+
+>>> import symgrad as sg
+>>> x = sg.var("x", shape=(3,))
+>>> src = sg.to_source(sg.sum(sg.sin(x) * 2.0), backend="array_api")
+>>> print(src.split('"' * 3)[-1].strip())
+xp = array_namespace(x)
+    t1 = xp.sin(x)
+    t2 = t1 * 2.0
+    t3 = xp.sum(t2, axis=(-1,), keepdims=False)
+    return t3
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ....base.errors import SymgradError
+from ...lines import call
+from ...literals import array_literal, const_spec
+from ...printer import ModuleState, Printer
+from ...template import imports_of
+from .helpers import _sg_xp_const, _sg_xp_device
+from .jax_table import JAX
+from .table import ARRAY_API, DEVICE
+from .torch_table import TORCH
+
+if TYPE_CHECKING:
+    from ...loops import LoopEmitter
+    from ...stages import Lowered
+
+__all__ = ["ArrayApiPrinter", "JaxPrinter", "TorchPrinter"]
+
+
+class ArrayApiPrinter(Printer):
+    """The Python array API standard only; the namespace comes from the inputs, and where
+    the function creates arrays, their device too (``dev``, from the inputs')."""
+
+    table = ARRAY_API
+    loop_style = "arrays"
+
+    def __init__(self, lowered: Lowered, state: ModuleState | None = None,
+                 loops: LoopEmitter | None = None) -> None:
+        super().__init__(lowered, state, loops)
+        self._uses_device = False  # a function binds its inputs' device (_sg_xp_device)
+
+    def reserved(self) -> list[str]:
+        return [self.target.namespace, DEVICE, "math", "array_namespace", "array_api_compat",
+                _sg_xp_const.__name__, _sg_xp_device.__name__]
+
+    def header(self) -> list[str]:
+        lines = super().header()  # then the modules the templates import (jax.scipy.special)
+        return lines + [f"import {m}" for m in imports_of(self.table, self._ops())
+                        if f"import {m}" not in lines]
+
+    def constant_lines(self) -> list[str]:
+        state, nodes = self.state, self.graph.nodes
+        if any(isinstance(v, np.ndarray) for _, v in state.constants):
+            raise SymgradError(f"backend {self.target.name!r} cannot emit NumPy arrays as "
+                               "module constants (a sparse pattern); use backend='numpy'")
+        out: list[str] = []
+        for i in self._hoisted():
+            out += ["", f"{state.consts[i]} = {const_spec(nodes[i].attrs['value'])}"]
+        return out + [line for name, value in state.constants
+                      for line in ("", f"{name} = {value!r}")]
+
+    def helpers(self) -> list[Callable]:
+        more = [_sg_xp_const] if self.state.consts else []
+        more += [_sg_xp_device] if self._uses_device else []
+        found = {fn.__name__: fn for fn in [*super().helpers(), *more]}
+        return [found[k] for k in sorted(found)]
+
+    def finish(self, out: list[str], code: list[str]) -> str:
+        text = super().finish(out, code)
+        if "math." not in text.replace("import math", ""):
+            text = text.replace("import math\n\n", "", 1)
+        return text
+
+    def prologue(self, params: list[str], code: list[str]) -> list[str]:
+        """The namespace of the inputs (NumPy's when there are none), then their device."""
+        ns = self.target.namespace
+        out = (call(f"{ns} = array_namespace(", params, ")") if params else
+               [f"    import array_api_compat.numpy as {ns}  # no inputs: NumPy's"])
+        return out + self._device_lines(params, code)
+
+    def part_params(self, code: list[str]) -> list[str]:
+        # the parts take the namespace the function found, and its device if they use it
+        return [self.target.namespace, *([DEVICE] if _on_device(code) else [])]
+
+    def _device_lines(self, params: list[str], code: list[str]) -> list[str]:
+        """``dev = _sg_xp_device(inputs)`` where ``code`` creates arrays on the device."""
+        if not _on_device(code):
+            return []
+        self._uses_device = self._uses_device or bool(params)
+        return (call(f"{DEVICE} = _sg_xp_device(", params, ")") if params else
+                [f"    {DEVICE} = None  # no inputs: the default device"])
+
+    def literal(self, value: np.ndarray, others: list[str], strong: bool) -> str:
+        return array_literal(value, others, strong)
+
+    def const_text(self, i: int) -> str:
+        return f"_sg_xp_const({self.target.namespace}, {self.state.consts[i]}, {DEVICE})"
+
+    def copy_text(self, expr: str) -> str:
+        return f"{self.target.namespace}.asarray({expr}, copy=True)"
+
+    def strong_literal(self, a: int, user: object) -> bool:
+        # the array API takes one Python scalar beside arrays, never two
+        return any(b in self.state.inlined for b in user.args if b != a)
+
+    def helpers_take_arrays(self, probe: str) -> bool:
+        return "_sg_xp_" in probe
+
+
+class _ModuleNamespace(ArrayApiPrinter):
+    """A variant whose module imports its namespace once (no ``array_namespace`` call)."""
+
+    def prologue(self, params: list[str], code: list[str]) -> list[str]:
+        return self._device_lines(params, code)
+
+    def part_params(self, code: list[str]) -> list[str]:
+        return [DEVICE] if _on_device(code) else []
+
+
+class JaxPrinter(_ModuleNamespace):
+    """``jax.numpy`` as ``xp``: functional updates, JAX's NumPy-style indexing."""
+
+    table = JAX
+    loop_style = "jax"
+
+
+class TorchPrinter(_ModuleNamespace):
+    """PyTorch through ``array_api_compat.torch`` as ``xp``."""
+
+    table = TORCH
+
+
+_DEVICE_USE = re.compile(rf"\b{DEVICE}\b")  # a line that creates an array on the device
+
+
+def _on_device(code: list[str]) -> bool:
+    """Whether any line of ``code`` creates an array on the inputs' device."""
+    return any(_DEVICE_USE.search(line) for line in code)

@@ -1,0 +1,325 @@
+"""The array API backend's table: how each op is written against the array API standard.
+
+Entries are :class:`~symgrad.backends.template.Template` objects, like the NumPy table's,
+whose text calls the namespace ``xp`` (the emitted function binds it from its inputs with
+``array_api_compat.array_namespace``, or to a fixed library for the ``jax`` and ``torch``
+backends). Ops the standard lacks call the standard-only helpers of
+:mod:`symgrad.backends.targets.array_api.helpers`, written once at the top of the module. Every op
+of the registry has an entry (a test fails if one is missing); ``None`` would mark an op
+that cannot be written here, and :data:`UNSUPPORTED` says why (empty: every op can be).
+
+>>> ARRAY_API["sin"].render(["x"], {})
+'xp.sin(x)'
+"""
+
+from __future__ import annotations
+
+import math
+
+from ....ops.indexing import split_parts
+from ...template import Template
+from ..numpy.table import scalar_source
+from . import helpers as h
+
+T = Template
+
+UNSUPPORTED: dict[str, str] = {}
+"""Ops this backend cannot write, with the reason (none)."""
+
+DEVICE = "dev"
+"""The name the emitted functions bind to their inputs' device (``_sg_xp_device`` of them;
+``None`` without array inputs): every array the code creates is made there."""
+ON_DEVICE = f"device={DEVICE}"
+
+
+def number_source(v) -> str:
+    """Exact source of one number without NumPy: ``math.inf``, ``-0.0``, ``5e-324``."""
+    if v is None or isinstance(v, str):
+        return repr(v)
+    return scalar_source(v, "math")
+
+
+def _key_entry(e, names) -> str:
+    if e is None or isinstance(e, str):
+        return "None" if e is None else next(names)
+    if not isinstance(e, slice):
+        return str(int(e))
+    items = [e.start, e.stop] + ([] if e.step is None else [e.step])
+    return f"slice({', '.join('None' if p is None else str(int(p)) for p in items)})"
+
+
+def key_tuple(key: tuple, names: list[str], batch: int) -> str:
+    """A key as a tuple expression: ``(slice(None), slice(1, None), None, i)``."""
+    it = iter(names)
+    parts = ["slice(None)"] * batch + [_key_entry(e, it) for e in key]
+    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+
+def _index(names: list[str], attrs: dict) -> str:
+    key = key_tuple(attrs["key"], names[1:], attrs["batch"])
+    reverse = any(isinstance(e, slice) and (e.step or 1) < 0 for e in attrs["key"])
+    if len(names) == 1 and not reverse:  # slices, integers, None: the standard's indexing
+        return f"{names[0]}[{key}]"
+    return f"_sg_xp_index(xp, {names[0]}, {key})"
+
+
+def _scatter(names: list[str], attrs: dict) -> str:
+    key = key_tuple(attrs["key"], names[1:], 0)
+    return (f"_sg_xp_scatter(xp, {attrs['shape']!r}, {attrs['batch']!r}, "
+            f"(({names[0]}, {key}),))")
+
+
+def _scatter_sum(names: list[str], attrs: dict) -> str:
+    items = ", ".join(f"({g}, {key_tuple(key, list(dyn), 0)})" for (g, dyn), (key, _, _)
+                      in zip(split_parts(names, attrs["parts"]), attrs["parts"]))
+    return f"_sg_xp_scatter(xp, {attrs['shape']!r}, {attrs['batch']!r}, ({items},))"
+
+
+_SCATTER = (h._sg_xp_scatter, h._sg_xp_index, h._sg_xp_add_at, h._sg_xp_device)
+
+
+def _batched(fn: str) -> Template:
+    def text(names: list[str], attrs: dict) -> str:
+        x, b, shape = names[0], attrs["batch"], attrs["shape"]
+        if b == 0:
+            return f"xp.{fn}({x}, {shape!r})"
+        return f"xp.{fn}({x}, tuple({x}.shape[:{b}]) + {shape!r})"
+    return T(text)
+
+
+def _join(fn: str) -> Template:
+    return T(lambda names, attrs: f"xp.{fn}([{', '.join(names)}], axis={int(attrs['axis'])})")
+
+
+def _helper(fn, *more) -> Template:
+    """``_sg_xp_<name>(xp, {0}, {1}, ..., attrs...)``."""
+    def text(names: list[str], attrs: dict, _fn=fn) -> str:
+        return f"{_fn.__name__}(xp, {', '.join(names)})"
+    return T(text, (fn, *more))
+
+
+def _with(fn, attrs_text: str, *more) -> Template:
+    """A helper call with the operands and the formatted ``attrs_text``."""
+    def text(names: list[str], attrs: dict) -> str:
+        return f"{fn.__name__}(xp, {', '.join(names)}, {attrs_text.format(**attrs)})"
+    return T(text, (fn, *more))
+
+
+def _part(fn: str, index: int, rest: str = "") -> Template:
+    tail = f", {rest}" if rest else ""
+    return T(f"xp.linalg.{fn}({{0}}{tail})[{index}]")
+
+
+def _eigh(index: int | None) -> Template:
+    def text(names: list[str], attrs: dict) -> str:
+        sym = f"_sg_xp_sym(xp, {names[0]}, {attrs['UPLO']!r})"
+        return f"xp.linalg.eigvalsh({sym})" if index is None else \
+            f"xp.linalg.eigh({sym})[{index}]"
+    return T(text, (h._sg_xp_sym,))
+
+
+def _svd_values(names: list[str], attrs: dict) -> str:
+    if attrs["compute_uv"]:
+        return f"xp.linalg.svd({names[0]}, full_matrices={attrs['full_matrices']!r})[1]"
+    return f"xp.linalg.svdvals({names[0]})"
+
+
+def _lstsq(index: int) -> Template:
+    return T(lambda names, attrs: f"_sg_xp_lstsq(xp, {names[0]}, {names[1]}, "
+                                  f"{number_source(attrs['rcond'])})[{index}]", (h._sg_xp_lstsq,))
+
+
+def _qr(names: list[str], attrs: dict) -> str:
+    mode = "reduced" if attrs["mode"] == "r" else attrs["mode"]
+    return f"xp.linalg.qr({names[0]}, mode={mode!r})[1]"
+
+
+def _norm(names: list[str], attrs: dict) -> str:
+    order = attrs["ord"]
+    text = repr(order) if order is None or isinstance(order, str) else number_source(order)
+    return f"_sg_xp_norm(xp, {names[0]}, {text}, {attrs['axis']!r}, {attrs['keepdims']!r})"
+
+
+def _matrix_rank(names: list[str], attrs: dict) -> str:
+    tol, rtol = attrs["tol"], attrs["rtol"]
+    return (f"_sg_xp_matrix_rank(xp, {names[0]}, "
+            f"{'None' if tol is None else number_source(tol)}, "
+            f"{'None' if rtol is None else number_source(rtol)})")
+
+
+def _filled(fn: str, fill: bool) -> Template:
+    def text(names: list[str], attrs: dict) -> str:
+        middle = f"{number_source(attrs['fill_value'])}, " if fill else ""
+        return f"xp.{fn}({attrs['shape']!r}, {middle}dtype=xp.{attrs['dtype']}, {ON_DEVICE})"
+    return T(text)
+
+
+def _transpose(names: list[str], attrs: dict) -> str:
+    axes = attrs["axes"]
+    if axes is None:
+        return f"xp.permute_dims({names[0]}, tuple(range({names[0]}.ndim))[::-1])"
+    return f"xp.permute_dims({names[0]}, {tuple(a % len(axes) for a in axes)!r})"
+
+
+def _flat_if_none(x: str, axis) -> tuple[str, int]:
+    """NumPy's ``axis=None``: the flattened array, along its one axis."""
+    return (f"xp.reshape({x}, (-1,))", -1) if axis is None else (x, axis)
+
+
+def _sorting(fn: str, extra: str) -> Template:
+    def text(names: list[str], attrs: dict) -> str:
+        x, axis = _flat_if_none(names[0], attrs["axis"])
+        return f"xp.{fn}({x}, axis={axis!r}{extra})"
+    return T(text)
+
+
+def _cumulative(fn: str) -> Template:
+    def text(names: list[str], attrs: dict) -> str:
+        x, axis = _flat_if_none(names[0], attrs["axis"])
+        return f"xp.cumulative_{fn}({x}, axis={axis!r})"
+    return T(text)
+
+
+def _reduce(fn: str) -> Template:
+    return T(f"xp.{fn}({{0}}, axis={{axis!r}}, keepdims={{keepdims!r}})")
+
+
+SPECIAL_UNARY = ("erf", "erfc", "erfinv", "erfcinv", "erfcx", "ndtr", "ndtri", "log_ndtr",
+                 "logit", "gamma", "gammaln", "digamma", "i0", "i1", "i0e", "i1e")
+SPECIAL_BINARY = ("betaln", "xlogy", "xlog1py", "gammainc", "gammaincc")
+SPECIAL_TERNARY = ("betainc",)
+# Bessel functions JAX has none of: SciPy's through _sg_xp_special (host, or a callback)
+BESSEL_UNARY = ("j0", "j1", "y0", "y1", "k0", "k1", "k0e", "k1e")
+BESSEL_BINARY = ("jv", "yv", "yn", "iv", "ive", "kv", "kve")
+
+
+_HOST = (h._sg_xp_host, h._sg_xp_device)  # SciPy on host copies, results on the device
+_SPECIAL_HELPERS = (h._sg_xp_special, h._sg_xp_callback, *_HOST)
+
+
+def _special(name: str, arity: int = 1) -> Template:
+    """SciPy's ``name`` through :func:`~.array_api_helpers._sg_xp_special`."""
+    args = "".join(f", {{{k}}}" for k in range(arity))
+    return T(f"_sg_xp_special(xp, {name!r}{args})", _SPECIAL_HELPERS)
+
+
+_RENAMED = {"arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": "asinh",
+            "arccosh": "acosh", "arctanh": "atanh", "rint": "round"}
+
+ARRAY_API: dict[str, Template | None] = {
+    # elementwise
+    "add": T("{0} + {1}"), "subtract": T("{0} - {1}"), "multiply": T("{0} * {1}"),
+    "divide": T("{0} / {1}"), "power": T("{0} ** {1}"), "negative": T("-{0}"),
+    "maximum": T("xp.maximum({0}, {1})"), "minimum": T("xp.minimum({0}, {1})"),
+    **{name: T(f"xp.{name}({{0}})") for name in (
+        "square", "exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "tanh", "sinh",
+        "cosh", "abs", "sign", "log2", "log10", "floor", "ceil", "trunc", "isnan", "isinf",
+        "isfinite", "signbit", "logical_not")},
+    **{name: T(f"xp.{alias}({{0}})") for name, alias in _RENAMED.items()},
+    **{name: T(f"xp.{name}({{0}}, {{1}})") for name in (
+        "hypot", "logaddexp", "floor_divide", "copysign", "logical_and", "logical_or",
+        "logical_xor")},
+    "arctan2": T("xp.atan2({0}, {1})"), "mod": T("xp.remainder({0}, {1})"),
+    "stop_gradient": T("{0}"),
+    # a custom derivative's call: its value is its result operand (ops/custom.py)
+    "custom_vjp_call": T(lambda names, attrs: names[attrs["out"]]),
+    "custom_jvp_call": T(lambda names, attrs: names[attrs["out"]]),
+    "sigmoid": T("1.0 / (1.0 + xp.exp(-{0}))"),
+    "softplus": T("xp.logaddexp(xp.zeros_like({0}), {0})"),
+    "relu": T("xp.maximum({0}, xp.zeros_like({0}))"),
+    "less": T("{0} < {1}"), "less_equal": T("{0} <= {1}"), "greater": T("{0} > {1}"),
+    "greater_equal": T("{0} >= {1}"), "equal": T("{0} == {1}"), "not_equal": T("{0} != {1}"),
+    "where": T("xp.where({0}, {1}, {2})"),
+    "exp2": T("2.0 ** {0}"), "reciprocal": T("1.0 / {0}"),
+    "deg2rad": T(f"{{0}} * {math.pi / 180!r}"), "rad2deg": T(f"{{0}} * {180 / math.pi!r}"),
+    "cbrt": _helper(h._sg_xp_cbrt), "logaddexp2": _helper(h._sg_xp_logaddexp2),
+    "fmod": _helper(h._sg_xp_fmod),
+    "fmax": T("xp.where(xp.isnan({1}), {0}, xp.where(xp.isnan({0}), {1}, "
+              "xp.maximum({0}, {1})))"),
+    "fmin": T("xp.where(xp.isnan({1}), {0}, xp.where(xp.isnan({0}), {1}, "
+              "xp.minimum({0}, {1})))"),
+    "float_power": T("xp.pow(xp.astype({0}, xp.float64), xp.astype({1}, xp.float64))"),
+    "heaviside": T("xp.where(xp.isnan({0}), {0}, xp.where({0} < 0, xp.zeros_like({0}), "
+                   "xp.where({0} > 0, xp.ones_like({0}), {1})))"),
+    "round": _with(h._sg_xp_round, "{decimals!r}"),
+    "astype": T("xp.astype({0}, xp.{dtype})"),
+    # reductions
+    "sum": _reduce("sum"), "mean": _reduce("mean"), "max": _reduce("max"),
+    "min": _reduce("min"), "prod": _reduce("prod"), "all": _reduce("all"),
+    "any": _reduce("any"), "argmax": _reduce("argmax"), "argmin": _reduce("argmin"),
+    "logsumexp": _with(h._sg_xp_logsumexp, "{axis!r}, {keepdims!r}"),
+    "softmax": _with(h._sg_xp_softmax, "{axis!r}"),
+    "log_softmax": _with(h._sg_xp_log_softmax, "{axis!r}"),
+    "cumsum": _cumulative("sum"), "cumprod": _cumulative("prod"),
+    "sort": _sorting("sort", ""), "argsort": _sorting("argsort", ", stable=False"),
+    "partition": _with(h._sg_xp_partition, "{kth!r}, {axis!r}", h._sg_xp_argpartition,
+                       h._sg_xp_take_along),
+    "argpartition": _with(h._sg_xp_argpartition, "{kth!r}, {axis!r}"),
+    "searchsorted": T("xp.astype(xp.searchsorted({0}, {1}, side={side!r}), xp.int64)"),
+    # linear algebra
+    "matmul": T("{0} @ {1}"), "dot": _helper(h._sg_xp_dot), "outer": _helper(h._sg_xp_outer),
+    "transpose": T(_transpose),
+    "matrix_transpose": T("xp.matrix_transpose({0})"),
+    "einsum": T(lambda names, attrs: f"_sg_xp_einsum(xp, {attrs['spec']!r}, {', '.join(names)})",
+                (h._sg_xp_einsum, h._sg_xp_device)),
+    # shaping
+    "reshape": _batched("reshape"), "broadcast_to": _batched("broadcast_to"),
+    "expand_dims": _with(h._sg_xp_expand_dims, "{axis!r}"),
+    "squeeze": T("xp.squeeze({0}, axis={axis!r})"),
+    "concatenate": _join("concat"), "stack": _join("stack"),
+    # indexing
+    "index": T(_index, (h._sg_xp_index, h._sg_xp_device)), "index_add": T(_scatter, _SCATTER),
+    "scatter_sum": T(_scatter_sum, _SCATTER),
+    "take": _with(h._sg_xp_take, "{axis!r}", h._sg_xp_device),
+    # constant-makers
+    "zeros_like": T("xp.zeros_like({0})"), "ones_like": T("xp.ones_like({0})"),
+    "eye": T(f"xp.eye({{N!r}}, {{M!r}}, k={{k!r}}, dtype=xp.{{dtype}}, {ON_DEVICE})"),
+    "zeros": _filled("zeros", False), "ones": _filled("ones", False),
+    "full": _filled("full", True),
+    "arange": T(lambda names, attrs: f"xp.arange({number_source(attrs['start'])}, "
+                f"{number_source(attrs['stop'])}, {number_source(attrs['step'])}, "
+                f"dtype=xp.{attrs['dtype']}, {ON_DEVICE})"),
+    "linspace": T(lambda names, attrs: f"xp.linspace({number_source(attrs['start'])}, "
+                  f"{number_source(attrs['stop'])}, {attrs['num']!r}, "
+                  f"endpoint={attrs['endpoint']!r}, dtype=xp.{attrs['dtype']}, {ON_DEVICE})"),
+    # linalg (the standard's extension)
+    "band": _with(h._sg_xp_band, "{lo!r}, {hi!r}, {diagonal!r}", h._sg_xp_device),
+    "inv": T("xp.linalg.inv({0})"), "det": T("xp.linalg.det({0})"),
+    "slogdet": _part("slogdet", 1), "slogdet_sign": _part("slogdet", 0),
+    "solve": T("_sg_xp_solve(xp, {0}, {1})", (h._sg_xp_solve,)),
+    "cholesky": T("xp.linalg.cholesky({0}, upper={upper!r})"),
+    "eigh": _eigh(0), "eigh_vectors": _eigh(1), "eigvalsh": _eigh(None),
+    "svd": T(_svd_values),
+    "svd_u": _part("svd", 0, "full_matrices={full_matrices!r}"),
+    "svd_vh": _part("svd", 2, "full_matrices={full_matrices!r}"),
+    "svdvals": T("xp.linalg.svdvals({0})"),
+    "pinv": T("xp.linalg.pinv({0}, rtol={rcond!r})"),
+    "lstsq": _lstsq(0), "lstsq_residuals": _lstsq(1), "lstsq_rank": _lstsq(2),
+    "lstsq_sv": _lstsq(3),
+    "qr": T(_qr), "qr_q": T("xp.linalg.qr({0}, mode={mode!r})[0]"),
+    "matrix_power": T("xp.linalg.matrix_power({0}, {n!r})"),
+    "multi_dot": T(lambda names, attrs: "(" + " @ ".join(names) + ")"),
+    "trace": _with(h._sg_xp_trace, "{offset!r}, {axis1!r}, {axis2!r}"),
+    "norm": T(_norm, (h._sg_xp_norm,)),
+    "matrix_rank": T(_matrix_rank, (h._sg_xp_matrix_rank, h._sg_xp_device)),
+    # -- scipy.special (ops/special.py): the standard has none; see _sg_xp_special --
+    **{name: _special(name) for name in SPECIAL_UNARY},
+    **{name: _special(name, 2) for name in SPECIAL_BINARY},
+    **{name: _special(name, 3) for name in SPECIAL_TERNARY},
+    **{name: _special(name) for name in BESSEL_UNARY},
+    **{name: _special(name, 2) for name in BESSEL_BINARY},
+    "polygamma": T("_sg_xp_special(xp, 'polygamma', {n!r}, {0})", _SPECIAL_HELPERS),
+    "stdtr": T("_sg_xp_stdtr(xp, {0}, {1})", (h._sg_xp_stdtr, *_SPECIAL_HELPERS)),
+    "sinc": T("xp.where({0} == 0, xp.ones_like({0}), xp.sin({0} * math.pi) / "
+              "(xp.where({0} == 0, xp.ones_like({0}), {0}) * math.pi))"),
+    # -- scipy.linalg (ops/matrix_functions.py): not in the standard; see _sg_xp_expm --
+    "expm": T("_sg_xp_expm(xp, {0})", (h._sg_xp_expm, *_HOST)),
+    "lu_factor": T("_sg_xp_lu(xp, {0}, 0)", (h._sg_xp_lu, *_HOST)),
+    "lu_pivots": T("_sg_xp_lu(xp, {0}, 1)", (h._sg_xp_lu, *_HOST)),
+    "lu_permutation": T("_sg_xp_lu(xp, {0}, 2)", (h._sg_xp_lu, *_HOST)),
+    # scipy.signal (ops/signal.py): JAX's convolve, else shifted products (h's docstring)
+    "convolution": T("_sg_xp_convolution(xp, {0}, {1}, {modes!r})",
+                     (h._sg_xp_convolution, h._sg_xp_device)),
+    # loops: the call of the loop function that backends/loops.py writes
+    "scan": T(lambda names, attrs: f"_sg_loop({', '.join(names)})[{attrs['out']}]"),
+}

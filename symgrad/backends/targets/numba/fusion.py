@@ -1,0 +1,175 @@
+"""The fusion planner: which elementwise nodes one compiled loop computes together.
+
+Pure graph analysis, run by the Numba emitter (:mod:`.numba_source`) on each function's
+body after the compile passes. A :class:`Region` is a set of nodes computed by one loop
+over a static shape: elementwise ops of that shape with a scalar form in the table, and
+possibly, as its last node (its *root*), a ``sum`` of one of them (a full or partial
+reduction accumulated in the same pass). Broadcasting is resolved from the static shapes:
+an operand of another shape is read at the loop indices aligned to the right, index 0
+along its axes of length 1.
+
+Regions are grown from the outputs down (reverse topological order): a node of the
+region's loop shape joins the region of one of its consumers when every consumer outside
+that region comes after the region's root (node ids are topological); it is then also an
+*extra output* of the region (stored by the loop: a forward value the adjoint lines read),
+else it lives only inside the loop. So a region is convex: a path leaving it (from the root
+or an extra output) reaches only ids above the root and cannot come back, and one call at
+the root's place computes the whole region. A region is kept
+only if the cost model (:func:`pays`) says one loop beats NumPy's calls; it holds at most
+:data:`MAX_OPS` ops, since Numba's compile time grows faster than linearly with a
+function's size.
+
+>>> import symgrad as sg
+>>> x = sg.var("x", shape=(1000,))
+>>> f = sg.sum(sg.exp(x) * x + 1.0)
+>>> g = f.graph
+>>> from symgrad.backends.targets.numba.table import NUMBA
+>>> [(r.root == f.node, len(r.members)) for r in plan(g.nodes, g.ancestors([f.node]),
+...                                                 {f.node}, NUMBA)]
+[(True, 4)]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_OPS = 32  # ops per compiled loop: Numba's compile time is superlinear in function size
+DTYPES = frozenset({"float64", "float32", "int64", "int32", "bool"})
+REDUCTIONS = frozenset({"sum"})  # reductions a region may end with (accumulated in its loop)
+
+# The cost model, in nanoseconds: one NumPy call vs one compiled call, and per element.
+_NUMPY_CALL, _NUMPY_ELEMENT = 700.0, 1.0  # each op: a call and a pass over memory
+_KERNEL_CALL, _KERNEL_ARG, _KERNEL_ELEMENT = 1000.0, 150.0, 0.5  # one call for the region
+
+
+@dataclass
+class Region:
+    """Nodes computed by one loop: ``members`` in topological order (the ``root`` last),
+    ``inputs`` (the values it reads, first use first, 0-d constants left out: they are
+    inlined), ``shape`` (the loop's) and, for a region ending in a reduction,
+    ``axes`` (the summed axes of the loop) and ``keepdims``."""
+
+    root: int
+    shape: tuple[int, ...]
+    members: list[int] = field(default_factory=list)
+    extras: list[int] = field(default_factory=list)  # members also used outside
+    inputs: list[int] = field(default_factory=list)
+    axes: tuple[int, ...] | None = None
+    keepdims: bool = False
+
+    @property
+    def reduces(self) -> bool:
+        return self.axes is not None
+
+
+def elementwise(n: Any, nodes: Sequence, table: dict) -> bool:
+    """Whether node ``n`` is an elementwise op with a scalar form, of dtypes a loop holds."""
+    return (not (n.is_var or n.is_const) and table.get(n.op) is not None
+            and n.dtype in DTYPES and all(nodes[a].dtype in DTYPES for a in n.args))
+
+
+def _reduction(n: Any, nodes: Sequence, table: dict) -> bool:
+    """A ``sum`` of an elementwise node, in floating point: a region may end with it."""
+    if n.is_var or n.is_const or n.op not in REDUCTIONS or len(n.args) != 1:
+        return False
+    return n.dtype in ("float64", "float32") and elementwise(nodes[n.args[0]], nodes, table)
+
+
+def _axes(n: Any, ndim: int) -> tuple[int, ...]:
+    axis = n.attrs.get("axis")
+    if axis is None:
+        return tuple(range(ndim))
+    axis = (axis,) if isinstance(axis, int) else tuple(axis)
+    return tuple(sorted({a % ndim for a in axis}))
+
+
+def plan(nodes: Sequence, body: Sequence[int], escapes: set[int], table: dict,
+         contiguous: bool = False, keep: Callable[[Sequence, Region], bool] | None = None
+         ) -> list[Region]:
+    """The regions of ``body`` (node ids in topological order) worth a compiled loop.
+
+    ``escapes``: nodes used outside ``body`` (the function's outputs): always roots.
+    ``contiguous``: members must be consecutive lines of ``body`` (long functions name
+    their values like registers, reused once dead: nothing may run between a region's
+    first member and its root). ``keep``: which regions are worth a loop (default: the
+    cost model, :func:`pays`).
+    """
+    pos = {i: k for k, i in enumerate(body)}
+    consumers: dict[int, list[int]] = {}
+    for i in body:
+        for a in dict.fromkeys(nodes[i].args):
+            consumers.setdefault(a, []).append(i)
+    region_of: dict[int, Region] = {}
+    first: dict[int, int] = {}  # id(region) -> position of its first member so far
+    regions: list[Region] = []
+    for i in reversed(body):
+        n = nodes[i]
+        if not elementwise(n, nodes, table) and not _reduction(n, nodes, table):
+            continue
+        home, extra = _home(i, n, consumers.get(i, ()), region_of, escapes)
+        if (home is not None and len(home.members) < MAX_OPS and
+                (not contiguous or first[id(home)] == pos[i] + 1)):
+            home.members.append(i)
+            if extra:
+                home.extras.append(i)
+            region_of[i] = home
+            first[id(home)] = pos[i]
+            continue
+        if n.op in REDUCTIONS:  # the loop runs over the summed operand
+            shape = nodes[n.args[0]].shape
+            r = Region(i, shape, [i], axes=_axes(n, len(shape)),
+                       keepdims=bool(n.attrs.get("keepdims")))
+        else:
+            r = Region(i, n.shape, [i])
+        regions.append(r)
+        region_of[i] = r
+        first[id(r)] = pos[i]
+    kept = []
+    for r in reversed(regions):
+        r.members.reverse()
+        r.extras.reverse()
+        r.inputs = _inputs(nodes, r)
+        if (keep or pays)(nodes, r):
+            kept.append(r)
+    return kept
+
+
+def _home(i: int, n: Any, users: Sequence[int], region_of: dict[int, Region],
+          escapes: set[int]) -> tuple[Region | None, bool]:
+    """The region ``i`` may join (one of its consumers'), and whether ``i`` is then an
+    extra output of it (used outside it too)."""
+    if n.op in REDUCTIONS:
+        return None, False
+    for u in users:
+        home = region_of.get(u)
+        if home is None or home.shape != n.shape:
+            continue
+        outside = [v for v in users if region_of.get(v) is not home]
+        if all(v > home.root for v in outside):
+            return home, bool(outside) or i in escapes
+    return None, False
+
+
+def _inputs(nodes: Sequence, r: Region) -> list[int]:
+    inside = set(r.members)
+    out: dict[int, None] = {}
+    for i in r.members:
+        for a in nodes[i].args:
+            if a not in inside and not (nodes[a].is_const and nodes[a].shape == ()):
+                out[a] = None
+    return list(out)
+
+
+def pays(nodes: Sequence, r: Region) -> bool:
+    """Whether one compiled loop is estimated faster than NumPy's calls, one per op (each
+    a call and a pass over memory) — a region of one op never is."""
+    k = len(r.members)
+    if k < 2:
+        return False
+    size = math.prod(r.shape)
+    numpy = k * (_NUMPY_CALL + _NUMPY_ELEMENT * size)
+    fused = _KERNEL_CALL + _KERNEL_ARG * (len(r.inputs) + 1) + _KERNEL_ELEMENT * k * size
+    return fused < numpy

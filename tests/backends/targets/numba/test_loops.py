@@ -1,0 +1,119 @@
+"""``backend="numba"``: a scan compiled whole as one ``numba.njit`` loop function.
+
+Numba takes a second or so per loop to compile: the cases share modules. One float64 module
+holds scans with scalar and array carries, pytrees, xs slices and stacked ys, a captured
+matrix, ``reverse=True``, lengths 0 and 1, a checkpointed scan (a scan nested in a scan) and
+a rolled Python loop, with their gradients; one float32 module holds a scalar and an array
+carry. Values and gradients equal ``sg.evaluate`` and the NumPy backend to 1e-12 (float32:
+4 units in the last place). A step with an op Numba cannot run in a loop falls back to the
+NumPy loop, and says so.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import symgrad as sg
+
+pytest.importorskip("numba")
+
+RNG = np.random.default_rng(7)
+W0 = RNG.normal(size=(3, 3)) * 0.5
+XS0 = RNG.normal(size=(5, 3))
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path_factory, monkeypatch):
+    """One on-disk cache for the session's tests (CI starts with none)."""
+    monkeypatch.setenv("SYMGRAD_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "sgcache"))
+
+
+def _close(got, ref, tol=1e-12):
+    got, ref = np.asarray(got), np.asarray(ref)
+    assert got.shape == ref.shape and got.dtype == ref.dtype
+    scale = max(1.0, float(np.max(np.abs(ref), initial=0.0)))
+    np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * scale)
+
+
+def _model():
+    """Outputs (values and gradients) of several scans, and their inputs' values."""
+    x, W, xs = sg.var("x"), sg.var("W", shape=(3, 3)), sg.var("xs", shape=(5, 3))
+    # a scalar chain (the W4 step)
+    chain, _ = sg.scan(lambda h, _: (sg.sin(h) * h + sg.cos(h), None), x, length=6)
+    # an array carry, xs slices, stacked ys, a captured matrix
+    h, ys = sg.scan(lambda h, xt: (sg.tanh(W @ h + xt), sg.sum(h * h)), sg.sin(xs[0]), xs)
+    # a pytree carry (a scalar and an array), run in reverse
+    (s, v), zs = sg.scan(lambda c, xt: ((c[0] * 0.9 + sg.sum(xt * c[1]), c[1] * x + xt),
+                                        c[0] * xt), (x, xs[1]), xs, reverse=True)
+    empty, _ = sg.scan(lambda c, _: (sg.exp(c), None), x, length=0)
+    one, ys1 = sg.scan(lambda c, xt: (c * xt, c + xt), x * 2.0, xs[:1, 0])
+    # checkpointed: a scan over segments, each a scan of its own
+    ck, _ = sg.scan(lambda c, xt: (sg.sin(c) + xt * c, None), x, xs[:, 2], checkpoint=2)
+    rolled = x
+    for _ in range(40):  # a Python loop: rolled into one scan
+        rolled = sg.cos(rolled) * 0.5 + rolled * x
+    loss = (chain + sg.sum(h) + sg.sum(ys) + s + sg.sum(v * v) + sg.sum(zs) + empty + one
+            + sg.sum(ys1) + ck + rolled)
+    outs = [chain, h, ys, s, v, zs, empty, one, ys1, ck, rolled, *sg.grad(loss, [x, W, xs])]
+    return outs, [x, W, xs], {"x": 0.7, "W": W0, "xs": XS0}
+
+
+def test_scans_compiled_equal_evaluate_and_numpy():
+    outs, inputs, env = _model()
+    fn = sg.compile(outs, inputs, backend="numba")
+    ref = sg.evaluate(outs, env)
+    by_numpy = sg.compile(outs, inputs)(**env)
+    got = fn(**env)
+    for g, r, n in zip(got, ref, by_numpy):
+        _close(g, r)
+        _close(g, n)
+        assert not isinstance(g, np.ndarray) or g.flags.writeable  # an array carry too
+    assert not fn.numpy_ops.get("scan"), fn.numpy_ops  # every loop compiled
+    names = [k for k, _ in fn.kernels]
+    assert sum(k.startswith("_sg_loop") for k in names) >= 9, names
+    src = sg.to_source(outs, inputs, backend="numba")
+    assert "def _sg_loop1_jit(" in src and "@_jit((" in src
+
+
+def test_float32_carries():
+    x, a = sg.var("x", dtype="float32"), sg.var("a", shape=(4,), dtype="float32")
+    c, ys = sg.scan(lambda c, _: ((c[0] * 0.5 + sg.sum(c[1]) * 0.25, sg.tanh(c[1]) * c[0]),
+                                  sg.sin(c[0])), (x, a), length=5)
+    loss = c[0] + sg.sum(c[1]) + sg.sum(ys)
+    outs = [c[0], c[1], ys, *sg.grad(loss, [x, a])]
+    env = {"x": np.float32(0.3), "a": np.linspace(-1, 1, 4, dtype=np.float32)}
+    got = sg.compile(outs, [x, a], backend="numba")(**env)
+    for g, r in zip(got, sg.evaluate(outs, env)):
+        _close(g, r, 4 * float(np.finfo(np.float32).eps))
+
+
+def test_a_step_without_a_numba_form_runs_on_numpy_and_says_so():
+    x = sg.var("x", shape=(4,))
+    c, _ = sg.scan(lambda c, _: (sg.sort(c * 1.5 - 0.5), None), x, length=3)
+    outs = [c, sg.grad(sg.sum(c * c), x)]
+    fn = sg.compile(outs, [x], backend="numba")
+    env = {"x": np.array([0.3, -1.0, 2.0, 0.1])}
+    for g, r in zip(fn(**env), sg.evaluate(outs, env)):
+        _close(g, r)
+    assert fn.numpy_ops["scan"] >= 1 and fn.numpy_ops["sort"] >= 1, fn.numpy_ops
+    line = str(sg.stats(outs, backend="numba")).splitlines()[-1]
+    assert "scan" in line and "sort" in line, line
+
+
+def test_readme_lstm_example_compiles_its_loops_and_prints_what_it_says():
+    """The README's LSTM (a Python loop, rolled) runs on Numba with no scan left to NumPy
+    and the NumPy backend's gradient."""
+    import os
+    import re
+    import subprocess
+    import sys
+    import textwrap
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[4] / "README.md").read_text()
+    block = next(b for b in re.findall(r"```python\n(.*?)```", text, re.S)
+                 if 'backend="numba"' in b and "sg.tanh(c)" in b)
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(block)], capture_output=True,
+                         text=True, check=True, timeout=900, env={**os.environ}).stdout
+    assert out.strip() == "0 True"

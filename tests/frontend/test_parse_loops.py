@@ -1,0 +1,214 @@
+"""Loops in expression text (issue 21): ``scan``/``fori_loop`` with a lambda step give the
+graph the Python API builds, differentiate as it does (checked against finite differences),
+unroll in ``to_sympy`` (checked against evaluation), print in ``latex``/``stats`` and refuse
+hostile text with a caret."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sympy
+
+import symgrad as sg
+from tests.support.graphs import canonical
+
+RNG = np.random.default_rng(21)
+
+
+def fd_grad(f, at: dict, name: str, h: float = 1e-6) -> np.ndarray:
+    """Central differences of the scalar ``f`` in variable ``name``."""
+    base = np.asarray(at[name], dtype=float)
+    out = np.zeros_like(base)
+    for k in np.ndindex(base.shape):
+        for sign in (1, -1):
+            moved = base.copy()
+            moved[k] += sign * h
+            out[k] += sign * sg.evaluate(f, {**at, name: moved}) / (2 * h)
+    return out
+
+
+# -- the text builds the API's graph ---------------------------------------------------------
+
+X5, W3, H3, XS3 = (sg.var("xs", shape=(5,)), sg.var("W", shape=(3, 3)), sg.var("h0", shape=(3,)),
+                   sg.var("X", shape=(4, 3)))
+A, X = sg.var("a"), sg.var("x")
+
+SAME = [
+    ("scan(lambda c, x: (c * x, c), 1.0, xs)[0]",
+     lambda: sg.scan(lambda c, x: (c * x, c), 1.0, X5)[0]),
+    ("scan(lambda c, x: (c * x, c), 1.0, xs)[1]",
+     lambda: sg.scan(lambda c, x: (c * x, c), 1.0, X5)[1]),
+    ("scan(lambda c, x: (tanh(W @ c + x), c), h0, X)[0]",
+     lambda: sg.scan(lambda c, x: (sg.tanh(W3 @ c + x), c), H3, XS3)[0]),
+    ("scan(lambda c, _: (c * a, None), 1.0, length=5)[0]",
+     lambda: sg.scan(lambda c, _: (c * A, None), 1.0, length=5)[0]),
+    ("scan(lambda c, x: (c * a + x, c), 0.0, xs, reverse=True)[1]",
+     lambda: sg.scan(lambda c, x: (c * A + x, c), 0.0, X5, reverse=True)[1]),
+    ("fori_loop(0, 10, lambda i, c: c * x + i, 1.0)",
+     lambda: sg.fori_loop(0, 10, lambda i, c: c * X + i, 1.0)),
+    ("scan(lambda c, x: ((c[0] + x, c[1] * x), c[0]), (0.0, 1.0), xs)[0][1]",
+     lambda: sg.scan(lambda c, x: ((c[0] + x, c[1] * x), c[0]), (0.0, 1.0), X5)[0][1]),
+    ("scan(lambda c, x: (c + x, c), 0.0, xs, checkpoint=2)[1]",
+     lambda: sg.scan(lambda c, x: (c + x, c), 0.0, X5, checkpoint=2)[1]),
+    ("scan(lambda c, x: (c + scan(lambda d, y: (d * y + x, None), 1.0, xs)[0], None), 0.0, "
+     "xs)[0]",
+     lambda: sg.scan(lambda c, x: (c + sg.scan(lambda d, y: (d * y + x, None), 1.0, X5)[0],
+                                   None), 0.0, X5)[0]),
+]
+
+
+@pytest.mark.parametrize("text,api", SAME, ids=[t for t, _ in SAME])
+def test_text_loops_build_the_graph_of_the_python_api(text, api):
+    got = sg.parse(text, shapes={"xs": (5,), "W": (3, 3), "h0": (3,), "X": (4, 3)})
+    assert canonical(got) == canonical(api())
+
+
+def test_a_parsed_scan_differentiates_as_finite_differences_say():
+    shapes = {"W": (3, 3), "h0": (3,), "X": (4, 3)}
+    f = sg.parse("sum(scan(lambda h, x: (tanh(W @ h + x), h), h0, X)[0] ** 2)", shapes=shapes)
+    at = {"W": RNG.normal(size=(3, 3)) * 0.5, "h0": RNG.normal(size=3),
+          "X": RNG.normal(size=(4, 3))}
+    for name in shapes:
+        got = sg.evaluate(sg.grad(f, sg.var(name, shape=shapes[name])), at)
+        np.testing.assert_allclose(got, fd_grad(f, at, name), rtol=1e-6, atol=1e-8)
+
+
+def test_fori_loop_text_matches_a_python_loop_and_its_derivative():
+    f = sg.parse("fori_loop(0, 6, lambda i, c: c * x + i, 1.0)")
+    x = 0.7
+    c = 1.0
+    for i in range(6):
+        c = c * x + i
+    assert sg.evaluate(f, {"x": x}) == pytest.approx(c, rel=1e-14)
+    d = sg.evaluate(sg.grad(f, sg.var("x")), {"x": x})
+    assert d == pytest.approx(fd_grad(f, {"x": x}, "x"), rel=1e-7)
+
+
+def test_parameters_shadow_outer_names_and_constants():
+    # e is the parameter, not Euler's number; x in the step is the row, not the outer x
+    f = sg.parse("scan(lambda e, x: (e * x, e), x, xs)[0] + x", shapes={"xs": (3,)})
+    assert sg.evaluate(f, {"x": 2.0, "xs": [3.0, 4.0, 5.0]}) == 2.0 * 60.0 + 2.0
+    g = sg.parse("scan(lambda c, x: (c + pi, c), 0.0, xs)[0]", shapes={"xs": (2,)})
+    assert sg.evaluate(g, {"xs": [0.0, 0.0]}) == pytest.approx(2 * np.pi)
+
+
+def test_nested_lambdas_see_the_enclosing_parameters():
+    f = sg.parse("scan(lambda c, x: (c + scan(lambda d, y: (d * y + x, None), 1.0, xs)[0], "
+                 "None), 0.0, xs)[0]", shapes={"xs": (3,)})
+    xs = [2.0, 3.0, 0.5]
+    want = 0.0
+    for x in xs:
+        d = 1.0
+        for y in xs:
+            d = d * y + x
+        want += d
+    assert sg.evaluate(f, {"xs": xs}) == pytest.approx(want, rel=1e-14)
+
+
+# -- errors ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text,message,col", [
+    ("scan(lambda c, x: (c, c), 1.0)", "scan: give length= when xs is None", 0),
+    ("1 + scan(lambda c, x: c * x, 1.0, xs)[0]", "scan: f must return a pair (new carry, y)",
+     4),
+    ("scan(lambda c, x: ((c, c), c), 1.0, xs)[0]", "the new carry must have the structure", 0),
+    ("scan(lambda c, x: (c, c), 1.0, xs, length=4)[0]", "length=4 but xs has length 3", 0),
+])
+def test_loop_errors_name_the_call_and_point_at_it(text, message, col):
+    with pytest.raises(sg.SymgradError) as info:
+        sg.parse(text, shapes={"xs": (3,)})
+    lines = str(info.value).splitlines()
+    assert message in lines[0]
+    assert lines[-1].index("^") - 4 == col
+
+
+def test_an_error_inside_a_step_points_into_the_lambda_once():
+    with pytest.raises(sg.ShapeError) as info:
+        sg.parse("scan(lambda c, x: (c[0], c), 1.0, xs)[0]", shapes={"xs": (3,)})
+    text = str(info.value)
+    assert text.count("^") == 1 and text.splitlines()[-1].index("^") - 4 == 20
+
+
+def test_deep_lambda_nesting_is_a_limit_error():
+    def nested(n: int) -> str:
+        body = "c * x"
+        for k in range(n):
+            body = f"fori_loop(0, 2, lambda i{k}, c: {body}, c)"
+        return "fori_loop(0, 2, lambda j, c: " + body + ", 1.0)"
+
+    sg.parse(nested(40))  # 41 lambdas and 41 brackets fit the default depth of 100
+    with pytest.raises(sg.LimitError, match="parse_depth"):
+        sg.parse(nested(60))
+    with sg.limits(parse_depth=5000), pytest.raises(sg.LimitError) as info:
+        sg.parse(nested(1500))  # deeper than Python's recursion limit can trace
+    assert isinstance(info.value, sg.ParseError) and "nested too deeply" in str(info.value)
+
+
+# -- to_sympy unrolls, latex prints the recurrence, stats counts the loop ------------------------
+
+
+def _numeric(e: sg.Expr, at: dict) -> float:
+    """The sympy expression of ``e`` evaluated at ``at`` (arrays read as xs[t])."""
+    expr = sg.to_sympy(e)
+    subs = {}
+    for s in expr.free_symbols:
+        if isinstance(s, sympy.Indexed):
+            subs[s] = at[str(s.base)][int(s.indices[0])]
+        elif isinstance(s, sympy.Symbol) and s.name in at:
+            subs[s] = at[s.name]
+    return expr.xreplace(subs)
+
+
+@pytest.mark.parametrize("text", [
+    "scan(lambda c, x: (sin(c) * a + x, c), b, 2 * exp(xs), reverse=True)[0]",
+    "scan(lambda c, x: ((c[0] + x, c[1] * x), c[0]), (a, b), xs)[0][1]",
+    "scan(lambda c, x: (c * x, c), a, scan(lambda c, x: (c + x, c), b, xs)[1])[0]",
+    "fori_loop(0, 4, lambda i, c: c * a + i, b)",
+    "scan(lambda c, x: (c + scan(lambda d, y: (d * y + x, None), a, xs)[0], None), b, xs)[0]",
+])
+def test_to_sympy_unrolls_a_scan_to_its_value(text):
+    e = sg.parse(text, shapes={"xs": (4,)})
+    at = {"xs": RNG.normal(size=4), "a": 0.8, "b": -0.3}
+    assert float(_numeric(e, at)) == pytest.approx(sg.evaluate(e, at), rel=1e-12, abs=1e-12)
+
+
+def test_to_sympy_of_stacked_steps_is_an_array_and_refused_inside_a_formula():
+    e = sg.parse("scan(lambda c, x: (c * x, c + 1), a, xs)[1]", shapes={"xs": (3,)})
+    got = sg.to_sympy(e)
+    a, xs = sympy.Symbol("a", real=True), sympy.IndexedBase("xs", real=True)
+    assert isinstance(got, sympy.Array) and list(got) == [a + 1, a * xs[0] + 1,
+                                                          a * xs[0] * xs[1] + 1]
+    with pytest.raises(sg.SymgradError, match="stacked per-step results of a scan"):
+        sg.to_sympy(sg.parse("2 * scan(lambda c, x: (c * x, c), a, xs)[1]",
+                             shapes={"xs": (3,)}))
+
+
+def test_to_sympy_of_a_long_or_exploding_loop_is_a_limit_error_naming_latex():
+    long = sg.parse("scan(lambda c, x: (c * x, c), 1.0, xs)[0]", shapes={"xs": (10**5,)})
+    with pytest.raises(sg.LimitError, match="print_tree_nodes") as info:
+        sg.to_sympy(long)
+    assert "sg.latex" in str(info.value)
+    doubling = sg.parse("scan(lambda c, x: (c + c * x, c), 1.0, xs)[0]", shapes={"xs": (40,)})
+    with pytest.raises(sg.LimitError, match="sg.latex"):
+        sg.to_sympy(doubling)
+    with pytest.raises(sg.SymgradError, match="'matmul' has no sympy form"):
+        sg.to_sympy(sg.parse("sum(scan(lambda c, x: (W @ c, c), h, xs)[0])",
+                             shapes={"xs": (3, 2), "W": (2, 2), "h": (2,)}))
+
+
+def test_latex_and_stats_of_a_parsed_scan():
+    e = sg.parse("scan(lambda c, x: (c * x, c), 1.0, xs)[0]", shapes={"xs": (5,)})
+    text = sg.latex(e)
+    assert r"\leftarrow" in text and r"t = 1, \dots, 5" in text and "xs" in text
+    assert sg.stats(e).before.loops == 1
+
+
+def test_hostile_loops_in_text_stop_at_a_limit():
+    with pytest.raises(sg.LimitError, match="dense_elements"):  # not a 73 TiB index array
+        sg.parse("fori_loop(0, 10000000000000, lambda i, c: c * 2.0, 1.0)")
+    wide = "lambda " + ", ".join(f"a{k}" for k in range(50_000)) + ": a0"
+    with pytest.raises(sg.ParseError, match="only read as the step of a loop"):
+        sg.parse(wide)  # 50,000 parameters read in linear time
+    with pytest.raises(sg.ParseError, match="takes 2 parameters"):
+        sg.parse(f"scan({wide}, 1.0, length=2)")

@@ -1,0 +1,123 @@
+"""``sg.vmap`` traced once and rebuilt for the batch: against a Python loop over the
+examples and against ``jax.vmap`` (in_axes/out_axes, pytrees, per-example gradients),
+and the loop it falls back to where an op would mix the rows."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+import symgrad as sg
+from symgrad.transforms.batching import Unbatchable, batched
+from tests.support.pytree_close import close as tree_close
+
+jax = pytest.importorskip("jax")
+jnp = jax.numpy
+
+
+@pytest.fixture(autouse=True)
+def _x64(x64):
+    yield
+
+
+close = functools.partial(tree_close, rtol=1e-12, atol=1e-13)
+
+
+def net(xp):
+    def f(params, x):
+        h = xp.tanh(params["W1"] @ x + params["b1"])
+        return {"out": params["W2"] @ h, "norm": xp.sum(h * h) + x[0]}
+    return f
+
+
+def loss(xp):
+    def f(params, x, y):
+        o = net(xp)(params, x)
+        return xp.sum((o["out"] - y) ** 2) + 0.1 * o["norm"]
+    return f
+
+
+@pytest.fixture
+def data(rng):
+    params = {"W1": rng.standard_normal((5, 3)), "b1": rng.standard_normal(5),
+              "W2": rng.standard_normal((2, 5))}
+    return params, rng.standard_normal((6, 3)), rng.standard_normal((6, 2))
+
+
+def test_per_example_values_and_gradients_match_a_loop_and_jax(data):
+    params, X, Y = data
+    fwd = sg.vmap(net(np), in_axes=(None, 0))
+    assert fwd.vectorised(params, X)
+    close(fwd(params, X), jax.vmap(net(jnp), in_axes=(None, 0))(params, X))
+    loop = [net(np)(params, x) for x in X]
+    close(fwd(params, X), {k: np.stack([r[k] for r in loop]) for k in ("norm", "out")})
+    per = sg.vmap(sg.grad(loss(np)), in_axes=(None, 0, 0))  # a gradient per example
+    assert per.vectorised(params, X, Y)
+    close(per(params, X, Y), jax.vmap(jax.grad(loss(jnp)), in_axes=(None, 0, 0))(params, X, Y))
+    by_x = sg.vmap(sg.grad(loss(np), argnums=1), in_axes=(None, 0, 0))
+    close(by_x(params, X, Y), np.stack([sg.grad(loss(np), 1)(params, x, y)
+                                        for x, y in zip(X, Y)]))
+
+
+def test_in_axes_and_out_axes(rng):
+    A, B = rng.standard_normal((4, 3)), rng.standard_normal((4, 2))
+
+    def f(a, b):
+        return np.outer(a, b[:, 0]) * 2.0, a @ b
+
+    A0, A1, B0 = A.T, A, rng.standard_normal((3, 4, 2))  # a: (4,), b: (4, 2)
+    for a, b, axes, oaxes in ((A0, B0, (0, 0), 0), (A1, B0, (1, 0), (1, -1)),
+                              (A1, B, (-1, None), (2, 1)), (A0, B, (0, None), -1)):
+        got = sg.vmap(f, in_axes=axes, out_axes=oaxes)(a, b)
+        want = jax.vmap(lambda a, b: (jnp.outer(a, b[:, 0]) * 2.0, a @ b), in_axes=axes,
+                        out_axes=oaxes)(a, b)
+        close(got, want)
+
+
+def test_out_axes_none_is_refused_by_name():
+    with pytest.raises(sg.ArgumentError, match="out_axes=None"):
+        sg.vmap(lambda x: x * 2.0, out_axes=None)
+
+
+def test_an_op_that_would_mix_the_rows_runs_the_loop(rng):
+    X = rng.standard_normal((4, 6))
+
+    def f(x):  # np.cumsum flattens: rebuilt for a batch it would run across the rows
+        return np.cumsum(np.reshape(x, (2, 3)) * x[:3])
+
+    mapped = sg.vmap(f)
+    assert not mapped.vectorised(X)
+    close(mapped(X), np.stack([f(x) for x in X]))
+    close(mapped(X), jax.vmap(lambda x: jnp.cumsum(jnp.reshape(x, (2, 3)) * x[:3]))(X))
+    assert sg.vmap(lambda x: np.reshape(x, (2, 3)) @ x[:3]).vectorised(X)  # trailing axes
+
+    @sg.custom_jvp
+    def g(x):
+        return np.sin(x)
+
+    g.defjvps(lambda t, out, x: np.cos(x) * t)
+    assert not sg.vmap(g).vectorised(X)
+    close(sg.vmap(g)(X), np.sin(X))
+
+
+def test_the_probe_finds_a_batch_size_equal_to_an_axis():
+    """The batch has as many rows as the matrix has columns: rebuilt as it is, ``W @ x``
+    of a batch of vectors would be a valid matrix product of the wrong meaning; the
+    probe size (no axis of the graph has it) and the op's batch rule prevent that."""
+    x = sg.var("x", shape=(3,))
+    W = np.arange(9.0).reshape(3, 3)
+    xs = sg.var("xs", shape=(3, 3))
+    (out,) = batched([sg.const(W) @ x], {"x": xs}, 3)
+    at = np.arange(9.0).reshape(3, 3) + 1.0
+    np.testing.assert_array_equal(sg.evaluate(out, {"xs": at}), at @ W.T)
+    y = sg.var("y", shape=(3,))
+    with pytest.raises(Unbatchable, match="einsum"):
+        batched([sg.einsum("i,i->", y, y)], {"y": xs}, 3)
+
+
+def test_vmap_inside_a_transform_is_batched_there(rng):
+    W, X = rng.standard_normal((3, 2)), rng.standard_normal((7, 3))
+    g = sg.grad(lambda W: np.sum(sg.vmap(lambda x: np.sum(np.tanh(x @ W)))(X)))(W)
+    close(g, jax.grad(lambda W: jnp.sum(jnp.tanh(X @ W)))(W))

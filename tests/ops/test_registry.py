@@ -1,0 +1,238 @@
+"""Registry-driven tests: every op's stanza is checked, so a new op is tested by existing.
+
+Cases per op: its ``examples(rng)`` if it has them; otherwise (elementwise ops) random
+values in its ``domain`` over the broadcasting shape families ``()``, ``(3, 4)``,
+``(3, 1)``, ``(1, 4)``: every pair for binary ops, every triple for ``where``. For each
+case we check
+
+(a) the shape/dtype rule against the NumPy result, and the evaluator against ``impl``;
+(b) every backend table has an entry for every op, and the NumPy source template (evaluated
+    here, in the test only) equals ``impl``; the scalar ``math`` template too, on scalars;
+(c) for differentiable ops, gradients of order 1 and 2 against finite differences;
+(d) the batched cotangent: ``jacobian`` (one pass, identity seed) against one ``vjp`` per
+    output element;
+(e) ``graph.verify()`` after every transform;
+(f) forward mode: every differentiable op has a forward rule; ``jvp`` against finite
+    differences and against ``vjp`` (``<u, J v> = <J^T u, v>``) to second order, forward
+    over reverse, and the forward-mode Jacobian (one batched pass) against the reverse one.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import symgrad as sg
+from symgrad.backends import TABLES
+from symgrad.backends.targets.numpy.math_table import MATH, fallback_names
+from symgrad.backends.targets.numpy.table import NUMPY
+from symgrad.ir.body import Body
+from symgrad.ir.shapes import fmt, is_float
+from symgrad.ops import REGISTRY, Op, register
+from symgrad.testing import check_grads, check_jvps
+from tests.support.registry_cases import Case, impl, registry_cases
+
+FAMILIES = [(), (3, 4), (3, 1), (1, 4)]
+
+
+CASES = registry_cases(FAMILIES)
+DIFFERENTIABLE = [c for c in CASES if c.values[0].op.differentiable]
+
+
+def test_every_op_with_operands_is_covered():
+    covered = {c.values[0].op.name for c in CASES}
+    missing = sorted(n for n, op in REGISTRY.items() if op.arity != 0 and n not in covered)
+    assert not missing, f"ops with neither examples nor an elementwise domain: {missing}"
+
+
+_impl = impl
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_shape_dtype_rule_matches_numpy(case):
+    out, _, inputs = case.build()
+    _, ref = _impl(case)
+    ref = np.asarray(ref)
+    assert out.shape == ref.shape, f"{case.op.name}: rule says {fmt(out.shape)}, NumPy {ref.shape}"
+    assert out.dtype == ref.dtype.name, f"{case.op.name}: rule {out.dtype}, NumPy {ref.dtype}"
+    got = np.asarray(sg.evaluate(out, inputs))
+    np.testing.assert_array_equal(got, ref)
+    out.graph.verify()
+
+
+@pytest.mark.parametrize("backend", sorted(TABLES))
+def test_every_backend_has_an_entry_for_every_op(backend):
+    """No silent fallbacks: a new op without a line in a backend's table fails here (the
+    leaves, variables and ``const``, are written by the emitters themselves)."""
+    table = TABLES[backend]
+    ops = {n for n in REGISTRY if n != "const"}
+    missing, extra = sorted(ops - set(table)), sorted(set(table) - ops)
+    assert not missing, f"ops without an entry in the {backend!r} backend table: {missing}"
+    assert not extra, f"entries of the {backend!r} table for ops that do not exist: {extra}"
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_source_template_matches_impl(case):
+    if is_loop(case):
+        pytest.skip("a loop's text is written by backends/loops.py (test_loops.py)")
+    _, inputs = case.build()[1:]
+    attrs, ref = _impl(case)
+    names = [f"a{k}" for k in range(len(case.arrays))]
+    template = NUMPY[case.op.name]
+    text = template.render(names, attrs)
+    with np.errstate(all="ignore"):
+        got = eval(text, {**template.namespace(), **inputs})  # noqa: S307 - our own template
+    got = np.asarray(got)
+    assert got.shape == np.shape(ref) and got.dtype == np.asarray(ref).dtype, text
+    np.testing.assert_array_equal(got, ref, err_msg=f"source: {text}")
+
+
+SCALAR = [c for c in CASES if MATH.get(c.values[0].op.name) is not None
+          and all(np.ndim(a) == 0 for a in c.values[0].arrays)]
+
+
+@pytest.mark.parametrize("case", SCALAR)
+def test_scalar_template_matches_impl(case):
+    """The ``math`` form over Python floats equals NumPy's to rounding; where ``math``
+    raises, the same text over NumPy scalars with the derived fallback equals it exactly."""
+    attrs, ref = _impl(case)
+    names = [f"a{k}" for k in range(len(case.arrays))]
+    template = MATH[case.op.name]
+    text = template.render(names, attrs)
+    floats = {n: a.item() for n, a in zip(names, case.arrays)}
+    got = eval(text, {"math": math, **floats})  # noqa: S307 - our own template
+    np.testing.assert_allclose(got, ref, rtol=1e-15, atol=0, err_msg=text)
+    numpy_scalars = {n: np.asarray(a)[()] for n, a in zip(names, case.arrays)}
+    fallback = type("numpy_math", (), {m: eval(n, {"np": np, "math": math})  # noqa: S307
+                                       for m, n in fallback_names().items()})
+    with np.errstate(all="ignore"):
+        got = eval(text, {"math": fallback, **numpy_scalars})  # noqa: S307
+    np.testing.assert_allclose(got, ref, rtol=1e-15, atol=0, err_msg=text)
+
+
+def test_scalar_fallback_names_exist_in_math_and_numpy():
+    names = fallback_names()
+    assert names, "the scalar table calls no math function"
+    for m, n in names.items():
+        assert callable(getattr(math, m)), (m, n)
+        if n.startswith("math."):  # NumPy has no such ufunc: math's own, which never raises
+            assert n == f"math.{m}" and getattr(np, m, None) is None and m in ("erf", "erfc")
+        else:
+            assert n.startswith("np.") and isinstance(getattr(np, n[3:]), np.ufunc), (m, n)
+
+
+@pytest.mark.parametrize("case", DIFFERENTIABLE)
+def test_gradients_match_finite_differences(case):
+    out, xs, inputs = case.build()
+    wrt = [x for x in xs if is_float(x.dtype)]
+    if not wrt or not is_float(out.dtype):
+        pytest.skip("no float operand")
+    check_grads(out, wrt, inputs, order=2)
+    out.graph.verify()
+
+
+@pytest.mark.parametrize("case", DIFFERENTIABLE)
+def test_jacobian_one_pass_equals_stacked_vjps(case):
+    out, xs, inputs = case.build()
+    if not is_float(out.dtype):
+        pytest.skip("integer output")
+    graph = out.graph
+    for x in (x for x in xs if is_float(x.dtype)):
+        jac = sg.jacobian(out, x)
+        graph.verify()
+        assert jac.shape == out.shape + x.shape
+        full = np.asarray(sg.evaluate(jac, inputs))
+        cot = sg.var(f"cot_{x.name}", out.shape)
+        single = sg.vjp(out, x, cot)
+        graph.verify()
+        assert single.shape == x.shape
+        rows = []
+        for k in range(max(out.size, 1)):
+            seed = np.zeros(out.size)
+            seed[k] = 1.0
+            rows.append(sg.evaluate(single, {**inputs, cot.name: seed.reshape(out.shape)}))
+        stacked = np.reshape(rows, out.shape + x.shape)
+        np.testing.assert_allclose(full, stacked, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", DIFFERENTIABLE)
+def test_vjp_is_linear_in_the_cotangent(case, rng):
+    out, xs, inputs = case.build()
+    wrt = [x for x in xs if is_float(x.dtype)]
+    if not wrt or not is_float(out.dtype):
+        pytest.skip("no float operand")
+    c = sg.var("cot", out.shape)
+    grads = sg.vjp(out, wrt, c)
+    c1, c2 = rng.standard_normal(out.shape), rng.standard_normal(out.shape)
+    g1 = sg.evaluate(list(grads), {**inputs, "cot": c1})
+    g2 = sg.evaluate(list(grads), {**inputs, "cot": c2})
+    g12 = sg.evaluate(list(grads), {**inputs, "cot": 2.0 * c1 - 3.0 * c2})
+    for a, b, ab in zip(g1, g2, g12):
+        np.testing.assert_allclose(ab, 2.0 * np.asarray(a) - 3.0 * np.asarray(b),
+                                   rtol=1e-11, atol=1e-11)
+    zero = sg.evaluate(list(grads), {**inputs, "cot": np.zeros(out.shape)})
+    for z in zero:
+        np.testing.assert_array_equal(z, 0.0)
+
+
+# -- forward mode ---------------------------------------------------------------------------
+
+
+def test_every_differentiable_op_has_a_forward_rule_and_register_checks_it():
+    missing = sorted(n for n, op in REGISTRY.items()
+                     if op.differentiable and op.arity != 0 and op.forward is None)
+    assert not missing, f"differentiable ops without a forward (JVP) rule: {missing}"
+    op = Op(name="no_forward_rule", infer=lambda s, d, a: (s[0], d[0]), impl=np.negative,
+            backprop=lambda n, g: (-g,))
+    with pytest.raises(ValueError, match="no forward"):
+        register(op)
+    assert "no_forward_rule" not in REGISTRY
+
+
+def _float_case(case: Case):
+    """The case's output, its float operands and inputs (skipped without a float one)."""
+    out, xs, inputs = case.build()
+    wrt = [x for x in xs if is_float(x.dtype)]
+    if not wrt or not is_float(out.dtype):
+        pytest.skip("no float operand")
+    return out, wrt, inputs
+
+
+@pytest.mark.parametrize("case", DIFFERENTIABLE)
+def test_jvp_matches_finite_differences_and_vjp(case):
+    """<u, J v> against the central difference and against <J^T u, v>, for all float
+    operands moving together; order 2 checks the tangent graph again (forward over forward
+    and reverse over forward)."""
+    out, wrt, inputs = _float_case(case)
+    check_jvps(out, wrt, inputs, order=2)
+    out.graph.verify()
+
+
+@pytest.mark.parametrize("case", DIFFERENTIABLE)
+def test_forward_over_reverse(case, rng):
+    """The tangent of a vector-Jacobian product (what hvp builds) against finite differences
+    and against reverse over reverse."""
+    out, wrt, inputs = _float_case(case)
+    cots = sg.vjp(out, wrt, rng.standard_normal(out.shape))
+    g = sg.sum(sg.stack([sg.sum(c * rng.standard_normal(c.shape)) for c in cots]))
+    check_jvps(g, wrt, inputs, order=1)
+    out.graph.verify()
+
+
+@pytest.mark.parametrize("case", DIFFERENTIABLE)
+def test_jacfwd_equals_the_reverse_jacobian(case):
+    out, xs, inputs = case.build()
+    if not is_float(out.dtype):
+        pytest.skip("integer output")
+    for x in (x for x in xs if is_float(x.dtype)):
+        fwd, rev = sg.jacobian(out, x, mode="forward"), sg.jacobian(out, x, mode="reverse")
+        assert fwd.shape == rev.shape == out.shape + x.shape
+        np.testing.assert_allclose(*sg.evaluate([fwd, rev], inputs), rtol=1e-11, atol=1e-12)
+    out.graph.verify()
+
+
+def is_loop(case) -> bool:
+    """Whether the case is a loop (a node holding a traced body)."""
+    return isinstance(case.attrs.get("body"), Body)
