@@ -18,13 +18,14 @@ from .targets.array_api.table import ON_DEVICE, number_source
 from .targets.numpy.table import NUMPY_TYPE, scalar_source
 
 __all__ = ["DATA_FROM", "LINE", "array_literal", "array_source", "as_data", "const_spec",
-           "numpy_literal", "wrap_items"]
+           "data_helpers", "data_source", "numpy_literal", "wrap_items"]
 
 LINE = 100  # maximum line length of the emitted text (ruff's limit for this project)
 # an array constant of at least this many elements is written as its bytes (base64 text,
 # decoded once at import), not as a list of numbers: a 10^6-element list is 21 MB of source
 # that CPython's compiler needs seconds and gigabytes to read
 DATA_FROM = 4096
+BYTES_SHOWN = 64  # bytes of module data written as a literal; more: base64 text
 
 
 def numpy_literal(value: np.ndarray, others: list[str], strong: bool = False) -> str:
@@ -133,6 +134,51 @@ def array_source(value: np.ndarray, indent: str = "") -> str:
     inner = "\n".join(f"    {line}" for line in wrap_items(items, LINE - 8))
     tail = f"], dtype={typ})" + ("" if value.ndim == 1 else f".reshape({value.shape!r})")
     return f"np.array([\n{inner}\n{tail}"
+
+
+def data_source(value: tuple) -> str:
+    """Module data (a tuple of built-ins holding bytes: a sparse pattern) as Python source
+    that rebuilds it exactly: numbers, strings and tuples as their ``repr``, bytes of more
+    than :data:`BYTES_SHOWN` as base64 text decoded once at import (``_sg_bytes``).
+
+    >>> data_source(("csr", (2, 2), b"\\x00"))
+    "('csr', (2, 2), b'\\\\x00')"
+    """
+    if type(value) is bytes:
+        return f"_sg_bytes({_b64_bytes(value)})" if len(value) > BYTES_SHOWN else repr(value)
+    if type(value) is tuple:
+        items = [data_source(v) for v in value]
+        return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
+    if type(value) in (int, str, bool, type(None)):
+        return repr(value)
+    raise SymgradError(f"cannot emit module data holding {type(value).__name__}")
+
+
+def data_helpers(values: list[tuple]) -> list:
+    """The helpers the source of module data ``values`` calls (``_sg_bytes``)."""
+    todo, big = list(values), False
+    while todo and not big:
+        v = todo.pop()
+        big = type(v) is bytes and len(v) > BYTES_SHOWN
+        todo += list(v) if type(v) is tuple else []
+    return [_sg_bytes] if big else []
+
+
+def _b64_bytes(raw: bytes) -> str:
+    import base64
+
+    return repr(base64.b64encode(raw))
+
+
+def _sg_bytes(text):
+    """Module data's bytes from their base64 text.
+
+    >>> _sg_bytes(b"AAE=")
+    b'\\x00\\x01'
+    """
+    import base64
+
+    return base64.b64decode(text)
 
 
 def as_data(value: np.ndarray) -> bool:

@@ -23,6 +23,7 @@ from .numpy_names import (
     REDUCE,
     numpy_name,
     scipy_caller,
+    scipy_sparse_call,
     symgrad_has,
     ufunc_name,
     ufunc_op,
@@ -36,6 +37,10 @@ from .values import describe, exact
 # "html") here, as ir/ imports nothing above it. Each takes an Expr and returns the text, or
 # None (too big, a tool missing) for Jupyter to show the plain text instead.
 DISPLAY: dict[str, Callable[[Expr], str | None]] = {}
+# sparse matrices (SciPy's, and symgrad's SparseArray) as operands: the front end registers
+# "is" (whether an operand is one), "matrix" (whether ``*`` with it is the matrix product)
+# and "call" (NumPy's function or op of a name on operands among which one is sparse)
+SPARSE: dict[str, Callable[..., Any]] = {}
 _NUMPY_DTYPES = {name: np.dtype(name) for name in DTYPES}
 
 
@@ -126,6 +131,15 @@ class Expr:
         self._no_value("complex()")
 
     def __array__(self, dtype=None, copy=None):
+        sparse = scipy_sparse_call()
+        if sparse == "operator":  # A @ x: SciPy says "not mine", Python asks x.__rmatmul__
+            return np.empty((), dtype=object)
+        if sparse is not None:
+            raise UnsupportedError(
+                f"A.{sparse}(x) on SciPy's sparse A cannot take symbolic values (SciPy's own "
+                "code): write it with operators (A @ x, x * A), wrap A as "
+                f"symgrad.scipy.sparse.csr_array(A).{sparse}(x), or pass A to the traced "
+                "function (sg.grad(fun) makes it symgrad's)")
         caller = scipy_caller()
         if caller is not None:
             space = ".".join(caller.split(".")[:2])
@@ -211,9 +225,13 @@ class Expr:
         return call("subtract", o, self)
 
     def __mul__(self, o):
+        if type(o) is not Expr and SPARSE and SPARSE["matrix"](o):  # SciPy's spmatrix
+            return F.matmul(self, o)
         return call("multiply", self, o)
 
     def __rmul__(self, o):
+        if type(o) is not Expr and SPARSE and SPARSE["matrix"](o):
+            return F.matmul(o, self)
         return call("multiply", o, self)
 
     def __truediv__(self, o):
@@ -569,6 +587,8 @@ def const(value: Any, like: Expr | None = None) -> Expr:
     """
     if isinstance(value, (list, tuple)) and _holds_expr(value):
         return stacked(value)
+    if SPARSE and SPARSE["is"](value):  # a sparse matrix: symgrad's SparseArray
+        return SPARSE["call"]("const", (value,), {})
     g = like.graph if like is not None else Graph()
     return Expr(g, g.const(value))
 
@@ -578,6 +598,8 @@ def build(op: Op, operands: Sequence[Any], attrs: dict) -> Expr:
     graph = _home(operands)
     args = [o.node if type(o) is Expr and o.graph is graph else None for o in operands]
     if None in args:  # numbers, arrays or Exprs of other graphs among the operands
+        if SPARSE and any(SPARSE["is"](o) for o in operands):
+            return SPARSE["call"](op.name, operands, attrs)
         strong = _strong_dtypes(operands) if op.elementwise else None
         args = [_operand(graph, o, strong) if a is None else a for a, o in zip(args, operands)]
     return Expr(graph, graph.add(op, tuple(args), attrs))

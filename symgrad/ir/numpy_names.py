@@ -64,6 +64,28 @@ def scipy_caller() -> str | None:
     return None
 
 
+_OPERATORS = frozenset({"__matmul__", "__rmatmul__", "__mul__", "__rmul__", "__add__",
+                        "__radd__", "__sub__", "__rsub__", "__truediv__", "__rtruediv__"})
+
+
+def scipy_sparse_call() -> str | None:
+    """``"operator"`` when an operator of SciPy's sparse matrices (``A @ x``) is converting
+    an Expr to an array (it then takes a 0-d object array for "not mine", and Python asks
+    the Expr's reflected operator), the method's name when a public method of them is
+    (``A.multiply(x)``), else None."""
+    frame, method = sys._getframe(2), None
+    for _ in range(12):
+        if frame is None or not frame.f_globals.get("__name__", "").startswith("scipy.sparse."):
+            break
+        name = frame.f_code.co_name
+        if name in _OPERATORS:
+            return "operator"
+        if name[0] != "_" and "self" in frame.f_code.co_varnames[:1]:
+            method = name
+        frame = frame.f_back
+    return method
+
+
 def symgrad_has(path: str) -> bool:
     """Whether ``symgrad.<path>`` exists (``path`` = ``"scipy.stats.norm.cdf"``)."""
     parts = path.split(".")

@@ -28,6 +28,7 @@ from . import (  # noqa: F401
     shaping,
     signal,
     sorting,
+    sparse,
     special,
     stop_gradient,
 )
