@@ -366,8 +366,10 @@ class SparseArray:
                                "it (A @ x, A.T @ y), or make it dense with A.toarray()")
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
-        from ..ir.numpy_names import scipy_caller
+        from ..ir.numpy_names import scipy_caller, scipy_sparse_call
 
+        if scipy_sparse_call() == "operator":  # SciPy's A @ S: Python then asks S
+            return np.empty((), dtype=object)
         caller = scipy_caller()
         fix = (f"{caller} is SciPy's own code; use symgrad.{caller} if symgrad has it"
                if caller else "use A.toarray() for the dense matrix")

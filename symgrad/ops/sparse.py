@@ -153,8 +153,11 @@ def _checked(pattern: Any) -> Pattern:
     if not ok:
         raise ArgumentError("a sparse op's pattern is the tuple make_pattern builds "
                             "(symgrad.scipy.sparse makes it); got something else")
-    kind, shape, first, second = _sg_sparse_arrays(pattern)
-    again = make_pattern(kind, shape, first, second)
+    try:
+        again = make_pattern(*_sg_sparse_arrays(pattern))
+    except (ShapeError, ValueError) as e:
+        raise ArgumentError(f"a sparse op's pattern is not one make_pattern builds: {e}"
+                            ) from None
     if again[2:] != pattern[2:]:
         raise ArgumentError("a sparse op's pattern is not in make_pattern's normal form")
     return pattern

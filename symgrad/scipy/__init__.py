@@ -15,9 +15,9 @@ code written against ``scipy`` traces when its imports name these modules instea
 0.0
 """
 
-from . import linalg, signal, special, stats  # special registers the scipy.special names
+from . import linalg, signal, sparse, special, stats  # special registers scipy.special's names
 
-__all__ = ["linalg", "signal", "special", "stats"]
+__all__ = ["linalg", "signal", "sparse", "special", "stats"]
 
 
 def support_markdown() -> str:

@@ -41,8 +41,9 @@ def pattern_text(pattern: Any) -> str:
     outside a printer) the tuple itself if small, else a name no module defines."""
     if isinstance(pattern, str):
         return pattern
-    text = repr(pattern)
-    return text if len(text) <= _INLINE_MAX else "_sg_pattern_not_held"
+    if sum(len(e) for e in pattern if type(e) is bytes) > _INLINE_MAX // 4:
+        return "_sg_pattern_not_held"  # (a byte's repr takes up to 4 characters)
+    return repr(pattern)
 
 
 def _along(kernel: Any, *more: Any) -> Template:
