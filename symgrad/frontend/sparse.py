@@ -20,7 +20,7 @@ Derivatives with respect to ``data`` have ``data``'s shape: one entry per stored
 >>> A = csr_array((d, [1, 0, 1], [0, 1, 3]), shape=(2, 2))   # [[0, d0], [d1, d2]]
 >>> y = A @ np.array([1.0, 2.0])
 >>> sg.evaluate(sg.grad(sg.sum(y ** 2), d), {"d": [1.0, 1.0, 1.0]})
-array([ 4.,  6., 12.])
+array([ 8.,  6., 12.])
 """
 
 from __future__ import annotations
