@@ -223,3 +223,38 @@ def test_text_forms_describe_the_pattern_never_write_it(rng):
     for text in (str(y), repr(y), sg.listing([y, g]), str(g)):
         assert "\\x" not in text and f"csr 30x20, {data.size} stored" in text
     assert len(sg.to_dot([y, g])) < 20_000
+
+
+def _solve_loss(rng):
+    _, p, data = _spd(rng, 6)
+    d, b = sg.var("d", shape=(data.size,)), sg.var("b", shape=(6,))
+    x = F.sparse_solve(d, b, pattern=p)
+    y = F.sparse_matmul(d, sg.sin(x), pattern=p, transpose=True)
+    f = sg.sum(y * y)
+    return [f, *sg.grad(f, [d, b])], {"d": data, "b": rng.standard_normal(6)}
+
+
+def test_the_numba_target_runs_the_sparse_calls_in_its_driver(rng):
+    pytest.importorskip("numba")
+    outs, at = _solve_loss(rng)
+    fn = sg.compile(outs, inputs=["d", "b"], backend="numba")
+    for got, want in zip(fn(at["d"], at["b"]), sg.evaluate(outs, at)):
+        np.testing.assert_allclose(got, want, rtol=1e-13)
+    assert {"sparse_solve", "sparse_matmul"} <= set(fn.numpy_ops)
+
+
+@pytest.mark.parametrize("backend", ["jax", "torch", "array_api"])
+def test_array_targets_write_products_and_refuse_solves_by_name(backend, rng, x64):
+    pytest.importorskip("array_api_compat")
+    pytest.importorskip("torch" if backend == "torch" else "jax")
+    _, p, data = _random(rng, 40, 30, density=0.1)
+    d, x = sg.var("d", shape=(data.size,)), sg.var("x", shape=(30,))
+    f = sg.sum(sg.tanh(F.sparse_matmul(d, x, pattern=p)) ** 2)
+    outs = [f, *sg.grad(f, [d, x])]
+    at = {"d": data, "x": rng.standard_normal(30)}
+    fn = sg.compile(outs, inputs=["d", "x"], backend=backend)
+    for got, want in zip(fn(at["d"], at["x"]), sg.evaluate(outs, at)):
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12, atol=1e-14)
+    solve_outs, _ = _solve_loss(rng)
+    with pytest.raises(sg.BackendError, match="sparse_solve.*no sparse LU.*backend='numpy'"):
+        sg.to_source(solve_outs, backend=backend)
