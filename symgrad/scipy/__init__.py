@@ -43,7 +43,7 @@ def support_markdown() -> str:
         f"- **`scipy.signal`** ({len(signal.__all__)}, real arrays, every mode; "
         "`scipy.signal.convolve(x, ...)` on an Expr names `symgrad.scipy.signal.convolve`): "
         + ", ".join(f"`{n}`" for n in signal.__all__),
-        f"- **`scipy.sparse`** (symbolic values on a fixed pattern; SciPy's sparse matrices "
+        "- **`scipy.sparse`** (symbolic values on a fixed pattern; SciPy's sparse matrices "
         "are operands too): " + ", ".join(f"`{n}`" for n in sparse.__all__ if n != "linalg")
         + "; **`.linalg`** (implicit gradients): "
         + ", ".join(f"`{n}`" for n in sparse.linalg.__all__ if n != "SuperLU"),
