@@ -47,10 +47,11 @@ from typing import Any
 
 import numpy as np
 
-from ..base.errors import ArgumentError, ShapeError
+from ..base.errors import ArgumentError, LimitError, ShapeError
 from ..ir.expr import F
 from ..ir.op import Op, register, sig
-from ..ir.shapes import fmt, result_dtype
+from ..ir.shapes import fmt, is_float, result_dtype
+from .structure import PAIR_LIMIT, dense_maps, gather_map
 from .tangent import align, total
 
 Pattern = tuple  # (format, (m, n), index dtype, first: bytes, second: bytes)
@@ -619,6 +620,70 @@ def _iterative_forward(n, t):
     return None if rhs is None else _krylov(n, data, rhs, n.attrs["transpose"])
 
 
+# -- structural sparsity: each result element depends on the stored entries of its row -----
+
+def _grid(lead: int, core: int, tail: int) -> np.ndarray:
+    """Flat indices of an array of shape ``(lead, core, tail)``, as such."""
+    return np.arange(lead * core * tail, dtype=np.int64).reshape(lead, core, tail)
+
+
+def _budget(count: int, what: str) -> None:
+    if count > PAIR_LIMIT:
+        raise LimitError(f"sparsity: {what} has {count:,} (output, operand) element pairs, "
+                         f"more than the limit of {PAIR_LIMIT:,}")
+
+
+def _matmul_sparsity(n):
+    """``y[l, i, r]`` reads ``x[l, j, r]`` and ``data[p]`` for each stored ``(i, j)`` =
+    entry ``p`` (one matrix: data without leading axes; else dense)."""
+    data, x = n.args
+    if data.ndim != 1:
+        return dense_maps(n)
+    p, axis = n.attrs["pattern"], n.attrs["axis"]
+    rows, cols = (c.astype(np.int64) for c in coordinates(p))
+    rows, cols = (cols, rows) if n.attrs["transpose"] else (rows, cols)
+    lead, tail = math.prod(x.shape[:axis]), math.prod(_tail(x.shape, axis))
+    _budget(lead * rows.size * tail, "a sparse product")
+    out = _grid(lead, n.shape[axis], tail)[:, rows, :]
+    read = _grid(lead, x.shape[axis], tail)[:, cols, :]
+    entry = np.broadcast_to(np.arange(rows.size)[None, :, None], out.shape)
+    return ((out.ravel(), entry.ravel()) if is_float(data.data.dtype) else None,
+            (out.ravel(), read.ravel()) if is_float(x.data.dtype) else None)
+
+
+def _sample_sparsity(n):
+    """``z[l, p]`` reads ``u[l, r_p, :]`` and ``v[l, c_p, :]`` (operands of one leading
+    shape; else dense)."""
+    u, v = n.args
+    axis = n.attrs["axis"]
+    if u.shape[:axis] != v.shape[:axis]:
+        return dense_maps(n)
+    rows, cols = (c.astype(np.int64) for c in coordinates(n.attrs["pattern"]))
+    rows, cols = (cols, rows) if n.attrs["transpose"] else (rows, cols)
+    lead, tail = math.prod(u.shape[:axis]), math.prod(_tail(u.shape, axis))
+    _budget(lead * rows.size * tail * 2, "a sampled product")
+    out = np.broadcast_to(_grid(lead, rows.size, 1), (lead, rows.size, tail))
+    maps = []
+    for arg, picks in ((u, rows), (v, cols)):
+        read = _grid(lead, arg.shape[axis], tail)[:, picks, :]
+        maps.append((out.ravel(), read.ravel()) if is_float(arg.data.dtype) else None)
+    return tuple(maps)
+
+
+def _scatter_sparsity(n):
+    """Entry ``p`` of each matrix lands on its position (and nowhere else)."""
+    data = n.args[0]
+    shape = n.attrs["shape"]
+    rows, cols = (c.astype(np.int64) for c in coordinates(n.attrs["pattern"]))
+    rows = rows if shape[0] != 1 else rows * 0
+    cols = cols if shape[1] != 1 else cols * 0
+    lead, count, size = math.prod(data.shape[:-1]), rows.size, shape[0] * shape[1]
+    base = np.arange(lead, dtype=np.int64)[:, None]
+    out = base * size + (rows * shape[1] + cols)[None, :]
+    return ((out.ravel(), (base * count + np.arange(count)[None, :]).ravel())
+            if is_float(data.data.dtype) else None,)
+
+
 # -- the text form (listings, docstrings): a pattern is described, never written out ---------
 
 def _writer(template: str):
@@ -734,7 +799,7 @@ _AXIS = dict(pattern=None, transpose=False, axis=-1)
 register(Op(
     name="sparse_matmul", signature=sig("data", "x", **_AXIS), prepare=_axis_prepare,
     infer=_matmul_infer, impl=_sg_sparse_matmul, backprop=_matmul_rule,
-    forward=_matmul_forward, examples=_matmul_examples, public=False,
+    forward=_matmul_forward, sparsity=_matmul_sparsity, examples=_matmul_examples, public=False,
     write=_writer("{A}({0}) @ {1}{where}"),
     doc="A sparse matrix (its data on a static pattern) applied along an axis of x",
 ))
@@ -742,7 +807,7 @@ register(Op(
 register(Op(
     name="sparse_sample", signature=sig("u", "v", **_AXIS), prepare=_axis_prepare,
     infer=_sample_infer, impl=_sg_sparse_sample, backprop=_sample_rule,
-    forward=_sample_forward, examples=_sample_examples, public=False,
+    forward=_sample_forward, sparsity=_sample_sparsity, examples=_sample_examples, public=False,
     write=_writer("sample({0}, {1}; {A}{where})"),
     doc="The sampled product u[r_p] v[c_p] at each stored entry p of a pattern (SDDMM)",
 ))
@@ -750,7 +815,7 @@ register(Op(
 register(Op(
     name="sparse_gather", signature=sig("d", pattern=None), prepare=_gather_prepare,
     infer=_gather_infer, impl=_sg_sparse_gather, backprop=_gather_rule,
-    forward=_gather_forward, examples=_gather_examples, public=False,
+    forward=_gather_forward, sparsity=gather_map, examples=_gather_examples, public=False,
     write=_writer("{0}[{A}]"),
     doc="The entries of a dense matrix at the stored positions of a pattern",
 ))
@@ -758,8 +823,8 @@ register(Op(
 register(Op(
     name="sparse_scatter", signature=sig("data", pattern=None, shape=None),
     prepare=_scatter_prepare, infer=_scatter_infer, impl=_sg_sparse_scatter,
-    backprop=_scatter_rule, forward=_scatter_forward, examples=_scatter_examples,
-    public=False, write=_writer("dense({A}({0}))"),
+    backprop=_scatter_rule, forward=_scatter_forward, sparsity=_scatter_sparsity,
+    examples=_scatter_examples, public=False, write=_writer("dense({A}({0}))"),
     doc="The dense matrix of data on a pattern (duplicates added)",
 ))
 

@@ -111,6 +111,23 @@ def test_gradients_equal_jax_on_the_densified_problem(x64):
     sg.check_grads(f, [x, y], at, order=3)
 
 
+def test_an_energy_with_a_sparse_operator_has_a_sparse_hessian():
+    """The structure rules follow the stored entries: the Hessian of ``x L x / 2 + sum x^4``
+    has L's pattern, found by three colours (the vectorised stencil's count)."""
+    n = 60
+    L = scipy.sparse.diags([-np.ones(n - 1), 2 * np.ones(n), -np.ones(n - 1)], [-1, 0, 1],
+                           format="csr")
+    x = sg.var("x", shape=(n,))
+    energy = 0.5 * x @ (L @ x) + sg.sum(x ** 4)
+    pattern = sg.hessian_sparsity(energy, x)
+    assert (pattern != (L != 0)).nnz == 0
+    H = sg.hessian(energy, x, sparse=True)
+    assert H.colours == 3
+    xs = np.linspace(-1.0, 1.0, n)
+    want = L.toarray() + np.diag(12 * xs ** 2)
+    np.testing.assert_allclose(sg.evaluate(H, {"x": xs}).toarray(), want, rtol=1e-14)
+
+
 # -- inside sg.grad(fun) --------------------------------------------------------------------
 
 
