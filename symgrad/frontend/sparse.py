@@ -30,12 +30,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..base.errors import LimitError, ShapeError, UnsupportedError
-from ..ir.expr import Expr, F, const
+from ..ir.expr import Expr, F
 from ..ir.values import describe
 from ..ops import sparse as ops
 from .numpy_define import as_expr
 
-__all__ = ["SparseArray", "SparseMatrix", "canonical", "from_entries", "product"]
+__all__ = ["SparseArray", "SparseMatrix", "as_sparse", "canonical", "full_pattern", "product"]
 
 PAIR_LIMIT = 50_000_000  # products of entries one sparse-sparse product may form
 
@@ -441,11 +441,6 @@ def canonical(rows: np.ndarray, cols: np.ndarray, values: Expr, shape: tuple[int
     return data, ops.make_pattern("csr", shape, indptr, out_cols)
 
 
-def from_entries(rows: Any, cols: Any, values: Expr, shape: tuple[int, int]) -> tuple:
-    """``(data, pattern)`` of a COO matrix with ``values`` at ``(rows, cols)``, as given."""
-    return values, ops.make_pattern("coo", shape, rows, cols)
-
-
 def product(a: SparseArray, b: SparseArray) -> tuple[Expr, tuple]:
     """``(data, pattern)`` of ``a @ b`` in CSR: each product ``a_ik b_kj`` of stored
     entries formed once, added into its ``(i, j)``."""
@@ -523,21 +518,7 @@ def as_sparse(o: Any) -> SparseArray:
     return convert(o)
 
 
-def dense_values(x: Any) -> Expr:
-    """An Expr of a dense 2-D operand (for a constructor from a dense matrix)."""
-    x = as_expr(x)
-    if x.ndim != 2:
-        raise ShapeError(f"a sparse matrix from a dense array needs 2 axes, got {x.shape}")
-    return x
-
-
 def full_pattern(shape: tuple[int, int]) -> tuple:
     """The pattern storing every entry of a ``shape`` matrix (CSR, row by row)."""
     m, n = shape
     return ops.make_pattern("csr", shape, np.arange(m + 1) * n, np.tile(np.arange(n), m))
-
-
-def constant_values(values: np.ndarray) -> Expr:
-    """A constant Expr of stored values (a large one is an input inside a traced function,
-    as arrays are)."""
-    return const(values)

@@ -29,6 +29,7 @@ from . import (  # noqa: F401
     signal,
     sorting,
     sparse,
+    sparse_solve,
     special,
     stop_gradient,
 )

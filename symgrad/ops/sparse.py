@@ -19,10 +19,8 @@ Ops (``A`` the matrix of ``data`` on ``pattern``, ``A.T`` where ``transpose``):
   sampled product (SDDMM), the adjoint of ``sparse_matmul`` with respect to ``data``.
 * ``sparse_gather(d)``: ``d[.., r_p, c_p]`` (a length-1 axis of ``d`` broadcasts);
   ``sparse_scatter(data)``: the dense matrix (duplicates added), each the other's adjoint.
-* ``sparse_solve(data, b)``: ``A^-1 b`` along ``axis`` of ``b`` (SuperLU: one factorisation
-  per distinct matrix, kept for the next solve with it or its transpose).
-* ``sparse_iterative(data, b, x0)`` and ``sparse_iterative_info``: SciPy's ``cg``,
-  ``gmres`` or ``bicgstab`` (``method``, from ``x0``) and its ``info``, one solve for both.
+* the solves (:mod:`.sparse_solve`): ``sparse_solve`` (SuperLU), ``sparse_iterative`` and
+  ``sparse_iterative_info`` (SciPy's Krylov solvers).
 
 The rules close over these ops (Giles 2008 for the solves): ``d(A x)`` is
 ``sparse_matmul(dA, x) + sparse_matmul(A, dx)``; the adjoint of ``x`` in ``y = A x`` is
@@ -56,7 +54,6 @@ from .tangent import align, total
 
 Pattern = tuple  # (format, (m, n), index dtype, first: bytes, second: bytes)
 FORMATS = ("csr", "csc", "coo")
-METHODS = ("cg", "gmres", "bicgstab")
 _INT32_MAX = 2**31 - 1
 
 
@@ -283,99 +280,9 @@ def _sg_sparse_scatter(data, pattern, shape):
     return out.T.reshape(lead + tuple(shape)).astype(data.dtype, copy=False)
 
 
-def _sg_sparse_lu(pattern, data, _held=[]):  # noqa: B006 - the last factorisations, by value
-    """SuperLU's factorisation of the matrix of ``data`` on ``pattern``: the last two are
-    kept (by value: a matrix whose entries changed is factorised again), so the adjoint's
-    solve with the transpose, and the next solves with the same matrix, reuse it."""
-    import numpy as np
-    import scipy.sparse.linalg
-
-    for entry in _held:
-        p, d, lu = entry
-        if (p is pattern or p == pattern) and d.dtype == data.dtype and np.array_equal(d, data):
-            return lu
-    a = _sg_sparse_matrix(pattern, data).tocsc(copy=True)
-    try:
-        lu = scipy.sparse.linalg.splu(a)
-    except RuntimeError as e:  # SuperLU: "Factor is exactly singular"
-        raise np.linalg.LinAlgError(f"Singular matrix ({e})") from None
-    _held[:] = [(pattern, data.copy(), lu), *_held[:1]]
-    return lu
-
-
-def _sg_sparse_solve(data, b, pattern, transpose, axis):
-    """``A^-1 b`` along ``axis`` of ``b`` (``A^-T`` if ``transpose``), other axes columns."""
-    import numpy as np
-
-    data, b = np.asarray(data), np.asarray(b)
-    dtype = np.result_type(data, b, np.float32)
-    bt = np.moveaxis(b, axis, 0)
-    if bt.size == 0:
-        return np.zeros(b.shape, dtype)
-    lu = _sg_sparse_lu(pattern, data.astype(dtype, copy=False))
-    cols = np.ascontiguousarray(bt.reshape(bt.shape[0], -1), dtype=dtype)
-    x = lu.solve(cols, trans="T" if transpose else "N")
-    return np.moveaxis(np.asarray(x, dtype).reshape(bt.shape), 0, axis)
-
-
-def _sg_sparse_krylov(data, b, x0, pattern, method, rtol, atol, maxiter, restart, transpose,
-                      _held=[]):  # noqa: B006 - the last solves, by value
-    """``(x, info)`` of SciPy's Krylov solver ``method`` on each system ``A x = b[k]`` (the
-    last axis of ``b``; ``A.T`` if ``transpose``). The last solves are kept by value, so the
-    solution and its ``info`` come from one solve."""
-    import numpy as np
-    import scipy.sparse.linalg
-
-    data, b = np.asarray(data), np.asarray(b)
-    dtype = np.result_type(data, b, np.float32)
-    key = (pattern, method, rtol, atol, maxiter, restart, transpose, dtype.str, b.shape,
-           data.astype(dtype).tobytes(), b.astype(dtype).tobytes(),
-           np.asarray(x0, dtype).tobytes())
-    for k, value in _held:
-        if k == key:
-            return value
-    a = _sg_sparse_matrix(pattern, data.astype(dtype))
-    a = (a.T if transpose else a).tocsr()
-    solve = getattr(scipy.sparse.linalg, method)
-    extra = {"restart": restart} if method == "gmres" else {}
-    rhs = b.reshape(-1, b.shape[-1]).astype(dtype)
-    xs, infos = np.zeros(rhs.shape, dtype), np.zeros(rhs.shape[0], np.int64)
-    for k, row in enumerate(rhs):
-        start = np.asarray(x0, dtype)
-        xs[k], infos[k] = solve(a, row, x0=start, rtol=rtol, atol=atol, maxiter=maxiter, **extra)
-    value = (xs.reshape(b.shape), infos.reshape(b.shape[:-1]))
-    _held[:] = [(key, value), *_held[:3]]
-    return value
-
-
-def _sg_sparse_iterative(data, b, x0, *, pattern, method, rtol, atol, maxiter, restart,
-                         transpose, checked):
-    """The solution of SciPy's Krylov solver ``method`` (see :func:`_sg_sparse_krylov`);
-    ``checked``: a solve that did not converge raises (a derivative's solve, whose ``info``
-    nobody sees)."""
-    x, info = _sg_sparse_krylov(data, b, x0, pattern, method, rtol, atol, maxiter, restart,
-                                transpose)
-    if checked and info.any():
-        import numpy as np
-
-        code = int(info[info != 0].flat[0])
-        raise np.linalg.LinAlgError(
-            f"{method} in a derivative did not converge (SciPy's info {code}): the "
-            "derivative of an iterative solve is a solve with the transpose by the same "
-            "method; loosen rtol, raise maxiter, or use spsolve")
-    return x
-
-
-def _sg_sparse_iterative_info(data, b, x0, *, pattern, method, rtol, atol, maxiter,
-                              restart, transpose, checked):
-    """SciPy's ``info`` of the same solve: 0 when it converged, else its iteration count."""
-    return _sg_sparse_krylov(data, b, x0, pattern, method, rtol, atol, maxiter, restart,
-                             transpose)[1]
-
-
 # -- shape rules -----------------------------------------------------------------------------
 
-def _axis_prepare(shapes, dtypes, attrs):
+def axis_prepare(shapes, dtypes, attrs):
     p = pattern_of(attrs)
     axis, ndim = attrs["axis"], len(shapes[1])
     if type(axis) is not int or not -ndim <= axis < 0:
@@ -403,7 +310,7 @@ def _lead(name: str, *shapes: tuple) -> tuple:
                          "broadcast") from None
 
 
-def _data_of(name: str, shape: tuple, pattern: Pattern) -> tuple:
+def data_lead(name: str, shape: tuple, pattern: Pattern) -> tuple:
     """The leading axes of ``data`` of ``shape``, checked against the pattern."""
     count = nnz(pattern)
     if not shape or shape[-1] != count:
@@ -422,7 +329,7 @@ def _number(name: str, *dtypes: str) -> str:
 def _matmul_infer(shapes, dtypes, attrs):
     p, axis = attrs["pattern"], attrs["axis"]
     rows, cols = _sides(p, attrs["transpose"])
-    lead = _data_of("sparse_matmul", shapes[0], p)
+    lead = data_lead("sparse_matmul", shapes[0], p)
     x = shapes[1]
     if x[axis] != cols:
         raise ShapeError(f"sparse_matmul: a {rows}x{cols} matrix times an operand of shape "
@@ -467,77 +374,21 @@ def _scatter_prepare(shapes, dtypes, attrs):
 
 
 def _scatter_infer(shapes, dtypes, attrs):
-    lead = _data_of("sparse_scatter", shapes[0], attrs["pattern"])
+    lead = data_lead("sparse_scatter", shapes[0], attrs["pattern"])
     return lead + attrs["shape"], dtypes[0]
-
-
-def _square(name: str, pattern: Pattern) -> int:
-    m, n = pattern[1]
-    if m != n:
-        raise ShapeError(f"{name}: the matrix must be square, got {m}x{n}")
-    return n
-
-
-def _solve_infer(shapes, dtypes, attrs):
-    p, axis = attrs["pattern"], attrs["axis"]
-    n = _square("sparse_solve", p)
-    if _data_of("sparse_solve", shapes[0], p):
-        raise ShapeError("sparse_solve: one matrix (1-D data) at a time")
-    b = shapes[1]
-    if b[axis] != n:
-        raise ShapeError(f"sparse_solve: a {n}x{n} matrix and a right-hand side of shape "
-                         f"{fmt(b)} along axis {axis}")
-    return b, result_dtype(*dtypes, "float32")
-
-
-def _iterative_prepare(shapes, dtypes, attrs):
-    p = pattern_of(attrs)
-    method = attrs["method"]
-    if method not in METHODS:
-        raise ArgumentError(f"sparse_iterative: method must be one of {METHODS}, got "
-                            f"{method!r}")
-    out = {"pattern": p, "method": method, "transpose": bool(attrs["transpose"]),
-           "checked": bool(attrs["checked"])}
-    for k in ("rtol", "atol"):
-        v = attrs[k]
-        if type(v) not in (int, float) or not math.isfinite(v) or v < 0:
-            raise ArgumentError(f"{method}: {k} must be a finite number >= 0, got {v!r}")
-        out[k] = float(v)
-    for k in ("maxiter", "restart"):
-        v = attrs[k]
-        if v is not None and (type(v) is not int or v < 1):
-            raise ArgumentError(f"{method}: {k} must be a positive int or None, got {v!r}")
-        out[k] = v
-    return out
-
-
-def _iterative_infer(shapes, dtypes, attrs):
-    p = attrs["pattern"]
-    n = _square(attrs["method"], p)
-    if _data_of(attrs["method"], shapes[0], p):
-        raise ShapeError(f"{attrs['method']}: one matrix (1-D data) at a time")
-    b = shapes[1]
-    if not b or b[-1] != n or shapes[2] != (n,):
-        raise ShapeError(f"{attrs['method']}: a {n}x{n} matrix, a right-hand side of shape "
-                         f"{fmt(b)} and x0 of shape {fmt(shapes[2])}")
-    return b, result_dtype(*dtypes[:2], "float32")
-
-
-def _info_infer(shapes, dtypes, attrs):
-    return _iterative_infer(shapes, dtypes, attrs)[0][:-1], "int64"
 
 
 # -- derivative rules ------------------------------------------------------------------------
 
-def _at(attrs: dict, **more: Any) -> dict:
+def along(attrs: dict, **more: Any) -> dict:
     return {**{k: attrs[k] for k in ("pattern", "transpose", "axis")}, **more}
 
 
 def _matmul_rule(n, g):
     data, x = n.args
     a = n.attrs
-    return (F.sparse_sample(g, x, **_at(a)) if n.needs(0) else None,
-            F.sparse_matmul(data, g, **_at(a, transpose=not a["transpose"]))
+    return (F.sparse_sample(g, x, **along(a)) if n.needs(0) else None,
+            F.sparse_matmul(data, g, **along(a, transpose=not a["transpose"]))
             if n.needs(1) else None)
 
 
@@ -546,15 +397,15 @@ def _matmul_forward(n, t):
     k = len(n.shape) + n.attrs["axis"]  # the result's leading axes
     t0 = None if t[0] is None else align(t[0], data, k + 1)
     t1 = None if t[1] is None else align(t[1], x, len(n.shape))
-    return total(None if t0 is None else F.sparse_matmul(t0, x, **_at(n.attrs)),
-                 None if t1 is None else F.sparse_matmul(data, t1, **_at(n.attrs)))
+    return total(None if t0 is None else F.sparse_matmul(t0, x, **along(n.attrs)),
+                 None if t1 is None else F.sparse_matmul(data, t1, **along(n.attrs)))
 
 
 def _sample_rule(n, g):
     u, v = n.args
     a = n.attrs
-    return (F.sparse_matmul(g, v, **_at(a)) if n.needs(0) else None,
-            F.sparse_matmul(g, u, **_at(a, transpose=not a["transpose"]))
+    return (F.sparse_matmul(g, v, **along(a)) if n.needs(0) else None,
+            F.sparse_matmul(g, u, **along(a, transpose=not a["transpose"]))
             if n.needs(1) else None)
 
 
@@ -563,8 +414,8 @@ def _sample_forward(n, t):
     full = len(n.shape) - 1 - n.attrs["axis"]  # the leading axes, then (rows,) + tail
     tu = None if t[0] is None else align(t[0], u, full)
     tv = None if t[1] is None else align(t[1], v, full)
-    return total(None if tu is None else F.sparse_sample(tu, v, **_at(n.attrs)),
-                 None if tv is None else F.sparse_sample(u, tv, **_at(n.attrs)))
+    return total(None if tu is None else F.sparse_sample(tu, v, **along(n.attrs)),
+                 None if tv is None else F.sparse_sample(u, tv, **along(n.attrs)))
 
 
 def _gather_rule(n, g):
@@ -582,42 +433,6 @@ def _scatter_rule(n, g):
 
 def _scatter_forward(n, t):
     return None if t[0] is None else F.sparse_scatter(t[0], **n.attrs)
-
-
-def _solve_rule(n, g):
-    data, _ = n.args
-    a = n.attrs
-    lam = F.sparse_solve(data, g, **_at(a, transpose=not a["transpose"]))
-    return (-F.sparse_sample(lam, n.out, **_at(a)) if n.needs(0) else None, lam)
-
-
-def _solve_forward(n, t):
-    data, _ = n.args
-    t0 = None if t[0] is None else align(t[0], data, len(n.shape) + n.attrs["axis"] + 1)
-    rhs = total(t[1], None if t0 is None else -F.sparse_matmul(t0, n.out, **_at(n.attrs)))
-    return None if rhs is None else F.sparse_solve(data, rhs, **n.attrs)
-
-
-def _krylov(n: Any, data: Any, rhs: Any, transpose: bool) -> Any:
-    """The same solver on ``rhs`` (from zeros, SciPy's default start), checked."""
-    attrs = {**n.attrs, "transpose": transpose, "checked": True}
-    start = F.zeros(n.args[2].shape, dtype=n.args[2].dtype)
-    return F.sparse_iterative(data, rhs, start, **attrs)
-
-
-def _iterative_rule(n, g):
-    data = n.args[0]
-    lam = _krylov(n, data, g, not n.attrs["transpose"])
-    sample = _at({**n.attrs, "axis": -1})
-    return (-F.sparse_sample(lam, n.out, **sample) if n.needs(0) else None, lam, None)
-
-
-def _iterative_forward(n, t):
-    data = n.args[0]
-    sample = _at({**n.attrs, "axis": -1})
-    t0 = None if t[0] is None else align(t[0], data, len(n.shape))
-    rhs = total(t[1], None if t0 is None else -F.sparse_matmul(t0, n.out, **sample))
-    return None if rhs is None else _krylov(n, data, rhs, n.attrs["transpose"])
 
 
 # -- structural sparsity: each result element depends on the stored entries of its row -----
@@ -686,7 +501,7 @@ def _scatter_sparsity(n):
 
 # -- the text form (listings, docstrings): a pattern is described, never written out ---------
 
-def _writer(template: str):
+def writer(template: str):
     def write(marks: list[str], attrs: dict) -> str:
         p = attrs["pattern"]
         tr = ".T" if attrs.get("transpose") else ""
@@ -698,7 +513,7 @@ def _writer(template: str):
 
 # -- examples for the registry-driven tests --------------------------------------------------
 
-def _random_pattern(rng, m: int, n: int, kind: str, density: float = 0.5,
+def random_pattern(rng, m: int, n: int, kind: str, density: float = 0.5,
                     diagonal: bool = False) -> tuple[Pattern, int]:
     mask = rng.random((m, n)) < density
     if diagonal:
@@ -724,7 +539,7 @@ def _matmul_examples(rng):
                                           ("csr", (2, 4, 2), -2, False, ()),
                                           ("csr", (4,), -1, False, (2,)),
                                           ("coo", (2, 4), -1, False, (2, 1))]:
-        p, count = _random_pattern(rng, 3, 4, kind)
+        p, count = random_pattern(rng, 3, 4, kind)
         x = rng.standard_normal(x_shape)
         out.append(([rng.standard_normal(lead + (count,)), x],
                     {"pattern": p, "transpose": tr, "axis": axis}))
@@ -736,7 +551,7 @@ def _sample_examples(rng):
     for kind, u_shape, v_shape, axis, tr in [("csr", (3,), (4,), -1, False),
                                              ("csc", (3, 2), (4, 2), -2, False),
                                              ("coo", (2, 4), (3,), -1, True)]:
-        p, _ = _random_pattern(rng, 3, 4, kind)
+        p, _ = random_pattern(rng, 3, 4, kind)
         out.append(([rng.standard_normal(u_shape), rng.standard_normal(v_shape)],
                     {"pattern": p, "transpose": tr, "axis": axis}))
     return out
@@ -745,7 +560,7 @@ def _sample_examples(rng):
 def _gather_examples(rng):
     out = []
     for kind, d_shape in [("csr", (3, 4)), ("coo", (2, 3, 4)), ("csc", (1, 4)), ("csr", (3, 1))]:
-        p, _ = _random_pattern(rng, 3, 4, kind)
+        p, _ = random_pattern(rng, 3, 4, kind)
         out.append(([rng.standard_normal(d_shape)], {"pattern": p}))
     return out
 
@@ -754,61 +569,28 @@ def _scatter_examples(rng):
     out = []
     for kind, shape, lead in [("csr", (3, 4), ()), ("coo", (3, 4), (2,)), ("csc", (1, 4), ()),
                               ("coo", (3, 1), ())]:
-        p, count = _random_pattern(rng, 3, 4, kind)
+        p, count = random_pattern(rng, 3, 4, kind)
         out.append(([rng.standard_normal(lead + (count,))], {"pattern": p, "shape": shape}))
-    return out
-
-
-def _solve_examples(rng):
-    out = []
-    for kind, b_shape, axis, tr in [("csr", (4,), -1, False), ("csc", (4, 2), -2, True),
-                                    ("coo", (2, 4), -1, False)]:
-        p, _ = _random_pattern(rng, 4, 4, kind, diagonal=True)
-        rows, cols = coordinates(p)
-        data = rng.standard_normal(rows.size) * 0.3 + np.where(rows == cols, 3.0, 0.0)
-        out.append(([data, rng.standard_normal(b_shape)],
-                    {"pattern": p, "transpose": tr, "axis": axis}))
-    return out
-
-
-def _iterative_examples(rng):
-    """A symmetric positive definite matrix for cg (a coo pattern with both triangles); for
-    gmres a sparse one; for bicgstab every entry stored (on small sparse systems SciPy's
-    bicgstab often breaks down on the unit right-hand sides the Jacobian tests solve)."""
-    out = []
-    for method, density, with_x0, tr in [("cg", 0.5, False, False), ("gmres", 0.5, True, True),
-                                         ("bicgstab", 1.0, False, False)]:
-        p, _ = _random_pattern(rng, 4, 4, "csr", density=density, diagonal=True)
-        rows, cols = coordinates(p)
-        off = rng.standard_normal(rows.size) * 0.3
-        if method == "cg":
-            p = make_pattern("coo", (4, 4), np.r_[rows, cols], np.r_[cols, rows])
-            rows, cols, off = np.r_[rows, cols], np.r_[cols, rows], np.r_[off, off]
-        values = off + np.where(rows == cols, 3.0, 0.0)
-        x0 = rng.standard_normal(4) if with_x0 else np.zeros(4)
-        out.append(([values, rng.standard_normal(4), x0],
-                    {"pattern": p, "method": method, "rtol": 1e-14, "atol": 0.0,
-                     "maxiter": 200, "restart": None, "transpose": tr, "checked": False}))
     return out
 
 
 # -- the stanzas -----------------------------------------------------------------------------
 
-_AXIS = dict(pattern=None, transpose=False, axis=-1)
+AXIS = dict(pattern=None, transpose=False, axis=-1)
 
 register(Op(
-    name="sparse_matmul", signature=sig("data", "x", **_AXIS), prepare=_axis_prepare,
+    name="sparse_matmul", signature=sig("data", "x", **AXIS), prepare=axis_prepare,
     infer=_matmul_infer, impl=_sg_sparse_matmul, backprop=_matmul_rule,
     forward=_matmul_forward, sparsity=_matmul_sparsity, examples=_matmul_examples, public=False,
-    write=_writer("{A}({0}) @ {1}{where}"),
+    write=writer("{A}({0}) @ {1}{where}"),
     doc="A sparse matrix (its data on a static pattern) applied along an axis of x",
 ))
 
 register(Op(
-    name="sparse_sample", signature=sig("u", "v", **_AXIS), prepare=_axis_prepare,
+    name="sparse_sample", signature=sig("u", "v", **AXIS), prepare=axis_prepare,
     infer=_sample_infer, impl=_sg_sparse_sample, backprop=_sample_rule,
     forward=_sample_forward, sparsity=_sample_sparsity, examples=_sample_examples, public=False,
-    write=_writer("sample({0}, {1}; {A}{where})"),
+    write=writer("sample({0}, {1}; {A}{where})"),
     doc="The sampled product u[r_p] v[c_p] at each stored entry p of a pattern (SDDMM)",
 ))
 
@@ -816,7 +598,7 @@ register(Op(
     name="sparse_gather", signature=sig("d", pattern=None), prepare=_gather_prepare,
     infer=_gather_infer, impl=_sg_sparse_gather, backprop=_gather_rule,
     forward=_gather_forward, sparsity=gather_map, examples=_gather_examples, public=False,
-    write=_writer("{0}[{A}]"),
+    write=writer("{0}[{A}]"),
     doc="The entries of a dense matrix at the stored positions of a pattern",
 ))
 
@@ -824,32 +606,6 @@ register(Op(
     name="sparse_scatter", signature=sig("data", pattern=None, shape=None),
     prepare=_scatter_prepare, infer=_scatter_infer, impl=_sg_sparse_scatter,
     backprop=_scatter_rule, forward=_scatter_forward, sparsity=_scatter_sparsity,
-    examples=_scatter_examples, public=False, write=_writer("dense({A}({0}))"),
+    examples=_scatter_examples, public=False, write=writer("dense({A}({0}))"),
     doc="The dense matrix of data on a pattern (duplicates added)",
-))
-
-register(Op(
-    name="sparse_solve", signature=sig("data", "b", **_AXIS), prepare=_axis_prepare,
-    infer=_solve_infer, impl=_sg_sparse_solve, backprop=_solve_rule, forward=_solve_forward,
-    examples=_solve_examples, public=False, write=_writer("solve({A}({0}), {1}{where})"),
-    doc="x with A x = b for a sparse A (SuperLU), along an axis of b",
-))
-
-_KRYLOV = dict(pattern=None, method="cg", rtol=1e-5, atol=0.0, maxiter=None, restart=None,
-               transpose=False, checked=False)
-
-register(Op(
-    name="sparse_iterative", signature=sig("data", "b", "x0", **_KRYLOV),
-    prepare=_iterative_prepare, infer=_iterative_infer, impl=_sg_sparse_iterative,
-    backprop=_iterative_rule, forward=_iterative_forward, examples=_iterative_examples,
-    public=False, write=_writer("{method}({A}({0}), {1})"),
-    doc="x with A x = b for a sparse A by SciPy's cg, gmres or bicgstab",
-))
-
-register(Op(
-    name="sparse_iterative_info", signature=sig("data", "b", "x0", **_KRYLOV),
-    prepare=_iterative_prepare, infer=_info_infer, impl=_sg_sparse_iterative_info,
-    differentiable=False, examples=_iterative_examples, public=False,
-    write=_writer("{method}_info({A}({0}), {1})"),
-    doc="SciPy's info of the same Krylov solve: 0 when it converged",
 ))

@@ -13,6 +13,7 @@ import symgrad as sg
 from symgrad.errors import ArgumentError, EvaluationError, ShapeError
 from symgrad.ops import F
 from symgrad.ops import sparse as S
+from symgrad.ops import sparse_solve as SS
 
 
 def _random(rng, m, n, kind="csr", density=0.4):
@@ -153,22 +154,22 @@ def test_solve_along_an_axis_and_with_the_transpose(kind, rng):
     data = data * (1.0 + 0.1 * rng.random(data.size))  # no longer symmetric
     dense = S._sg_sparse_matrix(p, data).toarray()
     b = rng.standard_normal((2, 6, 3))
-    x = S._sg_sparse_solve(data, b, p, False, -2)
+    x = SS._sg_sparse_solve(data, b, p, False, -2)
     np.testing.assert_allclose(np.einsum("ij,bjk->bik", dense, x), b, atol=1e-12)
-    xt = S._sg_sparse_solve(data, b[:, :, 0], p, True, -1)
+    xt = SS._sg_sparse_solve(data, b[:, :, 0], p, True, -1)
     np.testing.assert_allclose(xt @ dense, b[:, :, 0], atol=1e-12)
 
 
 def test_the_factorisation_is_reused_only_for_equal_values(rng):
     _, p, data = _spd(rng, 6)
     data = data.copy()
-    lu = S._sg_sparse_lu(p, data)
-    assert S._sg_sparse_lu(p, data.copy()) is lu  # equal values: the same factors
+    lu = SS._sg_sparse_lu(p, data)
+    assert SS._sg_sparse_lu(p, data.copy()) is lu  # equal values: the same factors
     b = rng.standard_normal(6)
-    before = S._sg_sparse_solve(data, b, p, False, -1)
+    before = SS._sg_sparse_solve(data, b, p, False, -1)
     data *= 2.0  # changed in place: factorised again, never the stale factors
-    assert S._sg_sparse_lu(p, data) is not lu
-    np.testing.assert_allclose(S._sg_sparse_solve(data, b, p, False, -1), before / 2.0,
+    assert SS._sg_sparse_lu(p, data) is not lu
+    np.testing.assert_allclose(SS._sg_sparse_solve(data, b, p, False, -1), before / 2.0,
                                rtol=1e-12)
 
 

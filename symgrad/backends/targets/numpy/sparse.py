@@ -20,14 +20,16 @@ from ....ops.sparse import (
     _sg_sparse_arrays,
     _sg_sparse_coords,
     _sg_sparse_gather,
-    _sg_sparse_iterative,
-    _sg_sparse_krylov,
-    _sg_sparse_lu,
     _sg_sparse_matmul,
     _sg_sparse_matrix,
     _sg_sparse_sample,
     _sg_sparse_scatter,
     _sg_sparse_segments,
+)
+from ....ops.sparse_solve import (
+    _sg_sparse_iterative,
+    _sg_sparse_krylov,
+    _sg_sparse_lu,
     _sg_sparse_solve,
 )
 from ...template import Template
