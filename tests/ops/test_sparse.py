@@ -224,6 +224,7 @@ def test_text_forms_describe_the_pattern_never_write_it(rng):
     for text in (str(y), repr(y), sg.listing([y, g]), str(g)):
         assert "\\x" not in text and f"csr 30x20, {data.size} stored" in text
     assert len(sg.to_dot([y, g])) < 20_000
+    assert sg.latex(y) == r"\operatorname{sparse\_matmul}\left(d, x\right)"
 
 
 def _solve_loss(rng):
