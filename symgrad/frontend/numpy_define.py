@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from ..base.errors import ArgumentError, ShapeError, SymgradError, UnsupportedError
-from ..ir.expr import SPARSE, Expr, const
-from ..ir.op import FUNCTIONS, sig
+from ..ir.expr import Expr, const
+from ..ir.op import FUNCTIONS, SPARSE, sig
 from ..ir.values import describe, exact
 
 Fn = Callable[..., Any]

@@ -1,5 +1,5 @@
 """Sparse matrices in traced code: :class:`SparseArray`, a matrix whose stored values are an
-Expr (``data``) on a fixed pattern, built from the ops of :mod:`symgrad.ops.sparse`.
+Expr (``data``) on a fixed pattern, built from the ops of :mod:`symgrad.pat.sparse`.
 
 It is what a ``scipy.sparse`` matrix (CSR, CSC, COO; other formats through CSR) becomes
 where symgrad meets one (:mod:`.sparse_calls`), and what ``symgrad.scipy.sparse``'s
@@ -30,9 +30,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..base.errors import LimitError, ShapeError, UnsupportedError
+from ..ir import sparse_pattern as pat
 from ..ir.expr import Expr, F
 from ..ir.values import describe
-from ..ops import sparse as ops
 from .numpy_define import as_expr
 
 __all__ = ["SparseArray", "SparseMatrix", "as_sparse", "canonical", "full_pattern", "product"]
@@ -48,11 +48,11 @@ class SparseArray:
     _matrix: ClassVar[bool] = False
 
     def __init__(self, data: Any, pattern: tuple) -> None:
-        pattern = ops.pattern_of({"pattern": pattern})
+        pattern = pat.pattern_of({"pattern": pattern})
         data = as_expr(data)
-        if data.shape != (ops.nnz(pattern),):
-            raise ShapeError(f"a sparse matrix of {ops.describe(pattern)} entries needs data "
-                             f"of shape ({ops.nnz(pattern)},), got {data.shape}")
+        if data.shape != (pat.nnz(pattern),):
+            raise ShapeError(f"a sparse matrix of {pat.describe(pattern)} entries needs data "
+                             f"of shape ({pat.nnz(pattern)},), got {data.shape}")
         self._data, self._pattern = data, pattern
 
     # -- what it is ------------------------------------------------------------------------
@@ -64,7 +64,7 @@ class SparseArray:
 
     @property
     def pattern(self) -> tuple:
-        """The pattern (:func:`symgrad.ops.sparse.make_pattern`'s tuple)."""
+        """The pattern (:func:`symgrad.pat.sparse.make_pattern`'s tuple)."""
         return self._pattern
 
     @property
@@ -80,7 +80,7 @@ class SparseArray:
     @property
     def nnz(self) -> int:
         """The number of stored entries (duplicates and explicit zeros counted), as SciPy."""
-        return ops.nnz(self._pattern)
+        return pat.nnz(self._pattern)
 
     size = nnz
 
@@ -111,7 +111,7 @@ class SparseArray:
     def _arrays(self, name: str, coo: bool = False) -> tuple[np.ndarray, np.ndarray]:
         if (self.format == "coo") != coo:
             raise AttributeError(f"a {self.format} matrix has no {name!r}")
-        return ops.unpack(self._pattern)[2:]
+        return pat.unpack(self._pattern)[2:]
 
     def getnnz(self, axis: Any = None) -> int:
         if axis is not None:
@@ -120,7 +120,7 @@ class SparseArray:
 
     def __repr__(self) -> str:
         kind = "matrix" if self._matrix else "array"
-        return (f"<symgrad sparse {kind} {ops.describe(self._pattern)}, "
+        return (f"<symgrad sparse {kind} {pat.describe(self._pattern)}, "
                 f"{self._data.dtype}>")
 
     def _like(self, data: Expr, pattern: tuple | None = None) -> SparseArray:
@@ -301,7 +301,7 @@ class SparseArray:
 
     @property
     def T(self) -> SparseArray:
-        return self._like(self._data, ops.transposed(self._pattern))
+        return self._like(self._data, pat.transposed(self._pattern))
 
     def transpose(self, axes: Any = None, copy: bool = False) -> SparseArray:
         if axes is not None and tuple(axes) != (1, 0):
@@ -336,7 +336,7 @@ class SparseArray:
         """COO: the same entries in the same order."""
         if self.format == "coo":
             return self
-        return self._like(self._data, ops.make_pattern("coo", self.shape, *_coo(self._pattern)))
+        return self._like(self._data, pat.make_pattern("coo", self.shape, *_coo(self._pattern)))
 
     def asformat(self, format: Any, copy: bool = False) -> SparseArray:
         if format is None or format == self.format:
@@ -366,14 +366,13 @@ class SparseArray:
                                "it (A @ x, A.T @ y), or make it dense with A.toarray()")
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
-        from ..ir.numpy_names import scipy_caller, scipy_sparse_call
+        from ..ir.numpy_names import scipy_conversion
 
-        if scipy_sparse_call() == "operator":  # SciPy's A @ S: Python then asks S
+        refusal = scipy_conversion()
+        if refusal == "":  # SciPy's A @ S: "not an array", so Python asks S.__rmatmul__
             return np.empty((), dtype=object)
-        caller = scipy_caller()
-        fix = (f"{caller} is SciPy's own code; use symgrad.{caller} if symgrad has it"
-               if caller else "use A.toarray() for the dense matrix")
-        raise UnsupportedError(f"a symbolic sparse matrix cannot become a NumPy array: {fix}")
+        raise UnsupportedError(refusal or "a symbolic sparse matrix cannot become a NumPy "
+                               "array: A.toarray() is its dense matrix (an Expr)")
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         from ..ir.numpy_names import ufunc_name
@@ -419,7 +418,7 @@ SparseArray.__abs__ = SparseArray.abs  # type: ignore[attr-defined]
 # -- the structure of products, sums and conversions, computed while tracing ----------------
 
 def _coo(pattern: tuple) -> tuple[np.ndarray, np.ndarray]:
-    rows, cols = ops.coordinates(pattern)
+    rows, cols = pat.coordinates(pattern)
     return rows.astype(np.int64), cols.astype(np.int64)
 
 
@@ -438,7 +437,7 @@ def canonical(rows: np.ndarray, cols: np.ndarray, values: Expr, shape: tuple[int
         data = zeros.at[inverse.ravel()].add(values)
     out_rows, out_cols = unique // n, unique % n
     indptr = np.r_[0, np.cumsum(np.bincount(out_rows, minlength=m))]
-    return data, ops.make_pattern("csr", shape, indptr, out_cols)
+    return data, pat.make_pattern("csr", shape, indptr, out_cols)
 
 
 def product(a: SparseArray, b: SparseArray) -> tuple[Expr, tuple]:
@@ -521,4 +520,4 @@ def as_sparse(o: Any) -> SparseArray:
 def full_pattern(shape: tuple[int, int]) -> tuple:
     """The pattern storing every entry of a ``shape`` matrix (CSR, row by row)."""
     m, n = shape
-    return ops.make_pattern("csr", shape, np.arange(m + 1) * n, np.tile(np.arange(n), m))
+    return pat.make_pattern("csr", shape, np.arange(m + 1) * n, np.tile(np.arange(n), m))

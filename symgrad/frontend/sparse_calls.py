@@ -29,9 +29,9 @@ import numpy as np
 
 from ..base import tree_util
 from ..base.errors import UnsupportedError
-from ..ir import expr as _expr
+from ..ir import sparse_pattern as pat
 from ..ir.expr import Expr, const
-from ..ops import sparse as ops
+from ..ir.op import SPARSE
 from .sparse import ZERO_PRESERVING, SparseArray, SparseMatrix
 
 __all__ = ["as_sparse", "from_scipy", "is_sparse", "numpy_call"]
@@ -83,11 +83,11 @@ def from_scipy(a: Any) -> SparseArray:
     if a.ndim != 2:
         raise UnsupportedError(f"a {a.ndim}-D scipy.sparse array: symgrad's sparse "
                                "matrices have 2 axes")
-    if a.format not in ops.FORMATS:
+    if a.format not in pat.FORMATS:
         a = a.tocsr()
     kind, data, first, second = _parts(a)
     cls = SparseMatrix if star_is_matmul(a) else SparseArray
-    return cls(const(np.asarray(data)), ops.make_pattern(kind, a.shape, first, second))
+    return cls(const(np.asarray(data)), pat.make_pattern(kind, a.shape, first, second))
 
 
 # -- NumPy's functions (and symgrad's ops, by name) with a sparse operand ---------------------
@@ -97,7 +97,9 @@ def _matmul(a: Any, b: Any, **_: Any) -> Any:
 
 
 def _multiply(a: Any, b: Any, **_: Any) -> Any:
-    return a.multiply(b) if isinstance(a, SparseArray) else b.multiply(a)
+    """SciPy's ``*``: elementwise for sparse arrays, the matrix product for its ``spmatrix``
+    classes (an Expr's ``x * A`` reaches here as ``multiply``)."""
+    return a.__mul__(b) if isinstance(a, SparseArray) else b.__rmul__(a)
 
 
 def _add(a: Any, b: Any, **_: Any) -> Any:
@@ -182,7 +184,7 @@ def numpy_call(name: str, args: Any, kwargs: dict) -> Any:
 
 def _flatten_scipy(a: Any) -> tuple[tuple[Any], tuple]:
     kind, data, first, second = _parts(a)
-    return (data,), (type(a), ops.make_pattern(kind, a.shape, first, second, check=False))
+    return (data,), (type(a), pat.make_pattern(kind, a.shape, first, second, check=False))
 
 
 def _flatten_symgrad(a: SparseArray) -> tuple[tuple[Any], tuple]:
@@ -195,7 +197,7 @@ def _unflatten(aux: tuple, children: Any) -> Any:
     stands as it is."""
     cls, pattern = aux
     (data,) = children
-    count = ops.nnz(pattern)
+    count = pat.nnz(pattern)
     matrix = cls._matrix if issubclass(cls, SparseArray) else _scipy(cls, "spmatrix")
     if isinstance(data, Expr) and data.shape == (count,):
         return (SparseMatrix if matrix else SparseArray)(data, pattern)
@@ -203,7 +205,7 @@ def _unflatten(aux: tuple, children: Any) -> Any:
         return data
     import scipy.sparse
 
-    kind, shape, first, second = ops.unpack(pattern)
+    kind, shape, first, second = pat.unpack(pattern)
     if issubclass(cls, SparseArray):
         cls = getattr(scipy.sparse, f"{kind}_{'matrix' if matrix else 'array'}")
     if kind == "coo":
@@ -228,4 +230,4 @@ tree_util.register_pytree_node(SparseArray, _flatten_symgrad, _unflatten)
 tree_util.register_pytree_node(SparseMatrix, _flatten_symgrad, _unflatten)
 tree_util.register_pytree_family("scipy.sparse", _scipy_family)
 
-_expr.SPARSE.update({"is": is_sparse, "matrix": star_is_matmul, "call": numpy_call})
+SPARSE.update({"is": is_sparse, "call": numpy_call})

@@ -22,13 +22,11 @@ from .numpy_names import (
     ACCUMULATE,
     REDUCE,
     numpy_name,
-    scipy_caller,
-    scipy_sparse_call,
-    symgrad_has,
+    scipy_conversion,
     ufunc_name,
     ufunc_op,
 )
-from .op import FUNCTIONS, REGISTRY, UNSUPPORTED, Op, public_op
+from .op import FUNCTIONS, REGISTRY, SPARSE, UNSUPPORTED, Op, public_op
 from .shapes import DTYPES, Shape
 from .text import infix
 from .values import describe, exact
@@ -37,10 +35,6 @@ from .values import describe, exact
 # "html") here, as ir/ imports nothing above it. Each takes an Expr and returns the text, or
 # None (too big, a tool missing) for Jupyter to show the plain text instead.
 DISPLAY: dict[str, Callable[[Expr], str | None]] = {}
-# sparse matrices (SciPy's, and symgrad's SparseArray) as operands: the front end registers
-# "is" (whether an operand is one), "matrix" (whether ``*`` with it is the matrix product)
-# and "call" (NumPy's function or op of a name on operands among which one is sparse)
-SPARSE: dict[str, Callable[..., Any]] = {}
 _NUMPY_DTYPES = {name: np.dtype(name) for name in DTYPES}
 
 
@@ -131,22 +125,11 @@ class Expr:
         self._no_value("complex()")
 
     def __array__(self, dtype=None, copy=None):
-        sparse = scipy_sparse_call()
-        if sparse == "operator":  # A @ x: SciPy says "not mine", Python asks x.__rmatmul__
+        refusal = scipy_conversion()
+        if refusal == "":  # SciPy's A @ x: "not an array", so Python asks x.__rmatmul__
             return np.empty((), dtype=object)
-        if sparse is not None:
-            raise UnsupportedError(
-                f"A.{sparse}(x) on SciPy's sparse A cannot take symbolic values (SciPy's own "
-                "code): write it with operators (A @ x, x * A), wrap A as "
-                f"symgrad.scipy.sparse.csr_array(A).{sparse}(x), or pass A to the traced "
-                "function (sg.grad(fun) makes it symgrad's)")
-        caller = scipy_caller()
-        if caller is not None:
-            space = ".".join(caller.split(".")[:2])
-            fix = (f"use symgrad.{caller}, which takes the same arguments" if symgrad_has(caller)
-                   else f"symgrad.{space} does not cover it yet (its __all__ lists what it has)")
-            raise UnsupportedError(f"{caller} cannot trace symbolic values (it converts its "
-                                   f"arguments to NumPy arrays): {fix}")
+        if refusal:
+            raise UnsupportedError(refusal)
         self._no_value("converting to a NumPy array")
 
     def item(self, *args):
@@ -225,13 +208,9 @@ class Expr:
         return call("subtract", o, self)
 
     def __mul__(self, o):
-        if type(o) is not Expr and SPARSE and SPARSE["matrix"](o):  # SciPy's spmatrix
-            return F.matmul(self, o)
         return call("multiply", self, o)
 
     def __rmul__(self, o):
-        if type(o) is not Expr and SPARSE and SPARSE["matrix"](o):
-            return F.matmul(o, self)
         return call("multiply", o, self)
 
     def __truediv__(self, o):

@@ -14,7 +14,7 @@ tolerances, checked: one that does not converge raises (its ``info`` is nobody's
 
 >>> import numpy as np, symgrad as sg
 >>> from symgrad.ops import F
->>> from symgrad.ops.sparse import make_pattern
+>>> from symgrad.ir.sparse_pattern import make_pattern
 >>> p = make_pattern("csr", (2, 2), [0, 1, 2], [0, 1])            # diag(d0, d1)
 >>> d, b = sg.var("d", shape=(2,)), sg.var("b", shape=(2,))
 >>> x = F.sparse_solve(d, b, pattern=p)
@@ -33,16 +33,13 @@ from ..base.errors import ArgumentError, ShapeError
 from ..ir.expr import F
 from ..ir.op import Op, register, sig
 from ..ir.shapes import fmt, result_dtype
+from ..ir.sparse_pattern import Pattern, coordinates, make_pattern, pattern_of
 from .sparse import (
     AXIS,
-    Pattern,
     _sg_sparse_matrix,
     along,
     axis_prepare,
-    coordinates,
     data_lead,
-    make_pattern,
-    pattern_of,
     random_pattern,
     writer,
 )

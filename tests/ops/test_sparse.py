@@ -11,6 +11,7 @@ import scipy.sparse
 
 import symgrad as sg
 from symgrad.errors import ArgumentError, EvaluationError, ShapeError
+from symgrad.ir import sparse_pattern as P
 from symgrad.ops import F
 from symgrad.ops import sparse as S
 from symgrad.ops import sparse_solve as SS
@@ -24,24 +25,24 @@ def _random(rng, m, n, kind="csr", density=0.4):
         order = rng.permutation(rows.size)
         rows, cols, data = (np.r_[v[order], v[order][:1]] for v in (rows, cols, data))
         a = scipy.sparse.coo_array((data, (rows, cols)), shape=(m, n))
-        return a, S.make_pattern("coo", (m, n), rows, cols), data
+        return a, P.make_pattern("coo", (m, n), rows, cols), data
     a = scipy.sparse.csr_array(a) if kind == "csr" else scipy.sparse.csc_array(a)
-    return a, S.make_pattern(kind, (m, n), a.indptr, a.indices), a.data
+    return a, P.make_pattern(kind, (m, n), a.indptr, a.indices), a.data
 
 
 # -- patterns -------------------------------------------------------------------------------
 
 
 def test_a_pattern_is_builtins_with_index_bytes_of_the_smallest_dtype():
-    p = S.make_pattern("csr", (2, 3), np.array([0, 2, 3], dtype=np.int64), [0, 2, 1])
+    p = P.make_pattern("csr", (2, 3), np.array([0, 2, 3], dtype=np.int64), [0, 2, 1])
     kind, shape, dtype, first, second = p
     assert (kind, shape, dtype) == ("csr", (2, 3), "int32")
     assert type(first) is bytes and np.frombuffer(second, "<i4").tolist() == [0, 2, 1]
-    assert hash(p) == hash(S.make_pattern("csr", (2, 3), [0, 2, 3], [0, 2, 1]))
-    assert S.nnz(p) == 3 and S.describe(p) == "csr 2x3, 3 stored"
-    rows, cols = S.coordinates(p)
+    assert hash(p) == hash(P.make_pattern("csr", (2, 3), [0, 2, 3], [0, 2, 1]))
+    assert P.nnz(p) == 3 and P.describe(p) == "csr 2x3, 3 stored"
+    rows, cols = P.coordinates(p)
     assert rows.tolist() == [0, 0, 1] and cols.tolist() == [0, 2, 1]
-    t = S.transposed(p)
+    t = P.transposed(p)
     assert t[:2] == ("csc", (3, 2)) and t[3:] == p[3:]
 
 
@@ -55,21 +56,21 @@ def test_a_pattern_is_builtins_with_index_bytes_of_the_smallest_dtype():
 ])
 def test_a_broken_pattern_is_refused(kind, first, second, match):
     with pytest.raises(ShapeError, match=match):
-        S.make_pattern(kind, (2, 3), first, second)
+        P.make_pattern(kind, (2, 3), first, second)
 
 
 def test_index_arrays_must_be_integers_and_formats_known():
     with pytest.raises(ArgumentError, match="1-D integers"):
-        S.make_pattern("coo", (2, 2), [0.5], [1])
+        P.make_pattern("coo", (2, 2), [0.5], [1])
     with pytest.raises(ArgumentError, match="format must be one of"):
-        S.make_pattern("dia", (2, 2), [0], [1])
+        P.make_pattern("dia", (2, 2), [0], [1])
 
 
 def test_an_op_takes_only_a_pattern_make_pattern_builds():
     d, x = sg.var("d", shape=(1,)), sg.var("x", shape=(2,))
     for bad in [("csr", (2, 2), "int32", [0], [1]), "pattern", ("csr", (2, 2), "int32",
                 b"\x00\x00\x00\x00", b"\x00\x00\x00\x00"),
-                ("csr", (2, 2), "int64", *S.make_pattern("csr", (2, 2), [0, 1, 1], [1])[3:])]:
+                ("csr", (2, 2), "int64", *P.make_pattern("csr", (2, 2), [0, 1, 1], [1])[3:])]:
         with pytest.raises(ArgumentError, match="pattern"):
             F.sparse_matmul(d, x, pattern=bad)
 
@@ -97,7 +98,7 @@ def test_matmul_is_scipys_product_along_any_axis(kind, rng):
 @pytest.mark.parametrize("kind", ["csr", "csc", "coo"])
 def test_sample_gather_and_scatter_against_dense(kind, rng):
     a, p, data = _random(rng, 5, 4, kind)
-    rows, cols = S.coordinates(p)
+    rows, cols = P.coordinates(p)
     u, v = rng.standard_normal((2, 5, 3)), rng.standard_normal((4, 3))
     want = np.einsum("bpk,pk->bp", u[:, rows], v[cols])
     np.testing.assert_allclose(S._sg_sparse_sample(u, v, p, False, -2), want, rtol=1e-13)
@@ -144,8 +145,8 @@ def _spd(rng, n, kind="csr"):
     a = scipy.sparse.random(n, n, density=0.3, random_state=rng)
     a = (a + a.T + n * scipy.sparse.eye(n)).asformat(kind)
     if kind == "coo":
-        return a, S.make_pattern("coo", a.shape, a.row, a.col), a.data
-    return a, S.make_pattern(kind, a.shape, a.indptr, a.indices), a.data
+        return a, P.make_pattern("coo", a.shape, a.row, a.col), a.data
+    return a, P.make_pattern(kind, a.shape, a.indptr, a.indices), a.data
 
 
 @pytest.mark.parametrize("kind", ["csr", "csc", "coo"])
@@ -174,7 +175,7 @@ def test_the_factorisation_is_reused_only_for_equal_values(rng):
 
 
 def test_a_singular_matrix_raises_numpys_error():
-    p = S.make_pattern("csr", (2, 2), [0, 1, 1], [0])
+    p = P.make_pattern("csr", (2, 2), [0, 1, 1], [0])
     d, b = sg.var("d", shape=(1,)), sg.var("b", shape=(2,))
     x = F.sparse_solve(d, b, pattern=p)
     with pytest.raises(EvaluationError, match="Singular") as info:

@@ -34,8 +34,8 @@ from ...base.errors import ShapeError, UnsupportedError
 from ...frontend.numpy_define import as_expr
 from ...frontend.sparse import SparseArray, SparseMatrix, full_pattern
 from ...frontend.sparse_calls import as_sparse, is_sparse
+from ...ir import sparse_pattern as pat
 from ...ir.expr import Expr, F
-from ...ops import sparse as ops
 from . import linalg
 
 __all__ = ["block_diag", "bmat", "coo_array", "coo_matrix", "csc_array", "csc_matrix",
@@ -86,7 +86,7 @@ def _build(arg1: Any, shape: Any, dtype: Any, format: str, matrix: bool) -> Spar
         first = np.zeros(0) if format == "coo" else np.zeros((m if format == "csr" else n) + 1)
         kind = np.dtype(dtype or "float64").name
         out = SparseArray(F.zeros(shape=(0,), dtype=kind),
-                          ops.make_pattern(format, (m, n), first.astype(int), np.zeros(0, int)))
+                          pat.make_pattern(format, (m, n), first.astype(int), np.zeros(0, int)))
     elif isinstance(arg1, tuple) and len(arg1) == 2:
         out = _from_coo(arg1, shape, format)
     elif isinstance(arg1, tuple) and len(arg1) == 3:
@@ -108,7 +108,7 @@ def _from_coo(arg1: tuple, shape: Any, format: str) -> SparseArray:
     if shape is None:
         shape = (int(rows.max()) + 1, int(cols.max()) + 1) if rows.size else (0, 0)
     data = as_expr(data)
-    out = SparseArray(data, ops.make_pattern("coo", tuple(shape), rows, cols))
+    out = SparseArray(data, pat.make_pattern("coo", tuple(shape), rows, cols))
     return out if format == "coo" else out.asformat(format)
 
 
@@ -122,7 +122,7 @@ def _from_compressed(arg1: tuple, shape: Any, format: str) -> SparseArray:
         minor = int(indices.max()) + 1 if indices.size else 0
         major = indptr.size - 1
         shape = (major, minor) if format == "csr" else (minor, major)
-    return SparseArray(as_expr(data), ops.make_pattern(format, tuple(shape), indptr, indices))
+    return SparseArray(as_expr(data), pat.make_pattern(format, tuple(shape), indptr, indices))
 
 
 def _from_dense(arg1: Any, format: str) -> SparseArray:
@@ -137,7 +137,7 @@ def _from_dense(arg1: Any, format: str) -> SparseArray:
     if dense.ndim != 2:
         raise ShapeError(f"{format}: a dense matrix needs 2 axes, got {dense.shape}")
     rows, cols = np.nonzero(dense)
-    out = SparseArray(dense[rows, cols], ops.make_pattern("coo", dense.shape, rows, cols))
+    out = SparseArray(dense[rows, cols], pat.make_pattern("coo", dense.shape, rows, cols))
     return out.asformat(format)
 
 
@@ -217,7 +217,7 @@ def _diags(diagonals: Any, offsets: Any, shape: Any, format: Any, dtype: Any,
         cols.append(t + max(k, 0))
         parts.append(F.broadcast_to(d, (length,)) if d.shape[0] == 1 else d[:length])
     data = F.concatenate(parts) if parts else F.zeros(shape=(0,))
-    out = SparseArray(data, ops.make_pattern("coo", (m, n), np.concatenate(rows or [[]]),
+    out = SparseArray(data, pat.make_pattern("coo", (m, n), np.concatenate(rows or [[]]),
                                              np.concatenate(cols or [[]])))
     out = out.asformat(format or "csr")
     return _as(out if dtype is None else out.astype(dtype), matrix)
@@ -275,12 +275,12 @@ def kron(A: Any, B: Any, format: Any = None) -> SparseArray:
     ``(i * p + k, j * q + l)`` (COO unless ``format`` says)."""
     a, b = _operand(A), _operand(B)
     (m, n), (p, q) = a.shape, b.shape
-    ra, ca = ops.coordinates(a.pattern)
-    rb, cb = ops.coordinates(b.pattern)
+    ra, ca = pat.coordinates(a.pattern)
+    rb, cb = pat.coordinates(b.pattern)
     rows = (ra.astype(np.int64)[:, None] * p + rb[None, :]).ravel()
     cols = (ca.astype(np.int64)[:, None] * q + cb[None, :]).ravel()
     data = F.reshape(F.outer(a.data, b.data), (a.nnz * b.nnz,))
-    out = SparseArray(data, ops.make_pattern("coo", (m * p, n * q), rows, cols))
+    out = SparseArray(data, pat.make_pattern("coo", (m * p, n * q), rows, cols))
     return _as(out.asformat(format or "coo"), not _any_array([A, B]))
 
 
@@ -300,13 +300,13 @@ def bmat(blocks: Any, format: Any = None, dtype: Any = None) -> SparseArray:
     for i, row in enumerate(parts):
         for j, b in enumerate(row):
             if b is not None and b.nnz:
-                r, c = ops.coordinates(b.pattern)
+                r, c = pat.coordinates(b.pattern)
                 rows.append(r.astype(np.int64) + top[i])
                 cols.append(c.astype(np.int64) + left[j])
                 values.append(b.data)
     shape = (int(top[-1]), int(left[-1]))
     data = F.concatenate(values) if values else F.zeros(shape=(0,))
-    out = SparseArray(data, ops.make_pattern("coo", shape, np.concatenate(rows or [[]]),
+    out = SparseArray(data, pat.make_pattern("coo", shape, np.concatenate(rows or [[]]),
                                              np.concatenate(cols or [[]])))
     out = out.asformat(format or "coo")
     flat = [b for row in grid for b in row if b is not None]
@@ -336,13 +336,13 @@ def block_diag(mats: Any, format: Any = None, dtype: Any = None) -> SparseArray:
     parts = [_operand(b) for b in mats]
     rows, cols, values, top, left = [], [], [], 0, 0
     for b in parts:
-        r, c = ops.coordinates(b.pattern)
+        r, c = pat.coordinates(b.pattern)
         rows.append(r.astype(np.int64) + top)
         cols.append(c.astype(np.int64) + left)
         values.append(b.data)
         top, left = top + b.shape[0], left + b.shape[1]
     data = F.concatenate(values) if any(b.nnz for b in parts) else F.zeros(shape=(0,))
-    out = SparseArray(data, ops.make_pattern("coo", (top, left), np.concatenate(rows or [[]]),
+    out = SparseArray(data, pat.make_pattern("coo", (top, left), np.concatenate(rows or [[]]),
                                              np.concatenate(cols or [[]])))
     out = out.asformat(format or "coo")
     return _as(out if dtype is None else out.astype(dtype), not _any_array(mats))

@@ -35,8 +35,8 @@ from ...base.errors import ArgumentError, ShapeError, UnsupportedError
 from ...frontend.numpy_define import as_expr
 from ...frontend.sparse import SparseArray, canonical
 from ...frontend.sparse_calls import as_sparse, is_sparse
+from ...ir import sparse_pattern as pat
 from ...ir.expr import Expr, F
-from ...ops import sparse as ops
 
 __all__ = ["SuperLU", "bicgstab", "cg", "factorized", "gmres", "norm", "splu", "spsolve",
            "spsolve_triangular"]
@@ -126,7 +126,7 @@ def spsolve_triangular(A: Any, b: Any, lower: bool = True, overwrite_A: bool = F
     other entries get no gradient), with ones on the diagonal for ``unit_diagonal``."""
     a = _matrix(A, "spsolve_triangular")
     b, _ = _rhs(b, a.shape[0], "spsolve_triangular")
-    rows, cols = (c.astype(np.int64) for c in ops.coordinates(a.pattern))
+    rows, cols = (c.astype(np.int64) for c in pat.coordinates(a.pattern))
     keep = np.flatnonzero(rows > cols if lower else rows < cols) if unit_diagonal else \
         np.flatnonzero(rows >= cols if lower else rows <= cols)
     values = a.data[keep]

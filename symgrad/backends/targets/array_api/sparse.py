@@ -9,7 +9,7 @@ routes); the pattern's index arrays come from the module's data as int64 arrays 
 inputs' device (under ``jax.jit``: constants of the trace).
 
 >>> import numpy as np, array_api_compat.numpy as xp
->>> from symgrad.ops.sparse import make_pattern
+>>> from symgrad.ir.sparse_pattern import make_pattern
 >>> p = make_pattern("csr", (2, 2), [0, 1, 2], [1, 0])
 >>> _sg_xp_sparse_matmul(xp, xp.asarray([2.0, 3.0]), xp.asarray([1.0, 10.0]), p, False, -1)
 array([20.,  3.])

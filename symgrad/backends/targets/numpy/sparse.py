@@ -6,7 +6,6 @@ pattern once per module: :func:`~symgrad.backends.printer.is_data`); given the p
 itself (a template rendered outside a printer) it writes a small one out and names a large
 one by a placeholder that is no module's name.
 
->>> from symgrad.ops.sparse import make_pattern
 >>> SPARSE["sparse_matmul"].render(["d", "x"], {"pattern": "_c1", "transpose": False,
 ...                                             "axis": -1})
 '_sg_sparse_matmul(d, x, _c1, False, -1)'
