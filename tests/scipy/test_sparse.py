@@ -406,6 +406,32 @@ def test_poisson_inverse_problem_gradient_against_finite_differences():
     np.testing.assert_allclose(hvp, fd, rtol=1e-4, atol=1e-10)
 
 
+def test_implicit_time_steps_in_a_scan_emit_one_loop_with_the_pattern_held_once():
+    """Implicit Euler for the heat equation, ``u <- (I + dt L)^-1 u`` in ``sg.scan``: the
+    step's solve is in the loop body, its pattern module data of the loop's module."""
+    n, steps = 20, 30
+    L = scipy.sparse.diags([-np.ones(n - 1), 2 * np.ones(n), -np.ones(n - 1)], [-1, 0, 1])
+    M = scipy.sparse.csr_array(scipy.sparse.eye(n) + 0.1 * L)
+
+    def heat(u0):
+        def step(u, _):
+            u = spl.spsolve(M, u)
+            return u, u @ u
+        return np.sum(sg.scan(step, u0, None, length=steps)[1])
+
+    def plain(u):
+        total = 0.0
+        for _ in range(steps):
+            u = scipy.sparse.linalg.spsolve(M.tocsc(), u)
+            total += u @ u
+        return total
+
+    u0 = np.sin(np.linspace(0.0, 3.0, n))
+    grad = sg.grad(heat)
+    np.testing.assert_allclose(grad(u0), _fd_grad(plain, u0), rtol=1e-7)
+    assert "for " in grad.source and grad.source.count("'csr', (20, 20)") == 1
+
+
 # -- scale -----------------------------------------------------------------------------------
 
 
