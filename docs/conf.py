@@ -50,3 +50,7 @@ add_module_names = False
 html_theme = "furo"
 html_title = f"symgrad {release}"
 html_static_path = []
+
+# the reference's ~600 entries stay out of the table of contents (each page's sidebar would
+# copy them all); the sections of the reference pages are its navigation
+toc_object_entries = False

@@ -25,6 +25,7 @@ documented (the page's curated groups come first). ``symgrad-benchmark`` include
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import re
@@ -67,12 +68,17 @@ def resolve(modname: str, name: str) -> Any:
 # -- which names a group holds ----------------------------------------------------------------
 
 
+@functools.cache
+def _traced_names() -> frozenset[str]:
+    """The names ``symgrad.numpy`` traces (read once: making the list walks the registry)."""
+    return frozenset(importlib.import_module("symgrad.numpy")._names())
+
+
 def _numpy_groups(name: str) -> str:
     """The group of a ``symgrad.numpy`` name on its reference page."""
-    snp = importlib.import_module("symgrad.numpy")
     if name.startswith("linalg."):
         return "linalg"
-    if name not in snp._names():
+    if name not in _traced_names():
         return "numpy-own" if name in _NUMPY_OWN else "tools"
     if isinstance(getattr(np, name, None), np.ufunc):
         return "ufuncs"
@@ -86,10 +92,11 @@ _NUMPY_OWN = {"pi", "e", "inf", "nan", "newaxis", "euler_gamma", "float64", "flo
               "result_type", "can_cast", "r_", "c_"}
 
 
-def _op_functions() -> set[str]:
+@functools.cache
+def _op_functions() -> frozenset[str]:
     """``sg.<name>`` functions that are the op functions of ``symgrad.numpy``."""
     sg = importlib.import_module("symgrad")
-    return {n for n in public_names("symgrad") if n not in sg.__all__}
+    return frozenset(n for n in public_names("symgrad") if n not in sg.__all__)
 
 
 # -- one entry per name -----------------------------------------------------------------------
