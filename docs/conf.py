@@ -37,8 +37,6 @@ nb_execution_mode = "off"
 nb_merge_streams = True
 myst_enable_extensions = ["dollarmath", "colon_fence", "deflist"]
 myst_heading_anchors = 3
-# the tutorials' own titles sit at the level their notebook gives them
-suppress_warnings = ["myst.header"]
 
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
