@@ -18,7 +18,7 @@ build without editing a page::
     :select: rest
     ```
 
-``:select: rest`` documents the module's public names that no earlier entry of the build
+``:select: rest`` documents the module's public names that no earlier entry of the page
 documented (the page's curated groups come first). ``symgrad-benchmark`` includes a table of
 :mod:`benchmarks.tables`.
 """
@@ -130,7 +130,7 @@ def _entry(modname: str, name: str) -> list[str]:
                     "``symgrad.numpy.linalg``, listed on the :mod:`symgrad.numpy` page as "
                     "``linalg.<name>``.", ""]
         # the module's own page holds its entry (``py:module``)
-        return [f"``sg.{name}``: the module :mod:`{obj.__name__}`, its own page in this "
+        return [f"``sg.{name}``: the module :mod:`{modname}.{name}`, its own page in this "
                 "reference.", ""]
     if inspect.isfunction(obj) or inspect.isbuiltin(obj):
         return [f".. autofunction:: {full}", ""]
@@ -143,7 +143,11 @@ def _entry(modname: str, name: str) -> list[str]:
     if callable(obj):  # an instance (``sg.limits``): documented by its class's module
         doc = inspect.getdoc(importlib.import_module(type(obj).__module__)) or ""
         return [f".. py:data:: {name}", *here, *_indented(doc), ""]
-    return [f".. py:data:: {name}", f"   :module: {modname}", f"   :value: {obj!r}", ""]
+    if len(repr(obj)) <= 60:
+        return [f".. py:data:: {name}", f"   :module: {modname}", f"   :value: {obj!r}", ""]
+    size = f" of {len(obj)} entries" if hasattr(obj, "__len__") else ""
+    return [f".. py:data:: {name}", f"   :module: {modname}", f"   :type: {type(obj).__name__}",
+            "", f"   A ``{type(obj).__name__}``{size}.", ""]
 
 
 def _top_level(cls: type) -> bool:
@@ -171,7 +175,9 @@ def _signature(obj: Any) -> str:
 
 
 def _documented(env: Any) -> set[str]:
-    return set(env.domaindata.get("py", {}).get("objects", {}))
+    """The Python objects the page being read has documented so far."""
+    objects = env.domaindata.get("py", {}).get("objects", {})
+    return {name for name, entry in objects.items() if entry.docname == env.docname}
 
 
 class SymgradApi(SphinxDirective):
