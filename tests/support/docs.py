@@ -15,8 +15,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
-_FENCE = re.compile(r"(?:^% run-by: (?P<by>\S+)\n)?^```(?P<lang>[\w-]*)\n(?P<code>.*?)^```$",
-                    re.M | re.S)
 
 
 @dataclass(frozen=True)
@@ -36,8 +34,22 @@ def page(name: str) -> str:
 
 
 def blocks(name: str, lang: str = "python") -> list[Block]:
-    return [Block(name, m["lang"], m["code"], m["by"]) for m in _FENCE.finditer(page(name))
-            if m["lang"] == lang]
+    """A page's fenced blocks of one language, in order (a fence's info string is its first
+    word: a MyST directive such as ```` ```{figure} ```` is a block of its own kind)."""
+    found, lines, i = [], page(name).splitlines(), 0
+    while i < len(lines):
+        line = lines[i]
+        if not line.startswith("```"):
+            i += 1
+            continue
+        kind = line[3:].split(" ", 1)[0]
+        end = next(j for j in range(i + 1, len(lines)) if lines[j] == "```")
+        by = lines[i - 1].removeprefix("% run-by: ") if i and lines[i - 1].startswith(
+            "% run-by: ") else None
+        if kind == lang:
+            found.append(Block(name, kind, "\n".join(lines[i + 1:end]) + "\n", by))
+        i = end + 1
+    return found
 
 
 def block(name: str, containing: str, lang: str = "python") -> str:
