@@ -10,7 +10,7 @@ import symgrad as sg
 from symgrad.frontend.loops import LoopError
 
 jax = pytest.importorskip("jax")
-jax.config.update("jax_enable_x64", True)
+pytestmark = pytest.mark.usefixtures("x64")  # float64 in JAX, restored after the module
 jnp = jax.numpy
 RNG = np.random.default_rng(0)
 
