@@ -2,7 +2,7 @@
 
 * As an operand: an Expr's operators (``x @ A``, ``x * A``, ``A + x``; SciPy's own
   operators, ``A @ x``, hand an Expr over to Python's reflected operator, see
-  :func:`~symgrad.ir.numpy_names.scipy_sparse_call`), symgrad's and NumPy's functions
+  :func:`~symgrad.ir.numpy_names.scipy_conversion`), symgrad's and NumPy's functions
   (``np.dot(A, x)``, ``symgrad.numpy.matmul``, ``sg.sum(A, axis=0)``): :func:`numpy_call`
   answers NumPy's function of that name on the sparse operand. ``sg.const(A)`` is one.
   Its values are a constant (a large one an input inside ``sg.grad(fun)``, as arrays are).
