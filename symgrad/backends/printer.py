@@ -291,6 +291,8 @@ class Printer:
         return out
 
     def plan_of(self, fn: Function, hoisted: frozenset[int] = frozenset()) -> Plan:
+        """The :class:`~.plan.Plan` of function ``fn`` (``hoisted``: nodes computed at
+        module level); :meth:`no_source` for an op this printer has no form for."""
         nodes = self.graph.nodes
         for i in self.graph.ancestors(list(fn.outputs)):
             n = nodes[i]
