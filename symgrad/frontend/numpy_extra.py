@@ -1,5 +1,5 @@
 """More of NumPy's names, for code written against NumPy (HIPS autograd's own test suite):
-``dot`` of arrays of any rank, ``angle`` and ``real_if_close`` on real values, and the
+``dot`` of arrays of any rank, ``angle`` and ``real_if_close``, and the
 index tricks ``r_`` and ``c_`` (as ``symgrad.numpy.r_``: NumPy's own ``np.r_`` converts its
 items to arrays before any protocol can see them).
 
@@ -18,6 +18,7 @@ import numpy as np
 
 from ..base.errors import UnsupportedError
 from ..ir.expr import Expr, F, call
+from ..ir.shapes import is_complex
 from .numpy_arrays import atleast_1d, concatenate
 from .numpy_define import as_expr, define, no_out
 
@@ -39,9 +40,12 @@ def dot(a: Any, b: Any, out: Any = None) -> Expr:
 
 @define("angle", "z", "=deg", deg=False)
 def angle(z: Any, deg: bool = False) -> Expr:
-    """The angle of real values: 0 for x >= +0, pi for x < 0 and -0.0 (NumPy's
-    ``arctan2(0, x)``), NaN for NaN; locally constant, so its derivative is 0."""
+    """The angle of complex values (``arctan2(imag, real)``); of real values 0 for x >= +0,
+    pi for x < 0 and -0.0 (NumPy's ``arctan2(0, x)``), NaN for NaN, locally constant, so
+    its derivative is 0."""
     z = as_expr(z)
+    if is_complex(z.data.dtype):
+        return F.angle(z) * (180.0 / math.pi) if deg else F.angle(z)
     if z.dtype not in ("float64", "float32"):
         z = F.astype(z, "float64")
     half = 180.0 if deg else math.pi
@@ -50,8 +54,14 @@ def angle(z: Any, deg: bool = False) -> Expr:
 
 @define("real_if_close", "a", "=tol", tol=100)
 def real_if_close(a: Any, tol: Any = 100) -> Expr:
-    """Real values are returned as they are (symgrad's values are real)."""
-    return as_expr(a)
+    """Real values are returned as they are; complex values are refused: the result's dtype
+    would depend on the values, which are not known while tracing."""
+    a = as_expr(a)
+    if is_complex(a.data.dtype):
+        raise UnsupportedError("real_if_close of complex values: its result is real or "
+                               "complex depending on the values, unknown while tracing; "
+                               "use np.real(a) (symgrad.numpy.real)")
+    return a
 
 
 class _Concatenator:

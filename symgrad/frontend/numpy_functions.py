@@ -22,6 +22,7 @@ import numpy as np
 from ..base.errors import ShapeError, UnsupportedError
 from ..ir.expr import Expr, F, function
 from ..ir.op import FUNCTIONS, REGISTRY, UNSUPPORTED, SignatureError
+from ..ir.shapes import is_complex
 from ..ir.values import describe
 from .numpy_arrays import diagonal, moveaxis
 from .numpy_define import as_expr, axes_tuple, axis_int, define, no_out
@@ -302,14 +303,37 @@ def positive(x, **kwargs):
     return as_expr(x)
 
 
-@define("real", "val", aliases=("conj", "conjugate"))
+@define("real", "val")
 def real(val):
-    return as_expr(val)
+    """The real part (the values themselves for real values)."""
+    val = as_expr(val)
+    return F.real(val) if is_complex(val.data.dtype) else val
 
 
 @define("imag", "val")
 def imag(val):
-    return F.zeros_like(as_expr(val))
+    """The imaginary part (zeros for real values)."""
+    val = as_expr(val)
+    return F.imag(val) if is_complex(val.data.dtype) else F.zeros_like(val)
+
+
+@define("conj", "x", aliases=("conjugate",))
+def conj(x, **kwargs):
+    """The complex conjugate (the values themselves for real values)."""
+    x = as_expr(x)
+    return F.conj(x) if is_complex(x.data.dtype) else x
+
+
+@define("iscomplexobj", "x")
+def iscomplexobj(x) -> bool:
+    """Whether ``x`` has a complex dtype (known while tracing)."""
+    return is_complex(as_expr(x).data.dtype)
+
+
+@define("isrealobj", "x")
+def isrealobj(x) -> bool:
+    """Whether ``x`` has a real dtype (known while tracing)."""
+    return not is_complex(as_expr(x).data.dtype)
 
 
 @define("clip", "a", "?a_min", "?a_max", out=None)

@@ -355,6 +355,10 @@ class _Parser(LoopText, _Reader):
                 if math.isinf(v):
                     self.fail("float literal overflows; write inf for infinity", node)
                 return v
+            if isinstance(v, complex):
+                if math.isinf(v.imag):
+                    self.fail("imaginary literal overflows", node)
+                return v
             kind = {str: "strings are", type(None): "None is", type(...): "'...' is"}[type(v)]
             self.fail(f"{kind} not supported here", node)
         if isinstance(node, Name) and node.id in CONSTANT_NAMES:
@@ -635,8 +639,9 @@ def _fold_numbers(symbol: str, fn: Callable, a: Any, b: Any) -> Any:
         raise ParseError("division by zero in a constant") from None
     except OverflowError:
         raise ParseError("constant overflows float64") from None
-    if isinstance(r, complex):
-        raise ParseError("constant power gives a complex number")
+    if isinstance(r, complex) and not any(isinstance(v, complex) for v in (a, b)):
+        raise ParseError("constant power gives a complex number (NumPy's power of real "
+                         "numbers gives NaN): write the base as a complex number")
     if isinstance(r, int) and not isinstance(r, bool) and abs(r) > INT_LIMIT:
         raise ParseError("integer constant is too large (limit 2**63 - 1)")
     return r

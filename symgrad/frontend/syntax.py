@@ -576,11 +576,15 @@ class _Reader:
 
     # literals
 
-    def _literal(self, s: str, at: int) -> int | float:
-        """A NUMBER token's value, read without evaluating anything."""
+    def _literal(self, s: str, at: int) -> int | float | complex:
+        """A NUMBER token's value, read without evaluating anything (``2j`` an imaginary
+        number, as Python reads it)."""
         digits = s.replace("_", "")
         if digits[-1] in "jJ":
-            self.fail("complex literals are not supported here", offset=at)
+            try:
+                return complex(0.0, float(digits[:-1]))
+            except ValueError:
+                self.fail(f"invalid number {s!r}", offset=at)
         if digits[:2].lower() in ("0x", "0o", "0b") or not any(c in digits for c in ".eE"):
             if len(digits) > 40:
                 self.fail("integer literal is too large (limit 2**63 - 1)", offset=at)

@@ -17,7 +17,7 @@ from ..frontend.capture import Capture
 from ..ir.expr import Expr
 from ..ir.values import exact
 
-_OK = frozenset({"float64", "float32", "int64", "int32", "bool"})
+_OK = frozenset({"float64", "float32", "int64", "int32", "bool", "complex128", "complex64"})
 
 
 _CHARS = frozenset(np.dtype(n).char for n in _OK)
@@ -101,11 +101,11 @@ def _as_array(value: Any, name: str) -> np.ndarray:
         a = np.asarray(value)
     except (ValueError, TypeError) as e:
         raise InputError(f"argument '{name}' is not an array: {e}") from None
-    if a.dtype.kind not in "biuf":
+    if a.dtype.kind not in "biufc":
         raise InputError(f"argument '{name}' has dtype {a.dtype}; pass numbers or arrays of "
                          "numbers (pytrees of them: dicts, lists, tuples, dataclasses)")
     if a.dtype.name not in _OK:
-        a = a.astype(np.float64 if a.dtype.kind == "f" else np.int64)
+        a = a.astype({"f": np.float64, "c": np.complex128}.get(a.dtype.kind, np.int64))
     return a
 
 

@@ -19,12 +19,14 @@ def _call_make(fun: Callable, args: tuple, static: dict) -> Any:
     return fun(*args, **static)
 
 
-def _grad_make(argnums: Any, has_aux: bool, with_value: bool, cleanup: bool) -> Make:
+def _grad_make(argnums: Any, has_aux: bool, with_value: bool, cleanup: bool,
+               holomorphic: bool = False) -> Make:
     def make(fun: Callable, args: tuple, static: dict) -> Any:
         value, aux = _split(fun, fun(*args, **static), has_aux)
         value = _check_scalar(fun, value, "grad")
         wrt, tree = _wrt(fun, args, argnums)
-        grads = derivatives.grad(value, wrt, cleanup=cleanup) if wrt else []
+        grads = (derivatives.grad(value, wrt, cleanup=cleanup, holomorphic=holomorphic)
+                 if wrt else [])
         g = tree_unflatten(tree, list(grads))
         if with_value:
             return ((value, aux), g) if has_aux else (value, g)
@@ -33,7 +35,7 @@ def _grad_make(argnums: Any, has_aux: bool, with_value: bool, cleanup: bool) -> 
     return make
 
 
-def _jac_make(argnums: Any, has_aux: bool, mode: str) -> Make:
+def _jac_make(argnums: Any, has_aux: bool, mode: str, holomorphic: bool = False) -> Make:
     def make(fun: Callable, args: tuple, static: dict) -> Any:
         out, aux = _split(fun, fun(*args, **static), has_aux)
         wrt, tree = _wrt(fun, args, argnums)
@@ -41,7 +43,8 @@ def _jac_make(argnums: Any, has_aux: bool, mode: str) -> Make:
         blocks = []
         for leaf in leaves:
             e = _as_output(fun, leaf, wrt)
-            jac = derivatives.jacobian(e, wrt, mode=mode) if wrt else ()
+            jac = (derivatives.jacobian(e, wrt, mode=mode, holomorphic=holomorphic)
+                   if wrt else ())
             blocks.append(tree_unflatten(tree, list(jac)))
         jac = tree_unflatten(out_def, blocks)
         return (jac, aux) if has_aux else jac

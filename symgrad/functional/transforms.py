@@ -63,7 +63,7 @@ __all__ = ["Transformed", "grad", "hessian", "hvp", "jacfwd", "jacobian", "jacre
 
 def grad(f: Any, wrt: Any = None, *, cleanup: bool = True, argnums: Any = None,
          has_aux: bool = False, shapes: Any = None, dtypes: Any = None,
-         backend: str = "numpy") -> Any:
+         backend: str = "numpy", holomorphic: bool = False) -> Any:
     """The gradient: of an expression (symbolic) or of a Python function (JAX's ``grad``).
 
     ``grad(f, wrt)`` with an Expr ``f``: the gradient Exprs, appended to ``f``'s graph (see
@@ -76,6 +76,8 @@ def grad(f: Any, wrt: Any = None, *, cleanup: bool = True, argnums: Any = None,
     argument is ``argnums`` here, as in JAX (``sg.grad(fun, 1)``). ``has_aux``: ``fun``
     returns ``(value, aux)``; the result is then ``(gradient, aux)``. ``shapes``/``dtypes``:
     trace now (per argument, or by parameter name). ``backend``: as in :func:`sg.compile`.
+    ``holomorphic``: as JAX's (a complex ``f`` of complex variables; see
+    :mod:`symgrad.ops.complex` for the conventions).
 
     >>> import symgrad as sg
     >>> x = sg.var("x")
@@ -92,14 +94,15 @@ def grad(f: Any, wrt: Any = None, *, cleanup: bool = True, argnums: Any = None,
         if argnums is not None or has_aux or shapes is not None or dtypes is not None:
             raise DifferentiationError("argnums, has_aux, shapes and dtypes are for grad of "
                                        "a Python function; for an expression pass wrt")
-        return derivatives.grad(f, wrt, cleanup=cleanup)
+        return derivatives.grad(f, wrt, cleanup=cleanup, holomorphic=holomorphic)
     argnums = _one_argnums("grad", f, wrt, argnums)
-    return Transformed(f, _grad_make(argnums, has_aux, False, cleanup), "grad",
+    return Transformed(f, _grad_make(argnums, has_aux, False, cleanup, holomorphic), "grad",
                        backend=backend, shapes=shapes, dtypes=dtypes, argnums=argnums)
 
 
 def value_and_grad(f: Any, argnums: Any = 0, *, has_aux: bool = False, shapes: Any = None,
-                   dtypes: Any = None, cleanup: bool = True, backend: str = "numpy") -> Any:
+                   dtypes: Any = None, cleanup: bool = True, backend: str = "numpy",
+                   holomorphic: bool = False) -> Any:
     """Like :func:`grad`, but the function returns ``(value, gradient)`` (with ``has_aux``:
     ``((value, aux), gradient)``), from one compiled function sharing the forward pass.
 
@@ -114,15 +117,16 @@ def value_and_grad(f: Any, argnums: Any = 0, *, has_aux: bool = False, shapes: A
     ['def value_and_grad_lambda(w):']
     """
     if _is_expr(f):
-        return f, derivatives.grad(f, argnums, cleanup=cleanup)
+        return f, derivatives.grad(f, argnums, cleanup=cleanup, holomorphic=holomorphic)
     _check_function("value_and_grad", f, "sg.value_and_grad(expr, wrt)")
     argnums = _argnums(argnums)
-    return Transformed(f, _grad_make(argnums, has_aux, True, cleanup), "value_and_grad",
+    return Transformed(f, _grad_make(argnums, has_aux, True, cleanup, holomorphic),
+                       "value_and_grad",
                        backend=backend, shapes=shapes, dtypes=dtypes, argnums=argnums)
 
 
 def jacrev(fun: Callable, argnums: Any = 0, *, has_aux: bool = False,
-           backend: str = "numpy") -> Transformed:
+           backend: str = "numpy", holomorphic: bool = False) -> Transformed:
     """JAX's ``jacrev``: the Jacobian of ``fun`` by reverse mode, shape ``out.shape +
     arg.shape`` per output leaf and argument leaf (pytrees nest: output structure outside,
     argument structure inside).
@@ -134,12 +138,12 @@ def jacrev(fun: Callable, argnums: Any = 0, *, has_aux: bool = False,
     """
     _check_function("jacrev", fun, "sg.jacobian(expr, wrt, mode='reverse')")
     argnums = _argnums(argnums)
-    return Transformed(fun, _jac_make(argnums, has_aux, "reverse"), "jacrev",
+    return Transformed(fun, _jac_make(argnums, has_aux, "reverse", holomorphic), "jacrev",
                        backend=backend, argnums=argnums)
 
 
 def jacfwd(f: Any, wrt: Any = None, *, argnums: Any = None, has_aux: bool = False,
-           cleanup: bool = True, backend: str = "numpy") -> Any:
+           cleanup: bool = True, backend: str = "numpy", holomorphic: bool = False) -> Any:
     """JAX's ``jacfwd`` on a function (the Jacobian by forward mode); on an expression,
     :func:`symgrad.transforms.derivatives.jacfwd` (``sg.jacfwd(expr, wrt)``).
 
@@ -149,15 +153,15 @@ def jacfwd(f: Any, wrt: Any = None, *, argnums: Any = None, has_aux: bool = Fals
            [0., 1.]])
     """
     if _is_expr(f):
-        return derivatives.jacfwd(f, wrt, cleanup=cleanup)
+        return derivatives.jacfwd(f, wrt, cleanup=cleanup, holomorphic=holomorphic)
     argnums = _one_argnums("jacfwd", f, wrt, argnums)
-    return Transformed(f, _jac_make(argnums, has_aux, "forward"), "jacfwd",
+    return Transformed(f, _jac_make(argnums, has_aux, "forward", holomorphic), "jacfwd",
                        backend=backend, argnums=argnums)
 
 
 def jacobian(f: Any, wrt: Any = None, *, mode: str | None = None, cleanup: bool = True,
              sparse: bool = False, argnums: Any = None, has_aux: bool = False,
-             backend: str = "numpy") -> Any:
+             backend: str = "numpy", holomorphic: bool = False) -> Any:
     """The Jacobian: of an expression (``sg.jacobian(f, wrt, mode=..., sparse=...)``, see
     :func:`symgrad.transforms.derivatives.jacobian`; a list of expressions gives a tuple),
     or of a Python function (JAX's ``jacobian``, i.e. :func:`jacrev`; ``mode="forward"``
@@ -172,12 +176,15 @@ def jacobian(f: Any, wrt: Any = None, *, mode: str | None = None, cleanup: bool 
            [2., 0.]])
     """
     if isinstance(f, (list, tuple)) and f and all(_is_expr(e) for e in f):
-        return tuple(jacobian(e, wrt, mode=mode, cleanup=cleanup, sparse=sparse) for e in f)
+        return tuple(jacobian(e, wrt, mode=mode, cleanup=cleanup, sparse=sparse,
+                              holomorphic=holomorphic) for e in f)
     if _is_expr(f):
-        return derivatives.jacobian(f, wrt, mode=mode, cleanup=cleanup, sparse=sparse)
+        return derivatives.jacobian(f, wrt, mode=mode, cleanup=cleanup, sparse=sparse,
+                                    holomorphic=holomorphic)
     argnums = _one_argnums("jacobian", f, wrt, argnums)
     how = "forward" if mode == "forward" else "reverse"
-    return Transformed(f, _jac_make(argnums, has_aux, how), "jacobian", backend=backend,
+    return Transformed(f, _jac_make(argnums, has_aux, how, holomorphic), "jacobian",
+                       backend=backend,
                        argnums=argnums)
 
 

@@ -27,7 +27,7 @@ from .numpy_names import (
     ufunc_op,
 )
 from .op import FUNCTIONS, REGISTRY, SPARSE, UNSUPPORTED, Op, public_op
-from .shapes import DTYPES, Shape
+from .shapes import COMPLEXES, DTYPES, Shape
 from .text import infix
 from .values import describe, exact
 
@@ -318,11 +318,11 @@ class Expr:
 
     @property
     def real(self) -> Expr:
-        return self
+        return F.real(self) if self.data.dtype in COMPLEXES else self
 
     @property
     def imag(self) -> Expr:
-        return F.zeros_like(self)
+        return F.imag(self) if self.data.dtype in COMPLEXES else F.zeros_like(self)
 
     def flatten(self, order="C") -> Expr:
         return _numpy_call("ravel", (self,), {"order": order})
@@ -475,10 +475,10 @@ def _home(operands: Sequence[Any]) -> Graph:
 def _operand(graph: Graph, o: Any, strong: list[str] | None = None) -> int:
     if isinstance(o, Expr):
         return o.node if o.graph is graph else graph.import_node(o.graph, o.node)
-    if isinstance(o, (int, float)) and type(o) not in (int, float, bool):
+    if isinstance(o, (int, float, complex)) and type(o) not in (int, float, complex, bool):
         o = exact(o)  # a subclass: the plain number, its own methods never run
     t = type(o)
-    if t is float or t is int or t is bool:
+    if t is float or t is int or t is bool or t is complex:
         return graph.number(o, strong)
     if isinstance(o, (list, tuple)) and _holds_expr(o):  # [x, x + 2]: NumPy's array of them
         e = stacked(o)

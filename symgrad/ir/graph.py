@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from ..base.errors import ArgumentError, NameConflictError, ShapeError, SymgradError
-from .op import REGISTRY, Op
-from .shapes import fmt
+from .op import REGISTRY, Op, refuse_complex
+from .shapes import COMPLEXES, fmt
 from .text import listing
 from .values import (
     INT64_MAX,
@@ -109,6 +109,10 @@ def _cacheable(attrs: dict) -> bool:
 
 def _inferred(op: Op, shapes: tuple, dtypes: tuple, attrs: dict) -> tuple:
     """``(prepared attrs, their frozen key or None if op has no prepare, shape, dtype)``."""
+    if op.complex is not True:
+        for d in dtypes:
+            if d in COMPLEXES:
+                refuse_complex(op, d)
     canonical = None
     if op.prepare is not None:
         try:
@@ -412,7 +416,7 @@ class Graph:
                 return node
         return self.add(REGISTRY["const"], (), {"value": as_constant(value)})
 
-    def number(self, o: int | float | bool, strong: list[str] | None = None) -> int:
+    def number(self, o: int | float | complex | bool, strong: list[str] | None = None) -> int:
         """The constant Python number ``o`` makes beside operands of dtypes ``strong``
         (:func:`~.values.weak`), made once per graph: a loop that writes ``2.0 * x`` at
         every step looks its constant up, it does not build it again.
@@ -421,7 +425,9 @@ class Graph:
         state = self._state
         if o != o or state.rewriter is not None:  # NaN: its hex does not tell NaNs apart
             return self.const(weak(o, strong))
-        key = (type(o), o.hex() if type(o) is float else o, tuple(strong) if strong else ())
+        t = type(o)
+        key = (t, o.hex() if t is float else (o.real.hex(), o.imag.hex()) if t is complex
+               else o, tuple(strong) if strong else ())
         with self.lock:
             found = self._numbers.get(key)
             if found is not None:

@@ -53,6 +53,14 @@ Fields of a stanza
 ``domain`` / ``examples(rng)``
     Where the registry-driven tests sample the op: an interval for elementwise ops, or a
     list of ``(operand arrays, attrs)`` cases.
+``complex``
+    Whether the op takes complex operands, with NumPy's meaning: ``True``, or the reason it
+    refuses them (a string: ordering ops, real-only special functions). Left out, a complex
+    operand is refused as "defined for real values only". Rules of an op that takes complex
+    values follow JAX's conventions (see :mod:`symgrad.ops.complex`): a holomorphic op's
+    rules are the real ones (``g * f'(z)``), a non-holomorphic op (``abs``, ``conj``,
+    ``real``) states its conjugations, and a real operand's contribution is made real
+    centrally, as broadcasting is undone.
 ``ieee``
     Facts about non-finite values the exact passes may rely on (:mod:`symgrad.passes.nan_guards`),
     a subset of ``"bounded"`` (``|f| <= 1`` wherever it is finite), ``"finite_with"`` (finite
@@ -82,7 +90,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from ..base.errors import SymgradError
+from ..base.errors import ShapeError, SymgradError
 from .values import _PLAIN, describe, exact
 
 Shape = tuple[int, ...]
@@ -258,6 +266,7 @@ class Op:
     batch: Callable[..., Any] | None = None  # the op on operands with a batch axis (vmap)
     taylor: Callable[..., Any] | None = None
     ieee: frozenset[str] = frozenset()  # facts about inf and NaN (see the module docstring)
+    complex: bool | str = False  # True: takes complex operands; a str: why it refuses them
 
     @property
     def arity(self) -> int | None:
@@ -267,6 +276,13 @@ class Op:
     def attrs(self) -> Mapping[str, Any]:
         """The static attributes and their defaults."""
         return self.signature.defaults
+
+
+def refuse_complex(op: Op, dtype: str) -> None:
+    """Raise the :class:`~symgrad.errors.ShapeError` of ``op`` given a complex operand
+    (``dtype``) it does not take, with its reason."""
+    why = op.complex if isinstance(op.complex, str) else "it is defined for real values only"
+    raise ShapeError(f"{op.name} of a complex value ({dtype}) is not supported: {why}")
 
 
 REGISTRY: dict[str, Op] = {}

@@ -9,7 +9,12 @@ import numpy as np
 from ..base.errors import ShapeError
 
 Shape = tuple[int, ...]
-DTYPES = ("float64", "float32", "int64", "int32", "bool")
+FLOATS = ("float64", "float32")  # the real floating dtypes
+COMPLEXES = ("complex128", "complex64")
+INEXACT = (*FLOATS, *COMPLEXES)  # the dtypes a gradient flows through
+INTS = ("int64", "int32")
+DTYPES = (*FLOATS, *INTS, "bool", *COMPLEXES)  # every dtype a node may have
+_REAL_OF = {"complex128": "float64", "complex64": "float32"}
 
 
 def fmt(shape: Shape) -> str:
@@ -38,13 +43,45 @@ def result_dtype(*dtypes: str) -> str:
 
 
 def float_dtype(dtype: str) -> str:
-    """The floating dtype a transcendental function returns for ``dtype``."""
-    return dtype if dtype in ("float64", "float32") else "float64"
+    """The inexact dtype a transcendental function returns for ``dtype`` (a complex dtype
+    stays complex, as ``np.exp`` keeps it).
+
+    >>> float_dtype("int32"), float_dtype("float32"), float_dtype("complex64")
+    ('float64', 'float32', 'complex64')
+    """
+    return dtype if dtype in INEXACT else "float64"
 
 
 def is_float(dtype: str) -> bool:
-    """Whether values of ``dtype`` can carry a gradient."""
-    return dtype in ("float64", "float32")
+    """Whether values of ``dtype`` can carry a gradient: a real or complex floating dtype."""
+    return dtype in INEXACT
+
+
+def is_complex(dtype: str) -> bool:
+    """Whether ``dtype`` (a name or a NumPy dtype) is ``complex64`` or ``complex128``."""
+    return dtype in COMPLEXES
+
+
+def real_dtype(dtype: str) -> str:
+    """The real dtype of ``dtype``'s parts: ``complex64`` -> ``float32``, ``complex128`` ->
+    ``float64``; a real dtype as it is (what ``abs``, ``real`` and ``imag`` return).
+
+    >>> real_dtype("complex64"), real_dtype("float64")
+    ('float32', 'float64')
+    """
+    return _REAL_OF.get(dtype, dtype)
+
+
+def complex_dtype(dtype: str) -> str:
+    """The complex dtype values of ``dtype`` become (``float32`` -> ``complex64``; other real
+    dtypes -> ``complex128``), as NumPy's transforms (``np.fft.fft``) promote.
+
+    >>> complex_dtype("float32"), complex_dtype("int64"), complex_dtype("complex64")
+    ('complex64', 'complex128', 'complex64')
+    """
+    if dtype in _REAL_OF:
+        return dtype
+    return "complex64" if dtype == "float32" else "complex128"
 
 
 def _describe(value) -> str:

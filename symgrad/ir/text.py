@@ -43,6 +43,7 @@ _COMPARE = 6  # Python's comparisons: non-associative (a < b < c is a chain)
 _RIGHT_ASSOC = {"**"}
 _NAMED_CONSTANTS = {"pi": math.pi, "e": math.e}
 _SHORT_DTYPE = {"float64": "f64", "float32": "f32", "int64": "i64", "int32": "i32",
+                "complex128": "c128", "complex64": "c64",
                 "bool": "bool"}
 
 # text, or (operand position, minimum precedence)

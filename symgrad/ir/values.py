@@ -185,6 +185,8 @@ def freeze(value: Any) -> Any:
         return ("b", bool(value))
     if isinstance(value, (float, np.floating)):
         return ("f", float(value).hex())
+    if isinstance(value, (complex, np.complexfloating)):
+        return ("c", float(value.real).hex(), float(value.imag).hex())
     if isinstance(value, (int, np.integer)):
         return ("i", int(value))
     if isinstance(value, dict):
@@ -245,9 +247,6 @@ def check_dtype(dtype: Any, what: str) -> str:
         name = np.dtype(dtype).name
     except (TypeError, ValueError):
         name = str(dtype) if isinstance(dtype, str) else ""
-    if name.startswith("complex"):
-        raise ShapeError(f"{what}: complex dtypes are not supported (symgrad differentiates "
-                         f"real-valued functions); use {', '.join(DTYPES)}")
     if name not in DTYPES:
         raise ShapeError(f"{what}: dtype must be one of {', '.join(DTYPES)}, got "
                          f"{describe(dtype)}")
@@ -256,7 +255,8 @@ def check_dtype(dtype: Any, what: str) -> str:
 
 def as_constant(value: Any) -> np.ndarray:
     """A constant's canonical value: a read-only NumPy array of a supported dtype (float64,
-    float32, int64, int32, bool; other floats and ints become float64 and int64).
+    float32, int64, int32, bool, complex128, complex64; other floats, ints and complex
+    numbers become float64, int64 and complex128).
 
     >>> as_constant([1, 2]).dtype, as_constant(2.5).shape
     (dtype('int64'), ())
@@ -278,23 +278,27 @@ def as_constant(value: Any) -> np.ndarray:
     elif arr.dtype.kind == "i":
         arr = arr.astype(np.int64 if arr.dtype != np.int32 else np.int32, copy=False)
     elif arr.dtype.kind == "c":
-        raise ShapeError(f"complex numbers are not supported (got {describe(value)}): symgrad "
-                         "differentiates real-valued functions")
+        arr = arr.astype(np.complex128 if arr.dtype != np.complex64 else np.complex64,
+                         copy=False)
     elif arr.dtype.kind != "b":
         raise ShapeError(f"cannot use {describe(value)} as a constant (dtype "
-                         f"{arr.dtype}; numbers and arrays of int, float or bool only)")
+                         f"{arr.dtype}; numbers and arrays of int, float, complex or bool "
+                         "only)")
     arr.setflags(write=False)
     return arr
 
 
-def weak(o: int | float | bool, strong: list[str] | tuple[str, ...] | None) -> Any:
+def weak(o: int | float | complex | bool, strong: list[str] | tuple[str, ...] | None) -> Any:
     """The constant a Python number makes beside operands of dtypes ``strong``: NEP 50's
-    "weak" number takes their type (``2.0 * x`` keeps float32), or the number as it is.
+    "weak" number takes their type (``2.0 * x`` keeps float32; ``1j * x`` of float32 is
+    complex64), or the number as it is.
 
     >>> weak(2.0, ["float32"]).dtype, weak(2, ["int32"]).dtype, weak(2, None)
     (dtype('float32'), dtype('int32'), 2)
+    >>> weak(1j, ["float32"]).dtype, weak(1j, ["int64"]).dtype
+    (dtype('complex64'), dtype('complex128'))
     """
-    if strong and type(o) in (int, float):
+    if strong and type(o) in (int, float, complex):
         kind = np.result_type(*strong, o)
         value = np.asarray(o)  # int64 or float64, unless that would change the result type
         if np.result_type(*strong, value.dtype) != kind:

@@ -20,11 +20,11 @@ register(Op(
     doc="a constant array",
 ))
 register(Op(
-    name="zeros_like", infer=lambda s, d, a: (s[0], d[0]), impl=np.zeros_like,
+    name="zeros_like", complex=True, infer=lambda s, d, a: (s[0], d[0]), impl=np.zeros_like,
     differentiable=False, doc="zeros of x's shape and dtype (no gradient flows through)",
 ))
 register(Op(
-    name="ones_like", infer=lambda s, d, a: (s[0], d[0]), impl=np.ones_like,
+    name="ones_like", complex=True, infer=lambda s, d, a: (s[0], d[0]), impl=np.ones_like,
     differentiable=False, doc="ones of x's shape and dtype (no gradient flows through)",
 ))
 

@@ -146,6 +146,7 @@ for _name, _fn, _rule, _fwd in (("cumsum", np.cumsum, _cumsum_rule, _cumsum_forw
         infer=_scan_infer, impl=lambda x, axis, _fn=_fn: _fn(x, axis=axis), backprop=_rule,
         forward=first(_fwd), sparsity=_scan_sparsity, examples=_scan_examples,
         doc=f"{_name[3:]} of the elements up to each position along axis (flattened if None)",
+        complex=True,
     ))
 
 
@@ -177,6 +178,7 @@ register(Op(
                           ([np.array([[2.0, 0.0, 3.0], [0.0, 0.0, 1.5]])],
                            {"axis": -1, "keepdims": False})],
     doc="product over axis (all axes when None); its gradient never divides by x",
+    complex=True,
 ))
 
 for _name, _fn in (("all", np.all), ("any", np.any)):

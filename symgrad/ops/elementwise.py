@@ -14,12 +14,15 @@ from collections.abc import Callable
 import numpy as np
 
 from ..base.errors import ShapeError
-from ..ir.expr import F
+from ..ir.expr import Expr, F, call
 from ..ir.op import BINARY, UNARY, Op, register, sig
-from ..ir.shapes import broadcast, float_dtype, result_dtype
+from ..ir.shapes import broadcast, float_dtype, is_complex, real_dtype, result_dtype
 from . import series
 from .tangent import align, elementwise, total, typed
 
+# why ordering ops refuse complex values (the ``complex`` field of :mod:`symgrad.ir.op`)
+ORDER = ("complex numbers have no order (NumPy compares them lexicographically, real part "
+         "first, which has no derivative); compare abs(z), z.real or z.imag")
 # facts about inf and NaN the exact passes may use (the ``ieee`` field of :mod:`symgrad.ir.op`)
 NAN_IN_NAN_OUT = ("nan_in_nan_out",)
 SIN_COS = ("bounded", "finite_with", "nan_at_inf", "nan_in_nan_out")
@@ -57,26 +60,27 @@ def _forward(backprop, forward):
 
 def unary(name, impl, backprop, *, sympy=None, domain=(-2.0, 2.0), keep_dtype=False,
           differentiable=True, aliases=(), doc="", infix=None, forward=None, taylor=None,
-          ieee=()):
+          ieee=(), infer=None, complex=False, front=None):
     """Register a one-operand elementwise op (``infix`` makes it a prefix operator)."""
     return register(Op(
-        name=name, infer=_same if keep_dtype else _floating, impl=impl, backprop=backprop,
-        forward=_forward(backprop, forward), taylor=taylor,
+        name=name, infer=infer or (_same if keep_dtype else _floating), impl=impl,
+        backprop=backprop, forward=_forward(backprop, forward), taylor=taylor,
         signature=sig("x", infix=infix) if infix else UNARY, sympy=sympy, domain=domain,
         differentiable=differentiable, aliases=aliases, doc=doc, elementwise=True,
-        ieee=frozenset(ieee),
+        ieee=frozenset(ieee), complex=complex, front=front,
     ))
 
 
 def binary(name, impl, backprop, *, infer=None, infix=None, sympy=None, domain=(-2.0, 2.0),
-           differentiable=True, aliases=(), doc="", forward=None, taylor=None, ieee=()):
+           differentiable=True, aliases=(), doc="", forward=None, taylor=None, ieee=(),
+           complex=False):
     """Register a two-operand broadcasting op."""
     return register(Op(
         name=name, infer=infer or _arith(name), impl=impl, backprop=backprop,
         forward=_forward(backprop, forward), taylor=taylor,
         signature=sig("x", "y", infix=infix) if infix else BINARY, sympy=sympy, domain=domain,
         differentiable=differentiable, aliases=aliases, doc=doc, elementwise=True,
-        ieee=frozenset(ieee),
+        ieee=frozenset(ieee), complex=complex,
     ))
 
 
@@ -122,39 +126,40 @@ def _div_forward(n, t):
 
 binary("add", np.add, lambda n, g: (g, g), infix=("+", 11), sympy="Add",
        forward=lambda n, t: total(*_aligned(n, t)), taylor=series.piecewise_linear,
-       ieee=NAN_IN_NAN_OUT)
+       ieee=NAN_IN_NAN_OUT, complex=True)
 binary("subtract", np.subtract, lambda n, g: (g, -g), infix=("-", 11),
        sympy=lambda sp, x, y: x - y, aliases=("sub",), forward=_subtract_forward,
-       taylor=series.piecewise_linear, ieee=NAN_IN_NAN_OUT)
+       taylor=series.piecewise_linear, ieee=NAN_IN_NAN_OUT, complex=True)
 binary("multiply", np.multiply,
        lambda n, g: (g * n.args[1] if n.needs(0) else None, g * n.args[0] if n.needs(1) else None),
        infix=("*", 12), sympy="Mul", aliases=("mul",), forward=_mul_forward,
-       taylor=series.bilinear, ieee=NAN_IN_NAN_OUT)
+       taylor=series.bilinear, ieee=NAN_IN_NAN_OUT, complex=True)
 binary("divide", np.true_divide,
        lambda n, g: (g / n.args[1] if n.needs(0) else None,
                      -(g * (n.out / n.args[1])) if n.needs(1) else None),
        infer=_true_div, infix=("/", 12), sympy=lambda sp, x, y: x / y, domain=(0.5, 2.0),
        aliases=("div", "true_divide"), forward=_div_forward, taylor=series.quotient,
-       ieee=NAN_IN_NAN_OUT)
+       ieee=NAN_IN_NAN_OUT, complex=True)
 binary("power", np.power,
        lambda n, g: (
            g * _zero_at_origin(n.args[0], n.args[1], n.args[1] * n.args[0] ** (n.args[1] - 1)),
            g * _where_zero(n.args[0] == 0, n.out * F.log(n.args[0])),
        ),
        infix=("**", 14), sympy="Pow", domain=(0.5, 2.0), aliases=("pow",),
-       taylor=series.power)
+       taylor=series.power, complex=True)
 unary("negative", np.negative, lambda n, g: (-g,), keep_dtype=True, sympy=lambda sp, x: -x,
-      aliases=("neg",), infix=("-", 13), taylor=series.piecewise_linear, ieee=NAN_IN_NAN_OUT)
+      aliases=("neg",), infix=("-", 13), taylor=series.piecewise_linear, ieee=NAN_IN_NAN_OUT,
+      complex=True)
 unary("square", np.square, lambda n, g: (g * (2.0 * n.args[0]),), keep_dtype=True,
       sympy=lambda sp, x: x**2,
       taylor=lambda n, s, K: [n.out] + [series.square_term(s[0], k) for k in range(1, K + 1)],
-      ieee=NAN_IN_NAN_OUT)
+      ieee=NAN_IN_NAN_OUT, complex=True)
 binary("maximum", np.maximum,
        lambda n, g: _split(g, n.args[0] > n.args[1], n.args[0] == n.args[1]), sympy="Max",
-       taylor=series.piecewise_linear)
+       taylor=series.piecewise_linear, complex=ORDER)
 binary("minimum", np.minimum,
        lambda n, g: _split(g, n.args[0] < n.args[1], n.args[0] == n.args[1]), sympy="Min",
-       taylor=series.piecewise_linear)
+       taylor=series.piecewise_linear, complex=ORDER)
 
 
 def _split(g, wins, ties):
@@ -167,33 +172,37 @@ def _split(g, wins, ties):
 # -- functions ----------------------------------------------------------------------------
 
 unary("exp", np.exp, lambda n, g: (g * n.out,), sympy="exp",
-      taylor=lambda n, s, K: series.chain(s[0], n.out, lambda y, m: y[m], K), ieee=NAN_IN_NAN_OUT)
+      taylor=lambda n, s, K: series.chain(s[0], n.out, lambda y, m: y[m], K), ieee=NAN_IN_NAN_OUT,
+      complex=True)
 unary("log", np.log, lambda n, g: (g / n.args[0],), sympy="log", domain=(0.2, 3.0),
-      taylor=lambda n, s, K: series.logarithm(s[0], n.out, n.args[0], K), ieee=NAN_IN_NAN_OUT)
+      taylor=lambda n, s, K: series.logarithm(s[0], n.out, n.args[0], K), ieee=NAN_IN_NAN_OUT,
+      complex=True)
 unary("log1p", np.log1p, lambda n, g: (g / (1.0 + n.args[0]),),
       sympy=lambda sp, x: sp.log(1 + x), domain=(-0.5, 3.0),
-      taylor=lambda n, s, K: series.logarithm(s[0], n.out, 1.0 + n.args[0], K))
+      taylor=lambda n, s, K: series.logarithm(s[0], n.out, 1.0 + n.args[0], K), complex=True)
 unary("expm1", np.expm1, lambda n, g: (g * (n.out + 1.0),), sympy=lambda sp, x: sp.exp(x) - 1,
       taylor=lambda n, s, K: series.chain(s[0], n.out, lambda y, m: y[m] if m else y[0] + 1.0,
-                                          K))
+                                          K), complex=True)
 unary("sqrt", np.sqrt, lambda n, g: (g / (2.0 * n.out),), sympy="sqrt", domain=(0.2, 3.0),
-      taylor=lambda n, s, K: series.root(s[0], n.out, K), ieee=NAN_IN_NAN_OUT)
+      taylor=lambda n, s, K: series.root(s[0], n.out, K), ieee=NAN_IN_NAN_OUT, complex=True)
 unary("sin", np.sin, lambda n, g: (g * F.cos(n.args[0]),), sympy="sin",
-      taylor=lambda n, s, K: series.pair(s[0], n.out, F.cos(n.args[0]), (1, -1), K), ieee=SIN_COS)
+      taylor=lambda n, s, K: series.pair(s[0], n.out, F.cos(n.args[0]), (1, -1), K), ieee=SIN_COS,
+      complex=True)
 unary("cos", np.cos, lambda n, g: (-(g * F.sin(n.args[0])),), sympy="cos",
-      taylor=lambda n, s, K: series.pair(s[0], n.out, F.sin(n.args[0]), (-1, 1), K), ieee=SIN_COS)
+      taylor=lambda n, s, K: series.pair(s[0], n.out, F.sin(n.args[0]), (-1, 1), K), ieee=SIN_COS,
+      complex=True)
 unary("tan", np.tan, lambda n, g: (g * (1.0 + n.out * n.out),), sympy="tan",
       domain=(-1.2, 1.2), taylor=lambda n, s, K: series.chain(
           s[0], n.out, lambda y, m: series.square_term(y, m) if m else 1.0 + y[0] * y[0], K),
-      ieee=("nan_at_inf", *NAN_IN_NAN_OUT))
+      ieee=("nan_at_inf", *NAN_IN_NAN_OUT), complex=True)
 unary("tanh", np.tanh, lambda n, g: (g * (1.0 - n.out * n.out),), sympy="tanh",
       taylor=lambda n, s, K: series.chain(s[0], n.out, lambda y, m: series.scaled(
           -1, series.square_term(y, m)) if m else 1.0 - y[0] * y[0], K),
-      ieee=("bounded", *NAN_IN_NAN_OUT))
+      ieee=("bounded", *NAN_IN_NAN_OUT), complex=True)
 unary("sinh", np.sinh, lambda n, g: (g * F.cosh(n.args[0]),), sympy="sinh",
-      taylor=lambda n, s, K: series.pair(s[0], n.out, F.cosh(n.args[0]), (1, 1), K))
+      taylor=lambda n, s, K: series.pair(s[0], n.out, F.cosh(n.args[0]), (1, 1), K), complex=True)
 unary("cosh", np.cosh, lambda n, g: (g * F.sinh(n.args[0]),), sympy="cosh",
-      taylor=lambda n, s, K: series.pair(s[0], n.out, F.sinh(n.args[0]), (1, 1), K))
+      taylor=lambda n, s, K: series.pair(s[0], n.out, F.sinh(n.args[0]), (1, 1), K), complex=True)
 
 
 def _sigmoid(x):
@@ -232,10 +241,48 @@ unary("softplus", lambda x: np.logaddexp(0.0, x), lambda n, g: (g * F.sigmoid(n.
 unary("relu", lambda x: np.maximum(x, 0), lambda n, g: (F.where(n.args[0] > 0, g, 0.0),),
       keep_dtype=True, sympy=lambda sp, x: sp.Max(x, 0), domain=(0.2, 2.0),
       doc="max(x, 0); relu'(0) = 0", taylor=series.piecewise_linear)
-unary("abs", np.abs, lambda n, g: (g * F.sign(n.args[0]),), keep_dtype=True, sympy="Abs",
+def _abs_rule(n, g):
+    z = n.args[0]
+    if not is_complex(z.data.dtype):
+        return (g * F.sign(z),)
+    # |z|' pairs with conj(z) / |z| (zero at 0, as for real x): z / |z| is not locally
+    # constant, so it is written out rather than as sign(z), which has no derivative
+    return (g * _where_zero(n.out == 0, F.conj(z) / n.out),)
+
+
+def _abs_forward(n, t):
+    if t[0] is None:
+        return None
+    (d,) = _abs_rule(n, t[0])
+    return F.real(d) if is_complex(d.data.dtype) else d
+
+
+def _abs_series(n, s, K):
+    """Taylor rule: piecewise linear for real values; none for complex (declined)."""
+    return None if is_complex(n.args[0].data.dtype) else series.piecewise_linear(n, s, K)
+
+
+def _abs_infer(shapes, dtypes, attrs):
+    return shapes[0], real_dtype(dtypes[0])
+
+
+def _sign_front(x):
+    """``np.sign``: for complex values NumPy 2's ``z / |z|`` (0 at 0), written out so that
+    it has its derivative (the ``sign`` op is for real values, where it is locally
+    constant)."""
+    if isinstance(x, Expr) and is_complex(x.data.dtype):
+        return _where_zero(x == 0, x / F.abs(x))
+    return call("sign", x)
+
+
+_sign_front.signature = UNARY  # type: ignore[attr-defined]
+unary("abs", np.abs, _abs_rule, infer=_abs_infer, sympy="Abs",
       domain=(0.2, 2.0), aliases=("absolute",), doc="|x|; abs'(0) = 0",
-      taylor=series.piecewise_linear, ieee=NAN_IN_NAN_OUT)
-unary("sign", np.sign, None, keep_dtype=True, sympy="sign", differentiable=False)
+      forward=_abs_forward,
+      taylor=_abs_series, ieee=NAN_IN_NAN_OUT, complex=True)
+unary("sign", np.sign, None, keep_dtype=True, sympy="sign", differentiable=False,
+      complex="sign(z) = z / |z| is not locally constant: np.sign (symgrad.numpy.sign) "
+      "writes it out for complex values", front=_sign_front)
 
 # -- comparisons and selection ------------------------------------------------------------
 
@@ -244,7 +291,8 @@ for _name, _fn, _sym in (
     ("greater", np.greater, ">"), ("greater_equal", np.greater_equal, ">="),
     ("equal", np.equal, "=="), ("not_equal", np.not_equal, "!="),
 ):
-    binary(_name, _fn, None, infer=_compare(_name), infix=(_sym, 6), differentiable=False)
+    binary(_name, _fn, None, infer=_compare(_name), infix=(_sym, 6), differentiable=False,
+           complex=True if _sym in ("==", "!=") else ORDER)
 
 
 def _where_infer(shapes, dtypes, attrs):
@@ -265,6 +313,7 @@ register(Op(
     elementwise=True, forward=_where_forward, taylor=series.piecewise_linear,
     backprop=lambda n, g: (None, F.where(n.args[0], g, 0.0), F.where(n.args[0], 0.0, g)),
     doc="x where condition else y; the unselected branch gets an exact zero gradient",
+    complex=True,
 ))
 
 del _name, _fn, _sym

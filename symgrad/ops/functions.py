@@ -23,10 +23,10 @@ import numpy as np
 from ..base.errors import ShapeError
 from ..ir.expr import F
 from ..ir.op import Op, register, sig
-from ..ir.shapes import DTYPES, broadcast, result_dtype
+from ..ir.shapes import DTYPES, broadcast, is_complex, is_float, real_dtype, result_dtype
 from ..ir.values import describe
 from . import series
-from .elementwise import _compare, _split, binary, unary
+from .elementwise import ORDER, _compare, _split, binary, unary
 from .tangent import first
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
@@ -66,36 +66,43 @@ def _bool_examples(arity: int):
 # -- inverse trigonometric and hyperbolic, exponents and logarithms -------------------------
 
 unary("arcsin", np.arcsin, lambda n, g: (g / F.sqrt(1.0 - n.args[0] ** 2),), sympy="asin",
-      domain=(-0.9, 0.9), aliases=("asin",), taylor=lambda n, s, K: _inverse_trig(n, s, K, -1))
+      domain=(-0.9, 0.9), aliases=("asin",), taylor=lambda n, s, K: _inverse_trig(n, s, K, -1),
+      complex=True)
 unary("arccos", np.arccos, lambda n, g: (-(g / F.sqrt(1.0 - n.args[0] ** 2)),), sympy="acos",
       domain=(-0.9, 0.9), aliases=("acos",),
-      taylor=lambda n, s, K: _inverse_trig(n, s, K, -1, negated=True))
+      taylor=lambda n, s, K: _inverse_trig(n, s, K, -1, negated=True), complex=True)
 unary("arctan", np.arctan, lambda n, g: (g / (1.0 + n.args[0] ** 2),), sympy="atan",
-      aliases=("atan",), taylor=lambda n, s, K: _inverse_trig(n, s, K, 1, root=False))
+      aliases=("atan",), taylor=lambda n, s, K: _inverse_trig(n, s, K, 1, root=False), complex=True)
 unary("arcsinh", np.arcsinh, lambda n, g: (g / F.sqrt(n.args[0] ** 2 + 1.0),), sympy="asinh",
-      aliases=("asinh",), taylor=lambda n, s, K: _inverse_trig(n, s, K, 1))
-unary("arccosh", np.arccosh,
-      lambda n, g: (g / F.sqrt((n.args[0] - 1.0) * (n.args[0] + 1.0)),), sympy="acosh",
-      domain=(1.2, 3.0), aliases=("acosh",))
+      aliases=("asinh",), taylor=lambda n, s, K: _inverse_trig(n, s, K, 1), complex=True)
+def _arccosh_rule(n, g):
+    x = n.args[0]
+    if is_complex(x.data.dtype):  # the principal branch: sqrt(z - 1) sqrt(z + 1), not
+        return (g / (F.sqrt(x - 1.0) * F.sqrt(x + 1.0)),)  # sqrt(z**2 - 1) (Re z < 0)
+    return (g / F.sqrt((x - 1.0) * (x + 1.0)),)
+
+
+unary("arccosh", np.arccosh, _arccosh_rule, sympy="acosh",
+      domain=(1.2, 3.0), aliases=("acosh",), complex=True)
 unary("arctanh", np.arctanh, lambda n, g: (g / (1.0 - n.args[0] ** 2),), sympy="atanh",
       domain=(-0.9, 0.9), aliases=("atanh",),
-      taylor=lambda n, s, K: _inverse_trig(n, s, K, -1, root=False))
+      taylor=lambda n, s, K: _inverse_trig(n, s, K, -1, root=False), complex=True)
 unary("exp2", np.exp2, lambda n, g: (g * (n.out * _LN2),), sympy=lambda sp, x: 2**x,
-      taylor=lambda n, s, K: series.chain(s[0], n.out, lambda y, m: _LN2 * y[m], K))
+      taylor=lambda n, s, K: series.chain(s[0], n.out, lambda y, m: _LN2 * y[m], K), complex=True)
 unary("log2", np.log2, lambda n, g: (g / (n.args[0] * _LN2),),
       sympy=lambda sp, x: sp.log(x, 2), domain=(0.2, 3.0),
       taylor=lambda n, s, K: series.times(series.logarithm(s[0], n.out, n.args[0], K),
-                                          1.0 / _LN2))
+                                          1.0 / _LN2), complex=True)
 unary("log10", np.log10, lambda n, g: (g / (n.args[0] * _LN10),),
       sympy=lambda sp, x: sp.log(x, 10), domain=(0.2, 3.0),
       taylor=lambda n, s, K: series.times(series.logarithm(s[0], n.out, n.args[0], K),
-                                          1.0 / _LN10))
+                                          1.0 / _LN10), complex=True)
 unary("cbrt", np.cbrt, lambda n, g: (g / (3.0 * n.out * n.out),),
       sympy=lambda sp, x: sp.real_root(x, 3),  # sympy's cbrt is the principal (complex) root
       domain=(0.2, 3.0), doc="cube root (real, also of negative numbers); cbrt'(0) is inf")
 unary("reciprocal", np.reciprocal, lambda n, g: (-(g * (n.out * n.out)),), keep_dtype=True,
       sympy=lambda sp, x: 1 / x, domain=(0.5, 2.0), doc="1 / x (integer division for ints)",
-      taylor=lambda n, s, K: series.inverse(s[0], n.out, K))
+      taylor=lambda n, s, K: series.inverse(s[0], n.out, K), complex=True)
 unary("deg2rad", np.deg2rad, lambda n, g: (g * (math.pi / 180.0),),
       sympy=lambda sp, x: x * sp.pi / 180, aliases=("radians",), taylor=series.piecewise_linear)
 unary("rad2deg", np.rad2deg, lambda n, g: (g * (180.0 / math.pi),),
@@ -128,7 +135,8 @@ register(Op(
 for _name, _fn in (("isnan", np.isnan), ("isinf", np.isinf), ("isfinite", np.isfinite),
                    ("signbit", np.signbit)):
     register(Op(name=_name, infer=_predicate, impl=_fn, elementwise=True,
-                differentiable=False, doc=f"elementwise {_name} (boolean)"))
+                differentiable=False, doc=f"elementwise {_name} (boolean)",
+                complex=_name != "signbit"))
 register(Op(name="logical_not", infer=_predicate, impl=np.logical_not, elementwise=True,
             differentiable=False, examples=_bool_examples(1), doc="elementwise not"))
 for _name, _fn in (("logical_and", np.logical_and), ("logical_or", np.logical_or),
@@ -177,12 +185,12 @@ binary("fmax", np.fmax,
        lambda n, g: _split(g, (n.args[0] > n.args[1]) | F.isnan(n.args[1]),
                            n.args[0] == n.args[1]),
        doc="maximum that ignores NaN; ties split the gradient equally",
-       taylor=series.piecewise_linear)
+       taylor=series.piecewise_linear, complex=ORDER)
 binary("fmin", np.fmin,
        lambda n, g: _split(g, (n.args[0] < n.args[1]) | F.isnan(n.args[1]),
                            n.args[0] == n.args[1]),
        doc="minimum that ignores NaN; ties split the gradient equally",
-       taylor=series.piecewise_linear)
+       taylor=series.piecewise_linear, complex=ORDER)
 binary("copysign", np.copysign,
        lambda n, g: (g * (F.copysign(1.0, n.args[0]) * F.copysign(1.0, n.args[1])), None),
        infer=_float_infer, domain=(0.5, 2.0),
@@ -210,21 +218,36 @@ def _astype_prepare(shapes, dtypes, attrs):
 
 
 def _astype_rule(n, g):
-    floating = n.args[0].dtype in ("float32", "float64") and n.dtype in ("float32", "float64")
-    return (F.astype(g, n.args[0].dtype) if floating else None,)
+    source, target = n.args[0].data.dtype, n.dtype
+    if not (is_float(source) and is_float(target)):
+        return (None,)
+    if is_complex(g.data.dtype) and not is_complex(source):  # complex -> real: the real part
+        return (F.astype(F.real(g), source) if real_dtype(g.data.dtype) != source
+                else F.real(g),)
+    return (F.astype(g, source),)
+
+
+def _astype_forward(n, t):
+    if _astype_rule(n, t)[0] is None:
+        return None
+    if is_complex(t.data.dtype) and not is_complex(n.dtype):  # NumPy drops the imaginary part
+        t = F.real(t)
+    return F.astype(t, n.dtype)
 
 
 register(Op(
     name="astype", signature=sig("x", "=dtype:str", dtype=None), prepare=_astype_prepare,
     infer=lambda s, d, a: (s[0], a["dtype"]), impl=lambda x, dtype: np.asarray(x).astype(dtype),
     backprop=_astype_rule, elementwise=True, taylor=series.piecewise_linear,
-    forward=first(lambda n, t: F.astype(t, n.dtype) if _astype_rule(n, t)[0] is not None
-                  else None),
+    forward=first(_astype_forward), complex=True,
     # float64 cases only: the registry's gradient checks need float64 (tests/test_dtypes.py
     # checks the float32 conversions)
     examples=lambda rng: [([rng.standard_normal((2, 3))], {"dtype": "float64"}),
                           ([rng.integers(-3, 3, size=4)], {"dtype": "float64"}),
-                          ([rng.standard_normal(4)], {"dtype": "int64"})],
+                          ([rng.standard_normal(4)], {"dtype": "int64"}),
+                          ([rng.standard_normal((2, 3))], {"dtype": "complex128"}),
+                          ([rng.standard_normal(4) + 1j * rng.standard_normal(4)],
+                           {"dtype": "complex128"})],
     doc="x converted to dtype; gradients flow between float dtypes only",
 ))
 

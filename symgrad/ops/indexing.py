@@ -386,7 +386,7 @@ def _examples_index(rng):
 
 
 _INDEX = register(Op(
-    name="index", signature=sig("x", "*indices", key=()), prepare=_index_prepare,
+    name="index", complex=True, signature=sig("x", "*indices", key=()), prepare=_index_prepare,
     infer=_index_infer, impl=_index_impl, backprop=_index_rule, forward=linear,
     sparsity=gather_map, examples=_examples_index,
     front=getitem, write=_index_write, public=False, domain=None,
@@ -461,6 +461,7 @@ def _examples_scatter(rng):
 
 register(Op(
     name="index_add", signature=sig("g", "*indices", key=(), shape=None, unique=False),
+    complex=True,
     prepare=_scatter_prepare, infer=_scatter_infer, impl=_scatter_impl,
     backprop=_scatter_rule, forward=linear, sparsity=_scatter_sparsity,
     examples=_examples_scatter, public=False, domain=None,
@@ -574,7 +575,7 @@ def _examples_scatter_sum(rng):
 
 
 register(Op(
-    name="scatter_sum", signature=sig("*operands", parts=(), shape=None, batch=0),
+    name="scatter_sum", complex=True, signature=sig("*operands", parts=(), shape=None, batch=0),
     infer=_scatter_sum_infer, impl=_scatter_sum_impl, backprop=_scatter_sum_rule,
     forward=_scatter_sum_forward, sparsity=_scatter_sum_sparsity,
     examples=_examples_scatter_sum, public=False, domain=None,
@@ -626,6 +627,7 @@ def _examples_take(rng):
 
 register(Op(
     name="take", signature=sig("x", "indices", "=axis", axis=None), prepare=_take_prepare,
+    complex=True,
     infer=_take_infer, impl=_guarded(lambda x, indices, axis: np.take(x, indices, axis=axis)),
     backprop=_take_rule, forward=first(_take_forward), sparsity=gather_map,
     examples=_examples_take, domain=None,

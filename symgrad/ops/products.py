@@ -146,7 +146,7 @@ def _matmul_batch(args, batched, attrs, shape):
 
 
 register(Op(
-    name="matmul", signature=sig("a", "b", infix=("@", 12)), infer=_matmul_infer,
+    name="matmul", complex=True, signature=sig("a", "b", infix=("@", 12)), infer=_matmul_infer,
     impl=np.matmul, backprop=lambda n, g: matmul_vjp(*n.args, g), examples=_matmul_examples,
     batch=_matmul_batch,
     forward=lambda n, t: matmul_jvp(*n.args, *t), sparsity=_matmul_sparsity,
@@ -191,6 +191,7 @@ def _dot_sparsity(n):
 
 register(Op(
     name="dot", signature=sig("a", "b"), infer=_dot_infer, impl=np.dot, backprop=_dot_rule,
+    complex=True,
     forward=_dot_forward, sparsity=_dot_sparsity,
     taylor=series.bilinear,
     examples=lambda rng: [([rng.standard_normal(p), rng.standard_normal(q)], {}) for p, q in (
@@ -207,7 +208,7 @@ def _outer_infer(shapes, dtypes, attrs):
 
 
 register(Op(
-    name="outer", signature=sig("a", "b"), infer=_outer_infer, impl=np.outer,
+    name="outer", complex=True, signature=sig("a", "b"), infer=_outer_infer, impl=np.outer,
     backprop=lambda n, g: (g @ n.args[1], n.args[0] @ g),
     forward=lambda n, t: total(
         None if t[0] is None else _reshape(t[0], t[0].shape + (1,)) * n.args[1],
@@ -269,6 +270,7 @@ def _transpose_rule(n, g):
 
 register(Op(
     name="transpose", signature=sig("x", "=axes", axes=None), prepare=_transpose_prepare,
+    complex=True,
     infer=_transpose_infer,
     impl=lambda x, axes=None: np.transpose(x, _permutation(axes, np.ndim(x))),
     backprop=_transpose_rule, forward=linear, sparsity=gather_map,
@@ -288,7 +290,7 @@ def _matrix_transpose_infer(shapes, dtypes, attrs):
 
 
 register(Op(
-    name="matrix_transpose", infer=_matrix_transpose_infer,
+    name="matrix_transpose", complex=True, infer=_matrix_transpose_infer,
     impl=lambda x: np.swapaxes(x, -1, -2),
     backprop=lambda n, g: (F.matrix_transpose(g),), forward=linear, sparsity=gather_map,
     examples=lambda rng: [([rng.standard_normal((2, 3))], {}),
@@ -435,7 +437,7 @@ def _einsum_examples(rng) -> list:
 
 
 register(Op(
-    name="einsum", signature=sig("=spec:str", "*operands", spec=None),
+    name="einsum", complex=True, signature=sig("=spec:str", "*operands", spec=None),
     prepare=_einsum_prepare, infer=_einsum_infer, impl=_einsum, backprop=_einsum_rule,
     forward=_einsum_forward, sparsity=lambda n: einsum_map(n.attrs["spec"], n),
     examples=_einsum_examples,

@@ -30,8 +30,9 @@ import numpy as np
 from ..base.errors import ShapeError
 from ..ir.expr import Expr, F
 from ..ir.op import Op, SignatureError, register, sig
-from ..ir.shapes import float_dtype, fmt, norm_axes, norm_axis, reduced
+from ..ir.shapes import float_dtype, fmt, is_float, norm_axes, norm_axis, reduced
 from ..ir.values import describe
+from .elementwise import ORDER
 from .structure import lane_map, reduce_map
 from .tangent import first, linear
 
@@ -63,7 +64,7 @@ def _prepare_one_axis(name: str) -> Callable:
 
 
 def _sum_dtype(dtype: str) -> str:
-    return dtype if dtype in ("float64", "float32") else "int64"
+    return dtype if is_float(dtype) else "int64"
 
 
 def _reduce_infer(name: str, dtype_rule: Callable[[str], str], nonempty: bool = False):
@@ -130,13 +131,13 @@ _ONE_AXIS = sig("x", "=axis", axis=-1)
 
 
 def _reduction(name, impl, backprop, dtype_rule, *, forward, nonempty=False, aliases=(),
-               doc=""):
+               doc="", complex=False):
     """Register a reduction with NumPy's ``(x, axis=None, keepdims=False)`` signature."""
     return register(Op(
         name=name, signature=_AXES, prepare=_prepare_axes(name),
         infer=_reduce_infer(name, dtype_rule, nonempty), impl=impl, backprop=backprop,
         forward=forward, sparsity=lambda n: (reduce_map(n),), examples=_reduce_examples,
-        aliases=aliases, doc=doc,
+        aliases=aliases, doc=doc, complex=complex,
     ))
 
 
@@ -217,13 +218,15 @@ _max_rule, _max_forward = weighted(_extreme_share(True))
 _min_rule, _min_forward = weighted(_extreme_share(False))
 
 _reduction("sum", np.sum, lambda n, g: (_spread(g, n),), _sum_dtype, forward=linear,
-           doc="sum over axis (all axes when None)")
+           doc="sum over axis (all axes when None)", complex=True)
 _reduction("mean", np.mean, _mean_rule, float_dtype, forward=linear,
-           doc="arithmetic mean over axis (all axes when None)")
+           doc="arithmetic mean over axis (all axes when None)", complex=True)
 _reduction("max", np.max, _max_rule, _same_dtype, forward=_max_forward, nonempty=True,
-           aliases=("amax",), doc="maximum over axis; tied maxima share the gradient equally")
+           aliases=("amax",), doc="maximum over axis; tied maxima share the gradient equally",
+           complex=ORDER)
 _reduction("min", np.min, _min_rule, _same_dtype, forward=_min_forward, nonempty=True,
-           aliases=("amin",), doc="minimum over axis; tied minima share the gradient equally")
+           aliases=("amin",), doc="minimum over axis; tied minima share the gradient equally",
+           complex=ORDER)
 
 
 # -- logsumexp, softmax, log_softmax ------------------------------------------------------

@@ -98,7 +98,7 @@ def _examples_reshape(rng):
 
 
 register(Op(
-    name="reshape", signature=sig("x", "=shape", shape=None, src_ndim=None),
+    name="reshape", complex=True, signature=sig("x", "=shape", shape=None, src_ndim=None),
     prepare=_reshape_prepare, infer=_reshape_infer,
     impl=lambda x, shape, src_ndim, batch: np.reshape(x, np.shape(x)[:batch] + shape),
     backprop=_reshape_rule, forward=linear, sparsity=gather_map,
@@ -135,7 +135,7 @@ def _examples_broadcast(rng):
 
 
 register(Op(
-    name="broadcast_to", signature=sig("x", "=shape", shape=None),
+    name="broadcast_to", complex=True, signature=sig("x", "=shape", shape=None),
     prepare=_broadcast_prepare, infer=_broadcast_infer,
     impl=lambda x, shape, batch: np.broadcast_to(x, np.shape(x)[:batch] + shape),
     # The reverse pass sums the broadcast axes back (sum_to_shape), so the rule passes g on.
@@ -196,7 +196,7 @@ def _examples_squeeze(rng):
 
 
 register(Op(
-    name="expand_dims", signature=sig("x", "=axis", axis=None),
+    name="expand_dims", complex=True, signature=sig("x", "=axis", axis=None),
     prepare=_expand_prepare, infer=_expand_infer,
     impl=lambda x, axis: np.expand_dims(x, axis),
     backprop=lambda n, g: (F.squeeze(g, axis=n.attrs["axis"]),), forward=linear,
@@ -204,7 +204,7 @@ register(Op(
     doc="x with new length-1 axes at `axis` (positions in the result)",
 ))
 register(Op(
-    name="squeeze", signature=sig("x", "=axis", axis=None),
+    name="squeeze", complex=True, signature=sig("x", "=axis", axis=None),
     prepare=_squeeze_prepare, infer=_squeeze_infer,
     impl=lambda x, axis: np.squeeze(x, axis=axis),
     backprop=lambda n, g: (F.expand_dims(g, axis=n.attrs["axis"]),), forward=linear,
@@ -290,7 +290,7 @@ def _join_forward(n, t):
 
 
 register(Op(
-    name="concatenate", signature=sig("[arrays]", "=axis", axis=0),
+    name="concatenate", complex=True, signature=sig("[arrays]", "=axis", axis=0),
     prepare=_join_prepare("concatenate", 0), infer=_concat_infer,
     impl=lambda *arrays, axis: np.concatenate(arrays, axis=axis), backprop=_concat_rule,
     forward=_join_forward, sparsity=gather_map, examples=_examples_join, domain=None,
@@ -298,7 +298,7 @@ register(Op(
     doc="the arrays joined along an existing `axis`",
 ))
 register(Op(
-    name="stack", signature=sig("[arrays]", "=axis", axis=0),
+    name="stack", complex=True, signature=sig("[arrays]", "=axis", axis=0),
     prepare=_join_prepare("stack", 1), infer=_stack_infer,
     impl=lambda *arrays, axis: np.stack(arrays, axis=axis), backprop=_stack_rule,
     forward=_join_forward, sparsity=gather_map, examples=_examples_stack, domain=None,

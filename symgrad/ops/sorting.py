@@ -21,6 +21,7 @@ from ..ir.expr import F
 from ..ir.op import Op, register, sig
 from ..ir.shapes import norm_axis, reduced
 from ..ir.values import describe
+from .elementwise import ORDER
 from .indexing import DYN
 from .structure import lane_map
 from .tangent import first, flatten
@@ -132,19 +133,22 @@ def _sg_partition(x, kth, axis):
 
 
 register(Op(
-    name="sort", signature=sig("x", "=axis", axis=-1), prepare=_axis_prepare("sort"),
+    name="sort", complex=ORDER,
+    signature=sig("x", "=axis", axis=-1), prepare=_axis_prepare("sort"),
     infer=_same_infer, impl=lambda x, axis: np.sort(x, axis=axis),
     backprop=_permuted_rule("argsort"), forward=_permuted_forward("argsort"),
     sparsity=_lanes, examples=_sort_examples,
     doc="the elements sorted along axis (flattened if None); gradients follow the elements",
 ))
 register(Op(
-    name="argsort", signature=sig("x", "=axis", axis=-1), prepare=_axis_prepare("argsort"),
+    name="argsort", complex=ORDER,
+    signature=sig("x", "=axis", axis=-1), prepare=_axis_prepare("argsort"),
     infer=_index_infer, impl=lambda x, axis: np.argsort(x, axis=axis), differentiable=False,
     examples=_sort_examples, doc="the indices that sort x along axis (int64)",
 ))
 register(Op(
-    name="partition", signature=sig("x", "=kth", "=axis", kth=None, axis=-1),
+    name="partition", complex=ORDER,
+    signature=sig("x", "=kth", "=axis", kth=None, axis=-1),
     prepare=_kth_prepare, infer=_same_infer, impl=_sg_partition,
     backprop=_permuted_rule("argpartition"), forward=_permuted_forward("argpartition"),
     sparsity=_lanes,
@@ -153,7 +157,8 @@ register(Op(
     doc="x rearranged so the kth element is where sorting would put it (argpartition order)",
 ))
 register(Op(
-    name="argpartition", signature=sig("x", "=kth", "=axis", kth=None, axis=-1),
+    name="argpartition", complex=ORDER,
+    signature=sig("x", "=kth", "=axis", kth=None, axis=-1),
     prepare=_kth_prepare, infer=_index_infer, impl=_argpartition, differentiable=False,
     examples=lambda rng: [([rng.standard_normal(6)], {"kth": 2, "axis": -1})],
     doc="the indices that partition x along axis (int64)",
@@ -169,7 +174,8 @@ def _searchsorted_prepare(shapes, dtypes, attrs):
 
 
 register(Op(
-    name="searchsorted", signature=sig("a", "v", "=side:str", side="left"),
+    name="searchsorted", complex=ORDER,
+    signature=sig("a", "v", "=side:str", side="left"),
     prepare=_searchsorted_prepare, infer=lambda s, d, a: (s[1], "int64"),
     impl=lambda a, v, side: np.asarray(np.searchsorted(a, v, side=side), dtype=np.int64),
     differentiable=False,

@@ -12,4 +12,4 @@ from .elementwise import unary
 
 stop_gradient = unary(
     "stop_gradient", lambda x: x, None, keep_dtype=True, differentiable=False,
-    doc="stop_gradient(x): x, treated as a constant by every derivative")
+    doc="stop_gradient(x): x, treated as a constant by every derivative", complex=True)

@@ -18,7 +18,7 @@ from ..base.errors import DifferentiationError, LimitError
 from ..ir.expr import Expr, F
 from ..ir.graph import Graph
 from ..ir.limits import exceeded, limits
-from ..ir.shapes import fmt, is_float
+from ..ir.shapes import COMPLEXES, fmt, is_complex, is_float
 from ..ir.values import describe, exact, exact_choice, exact_str, type_name
 from ..passes.loops import loop_passes
 from .custom import as_differentiated
@@ -35,12 +35,18 @@ SPARSE_GAIN = 4  # ... and takes it when the colours are at most this fraction o
 TAYLOR_FROM, TAYLOR_UP_TO = 2, 512
 
 
-def grad(f: Expr, wrt: Wrt | Sequence[Wrt], *, cleanup: bool = True) -> Expr | tuple[Expr, ...]:
+def grad(f: Expr, wrt: Wrt | Sequence[Wrt], *, cleanup: bool = True,
+         holomorphic: bool = False) -> Expr | tuple[Expr, ...]:
     """The gradient of scalar ``f`` with respect to one variable or a list of them.
 
     ``wrt`` may be Exprs or variable names. A variable ``f`` does not depend on gets zeros.
     ``cleanup=False`` keeps B exactly as the backprop rules write it (no reverse-mode
     passes: see ``sg.passes()``).
+
+    Complex variables follow JAX's conventions (:mod:`symgrad.ops.complex`): for a real
+    ``f`` of ``z = x + iy`` the gradient is ``df/dx - i df/dy``; a complex ``f`` needs
+    ``holomorphic=True`` (then ``f`` and every variable are complex, and the gradient of a
+    holomorphic ``f`` is its derivative ``f'(z)``).
 
     >>> import symgrad as sg
     >>> x = sg.var("x")
@@ -50,11 +56,13 @@ def grad(f: Expr, wrt: Wrt | Sequence[Wrt], *, cleanup: bool = True) -> Expr | t
     """
     _check_output(f, "grad")
     cleanup = _flag(cleanup, "grad: cleanup")
+    holomorphic = _flag(holomorphic, "grad: holomorphic")
     if f.shape != ():
         raise DifferentiationError(
             f"grad needs a scalar output, but f has shape {fmt(f.shape)}; use "
             "sg.jacobian(f, wrt) for the full derivative or sg.vjp(f, wrt, g) for a product"
         )
+    _check_complex("grad", f, wrt, holomorphic, inputs=False)
     (f,) = loop_passes([f])  # before the seed: it is built for f
     with _budget(f, "grad"):
         return vjp(f, wrt, _seed(np.ones((), f.dtype), f), cleanup=cleanup)
@@ -80,7 +88,7 @@ def vjp(f: Expr, wrt: Wrt | Sequence[Wrt], g: Expr | str | Any, *,
     targets = [resolve_wrt(f, w) for w in (exact(wrt) if many else [wrt])]
     if isinstance(g, str):
         g = _var_like(f, g, f.shape)
-    elif isinstance(g, (int, float)) and not isinstance(g, bool):
+    elif isinstance(g, (int, float, complex)) and not isinstance(g, bool):
         g = np.full(f.shape, exact(g), dtype=f.dtype)
     g = _join(f, g)
     if g.shape[g.ndim - f.ndim:] != f.shape:
@@ -93,7 +101,8 @@ def vjp(f: Expr, wrt: Wrt | Sequence[Wrt], g: Expr | str | Any, *,
     out = []
     for w in targets:
         node = result.adjoint_of.get(w.node)
-        out.append(Expr(f.graph, node) if node is not None else _zeros(w, batch + w.shape))
+        out.append(_typed_like(Expr(f.graph, node), w) if node is not None
+                   else _zeros(w, batch + w.shape))
     out = as_differentiated(out, targets)  # custom rules: what the next transform sees
     return tuple(out) if many else out[0]
 
@@ -156,13 +165,14 @@ def _tangent_seed(f: Expr, w: Expr, t: Any) -> Expr:
     return t if t.dtype == w.dtype else F.astype(t, w.dtype)
 
 
-def jacfwd(f: Expr, wrt: Wrt | Sequence[Wrt], *, cleanup: bool = True
-           ) -> Expr | tuple[Expr, ...]:
+def jacfwd(f: Expr, wrt: Wrt | Sequence[Wrt], *, cleanup: bool = True,
+           holomorphic: bool = False) -> Expr | tuple[Expr, ...]:
     """The Jacobian ``f.shape + wrt.shape`` by forward mode, in ONE batched pass.
 
     The seed is the identity with a batch axis per input element (all wrt variables
     together), so every forward rule runs once on a batched tangent; cheaper than reverse
-    mode when the inputs are fewer than the outputs.
+    mode when the inputs are fewer than the outputs. Complex variables need
+    ``holomorphic=True`` (JAX's rule: the Jacobian is then complex-linear, ``f'(z)``).
 
     >>> import symgrad as sg
     >>> x = sg.var("x", shape=(2,))
@@ -173,10 +183,12 @@ def jacfwd(f: Expr, wrt: Wrt | Sequence[Wrt], *, cleanup: bool = True
     """
     _check_output(f, "jacfwd")
     cleanup = _flag(cleanup, "jacfwd: cleanup")
+    holomorphic = _flag(holomorphic, "jacfwd: holomorphic")
     many = isinstance(wrt, (list, tuple))
     targets = [resolve_wrt(f, w) for w in (exact(wrt) if many else [wrt])]
     if not targets:
         raise DifferentiationError("jacfwd needs at least one variable to differentiate by")
+    _check_complex("jacfwd", f, targets, holomorphic, outputs=False)
     total = sum(w.size for w in targets)
     seeds, start = [], 0
     for w in targets:
@@ -203,13 +215,15 @@ def _batch_last(t: Expr, f: Expr, w: Expr) -> Expr:
 
 
 def jacobian(f: Expr, wrt: Wrt | Sequence[Wrt], *, mode: str | None = None,
-             cleanup: bool = True, sparse: bool = False) -> Any:
+             cleanup: bool = True, sparse: bool = False, holomorphic: bool = False) -> Any:
     """The Jacobian, shape ``f.shape + wrt.shape``, built in ONE vectorised pass.
 
     ``mode="reverse"`` seeds the output with the identity (a batch axis per output element)
     and runs the backprop rules once; ``mode="forward"`` is :func:`jacfwd` (a batch axis per
     input element). By default the mode with the smaller batch is chosen: forward when the
-    inputs have fewer elements than ``f``, reverse otherwise.
+    inputs have fewer elements than ``f``, reverse otherwise. As in JAX, forward mode takes
+    complex variables and reverse mode complex outputs only with ``holomorphic=True``
+    (a real variable's complex output: forward mode is chosen).
 
     ``sparse=True`` (one variable): the structural sparsity pattern is found, its columns
     (forward) or rows (reverse) coloured, and one batched pass with one seed per colour
@@ -227,8 +241,16 @@ def jacobian(f: Expr, wrt: Wrt | Sequence[Wrt], *, mode: str | None = None,
     mode = exact_choice(mode, "jacobian: mode (None: choose by size)", MODES,
                         DifferentiationError)
     sparse = _flag(sparse, "jacobian: sparse")
+    holomorphic = _flag(holomorphic, "jacobian: holomorphic")
     many = isinstance(wrt, (list, tuple))
     targets = [resolve_wrt(f, w) for w in (exact(wrt) if many else [wrt])]
+    if mode is None and not holomorphic:
+        if is_complex(f.data.dtype) and not any(is_complex(w.data.dtype) for w in targets):
+            mode = "forward"
+        elif any(is_complex(w.data.dtype) for w in targets) and not is_complex(f.data.dtype):
+            mode = "reverse"
+    _check_complex("jacobian", f, targets, holomorphic, inputs=mode != "reverse",
+                   outputs=mode != "forward")
     if sparse:
         from .sparse import sparse_jacobian
 
@@ -244,7 +266,7 @@ def jacobian(f: Expr, wrt: Wrt | Sequence[Wrt], *, mode: str | None = None,
                  inputs * inputs if mode == "forward" else f.size * f.size)
     if mode == "forward":
         with _budget(f, "jacobian"):
-            return jacfwd(f, wrt, cleanup=cleanup)
+            return jacfwd(f, wrt, cleanup=cleanup, holomorphic=holomorphic)
     seed = _seed(np.eye(f.size, dtype=f.dtype).reshape(f.shape + f.shape), f)
     with _budget(f, "jacobian"):
         return vjp(f, wrt, seed, cleanup=cleanup)
@@ -276,6 +298,7 @@ def hessian(f: Expr, wrt: Wrt | Sequence[Wrt], *, sparse: bool | None = None,
     [4.0, 6.0, 6.0, 0.0]
     """
     _check_output(f, "hessian")
+    _check_complex("hessian", f, wrt, False)
     sparse = exact_choice(sparse, "hessian: sparse", (None, True, False), DifferentiationError)
     method = exact_choice(method, "hessian: method", (None, "star", "distance2"),
                           DifferentiationError)
@@ -443,6 +466,38 @@ def _flag(value: Any, what: str) -> bool:
     return exact_choice(value, what, (True, False), DifferentiationError)
 
 
+def _check_complex(what: str, f: Expr, wrt: Any, holomorphic: bool, *, inputs: bool = True,
+                   outputs: bool = True) -> None:
+    """JAX's rules for complex values: without ``holomorphic``, a complex output (reverse
+    mode) or variable (forward mode) is refused; with it, ``f`` and every variable must be
+    complex."""
+    targets = [resolve_wrt(f, w) for w in (exact(wrt) if isinstance(wrt, (list, tuple))
+                                           else [wrt])]
+    if holomorphic:
+        real = [w.name for w in targets if not is_complex(w.data.dtype)]
+        if not is_complex(f.data.dtype) or real:
+            raise DifferentiationError(
+                f"{what}(..., holomorphic=True) needs a complex output and complex "
+                f"variables, got {f.dtype}" + (f" and real {', '.join(real)}" if real else "")
+                + "; convert with sg.astype(x, 'complex128'), or drop holomorphic=True")
+        return
+    if what == "hessian" and any(is_complex(w.data.dtype) for w in targets):
+        raise DifferentiationError(
+            "hessian of a function of complex variables: the Hessian of a real f(z) is not "
+            "complex-linear (JAX refuses it too); take sg.jvp(sg.grad(f, z), z, v) for its "
+            "product with v, or differentiate by the real and imaginary parts")
+    if outputs and is_complex(f.data.dtype):
+        raise DifferentiationError(
+            f"{what} of a complex-valued output ({f.dtype}): as in JAX, pass "
+            "holomorphic=True for a holomorphic f, or differentiate a real value "
+            "(sg.real(f), sg.abs(f) ** 2)" + ("" if what == "grad" else
+                                             ", or use forward mode for real variables"))
+    if inputs and any(is_complex(w.data.dtype) for w in targets):
+        raise DifferentiationError(
+            f"{what} by complex variables in forward mode: as in JAX, pass holomorphic=True "
+            "for a holomorphic f, or take the reverse-mode Jacobian of a real output")
+
+
 def _check_dense(what: str, result: int, seed: int) -> None:
     """A dense derivative (and its identity seed) must fit ``sg.limits.dense_elements``."""
     size = max(result, seed)
@@ -507,6 +562,16 @@ def _seed(value, f: Expr) -> Expr:
 
 def _var_like(f: Expr, name: str, shape, dtype: str | None = None) -> Expr:
     return Expr(f.graph, f.graph.var(name, shape, dtype or f.dtype))
+
+
+def _typed_like(adjoint: Expr, w: Expr) -> Expr:
+    """A complex variable's adjoint as complex (only real parts may have reached it:
+    ``grad(real(z), z)`` is ``1 + 0j``, as JAX's)."""
+    dtype = w.data.dtype
+    if dtype in COMPLEXES and adjoint.data.dtype not in COMPLEXES:
+        with adjoint.graph.provenance(w.node):
+            return F.astype(adjoint, dtype)
+    return adjoint
 
 
 def _zeros(w: Expr, shape) -> Expr:

@@ -4,7 +4,9 @@ Goodfellow et al., *Deep Learning*, Alg. 6.2 (``grad_table``) and Collins' notes
 walk the forward nodes that lie on a path from a ``wrt`` to the output in reverse
 topological order; sum each node's incoming contributions into ONE adjoint node; ask the
 node's op for one contribution per operand; undo broadcasting centrally. The loop knows no
-op: all calculus lives in the registry's backprop rules.
+op: all calculus lives in the registry's backprop rules. A real operand's contribution
+from a complex op is its real part (the transpose of the operand's promotion to complex:
+:mod:`symgrad.ops.complex`).
 
 The nodes the rules build pass through the reverse-mode passes (:data:`symgrad.passes.REVERSE`:
 constant folding, exact identities, the adjoint cleanup) as they are built; ``cleanup=False``
@@ -25,7 +27,7 @@ from ..base.progress import start
 from ..ir.expr import Expr, F, NodeView
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
-from ..ir.shapes import Shape, is_float
+from ..ir.shapes import COMPLEXES, Shape, is_float
 from ..ir.values import freeze
 from ..passes import IDIOMS, REVERSE, rewriter, sum_contributions
 from ..passes.pattern import constant_value
@@ -151,6 +153,8 @@ def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, total=_fold,
                 if c is not None and a in relevant:
                     if batch or nodes[c.node].shape != nodes[a].shape:
                         c = sum_to_shape(c, nodes[a].shape, batch)
+                    if nodes[c.node].dtype in COMPLEXES and nodes[a].dtype not in COMPLEXES:
+                        c = F.real(c)  # a real operand of a complex op (JAX's convention)
                     parts.setdefault(a, []).append(c)
     progress.close()
     return Backprop(output.node, tuple(w.node for w in wrt), adjoint_of, batch, before,

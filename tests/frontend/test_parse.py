@@ -170,7 +170,7 @@ def test_declared_names_are_validated():
     with pytest.raises(sg.ShapeError):
         sg.parse("x", shapes={"x": "abc"})
     with pytest.raises(sg.ShapeError):
-        sg.parse("x", dtypes={"x": "complex128"})
+        sg.parse("x", dtypes={"x": "float16"})
     with pytest.raises(sg.ParseError):
         sg.parse("x", shapes=[("x", (2,))])
     # declared but unused: fine, and not created
@@ -328,7 +328,7 @@ HOSTILE = [
     "__import__('os').system('touch /tmp/pwned')", "().__class__.__bases__", "x.__class__",
     "(lambda: 1)()", "[i for i in x]", "(i for i in x)", 'f"{x}"', "(y := 3)", "exp(*x)",
     "exp(**k)", "open('f')", "eval('1')", "exec('1')", "compile('1', 'f', 'exec')",
-    "exp.__globals__", '"a" + x', "b'a'", "1j", "(" * 100000 + "x" + ")" * 100000,
+    "exp.__globals__", '"a" + x', "b'a'", "(" * 100000 + "x" + ")" * 100000,
     "-" * 100000 + "x", "x" * (MAX_CHARS + 1), "9**9**9**9", "10**100000", "((9**9)**9999)**9999",
     "1" + "0" * 100000, "1" * 5000, "1e999999", "x < y < z", "a if b else c", "a and b",
     "not a", "~a", "a // b", "a % b", "a << 2", "{a}", "{a: 1}", "x; import os", "import os",

@@ -14,7 +14,11 @@ case we check
 (e) ``graph.verify()`` after every transform;
 (f) forward mode: every differentiable op has a forward rule; ``jvp`` against finite
     differences and against ``vjp`` (``<u, J v> = <J^T u, v>``) to second order, forward
-    over reverse, and the forward-mode Jacobian (one batched pass) against the reverse one.
+    over reverse, and the forward-mode Jacobian (one batched pass) against the reverse one;
+(g) complex values, for every op that takes them (``complex_cases``): (a) and (b) as above,
+    and the derivatives against JAX's, which differentiates the op as the JAX target writes
+    it: the gradient of a real-valued loss of the op's value, reverse over reverse, the JVP,
+    the VJP with a complex cotangent and the JVP of the gradient (forward over reverse).
 """
 
 from __future__ import annotations
@@ -29,20 +33,27 @@ from symgrad.backends import TABLES
 from symgrad.backends.targets.numpy.math_table import MATH, fallback_names
 from symgrad.backends.targets.numpy.table import NUMPY
 from symgrad.ir.body import Body
-from symgrad.ir.shapes import fmt, is_float
+from symgrad.ir.shapes import FLOATS, fmt, is_complex
 from symgrad.ops import REGISTRY, Op, register
 from symgrad.testing import check_grads, check_jvps
-from tests.support.registry_cases import Case, impl, registry_cases
+from tests.support.registry_cases import Case, complex_cases, impl, registry_cases
 
 FAMILIES = [(), (3, 4), (3, 1), (1, 4)]
 
 
 CASES = registry_cases(FAMILIES)
 DIFFERENTIABLE = [c for c in CASES if c.values[0].op.differentiable]
+COMPLEX = complex_cases(FAMILIES)
+COMPLEX_DIFFERENTIABLE = [c for c in COMPLEX if c.values[0].op.differentiable]
+
+
+def is_float(dtype) -> bool:
+    """A real floating dtype (the complex cases have tests of their own, below)."""
+    return str(dtype) in FLOATS
 
 
 def test_every_op_with_operands_is_covered():
-    covered = {c.values[0].op.name for c in CASES}
+    covered = {c.values[0].op.name for c in CASES + COMPLEX}
     missing = sorted(n for n, op in REGISTRY.items() if op.arity != 0 and n not in covered)
     assert not missing, f"ops with neither examples nor an elementwise domain: {missing}"
 
@@ -50,7 +61,14 @@ def test_every_op_with_operands_is_covered():
 _impl = impl
 
 
-@pytest.mark.parametrize("case", CASES)
+def test_every_op_taking_complex_values_has_complex_cases():
+    covered = {c.values[0].op.name for c in COMPLEX}
+    missing = sorted(n for n, op in REGISTRY.items()
+                     if op.complex is True and op.arity != 0 and n not in covered)
+    assert not missing, f"ops taking complex values without complex cases: {missing}"
+
+
+@pytest.mark.parametrize("case", CASES + COMPLEX)
 def test_shape_dtype_rule_matches_numpy(case):
     out, _, inputs = case.build()
     _, ref = _impl(case)
@@ -73,7 +91,7 @@ def test_every_backend_has_an_entry_for_every_op(backend):
     assert not extra, f"entries of the {backend!r} table for ops that do not exist: {extra}"
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", CASES + COMPLEX)
 def test_source_template_matches_impl(case):
     if is_loop(case):
         pytest.skip("a loop's text is written by backends/loops.py (test_loops.py)")
@@ -236,3 +254,117 @@ def test_jacfwd_equals_the_reverse_jacobian(case):
 def is_loop(case) -> bool:
     """Whether the case is a loop (a node holding a traced body)."""
     return isinstance(case.attrs.get("body"), Body)
+
+
+# -- complex values: derivatives against JAX ------------------------------------------------
+
+
+def _weights(shape, dtype, rng):
+    """Random numbers of ``shape`` and ``dtype``'s precision: complex where it is complex,
+    else real."""
+    x = rng.standard_normal(shape)
+    if is_complex(str(dtype)):
+        x = x + 1j * rng.standard_normal(shape)
+    return np.asarray(x, dtype=dtype if str(dtype) in (*FLOATS, "complex64", "complex128")
+                      else None)
+
+
+class _Jax:
+    """A complex case built twice: symgrad's graph, and the op as the JAX target writes it,
+    which JAX differentiates."""
+
+    def __init__(self, case: Case, rng):
+        jax = pytest.importorskip("jax")
+        self.jnp = jax.numpy
+        self.jax = jax
+        out, xs, inputs = case.build()
+        self.pos = [k for k, x in enumerate(xs)
+                    if str(x.dtype) in FLOATS or is_complex(str(x.dtype))]
+        self.wrt = [xs[k] for k in self.pos]
+        if not self.wrt or not (str(out.dtype) in FLOATS or is_complex(str(out.dtype))):
+            pytest.skip("no float operand")
+        self.out, self.xs, self.inputs = out, xs, inputs
+        self.fn = sg.compile(out, inputs=xs, backend="jax").raw
+        self.args = [self.jnp.asarray(inputs[x.name]) for x in xs]
+        self.w = _weights(out.shape, out.dtype, rng)
+
+    def loss(self):
+        """The real-valued loss sum(real(out * w)), symgrad's and JAX's (of the operands
+        differentiated by)."""
+        jnp, w = self.jnp, self.w
+
+        def jax_loss(*ws):
+            args = list(self.args)
+            for p, v in zip(self.pos, ws):
+                args[p] = v
+            return jnp.sum(jnp.real(self.fn(*args) * w))
+
+        return sg.sum(sg.real(self.out * w)), jax_loss
+
+    def primals(self):
+        return [self.args[p] for p in self.pos]
+
+
+def _close(got, want, what):
+    got, want = np.asarray(got), np.asarray(want)
+    single = np.float32 in (np.finfo(got.dtype).dtype, np.finfo(want.dtype).dtype) \
+        if got.dtype.kind in "fc" and want.dtype.kind in "fc" else False
+    tol = 2e-4 if single else 1e-9
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=what)
+
+
+@pytest.mark.parametrize("case", COMPLEX_DIFFERENTIABLE)
+def test_complex_gradients_match_jax(case, rng, x64):
+    """The gradient of a real-valued loss (JAX's convention: df/dx - i df/dy for a complex
+    operand), and of a real-valued function of that gradient (order 2)."""
+    j = _Jax(case, rng)
+    loss, jax_loss = j.loss()
+    grads = sg.grad(loss, j.wrt)
+    want = j.jax.grad(jax_loss, argnums=tuple(range(len(j.wrt))))(*j.primals())
+    for g, x, ref in zip(grads, j.wrt, want):
+        assert g.dtype == x.dtype, (g.dtype, x.dtype)
+        _close(sg.evaluate(g, j.inputs), ref, f"gradient w.r.t. {x.name}")
+    cs = [_weights(x.shape, x.dtype, rng) for x in j.wrt]
+    second = sg.sum(sg.stack([sg.sum(sg.real(g * c)) for g, c in zip(grads, cs)]))
+    grads2 = sg.grad(second, j.wrt)
+    jnp = j.jnp
+
+    def jax_second(*ws):
+        gs = j.jax.grad(jax_loss, argnums=tuple(range(len(ws))))(*ws)
+        return sum(jnp.sum(jnp.real(g * c)) for g, c in zip(gs, cs))
+
+    want2 = j.jax.grad(jax_second, argnums=tuple(range(len(j.wrt))))(*j.primals())
+    for g, x, ref in zip(grads2, j.wrt, want2):
+        _close(sg.evaluate(g, j.inputs), ref, f"second order w.r.t. {x.name}")
+    case.build()[0].graph.verify()
+
+
+@pytest.mark.parametrize("case", COMPLEX_DIFFERENTIABLE)
+def test_complex_jvp_vjp_and_hvp_match_jax(case, rng, x64):
+    """Forward mode with complex tangents, reverse mode with a complex cotangent, and the
+    tangent of the gradient (forward over reverse), each against JAX."""
+    j = _Jax(case, rng)
+    jax, jnp = j.jax, j.jnp
+
+    def partial(*ws):
+        args = list(j.args)
+        for p, v in zip(j.pos, ws):
+            args[p] = v
+        return j.fn(*args)
+
+    ts = [_weights(x.shape, x.dtype, rng) for x in j.wrt]
+    got = sg.jvp(j.out, j.wrt, ts)
+    want = jax.jvp(partial, j.primals(), [jnp.asarray(t) for t in ts])[1]
+    _close(sg.evaluate(got, j.inputs), want, "jvp")
+    ct = _weights(j.out.shape, j.out.dtype, rng)
+    got = sg.vjp(j.out, j.wrt, ct)
+    want = jax.vjp(partial, *j.primals())[1](jnp.asarray(ct, dtype=j.fn(*j.args).dtype))
+    for g, ref, x in zip(got, want, j.wrt):
+        _close(sg.evaluate(g, j.inputs), ref, f"vjp w.r.t. {x.name}")
+    loss, jax_loss = j.loss()
+    grads = sg.grad(loss, j.wrt)
+    got = sg.jvp(list(grads), j.wrt, ts)
+    want = jax.jvp(lambda *ws: jax.grad(jax_loss, argnums=tuple(range(len(ws))))(*ws),
+                   j.primals(), [jnp.asarray(t) for t in ts])[1]
+    for g, ref, x in zip(got, want, j.wrt):
+        _close(sg.evaluate(g, j.inputs), ref, f"hvp w.r.t. {x.name}")

@@ -2,6 +2,13 @@
 
 Per op: its ``examples(rng)`` if it has them; otherwise (elementwise ops) random values in
 its ``domain`` over broadcasting shape families, every combination for its operands.
+
+Complex cases (:func:`complex_cases`), for every op that takes complex values (its
+``complex`` field is True): its examples holding complex arrays if it has some; else its
+real examples with every float operand made complex, and (two or more float operands) with
+the first one complex and the others real; elementwise ops: values whose real part is in
+the op's domain and whose imaginary part is up to a quarter of its width, complex and mixed
+with real operands.
 """
 
 from __future__ import annotations
@@ -27,6 +34,12 @@ class Case:
     arrays: list
     attrs: dict
 
+    @property
+    def complex(self) -> bool:
+        """Whether an operand is complex, or the result (a conversion to complex)."""
+        return (any(np.iscomplexobj(a) for a in self.arrays)
+                or str(self.attrs.get("dtype", "")).startswith("complex"))
+
     def build(self):
         """The op applied to one variable per operand (``a0``, ``a1``, ...), and inputs."""
         names = [f"a{k}" for k in range(len(self.arrays))]
@@ -50,7 +63,8 @@ def registry_cases(families) -> list:
         if op.examples is not None:
             for k, (arrays, attrs) in enumerate(op.examples(rng)):
                 case = Case(op, [np.asarray(a) for a in arrays], dict(attrs))
-                out.append(pytest.param(case, id=f"{name}-example{k}"))
+                if not case.complex:
+                    out.append(pytest.param(case, id=f"{name}-example{k}"))
         elif op.arity in (1, 2, 3) and op.domain is not None:
             for shapes in product(families, repeat=op.arity):
                 arrays = [_sample(op, p.name, s, rng) for p, s in zip(op.signature.params, shapes)]
@@ -69,3 +83,63 @@ def impl(case: Case):
         attrs = op.prepare(shapes, tuple(a.dtype.name for a in case.arrays), attrs)
     with np.errstate(all="ignore"):
         return attrs, op.impl(*case.arrays, **attrs)
+
+
+_PAIRS = [((3, 4), (3, 4)), ((3, 1), (1, 4)), ((), (3, 4))]
+
+
+def _complex_sample(op: Op, param: str, shape, rng, kind: str) -> np.ndarray:
+    """A real operand (``kind`` "r"), or a complex one whose real part is in the op's
+    domain and whose imaginary part is within a quarter of its width."""
+    x = _sample(op, param, shape, rng)
+    if kind == "r" or x.dtype == bool:
+        return x
+    lo, hi = op.domain
+    return x + 1j * rng.uniform(-(hi - lo) / 4, (hi - lo) / 4, size=shape)
+
+
+def _made_complex(arrays: list, which, rng) -> list:
+    """The float64 operands among ``arrays`` at positions ``which`` made complex."""
+    out = []
+    for k, a in enumerate(arrays):
+        if a.dtype.kind == "f" and k in which:
+            a = a + 1j * rng.uniform(-1.0, 1.0, size=a.shape).astype(a.dtype)
+        out.append(a)
+    return out
+
+
+def complex_cases(families) -> list:
+    """One ``pytest.param(Case)`` per complex case of every op taking complex values, ids
+    ``<op>-complex-<example>``."""
+    out = []
+    for name, op in sorted(REGISTRY.items()):
+        if op.complex is not True or op.arity == 0:
+            continue
+        rng = np.random.default_rng(zlib.crc32(f"complex {name}".encode()))
+        if op.examples is not None:
+            cases = [Case(op, [np.asarray(a) for a in arrays], dict(attrs))
+                     for arrays, attrs in op.examples(rng)]
+            own = [c for c in cases if c.complex]
+            for k, case in enumerate(own):
+                out.append(pytest.param(case, id=f"{name}-complex-example{k}"))
+            if own:
+                continue
+            for k, case in enumerate(cases):
+                floats = [j for j, a in enumerate(case.arrays) if a.dtype.kind == "f"]
+                variants = [("", floats)] + ([("mixed", floats[:1])] if len(floats) > 1 else [])
+                for tag, which in variants:
+                    c = Case(op, _made_complex(case.arrays, set(which), rng), case.attrs)
+                    if c.complex:
+                        out.append(pytest.param(c, id=f"{name}-complex{tag}-example{k}"))
+        elif op.arity in (1, 2, 3) and op.domain is not None:
+            shapes = ([(s,) for s in families] if op.arity == 1 else _PAIRS if op.arity == 2
+                      else [((3, 4),) + p for p in _PAIRS])
+            kinds = {1: ["c"], 2: ["cc", "cr", "rc"], 3: ["rcc", "rcr", "rrc"]}[op.arity]
+            for shape in shapes:
+                for kind in kinds:
+                    arrays = [_complex_sample(op, p.name, s, rng, k) for p, s, k in
+                              zip(op.signature.params, shape, kind)]
+                    label = "-".join(fmt(s).replace(" ", "") for s in shape)
+                    out.append(pytest.param(Case(op, arrays, {}),
+                                            id=f"{name}-complex-{kind}-{label}"))
+    return out

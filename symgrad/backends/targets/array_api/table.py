@@ -223,6 +223,9 @@ ARRAY_API: dict[str, Template | None] = {
         "logical_xor")},
     "arctan2": T("xp.atan2({0}, {1})"), "mod": T("xp.remainder({0}, {1})"),
     "stop_gradient": T("{0}"),
+    # complex numbers (ops/complex.py); angle as NumPy computes it (the standard has none)
+    "real": T("xp.real({0})"), "imag": T("xp.imag({0})"), "conj": T("xp.conj({0})"),
+    "angle": T("xp.atan2(xp.imag({0}), xp.real({0}))"),
     # a custom derivative's call: its value is its result operand (ops/custom.py)
     "custom_vjp_call": T(lambda names, attrs: names[attrs["out"]]),
     "custom_jvp_call": T(lambda names, attrs: names[attrs["out"]]),

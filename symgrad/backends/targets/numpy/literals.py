@@ -30,7 +30,7 @@ def numpy_literal(value: np.ndarray, others: list[str], strong: bool = False) ->
     """
     dtype = value.dtype.name
     py = value.item()
-    if dtype in ("float64", "int64", "bool") or (others and dtype in NUMPY_TYPE):
+    if dtype in ("float64", "int64", "bool", "complex128") or (others and dtype in NUMPY_TYPE):
         weak_ok = not others or np.result_type(*others, dtype) == np.result_type(*others, py)
         if weak_ok and not strong:
             text = scalar_source(py)

@@ -28,22 +28,43 @@ from ...template import Template
 from .sparse import SPARSE
 
 NUMPY_TYPE = {"float64": "np.float64", "float32": "np.float32", "int64": "np.int64",
-              "int32": "np.int32", "bool": "np.bool_"}
+              "int32": "np.int32", "bool": "np.bool_", "complex128": "np.complex128",
+              "complex64": "np.complex64"}
 
 
 def scalar_source(v, module: str = "np") -> str:
-    """Exact Python/NumPy source for one number: ``np.inf``, ``-0.0``, ``5e-324``, ...
-    (``module`` names where ``inf`` and ``nan`` come from: ``np`` or ``math``)."""
+    """Exact Python/NumPy source for one number: ``np.inf``, ``-0.0``, ``5e-324``, ``2j``,
+    ``(1.5-2.0j)``, ... (``module`` names where ``inf`` and ``nan`` come from: ``np`` or
+    ``math``).
+
+    >>> [scalar_source(v) for v in (2j, 1.5 - 2j, complex(-0.0, 1.0), complex(1.0, np.inf))]
+    ['2.0j', '(1.5-2.0j)', 'complex(-0.0, 1.0)', 'complex(1.0, np.inf)']
+    """
     if isinstance(v, (bool, np.bool_)):
         return repr(bool(v))
     if isinstance(v, (int, np.integer)):
         return repr(int(v))
+    if isinstance(v, (complex, np.complexfloating)):
+        return _complex_source(complex(v), module)
     v = float(v)
     if math.isnan(v):
         return f"{module}.nan"
     if math.isinf(v):
         return f"{module}.inf" if v > 0 else f"-{module}.inf"
     return repr(v)
+
+
+def _complex_source(v: complex, module: str) -> str:
+    """A complex number as exact source: ``2.0j``, ``(1.5-2.0j)`` where Python's
+    arithmetic on the literals gives its bits back (finite parts, no negative zero, a
+    non-zero imaginary part), else ``complex(re, im)``."""
+    a, b = v.real, v.imag
+    plain = math.isfinite(a) and math.isfinite(b) and b != 0 and math.copysign(1, a) > 0
+    if not plain:
+        return f"complex({scalar_source(a, module)}, {scalar_source(b, module)})"
+    if a == 0:
+        return f"{b!r}j" if b > 0 else f"(0.0 - {-b!r}j)"
+    return f"({a!r}{'+' if b > 0 else '-'}{abs(b)!r}j)"
 
 
 def constant_source(value: np.ndarray) -> str:
@@ -162,6 +183,9 @@ NUMPY: dict[str, Template] = {
     "sigmoid": T("1.0 / (1.0 + np.exp(-{0}))"),
     "softplus": T("np.logaddexp(0.0, {0})"), "relu": T("np.maximum({0}, 0)"),
     "abs": T("np.abs({0})"), "sign": T("np.sign({0})"), "stop_gradient": T("{0}"),
+    # complex numbers (ops/complex.py)
+    "real": T("np.real({0})"), "imag": T("np.imag({0})"), "conj": T("np.conjugate({0})"),
+    "angle": T("np.angle({0})"),
     # a custom derivative's call: its value is its result operand (ops/custom.py)
     "custom_vjp_call": T(lambda names, attrs: names[attrs["out"]]),
     "custom_jvp_call": T(lambda names, attrs: names[attrs["out"]]),
