@@ -61,12 +61,14 @@ def _names() -> list[str]:
 
 
 class _Namespace(_types.ModuleType):
-    """``symgrad.numpy.linalg``: the functions NumPy names ``linalg.*``."""
+    """``symgrad.numpy.linalg`` and ``symgrad.numpy.fft``: the functions NumPy names
+    ``linalg.*`` and ``fft.*``."""
 
     def __getattr__(self, name: str) -> _Any:
-        fn = _function(f"{self.__name__.rsplit('.', 1)[-1]}.{name}")
+        space = self.__name__.rsplit('.', 1)[-1]
+        fn = _function(f"{space}.{name}")
         if fn is None:
-            raise AttributeError(_missing(f"linalg.{name}"))
+            raise AttributeError(_missing(f"{space}.{name}"))
         return fn
 
     def __dir__(self) -> list[str]:
@@ -81,6 +83,8 @@ def _missing(name: str) -> str:
 
 linalg = _Namespace(f"{__name__}.linalg")
 _sys.modules[linalg.__name__] = linalg
+fft = _Namespace(f"{__name__}.fft")
+_sys.modules[fft.__name__] = fft
 
 
 def __getattr__(name: str) -> _Any:

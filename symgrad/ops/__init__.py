@@ -19,6 +19,7 @@ from . import (  # noqa: F401
     cumulative,
     custom,
     elementwise,
+    fft,
     functions,
     indexing,
     loops,

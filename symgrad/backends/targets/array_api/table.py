@@ -226,6 +226,11 @@ ARRAY_API: dict[str, Template | None] = {
     # complex numbers (ops/complex.py); angle as NumPy computes it (the standard has none)
     "real": T("xp.real({0})"), "imag": T("xp.imag({0})"), "conj": T("xp.conj({0})"),
     "angle": T("xp.atan2(xp.imag({0}), xp.real({0}))"),
+    # the Fourier transform (ops/fft.py): the standard's fft extension
+    "fftn": T(lambda names, attrs: f"xp.fft.{'i' if attrs['inverse'] else ''}fftn("
+              f"{names[0]}, axes={attrs['axes']!r}, norm={attrs['norm']!r})"),
+    "rfftn": T("xp.fft.rfftn({0}, axes={axes!r}, norm={norm!r})"),
+    "irfft": T("xp.fft.irfft({0}, n={n!r}, axis={axis!r}, norm={norm!r})"),
     # a custom derivative's call: its value is its result operand (ops/custom.py)
     "custom_vjp_call": T(lambda names, attrs: names[attrs["out"]]),
     "custom_jvp_call": T(lambda names, attrs: names[attrs["out"]]),

@@ -68,8 +68,7 @@ NOT_FUSED: dict[str, str] = {
     "scan": "a loop: compiled whole as one function of its own where every op of its step "
             "has a loop_form (backends/targets/numba/loops.py), else the NumPy target's loop",
     "stop_gradient": "no arithmetic: the driver passes its operand on",
-    **dict.fromkeys(("real", "imag", "conj", "angle"),
-                    "a complex part: NumPy's call in the driver"),
+    **dict.fromkeys(("fftn", "rfftn", "irfft"), "a Fourier transform: NumPy's FFT in the driver"),
     **dict.fromkeys(("custom_vjp_call", "custom_jvp_call"),
                     "a custom rule's call: its value is its first operand (no arithmetic)"),
     "round": "np.round's decimals= has no scalar form in Numba that rounds like NumPy's",
@@ -90,6 +89,9 @@ NUMBA: dict[str, Template | None] = {
     # Numba has no np.heaviside: NumPy's definition (NaN stays NaN; 0 below, h at zero)
     "heaviside": T("(np.nan if np.isnan({0}) else 0.0 if {0} < 0 else {1} if {0} == 0 else 1.0)"),
     "mod": T("np.remainder({0}, {1})"),
+    # complex numbers (ops/complex.py): Numba's complex scalars
+    "real": T("{0}.real"), "imag": T("{0}.imag"), "conj": T("{0}.conjugate()"),
+    "angle": T("cmath.phase({0})", imports=("cmath",)),
     **dict.fromkeys(NOT_FUSED),
 }
 

@@ -47,7 +47,7 @@ MATH: dict[str, Template | None] = {
     "sign": T("(1.0 if {0} > 0 else -1.0 if {0} < 0 else abs({0}))"),
     "stop_gradient": T("{0}"),
     # complex numbers (ops/complex.py): arrays only for now
-    **dict.fromkeys(("real", "imag", "conj", "angle")),
+    **dict.fromkeys(("real", "imag", "conj", "angle", "fftn", "rfftn", "irfft")),
     # a custom derivative's call: its value is its result operand (ops/custom.py)
     "custom_vjp_call": T(lambda names, attrs: names[attrs["out"]]),
     "custom_jvp_call": T(lambda names, attrs: names[attrs["out"]]),

@@ -186,6 +186,11 @@ NUMPY: dict[str, Template] = {
     # complex numbers (ops/complex.py)
     "real": T("np.real({0})"), "imag": T("np.imag({0})"), "conj": T("np.conjugate({0})"),
     "angle": T("np.angle({0})"),
+    # the Fourier transform (ops/fft.py)
+    "fftn": T(lambda names, attrs: f"np.fft.{'i' if attrs['inverse'] else ''}fftn("
+              f"{names[0]}, axes={attrs['axes']!r}, norm={attrs['norm']!r})"),
+    "rfftn": T("np.fft.rfftn({0}, axes={axes!r}, norm={norm!r})"),
+    "irfft": T("np.fft.irfft({0}, n={n!r}, axis={axis!r}, norm={norm!r})"),
     # a custom derivative's call: its value is its result operand (ops/custom.py)
     "custom_vjp_call": T(lambda names, attrs: names[attrs["out"]]),
     "custom_jvp_call": T(lambda names, attrs: names[attrs["out"]]),
