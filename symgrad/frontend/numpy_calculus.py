@@ -14,6 +14,7 @@ import numpy as np
 
 from ..base.errors import ShapeError, UnsupportedError
 from ..ir.expr import F
+from ..ir.shapes import is_complex
 from .numpy_arrays import _slice_along, concatenate, flip
 from .numpy_define import as_expr, axes_tuple, axis_int, define
 
@@ -124,8 +125,9 @@ def convolve(a, v, mode="full"):
 
 @define("correlate", "a", "v", "=mode", mode="valid", strings=("mode",))
 def correlate(a, v, mode="valid"):
-    """NumPy's 1-D cross-correlation of real arrays: convolve with v reversed."""
+    """NumPy's 1-D cross-correlation: convolve with v reversed (and conjugated)."""
     a, v = as_expr(a), as_expr(v)
-    if a.shape[0] < v.shape[0]:
-        return flip(correlate(v, a, mode))
-    return convolve(a, flip(v), mode)
+    if a.shape[0] < v.shape[0]:  # c_av[k] = conj(c_va[-k])
+        swapped = flip(correlate(v, a, mode))
+        return F.conj(swapped) if is_complex(swapped.data.dtype) else swapped
+    return convolve(a, flip(F.conj(v) if is_complex(v.data.dtype) else v), mode)

@@ -135,7 +135,8 @@ def _moments(name: str, a, axis, dtype, out, ddof, keepdims, where, mean_, corre
     count = math.prod(a.shape[k] for k in axes)
     m = F.mean(a, axis=axes, keepdims=True) if mean_ is None else mean_
     d = a - m
-    return F.sum(d * d, axis=axes, keepdims=keepdims) / max(count - ddof, 0)
+    sq = F.real(d * F.conj(d)) if is_complex(d.data.dtype) else d * d  # |d|^2, as NumPy's
+    return F.sum(sq, axis=axes, keepdims=keepdims) / max(count - ddof, 0)
 
 
 _MOMENT_SPEC = ("a", "=axis", "=dtype", "=out", "=ddof", "=keepdims")
@@ -437,13 +438,13 @@ def inner(a, b):
 
 @define("vdot", "a", "b")
 def vdot(a, b):
-    a, b = as_expr(a), as_expr(b)
+    a, b = conj(as_expr(a)), as_expr(b)  # NumPy's vdot conjugates its first argument
     return F.dot(F.reshape(a, (a.size,)), F.reshape(b, (b.size,)))
 
 
 @define("vecdot", "x1", "x2", "=axis", axis=-1, aliases=("linalg.vecdot",))
 def vecdot(x1, x2, axis=-1):
-    return F.sum(as_expr(x1) * as_expr(x2), axis=axis)
+    return F.sum(conj(as_expr(x1)) * as_expr(x2), axis=axis)  # x1 conjugated, as NumPy's
 
 
 @define("kron", "a", "b")
@@ -543,7 +544,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     x = _cast(x, dtype)
     n = x.shape[1]
     d = x - F.mean(x, axis=1, keepdims=True)
-    c = (d @ F.transpose(d)) / float(max(n - (0 if bias else 1) if ddof is None else n - ddof,
+    c = (d @ F.transpose(conj(d))) / float(max(n - (0 if bias else 1) if ddof is None else n - ddof,
                                          0))
     return F.reshape(c, ()) if c.shape == (1, 1) else c
 
@@ -553,5 +554,5 @@ def corrcoef(x, y=None, rowvar=True, *, dtype=None):
     c = cov(x, y, rowvar, dtype=dtype)
     if c.ndim == 0:
         return c / c
-    d = F.sqrt(diagonal(c))
+    d = F.sqrt(real(diagonal(c)))
     return c / F.outer(d, d)

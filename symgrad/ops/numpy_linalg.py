@@ -75,7 +75,7 @@ import numpy as np
 from ..base.errors import DifferentiationError, ShapeError
 from ..ir.expr import Expr, F, call, const
 from ..ir.op import Op, SignatureError, register, sig
-from ..ir.shapes import broadcast, float_dtype, fmt, norm_axes, reduced, result_dtype
+from ..ir.shapes import broadcast, float_dtype, fmt, is_float, norm_axes, reduced, result_dtype
 from ..ir.values import describe
 from .products import matmul_jvp
 from .reductions import extreme_share
@@ -288,6 +288,7 @@ def _band_infer(shapes, dtypes, attrs):
 
 register(Op(
     name="band", signature=sig("x", "=lo", "=hi", "=diagonal", lo=None, hi=None, diagonal=1.0),
+    complex=True,
     prepare=_band_prepare, infer=_band_infer, impl=_sg_band,
     backprop=lambda n, g: (F.band(g, **n.attrs),), public=False, forward=linear,
     sparsity=lambda n: gather_map(n, attrs={**n.attrs, "diagonal": 1.0}),
@@ -1372,7 +1373,7 @@ def _trace_prepare(shapes, dtypes, attrs):
 
 def _trace_infer(shapes, dtypes, attrs):
     shape = shapes[0]
-    dtype = dtypes[0] if dtypes[0] in ("float64", "float32") else "int64"
+    dtype = dtypes[0] if is_float(dtypes[0]) else "int64"
     return reduced(shape, (attrs["axis1"], attrs["axis2"]), False), dtype
 
 
@@ -1389,7 +1390,7 @@ def _trace_rule(n, g):
 
 
 register(Op(
-    name="trace",
+    name="trace", complex=True,
     signature=sig("a", "=offset", "=axis1", "=axis2", offset=0, axis1=0, axis2=1),
     prepare=_trace_prepare, infer=_trace_infer,
     impl=lambda a, offset, axis1, axis2: np.trace(a, offset, axis1, axis2),

@@ -210,6 +210,7 @@ def _arg_infer(shapes, dtypes, attrs):
 for _name, _fn in (("argmax", np.argmax), ("argmin", np.argmin)):
     register(Op(
         name=_name, signature=sig("x", "=axis", "=keepdims", axis=None, keepdims=False),
+        complex=ORDER,
         prepare=_arg_prepare(_name), infer=_arg_infer,
         impl=lambda x, axis, keepdims, _fn=_fn: np.asarray(_fn(x, axis=axis, keepdims=keepdims)),
         differentiable=False,
