@@ -13,7 +13,7 @@ import numpy as np
 
 from ..base.errors import InputError
 from ..base.tree_util import tree_flatten
-from ..frontend.capture import Capture
+from ..frontend.capture import value_key
 from ..ir.expr import Expr
 from ..ir.values import exact
 
@@ -75,17 +75,6 @@ def _unique(names: list[str]) -> list[str]:
     return out
 
 
-def _hidden_names(cap: Capture, picks: list[int]) -> list[str]:
-    """The variable name at each picked position of :func:`state`'s arrays."""
-    from ..frontend.capture import _part_arrays
-
-    flat: list[str] = []
-    for w in cap.watches:
-        count = len(_part_arrays(w.read()))
-        flat.extend(list(w.names[:count]) + [""] * max(0, count - len(w.names)))
-    return [flat[k] for k in picks]
-
-
 def _flat_args(args: tuple, name: Callable[[int], str]) -> tuple[list, Any]:
     leaves, treedef = tree_flatten(exact(args))
     return [_as_array(a, name(k)) for k, a in enumerate(leaves)], treedef
@@ -142,22 +131,5 @@ def _static_key(static: Mapping[str, Any]) -> tuple:
         if not isinstance(v, Hashable):
             raise InputError(f"keyword argument {k!r} is static (passed to the function as it "
                              f"is while tracing) and must be hashable, got {type(v).__name__}")
-        items.append((k, _value_key(v)))
+        items.append((k, value_key(v)))
     return tuple(items)
-
-
-def _value_key(v: Any) -> Any:
-    """A key equal only for values that trace alike: the type in it, a float by its bits
-    (0.0 and -0.0 apart, a NaN equal to itself), through tuples and frozensets."""
-    t = type(v)
-    if t is float:
-        return ("float", v.hex())
-    if t is complex:
-        return ("complex", v.real.hex(), v.imag.hex())
-    if isinstance(v, np.generic):
-        return ("numpy", v.dtype.str, v.tobytes())
-    if t is tuple:
-        return ("tuple", *[_value_key(x) for x in v])
-    if t is frozenset:
-        return ("frozenset", frozenset(_value_key(x) for x in v))
-    return (t.__module__, t.__qualname__, v)

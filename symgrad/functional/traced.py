@@ -27,7 +27,6 @@ from .arguments import (
     _as_array,
     _declared,
     _flat_args,
-    _hidden_names,
     _leaf_names,
     _parameter_names,
     _static_key,
@@ -108,7 +107,7 @@ class Transformed:
                 specs.append((a.shape, a.dtype.char))
             else:
                 watches = self._capture.watches
-                parts, hidden = state(watches) if watches else ((), _NONE)
+                parts, hidden, _ = state(watches) if watches else _EMPTY
                 entry = self._fast.get((tuple(specs), parts))
                 if entry is not None:
                     if entry.direct:
@@ -136,13 +135,13 @@ class Transformed:
         return self.params[k] if k < len(self.params) else f"arg{k}"
 
     def _entry(self, arrays: list, treedef: Any, static: Mapping[str, Any]) -> Any:
-        parts, hidden = state(self._capture.watches)
+        parts, hidden, _ = state(self._capture.watches)
         key = (treedef, tuple([(a.shape, a.dtype.char) for a in arrays]),
                _static_key(static) if static else (), parts)
         entry = self._cache.get(key)
         if entry is None:
             entry = self._trace(arrays, treedef, dict(exact(static)))
-            parts, hidden = state(self._capture.watches)  # the trace may watch more
+            parts, hidden, entry.pins = state(self._capture.watches)  # it may watch more
             if len(self._cache) >= _CACHE_SIZE:
                 self._cache.pop(next(iter(self._cache)))
             key = key[:3] + (parts,)
@@ -180,7 +179,7 @@ class Transformed:
                    for e in outputs]
         used = [k for k, n in enumerate(names) if n in graph.variables]
         picks = self._capture.picks(set(graph.variables))
-        hidden_names = _hidden_names(self._capture, picks)
+        hidden_names = self._capture.hidden_names(picks)
         if current() is not None and set(graph.variables) - set(names) - set(hidden_names):
             raise _ClosesOverATrace  # called on arrays inside another transform's trace
         fn = compile(outputs, inputs=[names[k] for k in used] + hidden_names,
@@ -210,14 +209,14 @@ class _ClosesOverATrace(Exception):
     closes over its values): the call is then symbolic, whatever its arguments."""
 
 
-_NONE: list = []
+_EMPTY: tuple = ((), [], [])
 
 
 class _Entry:
     """One traced and compiled specialisation."""
 
     __slots__ = ("checked", "fn", "used", "picks", "out_def", "template", "exprs", "single",
-                 "direct")
+                 "direct", "pins")
 
     def __init__(self, checked: Callable, used: list[int], picks: list[int], out_def: Any,
                  template: list, exprs: list[int]) -> None:
@@ -229,6 +228,7 @@ class _Entry:
         self.template, self.exprs = template, exprs
         self.single = out_def.kind == "leaf" and exprs == [0]
         self.direct = False  # every argument and every hidden array used, in order
+        self.pins: list = []  # what the watches read at the trace: objects keyed by id live
 
     def run(self, values: list, name: str) -> Any:
         """The compiled function on ``values``, its results in the output's structure."""

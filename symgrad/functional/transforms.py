@@ -10,11 +10,12 @@ What is traced once and what is read at every call:
   dtypes, static keyword values, and state of what it reads (below); the derivative is built
   symbol to symbol, emitted as NumPy source and compiled (:func:`symgrad.compile`). Later
   calls run the compiled code: nothing of ``fun`` runs again.
-* Arrays ``fun`` reads from its globals and closed-over variables (and those of the user
-  functions it calls by name) are inputs of the compiled code, read at every call: a new
-  minibatch assigned to a global is used at the next call. Numbers and other objects it
-  reads there are part of the cache key: a change traces again. Large arrays it reaches
-  otherwise are inputs held by reference (see :mod:`symgrad.frontend.capture`).
+* Arrays ``fun`` reads besides its arguments (globals, closed-over variables, defaults,
+  attributes of ``self`` and of the objects it reaches, ``functools.partial`` arguments)
+  are inputs of the compiled code, found again and read at every call: a new minibatch
+  assigned to a global, or ``model.W`` rebound, is used at the next call. Numbers, lists
+  and dicts of numbers and other objects it reads there are part of the cache key: a
+  change traces again (see :mod:`symgrad.frontend.capture`).
 * Random numbers drawn while tracing are frozen (a warning says so).
 
 Arguments are pytrees of arrays (:mod:`symgrad.tree_util`); gradients have their structure.
