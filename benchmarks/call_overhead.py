@@ -2,10 +2,11 @@
 over the raw emitted function, in the same process, one thread.
 
 The workload is SciPy's Rosenbrock at n = 10 (where the overhead is the run time inside an
-optimizer), a closure logistic loss reading a global minibatch (the hidden inputs read
-at every call) and a bound method reading an array and a number from ``self``. Both are sampled in turn in one loop; the figures are the fastest sample of
-each (the machine's interference only ever adds time) and the paired medians: µs over raw
-and × raw. Target: at most 5 µs over raw.
+optimizer), a closure logistic loss reading a global minibatch (the hidden inputs read at
+every call) and a bound method reading an array and a number from ``self``. They are
+sampled in turn in one loop; the figures are the fastest sample of each (the machine's
+interference only ever adds time) and the paired medians: µs over raw and × raw. Target:
+at most 5 µs over raw.
 
 Run: ``PYTHONPATH=. python -m benchmarks.call_overhead`` (prints one JSON line per case).
 """
