@@ -164,3 +164,24 @@ def test_a_plain_numpy_function_traces():
     v = np.array([1.0, 2.0, 4.0])
     np.testing.assert_allclose(sg.grad(lambda a: snp.var(a))(v), 2 * (v - v.mean()) / 3,
                                rtol=1e-15)
+
+
+def test_nested_grad_over_a_closure_sharing_a_cell():
+    """autograd's ``grad(loglike)(r, p(r))`` idiom: the inner function and the outer one
+    close over the same variable; the inner gradient is taken at a value of the outer
+    argument. JAX gives 75.0."""
+
+    def make(x):
+        inner = lambda r, q: np.sum(r * q * x)  # noqa: E731
+        return lambda r: sg.grad(inner)(r, np.sum(r + x))
+
+    assert sg.grad(make(np.arange(1.0, 6.0)))(1.0) == 75.0
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+
+    def jmake(x):
+        inner = lambda r, q: jnp.sum(r * q * x)  # noqa: E731
+        return lambda r: jax.grad(inner)(r, jnp.sum(r + x))
+
+    assert float(jax.grad(jmake(jnp.arange(1.0, 6.0)))(1.0)) == 75.0
