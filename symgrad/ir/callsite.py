@@ -14,6 +14,8 @@ import re
 import sys
 from typing import Any
 
+from .graph import tracing_now
+
 _LIBRARIES = ("symgrad", "numpy", "scipy")
 _WRAPPERS = frozenset({"wrapper", "inner", "wrapped", "decorated", "<lambda>", "__call__"})
 _SCIPY_CALL = re.compile(r"\bscipy(?:\.[A-Za-z_]\w*)+")
@@ -70,11 +72,16 @@ def advice(what: str, line: str | None, scipy_fn: str | None) -> str:
             and what.startswith("converting"):
         return ("np.array([...]) holding expressions: write np.stack([...]) (inside "
                 "sg.grad(fun) and the other transforms np.array of a list works)")
+    if not tracing_now():
+        return ("an expression has no value until it is evaluated: compute it with "
+                "sg.evaluate(expr, {name: value, ...}) or sg.compile, or call the function on "
+                "NumPy arrays (symgrad.numpy computes values when no operand is symbolic)")
     if what.startswith(("float()", "int()", "using as an index", "complex()", "the truth")):
         return ("its value is unknown while tracing: choose with np.where(cond, a, b) "
                 "instead of if/else, and pass a number you need as a number as an argument")
     return ("its value is unknown while tracing; keep it symbolic (indexing, where, len for "
             "sizes) or evaluate it with sg.evaluate")
+
 
 
 def message(what: str, skip: int = 3, subject: str = " of a symbolic expression",

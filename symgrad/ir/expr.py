@@ -17,7 +17,7 @@ import numpy as np
 
 from ..base.errors import NameConflictError, ShapeError, SymgradError, UnsupportedError
 from .callsite import callsite, message
-from .graph import Graph, Node
+from .graph import Graph, Node, tracing_now
 from .numpy_names import (
     ACCUMULATE,
     REDUCE,
@@ -104,8 +104,9 @@ class Expr:
 
     def __bool__(self) -> bool:
         line = callsite()[0]
+        when = "while tracing" if tracing_now() else "until it is evaluated"
         raise UnsupportedError(
-            "the truth value of a symbolic expression is unknown while tracing (its value "
+            f"the truth value of a symbolic expression is unknown {when} (its value "
             f"comes later{'; at ' + line if line else ''}); use sg.where(cond, a, b) "
             "instead of if/else"
         )

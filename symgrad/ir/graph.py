@@ -137,6 +137,12 @@ LIFT_MIN = 1024  # elements from which a traced function's captured array is an 
 _LIFT = threading.local()
 
 
+def tracing_now() -> bool:
+    """Whether this thread is tracing a Python function (inside :func:`lifting`): what error
+    messages say depends on it."""
+    return getattr(_LIFT, "hook", None) is not None
+
+
 @contextmanager
 def lifting(hook: Callable[[Graph, Any], int | None] | None) -> Iterator[None]:
     """Inside, this thread's large array constants are first offered to ``hook(graph,

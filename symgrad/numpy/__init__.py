@@ -13,6 +13,8 @@ Write a function against a namespace parameter and hand it this module::
 
 Every name means what it means in NumPy: ``snp.var`` is the variance (``sg.var`` is the
 variable constructor), ``snp.linalg.solve``, ``snp.newaxis``, ``snp.pi``, ``snp.float64``.
+On data (no symbolic operand) a call computes NumPy's value, so data and optimiser code
+runs unchanged after ``import symgrad.numpy as np`` (see :mod:`symgrad.numpy.eager`).
 Plain ``numpy`` works too when the inputs are symgrad Exprs (the array protocols route
 ``np.sin(x)``, ``np.linalg.solve(A, b)`` here). What symgrad does not trace (``nonzero``,
 ``unique``, in-place writes) raises :class:`~symgrad.errors.UnsupportedError` saying what to
@@ -40,6 +42,7 @@ from ..ir.op import ALIASES as _ALIASES
 from ..ir.op import FUNCTIONS as _FUNCTIONS
 from ..ir.op import REGISTRY as _REGISTRY
 from ..ir.op import UNSUPPORTED as _UNSUPPORTED
+from .eager import eager as _eager
 
 _frontend.numpy_functions.register_ufuncs()
 
@@ -60,11 +63,25 @@ def _names() -> list[str]:
     return sorted({*_FUNCTIONS, *ops})
 
 
+_EAGER: dict[str, _Any] = {}
+
+
+def _public(name: str) -> _Any:
+    """The function NumPy calls ``name``, computing values on data (None: not covered)."""
+    found = _EAGER.get(name)
+    if found is None:
+        fn = _function(name)
+        if fn is None:
+            return None
+        found = _EAGER[name] = _eager(name, fn)
+    return found
+
+
 class _Namespace(_types.ModuleType):
     """``symgrad.numpy.linalg``: the functions NumPy names ``linalg.*``."""
 
     def __getattr__(self, name: str) -> _Any:
-        fn = _function(f"{self.__name__.rsplit('.', 1)[-1]}.{name}")
+        fn = _public(f"{self.__name__.rsplit('.', 1)[-1]}.{name}")
         if fn is None:
             raise AttributeError(_missing(f"linalg.{name}"))
         return fn
@@ -84,7 +101,7 @@ _sys.modules[linalg.__name__] = linalg
 
 
 def __getattr__(name: str) -> _Any:
-    fn = _function(name) if "." not in name else None
+    fn = _public(name) if "." not in name else None
     if fn is None:
         raise AttributeError(_missing(name))
     return fn
@@ -96,7 +113,7 @@ def __dir__() -> list[str]:
 
 for _name in _names():
     if "." not in _name and not _name.startswith("_"):
-        globals()[_name] = _function(_name)
+        globals()[_name] = _public(_name)
 
 UnsupportedError = _UnsupportedError
 del _name
