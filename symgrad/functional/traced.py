@@ -7,8 +7,10 @@ from __future__ import annotations
 import inspect
 import itertools
 import keyword
-import weakref
-from collections.abc import Callable, Mapping
+import threading
+import types
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 import numpy as np
@@ -249,19 +251,38 @@ class _Entry:
         return tree_unflatten(self.out_def, leaves)
 
 
-_TRANSFORMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_SHARED: OrderedDict[tuple, Transformed] = OrderedDict()
+_SHARED_SIZE = 128  # transforms kept for the functions used most recently
+_SHARED_LOCK = threading.Lock()
 
 
-def _cached(fun: Callable, what: str, build: Callable[[], Transformed]) -> Transformed:
-    """The transform ``what`` of ``fun``, kept while ``fun`` lives (``sg.jvp(f, ...)`` in a
-    loop traces once)."""
+def cached(fun: Callable, what: Hashable, build: Callable[[], Transformed]) -> Transformed:
+    """The transform ``what`` (its name and options) of ``fun``, kept per function: by its
+    identity and code (a bound method: its function and object), so ``sg.grad(f)(x)``
+    written inside a loop or another function traces once. The most recently used are
+    kept (each holds its function), so a closure made per call costs no more than one
+    transform per call; every call still checks what the function reads (see
+    :mod:`symgrad.frontend.capture`)."""
+    if isinstance(fun, types.MethodType):
+        owner: tuple = (id(fun.__func__), id(fun.__self__))
+        code = getattr(fun.__func__, "__code__", None)
+    else:
+        owner, code = (id(fun),), getattr(fun, "__code__", None)
+    key = (*owner, code, what)
     try:
-        table = _TRANSFORMS.setdefault(fun, {})
-    except TypeError:  # not weak-referenceable
+        hash(key)
+    except TypeError:
         return build()
-    t = table.get(what)
-    if t is None:
-        t = table[what] = build()
+    with _SHARED_LOCK:
+        found = _SHARED.get(key)
+        if found is not None:
+            _SHARED.move_to_end(key)
+            return found
+    t = build()
+    with _SHARED_LOCK:
+        t = _SHARED.setdefault(key, t)  # another thread may have built it meanwhile
+        while len(_SHARED) > _SHARED_SIZE:
+            _SHARED.popitem(last=False)
     return t
 
 

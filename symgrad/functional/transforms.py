@@ -55,7 +55,7 @@ from .builders import (
     _vjp_make,
 )
 from .checks import _argnums, _check_function, _fun_name, _is_expr, _one_argnums, _tuple_args
-from .traced import Transformed, _cached
+from .traced import Transformed, cached
 from .vmap import vmap
 
 __all__ = ["Transformed", "grad", "hessian", "hvp", "jacfwd", "jacobian", "jacrev", "jit",
@@ -95,8 +95,10 @@ def grad(f: Any, wrt: Any = None, *, cleanup: bool = True, argnums: Any = None,
                                        "a Python function; for an expression pass wrt")
         return derivatives.grad(f, wrt, cleanup=cleanup)
     argnums = _one_argnums("grad", f, wrt, argnums)
-    return Transformed(f, _grad_make(argnums, has_aux, False, cleanup), "grad",
-                       backend=backend, shapes=shapes, dtypes=dtypes, argnums=argnums)
+    return _shared(f, ("grad", argnums, has_aux, cleanup, backend), shapes, dtypes,
+                   lambda: Transformed(f, _grad_make(argnums, has_aux, False, cleanup), "grad",
+                                       backend=backend, shapes=shapes, dtypes=dtypes,
+                                       argnums=argnums))
 
 
 def value_and_grad(f: Any, argnums: Any = 0, *, has_aux: bool = False, shapes: Any = None,
@@ -118,8 +120,10 @@ def value_and_grad(f: Any, argnums: Any = 0, *, has_aux: bool = False, shapes: A
         return f, derivatives.grad(f, argnums, cleanup=cleanup)
     _check_function("value_and_grad", f, "sg.value_and_grad(expr, wrt)")
     argnums = _argnums(argnums)
-    return Transformed(f, _grad_make(argnums, has_aux, True, cleanup), "value_and_grad",
-                       backend=backend, shapes=shapes, dtypes=dtypes, argnums=argnums)
+    return _shared(f, ("value_and_grad", argnums, has_aux, cleanup, backend), shapes, dtypes,
+                   lambda: Transformed(f, _grad_make(argnums, has_aux, True, cleanup),
+                                       "value_and_grad", backend=backend, shapes=shapes,
+                                       dtypes=dtypes, argnums=argnums))
 
 
 def jacrev(fun: Callable, argnums: Any = 0, *, has_aux: bool = False,
@@ -135,8 +139,9 @@ def jacrev(fun: Callable, argnums: Any = 0, *, has_aux: bool = False,
     """
     _check_function("jacrev", fun, "sg.jacobian(expr, wrt, mode='reverse')")
     argnums = _argnums(argnums)
-    return Transformed(fun, _jac_make(argnums, has_aux, "reverse"), "jacrev",
-                       backend=backend, argnums=argnums)
+    return cached(fun, ("jacrev", argnums, has_aux, backend),
+                  lambda: Transformed(fun, _jac_make(argnums, has_aux, "reverse"), "jacrev",
+                                      backend=backend, argnums=argnums))
 
 
 def jacfwd(f: Any, wrt: Any = None, *, argnums: Any = None, has_aux: bool = False,
@@ -152,8 +157,9 @@ def jacfwd(f: Any, wrt: Any = None, *, argnums: Any = None, has_aux: bool = Fals
     if _is_expr(f):
         return derivatives.jacfwd(f, wrt, cleanup=cleanup)
     argnums = _one_argnums("jacfwd", f, wrt, argnums)
-    return Transformed(f, _jac_make(argnums, has_aux, "forward"), "jacfwd",
-                       backend=backend, argnums=argnums)
+    return cached(f, ("jacfwd", argnums, has_aux, backend),
+                  lambda: Transformed(f, _jac_make(argnums, has_aux, "forward"), "jacfwd",
+                                      backend=backend, argnums=argnums))
 
 
 def jacobian(f: Any, wrt: Any = None, *, mode: str | None = None, cleanup: bool = True,
@@ -178,8 +184,9 @@ def jacobian(f: Any, wrt: Any = None, *, mode: str | None = None, cleanup: bool 
         return derivatives.jacobian(f, wrt, mode=mode, cleanup=cleanup, sparse=sparse)
     argnums = _one_argnums("jacobian", f, wrt, argnums)
     how = "forward" if mode == "forward" else "reverse"
-    return Transformed(f, _jac_make(argnums, has_aux, how), "jacobian", backend=backend,
-                       argnums=argnums)
+    return cached(f, ("jacobian", argnums, has_aux, how, backend),
+                  lambda: Transformed(f, _jac_make(argnums, has_aux, how), "jacobian",
+                                      backend=backend, argnums=argnums))
 
 
 def hessian(f: Any, wrt: Any = None, *, sparse: bool | None = None, method: str | None = None,
@@ -198,8 +205,9 @@ def hessian(f: Any, wrt: Any = None, *, sparse: bool | None = None, method: str 
     if _is_expr(f):
         return derivatives.hessian(f, wrt, sparse=sparse, method=method)
     argnums = _one_argnums("hessian", f, wrt, argnums)
-    return Transformed(f, _hessian_make(argnums, has_aux), "hessian", backend=backend,
-                       argnums=argnums)
+    return cached(f, ("hessian", argnums, has_aux, backend),
+                  lambda: Transformed(f, _hessian_make(argnums, has_aux), "hessian",
+                                      backend=backend, argnums=argnums))
 
 
 def jit(fun: Callable, *, backend: str = "numpy", shapes: Any = None,
@@ -213,7 +221,9 @@ def jit(fun: Callable, *, backend: str = "numpy", shapes: Any = None,
     {'y': array([3., 3.])}
     """
     _check_function("jit", fun, "sg.compile(expr)")
-    return Transformed(fun, _call_make, "jit", backend=backend, shapes=shapes, dtypes=dtypes)
+    return _shared(fun, ("jit", backend), shapes, dtypes,
+                   lambda: Transformed(fun, _call_make, "jit", backend=backend, shapes=shapes,
+                                       dtypes=dtypes))
 
 
 def jvp(f: Any, primals: Any, tangents: Any, *, cleanup: bool = True,
@@ -233,7 +243,7 @@ def jvp(f: Any, primals: Any, tangents: Any, *, cleanup: bool = True,
     _check_function("jvp", f, "sg.jvp(expr, wrt, tangents)")
     primals, tangents = _tuple_args("jvp", primals, "primals"), \
         _tuple_args("jvp", tangents, "tangents")
-    t = _cached(f, f"jvp{has_aux}", lambda: Transformed(f, _jvp_make(has_aux), "jvp"))
+    t = cached(f, f"jvp{has_aux}", lambda: Transformed(f, _jvp_make(has_aux), "jvp"))
     return t(primals, tangents)
 
 
@@ -253,8 +263,8 @@ def vjp(f: Any, *primals: Any, has_aux: bool = False, cleanup: bool = True) -> A
                                        "cotangent g")
         return derivatives.vjp(f, primals[0], primals[1], cleanup=cleanup)
     _check_function("vjp", f, "sg.vjp(expr, wrt, g)")
-    value = _cached(f, f"call{has_aux}", lambda: Transformed(f, _call_make, "jit"))
-    pull = _cached(f, f"vjp{has_aux}", lambda: Transformed(f, _vjp_make(has_aux), "vjp"))
+    value = cached(f, f"call{has_aux}", lambda: Transformed(f, _call_make, "jit"))
+    pull = cached(f, f"vjp{has_aux}", lambda: Transformed(f, _vjp_make(has_aux), "vjp"))
     out = value(*primals)
     if has_aux:
         if not (isinstance(out, tuple) and len(out) == 2):
@@ -280,8 +290,17 @@ def hvp(f: Any, primals: Any, tangents: Any) -> Any:
     if _is_expr(f):
         return derivatives.hvp(f, primals, tangents)
     _check_function("hvp", f, "sg.hvp(expr, wrt, v)")
-    g = _cached(f, "grad", lambda: grad(f))
+    g = cached(f, "grad", lambda: grad(f))
     return jvp(g, primals, tangents)[1]
+
+
+def _shared(fun: Callable, what: tuple, shapes: Any, dtypes: Any,
+            build: Callable[[], Transformed]) -> Transformed:
+    """The transform kept for ``fun`` (see :func:`~.traced.cached`); one traced at once
+    (``shapes=``/``dtypes=`` given) is the caller's own."""
+    if shapes is not None or dtypes is not None:
+        return build()
+    return cached(fun, what, build)
 
 
 def linearize(f: Any, *args: Any) -> Any:
@@ -299,7 +318,7 @@ def linearize(f: Any, *args: Any) -> Any:
     if _is_expr(f):
         return linearize_expr(f, *args)
     _check_function("linearize", f, "sg.linearize(expr, wrt, at)")
-    out = _cached(f, "callFalse", lambda: Transformed(f, _call_make, "jit"))(*args)
+    out = cached(f, "callFalse", lambda: Transformed(f, _call_make, "jit"))(*args)
 
     def f_jvp(*tangents: Any) -> Any:
         return jvp(f, args, tangents)[1]

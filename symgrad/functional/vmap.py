@@ -16,7 +16,7 @@ from ..ir.values import describe, exact
 from ..transforms.batching import Unbatchable, batched
 from .builders import _call_make
 from .checks import _check_function
-from .traced import _FRESH, Make, Transformed, _cached
+from .traced import _FRESH, Make, Transformed, cached
 
 
 def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
@@ -44,7 +44,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
         raise ArgumentError(f"vmap: out_axes must be an int or one int per output, got "
                             f"{describe(out_axes)} (an unmapped output, out_axes=None, is "
                             "not supported: return it from outside the mapped function)")
-    inner = fun if isinstance(fun, Transformed) else _cached(
+    inner = fun if isinstance(fun, Transformed) else cached(
         fun, "callFalse", lambda: Transformed(fun, _call_make, "jit"))
     whole = Transformed(fun, _vmap_make(in_axes, out_axes), "vmap")
     rows: set = set()  # argument specs whose trace could not be batched

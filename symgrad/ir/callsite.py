@@ -70,6 +70,10 @@ def advice(what: str, line: str | None, scipy_fn: str | None) -> str:
                 "(or np.dot(A, expr))")
     if ("np.array(" in text or "np.asarray(" in text or "numpy.array(" in text) \
             and what.startswith("converting"):
+        if tracing_now():  # NumPy's own np.array reached the trace: not the user's code
+            return ("np.array([...]) holding expressions, in a function the trace reads as "
+                    "it is (a library's, or one called through a class): write "
+                    "np.stack([...]) or symgrad.numpy.array([...])")
         return ("np.array([...]) holding expressions: write np.stack([...]) (inside "
                 "sg.grad(fun) and the other transforms np.array of a list works)")
     if not tracing_now():

@@ -185,3 +185,68 @@ def test_nested_grad_over_a_closure_sharing_a_cell():
         return lambda r: jax.grad(inner)(r, jnp.sum(r + x))
 
     assert float(jax.grad(jmake(jnp.arange(1.0, 6.0)))(1.0)) == 75.0
+
+
+def test_transforms_are_kept_per_function():
+    """``sg.grad(f)(x)`` written inside a loop or a function (autograd's idiom) traces once:
+    each transform of a function is kept, by the function's identity and code."""
+    traces = []
+
+    def f(w):
+        traces.append(1)  # runs only while tracing
+        return np.sum(np.sin(w) * w)
+
+    w = np.array([0.5, -1.0])
+    for make in (sg.grad, sg.value_and_grad, sg.hessian, sg.jacrev, sg.jacfwd, sg.jit):
+        assert make(f) is make(f)
+    for _ in range(5):
+        np.testing.assert_allclose(sg.grad(f)(w), np.sin(w) + w * np.cos(w), rtol=1e-15)
+    assert len(traces) == 1
+    assert sg.grad(f, 0) is sg.grad(f) and sg.grad(f, has_aux=False) is sg.grad(f)
+    assert sg.value_and_grad(f) is not sg.grad(f)
+
+    class Model:
+        def __init__(self):
+            self.scale = 1.0
+
+        def loss(self, w):
+            return self.scale * np.sum(w ** 2)
+
+    m = Model()
+    assert sg.grad(m.loss) is sg.grad(m.loss)  # a new bound method each time, one transform
+    sg.grad(m.loss)(w)
+    m.scale = 3.0  # kept, and still never stale
+    np.testing.assert_allclose(sg.grad(m.loss)(w), 6.0 * w, rtol=1e-15)
+
+
+def test_the_autograd_idiom_of_a_gradient_inside_a_function_traces_once():
+    """autograd's negative-binomial fit: the derivative ``grad(loglike)(r, p(r))`` is taken
+    inside the function that scipy.optimize.newton calls at every iteration."""
+    from scipy.optimize import newton
+    from scipy.special import gammaln
+
+    data = np.array([3.0, 7.0, 2.0, 9.0, 4.0, 4.0, 12.0, 1.0])
+    calls = []
+
+    def loglike(r, p):
+        calls.append(1)
+        return np.sum(sg.gammaln(data + r) - sg.gammaln(r) + r * np.log(1 - p)
+                      + data * np.log(p))
+
+    def p_of(r):
+        return np.sum(data) / np.sum(r + data)
+
+    def rprime(r):
+        return sg.grad(loglike)(r, p_of(r))
+
+    r = newton(rprime, 1.0)
+    assert len(calls) == 1  # one trace for all of newton's iterations
+
+    def numpy_rprime(r, h=1e-6):
+        def ll(r):
+            p = p_of(r)
+            return np.sum(gammaln(data + r) - gammaln(r) + r * np.log(1 - p)
+                          + data * np.log(p))
+        return (ll(r + h) - ll(r - h)) / (2 * h)
+
+    assert abs(numpy_rprime(r)) < 1e-6
