@@ -44,11 +44,12 @@ __all__ = [
     "linalg", "value_and_grad", "to_html", "to_sympy", "from_sympy", "latex", "__version__",
     "limits", "stats", "scan", "fori_loop", "jacrev", "jit", "vmap", "tree_util",
     "stop_gradient", "custom_jvp", "custom_vjp", "cond", "switch", "while_loop",
+    "flatten_util",
 ]
 
 
 # the modules at this level that re-export a folder's code, by their public names
-_FACES = ("dask", "errors", "extend", "progress", "testing", "tree_util")
+_FACES = ("dask", "errors", "extend", "flatten_util", "progress", "testing", "tree_util")
 
 
 def _load() -> _Any:

@@ -117,7 +117,7 @@ def _along(name: str, a: Any, axis: Any) -> tuple[Expr, int]:
 
 
 def _c_order(name: str, order: str) -> None:
-    if order not in ("C", "A", "K"):
+    if order not in ("C", "A", "K", None):  # None: the default, as in NumPy
         raise UnsupportedError(f"{name}: order={order!r} is not supported (only C order)")
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..base.errors import DifferentiationError
 from ..base.tree_util import tree_flatten, tree_unflatten
-from ..ir.expr import F
+from ..ir.expr import Expr, F
 from ..ir.shapes import fmt, is_float
 from ..transforms import derivatives
 from .checks import _as_output, _check_scalar, _fun_name, _split, _wrt
@@ -52,9 +52,14 @@ def _jac_make(argnums: Any, has_aux: bool, mode: str) -> Make:
 def _hessian_make(argnums: Any, has_aux: bool) -> Make:
     def make(fun: Callable, args: tuple, static: dict) -> Any:
         value, aux = _split(fun, fun(*args, **static), has_aux)
-        value = _check_scalar(fun, value, "hessian")
         wrt, tree = _wrt(fun, args, argnums)
-        rows = derivatives.hessian(value, wrt, sparse=False) if wrt else ()
+        if isinstance(value, Expr) and value.shape and is_float(value.dtype):
+            # a vector-valued function: jacfwd(jacrev(fun)), out.shape + a.shape + b.shape
+            firsts = derivatives.jacobian(value, wrt, mode="reverse") if wrt else ()
+            rows = [derivatives.jacobian(j, wrt, mode="forward") for j in firsts]
+        else:
+            value = _check_scalar(fun, value, "hessian")
+            rows = derivatives.hessian(value, wrt, sparse=False) if wrt else ()
         h = tree_unflatten(tree, [tree_unflatten(tree, list(r)) for r in rows])
         return (h, aux) if has_aux else h
 

@@ -179,13 +179,16 @@ class Transformed:
         graph = max((e.graph for e in outputs), key=len)
         outputs = [e if e.graph is graph else Expr(graph, graph.import_node(e.graph, e.node))
                    for e in outputs]
-        used = [k for k, n in enumerate(names) if n in graph.variables]
         picks = self._capture.picks(set(graph.variables))
         hidden_names = self._capture.hidden_names(picks)
         if current() is not None and set(graph.variables) - set(names) - set(hidden_names):
             raise _ClosesOverATrace  # called on arrays inside another transform's trace
-        fn = compile(outputs, inputs=[names[k] for k in used] + hidden_names,
-                     name=self.__name__, backend=self.backend)
+        for n, v in zip(names, variables):  # every argument is an input, used or not
+            if n not in graph.variables:
+                graph.var(n, v.shape, v.dtype)
+        used = list(range(len(names)))
+        fn = compile(outputs, inputs=names + hidden_names, name=self.__name__,
+                     backend=self.backend)
         return _Entry(fn, used, picks, out_def, out_leaves, exprs)
 
     def _symbolic(self, leaves: list, treedef: Any, static: dict) -> Any:

@@ -53,6 +53,9 @@ def callsite(skip: int = 2) -> tuple[str | None, str | None]:
     return None, scipy_fn
 
 
+_MATH_CALL = re.compile(r"\bmath\.([A-Za-z_][A-Za-z0-9_]*)\(")
+
+
 def advice(what: str, line: str | None, scipy_fn: str | None) -> str:
     """The fix for ``what`` (``"float()"``, ``"converting to a NumPy array"``...) given the
     user's line and the SciPy function it went through."""
@@ -76,6 +79,11 @@ def advice(what: str, line: str | None, scipy_fn: str | None) -> str:
                     "np.stack([...]) or symgrad.numpy.array([...])")
         return ("np.array([...]) holding expressions: write np.stack([...]) (inside "
                 "sg.grad(fun) and the other transforms np.array of a list works)")
+    math_call = _MATH_CALL.search(text.split(": ", 1)[-1])
+    if math_call is not None and what.startswith(("float()", "int()", "using as an index")):
+        fn = math_call.group(1)
+        return (f"math.{fn} takes a number, not an expression: use np.{fn} (NumPy's "
+                "functions, or symgrad.numpy's, take expressions)")
     if not tracing_now():
         return ("an expression has no value until it is evaluated: compute it with "
                 "sg.evaluate(expr, {name: value, ...}) or sg.compile, or call the function on "

@@ -66,11 +66,16 @@ def _names() -> list[str]:
 _EAGER: dict[str, _Any] = {}
 
 
+# NumPy 2's spellings of the array API (np.atan2 is np.arctan2)
+_NUMPY2 = {"acos": "arccos", "asin": "arcsin", "atan": "arctan", "acosh": "arccosh",
+           "asinh": "arcsinh", "atanh": "arctanh", "atan2": "arctan2", "pow": "power"}
+
+
 def _public(name: str) -> _Any:
     """The function NumPy calls ``name``, computing values on data (None: not covered)."""
     found = _EAGER.get(name)
     if found is None:
-        fn = _function(name)
+        fn = _function(_NUMPY2.get(name, name))
         if fn is None:
             return None
         found = _EAGER[name] = _eager(name, fn)
@@ -111,7 +116,9 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *(n for n in _names() if "." not in n)})
 
 
-for _name in _names():
+random = _np.random  # NumPy's generators, for data code (draws are numbers, never traced)
+
+for _name in [*_names(), *_NUMPY2]:
     if "." not in _name and not _name.startswith("_"):
         globals()[_name] = _public(_name)
 

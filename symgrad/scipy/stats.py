@@ -25,6 +25,7 @@ arrays first); its error names the function here.
 from __future__ import annotations
 
 import math
+import sys as _sys
 from typing import Any
 
 from .. import numpy as _numpy  # noqa: F401  (the ops and NumPy's names, registered first)
@@ -337,3 +338,8 @@ chi2 = _Chi2()
 poisson = _Poisson()
 dirichlet = _Dirichlet()
 multivariate_normal = _MultivariateNormal()
+
+# ``import symgrad.scipy.stats.multivariate_normal as mvn``, as JAX's modules are imported
+for _dist in (norm, t, gamma, beta, chi2, poisson, dirichlet, multivariate_normal):
+    _sys.modules[f"{__name__}.{_dist.name}"] = _dist  # type: ignore[assignment]
+del _dist

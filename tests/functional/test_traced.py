@@ -250,3 +250,40 @@ def test_the_autograd_idiom_of_a_gradient_inside_a_function_traces_once():
         return (ll(r + h) - ll(r - h)) / (2 * h)
 
     assert abs(numpy_rprime(r)) < 1e-6
+
+
+def test_a_compiled_function_takes_all_its_arguments():
+    """A derivative that is constant, or an argument the result does not use, still makes
+    a compiled function of all the arguments (its source says so)."""
+    g = sg.grad(lambda a, b: 2.0 * a)
+    assert g(3.0, np.ones(2)) == 2.0
+    assert "def grad_lambda(a, b):" in g.source
+    assert g.compiled(3.0, np.ones(2))(1.0, np.zeros(2)) == (2.0,)
+
+
+def test_hessian_of_a_vector_valued_function_has_jaxs_shape():
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+
+    x = np.array([0.3, -0.7, 1.1])
+
+    def f(a, np=np):
+        return np.stack([a[0] * a[1] ** 2, np.sin(a[2]) * a[0], np.sum(a ** 3)])
+
+    h = sg.hessian(f)(x)
+    want = np.asarray(jax.hessian(lambda a: f(a, jnp))(x))
+    assert h.shape == want.shape == (3, 3, 3)
+    np.testing.assert_allclose(h, want, rtol=1e-14, atol=1e-15)
+    blocks = sg.hessian(lambda a, b: a * b, argnums=(0, 1))(np.ones(2), np.ones(2))
+    jblocks = jax.hessian(lambda a, b: a * b, argnums=(0, 1))(jnp.ones(2), jnp.ones(2))
+    for i in range(2):
+        for j in range(2):
+            np.testing.assert_array_equal(blocks[i][j], np.asarray(jblocks[i][j]))
+
+
+def test_math_functions_on_expressions_say_use_numpys():
+    import math
+
+    with pytest.raises(sg.UnsupportedError, match=r"math.sin takes a number.*use np.sin"):
+        sg.grad(lambda a: math.sin(a) * a)(1.0)

@@ -291,3 +291,20 @@ def test_the_readme_lists_what_is_covered_as_the_registry_says():
     assert readme[start:end] == snp.support_markdown(), (
         "regenerate: python -c 'import symgrad.numpy as s; print(s.support_markdown())'")
 
+
+
+def test_numpy_2_spellings_and_numpys_random():
+    """np.atan2 (NumPy 2's name of arctan2) and the other array-API spellings; NumPy's
+    random generators for data code."""
+    x = sg.var("x")
+    for new, old in [("atan2", "arctan2"), ("acos", "arccos"), ("asin", "arcsin"),
+                     ("atan", "arctan"), ("acosh", "arccosh"), ("asinh", "arcsinh"),
+                     ("atanh", "arctanh"), ("pow", "power")]:
+        assert new in dir(snp)
+        args = (x, 0.5) if new in ("atan2", "pow") else (x,)
+        at = {"x": 1.5 if new == "acosh" else 0.25}
+        want = getattr(np, old)(*[at["x"] if a is x else a for a in args])
+        assert sg.evaluate(getattr(snp, new)(*args), at) == want
+    assert sg.grad(lambda a: snp.atan2(a, 1.0))(0.0) == 1.0
+    assert snp.random is np.random
+    assert isinstance(snp.random.default_rng(0).normal(size=3), np.ndarray)

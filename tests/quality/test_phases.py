@@ -249,7 +249,7 @@ FLOORS = {"base": 0, "ir": 1, "ops": 2, "frontend": 2, "numpy": 3, "passes": 3,
 # The public module paths whose code lives in a folder: each a face of re-exports, on top,
 # so nothing inside the package imports one.
 FACES = {"errors": "base", "progress": "base", "tree_util": "base", "testing": "tools",
-         "extend": "tools", "dask": "backends"}
+         "extend": "tools", "dask": "backends", "flatten_util": "functional"}
 FLOORS.update(dict.fromkeys(FACES, 10))
 
 

@@ -141,3 +141,17 @@ def test_black_scholes_with_scipy_stats_as_written_names_the_fix():
     S = sg.var("S")
     with pytest.raises(sg.UnsupportedError, match=r"use symgrad\.scipy\.stats\.norm\.cdf"):
         black_scholes_call(S, 95.0, 0.5, 0.03, 0.2, st.norm.cdf)
+
+
+def test_distributions_import_as_modules_as_in_jax(rng):
+    """``import symgrad.scipy.stats.multivariate_normal as mvn`` (JAX's spelling)."""
+    import scipy.stats
+    import symgrad.scipy.stats.multivariate_normal as mvn
+    import symgrad.scipy.stats.norm as norm
+
+    x, mean = rng.standard_normal(3), rng.standard_normal(3)
+    A = rng.standard_normal((3, 3))
+    cov = A @ A.T + np.eye(3)
+    got = sg.evaluate(mvn.logpdf(sg.const(x), mean, cov))
+    assert got == pytest.approx(scipy.stats.multivariate_normal.logpdf(x, mean, cov), rel=1e-13)
+    assert norm is sg.scipy.stats.norm
