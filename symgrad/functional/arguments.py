@@ -94,7 +94,15 @@ def _as_array(value: Any, name: str) -> np.ndarray:
         raise InputError(f"argument '{name}' has dtype {a.dtype}; pass numbers or arrays of "
                          "numbers (pytrees of them: dicts, lists, tuples, dataclasses)")
     if a.dtype.name not in _OK:
-        a = a.astype(np.float64 if a.dtype.kind == "f" else np.int64)
+        wide = np.float64 if a.dtype.kind == "f" else np.int64
+        with np.errstate(over="ignore"):
+            wraps = a.dtype.kind == "u" and a.size and a.max() > np.iinfo(np.int64).max or \
+                a.dtype.kind == "f" and np.any(np.isfinite(a) & ~np.isfinite(a.astype(wide)))
+        if wraps:
+            raise InputError(f"argument '{name}' has values that do not fit {wide.__name__} "
+                             f"(they would wrap around or overflow to inf); pass values in "
+                             "range")
+        a = a.astype(wide)
     return a
 
 

@@ -287,3 +287,20 @@ def test_math_functions_on_expressions_say_use_numpys():
 
     with pytest.raises(sg.UnsupportedError, match=r"math.sin takes a number.*use np.sin"):
         sg.grad(lambda a: math.sin(a) * a)(1.0)
+
+
+def test_integer_indices_that_wrap_or_fall_outside_are_errors():
+    """NumPy refuses ``w[np.uint64(2**64 - 1)]``; converted to int64 the index would wrap to
+    -1 and pick the last element: refused, never wrapped."""
+    w = np.array([1.0, 2.0, 3.0])
+    with pytest.raises((IndexError, OverflowError)):
+        w[np.uint64(2**64 - 1)]
+    g = sg.grad(lambda w, i: np.sum(w[i] * 2.0))
+    for i in (np.uint64(2**64 - 1), 2**64 - 1, np.array([0, 2**63], dtype=np.uint64)):
+        with pytest.raises(sg.InputError, match="do not fit int64"):
+            g(w, i)
+    for i in (3, -4, np.array([0, 5])):
+        with pytest.raises(IndexError, match="out of bounds"):
+            g(w, i)
+    np.testing.assert_array_equal(g(w, np.uint64(2)), [0.0, 0.0, 2.0])
+    np.testing.assert_array_equal(g(w, -1), [0.0, 0.0, 2.0])
