@@ -37,6 +37,7 @@ from ..ir.custom import CustomRule
 from ..ir.expr import Expr, F
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
+from ..ir.values import freeze
 from ..ops.reductions import CHAIN_REDUCTIONS
 from .steps import (
     Unbatchable,
@@ -227,7 +228,9 @@ def unify(graph: Graph, t: int, u: int
         if step is not None:
             slots.append((a, step))
             continue
-        if na.attrs != nb.attrs or isinstance(na.attrs.get("rule"), CustomRule):
+        # attributes by value and type, as the graph keys them: full((), -0.0) is not 0.0's
+        if freeze(na.attrs) != freeze(nb.attrs) or isinstance(na.attrs.get("rule"),
+                                                               CustomRule):
             return None
         queue.extend(zip(na.args, nb.args))
     return slots, mapping
