@@ -237,11 +237,17 @@ def _sg_logsumexp(x, axis, keepdims):
 
 
 def _softmax_weights(n):
-    """d logsumexp / dx = softmax(x), with zeros where the whole slice is -inf."""
+    """d logsumexp / dx = softmax(x) = exp(x - m) / sum(exp(x - m)), ``m`` the slice's
+    maximum held constant (the quotient does not depend on it); zeros where the whole slice
+    is -inf. Not ``exp(x - logsumexp(x))``: where |x| >= 1e15, ``logsumexp(x)`` rounds to
+    the maximum (the ``log(k)`` it adds is below its ulp) and every weight to 1."""
     x, axes = n.args[0], n.attrs["axis"]
-    out = _keep(n.out, n, axes)
-    safe = F.where(out == _NEG_INF, 0.0, out)
-    return F.exp(x - safe)
+    if 0 in x.shape:
+        return F.zeros(x.shape, dtype=x.dtype)
+    m = F.max(x, axis=axes, keepdims=True)
+    e = F.exp(x - F.stop_gradient(F.where(F.isfinite(m), m, 0.0)))
+    total = F.sum(e, axis=axes, keepdims=True)
+    return e / F.where(total == 0.0, 1.0, total)
 
 
 _logsumexp_rule, _logsumexp_forward = weighted(_softmax_weights)
