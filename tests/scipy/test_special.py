@@ -344,7 +344,11 @@ def test_erfcx_derivatives_for_large_x_equal_mpmath():
     orders = [ssp.erfcx(x)]
     for _ in range(3):
         orders.append(sg.grad(orders[-1], x))
-    for at in (1e8, 1e4, 50.0, 10.5, 9.5, 3.0, -3.0):
+    for at in (1e8, 1e4, 2e3, 10.0, 3.0, -3.0):
         for k in (1, 2, 3):
             want = _mp_derivative(lambda t: mpmath.exp(t * t) * mpmath.erfc(t), at, k)
             assert sg.evaluate(orders[k], {"x": at}) == pytest.approx(want, rel=1e-10), (at, k)
+    # below x = 1000 the first derivative is the formula, 2x erfcx(x) - 2/sqrt(pi): it loses
+    # about 2 x^2 eps to cancellation
+    want = _mp_derivative(lambda t: mpmath.exp(t * t) * mpmath.erfc(t), 999.0, 1)
+    assert sg.evaluate(orders[1], {"x": 999.0}) == pytest.approx(want, rel=1e-9)
