@@ -66,8 +66,11 @@ class Region:
 
 
 def elementwise(n: Any, nodes: Sequence, table: dict) -> bool:
-    """Whether node ``n`` is an elementwise op with a scalar form, of dtypes a loop holds."""
-    return (not (n.is_var or n.is_const) and table.get(n.op) is not None
+    """Whether node ``n`` is an elementwise op with a scalar form, of dtypes a loop holds
+    (and, for a form exact for some result dtypes only, of one of those)."""
+    form = table.get(n.op)
+    return (not (n.is_var or n.is_const) and form is not None
+            and n.dtype in getattr(form, "dtypes", DTYPES)
             and n.dtype in DTYPES and all(nodes[a].dtype in DTYPES for a in n.args))
 
 
