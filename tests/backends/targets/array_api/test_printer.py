@@ -478,10 +478,11 @@ _META_0D = {"sign-()", "abs-()", "cbrt-()", "i0e-()", "i1e-()"}
 
 # LU's row order (and the gradient of lu_factor, which uses it) is read from the pivots'
 # values: a meta tensor has none to read.
-# Special functions torch.special lacks run through SciPy on host copies (_sg_xp_host).
+# Special functions torch.special lacks run through SciPy on host copies (_sg_xp_host); so do
+# the derivatives of i1 and i1e ((i0 + iv(2, x)) / 2: no division by x).
 _META_VALUES = ("lu_factor-", "lu_permutation-", "betaln-", "erfcinv-", "gamma-(", "betainc-",
                 "stdtr-", "j0-", "j1-", "y0-", "y1-", "jv-", "yv-", "yn-", "iv-", "ive-", "kv-",
-                "kve-")
+                "kve-", "i1-", "i1e-")
 
 
 def _meta_case(p):
