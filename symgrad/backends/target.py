@@ -68,6 +68,10 @@ class Target:
         (``tag`` names it)."""
         return load_source(source, tag)
 
+    def review(self, fn: Callable) -> None:
+        """Say what a compiled function ``fn`` did not get from this target (a warning);
+        nothing here."""
+
     def wrap(self, raw: Callable, params: list[Node], source: str, filename: str,
              check: bool) -> Callable:
         """What ``compile`` returns for generated function ``raw`` of ``params``: with
