@@ -283,6 +283,10 @@ class _Parser(LoopText, _Reader):
             self.fail("only functions called by name are supported (e.g. exp(x))", node.func)
         if name in LOOPS and callee(name) is None:
             return self._check_loop(node, name)
+        if self._bound_name(name)[0]:  # Python's scoping: the parameter, which is a value
+            self.fail(f"'{name}' here is a parameter of the enclosing lambda, which shadows "
+                      f"the function {name}() as in Python: a value cannot be called; rename "
+                      "the parameter", node.func)
         op = self._op(name, node.func)
         args = list(node.args)
         plan: list[tuple] = []

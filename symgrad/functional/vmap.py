@@ -48,12 +48,15 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
         fun, "callFalse", lambda: Transformed(fun, _call_make, "jit"))
     whole = Transformed(fun, _vmap_make(in_axes, out_axes), "vmap")
     rows: set = set()  # argument specs whose trace could not be batched
+    by_keywords: dict = {}  # (keyword names, argument count) -> the mapped function
 
     def key(args: tuple) -> tuple:
         leaves, tree = tree_flatten(args)
         return (tree, tuple((np.shape(x), getattr(x, "dtype", type(x))) for x in leaves))
 
-    def mapped(*args: Any) -> Any:
+    def mapped(*args: Any, **kwargs: Any) -> Any:
+        if kwargs:  # JAX maps keyword arguments along their leading axis
+            return _with_keywords(fun, in_axes, out_axes, args, kwargs, by_keywords)
         if any(isinstance(x, Expr) for x in tree_flatten(args)[0]):
             try:
                 return _vectorised(rebound(fun), args, in_axes, out_axes)
@@ -79,6 +82,25 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
     mapped.__name__ = f"vmap_{getattr(fun, '__name__', 'fun')}"
     mapped.vectorised = vectorised  # type: ignore[attr-defined]
     return mapped
+
+
+def _with_keywords(fun: Callable, in_axes: Any, out_axes: Any, args: tuple,
+                   kwargs: dict, table: dict) -> Any:
+    """``vmap(fun)(*args, **kwargs)``: the keyword arguments mapped along axis 0, as JAX
+    maps them (``fun`` called with them by name)."""
+    names = sorted(kwargs)
+    axes = _axes_per_arg(in_axes, len(args))
+
+    def positional(*values: Any) -> Any:
+        return fun(*values[:len(args)], **dict(zip(names, values[len(args):])))
+
+    positional.__name__ = getattr(fun, "__name__", "fun")
+    key = (tuple(names), len(args))
+    inner = table.get(key)
+    if inner is None:
+        inner = table[key] = vmap(positional, tuple(axes) + (0,) * len(names), out_axes)
+    return inner(*args, *(kwargs[n] for n in names))
+
 
 
 def _vmap_make(in_axes: Any, out_axes: Any) -> Make:
@@ -144,9 +166,13 @@ def _batch_size(args: tuple, axes: list) -> int:
         if ax is None:
             continue
         for leaf in tree_flatten(a)[0]:
-            n = np.shape(leaf)[ax] if np.ndim(leaf) else None
-            if n is None:
-                raise ArgumentError(f"vmap: in_axes {ax} of an argument of rank 0")
+            rank = np.ndim(leaf) if not isinstance(leaf, Expr) else leaf.ndim
+            if not -rank <= ax < rank:
+                raise ArgumentError(
+                    f"vmap: in_axes {ax} maps an argument along axis {ax}, but its rank is "
+                    f"{rank} (shape {np.shape(leaf) if not isinstance(leaf, Expr) else leaf.shape})"
+                    "; map an axis it has")
+            n = (np.shape(leaf) if not isinstance(leaf, Expr) else leaf.shape)[ax]
             if size is not None and n != size:
                 raise ArgumentError(f"vmap: mapped axes have different sizes: {size} and {n}")
             size = n
@@ -191,10 +217,10 @@ def _take(tree: Any, axis: int, b: int) -> Any:
 
 def _axes_per_arg(axes: Any, n: int, what: str = "in_axes") -> list:
     axes = exact(axes)
-    if axes is None or isinstance(axes, int):
+    if axes is None or isinstance(axes, int) and not isinstance(axes, bool):
         return [axes] * n
     if isinstance(axes, (list, tuple)) and len(axes) == n and all(
-            a is None or isinstance(a, int) for a in axes):
+            a is None or isinstance(a, int) and not isinstance(a, bool) for a in axes):
         return list(axes)
     raise ArgumentError(f"vmap: {what} must be an int, None, or one int/None per "
                         f"{'argument' if what == 'in_axes' else 'output'} ({n}), got {axes!r}")

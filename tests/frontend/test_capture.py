@@ -419,3 +419,11 @@ def test_a_traced_method_does_not_change_its_object():
     c = Counter()
     np.testing.assert_allclose(sg.grad(c.loss)(np.zeros(2)), [1.0, 2.0])
     assert c.calls == 0
+
+
+def test_a_captured_np_matrix_is_refused():
+    """np.matrix's * is a matrix product: read as an array it would give a gradient of the
+    wrong shape; refused with what to use."""
+    M = np.matrix([[1.0, 2.0], [3.0, 4.0]])
+    with pytest.raises(sg.UnsupportedError, match=r"np\.matrix.*np\.asarray"):
+        sg.grad(lambda x: np.sum(M * x))(np.ones(2))

@@ -155,3 +155,15 @@ def test_vmap_of_grad_is_batched_like_the_primal(rng):
     assert jac.vectorised(Q)
     close(jac(Q), jax.vmap(jax.jacrev(lambda q: _pose(q, lengths, jnp)))(Q))
     assert sg.vmap(lambda q: _pose(q, lengths)).vectorised(Q)
+
+
+def test_in_axes_out_of_range_bools_and_keyword_arguments_as_jax():
+    X = np.arange(6.0).reshape(2, 3)
+    with pytest.raises(sg.ArgumentError, match="along axis 2, but its rank is 2"):
+        sg.vmap(lambda x: x * 2.0, in_axes=2)(X)
+    with pytest.raises(sg.ArgumentError, match="in_axes must be an int"):
+        sg.vmap(lambda x: x * 2.0, in_axes=True)(X)
+    got = sg.vmap(lambda x, y: x * y)(X, y=X + 1.0)  # keywords: mapped along axis 0
+    close(got, jax.vmap(lambda x, y: x * y)(X, y=X + 1.0))
+    got = sg.vmap(lambda s, y: s * y, in_axes=(None,))(2.0, y=X)
+    close(got, jax.vmap(lambda s, y: s * y, in_axes=(None,))(2.0, y=X))

@@ -155,3 +155,21 @@ def test_distributions_import_as_modules_as_in_jax(rng):
     got = sg.evaluate(mvn.logpdf(sg.const(x), mean, cov))
     assert got == pytest.approx(scipy.stats.multivariate_normal.logpdf(x, mean, cov), rel=1e-13)
     assert norm is sg.scipy.stats.norm
+
+
+def test_dirichlet_on_the_simplex_boundary_as_scipy():
+    """A component 0 where alpha_i >= 1 is on the support (SciPy's value: the term is 0 at
+    alpha_i = 1, -inf above); 0 where alpha_i < 1 is off it (SciPy raises: NaN)."""
+    for x, a in (([0.0, 0.5, 0.5], [2.0, 2.0, 2.0]), ([0.0, 0.5, 0.5], [1.0, 2.0, 2.0]),
+                 ([1.0, 0.0, 0.0], [1.0, 1.0, 1.0])):
+        got = sg.evaluate(ss.dirichlet.logpdf(sg.const(np.array(x)), np.array(a)))
+        assert got == st.dirichlet.logpdf(x, a)
+    with pytest.raises(ValueError):
+        st.dirichlet.logpdf([0.0, 0.5, 0.5], [0.5, 2.0, 2.0])
+    assert np.isnan(sg.evaluate(ss.dirichlet.logpdf(sg.const(np.array([0.0, 0.5, 0.5])),
+                                                    np.array([0.5, 2.0, 2.0]))))
+
+
+def test_multivariate_normal_with_a_singular_covariance_says_so():
+    with pytest.raises(sg.UnsupportedError, match="cov is not positive definite.*allow_singular"):
+        ss.multivariate_normal.logpdf(sg.var("x", shape=(2,)), np.zeros(2), np.ones((2, 2)))
