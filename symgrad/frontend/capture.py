@@ -333,10 +333,12 @@ class Capture:
             PYTREE_TYPES.add(type(value))
             KINDS.pop(type(value), None)
             return self._container(w, value, leaves, treedef, depth)  # a registered pytree
-        if isinstance(value, (dict, list, tuple)) or is_dataclass(value):
-            leaves, treedef = flat(value)
-            if treedef is not LEAF:
-                return self._container(w, value, leaves, treedef, depth)
+        leaves, treedef = flat(value)  # a container (a registered class too: SciPy's sparse)
+        if treedef is not LEAF:
+            if type(value) not in (dict, list, tuple):
+                PYTREE_TYPES.add(type(value))
+                KINDS.pop(type(value), None)
+            return self._container(w, value, leaves, treedef, depth)
         return value
 
     def _container(self, w: Watch, value: Any, leaves: list, treedef: Any,

@@ -168,9 +168,11 @@ def _kind(v: Any) -> str:
         return "array" if not isinstance(v, np.matrix) else "id"
     if isinstance(v, (dict, list, tuple, set, frozenset)):
         return "container"
-    if is_dataclass(v) and not user_object(v):
+    if is_dataclass(v):
+        return "id" if user_object(v) else "container"  # the user's: seen through a view
+    if type(v) in PYTREE_TYPES or flat(v)[1] is not LEAF:  # registered: SciPy's sparse
         return "container"
-    return "container" if type(v) in PYTREE_TYPES else "id"
+    return "id"
 
 
 def is_dataclass(v: Any) -> bool:

@@ -20,11 +20,13 @@ from ....ops.indexing import split_parts
 from ...template import Template
 from ..numpy.table import scalar_source
 from . import helpers as h
+from .sparse import SPARSE
+from .sparse import UNSUPPORTED as SPARSE_UNSUPPORTED
 
 T = Template
 
-UNSUPPORTED: dict[str, str] = {}
-"""Ops this backend cannot write, with the reason (none)."""
+UNSUPPORTED: dict[str, str] = {**SPARSE_UNSUPPORTED}
+"""Ops this backend cannot write, with the reason (the sparse solves)."""
 
 DEVICE = "dev"
 """The name the emitted functions bind to their inputs' device (``_sg_xp_device`` of them;
@@ -322,4 +324,6 @@ ARRAY_API: dict[str, Template | None] = {
                      (h._sg_xp_convolution, h._sg_xp_device)),
     # loops: the call of the loop function that backends/loops.py writes
     "scan": T(lambda names, attrs: f"_sg_loop({', '.join(names)})[{attrs['out']}]"),
+    # sparse matrices (ops/sparse.py): gathers and a scatter-add; no sparse solves
+    **SPARSE,
 }

@@ -91,6 +91,10 @@ NOT_FUSED: dict[str, str] = {
     "floor_divide": "NumPy's call: Numba's floor division rounds otherwise at an infinite "
                     "divisor (floor_divide(-1.0, inf) is -1.0) and traps at INT64_MIN // -1",
     "astype": "a conversion: NumPy's call (float-to-int casts of NaN/inf are undefined in LLVM)",
+    **dict.fromkeys(("sparse_matmul", "sparse_sample", "sparse_gather", "sparse_scatter",
+                     "sparse_solve", "sparse_iterative", "sparse_iterative_info"),
+                    "a sparse matrix: SciPy's sparse call in the driver (compiled sparse "
+                    "kernels, SuperLU and the Krylov solvers)"),
 }
 
 NUMBA: dict[str, Template | None] = {
