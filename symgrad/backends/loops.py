@@ -1,5 +1,6 @@
 """Loops in emitted code: each ``scan`` becomes one module-level function ``_sg_loopN``
-whose body is printed once, and the results of the scan one assignment calling it.
+whose body is printed once, and the scan call (one node, several results) one assignment
+calling it, which names the results the function uses.
 
 * NumPy (``Printer.loop_style == "numpy"``): a ``for`` loop over the steps with the step's
   statements inline; per-step results and the carries reverse mode reads are written into
@@ -13,8 +14,7 @@ whose body is printed once, and the results of the scan one assignment calling i
   lists, stacked at the end.
 
 A printer (:mod:`symgrad.backends.printer`) holds one :class:`LoopEmitter` and calls
-it at three points: :meth:`LoopEmitter.arrange` (the results of one scan made consecutive,
-so one statement can assign them all), :meth:`LoopEmitter.statement` (that statement) and
+it at two points: :meth:`LoopEmitter.statement` (the statement of a scan call) and
 :meth:`LoopEmitter.definitions` (the loop functions, written before the module's functions).
 A step is printed by a printer of the same kind over the body's graph, so nested loops,
 constants and every op's template work inside a loop as they do outside.
@@ -43,16 +43,23 @@ from typing import Any
 
 from ..base.errors import SymgradError
 from ..ir.body import Body
-from ..ops.loops import as_ys
+from ..ir.op import RESULT
+from ..ops.loops import ScanParts
 from .targets.numpy.table import NUMPY_TYPE
 
 __all__ = ["LoopEmitter", "LoopSpec", "body_ops", "is_loop", "nested_printer", "numpy_loop",
-           "optimized_body", "printed_step"]
+           "optimized_body", "printed_step", "results_in"]
 
 
 def is_loop(node: Any) -> bool:
-    """Whether ``node`` is one result of a loop (it holds a traced body)."""
+    """Whether ``node`` is a loop call (it holds a traced body)."""
     return isinstance(node.attrs.get("body"), Body) if node.attrs else False
+
+
+def results_in(nodes: Any, call: int, body: list[int]) -> dict[int, int]:
+    """``{result index: projection}`` of call ``call`` among node ids ``body``."""
+    return {nodes[j].attrs["index"]: j for j in body
+            if nodes[j].op == RESULT and nodes[j].args[0] == call}
 
 
 def body_ops(graph: Any, ids: list[int]) -> list[str]:
@@ -74,8 +81,8 @@ def body_ops(graph: Any, ids: list[int]) -> list[str]:
 
 def _call_key(node: Any) -> tuple:
     attrs = node.attrs
-    return (node.args, attrs["body"], attrs["carries"], attrs["xs"], attrs["length"],
-            attrs["reverse"])
+    return (attrs["body"], attrs["carries"], attrs["xs"], attrs["length"], attrs["reverse"],
+            attrs["stacked"])
 
 
 class LoopEmitter:
@@ -90,60 +97,24 @@ class LoopEmitter:
         self.count = 0
         self._list_uses: set[int] | None = None  # loop results only ever scanned (_xs_only)
 
-    # -- the results of one scan consecutive ------------------------------------------------
-
-    def arrange(self, body: list[int]) -> list[int]:
-        """``body`` with each scan's results right after its first one (valid: they all
-        depend on the same operands only)."""
-        nodes = self.printer.graph.nodes
-        groups: dict[tuple, list[int]] = {}
-        for i in body:
-            if is_loop(nodes[i]):
-                groups.setdefault(_call_key(nodes[i]), []).append(i)
-        if not groups:
-            return body
-        out, placed = [], set()
-        for i in body:
-            if i in placed:
-                continue
-            if is_loop(nodes[i]):
-                members = groups[_call_key(nodes[i])]
-                out += members
-                placed.update(members)
-            else:
-                out.append(i)
-        return out
-
-    # -- one statement for the results of one scan -----------------------------------------
+    # -- one statement for a scan call -----------------------------------------------------
 
     def statement(self, i: int, names: dict[int, str], body: list[int]) -> list[str] | None:
-        """The lines for node ``i`` if it is a loop result (None otherwise): the call of
-        its loop function at the first result of the scan in ``body``, nothing at the
-        others."""
+        """The lines of node ``i`` if it is a loop call (None otherwise): the call of its
+        loop function, returning the results ``body`` reads (their projections' names)."""
         pr = self.printer
         nodes = pr.graph.nodes
         n = nodes[i]
         if not is_loop(n):
             return None
-        members = self.members(i, body)
-        if members[0] != i:
-            return []
-        parts = sorted({nodes[j].attrs["out"] for j in members})
-        lists = tuple(nodes[j].attrs["out"] for j in members if self._list_ok(j))
-        fname, stmts = self.root._function_for(n, tuple(parts), pr, tuple(sorted(lists)))
+        found = results_in(nodes, i, body)
+        parts = sorted(found)
+        lists = tuple(p for p in parts if self._list_ok(found[p]))
+        fname, stmts = self.root._function_for(n, tuple(parts), pr, lists)
         args = [pr._operand(a, n, names, strong=True) for a in n.args]
-        by_part = {nodes[j].attrs["out"]: names[j] for j in members}
-        targets = [by_part[p] for p in parts]
+        targets = [names[found[p]] for p in parts]
         lhs = ", ".join(targets) + ("," if len(targets) == 1 else "")
         return call(f"{lhs} = {fname}(", [*pr.part_args(stmts), *args], ")")
-
-    def members(self, i: int, body: list[int]) -> list[int]:
-        """The results of the scan call of loop result ``i`` among ``body``, in order
-        (``[i]`` if it is not there): what one statement assigns."""
-        nodes = self.printer.graph.nodes
-        key = _call_key(nodes[i])
-        found = [j for j in body if is_loop(nodes[j]) and _call_key(nodes[j]) == key]
-        return found if i in found else [i]
 
     # -- the loop functions ----------------------------------------------------------------
 
@@ -169,7 +140,7 @@ class LoopEmitter:
         """The name of the loop function of scan ``n`` returning ``parts`` (printed on first
         use; those in ``lists`` as Python lists from its version over floats), and its
         body's statements (they say what the function takes besides)."""
-        key = (_call_key(n)[1:], parts, type(pr), lists)
+        key = (_call_key(n), parts, type(pr), lists)
         found = self.functions.get(key)
         if found is None:
             n, parts, lists = _residuals_as_ys(n, parts, lists)
@@ -236,14 +207,24 @@ class _Scan:
 
 
 def _residuals_as_ys(n: Any, parts: tuple, lists: tuple) -> tuple[Any, tuple, tuple]:
-    """Scan ``n`` returning ``parts`` as a scan whose body has the residuals among them
-    as further ys (:func:`symgrad.ops.loops.as_ys`), with its parts and ``lists``."""
-    nc = n.attrs["carries"]
-    body, new = as_ys(n.attrs["body"], nc, parts)
-    if body is n.attrs["body"]:
+    """Scan ``n`` returning ``parts`` as the loop printers see it (:class:`LoopSpec`): its
+    residuals as further ys (after its own), the stored carries after those; with its
+    parts and ``lists`` renumbered so."""
+    layout = ScanParts.of(n.attrs)
+    if not layout.stacked:
         return n, parts, lists
-    renamed = dict(zip(parts, new))
-    return (_Scan({**n.attrs, "body": body}), new,
+    residuals = [k for k in range(len(layout)) if layout.kind(k)[0] == "residual"]
+    body = layout.body.with_outputs([layout.node(k) for k in residuals])
+    printed = LoopSpec.layout_of(body, layout.carries, layout.length)
+
+    def where(k: int) -> int:
+        kind, j = layout.kind(k)
+        if kind == "residual":
+            kind, j = "y", layout.ys + residuals.index(k)
+        return printed.index(kind, j)
+
+    renamed = {p: where(p) for p in parts}
+    return (_Scan({**n.attrs, "body": body, "stacked": ()}), tuple(renamed[p] for p in parts),
             tuple(sorted(renamed[p] for p in lists)))
 
 
@@ -261,7 +242,6 @@ def printed_step(sub: Any, body: Body, n: Any, parts: tuple
     nodes = body.graph.nodes
     order = [i for i in plan.order if not (nodes[i].is_var or (nodes[i].is_const
                                                                 and i not in outputs))]
-    order = sub.loops.arrange(order)
     stmts = sub._statements(order, names, outputs, comments=False)
     results = [names.get(o) or sub._expr(o, names) for o in body.outputs]
     spec = LoopSpec(body, nc, nx, n.attrs["length"], n.attrs["reverse"], parts, params, xs,
@@ -276,9 +256,8 @@ def optimized_body(body: Body, req: Any) -> Body:
     if not req.optimize:
         return body
     arrays = req.target.sums_as_sums
-    key = ("optimized", req.fast_math, arrays)
-    found = body.derived.get(key)
-    if found is None:
+
+    def build() -> Body:
         from ..passes import pipeline
 
         new, (outs,) = pipeline.optimize(body.graph, [list(body.outputs)], req.fast_math,
@@ -287,8 +266,9 @@ def optimized_body(body: Body, req: Any) -> Body:
         ins = [new.variables[nodes[v].name] for v in body.inputs]
         folded = any(nd.is_const and nd.shape != () for nd in new.nodes)
         # a folded array constant has no place in a step (its constants are operands)
-        found = body.derived[key] = body if folded else Body(new, ins, outs, body.n_in)
-    return found
+        return body if folded else Body(new, ins, outs, body.n_in)
+
+    return body.memo(("optimized", req.fast_math, arrays), build)
 
 
 def nested_printer(cls: type, pr: Any, body: Body, root: LoopEmitter) -> Any:
@@ -321,8 +301,8 @@ def _passes_lists(pr: Any) -> bool:
 
 
 def _xs_only(pr: Any) -> set[int]:
-    """The loop results of ``pr``'s module that no function returns and whose every use is
-    a scanned operand (an xs) of a loop."""
+    """The stacked loop results (projections) of ``pr``'s module that no function returns
+    and whose every use is a scanned operand (an xs) of a loop."""
     nodes = pr.graph.nodes
     ok: set[int] = set()
     bad: set[int] = set()
@@ -330,13 +310,15 @@ def _xs_only(pr: Any) -> set[int]:
         bad.update(p.outputs)
         for i in p.order:
             n = nodes[i]
-            if is_loop(n):
-                ok.add(i)
+            if n.op == RESULT and is_loop(nodes[n.args[0]]):
+                if n.attrs["index"] >= nodes[n.args[0]].attrs["carries"]:
+                    ok.add(i)
+            elif is_loop(n):
                 nc, nx = n.attrs["carries"], n.attrs["xs"]
                 bad.update(a for k, a in enumerate(n.args) if not nc <= k < nc + nx)
             else:
                 bad.update(n.args)
-    return {i for i in ok if i not in bad and nodes[i].attrs["out"] >= nodes[i].attrs["carries"]}
+    return ok - bad
 
 
 def _scalar_step(sub: Any, plan: Any, order: list[int], outputs: set[int]
@@ -413,23 +395,23 @@ class LoopSpec:
         self.body, self.nc, self.nx, self.length, self.reverse = body, nc, nx, length, reverse
         self.parts, self.params, self.xs, self.results = parts, params, xs, results
         self.ny = len(body.outputs) - nc
+        self.layout = self.layout_of(body, nc, length)
         self.carries = params[:nc]
         self.x_names = params[nc:nc + nx]
 
+    @staticmethod
+    def layout_of(body: Body, nc: int, length: int) -> ScanParts:
+        """The results of a printed loop: final carries, ys, then every carry entering
+        each step (stored at the step's start)."""
+        return ScanParts(body, nc, length, body.inputs[:nc])
+
     def kind(self, part: int) -> tuple[str, int]:
-        if part < self.nc:
-            return "carry", part
-        if part < self.nc + self.ny:
-            return "y", part - self.nc
-        return "stored", part - self.nc - self.ny
+        """``("carry", j)``, ``("y", j)`` or ``("stored", j)``."""
+        return self.layout.kind(part)
 
     def aval(self, part: int) -> tuple[tuple, str]:
-        kind, j = self.kind(part)
-        if kind == "y":
-            shape, dtype = self.body.avals([self.body.outputs[self.nc + j]])[0]
-        else:
-            shape, dtype = self.body.avals()[j]
-        return shape, dtype
+        """One step's ``(shape, dtype)`` of result ``part``."""
+        return self.body.avals([self.layout.node(part)])[0]
 
     def steps(self) -> str:
         return (f"range({self.length - 1}, -1, -1)" if self.reverse

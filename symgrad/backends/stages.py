@@ -27,6 +27,7 @@ from typing import Any
 from ..base.errors import BackendError, SymgradError
 from ..ir.expr import Expr
 from ..ir.graph import Graph
+from ..passes.calls import merged
 from .boundary import emit_request, exact_flag
 from .naming import Derivative, check_function_name, derivatives
 from .target import TARGETS, Target, target
@@ -167,7 +168,8 @@ def lower(req: Request) -> Lowered:
     """The request's graph rebuilt through the compile passes if ``optimize`` (with the
     non-exact ones if ``fast_math``; for JAX and PyTorch also
     :mod:`symgrad.passes.array_targets`), else as it is; for the array targets NumPy's
-    promotion of mixed dtypes is then made explicit (:mod:`.promotion`)."""
+    promotion of mixed dtypes is then made explicit (:mod:`.promotion`); calls that are one
+    loop become one call (:func:`symgrad.passes.calls.merged`)."""
     graph = req.graph
     groups = [list(fn.outputs) for fn in req.functions]
     if req.optimize:
@@ -181,6 +183,7 @@ def lower(req: Request) -> Lowered:
         from .targets.array_api.promotion import promoted
 
         new, new_groups = promoted(new, new_groups)
+    new, new_groups = merged(new, new_groups)  # calls that are one loop: one call
     fns = tuple(replace(fn, outputs=tuple(ids)) for fn, ids in zip(req.functions, new_groups))
     shown = {n: fn.exprs[k] if fn.exprs else Expr(graph, o)
              for fn, new_fn in zip(req.functions, fns)

@@ -27,7 +27,7 @@ from .numpy_names import (
     ufunc_name,
     ufunc_op,
 )
-from .op import FUNCTIONS, REGISTRY, UNSUPPORTED, Op, public_op
+from .op import FUNCTIONS, REGISTRY, RESULT, UNSUPPORTED, Op, public_op
 from .shapes import DTYPES, Shape
 from .text import infix
 from .values import describe, exact
@@ -599,14 +599,33 @@ def _apply(op: Op, operands: Sequence[Any]) -> Expr:
     return build(op, operands, {})
 
 
-def call(name: str, *args: Any, **kwargs: Any) -> Expr:
+def call(name: str, *args: Any, **kwargs: Any) -> Any:
     """Build op ``name`` applied to ``args`` (Exprs, numbers or arrays), bound by its
-    signature; returns an Expr."""
+    signature; returns an Expr, or for a call with several results the tuple of its
+    results (:func:`projections`)."""
     op = REGISTRY[name]
     if not kwargs and op.signature._operands_only == len(args) and args:
-        return _apply(op, args)  # what bind gives: the operands, no attributes
-    operands, attrs = op.signature.bind(name, args, kwargs)
-    return build(op, operands, attrs)
+        out = _apply(op, args)  # what bind gives: the operands, no attributes
+    else:
+        operands, attrs = op.signature.bind(name, args, kwargs)
+        out = build(op, operands, attrs)
+    return projections(out) if out.data.is_call else out
+
+
+def projections(call_: Expr) -> tuple[Expr, ...]:
+    """The results of ``call_``, a call with several results: one projection node each
+    (``result`` with attribute ``index``; hash-consing builds each once).
+
+    >>> import symgrad as sg
+    >>> S = sg.var("S", shape=(2, 2))
+    >>> w, v = sg.eigh(S)
+    >>> projections(Expr(S.graph, w.data.args[0])) == (w, v)
+    True
+    """
+    graph, node = call_.graph, call_.node
+    op = REGISTRY[RESULT]
+    return tuple(Expr(graph, graph.add(op, (node,), {"index": k}))
+                 for k in range(len(call_.data.dtype)))
 
 
 def function(name: str) -> Callable[..., Any] | None:
@@ -679,6 +698,11 @@ class NodeView:
     @property
     def out(self) -> Expr:
         return Expr(self.graph, self.data.id)
+
+    @property
+    def results(self) -> tuple[Expr, ...]:
+        """A call's results (its projections, :func:`projections`)."""
+        return projections(Expr(self.graph, self.data.id))
 
     @property
     def attrs(self) -> dict:

@@ -23,6 +23,11 @@ from . import helpers as h
 
 T = Template
 
+
+def _custom_results(names: list[str], attrs: dict) -> str:
+    """A custom rule's call: the tuple of its results, its first operands."""
+    return "(" + ", ".join(names[:attrs["rule"].n_out]) + ",)"
+
 UNSUPPORTED: dict[str, str] = {}
 """Ops this backend cannot write, with the reason (none)."""
 
@@ -221,9 +226,11 @@ ARRAY_API: dict[str, Template | None] = {
         "logical_xor")},
     "arctan2": T("xp.atan2({0}, {1})"), "mod": T("xp.remainder({0}, {1})"),
     "stop_gradient": T("{0}"),
-    # a custom derivative's call: its value is its result operand (ops/custom.py)
-    "custom_vjp_call": T(lambda names, attrs: names[attrs["out"]]),
-    "custom_jvp_call": T(lambda names, attrs: names[attrs["out"]]),
+    # a custom derivative's call: its results are its first operands (ops/custom.py)
+    "custom_vjp_call": T(_custom_results),
+    "custom_jvp_call": T(_custom_results),
+    # a projection: written as the name its call's statement assigns (never this text)
+    "result": T("{0}[{index}]"),
     "sigmoid": T("1.0 / (1.0 + xp.exp(-{0}))"),
     "softplus": T("xp.logaddexp(xp.zeros_like({0}), {0})"),
     "relu": T("xp.maximum({0}, xp.zeros_like({0}))"),
@@ -321,5 +328,5 @@ ARRAY_API: dict[str, Template | None] = {
     "convolution": T("_sg_xp_convolution(xp, {0}, {1}, {modes!r})",
                      (h._sg_xp_convolution, h._sg_xp_device)),
     # loops: the call of the loop function that backends/loops.py writes
-    "scan": T(lambda names, attrs: f"_sg_loop({', '.join(names)})[{attrs['out']}]"),
+    "scan": T(lambda names, attrs: f"_sg_loop({', '.join(names)})"),
 }

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from ....base.errors import SymgradError
 from ....ir.body import Body
+from ....ir.op import RESULT
 from ...loops import LoopSpec, call, is_loop, nested_printer, numpy_loop, printed_step
 from ...loops import optimized_body as optimized
 from ..numpy.printer import NumpyPrinter
@@ -77,10 +78,14 @@ def missing(body: Body, req: Any) -> list[str]:
         if any(nd.is_const and nd.shape != () for nd in nodes):
             out.append("const")  # a folded array constant: no place in a step
         for n in nodes:
-            if n.dtype not in nb.NUMBA_TYPE:
-                out.append(n.op)
-            elif is_loop(n):
+            if is_loop(n):
                 stack.append(optimized(n.attrs["body"], req))
+            elif n.op == RESULT:  # a name its call assigns
+                continue
+            elif n.is_call and loop_form(n, nodes) is None:
+                out.append(n.op)
+            elif not n.is_call and n.dtype not in nb.NUMBA_TYPE:
+                out.append(n.op)
             elif not (n.is_var or n.is_const) and loop_form(n, nodes) is None:
                 out.append(n.op)
     return out
@@ -95,7 +100,7 @@ def ops(body: Body, req: Any) -> list[str]:
         for n in b.graph.nodes:
             if is_loop(n):
                 stack.append(optimized(n.attrs["body"], req))
-            elif not (n.is_var or n.is_const):
+            elif not (n.is_var or n.is_const or n.op == RESULT):
                 out.append(n.op)
     return out
 

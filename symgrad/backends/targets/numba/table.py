@@ -68,6 +68,7 @@ NOT_FUSED: dict[str, str] = {
     "scan": "a loop: compiled whole as one function of its own where every op of its step "
             "has a loop_form (backends/targets/numba/loops.py), else the NumPy target's loop",
     "stop_gradient": "no arithmetic: the driver passes its operand on",
+    "result": "a projection: the name its call's statement assigns (no line of its own)",
     **dict.fromkeys(("custom_vjp_call", "custom_jvp_call"),
                     "a custom rule's call: its value is its first operand (no arithmetic)"),
     "round": "np.round's decimals= has no scalar form in Numba that rounds like NumPy's",

@@ -147,6 +147,11 @@ def _special(name: str, arity: int = 1) -> Template:
 
 
 T = Template
+
+
+def _custom_results(names: list[str], attrs: dict) -> str:
+    """A custom rule's call: the tuple of its results, its first operands."""
+    return "(" + ", ".join(names[:attrs["rule"].n_out]) + ",)"
 NUMPY: dict[str, Template] = {
     # elementwise
     "add": T("{0} + {1}"), "subtract": T("{0} - {1}"), "multiply": T("{0} * {1}"),
@@ -161,9 +166,11 @@ NUMPY: dict[str, Template] = {
     "sigmoid": T("1.0 / (1.0 + np.exp(-{0}))"),
     "softplus": T("np.logaddexp(0.0, {0})"), "relu": T("np.maximum({0}, 0)"),
     "abs": T("np.abs({0})"), "sign": T("np.sign({0})"), "stop_gradient": T("{0}"),
-    # a custom derivative's call: its value is its result operand (ops/custom.py)
-    "custom_vjp_call": T(lambda names, attrs: names[attrs["out"]]),
-    "custom_jvp_call": T(lambda names, attrs: names[attrs["out"]]),
+    # a custom derivative's call: its results are its first operands (ops/custom.py)
+    "custom_vjp_call": T(_custom_results),
+    "custom_jvp_call": T(_custom_results),
+    # a projection: written as the name its call's statement assigns (never this text)
+    "result": T("{0}[{index}]"),
     "less": T("{0} < {1}"), "less_equal": T("{0} <= {1}"), "greater": T("{0} > {1}"),
     "greater_equal": T("{0} >= {1}"), "equal": T("{0} == {1}"), "not_equal": T("{0} != {1}"),
     "where": T("np.where({0}, {1}, {2})"),
@@ -265,5 +272,5 @@ NUMPY: dict[str, Template] = {
     # -- scipy.signal (ops/signal.py) --
     "convolution": T("_sg_convolution({0}, {1}, {modes!r})", (_sg_convolution,)),
     # loops: the call of the loop function that backends/loops.py writes
-    "scan": T(lambda names, attrs: f"_sg_loop({', '.join(names)})[{attrs['out']}]"),
+    "scan": T(lambda names, attrs: f"_sg_loop({', '.join(names)})"),
 }
