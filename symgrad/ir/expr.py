@@ -677,16 +677,23 @@ F = _OpFunctions()
 class NodeView:
     """What a backprop rule sees of a node: ``args`` and ``out`` as Exprs, ``attrs``."""
 
-    __slots__ = ("graph", "data", "_args", "_needed")
+    __slots__ = ("graph", "data", "_args", "_needed", "_wanted")
 
-    def __init__(self, graph: Graph, data: Node, needed: tuple[bool, ...] | None = None
-                 ) -> None:
+    def __init__(self, graph: Graph, data: Node, needed: tuple[bool, ...] | None = None,
+                 wanted: tuple[bool, ...] | None = None) -> None:
         self.graph, self.data, self._args, self._needed = graph, data, None, needed
+        self._wanted = wanted
 
     def needs(self, k: int) -> bool:
         """Whether the transform uses operand ``k``'s contribution (a rule may skip building
         it otherwise: ``x * 2.0`` needs no adjoint for the constant)."""
         return self._needed is None or self._needed[k]
+
+    def wants(self, k: int) -> bool:
+        """For a call with several results: whether forward mode reads result ``k``'s
+        tangent (a rule gives None for one it does not, and never refuses it: the gradient
+        of ``svd``'s ``U`` of a wide matrix is not defined, ``S``'s is)."""
+        return self._wanted is None or self._wanted[k]
 
     @property
     def args(self) -> tuple[Expr, ...]:

@@ -37,7 +37,8 @@ Fields of a stanza
     for a zero tangent. Rules build graph from registered ops only (so forward-over-reverse
     and reverse-over-forward compose) and accept tangents with extra leading batch axes,
     which is how ``jacfwd`` is one pass. Every differentiable op has one. A call with
-    several results returns a tuple, one tangent (or None) per result.
+    several results returns a tuple, one tangent (or None) per result; ``n.wants(k)`` says
+    whether result ``k``'s is read.
 ``taylor(n, s, K) -> series``
     The Taylor-mode rule ``derivative(f, x, n)`` uses for a scalar ``x``: ``s`` holds one
     series per operand (``K + 1`` entries, entry ``k`` the ``k``-th derivative along ``x``

@@ -109,7 +109,9 @@ def node_form(graph: Graph, n: Node, reserved: set[str] = frozenset()) -> Form:
         return _ATOM, [n.name]
     if n.is_const:
         return const_text(n.attrs["value"], reserved)
-    if n.op == RESULT:  # result k of a call: eigh(S)[1]
+    if n.op == RESULT:  # result k of a call: eigh(S)[1]; the call's one result: the call
+        if len(graph.nodes[n.args[0]].dtype) == 1:
+            return _ATOM, [(0, _ATOM)]
         return _ATOM, [(0, _ATOM), f"[{n.attrs['index']}]"]
     op = REGISTRY[n.op]
     infix_ = op.signature.infix

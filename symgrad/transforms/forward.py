@@ -91,6 +91,10 @@ def _tangents(outputs: Sequence[Expr], wrt: Sequence[Expr], seeds: Sequence[Expr
         tangent.setdefault(w.node, s)
     progress = start("forward mode", total=len(order))
     calls: dict[int, tuple] = {}  # a call with several results -> its results' tangents
+    read: dict[int, set[int]] = {}  # a call -> the results the outputs read
+    for i in order:
+        if nodes[i].op == RESULT:
+            read.setdefault(nodes[i].args[0], set()).add(nodes[i].attrs["index"])
     for i in order:
         progress.update()
         node = nodes[i]
@@ -108,7 +112,9 @@ def _tangents(outputs: Sequence[Expr], wrt: Sequence[Expr], seeds: Sequence[Expr
         if rule is None or all(t is None for t in ts):
             continue
         with graph.provenance(i, "tangent"):
-            t = rule(NodeView(graph, node), ts)
+            wanted = (tuple(k in read.get(i, ()) for k in range(len(node.dtype)))
+                      if node.is_call else None)
+            t = rule(NodeView(graph, node, wanted=wanted), ts)
             if node.is_call:
                 calls[i] = tuple(t) if t is not None else (None,) * len(node.dtype)
             elif t is not None:

@@ -101,9 +101,9 @@ MATH: dict[str, Template | None] = {
     )),
     # -- numpy.linalg (ops/numpy_linalg.py): no scalar forms --
     **dict.fromkeys((
-        "band", "inv", "det", "slogdet", "slogdet_sign", "solve", "cholesky", "eigh",
-        "eigh_vectors", "eigvalsh", "svd", "svd_u", "svd_vh", "svdvals", "pinv", "lstsq",
-        "lstsq_residuals", "lstsq_rank", "lstsq_sv", "qr", "qr_q", "matrix_power", "multi_dot",
+        "band", "inv", "det", "slogdet", "solve", "cholesky", "eigh",
+        "eigvalsh", "svd", "svdvals", "pinv", "lstsq",
+        "qr", "matrix_power", "multi_dot",
         "trace", "norm", "matrix_rank",
     )),
     "scan": None,  # a loop is array code (backends/loops.py)

@@ -20,7 +20,7 @@ import numpy as np
 
 from ....ops.indexing import _sg_index_add, _sg_scatter_sum, key_source, split_parts
 from ....ops.matrix_functions import _sg_lu_permutation
-from ....ops.numpy_linalg import _sg_band, _sg_lstsq_residuals, _sg_part
+from ....ops.numpy_linalg import _sg_band, _sg_lstsq
 from ....ops.reductions import _sg_log_softmax, _sg_logsumexp, _sg_softmax
 from ....ops.signal import _sg_convolution
 from ....ops.sorting import _sg_partition
@@ -115,18 +115,17 @@ def _scatter_sum(names: list[str], attrs: dict) -> str:
     return f"_sg_scatter_sum({size}, ({items},))"
 
 
-def _part(fn: str, index: int, rest: str = "") -> Template:
-    """Result ``index`` of ``np.linalg.<fn>``, through the kernel that calls it once for
-    all the nodes of one decomposition."""
-    tail = f", {rest}" if rest else ""
-    return Template(f"_sg_part(np.linalg.{fn}, {index}, {{0}}{tail})", (_sg_part,))
-
-
-def _svd_values(names: list[str], attrs: dict) -> str:
+def _svd(names: list[str], attrs: dict) -> str:
     a, full, herm = names[0], attrs["full_matrices"], attrs["hermitian"]
     if attrs["compute_uv"]:
-        return f"_sg_part(np.linalg.svd, 1, {a}, {full!r}, True, {herm!r})"
-    return f"np.linalg.svd({a}, {full!r}, False, {herm!r})"
+        return f"np.linalg.svd({a}, {full!r}, True, {herm!r})"
+    return f"(np.linalg.svd({a}, {full!r}, False, {herm!r}),)"
+
+
+def _qr(names: list[str], attrs: dict) -> str:
+    if attrs["mode"] == "r":
+        return f"(np.linalg.qr({names[0]}, 'r'),)"
+    return f"np.linalg.qr({names[0]}, {attrs['mode']!r})"
 
 
 def _norm(names: list[str], attrs: dict) -> str:
@@ -228,24 +227,16 @@ NUMPY: dict[str, Template] = {
     # -- numpy.linalg (ops/numpy_linalg.py) --
     "band": T("_sg_band({0}, {lo!r}, {hi!r}, {diagonal!r})", (_sg_band,)),
     "inv": T("np.linalg.inv({0})"), "det": T("np.linalg.det({0})"),
-    "slogdet": _part("slogdet", 1), "slogdet_sign": _part("slogdet", 0),
+    "slogdet": T("np.linalg.slogdet({0})"),
     "solve": T("np.linalg.solve({0}, {1})"),
     "cholesky": T("np.linalg.cholesky({0}, upper={upper!r})"),
-    "eigh": _part("eigh", 0, "{UPLO!r}"), "eigh_vectors": _part("eigh", 1, "{UPLO!r}"),
+    "eigh": T("np.linalg.eigh({0}, {UPLO!r})"),
     "eigvalsh": T("np.linalg.eigvalsh({0}, {UPLO!r})"),
-    "svd": T(_svd_values, (_sg_part,)),
-    "svd_u": _part("svd", 0, "{full_matrices!r}, True, {hermitian!r}"),
-    "svd_vh": _part("svd", 2, "{full_matrices!r}, True, {hermitian!r}"),
+    "svd": T(_svd),
     "svdvals": T("np.linalg.svdvals({0})"),
     "pinv": T("np.linalg.pinv({0}, rcond={rcond!r}, hermitian={hermitian!r})"),
-    "lstsq": _part("lstsq", 0, "{1}, {rcond!r}"),
-    "lstsq_residuals": T("_sg_lstsq_residuals({0}, {1}, {rcond!r})",
-                         (_sg_lstsq_residuals, _sg_part)),
-    "lstsq_rank": _part("lstsq", 2, "{1}, {rcond!r}"),
-    "lstsq_sv": _part("lstsq", 3, "{1}, {rcond!r}"),
-    "qr": T(lambda names, attrs: f"np.linalg.qr({names[0]}, 'r')" if attrs["mode"] == "r"
-            else f"_sg_part(np.linalg.qr, 1, {names[0]}, {attrs['mode']!r})", (_sg_part,)),
-    "qr_q": _part("qr", 0, "{mode!r}"),
+    "lstsq": T("_sg_lstsq({0}, {1}, {rcond!r})", (_sg_lstsq,)),
+    "qr": T(_qr),
     "matrix_power": T("np.linalg.matrix_power({0}, {n!r})"),
     "multi_dot": T(lambda names, attrs: f"np.linalg.multi_dot([{', '.join(names)}])"),
     "trace": T("np.trace({0}, {offset!r}, {axis1!r}, {axis2!r})"),
