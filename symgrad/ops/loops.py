@@ -42,6 +42,7 @@ from ..ir.body import Aval, Body
 from ..ir.expr import Expr, F, projections
 from ..ir.op import REGISTRY, Op, register, results_of, sig
 from ..ir.shapes import fmt
+from ..ir.values import freeze
 
 _SIG = sig("*operands", body=None, carries=0, xs=0, length=0, reverse=False, stacked=())
 
@@ -197,10 +198,13 @@ def _examples(rng) -> list:
 
 
 def loop_calls(graph: Any, ids: Sequence[int]) -> int:
-    """How many loops (``scan`` calls) the nodes ``ids`` and their ancestors hold (loops
-    inside loop bodies not counted)."""
+    """How many loops the nodes ``ids`` and their ancestors run: ``scan`` calls, those
+    equal but for their ``stacked`` nodes counted once (they run as one); loops inside
+    loop bodies not counted."""
     nodes = graph.nodes
-    return sum(1 for i in graph.ancestors(ids) if nodes[i].op == "scan")
+    return len({(nodes[i].args, freeze({k: v for k, v in nodes[i].attrs.items()
+                                         if k != "stacked"}))
+                for i in graph.ancestors(ids) if nodes[i].op == "scan"})
 
 
 SCAN = register(Op(

@@ -140,7 +140,9 @@ def _matrix_form(sp, graph: Graph, i: int, sym: dict, holes: dict) -> tuple[str,
         if isinstance(call.attrs.get("body"), Body):
             return _recurrence(sp, graph, call, n.attrs["index"], sym, holes), "call"
         base = _operand(sp, graph, call.id, sym, holes, "call")
-        return f"{base}_{{{n.attrs['index']}}}", "atom"
+        if len(call.dtype) == 1:
+            return base, "call"
+        return f"{{{base}_{{{n.attrs['index']}}}}}", "atom"
     if isinstance(n.attrs.get("body"), Body):
         return "", "atom"  # written by its results (the recurrence of each)
     form = LATEX.get(n.op)
@@ -155,7 +157,7 @@ def _matrix_form(sp, graph: Graph, i: int, sym: dict, holes: dict) -> tuple[str,
         left, right = (_operand(sp, graph, a, sym, holes, "mul" if rank == "mul" else "rel")
                        for a in n.args)
         return (f"{left} {right}" if not symbol else f"{left} {symbol} {right}"), rank
-    if op.write is not None:
+    if op.write is not None and not n.is_call:  # a call: its results are subscripted
         return _subscript(sp, graph, n, op, sym, holes), "atom"
     return _call(sp, graph, n, op, sym, holes), "call"
 
