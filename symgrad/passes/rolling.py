@@ -528,7 +528,7 @@ class _Run:
         seen: set[int] = set()
         while stack:
             i = stack.pop()
-            if i in members:
+            if members[i]:  # (a bool array: ``i in members`` would compare values)
                 return False
             if i not in seen:
                 seen.add(i)
