@@ -67,8 +67,9 @@ Fields of a stanza
     For an op whose derivative rules are built where the transforms live (a loop's, a
     custom rule's): the module that sets them with :func:`define_rules` when it is
     imported (``import symgrad`` imports it), as JAX's rule files fill
-    ``ad.primitive_jvps`` for their primitive. Left out, a differentiable op states its
-    rules in its stanza.
+    ``ad.primitive_jvps`` for their primitive; for the projection :data:`RESULT`, the
+    transforms themselves (its adjoint and tangent are its call's). Left out, a
+    differentiable op states its rules in its stanza.
 ``selects``
     For a call whose last results are chosen by an attribute (a scan's ``stacked``: a
     sorted tuple, one result per entry after the fixed ones): that attribute's name. Calls

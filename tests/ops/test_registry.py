@@ -240,3 +240,20 @@ def test_jacfwd_equals_the_reverse_jacobian(case):
 def is_loop(case) -> bool:
     """Whether the case is a loop (a node holding a traced body)."""
     return isinstance(case.attrs.get("body"), Body)
+
+
+def test_rules_set_from_the_transforms_are_there_after_import_symgrad():
+    """scan's and the custom calls' rules live in symgrad/transforms and are set on the
+    ops from there: ``import symgrad`` alone installs them (no op reaches up for them)."""
+    import subprocess
+    import sys
+
+    code = ("import symgrad\nsymgrad.grad  # the public names: every module loaded\n"
+            "from symgrad.ir.op import REGISTRY, RESULT\n"
+            "print(sorted(n for n, op in REGISTRY.items() if op.rules and n != RESULT\n"
+            "             and (op.backprop is None or op.forward is None)))\n"
+            "print(sorted(n for n, op in REGISTRY.items() if op.rules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    assert out[0] == "[]"
+    assert {"scan", "custom_vjp_call", "custom_jvp_call"} <= set(eval(out[1]))  # noqa: S307
