@@ -194,7 +194,8 @@ def _tree_add(a: Any, b: Any) -> Any:
 # -- the call -----------------------------------------------------------------------------
 
 def _call(cf: _Custom, args: tuple) -> Any:
-    """The call on expressions: the primal traced and inlined, and one node per result."""
+    """The call on expressions: the primal traced and inlined, and one call node (read
+    through a projection per result)."""
     name = cf._label
     nondiff = cf.nondiff_argnums
     if any(k >= len(args) for k in nondiff):

@@ -88,7 +88,11 @@ def _signed(a: np.ndarray, along: int) -> np.ndarray:
 
 
 def _kind(case: Case) -> tuple:
-    """``(op, result)``: which result of which op a case is (SIGN_FREE's keys)."""
+    """``(op, result)``: which result of which op a case is (SIGN_FREE's keys; svd's S is
+    result 1, also where it is the only one)."""
+    attrs = {**case.op.attrs, **case.attrs}
+    if case.op.name == "svd" and not attrs["compute_uv"]:
+        return "svd", 1
     return case.op.name, case.result
 
 
