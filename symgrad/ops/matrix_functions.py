@@ -1,5 +1,5 @@
 """Matrix functions of SciPy's ``linalg``: ``expm``, the matrix exponential, and the LU
-factors of ``lu_factor`` (one call: the packed factors, the pivots and the row order).
+factors of ``lu_factor`` (``lu_factor`` packed, ``lu_pivots``, and the row permutation).
 
 Its derivative is the Fréchet derivative ``L(A, E)``, the upper-right block of the
 exponential of the block matrix ``[[A, E], [0, A]]`` (Higham, *Functions of Matrices*,
@@ -23,9 +23,10 @@ import numpy as np
 
 from ..base.errors import ShapeError, UnsupportedError
 from ..ir.expr import Expr, F
-from ..ir.op import RESULT, Op, register, results_of
+from ..ir.op import Op, register
 from ..ir.shapes import float_dtype, fmt
 from .numpy_linalg import _mT, _on_squares
+from .tangent import first
 
 
 def _linalg() -> Any:
@@ -63,47 +64,43 @@ register(Op(
 # -- LU factors: scipy.linalg.lu_factor -----------------------------------------------------
 
 
-def _sg_lu_factor(a):
-    """``scipy.linalg.lu_factor(a)``'s packed factors and 0-based pivots (int64), and the
-    row order ``perm`` with ``a[perm] = L @ U`` (LAPACK's pivots, row swaps applied in
-    turn)."""
+def _sg_lu_permutation(a):
+    """The row order ``perm`` of ``lu_factor(a)``: ``a[perm] = L @ U`` (LAPACK's pivots,
+    row swaps applied in turn)."""
     import numpy as np
     import scipy.linalg
 
-    lu, piv = scipy.linalg.lu_factor(a)
+    piv = scipy.linalg.lu_factor(a)[1]
     perm = np.arange(piv.shape[-1], dtype=np.int64)
     for i, p in enumerate(piv.tolist()):
         perm[i], perm[p] = perm[p], perm[i]
-    return lu, piv.astype(np.int64), perm
+    return perm
 
 
-def _lu_infer(shapes, dtypes, attrs):
-    shape = shapes[0]
-    if len(shape) != 2 or shape[0] != shape[1]:
-        raise ShapeError(f"lu_factor: needs one square matrix, got shape {fmt(shape)}")
-    return results_of([(shape, float_dtype(dtypes[0])), (shape[:1], "int64"),
-                       (shape[:1], "int64")])
+def _lu_square(name: str, dtype_of):
+    def infer(shapes, dtypes, attrs):
+        shape = shapes[0]
+        if len(shape) != 2 or shape[0] != shape[1]:
+            raise ShapeError(f"{name}: needs one square matrix, got shape {fmt(shape)}")
+        return dtype_of(shape, dtypes[0])
+
+    return infer
 
 
-def lu_parts(factors: tuple[Expr, Expr, Expr]) -> tuple[Expr, Expr, Expr]:
+def lu_parts(a, lu):
     """The unit lower factor ``L``, the upper ``U`` and the row permutation matrix ``Pm``
-    (``Pm @ a = L @ U``) of the results of one ``lu_factor`` call."""
-    lu, _, perm = factors
-    size = lu.shape[-1]
+    (``Pm @ a = L @ U``) of ``lu = lu_factor(a)``."""
+    size = a.shape[-1]
     eye = F.eye(size, dtype=lu.dtype)
     lower = F.band(lu, None, -1) + eye
     upper = F.band(lu, 0, None)
-    return lower, upper, F.take(eye, perm, axis=0)
+    return lower, upper, F.take(eye, F.lu_permutation(a), axis=0)
 
 
 def _lu_rule(n, g):
     """A = P L U: A_bar = P L^-T (tril_-1(L^T L_bar) + triu(U_bar U^T)) U^-T, with L_bar and
-    U_bar the strictly lower and upper parts of the packed adjoint (Murray 2016, sec. 3);
-    the pivots and the row order are piecewise constant."""
-    g = g[0]
-    if g is None:
-        return (None,)
-    lower, upper, perm = lu_parts(n.results)
+    U_bar the strictly lower and upper parts of the packed adjoint (Murray 2016, sec. 3)."""
+    lower, upper, perm = lu_parts(n.args[0], n.out)
     inner = F.band(_mT(lower) @ F.band(g, None, -1), None, -1) \
         + F.band(F.band(g, 0, None) @ _mT(upper), 0, None)
     m = _mT(F.solve(upper, _mT(F.solve(_mT(lower), inner))))
@@ -112,11 +109,9 @@ def _lu_rule(n, g):
 
 def _lu_forward(n, t):
     """dL = L tril_-1(X), dU = triu(X) U with X = L^-1 (P^T dA) U^-1: the packed tangent."""
-    if t[0] is None:
-        return None
-    lower, upper, perm = lu_parts(n.results)
-    x = _mT(F.solve(_mT(upper), _mT(F.solve(lower, perm @ t[0]))))
-    return lower @ F.band(x, None, -1) + F.band(x, 0, None) @ upper, None, None
+    lower, upper, perm = lu_parts(n.args[0], n.out)
+    x = _mT(F.solve(_mT(upper), _mT(F.solve(lower, perm @ t))))
+    return lower @ F.band(x, None, -1) + F.band(x, 0, None) @ upper
 
 
 def _lu_examples(rng):
@@ -125,19 +120,26 @@ def _lu_examples(rng):
 
 
 register(Op(
-    name="lu_factor", infer=_lu_infer, impl=_sg_lu_factor, backprop=_lu_rule,
-    forward=_lu_forward, examples=_lu_examples,
-    doc="scipy.linalg.lu_factor's packed LU factors (U on and above the diagonal, L with a "
-        "unit diagonal below it) and 0-based pivots, and the row order perm with "
-        "a[perm] = L @ U: one call",
+    name="lu_factor", infer=_lu_square("lu_factor", lambda s, d: (s, float_dtype(d))),
+    impl=lambda a: _linalg().lu_factor(a)[0], backprop=_lu_rule,
+    forward=first(_lu_forward), examples=_lu_examples,
+    doc="the packed LU factors of scipy.linalg.lu_factor: U on and above the diagonal, "
+        "L (unit diagonal) below it",
+))
+register(Op(
+    name="lu_pivots", infer=_lu_square("lu_pivots", lambda s, d: (s[:1], "int64")),
+    impl=lambda a: _linalg().lu_factor(a)[1].astype(np.int64), differentiable=False,
+    examples=_lu_examples, doc="the pivot indices of scipy.linalg.lu_factor (0-based)",
+))
+register(Op(
+    name="lu_permutation", infer=_lu_square("lu_permutation", lambda s, d: (s[:1], "int64")),
+    impl=_sg_lu_permutation, differentiable=False, examples=_lu_examples, public=False,
+    doc="the row order of lu_factor: a[perm] = L @ U",
 ))
 
 
 def factored_matrix(piv: Expr) -> Expr | None:
-    """The matrix ``a`` when ``piv`` is the pivots of ``lu_factor(a)`` (so its row order
-    can be built), else None."""
-    nodes = piv.graph.nodes
-    node = nodes[piv.node]
-    if node.op != RESULT or node.attrs["index"] != 1 or nodes[node.args[0]].op != "lu_factor":
-        return None
-    return Expr(piv.graph, nodes[node.args[0]].args[0])
+    """The matrix ``a`` when ``piv`` is ``lu_pivots(a)`` (so its row order can be built),
+    else None."""
+    node = piv.graph.nodes[piv.node]
+    return Expr(piv.graph, node.args[0]) if node.op == "lu_pivots" else None

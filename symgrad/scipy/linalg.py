@@ -110,8 +110,8 @@ def expm(A: Any) -> Expr:
 def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> tuple[Expr, Expr]:
     """``(lu, piv)``: SciPy's packed LU factors (``L`` unit lower below the diagonal, ``U``
     on and above it) and 0-based pivots, LAPACK's partial pivoting."""
-    lu, piv, _ = F.lu_factor(as_expr(a))
-    return lu, piv
+    a = as_expr(a)
+    return F.lu_factor(a), F.lu_pivots(a)
 
 
 def lu(a: Any, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool = True,
@@ -133,10 +133,9 @@ def lu(a: Any, permute_l: bool = False, overwrite_a: bool = False, check_finite:
     if a.ndim != 2 or a.shape[0] != a.shape[1]:
         raise ShapeError(f"lu: a must be one square matrix (SciPy's rectangular and stacked "
                          f"forms are not supported), got shape {a.shape}")
-    factors = F.lu_factor(a)
-    lower, upper, rows = lu_parts(factors)
+    lower, upper, rows = lu_parts(a, F.lu_factor(a))
     if p_indices:
-        p = F.astype(F.argsort(factors[2]), "int32")
+        p = F.astype(F.argsort(F.lu_permutation(a)), "int32")
         return (F.take(lower, p, axis=0), upper) if permute_l else (p, lower, upper)
     p = F.matrix_transpose(rows)
     return (p @ lower, upper) if permute_l else (p, lower, upper)
@@ -144,13 +143,13 @@ def lu(a: Any, permute_l: bool = False, overwrite_a: bool = False, check_finite:
 
 def _row_order(lu: Expr, piv: Any) -> Any:
     """The row order ``perm`` (``a[perm] = L U``) for pivots ``piv``: from the matrix
-    ``lu_factor`` factored when ``piv`` is its pivots, or computed from constants."""
+    ``lu_factor`` factored when ``piv`` is its ``lu_pivots``, or computed from constants."""
     if isinstance(piv, Expr):
         a = factored_matrix(piv)
         if a is None:
             raise UnsupportedError("lu_solve: piv must come from symgrad.scipy.linalg."
                                    "lu_factor, or be constant pivots")
-        return F.lu_factor(a)[2]
+        return F.lu_permutation(a)
     order = list(range(lu.shape[-1]))
     for i, p in enumerate(np.asarray(piv).tolist()):
         order[i], order[p] = order[p], order[i]

@@ -492,26 +492,30 @@ def _sg_xp_expm(xp, a):
     return _sg_xp_host(xp, scipy.linalg.expm, a)
 
 
-def _sg_xp_lu(xp, a):
-    """``scipy.linalg.lu_factor``'s packed factors and 0-based pivots, and the row order
-    ``perm`` with ``a[perm] = L U``. JAX's ``lax.linalg.lu`` and PyTorch's ``lu_factor``
-    where ``xp`` is theirs (the same LAPACK factorization), else SciPy's on a NumPy copy
-    (the standard has no LU)."""
+def _sg_xp_lu(xp, a, index):
+    """``scipy.linalg.lu_factor``'s packed factors (``index`` 0), 0-based pivots (1) or the
+    row order ``perm`` with ``a[perm] = L U`` (2). JAX's ``lax.linalg.lu`` and PyTorch's
+    ``lu_factor`` where ``xp`` is theirs (the same LAPACK factorization), else SciPy's on a
+    NumPy copy (the standard has no LU)."""
     space = getattr(xp, "__name__", "")
     if space.startswith("jax"):
         import jax.lax.linalg
 
-        lu, piv, perm = jax.lax.linalg.lu(a)
-        return lu, xp.astype(piv, xp.int64), xp.astype(perm, xp.int64)
+        out = jax.lax.linalg.lu(a)[index]
+        return out if index == 0 else xp.astype(out, xp.int64)
     if "torch" in space:
         import torch
 
         lu, piv = torch.linalg.lu_factor(a)
+        if index == 0:
+            return lu
         piv = piv.to(torch.int64) - 1
+        if index == 1:
+            return piv
         order = list(range(piv.shape[-1]))
         for i, p in enumerate(piv.tolist()):
             order[i], order[p] = order[p], order[i]
-        return lu, piv, torch.asarray(order, dtype=torch.int64, device=a.device)
+        return torch.asarray(order, dtype=torch.int64, device=a.device)
     import numpy as np
     import scipy.linalg
 
@@ -522,7 +526,7 @@ def _sg_xp_lu(xp, a):
             order[i], order[p] = order[p], order[i]
         return lu, piv.astype(np.int64), np.asarray(order, dtype=np.int64)
 
-    return _sg_xp_host(xp, factor, a)
+    return _sg_xp_host(xp, factor, a)[index]
 
 
 def _sg_xp_convolution(xp, a, b, modes):

@@ -37,6 +37,12 @@ SPECIAL: dict[str, Template] = {
     "polygamma": Template("jax.scipy.special.polygamma({n!r}, {0})",
                           imports=("jax.scipy.special",)),
     "expm": Template("jax.scipy.linalg.expm({0})", imports=("jax.scipy.linalg",)),
+    # jax.lax.linalg.lu: (packed factors, pivots, permutation), int32 indices
+    "lu_factor": Template("jax.lax.linalg.lu({0})[0]", imports=("jax.lax.linalg",)),
+    "lu_pivots": Template("xp.astype(jax.lax.linalg.lu({0})[1], xp.int64)",
+                          imports=("jax.lax.linalg",)),
+    "lu_permutation": Template("xp.astype(jax.lax.linalg.lu({0})[2], xp.int64)",
+                               imports=("jax.lax.linalg",)),
 }
 """SciPy's special functions (ops/special.py) as ``jax.scipy.special``'s."""
 

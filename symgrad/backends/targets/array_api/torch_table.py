@@ -11,6 +11,7 @@ taken by the shared helper).
 from __future__ import annotations
 
 from ...template import Template
+from .helpers import _sg_xp_lu
 from .table import ARRAY_API
 
 UNSUPPORTED: dict[str, str] = {}
@@ -39,6 +40,7 @@ def _sg_torch_betaln(a, b):
 
 SPECIAL: dict[str, Template] = {
     **{name: _torch(f"torch.special.{name}({{0}})") for name in _NATIVE},
+    "lu_permutation": Template("_sg_xp_lu(xp, {0}, 2)", (_sg_xp_lu,)),
     "xlogy": _torch("torch.special.xlogy({0}, {1})"),
     "xlog1py": _torch("torch.special.xlog1py({0}, {1})"),
     "polygamma": _torch("torch.special.polygamma({n!r}, {0})"),
@@ -53,6 +55,9 @@ SPECIAL: dict[str, Template] = {
     "k0e": _torch("torch.special.scaled_modified_bessel_k0({0})"),
     "k1e": _torch("torch.special.scaled_modified_bessel_k1({0})"),
     "expm": _torch("torch.linalg.matrix_exp({0})"),
+    # LAPACK's factors; PyTorch's pivots count from 1
+    "lu_factor": _torch("torch.linalg.lu_factor({0})[0]"),
+    "lu_pivots": _torch("torch.linalg.lu_factor({0})[1].to(torch.int64) - 1"),
     "gamma": _torch("torch.where(({0} > 0) | (torch.remainder(torch.floor({0}), 2) == 0), "
                     "1.0, -1.0) * torch.exp(torch.lgamma({0}))"),
 }

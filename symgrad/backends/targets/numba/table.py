@@ -62,7 +62,7 @@ NOT_FUSED: dict[str, str] = {
         "a SciPy special function: scipy.special's call in the driver (Numba cannot call "
         "SciPy's ufuncs)"),
     "convolution": "a convolution: SciPy's (or JAX's) call in the driver",
-    **dict.fromkeys(("expm", "lu_factor"),
+    **dict.fromkeys(("expm", "lu_factor", "lu_permutation", "lu_pivots"),
                     "a matrix function: SciPy's (LAPACK) call in the driver"),
     "sinc": "np.sinc's call in the driver (its value at 0 has no one-line scalar form here)",
     "scan": "a loop: compiled whole as one function of its own where every op of its step "

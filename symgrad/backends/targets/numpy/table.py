@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from ....ops.indexing import _sg_index_add, _sg_scatter_sum, key_source, split_parts
-from ....ops.matrix_functions import _sg_lu_factor
+from ....ops.matrix_functions import _sg_lu_permutation
 from ....ops.numpy_linalg import _sg_band, _sg_lstsq
 from ....ops.reductions import _sg_log_softmax, _sg_logsumexp, _sg_softmax
 from ....ops.signal import _sg_convolution
@@ -257,7 +257,9 @@ NUMPY: dict[str, Template] = {
     "sinc": T("np.sinc({0})"),
     # -- scipy.linalg (ops/matrix_functions.py) --
     "expm": T("scipy.linalg.expm({0})", imports=("scipy.linalg",)),
-    "lu_factor": T("_sg_lu_factor({0})", (_sg_lu_factor,), ("scipy.linalg",)),
+    "lu_factor": T("scipy.linalg.lu_factor({0})[0]", imports=("scipy.linalg",)),
+    "lu_pivots": T("scipy.linalg.lu_factor({0})[1].astype(np.int64)", imports=("scipy.linalg",)),
+    "lu_permutation": T("_sg_lu_permutation({0})", (_sg_lu_permutation,), ("scipy.linalg",)),
     # -- scipy.signal (ops/signal.py) --
     "convolution": T("_sg_convolution({0}, {1}, {modes!r})", (_sg_convolution,)),
     # loops: the call of the loop function that backends/loops.py writes

@@ -491,7 +491,7 @@ _META_0D = {"sign-()", "abs-()", "cbrt-()", "i0e-()", "i1e-()"}
 # LU's row order (and the gradient of lu_factor, which uses it) is read from the pivots'
 # values: a meta tensor has none to read.
 # Special functions torch.special lacks run through SciPy on host copies (_sg_xp_host).
-_META_VALUES = ("lu_factor-", "betaln-", "erfcinv-", "gamma-(", "betainc-",
+_META_VALUES = ("lu_factor-", "lu_permutation-", "betaln-", "erfcinv-", "gamma-(", "betainc-",
                 "stdtr-", "j0-", "j1-", "y0-", "y1-", "jv-", "yv-", "yn-", "iv-", "ive-", "kv-",
                 "kve-")
 
