@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..ir.graph import Graph
+from ..ir.op import RESULT
 from ..ir.text import adjoint_pairs, tangent_pairs
 from .docstring import Derivative, derivatives
 from .naming import Namer, sanitize
@@ -100,7 +101,7 @@ def _template_bound_names(graph: Graph, order: list[int], table: dict) -> list[s
     seen: set[tuple] = set()
     for i in order:
         n = graph.nodes[i]
-        if n.is_var or n.is_const:
+        if n.is_var or n.is_const or n.op == RESULT:  # a projection: a name, no template
             continue
         src = table[n.op]
         key = (n.op, len(n.args))

@@ -297,8 +297,8 @@ class Printer:
         module level); :meth:`no_source` for an op this printer has no form for."""
         nodes = self.graph.nodes
         for i in self.graph.ancestors(list(fn.outputs)):
-            n = nodes[i]
-            if not (n.is_var or n.is_const) and self.table.get(n.op) is None:
+            n = nodes[i]  # (a projection is a name its call's statement assigns: no form)
+            if not (n.is_var or n.is_const or n.op == RESULT) and self.table.get(n.op) is None:
                 self.no_source(n.op, i)
         return plan(self.graph, fn, self.table, self.reserved(), self.lowered.derivatives,
                     hoisted)
