@@ -18,12 +18,11 @@ from typing import Any
 import numpy as np
 
 from ..base.errors import ShapeError, SymgradError, UnsupportedError
-from ..ir.body import trace
+from ..ir.body import scan_call, trace
 from ..ir.expr import TRACES, Expr
 from ..ir.graph import Graph
 from ..ir.limits import exceeded, limits
 from ..ir.values import as_constant, describe, exact, exact_int, type_name
-from ..ops.loops import scan_call
 
 Tree = Any
 

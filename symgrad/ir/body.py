@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..base.errors import ShapeError, SymgradError
-from .expr import TRACES, Expr, _operand
+from .expr import TRACES, Expr, _operand, projections
 from .graph import Graph
 from .op import REGISTRY
 from .values import freeze
@@ -188,3 +188,15 @@ def _canonical(tg: Graph, inputs: list[int], outs: list[int]) -> tuple[Body, lis
             memo[i] = body.add(REGISTRY[n.op], tuple(memo[a] for a in n.args), n.attrs)
     result = Body(body, ids, [memo[o] for o in outs], len(inputs))
     return result, [Expr(tg, c) for c in captured]
+
+
+def scan_call(graph: Any, body: Body, nc: int, nx: int, length: int, reverse: bool,
+              operands: Sequence[Expr], stacked: Sequence[int] = ()) -> tuple[Expr, ...]:
+    """The results of the scan call of ``body`` over ``operands`` (with the per-step values
+    of body nodes ``stacked`` as further results), built in ``graph`` (operands of other
+    graphs are imported into it): one projection per result
+    (:class:`~symgrad.ops.loops.ScanParts`)."""
+    attrs = {"body": body, "carries": nc, "xs": nx, "length": length, "reverse": reverse,
+             "stacked": tuple(sorted(set(stacked)))}
+    ids = tuple(graph.find(e) for e in operands)
+    return projections(Expr(graph, graph.add(REGISTRY["scan"], ids, attrs)))

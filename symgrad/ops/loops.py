@@ -39,8 +39,8 @@ import numpy as np
 
 from ..base.errors import ShapeError
 from ..ir.body import Aval, Body
-from ..ir.expr import Expr, F, projections
-from ..ir.op import REGISTRY, Op, register, results_of, sig
+from ..ir.expr import F
+from ..ir.op import Op, register, results_of, sig
 from ..ir.shapes import fmt
 from ..ir.values import freeze
 
@@ -172,17 +172,6 @@ def run_scan(body: Body, nc: int, nx: int, length: int, reverse: bool,
     return [*(np.array(c) for c in carry), *ys]
 
 
-def scan_call(graph: Any, body: Body, nc: int, nx: int, length: int, reverse: bool,
-              operands: Sequence[Expr], stacked: Sequence[int] = ()) -> tuple[Expr, ...]:
-    """The results of the scan call of ``body`` over ``operands`` (with the per-step values
-    of body nodes ``stacked`` as further results), built in ``graph`` (operands of other
-    graphs are imported into it): one projection per result (:class:`ScanParts`)."""
-    attrs = {"body": body, "carries": nc, "xs": nx, "length": length, "reverse": reverse,
-             "stacked": tuple(sorted(set(stacked)))}
-    ids = tuple(graph.find(e) for e in operands)
-    return projections(Expr(graph, graph.add(REGISTRY["scan"], ids, attrs)))
-
-
 def _examples(rng) -> list:
     from ..ir.body import trace
 
@@ -214,4 +203,4 @@ SCAN = register(Op(
         "carries, stacked per-step results and stacked body values",
 ))
 
-__all__ = ["SCAN", "ScanParts", "loop_calls", "run_scan", "scan_call"]
+__all__ = ["SCAN", "ScanParts", "loop_calls", "run_scan"]

@@ -1023,7 +1023,9 @@ def _lstsq_forward(n, t):
 def _lstsq_sparsity(n):
     (x, _), (res, _), _, (sv, _) = n.dtype
     cores = (2, n.args[1].ndim)
-    return (batched_map(n, cores, len(x), x), batched_map(n, cores, len(res), res),
+    empty = 0 in res  # a wide a's residuals: no element to depend on anything
+    return (batched_map(n, cores, len(x), x),
+            (None, None) if empty else batched_map(n, cores, len(res), res),
             (None, None), (batched_map(n, (2,), 1, sv)[0], None))
 
 

@@ -13,12 +13,13 @@ value and its gradient run each forward loop once.
 >>> c, _ = sg.scan(lambda c, _: (sg.sin(c) * x, None), x, length=5)
 >>> outs = [c, sg.grad(sg.sum(c), x)]
 >>> graph, ids = outs[0].graph, [e.node for e in outs]
->>> sum(n.op == "scan" and n.role == "forward" for n in graph.nodes)   # two calls built
-2
+>>> def loops(g, ids):
+...     return [g.nodes[i].op for i in g.ancestors(ids) if g.nodes[i].op == "scan"]
+>>> len(loops(graph, ids))   # the primal's call, reverse mode's forward call, the reverse one
+3
 >>> new, (ids,) = merged(graph, [ids])
->>> sum(new.nodes[i].op == "scan" and new.nodes[i].role == "forward"
-...     for i in new.ancestors(ids))                                   # one left
-1
+>>> len(loops(new, ids))     # one forward call, the reverse one
+2
 """
 
 from __future__ import annotations

@@ -21,8 +21,9 @@ import numpy as np
 
 from ..backends.interpreter import _by_name, run
 from ..base.errors import SymgradError
-from ..ir.expr import Expr, NodeView
+from ..ir.expr import Expr
 from ..ir.graph import Graph
+from ..ir.nodeview import NodeView
 from ..ir.op import REGISTRY, RESULT
 from ..ir.shapes import fmt, is_float
 from ..ir.text import _ATOM, const_text, node_form

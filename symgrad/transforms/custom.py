@@ -23,13 +23,12 @@ from typing import Any
 import numpy as np
 
 from ..base.errors import DifferentiationError
-from ..ir.body import Body, trace
+from ..ir.body import Body, scan_call, trace
 from ..ir.custom import CustomRule
 from ..ir.expr import Expr, F
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY, RESULT, define_rules
 from ..ir.shapes import fmt, is_float
-from ..ops.loops import scan_call
 from .forward import _tangents
 from .loop_steps import multi_vjp
 from .reverse import adjoint_rewriting

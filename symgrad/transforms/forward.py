@@ -27,7 +27,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from ..base.progress import start
-from ..ir.expr import Expr, F, NodeView
+from ..ir.expr import Expr, F
+from ..ir.nodeview import NodeView
 from ..ir.op import REGISTRY, RESULT
 from ..ir.shapes import is_float
 from .reverse import _backprop, _gc_paused, adjoint_rewriting, seed_kind, sum_to_shape

@@ -29,6 +29,7 @@ from ..ir.body import Body, trace
 from ..ir.expr import TRACES, Expr, F
 from ..ir.op import REGISTRY, RESULT
 from ..ir.shapes import is_float
+from ..ops.products import product_terms
 from ..passes import sum_contributions
 from ..passes.cost import node_cost
 from .forward import _tangents
@@ -62,31 +63,6 @@ class VjpPlan(NamedTuple):
 def zeros(shape: tuple, dtype: str) -> Expr:
     """Zeros of ``shape`` and ``dtype`` (a broadcast 0-d constant)."""
     return F.broadcast_to(F.zeros((), dtype=dtype), shape)
-
-
-def product_terms(a: Expr) -> tuple[list[tuple[Expr, Expr, bool, Expr, bool]], list[Expr]]:
-    """``a`` as a sum: its terms that are products of two matrices ``A @ B`` (``A`` or
-    ``B`` perhaps a ``matrix_transpose``: ``(term, A, ta, B, tb)`` with the transposes taken
-    off) or ``outer(a, b)`` (two vectors, flags False), and the other terms."""
-    products, rest = [], []
-    stack = [a]
-    while stack:
-        e = stack.pop()
-        args = [Expr(e.graph, a) for a in e.data.args]
-        if e.op == "add" and all(x.shape == e.shape for x in args):
-            stack += reversed(args)
-        elif e.op == "outer" and args[0].ndim == args[1].ndim == 1:
-            products.append((e, args[0], False, args[1], False))
-        elif e.op == "matmul" and args[0].ndim == args[1].ndim == 2:
-            (x, tx), (y, ty) = (_untransposed(v) for v in args)
-            products.append((e, x, tx, y, ty))
-        else:
-            rest.append(e)
-    return products, rest
-
-
-def _untransposed(e: Expr) -> tuple[Expr, bool]:
-    return (Expr(e.graph, e.data.args[0]), True) if e.op == "matrix_transpose" else (e, False)
 
 
 def vjp_step(body: Body, nc: int, nx: int, batch: tuple, seeded: tuple, wrt_x: tuple,
@@ -405,5 +381,4 @@ def _jvp_build(body: Body, nc: int, nx: int, batch: tuple, live: tuple
     return jbody, captured, tc, ty
 
 
-__all__ = ["STACK_ELEMENTS", "VjpPlan", "jvp_step", "multi_vjp", "product_terms", "vjp_step",
-           "zeros"]
+__all__ = ["STACK_ELEMENTS", "VjpPlan", "jvp_step", "multi_vjp", "vjp_step", "zeros"]

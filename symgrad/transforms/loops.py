@@ -16,18 +16,18 @@ defines them.
 >>> x = sg.var("x", shape=(2,))
 >>> c, ys = sg.scan(lambda c, _: (c * x, c), x, length=3)
 >>> sg.evaluate(sg.grad(sg.sum(c) + sg.sum(ys), x), {"x": [1.0, 2.0]})
-array([ 6., 17.])
+array([10., 49.])
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..ir.body import Body
+from ..ir.body import Body, scan_call
 from ..ir.expr import Expr, F
 from ..ir.op import define_rules
 from ..ir.shapes import is_float
-from ..ops.loops import ScanParts, scan_call
+from ..ops.loops import ScanParts
 from .loop_steps import jvp_step, vjp_step, zeros
 
 

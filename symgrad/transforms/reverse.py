@@ -22,8 +22,9 @@ from functools import reduce
 import numpy as np
 
 from ..base.progress import start
-from ..ir.expr import Expr, F, NodeView
+from ..ir.expr import Expr, F
 from ..ir.graph import Graph
+from ..ir.nodeview import NodeView
 from ..ir.op import REGISTRY, RESULT
 from ..ir.shapes import Shape, is_float
 from ..passes import IDIOMS, REVERSE, rewriter, sum_contributions

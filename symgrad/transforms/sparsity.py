@@ -33,8 +33,9 @@ import numpy as np
 
 from ..base.errors import LimitError
 from ..base.progress import start
-from ..ir.expr import Expr, NodeView
+from ..ir.expr import Expr
 from ..ir.graph import Graph
+from ..ir.nodeview import NodeView
 from ..ir.op import REGISTRY, RESULT
 from ..ir.shapes import is_float
 from ..ops.structure import dense_map, dense_maps, elementwise_maps

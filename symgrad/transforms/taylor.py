@@ -24,7 +24,8 @@ import numpy as np
 
 from ..base.errors import SymgradError
 from ..base.progress import start
-from ..ir.expr import Expr, NodeView
+from ..ir.expr import Expr
+from ..ir.nodeview import NodeView
 from ..ir.op import REGISTRY, Op
 from ..ir.shapes import is_float
 from ..ops.series import Series, piecewise_linear
