@@ -441,9 +441,10 @@ def _top_level_runs(fn, runs: dict) -> list[int]:
 @pytest.mark.parametrize("backend", ["interpreter", "numpy", "numba"])
 def test_a_rolled_python_loop_runs_its_forward_and_reverse_scans_once(backend, monkeypatch):
     """A Python loop of 30 stable-fluids steps, rolled: value and gradient run the time
-    loop forward once and backward once, evaluated and compiled (a step's own pressure
-    loop, rolled too, runs inside them; a value every step shares, the first sweep's
-    ``roll(zeros)``, stays outside the loops that read it)."""
+    loop forward once and backward once, evaluated and compiled, and every other loop the
+    function calls (the pressure sweeps of the step left outside the time loop) once too.
+    A value every step shares, the first sweep's ``roll(zeros)``, stays outside the loops
+    that read it: the time loop is not built twice."""
     from symgrad.passes.loops import loop_passes
 
     if backend == "numba":
@@ -453,7 +454,7 @@ def test_a_rolled_python_loop_runs_its_forward_and_reverse_scans_once(backend, m
     xs = [sg.var(name, (n, n)) for name in names]
     (f,) = loop_passes([_fluid(sg.numpy, *xs)])
     outs = [f, *sg.grad(f, xs)]
-    steps = {n.attrs["length"] for n in _scans([f])}
+    steps = {call.attrs["length"] for call in _scans([f])}
     assert 29 in steps or 30 in steps  # the time loop, rolled
     values = {name: RNG.normal(size=(n, n)) * 0.3 for name in names}
     if backend == "interpreter":
