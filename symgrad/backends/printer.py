@@ -35,8 +35,8 @@ from ..passes.rebuild import gc_paused
 from . import layout
 from .docstring import docstring
 from .lines import call, del_lines, fit, moves, releases, stores
-from .literals import LINE
-from .loops import LoopEmitter, LoopSpec, body_ops
+from .literals import LINE, data_helpers, data_source
+from .loops import LoopEmitter, LoopSpec, body_ops, is_loop
 from .naming import Namer
 from .plan import Plan, plan
 from .template import Template, helpers_of
@@ -76,6 +76,7 @@ class ModuleState:
     derived: list[int] = field(default_factory=list)  # hoisted constant-only ops, in id order
     inlined: set[int] = field(default_factory=set)  # 0-d constants written as literals
     helper_names: set[str] = field(default_factory=set)  # generated helpers (bodies, parts)
+    data: dict[tuple, str] = field(default_factory=dict)  # module data (a pattern) -> name
 
 
 class Printer:
@@ -136,6 +137,14 @@ class Printer:
     def constant_lines(self) -> list[str]:
         """The module-level constants: hoisted arrays, then the public constants."""
         raise NotImplementedError
+
+    def data_lines(self) -> list[str]:
+        """The module data (sparse patterns, :func:`is_data`) as module constants, after
+        the helper their text calls: for :meth:`constant_lines`."""
+        data = self.state.data
+        out = [ln for fn in data_helpers(list(data)) for ln in ["", "", *helper_source(fn)]]
+        out += ["", ""] if out else [""] if data else []
+        return out + [fit(f"{name} = {data_source(value)}") for value, name in data.items()]
 
     def helpers(self) -> list[Callable]:
         """The helper functions the module's templates call, sorted by name."""
@@ -271,6 +280,8 @@ class Printer:
                 state.consts[i], k = namer.counter("_c", k)
         for i in derived:
             state.consts[i], k = namer.counter("_c", k)
+        for value in module_data(graph, [i for p in plans for i in p.order] + derived):
+            state.data[value], k = namer.counter("_c", k)
         state.derived = derived
         state.inlined = {i for i in ids if nodes[i].shape == ()}
         return state
@@ -459,7 +470,7 @@ class Printer:
         texts = [self.operand(a, n, names) for a in n.args]
         if any(k in self.state.inlined for k in n.args):
             texts = self._typed_scalars(n, src, texts)
-        text = src.render(texts, n.attrs)
+        text = src.render(texts, self._data_names(n.attrs))
         if not isinstance(text, str) or "\n" in text:
             raise SymgradError(f"op {n.op!r} has a source template that gives no one-line text")
         return text
@@ -480,6 +491,18 @@ class Printer:
         if text is None:
             text = self._literals[key] = self.literal(nodes[a].attrs["value"], others, strong)
         return text
+
+    def _data_names(self, attrs: dict) -> dict:
+        """``attrs`` with each module data value (:func:`is_data`) replaced by the name of
+        the module constant holding it (the module's: loop bodies share their root's)."""
+        if not any(is_data(v) for v in attrs.values()):
+            return attrs
+        held = self.loops.root.printer.state.data
+        try:
+            return {k: held[v] if is_data(v) else v for k, v in attrs.items()}
+        except KeyError:
+            raise SymgradError("module data of a node no function of the module computes "
+                               "(a sparse pattern): it cannot be emitted") from None
 
     def _typed_scalars(self, n: Any, src: Template, texts: list[str]) -> list[str]:
         """Inline constants the template uses as arrays (``{0}.dtype``, ``{0}[i]``) as typed
@@ -552,6 +575,32 @@ class Printer:
             texts.append(f"{target} = {o.op}({args})")
             self._comments[key] = texts
         return texts
+
+
+def is_data(value: Any) -> bool:
+    """Whether an attribute value is *module data*: a tuple holding bytes (a sparse
+    pattern's index arrays), written once per module as a constant whose name the
+    templates receive in its place (never spliced into each line)."""
+    return type(value) is tuple and any(type(e) is bytes for e in value)
+
+
+def module_data(graph: Graph, ids: list[int]) -> list[tuple]:
+    """The distinct module data values of nodes ``ids`` and of the loop bodies among them,
+    in the order first met."""
+    found: dict[tuple, None] = {}
+    todo, seen = [(graph, ids)], set()
+    while todo:
+        g, order = todo.pop()
+        for i in order:
+            attrs = g.nodes[i].attrs
+            for v in attrs.values():
+                if is_data(v):
+                    found.setdefault(v)
+            body = attrs.get("body") if is_loop(g.nodes[i]) else None
+            if body is not None and id(body) not in seen:
+                seen.add(id(body))
+                todo.append((body.graph, range(len(body.graph.nodes))))
+    return list(found)
 
 
 _AS_ARRAY = re.compile(r"_SGPROBE(\d+)_\s*[.\[(]")  # an operand used as an array: x.dtype

@@ -3,8 +3,9 @@
 ``symgrad.scipy.special`` (error functions, the normal CDF and its logarithm, gamma family,
 Bessel functions, ``logsumexp``, ...), ``symgrad.scipy.stats`` (``norm``, ``t``,
 ``multivariate_normal``, ``gamma``, ``beta``), ``symgrad.scipy.linalg``
-(``solve_triangular``, ``cho_solve``, ...) and ``symgrad.scipy.signal`` (``convolve``,
-``correlate``, ...):
+(``solve_triangular``, ``cho_solve``, ...), ``symgrad.scipy.signal`` (``convolve``,
+``correlate``, ...) and ``symgrad.scipy.sparse`` (sparse matrices with symbolic values,
+``.linalg``'s solvers):
 code written against ``scipy`` traces when its imports name these modules instead, as with
 ``autograd.scipy`` and ``jax.scipy``. SciPy's special-function ufuncs applied to an Expr
 (``scipy.special.erf(x)``) are routed here by the array protocol.
@@ -15,9 +16,9 @@ code written against ``scipy`` traces when its imports name these modules instea
 0.0
 """
 
-from . import linalg, signal, special, stats  # special registers the scipy.special names
+from . import linalg, signal, sparse, special, stats  # special registers scipy.special's names
 
-__all__ = ["linalg", "signal", "special", "stats"]
+__all__ = ["linalg", "signal", "sparse", "special", "stats"]
 
 
 def support_markdown() -> str:
@@ -42,6 +43,10 @@ def support_markdown() -> str:
         f"- **`scipy.signal`** ({len(signal.__all__)}, real arrays, every mode; "
         "`scipy.signal.convolve(x, ...)` on an Expr names `symgrad.scipy.signal.convolve`): "
         + ", ".join(f"`{n}`" for n in signal.__all__),
+        "- **`scipy.sparse`** (symbolic values on a fixed pattern; SciPy's sparse matrices "
+        "are operands too): " + ", ".join(f"`{n}`" for n in sparse.__all__ if n != "linalg")
+        + "; **`.linalg`** (implicit gradients): "
+        + ", ".join(f"`{n}`" for n in sparse.linalg.__all__ if n != "SuperLU"),
     ]
     return "\n".join(lines) + "\n"
 

@@ -20,16 +20,20 @@ from ....ops.indexing import split_parts
 from ...template import Template
 from ..numpy.table import scalar_source
 from . import helpers as h
+from .sparse import SPARSE
+from .sparse import UNSUPPORTED as SPARSE_UNSUPPORTED
 
 T = Template
+
 
 
 def _custom_results(names: list[str], attrs: dict) -> str:
     """A custom rule's call: the tuple of its results, its first operands."""
     return "(" + ", ".join(names[:attrs["rule"].n_out]) + ",)"
 
-UNSUPPORTED: dict[str, str] = {}
-"""Ops this backend cannot write, with the reason (none)."""
+
+UNSUPPORTED: dict[str, str] = {**SPARSE_UNSUPPORTED}
+"""Ops this backend cannot write, with the reason (the sparse solves)."""
 
 DEVICE = "dev"
 """The name the emitted functions bind to their inputs' device (``_sg_xp_device`` of them;
@@ -316,4 +320,6 @@ ARRAY_API: dict[str, Template | None] = {
                      (h._sg_xp_convolution, h._sg_xp_device)),
     # loops: the call of the loop function that backends/loops.py writes
     "scan": T(lambda names, attrs: f"_sg_loop({', '.join(names)})"),
+    # sparse matrices (ops/sparse.py): gathers and a scatter-add; no sparse solves
+    **SPARSE,
 }

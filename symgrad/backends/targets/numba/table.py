@@ -73,6 +73,10 @@ NOT_FUSED: dict[str, str] = {
                     "a custom rule's call: its value is its first operand (no arithmetic)"),
     "round": "np.round's decimals= has no scalar form in Numba that rounds like NumPy's",
     "astype": "a conversion: NumPy's call (float-to-int casts of NaN/inf are undefined in LLVM)",
+    **dict.fromkeys(("sparse_matmul", "sparse_sample", "sparse_gather", "sparse_scatter",
+                     "sparse_solve", "sparse_iterative", "sparse_iterative_info"),
+                    "a sparse matrix: SciPy's sparse call in the driver (compiled sparse "
+                    "kernels, SuperLU and the Krylov solvers)"),
 }
 
 NUMBA: dict[str, Template | None] = {

@@ -107,6 +107,9 @@ MATH: dict[str, Template | None] = {
         "trace", "norm", "matrix_rank",
     )),
     "scan": None,  # a loop is array code (backends/loops.py)
+    # sparse matrices (ops/sparse.py): arrays only
+    **dict.fromkeys(("sparse_matmul", "sparse_sample", "sparse_gather", "sparse_scatter",
+                     "sparse_solve", "sparse_iterative", "sparse_iterative_info")),
 }
 
 

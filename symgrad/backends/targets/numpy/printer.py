@@ -100,7 +100,7 @@ class NumpyPrinter(Printer):
                         f"{name}.flags.writeable = False"]
             else:
                 out += ["", f"{name} = {value!r}"]
-        return out
+        return out + self.data_lines()
 
     def hoists(self) -> bool:
         return True

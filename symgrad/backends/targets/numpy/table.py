@@ -25,6 +25,7 @@ from ....ops.reductions import _sg_log_softmax, _sg_logsumexp, _sg_softmax
 from ....ops.signal import _sg_convolution
 from ....ops.sorting import _sg_partition
 from ...template import Template
+from .sparse import SPARSE
 
 NUMPY_TYPE = {"float64": "np.float64", "float32": "np.float32", "int64": "np.int64",
               "int32": "np.int32", "bool": "np.bool_"}
@@ -264,4 +265,6 @@ NUMPY: dict[str, Template] = {
     "convolution": T("_sg_convolution({0}, {1}, {modes!r})", (_sg_convolution,)),
     # loops: the call of the loop function that backends/loops.py writes
     "scan": T(lambda names, attrs: f"_sg_loop({', '.join(names)})"),
+    # -- sparse matrices (ops/sparse.py): SciPy's sparse arrays --
+    **SPARSE,
 }
