@@ -610,7 +610,9 @@ def call(name: str, *args: Any, **kwargs: Any) -> Any:
     else:
         operands, attrs = op.signature.bind(name, args, kwargs)
         out = build(op, operands, attrs)
-    return projections(out) if out.data.is_call else out
+    if type(out) is Expr and out.graph.nodes[out.node].is_call:
+        return projections(out)
+    return out  # one value (or a sparse matrix's Expr)
 
 
 def projections(call_: Expr) -> tuple[Expr, ...]:
