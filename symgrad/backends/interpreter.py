@@ -1,5 +1,7 @@
 """The NumPy interpreter (``evaluate``): one pass over the outputs' ancestors in id order,
-running each op's own NumPy implementation from its stanza.
+running each op's own NumPy implementation from its stanza. A call with several results
+runs once for all of them; calls that are one loop but for the results they give run
+once for them all (:func:`symgrad.passes.calls.families`).
 
 Only ancestors of the outputs are computed; each intermediate array is dropped after its
 last consumer, so peak memory follows the live set, not the graph size.
@@ -8,6 +10,7 @@ last consumer, so peak memory follows the live set, not the graph size.
 from __future__ import annotations
 
 import warnings
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -21,7 +24,7 @@ from ..ir.op import REGISTRY
 from ..ir.shapes import fmt
 from ..ir.values import describe, exact, type_name
 from ..ops.indexing import IndexOutOfRangeError
-from ..ops.loops import one_evaluation
+from ..passes.calls import families
 from ..transforms.sparse import SparseExpr, as_matrix
 
 
@@ -80,8 +83,11 @@ def run(graph: Graph, outputs: Sequence[int], inputs: Mapping[str, Any]) -> dict
             last_use[a] = i
     keep = set(outputs)
     values: dict[int, Any] = {}
+    shared = families(graph, order)  # calls that are one loop: run once for them all
+    runs: dict[int, tuple] = {}  # a family's first call -> the results of its one run
+    left = Counter(first for _, _, first in shared.values())  # its calls not yet evaluated
     progress = start("evaluate", total=len(order))
-    with np.errstate(all="ignore"), one_evaluation():
+    with np.errstate(all="ignore"):
         for i in order:
             progress.update()
             n = nodes[i]
@@ -90,7 +96,11 @@ def run(graph: Graph, outputs: Sequence[int], inputs: Mapping[str, Any]) -> dict
                 continue
             op = REGISTRY[n.op]
             try:
-                values[i] = op.impl(*[values[a] for a in n.args], **n.attrs)
+                if i in shared:
+                    values[i] = _one_run(op, [values[a] for a in n.args], shared[i], runs,
+                                         left)
+                else:
+                    values[i] = op.impl(*[values[a] for a in n.args], **n.attrs)
             except (IndexError, ValueError, TypeError, MemoryError) as e:  # as compiled code
                 raise runtime_error(e, f"evaluating node {i} ({n.op})") from None
             for a in set(n.args):
@@ -98,6 +108,20 @@ def run(graph: Graph, outputs: Sequence[int], inputs: Mapping[str, Any]) -> dict
                     del values[a]
     progress.close()
     return {i: values[i] for i in outputs}
+
+
+def _one_run(op: Any, args: list, family: tuple, runs: dict[int, tuple],
+             left: Counter) -> tuple:
+    """The results of a call of a family (see :func:`~symgrad.passes.calls.families`),
+    from the family's one run (made at its first call, dropped after its last)."""
+    attrs, where, first = family
+    got = runs.get(first)
+    if got is None:
+        got = runs[first] = op.impl(*args, **attrs)
+    left[first] -= 1
+    if not left[first]:
+        del runs[first]
+    return tuple(got[k] for k in where)
 
 
 _MIXED: dict[type, type] = {}

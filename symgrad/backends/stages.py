@@ -28,6 +28,7 @@ from ..base.errors import BackendError, SymgradError
 from ..ir.body import Body
 from ..ir.expr import Expr
 from ..ir.graph import Graph
+from ..passes.calls import merged
 from .boundary import emit_request, exact_flag
 from .docstring import Derivative, derivatives
 from .loops import printed_bodies
@@ -202,8 +203,9 @@ def lower(req: Request) -> Lowered:
     non-exact ones if ``fast_math``; for JAX and PyTorch also
     :mod:`symgrad.passes.array_targets`), else as it is, then through the target's own
     rewrite (:meth:`~.target.Target.rewrite`: for the array targets NumPy's promotion of
-    mixed dtypes made explicit); the step body of each of its loops (nested ones too)
-    through the same passes, once."""
+    mixed dtypes made explicit), calls that are one loop made one call
+    (:func:`symgrad.passes.calls.merged`); the step body of each of its loops (nested ones
+    too) through the same passes, once."""
     graph = req.graph
     groups = [list(fn.outputs) for fn in req.functions]
     if req.optimize:
@@ -214,6 +216,7 @@ def lower(req: Request) -> Lowered:
     else:
         new, new_groups = graph, groups
     new, new_groups = req.target.rewrite(new, new_groups)
+    new, new_groups = merged(new, new_groups)  # calls that are one loop: one call
     fns = tuple(replace(fn, outputs=tuple(ids)) for fn, ids in zip(req.functions, new_groups))
     shown = {n: fn.exprs[k] if fn.exprs else Expr(graph, o)
              for fn, new_fn in zip(req.functions, fns)
@@ -230,13 +233,12 @@ def lower(req: Request) -> Lowered:
 def optimized_body(body: Body, req: Request) -> Body:
     """``body`` rebuilt through the passes ``req`` runs on the function around it (the
     compile passes; with ``fast_math`` the others too, so ``t - t`` in a step's VJP goes),
-    kept on the body (a derived body, as its VJP is)."""
+    remembered by the body (:meth:`~symgrad.ir.body.Body.memo`, as its VJP is)."""
     if not req.optimize:
         return body
     arrays = req.target.sums_as_sums
-    key = ("optimized", req.fast_math, arrays)
-    found = body.derived.get(key)
-    if found is None:
+
+    def build() -> Body:
         from ..passes import pipeline
 
         new, (outs,) = pipeline.optimize(body.graph, [list(body.outputs)], req.fast_math,
@@ -245,8 +247,9 @@ def optimized_body(body: Body, req: Request) -> Body:
         ins = [new.variables[nodes[v].name] for v in body.inputs]
         folded = any(nd.is_const and nd.shape != () for nd in new.nodes)
         # a folded array constant has no place in a step (its constants are operands)
-        found = body.derived[key] = body if folded else Body(new, ins, outs, body.n_in)
-    return found
+        return body if folded else Body(new, ins, outs, body.n_in)
+
+    return body.memo(("optimized", req.fast_math, arrays), build)
 
 
 def _derivatives(shown: dict[int, Expr], graph: Graph) -> dict[int, Derivative]:

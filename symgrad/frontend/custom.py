@@ -45,7 +45,7 @@ from ..base.errors import ArgumentError, DifferentiationError, UnsupportedError
 from ..base.tree_util import tree_flatten, tree_unflatten
 from ..ir.body import trace
 from ..ir.custom import CustomRule
-from ..ir.expr import Expr, F, const
+from ..ir.expr import Expr, F, const, projections
 from ..ir.op import REGISTRY
 from ..ir.shapes import fmt, is_float
 from ..ir.values import as_constant, describe, exact, type_name
@@ -194,7 +194,8 @@ def _tree_add(a: Any, b: Any) -> Any:
 # -- the call -----------------------------------------------------------------------------
 
 def _call(cf: _Custom, args: tuple) -> Any:
-    """The call on expressions: the primal traced and inlined, and one node per result."""
+    """The call on expressions: the primal traced and inlined, and one call node (read
+    through a projection per result)."""
     name = cf._label
     nondiff = cf.nondiff_argnums
     if any(k >= len(args) for k in nondiff):
@@ -240,9 +241,8 @@ def _call(cf: _Custom, args: tuple) -> Any:
                           primal=lambda v: ctx.jvp(v, None)[0])
     op = REGISTRY[f"custom_{rule.kind}_call"]
     ids = tuple(e.node for e in [*ys, *xs, *captured])
-    nodes = [Expr(graph, graph.add(op, ids, {"rule": rule, "out": k}))
-             for k in range(len(ys))]
-    return tree_unflatten(out_def[0], nodes)
+    results = projections(Expr(graph, graph.add(op, ids, {"rule": rule})))
+    return tree_unflatten(out_def[0], list(results))
 
 
 class _Context:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..base.errors import ShapeError, SymgradError, UnsupportedError
-from ..ir.body import scan_nodes, trace
+from ..ir.body import scan_call, trace
 from ..ir.expr import TRACES, Expr
 from ..ir.graph import Graph
 from ..ir.limits import exceeded, limits
@@ -156,8 +156,7 @@ def scan(f: Callable[[Tree, Tree], tuple[Tree, Tree]], init: Tree, xs: Tree = No
     operands = [*c_leaves, *x_leaves, *captured]
     operands = [v if isinstance(v, Expr) else Expr(graph, graph.const(v)) for v in operands]
     nc = len(c_leaves)
-    parts = range(len(body.outputs))
-    nodes = scan_nodes(graph, body, nc, len(x_leaves), steps, reverse, operands, parts)
+    nodes = scan_call(graph, body, nc, len(x_leaves), steps, reverse, operands)
     return unflatten(c_tree, nodes[:nc]), unflatten(y_tree[0], nodes[nc:])
 
 

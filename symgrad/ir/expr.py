@@ -26,7 +26,7 @@ from .numpy_names import (
     ufunc_name,
     ufunc_op,
 )
-from .op import FUNCTIONS, REGISTRY, SPARSE, UNSUPPORTED, Op, public_op
+from .op import FUNCTIONS, REGISTRY, RESULT, SPARSE, UNSUPPORTED, Op, public_op
 from .shapes import DTYPES, Shape
 from .text import infix
 from .values import describe, exact
@@ -601,14 +601,35 @@ def _apply(op: Op, operands: Sequence[Any]) -> Expr:
     return build(op, operands, {})
 
 
-def call(name: str, *args: Any, **kwargs: Any) -> Expr:
+def call(name: str, *args: Any, **kwargs: Any) -> Any:
     """Build op ``name`` applied to ``args`` (Exprs, numbers or arrays), bound by its
-    signature; returns an Expr."""
+    signature; returns an Expr, or for a call with several results the tuple of its
+    results (:func:`projections`)."""
     op = REGISTRY[name]
     if not kwargs and op.signature._operands_only == len(args) and args:
-        return _apply(op, args)  # what bind gives: the operands, no attributes
-    operands, attrs = op.signature.bind(name, args, kwargs)
-    return build(op, operands, attrs)
+        out = _apply(op, args)  # what bind gives: the operands, no attributes
+    else:
+        operands, attrs = op.signature.bind(name, args, kwargs)
+        out = build(op, operands, attrs)
+    if type(out) is Expr and out.graph.nodes[out.node].is_call:
+        return projections(out)
+    return out  # one value (or a sparse matrix's Expr)
+
+
+def projections(call_: Expr) -> tuple[Expr, ...]:
+    """The results of ``call_``, a call with several results: one projection node each
+    (``result`` with attribute ``index``; hash-consing builds each once).
+
+    >>> import symgrad as sg
+    >>> S = sg.var("S", shape=(2, 2))
+    >>> w, v = sg.eigh(S)
+    >>> [e.node for e in projections(Expr(S.graph, w.data.args[0]))] == [w.node, v.node]
+    True
+    """
+    graph, node = call_.graph, call_.node
+    op = REGISTRY[RESULT]
+    return tuple(Expr(graph, graph.add(op, (node,), {"index": k}))
+                 for k in range(len(call_.data.dtype)))
 
 
 def function(name: str) -> Callable[..., Any] | None:
@@ -655,44 +676,6 @@ class _OpFunctions:
 
 
 F = _OpFunctions()
-
-
-class NodeView:
-    """What a backprop rule sees of a node: ``args`` and ``out`` as Exprs, ``attrs``."""
-
-    __slots__ = ("graph", "data", "_args", "_needed")
-
-    def __init__(self, graph: Graph, data: Node, needed: tuple[bool, ...] | None = None
-                 ) -> None:
-        self.graph, self.data, self._args, self._needed = graph, data, None, needed
-
-    def needs(self, k: int) -> bool:
-        """Whether the transform uses operand ``k``'s contribution (a rule may skip building
-        it otherwise: ``x * 2.0`` needs no adjoint for the constant)."""
-        return self._needed is None or self._needed[k]
-
-    @property
-    def args(self) -> tuple[Expr, ...]:
-        if self._args is None:
-            graph = self.graph
-            self._args = tuple([Expr(graph, a) for a in self.data.args])
-        return self._args
-
-    @property
-    def out(self) -> Expr:
-        return Expr(self.graph, self.data.id)
-
-    @property
-    def attrs(self) -> dict:
-        return self.data.attrs
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.data.shape
-
-    @property
-    def dtype(self) -> str:
-        return self.data.dtype
 
 
 Graph.handle = Expr

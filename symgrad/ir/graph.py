@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from ..base.errors import ArgumentError, NameConflictError, ShapeError, SymgradError
-from .op import REGISTRY, Op
+from .op import REGISTRY, RESULT, Op, Results
 from .shapes import fmt
 from .text import listing
 from .values import (
@@ -109,6 +109,9 @@ def _cacheable(attrs: dict) -> bool:
 
 def _inferred(op: Op, shapes: tuple, dtypes: tuple, attrs: dict) -> tuple:
     """``(prepared attrs, their frozen key or None if op has no prepare, shape, dtype)``."""
+    if op.name != RESULT and any(type(d) is Results for d in dtypes):
+        raise ShapeError(f"{op.name}: an operand is a call with several results; read one "
+                         "of them (its projection) instead")
     canonical = None
     if op.prepare is not None:
         try:
@@ -188,15 +191,18 @@ class _Provenance:
 
 class Node:
     """One node's data; immutable once built. ``is_var`` / ``is_const`` tell the two leaf
-    kinds (an input variable with a ``name``; a constant holding ``attrs["value"]``)."""
+    kinds (an input variable with a ``name``; a constant holding ``attrs["value"]``);
+    ``is_call`` a call with several results (its dtype a :class:`~symgrad.ir.op.Results`,
+    read through projections: see :mod:`symgrad.ir.op`)."""
 
     __slots__ = ("id", "op", "args", "attrs", "shape", "dtype", "name", "role", "origin",
-                 "is_var", "is_const")
+                 "is_var", "is_const", "is_call")
 
     def __init__(self, id, op, args, attrs, shape, dtype, name, role, origin):
         self.id, self.op, self.args, self.attrs = id, op, args, attrs
         self.shape, self.dtype, self.name, self.role, self.origin = shape, dtype, name, role, origin
         self.is_var, self.is_const = op == "var", op == "const"
+        self.is_call = type(dtype) is Results  # several results, read by projections
 
     def fields(self) -> dict:
         return {k: getattr(self, k) for k in self.__slots__[1:9]}
@@ -549,6 +555,24 @@ class Graph:
                     stack.append(nodes[i].origin)
         return sorted(seen)
 
+    def grouped(self, order: list[int]) -> list[int]:
+        """``order`` (topological) with each call's projections right after the call: still
+        a topological order, in which one statement can assign a call's results."""
+        nodes = self.nodes
+        after: dict[int, list[int]] = {}
+        for i in order:
+            n = nodes[i]
+            if n.op == RESULT:
+                after.setdefault(n.args[0], []).append(i)
+        if not after:
+            return order
+        out = []
+        for i in order:
+            if nodes[i].op != RESULT or nodes[i].args[0] not in after:
+                out.append(i)
+                out += after.get(i, ())
+        return out
+
     def descendants(self, sources: Iterable[int], within: Iterable[int]) -> set[int]:
         """Nodes of ``within`` (topologically sorted) that depend on any of ``sources``."""
         reached = set(sources)
@@ -589,6 +613,9 @@ class Graph:
             raise GraphError(f"{where}: role {n.role!r} with origin {n.origin!r}")
         if n.origin is not None and not 0 <= n.origin < n.id:
             raise GraphError(f"{where}: origin {n.origin} is not an earlier node")
+        if n.op != RESULT and any(self.nodes[a].is_call for a in n.args):
+            raise GraphError(f"{where}: reads a call with several results other than "
+                             "through a projection")
         if n.is_var:
             if n.args or self.variables.get(n.name) != n.id:
                 raise GraphError(f"{where}: not the graph's variable {n.name!r}")

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Union
 import numpy as np
 
 from ..base.errors import SymgradError
-from .op import REGISTRY, Op
+from .op import REGISTRY, RESULT, Op
 from .values import freeze
 
 if TYPE_CHECKING:
@@ -109,6 +109,10 @@ def node_form(graph: Graph, n: Node, reserved: set[str] = frozenset()) -> Form:
         return _ATOM, [n.name]
     if n.is_const:
         return const_text(n.attrs["value"], reserved)
+    if n.op == RESULT:  # result k of a call: eigh(S)[1]; the call's one result: the call
+        if len(graph.nodes[n.args[0]].dtype) == 1:
+            return _ATOM, [(0, _ATOM)]
+        return _ATOM, [(0, _ATOM), f"[{n.attrs['index']}]"]
     op = REGISTRY[n.op]
     infix_ = op.signature.infix
     if op.write is not None:
@@ -368,8 +372,17 @@ def listing(graph_or_exprs: Graph | Expr | Sequence[Expr]) -> str:
               for i in ids if nodes[i].is_var]
     if inputs:
         lines.append("inputs  " + "  ".join(inputs))
+    results: dict[int, dict[int, int]] = {}  # a call's projections listed, by index
     for i in ids:
-        if i in inline:
+        if nodes[i].op == RESULT:
+            results.setdefault(nodes[i].args[0], {})[nodes[i].attrs["index"]] = i
+
+    def ref(f: int) -> str:  # a call by the results its line names
+        found = results.get(f) if nodes[f].is_call else None
+        return f"({', '.join(f'v{j}' for j in found.values())})" if found else _ref(nodes, f)
+
+    for i in ids:
+        if i in inline or nodes[i].op == RESULT:  # a projection: named by its call's line
             continue
         n = nodes[i]
         operands = " ".join(inline.get(a, f"v{a}") for a in n.args)
@@ -382,16 +395,25 @@ def listing(graph_or_exprs: Graph | Expr | Sequence[Expr]) -> str:
         else:  # attributes that differ from the op's defaults, as the infix text shows them
             attrs = " ".join(f"{k}={text}" for k, text in _keywords(graph, n, op, set())) \
                 if op is not None else ""
-        line = f"v{i}:{_type(n.shape, n.dtype)} = {n.op}"
+        if n.is_call:  # one line for the call: v3:f64[3], v4:f64[3,3] = eigh A
+            found = results.get(i, {})
+            head = ", ".join(f"v{found[k]}:{_type(*aval)}" if k in found else "_"
+                             for k, aval in enumerate(n.dtype))
+        else:
+            head = f"v{i}:{_type(n.shape, n.dtype)}"
+        line = f"{head} = {n.op}"
         line += "".join(f" {part}" for part in (operands, attrs) if part)
-        if i in made_for:
-            line += "  # adjoint of " + ", ".join(_ref(nodes, f) for f in made_for[i])
-        elif i in tangent_for:
-            line += "  # tangent of " + ", ".join(_ref(nodes, f) for f in tangent_for[i])
+        mine = list(results.get(i, {}).values()) if n.is_call else [i]
+        adjoint = [f for j in mine for f in made_for.get(j, ())]
+        tangent = [f for j in mine for f in tangent_for.get(j, ())]
+        if adjoint:
+            line += "  # adjoint of " + ", ".join(ref(f) for f in adjoint)
+        elif tangent:
+            line += "  # tangent of " + ", ".join(ref(f) for f in tangent)
         elif n.role == "adjoint" and n.origin is not None:
-            line += f"  # backprop of {_ref(nodes, n.origin)}"
+            line += f"  # backprop of {ref(n.origin)}"
         elif n.role == "tangent" and n.origin is not None:
-            line += f"  # jvp of {_ref(nodes, n.origin)}"
+            line += f"  # jvp of {ref(n.origin)}"
         lines.append(line)
     lines.append("outputs  " + "  ".join(inline.get(i, f"v{i}") for i in outputs))
     return "\n".join(lines)

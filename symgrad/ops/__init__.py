@@ -14,6 +14,7 @@ from ..ir.op import ALIASES, REGISTRY, Op, Signature, SignatureError, lookup, re
 
 # importing a family registers its ops
 from . import (  # noqa: F401
+    calls,
     creation,
     cumulative,
     custom,

@@ -34,8 +34,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..ir.expr import Expr, F, NodeView
+from ..ir.expr import Expr, F
 from ..ir.graph import Graph, Node
+from ..ir.nodeview import NodeView
 from ..ir.op import REGISTRY
 from ..ir.shapes import reduced
 from .pattern import OneOf, Pass, Rule

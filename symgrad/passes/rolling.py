@@ -34,8 +34,8 @@ same number: see ``_Loop._min_steps``).
 >>> for _ in range(20):
 ...     h = sg.sin(h) * h + sg.cos(h)
 >>> (r,) = roll([h])
->>> [h.graph.nodes[i].op for i in h.graph.ancestors([r.node])]   # one loop: 20 steps
-['var', 'scan']
+>>> [h.graph.nodes[i].op for i in h.graph.ancestors([r.node])]   # one loop of 20 steps
+['var', 'scan', 'result']
 >>> sg.evaluate(r, {"x": 0.5}) == sg.evaluate(h, {"x": 0.5})
 True
 """
@@ -528,7 +528,7 @@ class _Run:
         seen: set[int] = set()
         while stack:
             i = stack.pop()
-            if i in members:
+            if members[i]:  # (a bool array: ``i in members`` would compare values)
                 return False
             if i not in seen:
                 seen.add(i)

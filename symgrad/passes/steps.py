@@ -127,7 +127,11 @@ def _row_node(n: Any, args: list[Expr], flags: tuple[bool, ...], size: int) -> E
     except SymgradError as err:
         raise Unbatchable(f"{n.op}: {err}") from None
     got = home.nodes[new]
-    if got.shape != (size, *n.shape) or got.dtype != n.dtype:
+    if got.is_call:  # a call with several results: each result gets the row axis
+        ok = n.is_call and tuple(got.dtype) == tuple(((size, *s), d) for s, d in n.dtype)
+    else:
+        ok = got.shape == (size, *n.shape) and got.dtype == n.dtype
+    if not ok:
         raise Unbatchable(f"{n.op} mixes the rows")
     return Expr(home, new)
 

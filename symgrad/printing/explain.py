@@ -21,9 +21,10 @@ import numpy as np
 
 from ..backends.interpreter import _by_name, run
 from ..base.errors import SymgradError
-from ..ir.expr import Expr, NodeView
+from ..ir.expr import Expr
 from ..ir.graph import Graph
-from ..ir.op import REGISTRY
+from ..ir.nodeview import NodeView
+from ..ir.op import REGISTRY, RESULT
 from ..ir.shapes import fmt, is_float
 from ..ir.text import _ATOM, const_text, node_form
 from ..ir.values import exact, type_name
@@ -172,7 +173,8 @@ def at_item(name: str, value: Any) -> str:
 
 def numbering(graph: Graph, ids: Sequence[int]) -> dict[int, str]:
     """Collins' numbering ``u1 ... un`` of nodes ``ids`` (ascending): input variables first,
-    in id order, then every other node but constants (constants are written inline).
+    in id order, then every other node but constants (written inline) and calls with
+    several results (each result is numbered: ``eigh(u1)[1]``).
 
     The drawings (``sg.draw``, ``sg.to_dot``, ``sg.to_html``) number nodes the same way.
 
@@ -184,7 +186,7 @@ def numbering(graph: Graph, ids: Sequence[int]) -> dict[int, str]:
     """
     nodes = graph.nodes
     leaves = [i for i in ids if nodes[i].is_var]
-    rest = [i for i in ids if not nodes[i].is_var and not nodes[i].is_const]
+    rest = [i for i in ids if not (nodes[i].is_var or nodes[i].is_const or nodes[i].is_call)]
     return {i: f"u{k}" for k, i in enumerate(leaves + rest, start=1)}
 
 
@@ -196,6 +198,8 @@ def operand_text(graph: Graph, i: int, labels: dict[int, str]) -> tuple[int, str
     if node.is_const:
         prec, pieces = const_text(node.attrs["value"], set(graph.variables))
         return prec, pieces[0]
+    if node.is_call:  # written into its results' definitions
+        return _ATOM, definition(graph, i, labels)
     return _ATOM, f"v{i}"
 
 
@@ -247,8 +251,12 @@ def _terms(graph: Graph, forward: list[int], adjoint: dict[int, int], batch: int
     nodes = graph.nodes
     out: dict[int, list[dict]] = {}
     one = Expr(graph, graph.const(1.0))
+    results: dict[int, dict[int, int]] = {}  # a call -> its results with adjoints, by index
     for j in forward:
-        if j not in adjoint or not nodes[j].args:
+        if nodes[j].op == RESULT and j in adjoint:
+            results.setdefault(nodes[j].args[0], {})[nodes[j].attrs["index"]] = j
+    for j in forward:
+        if (j not in adjoint and j not in results) or not nodes[j].args:
             continue
         rule = REGISTRY[nodes[j].op].backprop
         if rule is None:
@@ -256,14 +264,21 @@ def _terms(graph: Graph, forward: list[int], adjoint: dict[int, int], batch: int
         # the operands with an adjoint only, as reverse mode asks (a shape parameter of
         # gammainc has none, and its rule refuses to build one)
         view = NodeView(graph, nodes[j], tuple([a in adjoint for a in nodes[j].args]))
-        contribs = rule(view, Expr(graph, adjoint[j]))
-        local = rule(view, one) if nodes[j].shape == () else [None] * len(nodes[j].args)
+        if nodes[j].is_call:  # the rule once, for the adjoints of all its results
+            got = results[j]
+            contribs = rule(view, tuple(None if k not in got else Expr(graph, adjoint[got[k]])
+                                        for k in range(len(nodes[j].dtype))))
+            local = [None] * len(nodes[j].args)
+        else:
+            contribs = rule(view, Expr(graph, adjoint[j]))
+            local = rule(view, one) if nodes[j].shape == () else [None] * len(nodes[j].args)
         for a, c, jac in zip(nodes[j].args, contribs, local):
             if c is None or a not in adjoint:
                 continue
             shape = nodes[a].shape
             out.setdefault(a, []).append({
                 "consumer": j,
+                "via": sorted(results[j].values()) if nodes[j].is_call else [j],
                 "contribution": sum_to_shape(c, shape, batch).node,
                 "local": None if jac is None else sum_to_shape(jac, shape, 0).node,
             })
@@ -292,7 +307,8 @@ def _adjoint_row(i, adjoint, labels, terms, values, output, value_shape) -> dict
     parts, nums = [], []
     for t in terms:
         j = t["consumer"]
-        parts.append(f"P{labels[j][1:]} J({labels[i][1:]}->{labels[j][1:]})")
+        parts.append(" + ".join(f"P{labels[k][1:]} J({labels[i][1:]}->{labels[k][1:]})"
+                                for k in t["via"]))
         if t["local"] is not None and values:
             nums.append(f"{_text(values[adjoint[j]])}*{_text(values[t['local']])}")
     if i == output:
@@ -300,7 +316,8 @@ def _adjoint_row(i, adjoint, labels, terms, values, output, value_shape) -> dict
     else:
         definition = " + ".join(parts)
     local = " + ".join(nums) if nums and len(nums) == len(parts) else ""
-    rows_terms = [{"consumer": labels[t["consumer"]], "local": _value(values, t["local"]),
+    rows_terms = [{"consumer": ", ".join(labels[k] for k in t["via"]),
+                   "local": _value(values, t["local"]),
                    "contribution": _value(values, t["contribution"])} for t in terms]
     return {"section": "adjoint", "label": "P" + labels[i][1:], "of": labels[i], "id": adjoint[i],
             "definition": definition, "terms": rows_terms, "local terms": local,

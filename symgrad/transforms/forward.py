@@ -27,8 +27,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from ..base.progress import start
-from ..ir.expr import Expr, F, NodeView
-from ..ir.op import REGISTRY
+from ..ir.expr import Expr, F
+from ..ir.nodeview import NodeView
+from ..ir.op import REGISTRY, RESULT
 from ..ir.shapes import is_float
 from .reverse import _backprop, _gc_paused, adjoint_rewriting, seed_kind, sum_to_shape
 
@@ -90,18 +91,34 @@ def _tangents(outputs: Sequence[Expr], wrt: Sequence[Expr], seeds: Sequence[Expr
     for w, s in zip(wrt, seeds):
         tangent.setdefault(w.node, s)
     progress = start("forward mode", total=len(order))
+    calls: dict[int, tuple] = {}  # a call with several results -> its results' tangents
+    read: dict[int, set[int]] = {}  # a call -> the results the outputs read
+    for i in order:
+        if nodes[i].op == RESULT:
+            read.setdefault(nodes[i].args[0], set()).add(nodes[i].attrs["index"])
     for i in order:
         progress.update()
         node = nodes[i]
-        if i in tangent or not node.args or not is_float(node.dtype):
+        if i in tangent or not node.args or not (is_float(node.dtype) or node.is_call):
+            continue
+        if node.op == RESULT:  # a projection: its entry of the call's tangents
+            got = calls.get(node.args[0])
+            t = None if got is None else got[node.attrs["index"]]
+            if t is not None:
+                with graph.provenance(i, "tangent"):
+                    tangent[i] = fit(t, batch, node.shape, node.dtype)
             continue
         ts = tuple(tangent.get(a) for a in node.args)
         rule = REGISTRY[node.op].forward
         if rule is None or all(t is None for t in ts):
             continue
         with graph.provenance(i, "tangent"):
-            t = rule(NodeView(graph, node), ts)
-            if t is not None:
+            wanted = (tuple(k in read.get(i, ()) for k in range(len(node.dtype)))
+                      if node.is_call else None)
+            t = rule(NodeView(graph, node, wanted=wanted), ts)
+            if node.is_call:
+                calls[i] = tuple(t) if t is not None else (None,) * len(node.dtype)
+            elif t is not None:
                 tangent[i] = fit(t, batch, node.shape, node.dtype)
     progress.close()
     wanted = set(order)

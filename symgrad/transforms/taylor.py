@@ -24,7 +24,8 @@ import numpy as np
 
 from ..base.errors import SymgradError
 from ..base.progress import start
-from ..ir.expr import Expr, NodeView
+from ..ir.expr import Expr
+from ..ir.nodeview import NodeView
 from ..ir.op import REGISTRY, Op
 from ..ir.shapes import is_float
 from ..ops.series import Series, piecewise_linear
@@ -63,7 +64,8 @@ def series_of(f: Expr, x: Expr, order: int) -> list[Expr]:
     rules = {}
     for i in path:
         op = REGISTRY[nodes[i].op] if nodes[i].args else None
-        if op is None or not is_float(nodes[i].dtype) or not op.differentiable:
+        if op is None or not (is_float(nodes[i].dtype) or nodes[i].is_call) \
+                or not op.differentiable:  # a call with several results has no Taylor rule
             continue
         rules[i] = rule_of(op)
         if rules[i] is None:

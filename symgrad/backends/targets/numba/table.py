@@ -67,9 +67,9 @@ NOT_FUSED: dict[str, str] = {
     **dict.fromkeys(("zeros_like", "ones_like", "eye", "zeros", "ones", "full", "arange",
                      "linspace"), "a constant-maker: NumPy's call"),
     **dict.fromkeys((
-        "band", "inv", "det", "slogdet", "slogdet_sign", "solve", "cholesky", "eigh",
-        "eigh_vectors", "eigvalsh", "svd", "svd_u", "svd_vh", "svdvals", "pinv", "lstsq",
-        "lstsq_residuals", "lstsq_rank", "lstsq_sv", "qr", "qr_q", "norm", "matrix_rank"),
+        "band", "inv", "det", "slogdet", "solve", "cholesky", "eigh",
+        "eigvalsh", "svd", "svdvals", "pinv", "lstsq",
+        "qr", "norm", "matrix_rank"),
         "a decomposition: LAPACK through NumPy's call"),
     **dict.fromkeys((
         "erf", "erfc", "erfcinv", "erfcx", "erfinv", "ndtr", "ndtri", "log_ndtr", "logit",
@@ -85,6 +85,7 @@ NOT_FUSED: dict[str, str] = {
     "scan": "a loop: compiled whole as one function of its own where every op of its step "
             "has a loop_form (backends/targets/numba/loops.py), else the NumPy target's loop",
     "stop_gradient": "no arithmetic: the driver passes its operand on",
+    "result": "a projection: the name its call's statement assigns (no line of its own)",
     **dict.fromkeys(("custom_vjp_call", "custom_jvp_call"),
                     "a custom rule's call: its value is its first operand (no arithmetic)"),
     "round": "np.round's decimals= has no scalar form in Numba that rounds like NumPy's",
