@@ -13,13 +13,14 @@ from typing import Any
 
 import numpy as np
 
+from ..base.describe import describe, type_name
 from ..base.errors import EvaluationError, InputError, SymgradWarning
 from ..base.progress import start
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.shapes import fmt
-from ..ir.values import describe, exact, type_name
+from ..ir.values import exact
 from ..ops.indexing import IndexOutOfRangeError
 from ..ops.loops import one_evaluation
 from ..transforms.sparse import SparseExpr, as_matrix

@@ -275,14 +275,13 @@ def optimized_body(body: Body, req: Any) -> Body:
     goes), kept on the body."""
     if not req.optimize:
         return body
-    arrays = req.target.sums_as_sums
-    key = ("optimized", req.fast_math, arrays)
+    key = ("optimized", req.fast_math, req.target.passes)
     found = body.derived.get(key)
     if found is None:
         from ..passes import pipeline
 
         new, (outs,) = pipeline.optimize(body.graph, [list(body.outputs)], req.fast_math,
-                                         arrays)
+                                         req.target.passes)
         nodes = body.graph.nodes
         ins = [new.variables[nodes[v].name] for v in body.inputs]
         folded = any(nd.is_const and nd.shape != () for nd in new.nodes)

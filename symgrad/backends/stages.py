@@ -164,23 +164,15 @@ def pattern_constants(s: Any, prefix: str = "") -> tuple[tuple[str, Any], ...]:
 
 
 def lower(req: Request) -> Lowered:
-    """The request's graph rebuilt through the compile passes if ``optimize`` (with the
-    non-exact ones if ``fast_math``; for JAX and PyTorch also
-    :mod:`symgrad.passes.array_targets`), else as it is; for the array targets NumPy's
-    promotion of mixed dtypes is then made explicit (:mod:`.promotion`)."""
+    """The request's graph through the stages ``compile`` runs
+    (:func:`symgrad.passes.pipeline.compile_stages`: the compile passes if ``optimize``,
+    the non-exact ones too if ``fast_math``, then the target's own ``passes``)."""
+    from ..passes import pipeline
+
     graph = req.graph
     groups = [list(fn.outputs) for fn in req.functions]
-    if req.optimize:
-        from ..passes import pipeline
-
-        new, new_groups = pipeline.optimize(graph, groups, req.fast_math,
-                                            req.target.sums_as_sums)
-    else:
-        new, new_groups = graph, groups
-    if not req.target.printer.numpy_only:  # NumPy's promotion of mixed dtypes, as casts
-        from .targets.array_api.promotion import promoted
-
-        new, new_groups = promoted(new, new_groups)
+    stages = pipeline.compile_stages(req.optimize, req.fast_math, req.target.passes)
+    new, new_groups = pipeline.run_stages(stages, graph, groups)
     fns = tuple(replace(fn, outputs=tuple(ids)) for fn, ids in zip(req.functions, new_groups))
     shown = {n: fn.exprs[k] if fn.exprs else Expr(graph, o)
              for fn, new_fn in zip(req.functions, fns)

@@ -197,7 +197,7 @@ def _targets(f, names: list[str] | None) -> list[str]:
 def _simplified(exprs: list, on: bool) -> list:
     if not on:
         return exprs
-    from ..passes import simplify
+    from ..passes.simplify import simplify
 
     return list(simplify(exprs))
 

@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from ..base.describe import describe, type_name
 from ..base.errors import ArgumentError, DifferentiationError, UnsupportedError
 from ..base.tree_util import tree_flatten, tree_unflatten
 from ..ir.body import trace
@@ -48,7 +49,7 @@ from ..ir.custom import CustomRule
 from ..ir.expr import Expr, F, const
 from ..ir.op import REGISTRY
 from ..ir.shapes import fmt, is_float
-from ..ir.values import as_constant, describe, exact, type_name
+from ..ir.values import as_constant, exact
 from .capture import rebound
 from .loops import _home
 

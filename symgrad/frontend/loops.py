@@ -17,12 +17,13 @@ from typing import Any
 
 import numpy as np
 
+from ..base.describe import describe, type_name
 from ..base.errors import ShapeError, SymgradError, UnsupportedError
 from ..ir.body import scan_nodes, trace
 from ..ir.expr import TRACES, Expr
 from ..ir.graph import Graph
 from ..ir.limits import exceeded, limits
-from ..ir.values import as_constant, describe, exact, exact_int, type_name
+from ..ir.values import as_constant, exact, exact_int
 
 Tree = Any
 

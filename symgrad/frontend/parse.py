@@ -31,11 +31,12 @@ import unicodedata
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..base.describe import describe
 from ..base.errors import ParseError, SymgradError
 from ..ir.expr import Expr, const, var
 from ..ir.limits import DEFAULTS, limits
 from ..ir.op import ALIASES, FUNCTIONS, REGISTRY, SignatureError, public_op
-from ..ir.values import as_constant, check_dtype, check_name, check_shape, describe
+from ..ir.values import as_constant, check_dtype, check_name, check_shape
 from .functions import Callee, callee
 from .parse_loops import LOOPS, LoopText, results_hint
 from .syntax import (

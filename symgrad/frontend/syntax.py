@@ -20,9 +20,9 @@ import unicodedata
 from collections.abc import Callable
 from typing import Any
 
+from ..base.describe import describe
 from ..base.errors import LimitError, ParseError
 from ..ir.limits import limits
-from ..ir.values import describe
 
 _BINOPS: dict[str, Callable] = {
     "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,

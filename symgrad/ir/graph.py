@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from ..base.describe import describe
 from ..base.errors import ArgumentError, NameConflictError, ShapeError, SymgradError
 from .op import REGISTRY, Op
 from .shapes import fmt
@@ -46,7 +47,6 @@ from .values import (
     check_dtype,
     check_name,
     check_shape,
-    describe,
     freeze,
     plain,
     weak,
@@ -232,6 +232,9 @@ class Graph:
         self._state = _BuildState()
         self._calls = 0  # look-ups and builds by every thread (see budget)
         self.rollbacks = 0  # rollbacks so far: ids after one may name other nodes
+        # what passes found out about the nodes (true as long as they are: nodes never change;
+        # a rollback empties it), e.g. which nodes the rolling replaced (symgrad.passes.context)
+        self.derived: dict[str, Any] = {}
         self.lock = threading.RLock()  # the builder's critical section (re-entrant: rules)
 
     def __len__(self) -> int:
@@ -469,6 +472,7 @@ class Graph:
             return
         self.rollbacks += 1
         del self.nodes[n:]
+        self.derived = {}
         self._keys = {k: v for k, v in self._keys.items() if v < n}
         self._numbers = {k: v for k, v in self._numbers.items() if v < n}
         self.variables = {k: v for k, v in self.variables.items() if v < n}

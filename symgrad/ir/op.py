@@ -82,8 +82,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from ..base.describe import PLAIN, describe
 from ..base.errors import SymgradError
-from .values import _PLAIN, describe, exact
+from .values import exact
 
 Shape = tuple[int, ...]
 
@@ -180,7 +181,7 @@ class Signature:
                 raise SignatureError(f"{op}() got an unexpected keyword {describe(k)} "
                                      f"(takes {ok})")
             attrs[k] = v
-        return operands, {k: v if type(v) in _PLAIN else exact(v) for k, v in attrs.items()}
+        return operands, {k: v if type(v) in PLAIN else exact(v) for k, v in attrs.items()}
 
     def describe(self) -> str:
         """``(x, axis, keepdims)``: the parameters as a person reads them."""

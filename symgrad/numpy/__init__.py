@@ -35,6 +35,7 @@ import numpy as _np
 from .. import frontend as _frontend
 from .. import ops as _ops  # noqa: F401  (the ops, before their NumPy names are made)
 from ..base.errors import UnsupportedError as _UnsupportedError
+from ..ir.expr import NAMESPACE as _NAMESPACE
 from ..ir.expr import function as _function
 from ..ir.op import ALIASES as _ALIASES
 from ..ir.op import FUNCTIONS as _FUNCTIONS
@@ -42,6 +43,8 @@ from ..ir.op import REGISTRY as _REGISTRY
 from ..ir.op import UNSUPPORTED as _UNSUPPORTED
 
 _frontend.numpy_functions.register_ufuncs()
+# Expr.__array_namespace__ answers this module (the IR imports nothing above it)
+_NAMESPACE["numpy"] = _sys.modules[__name__]
 
 # constants, types and helpers that are NumPy's own (nothing to trace)
 pi, e, inf, nan, newaxis, euler_gamma = _np.pi, _np.e, _np.inf, _np.nan, None, _np.euler_gamma

@@ -20,11 +20,11 @@ import math
 
 import numpy as np
 
+from ..base.describe import describe
 from ..base.errors import ShapeError
 from ..ir.expr import F
 from ..ir.op import Op, register, sig
 from ..ir.shapes import DTYPES, broadcast, result_dtype
-from ..ir.values import describe
 from . import series
 from .elementwise import _compare, _split, binary, unary
 from .tangent import first

@@ -33,11 +33,12 @@ from typing import Any
 
 import numpy as np
 
+from ..base.describe import describe
 from ..base.errors import EvaluationError, ShapeError
 from ..ir.expr import Expr, F, const
 from ..ir.op import Op, register, sig
 from ..ir.shapes import Shape, broadcast, fmt, norm_axis, result_dtype
-from ..ir.values import describe, exact, freeze
+from ..ir.values import exact, freeze
 from .structure import gather_map, scatter_map
 from .tangent import first, flatten, linear
 

@@ -72,11 +72,11 @@ from typing import Any
 
 import numpy as np
 
+from ..base.describe import describe
 from ..base.errors import DifferentiationError, ShapeError
 from ..ir.expr import Expr, F, call, const
 from ..ir.op import Op, SignatureError, register, sig
 from ..ir.shapes import broadcast, float_dtype, fmt, norm_axes, reduced, result_dtype
-from ..ir.values import describe
 from .products import matmul_jvp
 from .reductions import extreme_share
 from .structure import batched_map, dense_maps, gather_map, reduce_map

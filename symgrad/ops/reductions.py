@@ -27,11 +27,11 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..base.describe import describe
 from ..base.errors import ShapeError
 from ..ir.expr import Expr, F
 from ..ir.op import Op, SignatureError, register, sig
 from ..ir.shapes import float_dtype, fmt, norm_axes, norm_axis, reduced
-from ..ir.values import describe
 from .structure import lane_map, reduce_map
 from .tangent import first, linear
 

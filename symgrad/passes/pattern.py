@@ -40,6 +40,7 @@ from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..ir.op import Op
 from ..ir.values import freeze
+from .context import GraphPass
 
 MAX_DEPTH = 32  # rules building nodes that are rewritten again: a bound on the nesting
 
@@ -148,14 +149,26 @@ def _guard(p: Any) -> frozenset | None:
 
 @dataclass(frozen=True)
 class Pass:
-    """A named rewrite pass: a one-line ``doc``, its ``rules`` (local rewrites) or ``run``
-    (a whole-graph step), and the ``stages`` of the pipeline that use it."""
+    """A named pass: a one-line ``doc``, the ``stages`` that run it (:mod:`.registry`), and
+    what it does, one of two kinds:
+
+    * a *rule pass* (``run`` is None): local rewrites, its ``rules``, offered each node as
+      it is built (a stage rebuilds the graph through its consecutive rule passes at once;
+      ``cse`` has no rules: the rebuild alone);
+    * a *whole-graph pass*: ``run(graph, ids, ctx) -> (graph, ids)`` (:data:`~.context.
+      GraphPass`) takes the outputs and returns their new form, reading and leaving what
+      the run shares on the :class:`~.context.Context`.
+    """
 
     name: str
     doc: str
     rules: tuple[Rule, ...] = ()
-    run: Callable[..., Any] | None = None
+    run: GraphPass | None = None
     stages: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if self.run is not None and self.rules:
+            raise ValueError(f"pass {self.name}: rules or a run, not both")
 
     def __str__(self) -> str:
         return f"{self.name:18} {self.doc}"

@@ -38,6 +38,8 @@ from ..ir.expr import Expr, F
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ops.reductions import CHAIN_REDUCTIONS
+from .context import Context
+from .pattern import Pass
 from .steps import (
     Unbatchable,
     Walk,
@@ -45,7 +47,6 @@ from .steps import (
     replaced,
     rows_lifted,
     slot_step,
-    walk,
 )
 
 MIN_RUN = 8  # terms from which a run becomes a reduction (short sums stay as written)
@@ -54,18 +55,31 @@ _NUMERIC = ("float", "int", "uint")
 
 
 def reduce_chains(outputs: Sequence[Expr]) -> list[Expr]:
-    """``outputs`` with every reducible chain replaced by its reduction (new nodes in their
-    graph; the outputs themselves if there is none)."""
+    """``outputs`` (of one graph) with every reducible chain replaced by its reduction (new
+    nodes in their graph; the outputs themselves if there is none): the
+    :data:`REDUCTIONS` pass on its own."""
     if not outputs:
         return []
     graph = outputs[0].graph
-    ids = [graph.find(o) for o in outputs]
-    new = _reductions(graph, ids)
-    return [Expr(graph, i) for i in replaced(graph, ids, new)]
+    _, ids = _reduced(graph, [graph.find(o) for o in outputs], Context())
+    return [Expr(graph, i) for i in ids]
 
 
-def _reductions(graph: Graph, ids: list[int]) -> dict[int, int]:
-    found = walk(graph, ids)
+def _reduced(graph: Graph, ids: list[int], ctx: Context) -> tuple[Graph, list[int]]:
+    """The pass: new nodes in ``graph``, the outputs' new ids."""
+    if not ids:
+        return graph, ids
+    return graph, replaced(graph, ids, _reductions(graph, ids, ctx))
+
+
+REDUCTIONS = Pass(
+    "reductions", "t(x[0]) + t(x[1]) + ... -> sum(t(x)); prod, max, min too (sum, prod: "
+    "reassociated)",
+    run=_reduced, stages=("loops",))
+
+
+def _reductions(graph: Graph, ids: list[int], ctx: Context) -> dict[int, int]:
+    found = ctx.walk(graph, ids)
     uses = found.uses(ids)
     nodes = graph.nodes
     inside: set[int] = set()

@@ -9,7 +9,6 @@ key (position ``p``) advancing by ``delta`` from one step to the next: ``x[i]``,
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable, Sequence
 from itertools import chain as concat
 from typing import Any
@@ -187,39 +186,3 @@ class Walk:
         uses = np.bincount(self.flat, minlength=len(self.at))
         np.add.at(uses, np.asarray(outputs, dtype=np.int64), 1)
         return uses.tolist()
-
-
-# graph -> (the outputs, the top output's Node, their walk): the latest walk of each graph
-_WALKS: weakref.WeakKeyDictionary[Graph, tuple[tuple[int, ...], Any, Walk]] = (
-    weakref.WeakKeyDictionary())
-
-
-def walk(graph: Graph, ids: Sequence[int]) -> Walk:
-    """The ancestors of ``ids`` (``graph.ancestors(ids)``, as a :class:`Walk`), the graph's
-    latest answer reused: the loop passes walk the same outputs in turn (the reductions,
-    then the rolling where they changed nothing; :func:`forget_walk` after them). Nodes
-    never change; an answer about nodes a failed transform removed (``Graph.budget``) is
-    not reused, as the top output's Node record is then another one.
-
-    >>> import symgrad as sg
-    >>> x = sg.var("x")
-    >>> y = sg.sin(x) * x
-    >>> walk(y.graph, [y.node]).order == tuple(y.graph.ancestors([y.node]))
-    True
-    """
-    key = tuple(ids)
-    nodes = graph.nodes
-    top = max(key, default=-1)
-    last = _WALKS.get(graph)
-    if (last is not None and last[0] == key and top < len(nodes)
-            and (top < 0 or nodes[top] is last[1])):
-        return last[2]
-    found = Walk(graph, tuple(graph.ancestors(key)))
-    _WALKS[graph] = (key, nodes[top] if key else None, found)
-    return found
-
-
-def forget_walk(graph: Graph) -> None:
-    """Drop the walk :func:`walk` remembers for ``graph`` (its arrays: a few times the
-    size of the graph's node list)."""
-    _WALKS.pop(graph, None)

@@ -20,13 +20,14 @@ from typing import Any
 import numpy as np
 
 from ..backends.interpreter import _by_name, run
+from ..base.describe import type_name
 from ..base.errors import SymgradError
 from ..ir.expr import Expr, NodeView
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.shapes import fmt, is_float
 from ..ir.text import _ATOM, const_text, node_form
-from ..ir.values import exact, type_name
+from ..ir.values import exact
 from ..transforms.derivatives import Wrt, _resolve
 from ..transforms.reverse import adjoint_rewriting, backprop, sum_to_shape
 

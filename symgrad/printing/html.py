@@ -19,13 +19,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..backends.interpreter import _by_name, run
+from ..base.describe import describe
 from ..base.errors import SymgradError
 from ..base.progress import step
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.shapes import fmt, is_float
-from ..ir.values import describe
 from ..transforms.derivatives import grad
 from .draw import BOX_STYLE, EDGE_STYLE, edge_points, label_point
 from .explain import Table, _text, at_item, explain

@@ -12,7 +12,14 @@ from typing import Any
 import numpy as np
 
 from ..base.errors import LimitError, SymgradError
-from ..frontend.sympy_io import check_tree, number, symbol, sympy_form, sympy_module, too_deep
+from ..frontend.sympy_forms import (
+    check_tree,
+    number,
+    symbol,
+    sympy_form,
+    sympy_module,
+    too_deep,
+)
 from ..ir.body import Body
 from ..ir.expr import Expr
 from ..ir.graph import Graph

@@ -29,12 +29,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
+from ..base.describe import describe
 from ..base.errors import ArgumentError, LimitError
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.text import _type, infix, select, tangent_pairs
-from ..ir.values import describe, exact, exact_str
+from ..ir.values import exact, exact_str
 from .explain import definition, numbering
 from .layout import _layout
 from .model import Box, Edge, Scene

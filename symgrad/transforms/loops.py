@@ -28,7 +28,7 @@ from ..ir.expr import TRACES, Expr
 from ..ir.op import REGISTRY
 from ..ir.shapes import is_float
 from ..ops.loops import DERIVED, VjpPlan, _zeros, product_terms, save_nodes
-from ..passes import sum_contributions
+from ..passes.adjoint_cleanup import sum_contributions
 from ..passes.cost import node_cost
 from .forward import _tangents
 from .reverse import _backprop, adjoint_rewriting

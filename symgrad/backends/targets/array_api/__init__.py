@@ -5,6 +5,7 @@
   and :class:`~.printer.TorchPrinter` as thin variants;
 * :mod:`.table` — each op's array API template (helpers in :mod:`.helpers`), with
   :mod:`.jax_table` and :mod:`.torch_table` overriding the entries that differ;
-* :mod:`.promotion` — the dtype promotion the array API leaves out, made explicit;
+* the dtype promotion the array API leaves out is made explicit before they emit, by the
+  ``promote`` stage each lists in its ``Target.passes`` (:mod:`symgrad.passes.promotion`);
 * :mod:`.loader` — loads an emitted module on its library and checks its inputs.
 """
