@@ -91,11 +91,15 @@ def __getattr__(name: str) -> _Any:
     api = _load()
     if name in globals():
         return globals()[name]
-    if "." not in name and name in api.numpy._names():
+    from .frontend.functions import traced_names  # (loaded with the API above)
+
+    if "." not in name and name in traced_names():
         return api._function_for(name)
     raise AttributeError(f"module 'symgrad' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    api = _load()
-    return sorted({*globals(), *__all__, *(n for n in api.numpy._names() if "." not in n)})
+    _load()
+    from .frontend.functions import traced_names  # (loaded with the API above)
+
+    return sorted({*globals(), *__all__, *(n for n in traced_names() if "." not in n)})

@@ -41,6 +41,7 @@ from .frontend import function_for as _function_for
 from .frontend import parse
 from .frontend.control import cond, switch, while_loop
 from .frontend.custom import custom_jvp, custom_vjp
+from .frontend.functions import traced_names as _traced_names
 from .frontend.loops import fori_loop, scan
 from .frontend.sympy_io import from_sympy, to_sympy
 from .functional import (
@@ -100,6 +101,6 @@ inf = _math.inf
 nan = _math.nan
 newaxis = None
 
-for _name in numpy._names():
+for _name in _traced_names():
     if "." not in _name and _name not in globals():
         globals()[_name] = _function_for(_name)

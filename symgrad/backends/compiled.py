@@ -238,12 +238,12 @@ def scipy_functions(f: Expr, wrt: Expr | str, inputs: Sequence[Expr | str] | Non
     if tgt.name not in ("numpy", "numba"):
         raise BackendError(f"scipy_functions emits NumPy code (backend='numpy' or 'numba'), "
                            f"not {tgt.name!r}: SciPy's optimizers pass NumPy arrays")
-    from ..transforms.derivatives import _resolve, grad, hessian, hvp
+    from ..transforms.derivatives import grad, hessian, hvp, wrt_variable
 
     if not isinstance(f, Expr) or f.shape != ():
         shape = fmt(f.shape) if isinstance(f, Expr) else type(f).__name__
         raise DifferentiationError(f"scipy_functions needs a scalar expression, got {shape}")
-    x = _resolve(f, wrt)
+    x = wrt_variable(f, wrt)
     inputs = exact_names(inputs, "inputs", exprs=True)
     if x.ndim != 1:
         raise DifferentiationError(

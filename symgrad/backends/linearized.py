@@ -18,7 +18,7 @@ from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.values import exact
-from ..transforms.derivatives import Wrt, _resolve, jvp
+from ..transforms.derivatives import Wrt, jvp, wrt_variable
 from .compiled import CompiledFunction, compile
 from .interpreter import evaluate
 from .naming import Namer
@@ -67,7 +67,7 @@ def linearize(f: Expr, wrt: Wrt | Sequence[Wrt], at: Mapping[Any, Any]) -> tuple
         raise DifferentiationError(f"linearize needs a symgrad expression (an Expr), got "
                                    f"{type(f).__name__}")
     many = isinstance(wrt, (list, tuple))
-    targets = [_resolve(f, w) for w in (exact(wrt) if many else [wrt])]
+    targets = [wrt_variable(f, w) for w in (exact(wrt) if many else [wrt])]
     if not targets:
         raise DifferentiationError("linearize needs at least one variable")
     graph = f.graph

@@ -51,7 +51,7 @@ from ..ir.op import REGISTRY
 from ..ir.shapes import fmt, is_float
 from ..ir.values import as_constant, exact
 from .capture import rebound
-from .loops import _home
+from .loops import home_graph
 
 __all__ = ["custom_jvp", "custom_vjp"]
 
@@ -222,7 +222,7 @@ def _call(cf: _Custom, args: tuple) -> Any:
     if not xs:
         return fun(*args)
     body, captured = trace(primal, [(x.shape, x.dtype) for x in xs])
-    graph = _home(xs, captured)
+    graph = home_graph(xs, captured)
     xs = [Expr(graph, graph.find(x)) for x in xs]
     captured = [Expr(graph, graph.find(c)) for c in captured]
     ys = body.inline([*xs, *captured])

@@ -35,10 +35,10 @@ import numpy as _np
 from .. import frontend as _frontend
 from .. import ops as _ops  # noqa: F401  (the ops, before their NumPy names are made)
 from ..base.errors import UnsupportedError as _UnsupportedError
+from ..frontend.functions import traced_names as _traced_names
 from ..ir.expr import NAMESPACE as _NAMESPACE
 from ..ir.expr import function as _function
 from ..ir.op import ALIASES as _ALIASES
-from ..ir.op import FUNCTIONS as _FUNCTIONS
 from ..ir.op import REGISTRY as _REGISTRY
 from ..ir.op import UNSUPPORTED as _UNSUPPORTED
 
@@ -57,12 +57,6 @@ globals()["bool"] = _np.bool_
 r_, c_ = _frontend.numpy_extra.r_, _frontend.numpy_extra.c_
 
 
-def _names() -> list[str]:
-    """Every NumPy name symgrad traces: NumPy functions built from ops, and public ops."""
-    ops = [n for n in (*_REGISTRY, *_ALIASES) if _function(n) is not None]
-    return sorted({*_FUNCTIONS, *ops})
-
-
 class _Namespace(_types.ModuleType):
     """``symgrad.numpy.linalg``: the functions NumPy names ``linalg.*``."""
 
@@ -74,7 +68,7 @@ class _Namespace(_types.ModuleType):
 
     def __dir__(self) -> list[str]:
         prefix = self.__name__.rsplit(".", 1)[-1] + "."
-        return sorted(n[len(prefix):] for n in _names() if n.startswith(prefix))
+        return sorted(n[len(prefix):] for n in _traced_names() if n.startswith(prefix))
 
 
 def _missing(name: str) -> str:
@@ -94,10 +88,10 @@ def __getattr__(name: str) -> _Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *(n for n in _names() if "." not in n)})
+    return sorted({*globals(), *(n for n in _traced_names() if "." not in n)})
 
 
-for _name in _names():
+for _name in _traced_names():
     if "." not in _name and not _name.startswith("_"):
         globals()[_name] = _function(_name)
 
@@ -139,7 +133,7 @@ def support_markdown() -> str:
     >>> "linalg" in support_markdown() and "var" in support_markdown()
     True
     """
-    names = [n for n in _names() if not n.startswith("_") and _builtin(n)]
+    names = [n for n in _traced_names() if not n.startswith("_") and _builtin(n)]
     numpy_names = [n for n in names if _is_numpy(n)]
     ufuncs = [n for n in numpy_names if isinstance(getattr(_np, n, None), _np.ufunc)]
     lin = [n for n in numpy_names if n.startswith("linalg.")]

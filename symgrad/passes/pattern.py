@@ -231,7 +231,7 @@ def _compile_node(pattern: tuple, nodes: set[str], any_operands: bool = False):
     """A matcher ``(graph, args, attrs, caps) -> bool`` for a node pattern's operands (only
     its attributes with ``any_operands``)."""
     operands, named = _operands(pattern)
-    subs = [_compile(p, nodes) for p in operands]
+    subs = [compile_pattern(p, nodes) for p in operands]
     attrs = [(k, v) for k, v in named.items() if k != "@" and isinstance(v, str)]
     literals = [(k, v) for k, v in named.items() if not isinstance(v, str)]
     # the ops operands must be: checked first, as most rules fail there
@@ -262,7 +262,7 @@ def _compile_node(pattern: tuple, nodes: set[str], any_operands: bool = False):
     return match
 
 
-def _compile(pattern: Any, nodes: set[str]) -> Matcher:
+def compile_pattern(pattern: Any, nodes: set[str]) -> Matcher:
     """A matcher for an operand pattern (see the module docstring)."""
     if isinstance(pattern, str):
         nodes.add(pattern)
@@ -274,7 +274,7 @@ def _compile(pattern: Any, nodes: set[str]) -> Matcher:
             nodes.add(pattern.name)
         return lambda graph, i, caps: _const(graph, i, caps, pattern)
     if isinstance(pattern, OneOf):
-        return _one_of([_compile(p, nodes) for p in pattern.alternatives])
+        return _one_of([compile_pattern(p, nodes) for p in pattern.alternatives])
     if len(pattern) >= 2 and pattern[1] is Ellipsis:  # any operands: (op, ..., {attrs})
         pattern = (pattern[0], *pattern[2:])
         any_operands = True
@@ -319,7 +319,7 @@ def _bind(caps: dict, name: str, i: int) -> bool:
     return found == i
 
 
-_REPEATED = _compile(("broadcast_to", "x"), set())  # a result that only repeats its operand
+_REPEATED = compile_pattern(("broadcast_to", "x"), set())  # a result that only repeats its operand
 
 
 # -- the driver -----------------------------------------------------------------------------

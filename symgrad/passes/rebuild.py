@@ -49,7 +49,7 @@ def _rebuild(source: Graph, ids: list[int], forward: Sequence[Pass],
             if n.is_var:  # a variable is made outside any provenance
                 stack.close()
                 context = None
-                mapping[i] = _copy_var(target, n)
+                mapping[i] = target.copy_var(n)
                 continue
             if context != (n.role, n.origin):
                 stack.close()
@@ -67,15 +67,6 @@ def _rebuild(source: Graph, ids: list[int], forward: Sequence[Pass],
     return target, [mapping[i] for i in ids]
 
 
-def _copy_var(target: Graph, n) -> int:
-    """Variable ``n`` in ``target``, as it is (its name was accepted where it was made)."""
-    found = target.variables.get(n.name)
-    if found is None:
-        found = target._new(("var", n.name), "var", (), dict(n.attrs), n.shape, n.dtype, n.name)
-        target.variables[n.name] = found
-    return found
-
-
 def _remap(table: dict[int, int], mapping: dict[int, int]) -> dict[int, int]:
     return {mapping[f]: mapping[a] for f, a in table.items() if f in mapping and a in mapping}
 
@@ -85,7 +76,7 @@ def rebuilt(graph: Graph, ids: list[int], passes: Sequence[Pass]) -> tuple[Graph
     every variable; the new graph and the outputs' new ids."""
     new, out = rebuild(graph, ids, passes, passes)
     for i in graph.variables.values():  # inputs the outputs do not use stay inputs
-        _copy_var(new, graph.nodes[i])
+        new.copy_var(graph.nodes[i])
     return new, out
 
 

@@ -9,7 +9,7 @@ in range(n))``, ``p *= x[i]``, ``m = sg.maximum(m, x[i])``. Terms of a run must 
 expression (same ops, attributes, shapes and shared values) of slices ``x[..., i, ...]``
 whose index advances by the same step from one term to the next; other terms of the chain
 are kept, in order, around the reduction. A term need not be elementwise: it is rebuilt with
-the steps as rows (:func:`.steps.rows_lifted`, what ``vmap`` does), so the pair loop of an
+the steps as rows (:func:`symgrad.ir.rows.rows_lifted`, what ``vmap`` does), so the pair loop of an
 energy, ``e += f(r[i] - r[j])`` with ``sum`` inside ``f``, becomes one ``sum`` per ``i``; a
 term whose ops would mix the rows is left as written.
 
@@ -37,17 +37,11 @@ from ..ir.custom import CustomRule
 from ..ir.expr import Expr, F
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
+from ..ir.rows import Unbatchable, rows_lifted
 from ..ops.reductions import CHAIN_REDUCTIONS
 from .context import Context
 from .pattern import Pass
-from .steps import (
-    Unbatchable,
-    Walk,
-    lifted_slot,
-    replaced,
-    rows_lifted,
-    slot_step,
-)
+from .steps import Walk, lifted_slot, replaced, slot_step
 
 MIN_RUN = 8  # terms from which a run becomes a reduction (short sums stay as written)
 MAX_TERM = 4096  # nodes of a term compared with the next one, at most

@@ -24,7 +24,7 @@ from ..ir.body import Body
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY, Op
-from ..ir.text import _keywords
+from ..ir.text import keyword_attrs
 
 LATEX_LIMIT = 5_000  # nodes: larger expressions are not printed as LaTeX
 
@@ -201,7 +201,7 @@ def _subscript(sp, graph: Graph, n, op: Op, sym: dict, holes: dict) -> str:
 
 def _call(sp, graph: Graph, n, op: Op, sym: dict, holes: dict) -> str:
     args = [_operand(sp, graph, a, sym, holes, "rel") for a in n.args]
-    keywords = [f"\\text{{{k}}}={v}" for k, v in _keywords(graph, n, op, set())] \
+    keywords = [f"\\text{{{k}}}={v}" for k, v in keyword_attrs(graph, n, op, set())] \
         if op.public else []
     name = op.name.replace("_", r"\_")
     return rf"\operatorname{{{name}}}\left(" + ", ".join(args + keywords) + r"\right)"

@@ -152,7 +152,7 @@ def _backend_plan(outs: list[Expr], fast_math: bool, backend: Any) -> tuple:
     return low.request.target.name, kernels, numpy_ops
 
 
-def _summary(exprs: Any) -> str:
+def summary(exprs: Any) -> str:
     """One line: the before/after of :func:`stats` (for ``symgrad source --stats``)."""
     s = stats(exprs)
     b, a = s.before, s.after

@@ -1,5 +1,5 @@
-"""The loop passes (issue 21 items 2 and 3): chains over consecutive slices become one
-reduction; runs of identical steps become one scan."""
+"""The loop passes: chains over consecutive slices become one reduction; runs of identical
+steps become one scan."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """The compiler's phases stay apart: the builder builds and passes rewrite (a forward value
 never depends on what was differentiated before), no module outside ``ops/`` and the
-backend tables switches on an op name, and the folders import only downwards."""
+backend tables switches on an op name, and the folders import only downwards (no circle
+between modules: ``test_imports.py``)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def _same_bits(a, b) -> bool:
 # -- the builder builds ---------------------------------------------------------------------
 
 
-def test_issue_reproduction_gives_nan_both_times():
+def test_a_forward_expression_gives_nan_before_and_after_a_gradient():
     x = sg.var("x")
     h = sg.where(x > 0, 1.0, 0.0) / (2.0 * sg.sqrt(x))
     assert np.isnan(sg.evaluate(h, {"x": -1.0}))  # fresh graph: what NumPy computes
@@ -245,85 +246,6 @@ def test_folders_import_only_downwards():
             if there != here and FLOORS[there] >= FLOORS[here]:
                 wrong.append(f"{rel} imports {target}")
     assert not wrong, f"imports that run sideways or up the phases: {wrong}"
-
-
-def _module_imports() -> dict[str, set[str]]:
-    """``{module: modules it imports when it is imported}``: the statements at module level
-    (not under ``if TYPE_CHECKING``, not inside functions), as dotted names under symgrad."""
-    modules = {}
-    for path in PACKAGE.rglob("*.py"):
-        parts = path.relative_to(PACKAGE).with_suffix("").parts
-        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
-    edges: dict[str, set[str]] = {m: set() for m in modules}
-    for name, path in modules.items():
-        package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
-        body = ast.parse(path.read_text()).body
-        statements = [s for node in body
-                      for s in (node.body if isinstance(node, ast.Try) else [node])]
-        for node in statements:
-            if isinstance(node, ast.ImportFrom) and node.level:
-                base = package[: len(package) - node.level + 1]
-                target = ".".join([*base, node.module or ""]).strip(".")
-                for alias in node.names:
-                    sub = f"{target}.{alias.name}".strip(".")
-                    edges[name].add(sub if sub in modules else target)
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("symgrad"):
-                edges[name].add(node.module.removeprefix("symgrad").strip("."))
-        edges[name] &= set(modules)
-        edges[name].discard(name)
-    return edges
-
-
-def _circles(edges: dict[str, set[str]]) -> list[list[str]]:
-    """The import circles: strongly connected groups of more than one module (iterative
-    Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    out = []
-    for root in sorted(edges):
-        if root in index:
-            continue
-        work = [(root, iter(sorted(edges[root])))]
-        index[root] = low[root] = len(index)
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            v, children = work[-1]
-            w = next(children, None)
-            if w is not None:
-                if w not in index:
-                    index[w] = low[w] = len(index)
-                    stack.append(w)
-                    on_stack.add(w)
-                    work.append((w, iter(sorted(edges[w]))))
-                elif w in on_stack:
-                    low[v] = min(low[v], index[w])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[v])
-            if low[v] == index[v]:
-                group = []
-                while True:
-                    w = stack.pop()
-                    on_stack.discard(w)
-                    group.append(w)
-                    if w == v:
-                        break
-                if len(group) > 1:
-                    out.append(sorted(group))
-    return out
-
-
-def test_no_import_circle_between_modules_even_inside_a_folder():
-    """Every module imports only modules that do not import it back, folder or not (the
-    floors test above sees only the top-level parts)."""
-    edges = _module_imports()
-    assert edges["backends.printer"] >= {"backends.naming", "backends.template"}
-    assert not _circles(edges), _circles(edges)
-    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c"]]
 
 
 @pytest.mark.parametrize("folder", ["base", "ir", "ops", "frontend", "numpy", "passes",
