@@ -11,5 +11,8 @@ as it builds it, and :func:`.simplify.simplify` runs the rest on request. Rules 
 it is built; a whole-graph pass shares what one run needs on a :mod:`.context`.
 
 This package face imports nothing, so ``import symgrad`` stays light (the face of
-``symgrad`` imports it first; ``sg.passes`` is the function of :mod:`symgrad.api`).
+``symgrad`` imports it first; ``sg.passes`` is the function of :mod:`symgrad.api`). Its
+modules are imported as ``from symgrad.passes import rolling`` or ``import
+symgrad.passes.rolling``: ``import symgrad.passes.rolling as R`` reads ``symgrad.passes``,
+which is the function.
 """

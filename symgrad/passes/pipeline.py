@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..base.memory import gc_paused
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from .context import Context
@@ -80,8 +81,9 @@ def run_stages(stages: Sequence[str], graph: Graph, groups: list[list[int]],
     outputs' new ids, group by group."""
     ctx = Context() if ctx is None else ctx
     ids = [i for group in groups for i in group]
-    for stage in stages:
-        graph, ids = run_stage(stage, graph, ids, ctx)
+    with gc_paused():  # the passes build many small objects and no cycles
+        for stage in stages:
+            graph, ids = run_stage(stage, graph, ids, ctx)
     out, k = [], 0
     for group in groups:
         out.append(ids[k:k + len(group)])
