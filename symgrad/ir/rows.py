@@ -11,7 +11,6 @@ a *probe* length no axis of the graph has, where such an op fails its shape rule
 the wrong shape, and raises :class:`Unbatchable`.
 
 >>> import symgrad as sg
->>> from symgrad.ir.expr import Expr
 >>> x = sg.var("x", shape=(3,))
 >>> f = sg.sin(x) * 2.0
 >>> xs = sg.var("xs", shape=(5, 3))
