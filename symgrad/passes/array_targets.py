@@ -13,7 +13,8 @@ backend keeps NumPy's choice (on NumPy arrays, its main use, the products are fa
 >>> from symgrad.ir.expr import Expr
 >>> x = sg.var("x", shape=(2, 4, 3))
 >>> e = Expr(x.graph, x.graph.const(np.ones((1, 4)))) @ x
->>> from symgrad.passes.pipeline import Context, run_stage
+>>> from symgrad.passes.context import Context
+>>> from symgrad.passes.pipeline import run_stage
 >>> g, ids = run_stage("arrays", e.graph, [e.node], Context())
 >>> g.nodes[ids[0]].op, g.nodes[ids[0]].attrs["axis"]
 ('sum', (-2,))

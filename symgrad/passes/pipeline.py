@@ -42,8 +42,8 @@ from .pattern import Pass
 from .rebuild import rebuilt
 from .registry import query
 
-__all__ = ["ALWAYS", "Context", "analysed", "compile_stages", "loop_stage", "optimize",
-           "rule_passes", "run_stage", "run_stages"]
+__all__ = ["ALWAYS", "analysed", "compile_stages", "loop_stage", "optimize", "rule_passes",
+           "run_stage", "run_stages"]
 
 ALWAYS = frozenset({"promote"})  # a target's stages that run even with optimize=False
 

@@ -11,7 +11,8 @@ pass casts the others to it. A 0-d constant is left as it is: the emitter writes
 literal typed for its neighbours.
 
 >>> import numpy as np, symgrad as sg
->>> from symgrad.passes.pipeline import Context, run_stage
+>>> from symgrad.passes.context import Context
+>>> from symgrad.passes.pipeline import run_stage
 >>> i, x = sg.var("i", dtype="int64"), sg.var("x", dtype="float32")
 >>> e = i + x
 >>> g, (k,) = run_stage("promote", e.graph, [e.node], Context())

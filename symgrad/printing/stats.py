@@ -20,8 +20,9 @@ from ..base.errors import SymgradError
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..ops.loops import loop_calls
+from ..passes.context import Context
 from ..passes.cost import cost
-from ..passes.pipeline import Context, compile_stages, run_stage
+from ..passes.pipeline import compile_stages, run_stage
 from ..passes.rebuild import rebuild
 from ..passes.registry import query
 
