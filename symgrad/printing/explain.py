@@ -28,7 +28,7 @@ from ..ir.op import REGISTRY
 from ..ir.shapes import fmt, is_float
 from ..ir.text import ATOM, const_text, node_form
 from ..ir.values import exact
-from ..transforms.derivatives import Wrt, wrt_variable
+from ..transforms.derivatives import Wrt, resolve_wrt
 from ..transforms.reverse import adjoint_rewriting, backprop, sum_to_shape
 
 _FORWARD_COLUMNS = ("node", "definition", "op", "shape", "value")
@@ -136,7 +136,7 @@ def explain(
     if wrt is None:
         wrt = [nodes[i].name for i in forward if nodes[i].is_var and is_float(nodes[i].dtype)]
     many = isinstance(wrt, (list, tuple))
-    targets = [wrt_variable(out, w) for w in (wrt if many else [wrt])]
+    targets = [resolve_wrt(out, w) for w in (wrt if many else [wrt])]
     labels = numbering(graph, forward)
     seed = np.eye(max(out.size, 1)).reshape(out.shape * 2) if out.shape else 1.0
     result = backprop(out, targets, Expr(graph, graph.const(seed)), idioms=False)

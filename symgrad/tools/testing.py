@@ -37,7 +37,7 @@ from ..ir.graph import Graph
 from ..ir.op import REGISTRY, Op
 from ..ir.shapes import broadcast, fmt, is_float
 from ..ir.values import exact
-from ..transforms.derivatives import Wrt, jvp, vjp, wrt_variable
+from ..transforms.derivatives import Wrt, jvp, resolve_wrt, vjp
 
 # Central differences have truncation error ~h^2 |f'''| and rounding error ~eps_mach |f| / h;
 # the sum is smallest near h = eps_mach^(1/3) ~ 6e-6 (relative to the size of x). h = 1e-5
@@ -144,7 +144,7 @@ def _prepare(who: str, f: Expr, wrt: Any, at: Mapping[Any, Any], order: Any,
     _check_tolerances(*tolerances)
     many = isinstance(wrt, (list, tuple))
     f = _private_copy(f)
-    targets = [wrt_variable(f, w) for w in (wrt if many else [wrt])]
+    targets = [resolve_wrt(f, w) for w in (wrt if many else [wrt])]
     inputs = _inputs(at)
     for w in targets:
         if w.name not in inputs:
@@ -310,7 +310,7 @@ def numeric_jacobian(
     array([[2., 0.],
            [0., 6.]])
     """
-    w = wrt_variable(f, wrt)
+    w = resolve_wrt(f, wrt)
     inputs = _inputs(at)
     x = inputs[w.name]
     h = eps * max(1.0, float(np.max(np.abs(x), initial=0.0)))

@@ -35,7 +35,7 @@ import pytest
 
 import symgrad as sg
 from symgrad.backends import TABLES
-from symgrad.backends.target import TARGETS
+from symgrad.backends.targets import TARGETS
 from symgrad.backends.targets.array_api.loader import dtype_name
 from symgrad.backends.targets.array_api.table import ARRAY_API, DEVICE
 from symgrad.errors import BackendError

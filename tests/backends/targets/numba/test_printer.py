@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import symgrad as sg
-from symgrad.backends.target import TARGETS
+from symgrad.backends.targets import TARGETS
 from symgrad.backends.targets.numba import fusion
 from symgrad.backends.targets.numba.table import NOT_FUSED, NUMBA
 from symgrad.errors import BackendError
