@@ -40,12 +40,13 @@ from ..base.tree_util import LEAF, tree_flatten, tree_unflatten
 from ..ir.callsite import callsite
 from ..ir.expr import Expr
 from ..ir.graph import Graph, lifting
+from ..ir.shapes import DTYPES
 
 __all__ = ["Capture", "Watch", "current", "tracing"]
 
 _LIBRARIES = frozenset({"symgrad", "numpy", "scipy", "jax", "jaxlib", "torch", "builtins",
                         "functools", "math", "sympy", "networkx", "dask", "pandas"})
-_DTYPES = frozenset({"float64", "float32", "int64", "int32", "bool"})
+_DTYPES = frozenset(DTYPES)
 _CHARS = frozenset(np.dtype(n).char for n in _DTYPES)
 _MISSING = object()
 _STATE = threading.local()
