@@ -16,13 +16,14 @@ from typing import Any
 
 import numpy as np
 
+from ..base.describe import describe, type_name
 from ..base.errors import EvaluationError, InputError, SymgradWarning
 from ..base.progress import start
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.shapes import fmt
-from ..ir.values import describe, exact, type_name
+from ..ir.values import exact
 from ..ops.indexing import IndexOutOfRangeError
 from ..passes.calls import families
 from ..transforms.sparse import SparseExpr, as_matrix
@@ -61,7 +62,7 @@ def evaluate(outputs: Expr | Sequence[Expr], inputs: Mapping[Any, Any] | None = 
     if not isinstance(unknown, str) or unknown not in ("warn", "error", "ignore"):
         raise EvaluationError(f"unknown must be 'warn', 'error' or 'ignore', got "
                               f"{describe(unknown)}")
-    given = _by_name({} if inputs is None else inputs)
+    given = inputs_by_name({} if inputs is None else inputs)
     if unknown != "ignore":
         _check_known(graph, given, unknown == "error")
     values = run(graph, ids, given)
@@ -206,7 +207,7 @@ def _common_graph(outs: list[Expr]) -> tuple[Graph, list[int]]:
     return graph, ids
 
 
-def _by_name(inputs: Mapping[Any, Any]) -> dict[str, Any]:
+def inputs_by_name(inputs: Mapping[Any, Any]) -> dict[str, Any]:
     if not isinstance(inputs, Mapping):
         raise EvaluationError(f"inputs must be a dict from variable names (or variable "
                               f"Exprs) to values, got {type_name(inputs)}")

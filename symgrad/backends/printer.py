@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from ..base.errors import BackendError, SymgradError
+from ..base.memory import gc_paused
 from ..base.progress import start
 from ..ir.body import Body
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..ir.op import RESULT
-from ..passes.rebuild import gc_paused
 from . import layout
 from .docstring import docstring
 from .lines import call, del_lines, fit, moves, releases, stores

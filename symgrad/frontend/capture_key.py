@@ -14,13 +14,14 @@ import numpy as np
 
 from ..base.errors import ArgumentError
 from ..base.tree_util import LEAF, tree_flatten
+from ..ir import shapes
 from ..ir.graph import LIFT_MIN
 from .capture_objects import MISSING, class_lookup, raw_attr, user_object
 
 __all__ = ["CHARS", "DTYPES", "Held", "SCALARS", "Watch", "array_count", "flat",
            "is_dataclass", "part", "state", "supported", "value_key"]
 
-DTYPES = frozenset({"float64", "float32", "int64", "int32", "bool"})
+DTYPES = frozenset(shapes.DTYPES)
 CHARS = frozenset(np.dtype(n).char for n in DTYPES)
 SCALARS = frozenset({float, int, bool, complex, str, bytes, type(None)})
 _BY_IDENTITY = frozenset({types.ModuleType, types.FunctionType, types.BuiltinFunctionType,

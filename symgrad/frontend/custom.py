@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from ..base.describe import describe, type_name
 from ..base.errors import ArgumentError, DifferentiationError, UnsupportedError
 from ..base.tree_util import tree_flatten, tree_unflatten
 from ..ir.body import trace
@@ -48,9 +49,9 @@ from ..ir.custom import CustomRule
 from ..ir.expr import Expr, F, const, projections
 from ..ir.op import REGISTRY
 from ..ir.shapes import fmt, is_float
-from ..ir.values import as_constant, describe, exact, type_name
+from ..ir.values import as_constant, exact
 from .capture import rebound
-from .loops import _home
+from .loops import home_graph
 
 __all__ = ["custom_jvp", "custom_vjp"]
 
@@ -222,7 +223,7 @@ def _call(cf: _Custom, args: tuple) -> Any:
     if not xs:
         return fun(*args)
     body, captured = trace(primal, [(x.shape, x.dtype) for x in xs])
-    graph = _home(xs, captured)
+    graph = home_graph(xs, captured)
     xs = [Expr(graph, graph.find(x)) for x in xs]
     captured = [Expr(graph, graph.find(c)) for c in captured]
     ys = body.inline([*xs, *captured])

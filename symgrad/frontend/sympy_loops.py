@@ -24,7 +24,7 @@ from ..ir.body import Body
 from ..ir.graph import Graph
 from ..ir.limits import exceeded, limits
 from ..ir.op import REGISTRY, RESULT
-from .sympy_io import number, symbol, sympy_form
+from .sympy_forms import number, symbol, sympy_form
 
 
 @dataclass
@@ -172,4 +172,13 @@ def _stack(steps: list[tuple[Any, int]]) -> tuple[Stacked, int]:
     return Stacked(items, sizes), sum(sizes)
 
 
-__all__ = ["Budget", "Stacked", "Translation"]
+def unrolled(sp, graph: Graph, order: list[int], root: int) -> Any:
+    """``to_sympy`` of a graph with loops (``order``: the ancestors of ``root``): each
+    unrolled; stacked per-step results at the root are a sympy Array."""
+    t = Translation(sp, graph, Budget("to_sympy"))
+    t.run(order)
+    value = t.done[root]
+    return sp.Array(value.items) if isinstance(value, Stacked) else value
+
+
+__all__ = ["Budget", "Stacked", "Translation", "unrolled"]

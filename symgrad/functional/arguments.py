@@ -15,9 +15,10 @@ from ..base.errors import InputError
 from ..base.tree_util import tree_flatten
 from ..frontend.capture import value_key
 from ..ir.expr import Expr
+from ..ir.shapes import DTYPES
 from ..ir.values import exact
 
-_OK = frozenset({"float64", "float32", "int64", "int32", "bool"})
+_OK = frozenset(DTYPES)
 
 
 _CHARS = frozenset(np.dtype(n).char for n in _OK)

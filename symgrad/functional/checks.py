@@ -9,11 +9,12 @@ from typing import Any
 
 import numpy as np
 
+from ..base.describe import describe, type_name
 from ..base.errors import ArgumentError, DifferentiationError, InputError
 from ..base.tree_util import tree_flatten
 from ..ir.expr import Expr, const
 from ..ir.shapes import fmt, is_float
-from ..ir.values import describe, exact, type_name
+from ..ir.values import exact
 
 
 def _is_expr(f: Any) -> bool:

@@ -8,11 +8,12 @@ from typing import Any
 
 import numpy as np
 
+from ..base.describe import describe
 from ..base.errors import ArgumentError
 from ..base.tree_util import tree_flatten, tree_unflatten
 from ..frontend.capture import rebound
 from ..ir.expr import Expr, F, const, var
-from ..ir.values import describe, exact
+from ..ir.values import exact
 from ..transforms.batching import Unbatchable, batched
 from .builders import _call_make
 from .checks import _check_function

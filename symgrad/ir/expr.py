@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..base.describe import describe
 from ..base.errors import NameConflictError, ShapeError, SymgradError, UnsupportedError
 from .callsite import callsite, message
 from .graph import Graph, Node, tracing_now
@@ -29,12 +30,13 @@ from .numpy_names import (
 from .op import FUNCTIONS, REGISTRY, RESULT, SPARSE, UNSUPPORTED, Op, public_op
 from .shapes import DTYPES, Shape
 from .text import infix
-from .values import describe, exact
+from .values import exact
 
 # Jupyter's rich display: printing/ registers the functions that make each form ("latex",
 # "html") here, as ir/ imports nothing above it. Each takes an Expr and returns the text, or
 # None (too big, a tool missing) for Jupyter to show the plain text instead.
 DISPLAY: dict[str, Callable[[Expr], str | None]] = {}
+NAMESPACE: dict[str, Any] = {}  # "numpy": symgrad.numpy, which installs itself (it is above)
 _NUMPY_DTYPES = {name: np.dtype(name) for name in DTYPES}
 
 
@@ -158,10 +160,10 @@ class Expr:
 
     def __array_namespace__(self, *, api_version: str | None = None) -> Any:
         """``symgrad.numpy``: array-API-aware code (``xp = array_namespace(x)``) traces with
-        NumPy's names and meanings."""
-        import importlib
-
-        return importlib.import_module("symgrad.numpy")
+        NumPy's names and meanings (the module installs itself in :data:`NAMESPACE`)."""
+        if "numpy" not in NAMESPACE:
+            raise UnsupportedError("import symgrad.numpy: it is the array namespace of Exprs")
+        return NAMESPACE["numpy"]
 
     def __array_ufunc__(self, ufunc, method: str, *inputs: Any, **kwargs: Any):
         if method == "__call__" and not kwargs:  # np.sin(x), x * y: the op straight away

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from ..base.describe import describe
 from ..base.errors import ArgumentError, NameConflictError, ShapeError, SymgradError
 from .op import REGISTRY, RESULT, Op, Results
 from .shapes import fmt
@@ -46,7 +47,6 @@ from .values import (
     check_dtype,
     check_name,
     check_shape,
-    describe,
     freeze,
     plain,
     weak,
@@ -212,7 +212,9 @@ class Node:
 
 
 class Graph:
-    """A DAG of symgrad nodes backed by ``networkx.DiGraph`` (``graph.nx``).
+    """A DAG of symgrad nodes: the node list (``nodes``, in creation order) is the IR;
+    :meth:`to_networkx` is a ``networkx.DiGraph`` view of it, kept in step on each call
+    (``graph.nx`` is the same view).
 
     ``adjoint_of`` maps each forward node to its adjoint node after a transform (when
     transforms overlap, the latest one's); ``transforms`` keeps every transform's record,
@@ -223,7 +225,7 @@ class Graph:
     >>> f = x * x
     >>> f.graph.nodes[f.node].args   # two operands, one edge
     (0, 0)
-    >>> f.graph.nx.number_of_edges()
+    >>> f.graph.to_networkx().number_of_edges()
     1
     """
 
@@ -244,6 +246,9 @@ class Graph:
         self._state = _BuildState()
         self._calls = 0  # look-ups and builds by every thread (see budget)
         self.rollbacks = 0  # rollbacks so far: ids after one may name other nodes
+        # what passes found out about the nodes (true as long as they are: nodes never change;
+        # a rollback empties it), e.g. which nodes the rolling replaced (symgrad.passes.context)
+        self.derived: dict[str, Any] = {}
         self.lock = threading.RLock()  # the builder's critical section (re-entrant: rules)
 
     def __len__(self) -> int:
@@ -287,9 +292,15 @@ class Graph:
 
     @property
     def nx(self) -> nx.DiGraph:
+        """The graph as a ``networkx.DiGraph``: :meth:`to_networkx` (the public name of
+        the design notes' contract)."""
+        return self.to_networkx()
+
+    def to_networkx(self) -> nx.DiGraph:
         """The graph as a ``networkx.DiGraph`` with the node attributes; edges arg -> user.
 
-        Kept in step with ``nodes`` on access (building does not pay for networkx).
+        One view per graph, kept in step with ``nodes`` on each call (building does not
+        pay for networkx).
         """
         with self.lock:
             if self._nx is None:
@@ -412,6 +423,22 @@ class Graph:
             self.variables[name] = i
             return i
 
+    def copy_var(self, n: Node) -> int:
+        """Variable node ``n`` of another graph, here as it is (its name, shape and dtype
+        were checked where it was made): a rebuild copies a graph's variables this way."""
+        with self.lock:
+            found = self.variables.get(n.name)
+            if found is None:
+                found = self._new(("var", n.name), "var", (), dict(n.attrs), n.shape, n.dtype,
+                                  n.name)
+                self.variables[n.name] = found
+            return found
+
+    def imported_from(self) -> list[Graph]:
+        """The graphs nodes were imported from (:meth:`import_node`), while they live."""
+        with self.lock:
+            return list(self._imported.keys())
+
     def const(self, value: Any) -> int:
         """A constant node holding ``value`` (a number or an array).
 
@@ -481,6 +508,7 @@ class Graph:
             return
         self.rollbacks += 1
         del self.nodes[n:]
+        self.derived = {}
         self._keys = {k: v for k, v in self._keys.items() if v < n}
         self._numbers = {k: v for k, v in self._numbers.items() if v < n}
         self.variables = {k: v for k, v in self.variables.items() if v < n}
@@ -596,7 +624,7 @@ class Graph:
                 if not (0 <= f < len(self.nodes) and 0 <= a < len(self.nodes)):
                     raise GraphError(f"{what}[{f}] = {a} names a missing node")
         edges = {(a, n.id) for n in self.nodes for a in n.args}
-        g = self.nx
+        g = self.to_networkx()
         if set(g.edges) != edges or g.number_of_nodes() != len(self.nodes):
             raise GraphError("networkx edges do not match the nodes' operands")
 

@@ -112,8 +112,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from ..base.describe import PLAIN, describe
 from ..base.errors import SymgradError
-from .values import _PLAIN, describe, exact
+from .values import exact
 
 Shape = tuple[int, ...]
 
@@ -210,7 +211,7 @@ class Signature:
                 raise SignatureError(f"{op}() got an unexpected keyword {describe(k)} "
                                      f"(takes {ok})")
             attrs[k] = v
-        return operands, {k: v if type(v) in _PLAIN else exact(v) for k, v in attrs.items()}
+        return operands, {k: v if type(v) in PLAIN else exact(v) for k, v in attrs.items()}
 
     def describe(self) -> str:
         """``(x, axis, keepdims)``: the parameters as a person reads them."""
@@ -342,7 +343,8 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {}
 UNSUPPORTED: dict[str, str] = {}
 # sparse matrices as operands (SciPy's, symgrad's SparseArray): the front end registers "is"
 # (whether an operand is one) and "call" (NumPy's function or the op ``name`` on operands
-# among which one is, ``call(name, args, kwargs)``); builders and NumPy's names ask it first.
+# among which one is, ``call(name, args, kwargs)``) and "as" (an operand as symgrad's
+# SparseArray); builders and NumPy's names ask it first.
 SPARSE: dict[str, Callable[..., Any]] = {}
 
 

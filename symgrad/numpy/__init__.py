@@ -37,14 +37,17 @@ import numpy as _np
 from .. import frontend as _frontend
 from .. import ops as _ops  # noqa: F401  (the ops, before their NumPy names are made)
 from ..base.errors import UnsupportedError as _UnsupportedError
+from ..frontend.functions import traced_names as _traced_names
+from ..ir.expr import NAMESPACE as _NAMESPACE
 from ..ir.expr import function as _function
 from ..ir.op import ALIASES as _ALIASES
-from ..ir.op import FUNCTIONS as _FUNCTIONS
 from ..ir.op import REGISTRY as _REGISTRY
 from ..ir.op import UNSUPPORTED as _UNSUPPORTED
 from .eager import eager as _eager
 
 _frontend.numpy_functions.register_ufuncs()
+# Expr.__array_namespace__ answers this module (the IR imports nothing above it)
+_NAMESPACE["numpy"] = _sys.modules[__name__]
 
 # constants, types and helpers that are NumPy's own (nothing to trace)
 pi, e, inf, nan, newaxis, euler_gamma = _np.pi, _np.e, _np.inf, _np.nan, None, _np.euler_gamma
@@ -55,12 +58,6 @@ dtype, finfo, iinfo, errstate, ndarray = _np.dtype, _np.finfo, _np.iinfo, _np.er
 broadcast_shapes, result_type, can_cast = _np.broadcast_shapes, _np.result_type, _np.can_cast
 globals()["bool"] = _np.bool_
 r_, c_ = _frontend.numpy_extra.r_, _frontend.numpy_extra.c_
-
-
-def _names() -> list[str]:
-    """Every NumPy name symgrad traces: NumPy functions built from ops, and public ops."""
-    ops = [n for n in (*_REGISTRY, *_ALIASES) if _function(n) is not None]
-    return sorted({*_FUNCTIONS, *ops})
 
 
 _EAGER: dict[str, _Any] = {}
@@ -93,7 +90,7 @@ class _Namespace(_types.ModuleType):
 
     def __dir__(self) -> list[str]:
         prefix = self.__name__.rsplit(".", 1)[-1] + "."
-        return sorted(n[len(prefix):] for n in _names() if n.startswith(prefix))
+        return sorted(n[len(prefix):] for n in _traced_names() if n.startswith(prefix))
 
 
 def _missing(name: str) -> str:
@@ -113,12 +110,12 @@ def __getattr__(name: str) -> _Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *(n for n in _names() if "." not in n)})
+    return sorted({*globals(), *(n for n in _traced_names() if "." not in n)})
 
 
 random = _np.random  # NumPy's generators, for data code (draws are numbers, never traced)
 
-for _name in [*_names(), *_NUMPY2]:
+for _name in [*_traced_names(), *_NUMPY2]:
     if "." not in _name and not _name.startswith("_"):
         globals()[_name] = _public(_name)
 
@@ -160,7 +157,7 @@ def support_markdown() -> str:
     >>> "linalg" in support_markdown() and "var" in support_markdown()
     True
     """
-    names = [n for n in _names() if not n.startswith("_") and _builtin(n)]
+    names = [n for n in _traced_names() if not n.startswith("_") and _builtin(n)]
     numpy_names = [n for n in names if _is_numpy(n)]
     ufuncs = [n for n in numpy_names if isinstance(getattr(_np, n, None), _np.ufunc)]
     lin = [n for n in numpy_names if n.startswith("linalg.")]

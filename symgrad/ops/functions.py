@@ -20,11 +20,11 @@ import math
 
 import numpy as np
 
+from ..base.describe import describe
 from ..base.errors import ShapeError
 from ..ir.expr import F
 from ..ir.op import Op, register, sig
-from ..ir.shapes import DTYPES, broadcast, result_dtype
-from ..ir.values import describe
+from ..ir.shapes import DTYPES, FLOATS, broadcast, result_dtype
 from . import series
 from .elementwise import _compare, _split, binary, unary
 from .tangent import first
@@ -148,7 +148,7 @@ def _atan2_rule(n, g):
 
 def _float_infer(shapes, dtypes, attrs):
     dtype = result_dtype(*dtypes)
-    return broadcast("binary", *shapes), dtype if dtype in ("float32", "float64") else "float64"
+    return broadcast("binary", *shapes), dtype if dtype in FLOATS else "float64"
 
 
 binary("arctan2", np.arctan2, _atan2_rule, infer=_float_infer, sympy="atan2",
@@ -210,7 +210,7 @@ def _astype_prepare(shapes, dtypes, attrs):
 
 
 def _astype_rule(n, g):
-    floating = n.args[0].dtype in ("float32", "float64") and n.dtype in ("float32", "float64")
+    floating = n.args[0].dtype in FLOATS and n.dtype in FLOATS
     return (F.astype(g, n.args[0].dtype) if floating else None,)
 
 

@@ -74,11 +74,11 @@ from typing import Any
 
 import numpy as np
 
+from ..base.describe import describe
 from ..base.errors import DifferentiationError, ShapeError
 from ..ir.expr import Expr, F, call, const
 from ..ir.op import Op, SignatureError, register, results_of, sig
-from ..ir.shapes import broadcast, float_dtype, fmt, norm_axes, reduced, result_dtype
-from ..ir.values import describe
+from ..ir.shapes import FLOATS, broadcast, float_dtype, fmt, norm_axes, reduced, result_dtype
 from .products import matmul_jvp
 from .reductions import extreme_share
 from .structure import batched_map, dense_maps, gather_map, reduce_map
@@ -1380,7 +1380,7 @@ def _trace_prepare(shapes, dtypes, attrs):
 
 def _trace_infer(shapes, dtypes, attrs):
     shape = shapes[0]
-    dtype = dtypes[0] if dtypes[0] in ("float64", "float32") else "int64"
+    dtype = dtypes[0] if dtypes[0] in FLOATS else "int64"
     return reduced(shape, (attrs["axis1"], attrs["axis2"]), False), dtype
 
 

@@ -27,11 +27,11 @@ from collections import Counter
 
 import numpy as np
 
+from ..base.describe import describe
 from ..base.errors import LimitError, ShapeError
 from ..ir.expr import Expr, F
 from ..ir.op import Op, SignatureError, register, sig
 from ..ir.shapes import broadcast, fmt, result_dtype
-from ..ir.values import describe
 from . import series
 from .structure import einsum_map, gather_map, matmul_spec
 from .tangent import align, batch_of, linear, total

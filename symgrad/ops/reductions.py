@@ -27,11 +27,11 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..base.describe import describe
 from ..base.errors import ShapeError
 from ..ir.expr import Expr, F
 from ..ir.op import Op, SignatureError, register, sig
-from ..ir.shapes import float_dtype, fmt, norm_axes, norm_axis, reduced
-from ..ir.values import describe
+from ..ir.shapes import FLOATS, float_dtype, fmt, norm_axes, norm_axis, reduced
 from .structure import lane_map, reduce_map
 from .tangent import first, linear
 
@@ -63,7 +63,7 @@ def _prepare_one_axis(name: str) -> Callable:
 
 
 def _sum_dtype(dtype: str) -> str:
-    return dtype if dtype in ("float64", "float32") else "int64"
+    return dtype if dtype in FLOATS else "int64"
 
 
 def _reduce_infer(name: str, dtype_rule: Callable[[str], str], nonempty: bool = False):

@@ -22,11 +22,11 @@ import math
 
 import numpy as np
 
+from ..base.describe import describe
 from ..base.errors import ShapeError
 from ..ir.expr import F, build
 from ..ir.op import REGISTRY, Op, register, sig
 from ..ir.shapes import Shape, fmt, is_float, norm_axes, norm_axis, result_dtype
-from ..ir.values import describe
 from .indexing import index_along
 from .structure import gather_map
 from .tangent import align, any_batch, first, linear

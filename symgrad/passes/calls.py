@@ -4,8 +4,8 @@ A call whose last results are chosen by an attribute (:attr:`~symgrad.ir.op.Op.s
 a scan's ``stacked`` nodes) may appear several times over the same operands: the primal
 ``sg.scan`` gives the final carries and the ys, reverse mode asks for the same loop with
 the stored carries and residuals its backward scan reads. They are one loop. The interpreter
-(:func:`families`) and the compile pipeline (:func:`merged`, from
-:func:`symgrad.backends.stages.lower`) run one call giving the union of their results, so a
+(:func:`families`) and the compile pipeline (:func:`merged`, the
+``calls`` stage, last in every compile) run one call giving the union of their results, so a
 value and its gradient run each forward loop once.
 
 >>> import symgrad as sg
@@ -29,9 +29,11 @@ from typing import Any
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY, RESULT
 from ..ir.values import freeze
+from .context import Context
+from .pattern import Pass
 from .rebuild import rebuild
 
-__all__ = ["families", "merged"]
+__all__ = ["MERGE_CALLS", "families", "merged"]
 
 
 def families(graph: Graph, order: list[int]) -> dict[int, tuple[dict, list[int], int]]:
@@ -94,3 +96,12 @@ def merged(graph: Graph, groups: list[list[int]]) -> tuple[Graph, list[list[int]
         out.append(ids[k:k + len(group)])
         k += len(group)
     return new, out
+
+
+def _merge_run(graph: Graph, ids: list[int], ctx: Context) -> tuple[Graph, list[int]]:
+    new, (out,) = merged(graph, [ids])
+    return new, out
+
+
+MERGE_CALLS = Pass("merge_calls", "calls equal but for the results they give -> one call",
+                   run=_merge_run, stages=("calls",))

@@ -19,15 +19,16 @@ from typing import Any
 
 import numpy as np
 
-from ..backends.interpreter import _by_name, run
+from ..backends.interpreter import inputs_by_name, run
+from ..base.describe import type_name
 from ..base.errors import SymgradError
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..ir.nodeview import NodeView
 from ..ir.op import REGISTRY, RESULT
 from ..ir.shapes import fmt, is_float
-from ..ir.text import _ATOM, const_text, node_form
-from ..ir.values import exact, type_name
+from ..ir.text import ATOM, const_text, node_form
+from ..ir.values import exact
 from ..transforms.derivatives import Wrt, resolve_wrt
 from ..transforms.reverse import adjoint_rewriting, backprop, sum_to_shape
 
@@ -55,9 +56,9 @@ class Table:
         return [r for r in self.rows if r["section"] == name]
 
     def _cells(self) -> list[tuple[str, tuple[str, ...], list[list[str]]]]:
-        fwd = [[r["label"], r["definition"], r["op"], fmt(r["shape"]), _text(r["value"])]
+        fwd = [[r["label"], r["definition"], r["op"], fmt(r["shape"]), value_text(r["value"])]
                for r in self.section("forward")]
-        adj = [[r["label"], r["definition"], r["local terms"], _text(r["value"])]
+        adj = [[r["label"], r["definition"], r["local terms"], value_text(r["value"])]
                for r in self.section("adjoint")]
         at = f" at {self.at_text}" if self.at_text else ""
         return [(f"Forward pass{at}", _FORWARD_COLUMNS, fwd),
@@ -123,14 +124,15 @@ def explain(
     if not isinstance(f, Expr):
         raise SymgradError(f"explain needs a symgrad expression, got {type_name(f)}")
     if at is not None:  # exact values: a user's float subclass never runs its methods
-        at = {k: v if isinstance(v, np.ndarray) else exact(v) for k, v in _by_name(at).items()}
+        at = {k: v if isinstance(v, np.ndarray) else exact(v)
+              for k, v in inputs_by_name(at).items()}
     graph = Graph()
     out = Expr(graph, graph.import_node(f.graph, f.node))
     forward = graph.ancestors([out.node])
     nodes = graph.nodes
     if nodes[out.node].is_const:
         raise SymgradError("explain needs an expression of variables; this one is a constant "
-                           f"({_text(nodes[out.node].attrs['value'])}): it has no forward "
+                           f"({value_text(nodes[out.node].attrs['value'])}): it has no forward "
                            "pass to number and no derivative to explain")
     if wrt is None:
         wrt = [nodes[i].name for i in forward if nodes[i].is_var and is_float(nodes[i].dtype)]
@@ -149,7 +151,7 @@ def explain(
              for i in reversed(order) if i in adjoint]
     n = labels[out.node]
     title = f"P_i = d {n} / d u_i" + ("" if not out.shape else f" (shape {fmt(out.shape)} + u_i)")
-    at_text = ", ".join(at_item(k, v) for k, v in _by_name(at or {}).items()
+    at_text = ", ".join(at_item(k, v) for k, v in inputs_by_name(at or {}).items()
                         if k in graph.variables)
     return Table(rows, title, at_text)
 
@@ -165,7 +167,7 @@ def at_item(name: str, value: Any) -> str:
     """
     v = np.asarray(value)
     if v.ndim == 0 or (v.ndim == 1 and v.size <= 4):
-        return f"{name}={_text(v)}"
+        return f"{name}={value_text(v)}"
     if v.ndim == 1:
         return f"{name}: array of {v.size}"
     return f"{name}: {'×'.join(map(str, v.shape))} array"
@@ -193,14 +195,14 @@ def numbering(graph: Graph, ids: Sequence[int]) -> dict[int, str]:
 def operand_text(graph: Graph, i: int, labels: dict[int, str]) -> tuple[int, str]:
     """``(precedence, text)`` of operand ``i``: its label, or a constant written inline."""
     if i in labels:
-        return _ATOM, labels[i]
+        return ATOM, labels[i]
     node = graph.nodes[i]
     if node.is_const:
         prec, pieces = const_text(node.attrs["value"], set(graph.variables))
         return prec, pieces[0]
     if node.is_call:  # written into its results' definitions
-        return _ATOM, definition(graph, i, labels)
-    return _ATOM, f"v{i}"
+        return ATOM, definition(graph, i, labels)
+    return ATOM, f"v{i}"
 
 
 def definition(graph: Graph, i: int, labels: dict[int, str]) -> str:
@@ -292,7 +294,7 @@ def _values(graph, forward, adjoint, terms, at) -> dict[int, Any]:
     for ts in terms.values():
         wanted.update(t["contribution"] for t in ts)
         wanted.update(t["local"] for t in ts if t["local"] is not None)
-    inputs = _by_name(at)
+    inputs = inputs_by_name(at)
     return run(graph, sorted(wanted), inputs)
 
 
@@ -310,7 +312,7 @@ def _adjoint_row(i, adjoint, labels, terms, values, output, value_shape) -> dict
         parts.append(" + ".join(f"P{labels[k][1:]} J({labels[i][1:]}->{labels[k][1:]})"
                                 for k in t["via"]))
         if t["local"] is not None and values:
-            nums.append(f"{_text(values[adjoint[j]])}*{_text(values[t['local']])}")
+            nums.append(f"{value_text(values[adjoint[j]])}*{value_text(values[t['local']])}")
     if i == output:
         definition = "1 (seed)" if value_shape == () else "I (seed)"
     else:
@@ -331,7 +333,7 @@ def _value(values: dict, i: int | None) -> Any:
     return v.item() if v.ndim == 0 else v
 
 
-def _text(value: Any) -> str:
+def value_text(value: Any) -> str:
     """Short text for a value: ``15``, ``0.333333``, ``[1, 2, 3]``; empty for None."""
     if value is None:
         return ""

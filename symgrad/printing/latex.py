@@ -12,12 +12,19 @@ from typing import Any
 import numpy as np
 
 from ..base.errors import LimitError, SymgradError
-from ..frontend.sympy_io import check_tree, number, symbol, sympy_form, sympy_module, too_deep
+from ..frontend.sympy_forms import (
+    check_tree,
+    number,
+    symbol,
+    sympy_form,
+    sympy_module,
+    too_deep,
+)
 from ..ir.body import Body
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY, RESULT, Op
-from ..ir.text import _keywords
+from ..ir.text import keyword_attrs
 from ..ops.loops import ScanParts
 
 LATEX_LIMIT = 5_000  # nodes: larger expressions are not printed as LaTeX
@@ -206,7 +213,7 @@ def _subscript(sp, graph: Graph, n, op: Op, sym: dict, holes: dict) -> str:
 
 def _call(sp, graph: Graph, n, op: Op, sym: dict, holes: dict) -> str:
     args = [_operand(sp, graph, a, sym, holes, "rel") for a in n.args]
-    keywords = [f"\\text{{{k}}}={v}" for k, v in _keywords(graph, n, op, set())] \
+    keywords = [f"\\text{{{k}}}={v}" for k, v in keyword_attrs(graph, n, op, set())] \
         if op.public else []
     name = op.name.replace("_", r"\_")
     return rf"\operatorname{{{name}}}\left(" + ", ".join(args + keywords) + r"\right)"

@@ -30,14 +30,15 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 
+from ..base.describe import describe
 from ..base.errors import ArgumentError, LimitError
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY, RESULT
-from ..ir.text import _type, infix, select, tangent_pairs
-from ..ir.values import describe, exact, exact_str
+from ..ir.text import infix, select, tangent_pairs, type_text
+from ..ir.values import exact, exact_str
 from .explain import definition, numbering
-from .layout import _layout
+from .layout import place_boxes
 from .model import Box, Edge, Scene
 
 COLLAPSE_AT = 60  # boxes above which collapse="auto" collapses chains
@@ -85,7 +86,7 @@ def build_scene(exprs: Graph | Expr | Sequence[Expr], title: str | None = None,
         )
     head, sub = _titles(graph, outputs, boxes, title)
     scene = Scene(graph, boxes, edges, head, sub, hidden)
-    _layout(scene)
+    place_boxes(scene)
     return scene
 
 
@@ -315,7 +316,7 @@ def _tangent_box(graph: Graph, i: int, f: int, names, output: bool, names_all) -
     text = "seed" if n.is_const else _clip(definition(graph, i, names))
     lines = [f"{names_all[i]} = {text}"]
     if n.shape:
-        lines.append(_type(n.shape, n.dtype))
+        lines.append(type_text(n.shape, n.dtype))
     return Box(f"n{i}", "tangent", names_all[i], lines, node=i, op=n.op, output=output,
                anchor=f"n{f}", origin=None if n.origin is None else f"n{n.origin}")
 
@@ -329,7 +330,7 @@ def _primary(ps: list[str], fs: list[int], labels: dict[int, str]) -> str:
 def _node_box(graph: Graph, i: int, names, p_labels, anchor_of, output: bool,
               names_all: dict[int, str]) -> Box:
     n = graph.nodes[i]
-    shape = _type(n.shape, n.dtype) if n.shape else ""
+    shape = type_text(n.shape, n.dtype) if n.shape else ""
     if n.role == "forward":
         kind = "input" if n.is_var else "forward"
         text = n.name if n.is_var else _clip(definition(graph, i, names))

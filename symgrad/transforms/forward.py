@@ -12,11 +12,12 @@ Tangent nodes have ``role="tangent"`` and ``origin`` = the node whose forward ru
 them, so printers draw and list them beside B and emitted code ties each tangent line to
 its forward line.
 
-Passes: the nodes the rules build go through :data:`symgrad.passes.REVERSE`, the passes
-reverse mode runs on B, for the same reasons: the exact ones (constant folding, ``t * 1``,
-negations) fold the seeds' constants away, and the where-masks of the adjoint cleanup keep
-the tangent of an unselected ``where`` branch an exact zero through later products, so
-that ``jvp`` agrees with ``vjp`` at kinks (``sqrt(relu(x))`` at ``x < 0``: 0, not NaN).
+Passes: the nodes the rules build go through the rule passes of the ``reverse`` stage
+(:mod:`symgrad.passes.registry`), those reverse mode runs on B, for the same reasons: the
+exact ones (constant folding, ``t * 1``, negations) fold the seeds' constants away, and the
+where-masks of the adjoint cleanup keep the tangent of an unselected ``where`` branch an
+exact zero through later products, so that ``jvp`` agrees with ``vjp`` at kinks
+(``sqrt(relu(x))`` at ``x < 0``: 0, not NaN).
 They rewrite only nodes the rules build, never a forward node. ``cleanup=False`` builds the
 tangents exactly as the rules write them.
 """
@@ -26,12 +27,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from ..base.memory import gc_paused
 from ..base.progress import start
 from ..ir.expr import Expr, F
 from ..ir.nodeview import NodeView
 from ..ir.op import REGISTRY, RESULT
 from ..ir.shapes import is_float
-from .reverse import _backprop, _gc_paused, adjoint_rewriting, seed_kind, sum_to_shape
+from .reverse import _backprop, adjoint_rewriting, seed_kind, sum_to_shape
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,7 @@ def tangents(outputs: Sequence[Expr], wrt: Sequence[Expr], seeds: Sequence[Expr]
     """Append the tangents of ``outputs`` for tangent ``seeds[k]`` of variable ``wrt[k]``
     (each ``batch + wrt[k].shape``, the same batch axes for all)."""
     graph = outputs[0].graph
-    with _gc_paused(), adjoint_rewriting(graph, cleanup):
+    with gc_paused(), adjoint_rewriting(graph, cleanup):
         result = _tangents(outputs, wrt, seeds)
     graph.transforms.append(result)
     return result

@@ -30,7 +30,7 @@ from ..ir.expr import TRACES, Expr, F
 from ..ir.op import REGISTRY, RESULT
 from ..ir.shapes import is_float
 from ..ops.products import product_terms
-from ..passes import sum_contributions
+from ..passes.adjoint_cleanup import sum_contributions
 from ..passes.cost import node_cost
 from .forward import _tangents
 from .reverse import _backprop, adjoint_rewriting

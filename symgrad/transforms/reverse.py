@@ -6,10 +6,10 @@ topological order; sum each node's incoming contributions into ONE adjoint node;
 node's op for one contribution per operand; undo broadcasting centrally. The loop knows no
 op: all calculus lives in the registry's backprop rules.
 
-The nodes the rules build pass through the reverse-mode passes (:data:`symgrad.passes.REVERSE`:
-constant folding, exact identities, the adjoint cleanup) as they are built; ``cleanup=False``
-builds B exactly as the rules write it. The seed may carry leading *batch* axes (an identity
-seed gives a whole Jacobian in one pass).
+The nodes the rules build pass through the reverse-mode passes (the ``reverse`` stage of
+:mod:`symgrad.passes.registry`: constant folding, exact identities, the adjoint cleanup) as
+they are built; ``cleanup=False`` builds B exactly as the rules write it. The seed may
+carry leading *batch* axes (an identity seed gives a whole Jacobian in one pass).
 """
 
 from __future__ import annotations
@@ -21,15 +21,16 @@ from functools import reduce
 
 import numpy as np
 
+from ..base.memory import gc_paused
 from ..base.progress import start
 from ..ir.expr import Expr, F
 from ..ir.graph import Graph
 from ..ir.nodeview import NodeView
 from ..ir.op import REGISTRY, RESULT
 from ..ir.shapes import Shape, is_float
-from ..passes import IDIOMS, REVERSE, rewriter, sum_contributions
-from ..passes.pattern import constant_value
-from ..passes.simplify import gc_paused
+from ..passes.adjoint_cleanup import sum_contributions
+from ..passes.pattern import constant_value, rewriter
+from ..passes.pipeline import analysed, rule_passes
 
 
 @dataclass(frozen=True)
@@ -77,11 +78,9 @@ def backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, cleanup: bool = True
 @contextmanager
 def adjoint_rewriting(graph: Graph, cleanup: bool = True) -> Iterator[None]:
     """Nodes built inside pass through the reverse-mode passes (nothing if not ``cleanup``)."""
-    with graph.rewriting(rewriter(graph, REVERSE) if cleanup else None):
+    with graph.rewriting(rewriter(graph, rule_passes("reverse")) if cleanup else None):
         yield
 
-
-_gc_paused = gc_paused  # forward mode's name for it
 
 
 def _fold(terms: Sequence[Expr]) -> Expr:
@@ -130,7 +129,8 @@ def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, total=_fold,
     for o, s in seeded:
         if o.node in relevant:
             parts.setdefault(o.node, []).append(s)
-    found = IDIOMS.run(graph, [i for i in forward if i in relevant]) if idioms else {}
+    found = analysed("reverse", graph, [i for i in forward if i in relevant]).idioms \
+        if idioms else {}
     calls: dict[int, dict[int, Expr]] = {}  # a call -> the adjoints of its results so far
     adjoint_of: dict[int, int] = {}
     progress = start("reverse mode", total=len(forward))

@@ -245,13 +245,9 @@ def _composed(node: Any, maps: Sequence, patterns: dict[int, Pattern], size: int
     return Pattern.from_pairs((size, total), np.concatenate(rows), np.concatenate(cols))
 
 
-def hessian_pattern(f: Expr, wrt: Expr, g: Expr | None = None) -> Pattern:
-    """The symmetric pattern of the Hessian of scalar ``f``: the Jacobian pattern of its
-    gradient ``g`` (built here if not given), united with its transpose."""
-    if g is None:
-        from .derivatives import grad
-
-        g = grad(f, wrt)
+def hessian_pattern(wrt: Expr, g: Expr) -> Pattern:
+    """The symmetric pattern of the Hessian of a scalar whose gradient with respect to
+    ``wrt`` is ``g``: the Jacobian pattern of ``g``, united with its transpose."""
     p = jacobian_pattern([g], [wrt])
     return p.union(p.T)
 

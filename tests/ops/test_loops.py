@@ -4,6 +4,7 @@ jax.lax.scan (when installed) and finite differences."""
 from __future__ import annotations
 
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -313,12 +314,16 @@ def _two_by_two(np_, scan, w, xs):
 
 def _loop_runs(fn) -> dict:
     """Calls of each loop function of compiled ``fn``'s module from now on (the module's
-    ``_sg_loopN``, wrapped where the code looks them up)."""
+    ``_sg_loopN``, wrapped where the code looks them up); under ``("driver", name)`` those
+    the driver ``fn.raw`` makes itself (a loop function may also be a step's inner loop)."""
     found = fn.raw.__globals__
     runs: dict = {}
+    driver = fn.raw.__code__
     for name in [k for k in found if k.startswith("_sg_loop") and k[8:].isdigit()]:
         def counted(*args, _f=found[name], _name=name):
             runs[_name] = runs.get(_name, 0) + 1
+            if sys._getframe(1).f_code is driver:
+                runs["driver", _name] = runs.get(("driver", _name), 0) + 1
             return _f(*args)
 
         found[name] = counted
@@ -435,7 +440,8 @@ def _top_level_runs(fn, runs: dict) -> list[int]:
     calls (not those a loop calls inside its steps)."""
     src = fn.source
     driver = src[src.rindex("\ndef "):]
-    return sorted(runs.get(name, 0) for name in set(re.findall(r"= (_sg_loop\d+)\(", driver)))
+    names = set(re.findall(r"= (_sg_loop\d+)\(", driver))
+    return sorted(runs.get(("driver", name), 0) for name in names)
 
 
 @pytest.mark.parametrize("backend", ["interpreter", "numpy", "numba"])
@@ -445,14 +451,14 @@ def test_a_rolled_python_loop_runs_its_forward_and_reverse_scans_once(backend, m
     function calls (the pressure sweeps of the step left outside the time loop) once too.
     A value every step shares, the first sweep's ``roll(zeros)``, stays outside the loops
     that read it: the time loop is not built twice."""
-    from symgrad.passes.loops import loop_passes
+    from symgrad.passes.pipeline import loop_stage
 
     if backend == "numba":
         pytest.importorskip("numba")
     n = 6
     names = ["vx", "vy", "smoke"]
     xs = [sg.var(name, (n, n)) for name in names]
-    (f,) = loop_passes([_fluid(sg.numpy, *xs)])
+    (f,) = loop_stage([_fluid(sg.numpy, *xs)])
     outs = [f, *sg.grad(f, xs)]
     steps = {call.attrs["length"] for call in _scans([f])}
     assert 29 in steps or 30 in steps  # the time loop, rolled

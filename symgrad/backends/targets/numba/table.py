@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ....ir.shapes import FLOATS
 from ...template import Template
 from ..numpy.table import NUMPY
 
@@ -126,7 +127,6 @@ _ARRAY_ELEMENTWISE = frozenset(_UFUNC) - {"heaviside", "floor_divide"}  # see NO
 _PASS = frozenset({"stop_gradient", "custom_vjp_call", "custom_jvp_call"})  # no arithmetic
 _FULL = {"sum": "np.sum", "mean": "np.mean", "max": "np.max", "min": "np.min"}
 _ONE_AXIS = {"sum": "np.sum"}  # of these, Numba's takes axis=
-_FLOATS = frozenset({"float64", "float32"})
 
 
 def _index_form(n: Any, nodes: Any) -> Template | None:
@@ -142,7 +142,7 @@ def _index_form(n: Any, nodes: Any) -> Template | None:
 def _reduction_form(n: Any, nodes: Any) -> Template | None:
     x = nodes[n.args[0]]
     axis, keep = n.attrs.get("axis"), n.attrs.get("keepdims")
-    if keep or x.dtype not in _FLOATS:
+    if keep or x.dtype not in FLOATS:
         return None
     if n.shape == ():
         return T(f"{_FULL[n.op]}({{0}})")
@@ -155,7 +155,7 @@ def _reduction_form(n: Any, nodes: Any) -> Template | None:
 def _blas(n: Any, nodes: Any) -> bool:
     """Operands BLAS takes: vectors or matrices of one floating dtype."""
     a, b = (nodes[k] for k in n.args)
-    return (a.dtype == b.dtype and a.dtype in _FLOATS and 1 <= len(a.shape) <= 2
+    return (a.dtype == b.dtype and a.dtype in FLOATS and 1 <= len(a.shape) <= 2
             and 1 <= len(b.shape) <= 2)
 
 
