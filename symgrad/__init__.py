@@ -44,6 +44,7 @@ __all__ = [
     "linalg", "value_and_grad", "to_html", "to_sympy", "from_sympy", "latex", "__version__",
     "limits", "stats", "scan", "fori_loop", "jacrev", "jit", "vmap", "tree_util",
     "stop_gradient", "custom_jvp", "custom_vjp", "cond", "switch", "while_loop",
+    "custom_root", "custom_linear_solve",
 ]
 
 

@@ -42,6 +42,7 @@ from .frontend import parse
 from .frontend.control import cond, switch, while_loop
 from .frontend.custom import custom_jvp, custom_vjp
 from .frontend.loops import fori_loop, scan
+from .frontend.solvers import custom_linear_solve, custom_root
 from .frontend.sympy_io import from_sympy, to_sympy
 from .functional import (
     grad,

@@ -29,7 +29,7 @@ from ..base.progress import start
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..passes.rebuild import gc_paused
-from . import layout
+from . import callbacks, layout
 from .docstring import docstring
 from .lines import call, del_lines, fit, moves, releases, stores
 from .literals import LINE
@@ -391,7 +391,7 @@ class Printer:
         texts = [self._operand(a, n, names) for a in n.args]
         if any(k in self.state.inlined for k in n.args):
             texts = self._typed_scalars(n, src, texts)
-        text = src.render(texts, n.attrs)
+        text = callbacks.render(self, src, texts, n)  # a solver's callbacks: their names
         if not isinstance(text, str) or "\n" in text:
             raise SymgradError(f"op {n.op!r} has a source template that gives no one-line text")
         return text

@@ -27,6 +27,7 @@ from . import (  # noqa: F401
     reductions,
     shaping,
     signal,
+    solvers,
     sorting,
     special,
     stop_gradient,

@@ -15,9 +15,16 @@ code written against ``scipy`` traces when its imports name these modules instea
 0.0
 """
 
-from . import linalg, signal, special, stats  # special registers the scipy.special names
+from . import (  # special registers the scipy.special names  # noqa: I001  (after the ops they build on)
+    integrate,
+    linalg,
+    optimize,
+    signal,
+    special,
+    stats,
+)
 
-__all__ = ["linalg", "signal", "special", "stats"]
+__all__ = ["integrate", "linalg", "optimize", "signal", "special", "stats"]
 
 
 def support_markdown() -> str:

@@ -13,9 +13,10 @@ from __future__ import annotations
 from ....ops.indexing import key_source
 from ...template import Template
 from .table import ARRAY_API, SPECIAL_BINARY, SPECIAL_TERNARY, SPECIAL_UNARY
+from .table import UNSUPPORTED as ARRAY_UNSUPPORTED
 
-UNSUPPORTED: dict[str, str] = {}
-"""Ops this backend cannot write, with the reason (none)."""
+UNSUPPORTED: dict[str, str] = dict(ARRAY_UNSUPPORTED)
+"""Ops this backend cannot write, with the reason (the array API's)."""
 
 
 def _index(names: list[str], attrs: dict) -> str:

@@ -23,8 +23,11 @@ from . import helpers as h
 
 T = Template
 
-UNSUPPORTED: dict[str, str] = {}
-"""Ops this backend cannot write, with the reason (none)."""
+SOLVERS = ("optimize", "solver_info", "ivp", "ivp_adjoint")
+UNSUPPORTED: dict[str, str] = dict.fromkeys(
+    SOLVERS, "a SciPy solver's call (symgrad.scipy.optimize / integrate) runs SciPy on NumPy "
+    "arrays")
+"""Ops this backend cannot write, with the reason."""
 
 DEVICE = "dev"
 """The name the emitted functions bind to their inputs' device (``_sg_xp_device`` of them;
@@ -322,4 +325,6 @@ ARRAY_API: dict[str, Template | None] = {
                      (h._sg_xp_convolution, h._sg_xp_device)),
     # loops: the call of the loop function that backends/loops.py writes
     "scan": T(lambda names, attrs: f"_sg_loop({', '.join(names)})[{attrs['out']}]"),
+    **dict.fromkeys(SOLVERS),  # see UNSUPPORTED
+    "custom_root": T("{0}"), "custom_linear_solve": T("{0}"),
 }

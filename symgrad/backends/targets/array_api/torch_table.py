@@ -13,9 +13,10 @@ from __future__ import annotations
 from ...template import Template
 from .helpers import _sg_xp_lu
 from .table import ARRAY_API
+from .table import UNSUPPORTED as ARRAY_UNSUPPORTED
 
-UNSUPPORTED: dict[str, str] = {}
-"""Ops this backend cannot write, with the reason (none)."""
+UNSUPPORTED: dict[str, str] = dict(ARRAY_UNSUPPORTED)
+"""Ops this backend cannot write, with the reason (the array API's)."""
 
 _NATIVE = ("erf", "erfc", "erfinv", "erfcx", "ndtr", "ndtri", "log_ndtr", "logit", "gammaln",
            "digamma", "i0", "i1", "i0e", "i1e", "sinc")

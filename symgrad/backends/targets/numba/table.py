@@ -70,6 +70,10 @@ NOT_FUSED: dict[str, str] = {
     "stop_gradient": "no arithmetic: the driver passes its operand on",
     **dict.fromkeys(("custom_vjp_call", "custom_jvp_call"),
                     "a custom rule's call: its value is its first operand (no arithmetic)"),
+    **dict.fromkeys(("optimize", "solver_info", "ivp", "ivp_adjoint"),
+                    "a SciPy solver's call in the driver (its callbacks are NumPy functions)"),
+    **dict.fromkeys(("custom_root", "custom_linear_solve"),
+                    "an implicit function's value: its first operand (no arithmetic)"),
     "round": "np.round's decimals= has no scalar form in Numba that rounds like NumPy's",
     "astype": "a conversion: NumPy's call (float-to-int casts of NaN/inf are undefined in LLVM)",
 }

@@ -100,6 +100,10 @@ MATH: dict[str, Template | None] = {
         "trace", "norm", "matrix_rank",
     )),
     "scan": None,  # a loop is array code (backends/loops.py)
+    # solvers (ops/solvers.py): SciPy's calls on arrays; an implicit function's value is its
+    # first operand
+    **dict.fromkeys(("optimize", "solver_info", "ivp", "ivp_adjoint")),
+    "custom_root": T("{0}"), "custom_linear_solve": T("{0}"),
 }
 
 
