@@ -540,11 +540,24 @@ def _sensitivity_body(fun: Body, n: int, live: tuple[int, ...], k: int) -> Body:
     return _cached(fun, ("sensitivity", n, live, k), build)
 
 
-def _augmented_call(call: Call, k: int) -> Call:
-    atol = call.option("atol")
-    if isinstance(atol, tuple):
-        return call.replace(atol=atol * (1 + k))
-    return call
+_DEFAULT_TOL = {"solve_ivp": (1e-3, 1e-6), "odeint": (1.49012e-8, 1.49012e-8)}
+
+
+def _augmented_call(call: Call, n: int, k: int) -> Call:
+    """The tolerances of the system ``[y, S]`` (``k`` directions of ``n`` states): the
+    sensitivities outside the error control (as CVODES does by default), ``y``'s scaled so
+    that its error norm, an RMS over all the states for every method but LSODA's maximum,
+    is the original system's: the augmented solve takes the original's steps."""
+    rtol0, atol0 = _DEFAULT_TOL[call.function]
+    rtol, atol = call.option("rtol", rtol0), call.option("atol", atol0)
+    rms = call.function == "solve_ivp" and call.option("method", "RK45") != "LSODA"
+    c = math.sqrt(1 + k) if rms else 1.0
+    per_state = atol if isinstance(atol, tuple) else (atol,) * n
+    atols = tuple(float(a) / c for a in per_state) + (math.inf,) * (n * k)
+    rtols = tuple(float(r) / c for r in rtol) if isinstance(rtol, tuple) else float(rtol) / c
+    if isinstance(rtols, tuple):
+        rtols = rtols + (math.inf,) * (n * k)
+    return call.replace(rtol=rtols, atol=atols)
 
 
 def _sensitivities(n: Any, y0_dot: Expr, dots: list[Expr], live: tuple[int, ...],
@@ -556,7 +569,7 @@ def _sensitivities(n: Any, y0_dot: Expr, dots: list[Expr], live: tuple[int, ...]
     states = y0.shape[0]
     body = _sensitivity_body(n.attrs["fun"], states, live, k)
     start = F.concatenate([y0, F.reshape(y0_dot, (k * states,))], axis=0)
-    big = ivp_node(_augmented_call(call, k), body, [start, times, *theta, *dots])
+    big = ivp_node(_augmented_call(call, states, k), body, [start, times, *theta, *dots])
     return F.reshape(big[states:], (k, states, times.shape[0]))
 
 
