@@ -186,7 +186,7 @@ def _sg_optimize(spec, fun, jac, hess, x0, arrays, args, _memo=[]):  # noqa: B00
                "njev": info.get("njev", 0), "fvec": info["fvec"]}
     else:
         if name == "root":
-            r = so.root(fun, x0, args=args, jac=jac if jac is not None else False, **kw)
+            r = so.root(fun, x0, args=args, jac=jac, **kw)
         elif name == "minimize":
             jac = jac if jac is not None else kw.pop("jac", None)
             r = so.minimize(fun, x0, args=args, jac=jac, hess=hess, **kw)

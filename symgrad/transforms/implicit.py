@@ -95,6 +95,11 @@ def _cached(body: Body, key: tuple, build: Callable[[], Body]) -> Body:
     return found
 
 
+def _here(graph: Graph, e: Expr) -> Expr:
+    """``e`` (built with no operand: in a graph of its own) as an Expr of ``graph``."""
+    return e if e.graph is graph else Expr(graph, graph.find(e))
+
+
 def _zeros(shape: tuple, dtype: str = "float64") -> Expr:
     return F.broadcast_to(F.zeros((), dtype=dtype), shape)
 
@@ -111,7 +116,7 @@ def jacobian_body(fun: Body, k: int) -> Body:
             r = _one_result(fun, v)
             x = v[k]
             m = max(x.size, 1)
-            seed = F.reshape(F.eye(m, dtype=x.dtype), (m, *x.shape))
+            seed = _here(r.graph, F.reshape(F.eye(m, dtype=x.dtype), (m, *x.shape)))
             with adjoint_rewriting(r.graph, True):
                 t = _tangents([r], [x], [seed]).tangent_of.get(r.node)
             if t is None:
@@ -129,7 +134,7 @@ def gradient_body(fun: Body, k: int = 0) -> Body:
     def build() -> Body:
         def grad(*v: Expr) -> list[Expr]:
             r = _one_result(fun, v)
-            (g,) = _multi_vjp([(r, F.ones((), dtype=r.dtype))], [v[k]])
+            (g,) = _multi_vjp([(r, _here(r.graph, F.ones((), dtype=r.dtype)))], [v[k]])
             return [_zeros(v[k].shape) if g is None else g]
 
         return closed(grad, fun.avals())
@@ -220,11 +225,19 @@ class _Parts:
         self.residual = residual_body(self.fun, call)
         self.elementwise = call.function in SCALAR
 
-    def active(self) -> Expr | None:
-        """Where the solution lies on a bound (None without bounds)."""
+    def active(self) -> tuple[Expr, Expr] | None:
+        """Where the solution lies on its lower bound, and where on its upper one (None
+        without bounds): ``minimize`` projects onto the bounds, ``least_squares`` (whose
+        iterates stay inside) says which are active in its ``active_mask``."""
         if self.call.function not in BOUNDED or self.lb_at is None:
             return None
-        return (self.x <= self.args[self.lb_at]) | (self.x >= self.args[self.ub_at])
+        if self.call.function == "least_squares":
+            mask = Expr(self.x.graph, self.x.graph.add(
+                REGISTRY["solver_info"], self.x.data.args,
+                {**self.x.data.attrs, "field": "active_mask", "shape": self.x.shape,
+                 "dtype": "int64"}))
+            return mask < 0, mask > 0
+        return self.x <= self.args[self.lb_at], self.x >= self.args[self.ub_at]
 
     def inputs(self) -> list[Expr]:
         return [self.x, *self.theta]
@@ -285,10 +298,11 @@ def optimize_forward(n: Any, t: Sequence[Expr | None]) -> Expr | None:
         rhs = _zeros(shape)
     if p.elementwise:
         return -rhs / p.derivative()
-    active = p.active()
+    sides = p.active()
+    active = None if sides is None else sides[0] | sides[1]
     c = -rhs
-    if active is not None:
-        bound = F.where(p.x <= n.args[p.lb_at], _tangent(lb_t, shape), _tangent(ub_t, shape))
+    if sides is not None:
+        bound = F.where(sides[0], _tangent(lb_t, shape), _tangent(ub_t, shape))
         c = F.where(active, bound, c)
     m = max(p.x.size, 1)
     u = F.solve(_masked(p.jacobian(), active), _rows(c, nb, m))
@@ -310,11 +324,13 @@ def optimize_backprop(n: Any, g: Expr) -> tuple:
     p.refuse_constraints(bool(wanted))
     nb = g.ndim - p.x.ndim
     batch = g.shape[:nb]
+    sides = None
     if p.elementwise:
         lam = g / p.derivative()
         active = None
     else:
-        active = p.active()
+        sides = p.active()
+        active = None if sides is None else sides[0] | sides[1]
         m = max(p.x.size, 1)
         M = _masked(p.jacobian(), active)
         lam = _back(F.solve(F.matrix_transpose(M), _rows(g, nb, m)), nb, g.shape)
@@ -323,10 +339,9 @@ def optimize_backprop(n: Any, g: Expr) -> tuple:
         vb = _vjp_body(p.residual, tuple(1 + k for k in wanted), batch)
         for k, c in zip(wanted, vb.inline([*p.inputs(), -free])):
             contrib[p.lead + k] = c
-    if active is not None:
-        on_lb = p.x <= n.args[p.lb_at]
-        at_lb = F.where(active & on_lb, lam, 0.0)
-        at_ub = F.where(active & ~on_lb, lam, 0.0)
+    if sides is not None:
+        at_lb = F.where(sides[0], lam, 0.0)
+        at_ub = F.where(sides[1], lam, 0.0)
         if p.lb_at is not None and n.needs(p.lb_at):
             contrib[p.lb_at] = at_lb
         if p.ub_at is not None and n.needs(p.ub_at):
@@ -358,8 +373,12 @@ def _rowwise(fn: Callable[[Expr], Expr], aval: Aval, value: Expr, nb: int) -> Ex
 
 
 def _as_expr(graph: Graph, e: Any, shape: tuple, dtype: str, what: str) -> Expr:
+    """A user function's result as an Expr of ``graph`` (of the graph it closes over, or
+    a number, it is brought there)."""
     if not isinstance(e, Expr):
         e = Expr(graph, graph.const(np.asarray(e, dtype=dtype)))
+    elif e.graph is not graph:
+        e = Expr(graph, graph.find(e))
     if e.shape != shape:
         raise DifferentiationError(f"{what} returned shape {e.shape}, expected {shape}")
     return e
