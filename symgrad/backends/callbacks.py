@@ -37,7 +37,7 @@ def render(pr: Any, template: Any, texts: list[str], n: Any) -> str:
     keys = [k for k, v in (n.attrs or {}).items() if k != "body" and isinstance(v, Body)]
     if not keys:
         return template.render(texts, n.attrs)
-    marks = {k: f"_sg_callback_{k}_" for k in keys}
+    marks = {k: f"_SGCALLBACK{i}_" for i, k in enumerate(keys)}  # none a prefix of another
     text = template.render(texts, {**n.attrs, **marks})
     if not isinstance(text, str):
         return text

@@ -40,6 +40,7 @@ from ..base.tree_util import LEAF, tree_flatten, tree_unflatten
 from ..ir.callsite import callsite
 from ..ir.expr import Expr
 from ..ir.graph import Graph, lifting
+from . import scipy_names
 
 __all__ = ["Capture", "Watch", "current", "tracing"]
 
@@ -218,6 +219,11 @@ class Capture:
             return NUMPY
         if value is np.array or value is np.asarray:
             return getattr(NUMPY, value.__name__)
+        ours = scipy_names.counterpart(value)  # SciPy's names: symgrad.scipy's
+        if ours is not None:
+            if not isinstance(value, types.ModuleType):
+                self._watch(container, key, label)
+            return ours
         if isinstance(value, (types.ModuleType, type)):
             if value is np.random:
                 self.random.append(label)

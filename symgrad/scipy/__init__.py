@@ -24,7 +24,12 @@ from . import (  # special registers the scipy.special names  # noqa: I001  (aft
     stats,
 )
 
+from ..frontend import scipy_names as _names
+
 __all__ = ["integrate", "linalg", "optimize", "signal", "special", "stats"]
+
+for _name in __all__:  # scipy.<name> read by a traced function means this module's
+    _names.register(_name, globals()[_name])
 
 
 def support_markdown() -> str:

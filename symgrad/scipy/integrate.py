@@ -136,7 +136,8 @@ def _rhs(fn: Callable, t: Expr, y: Expr, args: tuple, what: str) -> Expr:
 def _info(parts: Any, field: str, shape: tuple = (), dtype: str = "int64") -> Expr:
     graph, ids, attrs = parts
     return Expr(graph, graph.add(REGISTRY["solver_info"], ids,
-                                 {**attrs, "field": field, "shape": shape, "dtype": dtype}))
+                                 {**attrs, "hess": None, "field": field, "shape": shape,
+                                  "dtype": dtype}))
 
 
 def solve_ivp(fun: Callable, t_span: Any, y0: Any, method: str = "RK45", t_eval: Any = None,
