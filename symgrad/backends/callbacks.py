@@ -76,16 +76,29 @@ def _render(pr: Any, root: Any, name: str, body: Body) -> list[str]:
     (plan,) = sub.state.plans
     names = plan.names
     nodes = body.graph.nodes
-    outputs = set(body.outputs)
-    order = [i for i in plan.order if not (nodes[i].is_var or (
-        (nodes[i].is_const or i in sub.state.consts) and i not in outputs))]
-    order = sub.loops.arrange(order)
-    stmts = sub._statements(order, names, outputs, comments=False)
     (out,) = body.outputs
-    result = names.get(out) or sub._expr(out, names)
+    listed = _scalars_stacked(nodes, nodes[out])
+    outputs = set() if listed else {out}
+    order = [i for i in plan.order if not (nodes[i].is_var or (
+        (nodes[i].is_const or i in sub.state.consts) and i not in outputs))
+        and not (listed and i == out)]
+    order = sub.loops.arrange(order)
+    stmts = sub._statements(order, names, outputs | set(nodes[out].args if listed else ()),
+                            comments=False)
+    if listed:  # SciPy makes the array of the list itself (what a user's callback returns)
+        result = "[" + ", ".join(sub._operand(a, nodes[out], names) for a in nodes[out].args) + "]"
+    else:
+        result = names.get(out) or sub._expr(out, names)
     params = [names[v] for v in body.inputs]
     return [f"def {name}({', '.join(params)}):", '    """A solver\'s callback (symgrad)."""',
             *stmts, f"    return {result}"]
+
+
+def _scalars_stacked(nodes: Any, n: Any) -> bool:
+    """Whether ``n`` stacks float64 scalars into a vector (returned as a list: ``np.stack``
+    of scalars costs ten times the array SciPy builds from the list, the same values)."""
+    return (n.op == "stack" and n.dtype == "float64" and len(n.shape) == 1
+            and all(nodes[a].shape == () and nodes[a].dtype == "float64" for a in n.args))
 
 
 def _printer(pr: Any, root: Any, body: Body) -> Any:

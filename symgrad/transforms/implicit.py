@@ -533,10 +533,21 @@ def ivp_node(call: Call, fun: Body, operands: Sequence[Expr]) -> Expr:
     return Expr(graph, graph.add(IVP, ids, {"call": call, "fun": fun, "jac": jac}))
 
 
-def _sensitivity_body(fun: Body, n: int, live: tuple[int, ...], k: int) -> Body:
+SCALAR_STATES = 512  # the most states [y, S] written out as scalars (a list SciPy reads)
+
+
+def _sensitivity_body(fun: Body, n: int, live: tuple[int, ...], k: int,
+                      units: tuple | None = None) -> Body:
     """The augmented right-hand side ``(t, [y, vec(S)], *theta, *theta_dots of live) ->
     [f, vec(J_y S + J_theta theta_dot)]`` for ``k`` tangent directions (``S`` is
-    ``(k, n)``; ``live`` indexes the parameters, inputs ``2 +``)."""
+    ``(k, n)``; ``live`` indexes the parameters, inputs ``2 +``). With ``units`` (reverse
+    mode: one ``(parameter, element)`` per direction, parameter -1 for a direction of
+    ``y0``) the parameters' tangents are those unit vectors, built in, and not inputs.
+
+    Where ``f`` stacks scalars (``[a * y[0] - ..., ...]``) and the system is small, each
+    direction's tangent is its own forward pass over scalars and the result a stack of
+    scalars (a list in emitted code): NumPy's per-call cost on tiny arrays, which a
+    batched pass over ``(k, n)`` pays on every op, is what such a system's time is."""
     avals = fun.avals()
 
     def build() -> Body:
@@ -544,19 +555,75 @@ def _sensitivity_body(fun: Body, n: int, live: tuple[int, ...], k: int) -> Body:
             t, big, rest = v[0], v[1], list(v[2:])
             theta, dots = rest[:len(avals) - 2], rest[len(avals) - 2:]
             y = big[:n]
-            s = F.reshape(big[n:], (k, n))
             f = _one_result(fun, [t, y, *theta])
-            with adjoint_rewriting(f.graph, True):
+            graph = f.graph
+            if units is not None and not dots:
+                dots = _unit_dots(graph, units, live, [avals[2 + j] for j in live], k)
+            if _stacked_scalars(f) and n * (1 + k) <= SCALAR_STATES:
+                return [F.stack(_scalar_parts(f, big, theta, dots, live, units, n, k))]
+            s = F.reshape(big[n:], (k, n))
+            with adjoint_rewriting(graph, True):
                 tan = _tangents([f], [y, *[theta[j] for j in live]], [s, *dots])
             d = tan.tangent_of.get(f.node)
-            d = _zeros((k, n)) if d is None else Expr(f.graph, d)
+            d = _zeros((k, n)) if d is None else Expr(graph, d)
             return [F.concatenate([f, F.reshape(d, (k * n,))], axis=0)]
 
-        ins = [avals[0], ((n * (1 + k),), "float64"), *avals[2:],
-               *[((k, *avals[2 + j][0]), avals[2 + j][1]) for j in live]]
+        ins = [avals[0], ((n * (1 + k),), "float64"), *avals[2:]]
+        if units is None:
+            ins += [((k, *avals[2 + j][0]), avals[2 + j][1]) for j in live]
         return closed(rhs, ins)
 
-    return _cached(fun, ("sensitivity", n, live, k), build)
+    return _cached(fun, ("sensitivity", n, live, k, units), build)
+
+
+def _stacked_scalars(e: Expr) -> bool:
+    nodes = e.graph.nodes
+    return e.op == "stack" and all(nodes[a].shape == () for a in e.data.args)
+
+
+def _unit_dots(graph: Graph, units: tuple, live: tuple[int, ...], avals: list[Aval],
+               k: int) -> list[Expr]:
+    """The ``(k,) + shape`` tangents of the live parameters for unit directions."""
+    out = []
+    for j, (shape, dtype) in zip(live, avals):
+        value = np.zeros((k, max(math.prod(shape), 1)), dtype=dtype)
+        for i, (jj, e) in enumerate(units):
+            if jj == j:
+                value[i, e] = 1.0
+        out.append(Expr(graph, graph.const(value.reshape((k, *shape)))))
+    return out
+
+
+def _scalar_parts(f: Expr, big: Expr, theta: list[Expr], dots: list[Expr],
+                  live: tuple[int, ...], units: tuple | None, n: int, k: int) -> list[Expr]:
+    """``f``'s scalars, then each direction's tangent of them (one scalar pass each)."""
+    graph = f.graph
+    nodes = graph.nodes
+    parts = [Expr(graph, a) for a in f.data.args]
+    y = big[:n]
+    for i in range(k):
+        wrt, seeds = [y], [big[n + i * n:n + (i + 1) * n]]
+        if units is not None:
+            j, e = units[i]
+            if j >= 0:
+                shape = theta[j].shape
+                unit = np.zeros(max(math.prod(shape), 1))
+                unit[e] = 1.0
+                wrt.append(theta[j])
+                seeds.append(Expr(graph, graph.const(unit.reshape(shape))))
+        else:
+            for j, d in zip(live, dots):
+                wrt.append(theta[j])
+                seeds.append(d[i])
+        with adjoint_rewriting(graph, True):
+            t = _tangents([f], wrt, seeds).tangent_of.get(f.node)
+        if t is None:
+            parts += [_here(graph, F.zeros((), dtype="float64"))] * n
+        elif nodes[t].op == "stack" and all(nodes[a].shape == () for a in nodes[t].args):
+            parts += [Expr(graph, a) for a in nodes[t].args]
+        else:
+            parts += [Expr(graph, t)[q] for q in range(n)]
+    return parts
 
 
 _DEFAULT_TOL = {"solve_ivp": (1e-3, 1e-6), "odeint": (1.49012e-8, 1.49012e-8)}
@@ -580,13 +647,14 @@ def _augmented_call(call: Call, n: int, k: int) -> Call:
 
 
 def _sensitivities(n: Any, y0_dot: Expr, dots: list[Expr], live: tuple[int, ...],
-                   k: int) -> Expr:
+                   k: int, units: tuple | None = None) -> Expr:
     """The ``(k, n, T)`` sensitivities of ``n`` along ``k`` directions: ``y0_dot`` is
-    ``(k, n)``, ``dots`` the ``(k,) + shape`` tangents of the live parameters."""
+    ``(k, n)``, ``dots`` the ``(k,) + shape`` tangents of the live parameters (none with
+    ``units``: unit directions, see :func:`_sensitivity_body`)."""
     call: Call = n.attrs["call"]
     y0, times, theta = n.args[0], n.args[1], list(n.args[2:])
     states = y0.shape[0]
-    body = _sensitivity_body(n.attrs["fun"], states, live, k)
+    body = _sensitivity_body(n.attrs["fun"], states, live, k, units)
     start = F.concatenate([y0, F.reshape(y0_dot, (k * states,))], axis=0)
     big = ivp_node(_augmented_call(call, states, k), body, [start, times, *theta, *dots])
     return F.reshape(big[states:], (k, states, times.shape[0]))
@@ -679,13 +747,11 @@ def _forward_cotangents(n: Any, g: Expr, wanted: tuple[int, ...], want_y0: bool,
     sizes = [max(theta[j].size, 1) for j in wanted]
     lead = states if want_y0 else 0
     k = lead + sum(sizes)
-    eye = F.eye(k, dtype="float64")
-    y0_dot = eye[:, :states] if want_y0 else _zeros((k, states))
-    dots, at = [], lead
-    for j, m in zip(wanted, sizes):
-        dots.append(F.reshape(eye[:, at:at + m], (k, *theta[j].shape)))
-        at += m
-    s = _sensitivities(n, y0_dot, dots, wanted, k)
+    start = np.zeros((k, states))
+    start[:lead, :lead] = np.eye(lead)
+    units = tuple([(-1, e) for e in range(lead)]
+                  + [(j, e) for j, m in zip(wanted, sizes) for e in range(m)])
+    s = _sensitivities(n, const(start), [], wanted, k, units)
     total = F.reshape(g, (rows, states * times)) @ F.matrix_transpose(
         F.reshape(s, (k, states * times)))
     y0_bar = total[:, :states] if want_y0 else None
