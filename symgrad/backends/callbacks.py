@@ -26,6 +26,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..ir.body import Body
+from ..ops.solvers import stacked_scalars
 from .loops import optimized_body
 
 __all__ = ["function_name", "render"]
@@ -97,8 +98,8 @@ def _render(pr: Any, root: Any, name: str, body: Body) -> list[str]:
 def _scalars_stacked(nodes: Any, n: Any) -> bool:
     """Whether ``n`` stacks float64 scalars into a vector (returned as a list: ``np.stack``
     of scalars costs ten times the array SciPy builds from the list, the same values)."""
-    return (n.op == "stack" and n.dtype == "float64" and len(n.shape) == 1
-            and all(nodes[a].shape == () and nodes[a].dtype == "float64" for a in n.args))
+    return (stacked_scalars(nodes, n) and n.dtype == "float64"
+            and all(nodes[a].dtype == "float64" for a in n.args))
 
 
 def _printer(pr: Any, root: Any, body: Body) -> Any:

@@ -31,8 +31,8 @@ from ..ir.expr import Expr, F, const
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.shapes import fmt
+from ..ir.solvers import Solver
 from ..ir.values import as_constant, type_name
-from ..ops.solvers import Solver
 from .capture import rebound
 from .loops import _home
 
@@ -109,6 +109,12 @@ def _leaf(v: Any, what: str) -> Expr | np.ndarray:
     return value(v, what)
 
 
+def _flag(v: Any, what: str) -> bool:
+    if not isinstance(v, (bool, np.bool_)):
+        raise ArgumentError(f"{what} must be True or False, got {type_name(v)}")
+    return bool(v)
+
+
 def _float(x: Expr) -> Expr:
     return x if str(x.dtype) == "float64" else F.astype(x, "float64")
 
@@ -160,6 +166,7 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable, tangent_solve:
         raise ArgumentError(f"custom_root(f, initial_guess, solve, tangent_solve): f and "
                             f"solve must be functions, got {type_name(f)} and "
                             f"{type_name(solve)}")
+    has_aux = _flag(has_aux, "custom_root: has_aux")
     x0 = _leaf(initial_guess, "custom_root: initial_guess")
     got = rebound(solve)(f, x0 if isinstance(x0, Expr) else const(x0))
     aux = None
@@ -210,6 +217,8 @@ def custom_linear_solve(matvec: Callable, b: Any, solve: Callable,
         if not callable(fn):
             raise ArgumentError(f"custom_linear_solve: {what} must be a function, got "
                                 f"{type_name(fn)}")
+    has_aux = _flag(has_aux, "custom_linear_solve: has_aux")
+    symmetric = _flag(symmetric, "custom_linear_solve: symmetric")
     bb = _leaf(b, "custom_linear_solve: b")
     bb = bb if isinstance(bb, Expr) else const(bb)
     bb = _float(bb)

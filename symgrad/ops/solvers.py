@@ -40,9 +40,7 @@ The rules are built by :mod:`symgrad.transforms.implicit`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -51,63 +49,11 @@ from ..base.errors import ShapeError
 from ..ir.body import Body
 from ..ir.op import Op, register, sig
 from ..ir.shapes import fmt
+from ..ir.solvers import Call, Solver, literal
 
-__all__ = ["Call", "CUSTOM_LINEAR_SOLVE", "CUSTOM_ROOT", "DERIVED", "IVP", "IVP_ADJOINT",
-           "OPTIMIZE", "SOLVER_INFO", "Solver", "literal"]
-
-
-@dataclass(frozen=True)
-class Call:
-    """The static part of one solver call: SciPy's ``function``, its keywords with plain
-    values (``options``: numbers, strings, bools, None, tuples of them), the keywords whose
-    values are operands after the first (``arrays``), the solution's ``shape``, and how
-    derivatives are taken (``sensitivity``: ``"forward"``, ``"adjoint"`` or None, chosen
-    by the sizes; integrators only)."""
-
-    function: str
-    options: tuple[tuple[str, Any], ...] = ()
-    arrays: tuple[str, ...] = ()
-    shape: tuple[int, ...] = ()
-    sensitivity: str | None = None
-
-    def option(self, name: str, default: Any = None) -> Any:
-        return dict(self.options).get(name, default)
-
-    def spec(self) -> tuple:
-        """What the run-time helper reads: ``(function, options, arrays)``."""
-        return (self.function, self.options, self.arrays)
-
-    def replace(self, **changes: Any) -> Call:
-        options = dict(self.options)
-        options.update(changes)
-        return Call(self.function, tuple(sorted(options.items())), self.arrays, self.shape,
-                    self.sensitivity)
-
-
-@dataclass(frozen=True, eq=False)
-class Solver:
-    """A user's Python function held by a node (``custom_root``'s ``tangent_solve``,
-    ``custom_linear_solve``'s ``solve``): equal only to itself."""
-
-    fn: Callable[..., Any]
-    name: str
-
-    def __call__(self, *args: Any) -> Any:
-        return self.fn(*args)
-
-    def __repr__(self) -> str:
-        return f"<{self.name}>"
-
-
-def literal(value: Any) -> str:
-    """``value`` (numbers, strings, None, tuples) as Python source; non-finite floats
-    as ``float('inf')``."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return f"float({repr(value)!r})"
-    if isinstance(value, tuple):
-        items = [literal(v) for v in value]
-        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
-    return repr(value)
+__all__ = ["CUSTOM_LINEAR_SOLVE", "CUSTOM_ROOT", "DERIVED", "IVP", "IVP_ADJOINT", "OPTIMIZE",
+           "SOLVER_INFO", "BodyFunction", "Call", "Solver", "derived_body", "literal",
+           "stacked_scalars"]
 
 
 # The rules, built by the transforms: filled by :mod:`symgrad.transforms.implicit` when it is
@@ -125,6 +71,20 @@ def _derived(kind: str) -> Callable[..., Any]:
 
 def _rule(kind: str) -> Callable[..., Any]:
     return lambda n, g: _derived(kind)(n, g)
+
+
+def derived_body(kind: str, fun: Body, k: int = 0) -> Body:
+    """The callback derived from ``fun`` that SciPy is given where it would difference
+    ``fun``: ``"jacobian"`` (of the result with respect to input ``k``) or ``"gradient"``
+    (of a scalar result), built by :mod:`symgrad.transforms.implicit`."""
+    return _derived(f"{kind}_body")(fun, k)
+
+
+def stacked_scalars(nodes: Any, n: Any) -> bool:
+    """Whether node ``n`` stacks 0-d values into a vector (``[f0, f1]`` returned by a
+    right-hand side): emitted callbacks return them as a list, and the sensitivities of such
+    a system are scalar passes (:mod:`symgrad.transforms.sensitivity`)."""
+    return n.op == "stack" and len(n.shape) == 1 and all(nodes[a].shape == () for a in n.args)
 
 
 # -- run time: SciPy's calls, remembered with their operands' bytes -----------------------------
@@ -389,10 +349,10 @@ def _callable(body: Body | None) -> Callable | None:
         return None
     if len(body.outputs) != 1:
         raise ShapeError("a solver callback must have one result")
-    return _Run(body)
+    return BodyFunction(body)
 
 
-class _Run:
+class BodyFunction:
     """``body`` as a function of arrays, equal to another for the same body."""
 
     __slots__ = ("body",)
@@ -405,7 +365,7 @@ class _Run:
                               in zip(values, self.body.avals())])[0]
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Run) and other.body == self.body
+        return isinstance(other, BodyFunction) and other.body == self.body
 
     def __hash__(self) -> int:
         return hash(self.body)

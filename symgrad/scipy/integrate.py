@@ -44,9 +44,9 @@ from ..ir.body import Body, trace
 from ..ir.expr import Expr, F
 from ..ir.op import REGISTRY
 from ..ir.shapes import fmt
+from ..ir.solvers import STIFF, Call
 from ..ir.values import describe, exact
-from ..ops.solvers import Call
-from ..transforms.implicit import STIFF, jacobian_body
+from ..ops.solvers import derived_body
 from .optimize import _NOT_PLAIN, OptimizeResult, _plain, callback_value
 
 __all__ = ["OdeResult", "odeint", "solve_ivp"]
@@ -108,7 +108,7 @@ def _ivp(function: str, fun: Callable, jac: Any, y0: Any, times: Any, args: tupl
         raise ShapeError(f"{function}: the right-hand side returns shape {fmt(got)} for a "
                          f"state of shape ({n},)")
     fun_body = bodies[0]
-    jac_body = bodies[1] if len(bodies) > 1 else (jacobian_body(fun_body, 1) if stiff
+    jac_body = bodies[1] if len(bodies) > 1 else (derived_body("jacobian", fun_body, 1) if stiff
                                                   else None)
     plain = {}
     for k, v in options.items():

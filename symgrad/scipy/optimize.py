@@ -57,9 +57,9 @@ from ..ir.body import Body, trace
 from ..ir.expr import Expr, F, const
 from ..ir.op import REGISTRY
 from ..ir.shapes import fmt
+from ..ir.solvers import Call
 from ..ir.values import describe, exact
-from ..ops.solvers import Call
-from ..transforms.implicit import gradient_body, jacobian_body
+from ..ops.solvers import derived_body
 
 __all__ = ["OptimizeResult", "RootResults", "bisect", "brenth", "brentq", "fsolve",
            "least_squares", "minimize", "newton", "ridder", "root", "root_scalar", "toms748"]
@@ -308,7 +308,7 @@ def root(fun: Callable, x0: Any, args: Any = (), method: str = "hybr", jac: Any 
     user_jac = b.user.get("jac")
     uses_jac = str(method).lower() in ("hybr", "lm")
     jac_body = user_jac if user_jac is not None else (
-        jacobian_body(b.fun, 0) if uses_jac and jac is None else None)
+        derived_body("jacobian", b.fun) if uses_jac and jac is None else None)
     x = b.node(jac=jac_body)
     res = OptimizeResult(x=x, fun=b.at_solution(x, b.fun), success=b.info("success", (), _BOOL))
     m = str(method).lower()
@@ -348,7 +348,7 @@ def fsolve(func: Callable, x0: Any, args: Any = (), fprime: Any = None,
     if col_deriv and "jac" in b.user:
         raise UnsupportedError("fsolve(col_deriv=True) with a traced fprime: return the "
                                "Jacobian by rows (leave col_deriv out)")
-    jac_body = b.user.get("jac") or (jacobian_body(b.fun, 0) if fprime is None else None)
+    jac_body = b.user.get("jac") or (derived_body("jacobian", b.fun) if fprime is None else None)
     if col_deriv and "jac" not in b.user:
         b.options.pop("col_deriv")
     x = b.node(jac=jac_body)
@@ -543,10 +543,10 @@ def minimize(fun: Callable, x0: Any, args: Any = (), method: str | None = None,
     b.trace((), 0 if pair else None)
     grad = b.user.get("jac")
     if grad is None and jac is None and m not in _NO_GRADIENT:
-        grad = gradient_body(b.fun)
+        grad = derived_body("gradient", b.fun)
     hess_body = b.user.get("hess")
     if hess_body is None and hess is None and m in _HESSIAN:
-        hess_body = jacobian_body(gradient_body(b.fun), 0)
+        hess_body = derived_body("jacobian", derived_body("gradient", b.fun))
     x = b.node(jac=grad, hess=hess_body)
     res = OptimizeResult(x=x, fun=b.at_solution(x, b.fun), success=b.info("success", (), _BOOL),
                          status=b.info("status"), nfev=b.info("nfev"))
@@ -648,7 +648,7 @@ def least_squares(fun: Callable, x0: Any, jac: Any = "2-point", bounds: Any = (-
     r_shape = b.fun.avals(b.fun.outputs)[0][0]
     if len(r_shape) != 1:
         raise ShapeError(f"least_squares: fun must return a vector, got shape {fmt(r_shape)}")
-    jac_body = b.user.get("jac") or (jacobian_body(b.fun, 0) if jac == "2-point" else None)
+    jac_body = b.user.get("jac") or (derived_body("jacobian", b.fun) if jac == "2-point" else None)
     x = b.node(jac=jac_body)
     f = b.at_solution(x, b.fun)
     z = (f / f_scale) ** 2
