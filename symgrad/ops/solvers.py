@@ -375,7 +375,7 @@ def _impl_optimize(*arrays, call, fun, jac, hess):
     k = 1 + len(call.arrays)
     out = _sg_optimize(call.spec(), _callable(fun), _callable(jac), _callable(hess),
                        arrays[0], arrays[1:k], arrays[k:])
-    return np.asarray(out["x"], dtype=np.float64).reshape(call.shape)
+    return np.array(out["x"], dtype=np.float64).reshape(call.shape)  # a copy: the memo's stays
 
 
 def _impl_info(*arrays, call, fun, jac, hess, field, shape, dtype):
@@ -386,12 +386,12 @@ def _impl_info(*arrays, call, fun, jac, hess, field, shape, dtype):
         k = 1 + len(call.arrays)
         out = _sg_optimize(call.spec(), _callable(fun), _callable(jac), _callable(hess),
                            arrays[0], arrays[1:k], arrays[k:])
-    return np.asarray(out[field], dtype=dtype).reshape(shape)
+    return np.array(out[field], dtype=dtype).reshape(shape)
 
 
 def _impl_ivp(*arrays, call, fun, jac):
     return _sg_integrate(call.spec(), _callable(fun), _callable(jac), arrays[0], arrays[1],
-                         arrays[2:])["y"]
+                         arrays[2:])["y"].copy()
 
 
 def _impl_adjoint(*arrays, call, fun, jac, adj, adj_jac, size):

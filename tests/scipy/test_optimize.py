@@ -296,3 +296,17 @@ def test_emitted_module_calls_scipy_and_matches_evaluate():
         np.testing.assert_allclose(got, ref, rtol=1e-13)
     with pytest.raises(BackendError, match="SciPy solver"):
         sg.to_source(loss, [p], backend="jax")
+
+
+def test_a_result_changed_in_place_does_not_change_the_next_call():
+    """The solver's results are remembered for the nodes of one call: each caller gets its
+    own copy."""
+    p = sg.var("p")
+    sol = sopt.root(lambda x: x ** 3 - p, [1.0])
+    first = sg.evaluate(sol.x, {"p": 8.0})
+    first[:] = -1.0
+    np.testing.assert_allclose(sg.evaluate(sol.x, {"p": 8.0}), [2.0], rtol=1e-10)
+    fn = sg.compile(sol.x, [p])
+    out = fn(8.0)
+    out[:] = -1.0
+    np.testing.assert_allclose(fn(8.0), [2.0], rtol=1e-10)
