@@ -27,24 +27,23 @@ from typing import Any
 
 from ..ir.body import Body
 from ..ops.solvers import stacked_scalars
-from .loops import optimized_body
 
 __all__ = ["function_name", "render"]
 
 
-def render(pr: Any, template: Any, texts: list[str], n: Any) -> str:
-    """Node ``n``'s text by ``template``: each callback body its text names becomes the
-    name of a module-level function (printed into the module on first use)."""
-    keys = [k for k, v in (n.attrs or {}).items() if k != "body" and isinstance(v, Body)]
+def render(pr: Any, template: Any, texts: list[str], attrs: dict) -> str:
+    """A node's text by ``template`` (its ``attrs``): each callback body the text names
+    becomes the name of a module-level function (printed into the module on first use)."""
+    keys = [k for k, v in (attrs or {}).items() if k != "body" and isinstance(v, Body)]
     if not keys:
-        return template.render(texts, n.attrs)
+        return template.render(texts, attrs)
     marks = {k: f"_SGCALLBACK{i}_" for i, k in enumerate(keys)}  # none a prefix of another
-    text = template.render(texts, {**n.attrs, **marks})
+    text = template.render(texts, {**attrs, **marks})
     if not isinstance(text, str):
         return text
     for k, mark in marks.items():
         if mark in text:
-            text = text.replace(mark, function_name(pr, n.attrs[k]))
+            text = text.replace(mark, function_name(pr, attrs[k]))
     return text
 
 
@@ -55,7 +54,7 @@ def function_name(pr: Any, body: Body) -> str:
     found = root.functions.get(key)
     if found is None:
         name = _fresh(root.printer.state)
-        lines = _render(pr, root, name, optimized_body(body, pr.lowered.request))
+        lines = _render(pr, root, name, pr.lowered.optimized(body))
         found = root.functions[key] = (name, [])
         root.lines += ["", "", *lines]
     return found[0]
@@ -84,12 +83,12 @@ def _render(pr: Any, root: Any, name: str, body: Body) -> list[str]:
         (nodes[i].is_const or i in sub.state.consts) and i not in outputs))
         and not (listed and i == out)]
     order = sub.loops.arrange(order)
-    stmts = sub._statements(order, names, outputs | set(nodes[out].args if listed else ()),
-                            comments=False)
+    stmts = sub.statements(order, names, outputs | set(nodes[out].args if listed else ()),
+                           comments=False)
     if listed:  # SciPy makes the array of the list itself (what a user's callback returns)
-        result = "[" + ", ".join(sub._operand(a, nodes[out], names) for a in nodes[out].args) + "]"
+        result = "[" + ", ".join(sub.operand(a, nodes[out], names) for a in nodes[out].args) + "]"
     else:
-        result = names.get(out) or sub._expr(out, names)
+        result = names.get(out) or sub.expr(out, names)
     params = [names[v] for v in body.inputs]
     return [f"def {name}({', '.join(params)}):", '    """A solver\'s callback (symgrad)."""',
             *stmts, f"    return {result}"]
@@ -103,18 +102,18 @@ def _scalars_stacked(nodes: Any, n: Any) -> bool:
 
 
 def _printer(pr: Any, root: Any, body: Body) -> Any:
-    """A printer of ``pr``'s loop kind for ``body`` as one function; the body's array
-    constants named as module constants of ``root``'s module."""
+    """A printer of ``pr``'s step kind for ``body`` (as emitted) as one function; the
+    body's array constants named as module constants of ``root``'s module."""
     from .printer import ModuleState
     from .stages import Function, Lowered
 
     graph, nodes = body.graph, body.graph.nodes
     ins = tuple(nodes[v].name for v in body.inputs)
     fn = Function("callback", tuple(body.outputs), ins, True)
-    req = replace(pr.lowered.request, graph=graph, functions=(fn,))
-    lowered = Lowered(req, graph, (fn,), {})
+    lowered = Lowered(replace(pr.lowered.request, graph=graph, functions=(fn,)), graph, (fn,),
+                      {}, bodies=pr.lowered.bodies, body=body)
     state = ModuleState(graph, [], {}, [])
-    sub = pr.loop_printer()(lowered, state, root)
+    sub = pr.step_printer(body)(lowered, state, root)
     module = root.printer.state
     for nd in nodes:
         if nd.is_const and nd.shape != ():
@@ -122,6 +121,6 @@ def _printer(pr: Any, root: Any, body: Body) -> Any:
             module.constants.append((cname, nd.attrs["value"]))
             module.helper_names.add(cname)
             state.consts[nd.id] = cname
-    state.plans.append(sub._plan(fn, frozenset(state.consts)))
+    state.plans.append(sub.plan_of(fn, frozenset(state.consts)))
     state.inlined = {nd.id for nd in nodes if nd.is_const and nd.shape == ()}
     return sub

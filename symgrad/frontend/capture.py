@@ -101,10 +101,9 @@ def _part(v: Any, arrays: list) -> Any:
         a = _supported(v)
         arrays.append(a)
         return (a.shape, a.dtype.char)
-    if isinstance(v, (dict, list, tuple)) or hasattr(v, "__dataclass_fields__"):
-        leaves, treedef = _flat(v)
-        if any(isinstance(x, np.ndarray) for x in leaves):
-            return (treedef, tuple(_part(x, arrays) for x in leaves))
+    leaves, treedef = _flat(v)  # a container (a registered class too: SciPy's sparse)
+    if treedef is not LEAF and any(isinstance(x, np.ndarray) for x in leaves):
+        return (treedef, tuple(_part(x, arrays) for x in leaves))
     return ("id", id(v))
 
 

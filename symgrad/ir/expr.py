@@ -22,12 +22,11 @@ from .numpy_names import (
     ACCUMULATE,
     REDUCE,
     numpy_name,
-    scipy_caller,
-    symgrad_has,
+    scipy_conversion,
     ufunc_name,
     ufunc_op,
 )
-from .op import FUNCTIONS, REGISTRY, UNSUPPORTED, Op, public_op
+from .op import FUNCTIONS, REGISTRY, SPARSE, UNSUPPORTED, Op, public_op
 from .shapes import DTYPES, Shape
 from .text import infix
 from .values import describe, exact
@@ -126,13 +125,11 @@ class Expr:
         self._no_value("complex()")
 
     def __array__(self, dtype=None, copy=None):
-        caller = scipy_caller()
-        if caller is not None:
-            space = ".".join(caller.split(".")[:2])
-            fix = (f"use symgrad.{caller}, which takes the same arguments" if symgrad_has(caller)
-                   else f"symgrad.{space} does not cover it yet (its __all__ lists what it has)")
-            raise UnsupportedError(f"{caller} cannot trace symbolic values (it converts its "
-                                   f"arguments to NumPy arrays): {fix}")
+        refusal = scipy_conversion()
+        if refusal == "":  # SciPy's A @ x: "not an array", so Python asks x.__rmatmul__
+            return np.empty((), dtype=object)
+        if refusal:
+            raise UnsupportedError(refusal)
         self._no_value("converting to a NumPy array")
 
     def item(self, *args):
@@ -569,6 +566,8 @@ def const(value: Any, like: Expr | None = None) -> Expr:
     """
     if isinstance(value, (list, tuple)) and _holds_expr(value):
         return stacked(value)
+    if SPARSE and SPARSE["is"](value):  # a sparse matrix: symgrad's SparseArray
+        return SPARSE["call"]("const", (value,), {})
     g = like.graph if like is not None else Graph()
     return Expr(g, g.const(value))
 
@@ -578,6 +577,8 @@ def build(op: Op, operands: Sequence[Any], attrs: dict) -> Expr:
     graph = _home(operands)
     args = [o.node if type(o) is Expr and o.graph is graph else None for o in operands]
     if None in args:  # numbers, arrays or Exprs of other graphs among the operands
+        if SPARSE and any(SPARSE["is"](o) for o in operands):
+            return SPARSE["call"](op.name, operands, attrs)
         strong = _strong_dtypes(operands) if op.elementwise else None
         args = [_operand(graph, o, strong) if a is None else a for a, o in zip(args, operands)]
     return Expr(graph, graph.add(op, tuple(args), attrs))

@@ -279,6 +279,10 @@ ALIASES: dict[str, str] = {}  # public name -> op name (``sub`` -> ``subtract``)
 FUNCTIONS: dict[str, Callable[..., Any]] = {}
 # NumPy names symgrad deliberately does not trace, with what to use instead.
 UNSUPPORTED: dict[str, str] = {}
+# sparse matrices as operands (SciPy's, symgrad's SparseArray): the front end registers "is"
+# (whether an operand is one) and "call" (NumPy's function or the op ``name`` on operands
+# among which one is, ``call(name, args, kwargs)``); builders and NumPy's names ask it first.
+SPARSE: dict[str, Callable[..., Any]] = {}
 
 
 def register(op: Op) -> Op:

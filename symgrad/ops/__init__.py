@@ -29,6 +29,8 @@ from . import (  # noqa: F401
     signal,
     solvers,
     sorting,
+    sparse,
+    sparse_solve,
     special,
     stop_gradient,
 )

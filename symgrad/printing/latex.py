@@ -148,8 +148,8 @@ def _matrix_form(sp, graph: Graph, i: int, sym: dict, holes: dict) -> tuple[str,
         left, right = (_operand(sp, graph, a, sym, holes, "mul" if rank == "mul" else "rel")
                        for a in n.args)
         return (f"{left} {right}" if not symbol else f"{left} {symbol} {right}"), rank
-    if op.write is not None:
-        return _subscript(sp, graph, n, op, sym, holes), "atom"
+    if op.write is not None and op.write(["\0"] * len(n.args), n.attrs).startswith("\0"):
+        return _subscript(sp, graph, n, op, sym, holes), "atom"  # x[...]: an index
     return _call(sp, graph, n, op, sym, holes), "call"
 
 

@@ -13,7 +13,7 @@ import symgrad as sg
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
-jax.config.update("jax_enable_x64", True)
+pytestmark = pytest.mark.usefixtures("x64")  # float64 in JAX, restored after the module
 
 
 def _branches(xp):

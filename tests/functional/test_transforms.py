@@ -15,7 +15,7 @@ import symgrad as sg
 from tests.support.pytree_close import close
 
 jax = pytest.importorskip("jax")
-jax.config.update("jax_enable_x64", True)
+pytestmark = pytest.mark.usefixtures("x64")  # float64 in JAX, restored after the module
 jnp = jax.numpy
 
 

@@ -15,7 +15,7 @@ import symgrad as sg
 from symgrad.ir.body import Body
 
 jax = pytest.importorskip("jax")
-jax.config.update("jax_enable_x64", True)
+pytestmark = pytest.mark.usefixtures("x64")  # float64 in JAX, restored after the module
 jnp = jax.numpy
 RNG = np.random.default_rng(7)
 H, NI, T = 4, 3, 6

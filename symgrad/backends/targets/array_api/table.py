@@ -20,14 +20,17 @@ from ....ops.indexing import split_parts
 from ...template import Template
 from ..numpy.table import scalar_source
 from . import helpers as h
+from .sparse import SPARSE
+from .sparse import UNSUPPORTED as SPARSE_UNSUPPORTED
 
 T = Template
 
 SOLVERS = ("optimize", "solver_info", "ivp", "ivp_adjoint")
-UNSUPPORTED: dict[str, str] = dict.fromkeys(
+SOLVER_UNSUPPORTED: dict[str, str] = dict.fromkeys(
     SOLVERS, "a SciPy solver's call (symgrad.scipy.optimize / integrate) runs SciPy on NumPy "
     "arrays")
-"""Ops this backend cannot write, with the reason."""
+UNSUPPORTED: dict[str, str] = {**SPARSE_UNSUPPORTED, **SOLVER_UNSUPPORTED}
+"""Ops this backend cannot write, with the reason (the sparse solves, SciPy's solvers)."""
 
 DEVICE = "dev"
 """The name the emitted functions bind to their inputs' device (``_sg_xp_device`` of them;
@@ -325,6 +328,8 @@ ARRAY_API: dict[str, Template | None] = {
                      (h._sg_xp_convolution, h._sg_xp_device)),
     # loops: the call of the loop function that backends/loops.py writes
     "scan": T(lambda names, attrs: f"_sg_loop({', '.join(names)})[{attrs['out']}]"),
+    # sparse matrices (ops/sparse.py): gathers and a scatter-add; no sparse solves
+    **SPARSE,
     **dict.fromkeys(SOLVERS),  # see UNSUPPORTED
     "custom_root": T("{0}"), "custom_linear_solve": T("{0}"),
 }

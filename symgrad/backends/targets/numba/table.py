@@ -76,6 +76,10 @@ NOT_FUSED: dict[str, str] = {
                     "an implicit function's value: its first operand (no arithmetic)"),
     "round": "np.round's decimals= has no scalar form in Numba that rounds like NumPy's",
     "astype": "a conversion: NumPy's call (float-to-int casts of NaN/inf are undefined in LLVM)",
+    **dict.fromkeys(("sparse_matmul", "sparse_sample", "sparse_gather", "sparse_scatter",
+                     "sparse_solve", "sparse_iterative", "sparse_iterative_info"),
+                    "a sparse matrix: SciPy's sparse call in the driver (compiled sparse "
+                    "kernels, SuperLU and the Krylov solvers)"),
 }
 
 NUMBA: dict[str, Template | None] = {
@@ -140,7 +144,7 @@ def _dot_form(n: Any, nodes: Any) -> Template | None:
 
 def _outer_form(n: Any, nodes: Any) -> Template | None:
     vectors = _blas(n, nodes) and all(len(nodes[k].shape) == 1 for k in n.args)
-    # a broadcast product: Numba compiles np.outer about 5x slower
+    # a broadcast product: Numba compiles np.outer much more slowly
     return T("{0}[:, None] * {1}") if vectors else None
 
 

@@ -26,6 +26,7 @@ from ....ops.signal import _sg_convolution
 from ....ops.solvers import _sg_integrate, _sg_ivp_adjoint, _sg_optimize, literal
 from ....ops.sorting import _sg_partition
 from ...template import Template
+from .sparse import SPARSE
 
 NUMPY_TYPE = {"float64": "np.float64", "float32": "np.float32", "int64": "np.int64",
               "int32": "np.int32", "bool": "np.bool_"}
@@ -314,4 +315,6 @@ NUMPY: dict[str, Template] = {
     "custom_root": T("{0}"), "custom_linear_solve": T("{0}"),
     # loops: the call of the loop function that backends/loops.py writes
     "scan": T(lambda names, attrs: f"_sg_loop({', '.join(names)})[{attrs['out']}]"),
+    # -- sparse matrices (ops/sparse.py): SciPy's sparse arrays --
+    **SPARSE,
 }

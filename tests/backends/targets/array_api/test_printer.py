@@ -35,8 +35,9 @@ import pytest
 
 import symgrad as sg
 from symgrad.backends import TABLES
-from symgrad.backends.target import TARGETS
+from symgrad.backends.targets import TARGETS
 from symgrad.backends.targets.array_api.loader import dtype_name
+from symgrad.backends.targets.array_api.sparse import UNSUPPORTED as SPARSE_SOLVES
 from symgrad.backends.targets.array_api.table import ARRAY_API, DEVICE, SOLVERS
 from symgrad.errors import BackendError
 from symgrad.ir.body import Body
@@ -46,7 +47,8 @@ from tests.support.registry_cases import Case, impl, registry_cases
 
 FAMILIES = [(), (3, 4), (3, 1), (1, 4)]
 BUILTIN = {n for n, op in REGISTRY.items() if op.builtin and n != "const"}
-CASES = [c for c in registry_cases(FAMILIES) if c.values[0].op.name in BUILTIN]
+CASES = [c for c in registry_cases(FAMILIES) if c.values[0].op.name in BUILTIN
+         and ARRAY_API[c.values[0].op.name] is not None]  # (the sparse solves: numpy only)
 UNSPECIFIED_ORDER = {"partition", "argpartition"}
 # eigenvectors and singular vectors: each is unique only up to its sign, which LAPACK's
 # drivers choose differently (eigh with UPLO='U', hermitian svd); the axis each runs along
@@ -112,9 +114,10 @@ def test_every_op_has_an_entry_or_an_explicit_reason(backend):
     missing = sorted(n for n, t in tgt.table.items() if t is None)
     assert set(missing) <= set(tgt.unsupported), "a None entry needs a reason"
     missing = [n for n in missing if n in BUILTIN]  # user ops (sg.extend) are NumPy only
-    # SciPy's solver calls run SciPy on NumPy arrays: refused by name (_refused below)
-    missing = [n for n in missing if n not in SOLVERS]
-    assert missing == [], f"ops the {backend!r} backend cannot write: {missing}"
+    # only the sparse solves (no sparse LU; no Krylov info) and SciPy's solver calls (SciPy
+    # on NumPy arrays: refused by name, _refused below) have no form there
+    assert missing == sorted({*SPARSE_SOLVES, *SOLVERS}), (
+        f"ops the {backend!r} backend cannot write: {missing}")
 
 
 def test_unknown_backend_lists_the_valid_ones():
@@ -412,22 +415,21 @@ def test_emitted_array_sources_pass_ruff(backend, tmp_path):
     assert out.returncode == 0, out.stdout
 
 
-def test_readme_backends_example_runs():
+def test_docs_backends_example_runs():
+    """The backends page's first example: the array API and JAX gradients are right."""
     pytest.importorskip("array_api_strict")
     pytest.importorskip("jax")
     import contextlib
     import io
-    import re
-    from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[4] / "README.md").read_text()
-    section = text.split("### Backends", 1)[1]
-    block = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    from tests.support import docs
+
+    block = docs.block("guide/backends", 'backend="array_api"')
     namespace: dict = {}
     with contextlib.redirect_stdout(io.StringIO()) as out:
-        exec(compile(block, "README.md", "exec"), namespace)  # our own documentation
+        exec(compile(block, "docs/guide/backends.md", "exec"), namespace)  # our own docs
     a = np.array([0.5, 1.0, 2.0])
-    _close(np.asarray(namespace["grad"]), np.sin(a) + a * np.cos(a), "README")
+    _close(np.asarray(namespace["grad"]), np.sin(a) + a * np.cos(a), "docs")
     assert "import jax.numpy as xp" in out.getvalue()
 
 
