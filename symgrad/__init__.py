@@ -45,6 +45,7 @@ __all__ = [
     "limits", "stats", "scan", "fori_loop", "jacrev", "jit", "vmap", "tree_util",
     "stop_gradient", "custom_jvp", "custom_vjp", "cond", "switch", "while_loop",
     "flatten_util",
+    "custom_root", "custom_linear_solve",
 ]
 
 

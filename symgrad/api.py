@@ -43,6 +43,7 @@ from .frontend.control import cond, switch, while_loop
 from .frontend.custom import custom_jvp, custom_vjp
 from .frontend.functions import traced_names as _traced_names
 from .frontend.loops import fori_loop, scan
+from .frontend.solvers import custom_linear_solve, custom_root
 from .frontend.sympy_io import from_sympy, to_sympy
 from .functional import (
     grad,

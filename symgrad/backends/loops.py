@@ -59,10 +59,11 @@ def results_in(nodes: Sequence[Node], call: int, body: Sequence[int]) -> dict[in
 
 
 def body_ops(graph: Graph, ids: list[int]) -> list[str]:
-    """The ops of the bodies of the loops among nodes ``ids`` of ``graph``, nested loops'
-    included (what the module's helpers and imports must cover besides its own lines)."""
+    """The ops of the bodies of the loops (and solver callbacks) among nodes ``ids`` of
+    ``graph``, nested ones included (what the module's helpers and imports must cover
+    besides its own lines)."""
     out: list[str] = []
-    stack = [graph.nodes[i].attrs["body"] for i in ids if is_loop(graph.nodes[i])]
+    stack = [b for i in ids for b in _bodies(graph.nodes[i])]
     seen: set[int] = set()
     while stack:
         body = stack.pop()
@@ -71,8 +72,13 @@ def body_ops(graph: Graph, ids: list[int]) -> list[str]:
         seen.add(id(body))
         nodes = body.graph.nodes
         out += [n.op for n in nodes]
-        stack += [n.attrs["body"] for n in nodes if is_loop(n)]
+        stack += [b for n in nodes for b in _bodies(n)]
     return out
+
+
+def _bodies(node: Node) -> list[Body]:
+    """The bodies a node holds: a loop's step, a solver's callbacks."""
+    return [v for v in node.attrs.values() if isinstance(v, Body)] if node.attrs else []
 
 
 def _call_key(node: Node | _Scan) -> tuple:

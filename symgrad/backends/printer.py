@@ -45,7 +45,16 @@ if TYPE_CHECKING:
     from .stages import Function, Lowered
     from .target import Target
 
-__all__ = ["HOOKS", "ModuleState", "Printer"]
+__all__ = ["HOOKS", "RENDER", "ModuleState", "Printer"]
+
+
+def _render(pr: Printer, template: Template, texts: list[str], attrs: dict) -> str:
+    return template.render(texts, attrs)
+
+
+RENDER: list[Callable[[Printer, Template, list[str], dict], str]] = [_render]
+"""How a node's template becomes its text (``RENDER[0]``): :mod:`.callbacks` installs its
+own, which prints a solver's callbacks as module functions (the printer imports none of it)."""
 
 #: The methods a target's printer overrides, by what they shape (each documented below).
 HOOKS = (
@@ -470,7 +479,8 @@ class Printer:
         texts = [self.operand(a, n, names) for a in n.args]
         if any(k in self.state.inlined for k in n.args):
             texts = self._typed_scalars(n, src, texts)
-        text = src.render(texts, self._data_names(n.attrs))
+        # module data and a solver's callbacks: by the names of what the module holds
+        text = RENDER[0](self, src, texts, self._data_names(n.attrs))
         if not isinstance(text, str) or "\n" in text:
             raise SymgradError(f"op {n.op!r} has a source template that gives no one-line text")
         return text

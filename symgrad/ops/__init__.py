@@ -28,6 +28,7 @@ from . import (  # noqa: F401
     reductions,
     shaping,
     signal,
+    solvers,
     sorting,
     sparse,
     sparse_solve,

@@ -29,7 +29,7 @@ from ..ir.expr import Expr, F
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY, RESULT, define_rules
 from ..ir.shapes import fmt, is_float
-from .forward import _tangents
+from .forward import tangents_inside
 from .loop_steps import multi_vjp
 from .reverse import adjoint_rewriting
 
@@ -198,7 +198,7 @@ def vmapped(fn: Callable[..., list[Expr]], avals: list[Aval], values: list[Expr]
         res = body.inline([*ts, *captured])
         home = ts[0].graph
         with adjoint_rewriting(home, True):
-            rec = _tangents(res, ts, dots)
+            rec = tangents_inside(res, ts, dots)
         tan = [rec.tangent_of.get(r.node) for r in res]
         return [_zeros(home, batch + s, d) if t is None else Expr(home, t)
                 for t, (s, d) in zip(tan, outs)]

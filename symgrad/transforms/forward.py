@@ -33,7 +33,7 @@ from ..ir.expr import Expr, F
 from ..ir.nodeview import NodeView
 from ..ir.op import REGISTRY, RESULT
 from ..ir.shapes import is_float
-from .reverse import _backprop, adjoint_rewriting, seed_kind, sum_to_shape
+from .reverse import adjoint_rewriting, backprop_inside, seed_kind, sum_to_shape
 
 
 @dataclass(frozen=True)
@@ -78,12 +78,15 @@ def tangents(outputs: Sequence[Expr], wrt: Sequence[Expr], seeds: Sequence[Expr]
     (each ``batch + wrt[k].shape``, the same batch axes for all)."""
     graph = outputs[0].graph
     with gc_paused(), adjoint_rewriting(graph, cleanup):
-        result = _tangents(outputs, wrt, seeds)
+        result = tangents_inside(outputs, wrt, seeds)
     graph.transforms.append(result)
     return result
 
 
-def _tangents(outputs: Sequence[Expr], wrt: Sequence[Expr], seeds: Sequence[Expr]) -> Tangents:
+def tangents_inside(outputs: Sequence[Expr], wrt: Sequence[Expr],
+                    seeds: Sequence[Expr]) -> Tangents:
+    """:func:`tangents` inside a rewriting context the caller set up (a loop's or a
+    solver's rule differentiating its step)."""
     graph = outputs[0].graph
     batch = seeds[0].shape[: seeds[0].ndim - wrt[0].ndim]
     before = len(graph)
@@ -165,7 +168,7 @@ def by_transposition(backprop: Callable[..., tuple]) -> Callable[..., Expr | Non
         for term in terms[1:]:
             s = s + term
         seed = Expr(graph, graph.const(1.0)) if s.dtype == "float64" else F.astype(1.0, s.dtype)
-        record = _backprop(s, [g], seed, role="tangent")
+        record = backprop_inside(s, [g], seed, role="tangent")
         node = record.adjoint_of.get(g.node)
         return None if node is None else Expr(graph, node)
 

@@ -32,8 +32,8 @@ from ..ir.shapes import is_float
 from ..ops.products import product_terms
 from ..passes.adjoint_cleanup import sum_contributions
 from ..passes.cost import node_cost
-from .forward import _tangents
-from .reverse import _backprop, adjoint_rewriting
+from .forward import tangents_inside
+from .reverse import adjoint_rewriting, backprop_inside
 
 STACK_ELEMENTS = 1 << 22  # the most elements of stacked factors a loop adds (32 MiB f64)
 
@@ -325,7 +325,7 @@ def multi_vjp(pairs: list[tuple[Expr, Expr]], wrt: list[Expr]) -> list[Expr | No
         return [None] * len(wrt)
     graph = pairs[0][0].graph
     with adjoint_rewriting(graph, True):
-        record = _backprop(pairs[0][0], wrt, pairs[0][1], sum_contributions, idioms=True,
+        record = backprop_inside(pairs[0][0], wrt, pairs[0][1], sum_contributions, idioms=True,
                            also=pairs[1:])
     return [None if record.adjoint_of.get(w.node) is None
             else Expr(graph, record.adjoint_of[w.node]) for w in wrt]
@@ -370,7 +370,7 @@ def _jvp_build(body: Body, nc: int, nx: int, batch: tuple, live: tuple
         if outs and wrt:
             g = outs[0].graph
             with adjoint_rewriting(g, True):
-                rec = _tangents(outs, wrt, dots)
+                rec = tangents_inside(outs, wrt, dots)
             tan = [rec.tangent_of.get(o.node) for o in outs]
             tan = [None if t is None else Expr(g, t) for t in tan]
         shapes = [avals[j] for j in tc] + body.avals([body.outputs[nc + j] for j in ty])

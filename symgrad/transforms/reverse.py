@@ -67,7 +67,7 @@ def backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, cleanup: bool = True
     """
     graph = output.graph
     with gc_paused(), adjoint_rewriting(graph, cleanup):
-        result = _backprop(output, wrt, seed, sum_contributions if cleanup else _fold,
+        result = backprop_inside(output, wrt, seed, sum_contributions if cleanup else _fold,
                            idioms=cleanup if idioms is None else idioms)
     with graph.lock:
         graph.transforms.append(result)
@@ -110,9 +110,9 @@ def _relevant(graph: Graph, forward: list[int], wrt: set[int]) -> set[int]:
     return relevant
 
 
-def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, total=_fold,
-              role: str = "adjoint", idioms: bool = False,
-              also: Sequence[tuple[Expr, Expr]] = ()) -> Backprop:
+def backprop_inside(output: Expr, wrt: Sequence[Expr], seed: Expr, total=_fold,
+                    role: str = "adjoint", idioms: bool = False,
+                    also: Sequence[tuple[Expr, Expr]] = ()) -> Backprop:
     """``also``: more ``(output, seed)`` pairs seeded in the same pass (a loop body's
     results: one pass gives the adjoint of their seeded sum).
 

@@ -26,8 +26,8 @@ def _triples(table: dict[str, dict[str, str]]) -> frozenset[tuple[str, str, str]
                      for mod, names in mods.items() for n in names.split())
 
 
-# Private names still imported from another module, by importer: functional/'s and the loop
-# transforms' shared helpers, ops/'s shared stanza helpers, numpy_calculus's slicing helper
+# Private names still imported from another module, by importer: functional/'s shared
+# helpers, ops/'s shared stanza helpers, numpy_calculus's slicing helper
 # and body.py's ``_operand``. Remove what is made public; add none. (The helpers generated
 # code calls are named ``_sg_*`` so they never clash with a user's names in an emitted
 # module; that prefix is a namespace, not privacy, and they are not counted.)
@@ -65,16 +65,6 @@ PRIVATE_LEFT = _triples({
     },
     "ops.special": {
         "ops.elementwise": "_where_zero",
-    },
-    "transforms.custom": {
-        "transforms.forward": "_tangents",
-    },
-    "transforms.forward": {
-        "transforms.reverse": "_backprop",
-    },
-    "transforms.loop_steps": {
-        "transforms.forward": "_tangents",
-        "transforms.reverse": "_backprop",
     },
 })
 

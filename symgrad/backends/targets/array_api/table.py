@@ -32,8 +32,13 @@ def _custom_results(names: list[str], attrs: dict) -> str:
     return "(" + ", ".join(names[:attrs["rule"].n_out]) + ",)"
 
 
-UNSUPPORTED: dict[str, str] = {**SPARSE_UNSUPPORTED}
-"""Ops this backend cannot write, with the reason (the sparse solves)."""
+
+SOLVERS = ("optimize", "solver_info", "ivp", "ivp_adjoint")
+SOLVER_UNSUPPORTED: dict[str, str] = dict.fromkeys(
+    SOLVERS, "a SciPy solver's call (symgrad.scipy.optimize / integrate) runs SciPy on NumPy "
+    "arrays")
+UNSUPPORTED: dict[str, str] = {**SPARSE_UNSUPPORTED, **SOLVER_UNSUPPORTED}
+"""Ops this backend cannot write, with the reason (the sparse solves, SciPy's solvers)."""
 
 DEVICE = "dev"
 """The name the emitted functions bind to their inputs' device (``_sg_xp_device`` of them;
@@ -322,4 +327,6 @@ ARRAY_API: dict[str, Template | None] = {
     "scan": T(lambda names, attrs: f"_sg_loop({', '.join(names)})"),
     # sparse matrices (ops/sparse.py): gathers and a scatter-add; no sparse solves
     **SPARSE,
+    **dict.fromkeys(SOLVERS),  # see UNSUPPORTED
+    "custom_root": T("{0}"), "custom_linear_solve": T("{0}"),
 }

@@ -89,6 +89,10 @@ NOT_FUSED: dict[str, str] = {
     "result": "a projection: the name its call's statement assigns (no line of its own)",
     **dict.fromkeys(("custom_vjp_call", "custom_jvp_call"),
                     "a custom rule's call: its value is its first operand (no arithmetic)"),
+    **dict.fromkeys(("optimize", "solver_info", "ivp", "ivp_adjoint"),
+                    "a SciPy solver's call in the driver (its callbacks are NumPy functions)"),
+    **dict.fromkeys(("custom_root", "custom_linear_solve"),
+                    "an implicit function's value: its first operand (no arithmetic)"),
     "round": "np.round's decimals= has no scalar form in Numba that rounds like NumPy's",
     "floor_divide": "NumPy's call: Numba's floor division rounds otherwise at an infinite "
                     "divisor (floor_divide(-1.0, inf) is -1.0) and traps at INT64_MIN // -1",

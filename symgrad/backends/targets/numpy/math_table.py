@@ -110,6 +110,10 @@ MATH: dict[str, Template | None] = {
     # sparse matrices (ops/sparse.py): arrays only
     **dict.fromkeys(("sparse_matmul", "sparse_sample", "sparse_gather", "sparse_scatter",
                      "sparse_solve", "sparse_iterative", "sparse_iterative_info")),
+    # solvers (ops/solvers.py): SciPy's calls on arrays; an implicit function's value is its
+    # first operand
+    **dict.fromkeys(("optimize", "solver_info", "ivp", "ivp_adjoint")),
+    "custom_root": T("{0}"), "custom_linear_solve": T("{0}"),
 }
 
 

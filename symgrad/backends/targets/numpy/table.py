@@ -23,6 +23,7 @@ from ....ops.matrix_functions import _sg_lu_permutation
 from ....ops.numpy_linalg import _sg_band, _sg_lstsq
 from ....ops.reductions import _sg_log_softmax, _sg_logsumexp, _sg_softmax
 from ....ops.signal import _sg_convolution
+from ....ops.solvers import _sg_integrate, _sg_ivp_adjoint, _sg_optimize, literal
 from ....ops.sorting import _sg_partition
 from ...template import Template
 from .sparse import SPARSE
@@ -146,6 +147,44 @@ def _special(name: str, arity: int = 1) -> Template:
     return Template(f"scipy.special.{name}({args})", imports=("scipy.special",))
 
 
+def _callback(value) -> str:
+    """A solver's callback as the printer names it (None: SciPy is not given one)."""
+    return "None" if value is None else value if isinstance(value, str) else "_sg_fn"
+
+
+def _group(names: list[str]) -> str:
+    return "(" + ", ".join(names) + ("," if len(names) == 1 else "") + ")"
+
+
+def _optimize_call(names: list[str], attrs: dict) -> str:
+    call = attrs["call"]
+    k = 1 + len(call.arrays)
+    fns = ", ".join(_callback(attrs[f]) for f in ("fun", "jac", "hess"))
+    return (f"_sg_optimize({literal(call.spec())}, {fns}, {names[0]}, {_group(names[1:k])}, "
+            f"{_group(names[k:])})")
+
+
+def _integrate_call(names: list[str], attrs: dict) -> str:
+    call = attrs["call"]
+    fns = ", ".join(_callback(attrs[f]) for f in ("fun", "jac"))
+    return (f"_sg_integrate({literal(call.spec())}, {fns}, {names[0]}, {names[1]}, "
+            f"{_group(names[2:])})")
+
+
+def _solver_info(names: list[str], attrs: dict) -> str:
+    ivp = attrs["call"].function in ("solve_ivp", "odeint")
+    call = _integrate_call(names, attrs) if ivp else _optimize_call(names, attrs)
+    return (f"np.reshape(np.array({call}[{attrs['field']!r}], dtype=np.{attrs['dtype']}), "
+            f"{tuple(attrs['shape'])!r})[()]")
+
+
+def _adjoint(names: list[str], attrs: dict) -> str:
+    call = attrs["call"]
+    fns = ", ".join(_callback(attrs[f]) for f in ("fun", "jac", "adj", "adj_jac"))
+    return (f"_sg_ivp_adjoint({literal(call.spec())}, {fns}, {attrs['size']!r}, "
+            f"{', '.join(names[:4])}, {_group(names[4:])})")
+
+
 T = Template
 
 
@@ -263,6 +302,15 @@ NUMPY: dict[str, Template] = {
     "lu_permutation": T("_sg_lu_permutation({0})", (_sg_lu_permutation,), ("scipy.linalg",)),
     # -- scipy.signal (ops/signal.py) --
     "convolution": T("_sg_convolution({0}, {1}, {modes!r})", (_sg_convolution,)),
+    # -- solvers (ops/solvers.py): SciPy's call on the callbacks backends/callbacks.py writes --
+    "optimize": T(lambda names, attrs: f"np.reshape(np.array({_optimize_call(names, attrs)}"
+                  f"['x'], dtype=np.float64), {tuple(attrs['call'].shape)!r})[()]",
+                  (_sg_optimize,)),
+    "solver_info": T(_solver_info, (_sg_integrate, _sg_optimize)),
+    "ivp": T(lambda names, attrs: f"{_integrate_call(names, attrs)}['y'].copy()",
+             (_sg_integrate,)),
+    "ivp_adjoint": T(_adjoint, (_sg_ivp_adjoint,)),
+    "custom_root": T("{0}"), "custom_linear_solve": T("{0}"),
     # loops: the call of the loop function that backends/loops.py writes
     "scan": T(lambda names, attrs: f"_sg_loop({', '.join(names)})"),
     # -- sparse matrices (ops/sparse.py): SciPy's sparse arrays --
