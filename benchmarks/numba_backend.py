@@ -23,7 +23,8 @@ before anything imports NumPy, Numba or JAX, float64 everywhere):
   error; above ``tol`` the system is marked wrong and not timed);
 * **run time**: all systems sampled in turn in one loop (:func:`.common.interleaved`:
   calls batched to >= 2 ms per sample), min / median / max per system, and paired ratios
-  (median, min, max of per-iteration ratios) of symgrad-numba to each other system;
+  (median, min, max of per-iteration ratios) of symgrad-numba to each other system, and
+  each system's process CPU time over wall time (above 1: it used more than one thread);
 * **what stayed NumPy**: :func:`.numba_fallbacks.account` of the module (scans run as NumPy
   loops with the ops that pushed them there, and the driver's NumPy calls, with reasons);
 * **targets** (issue 32): run time <= 1.0x ``jax.jit(grad)`` and <= 1.0x hand NumPy on
@@ -319,7 +320,8 @@ def _time(rec: dict, built: dict, budget: float, quick: bool) -> None:
     samples = dict(zip(names, times))
     for n, t in samples.items():
         rec["systems"][n].update({"median_s": float(np.median(t)), "min_s": float(t.min()),
-                                  "max_s": float(t.max()), "samples": int(t.size)})
+                                  "max_s": float(t.max()), "samples": int(t.size),
+                                  "cpu_over_wall": _cpu_over_wall(built[n].call, budget)})
     ratios: dict[str, dict] = {}
     if "numba" in samples:
         for n, t in samples.items():
@@ -332,6 +334,16 @@ def _time(rec: dict, built: dict, budget: float, quick: bool) -> None:
             fastest = min(peers, key=lambda n: rec["systems"][n]["median_s"])
             ratios["fastest_peer"] = {**ratios[fastest], "peer": fastest}
     rec["ratios"] = ratios
+
+
+def _cpu_over_wall(call: Callable[[], Any], budget: float) -> float:
+    """Process CPU time over wall time of repeated calls (at least 0.05 s of them): above
+    1 a system used more than one thread; below 1 the machine made it wait."""
+    wall0, cpu0, count = time.perf_counter(), time.process_time(), 0
+    while count < 1 or time.perf_counter() - wall0 < max(0.05, budget / 20):
+        call()
+        count += 1
+    return (time.process_time() - cpu0) / (time.perf_counter() - wall0)
 
 
 def targets(rec: dict) -> list[dict]:

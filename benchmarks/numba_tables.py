@@ -6,7 +6,7 @@ builds, issue 32's targets (met / not met / failed) and what stayed NumPy, worst
 ...                              "build_s": 1.0}},
 ...        "ratios": {"hand": {"median": 0.5, "min": 0.4, "max": 0.7}}, "targets": []}
 >>> one_line(rec)
-'  w3_rosenbrock: numba 8.0 us; / hand 0.50x; build 1.0 s'
+'  w3_rosenbrock: numba 8 us; / hand 0.50x; build 1.0 s'
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ SYSTEM_NAMES = {"numba": "symgrad-numba", "numpy": "symgrad NumPy backend",
                 "hand": "hand NumPy", "jax": "jax.jit(grad)", "pytensor": "PyTensor-numba",
                 "casadi": "CasADi"}
 ORDER = ("numba", "numpy", "hand", "jax", "pytensor", "casadi")
+THREADS_FLAG = 1.3  # CPU time over wall time above which a cell says it used threads
 
 
 def seconds(t: float | None) -> str:
@@ -40,8 +41,10 @@ def _cell(entry: dict | None) -> str:
     if not entry:
         return "-"
     if "median_s" in entry:
+        threads = entry.get("cpu_over_wall", 0.0)
+        flag = f" (CPU/wall {threads:.1f})" if threads > THREADS_FLAG else ""
         return f"{seconds(entry['median_s'])} [{seconds(entry['min_s'])}-" \
-               f"{seconds(entry['max_s'])}]"
+               f"{seconds(entry['max_s'])}]{flag}"
     if "skipped" in entry:
         return "skipped"
     if "error" in entry:
