@@ -1,4 +1,5 @@
 # The two commands of the README: `make demo` and `make test`. Each creates .venv if missing.
+# `make docs` builds the documentation site into docs/_build/html (warnings are errors).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -7,8 +8,9 @@ HASH := $(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 # need the `test` extra (JAX, torch, Dask, SciPy, ...), installed by the first `make test`
 BASE := $(VENV)/.installed-base-$(HASH)
 STAMP := $(VENV)/.installed-test-$(HASH)
+DOCS_STAMP := $(VENV)/.installed-docs-$(HASH)
 
-.PHONY: demo test fuzz lint bench clean
+.PHONY: demo test docs fuzz lint bench clean
 
 $(BASE): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -20,11 +22,20 @@ $(STAMP): $(BASE)
 	PYTHONWARNINGS=ignore::UserWarning $(PY) -m pip install --quiet -e '.[test]'
 	rm -f $(VENV)/.installed-test-* && touch $(STAMP)
 
+# the site needs symgrad's runtime dependencies and the `docs` extra (Sphinx, MyST-NB, Furo)
+$(DOCS_STAMP): $(BASE)
+	$(PY) -m pip install --quiet -e '.[docs]'
+	rm -f $(VENV)/.installed-docs-* && touch $(DOCS_STAMP)
+
 demo: $(BASE)
 	$(PY) -m symgrad demo
 
 test: $(STAMP)
 	$(PY) -m pytest
+
+docs: $(DOCS_STAMP)
+	$(PY) -m sphinx -b html -W --keep-going -q docs docs/_build/html
+	@echo "the site: docs/_build/html/index.html"
 
 # the fuzz campaign of tests/quality/test_fuzz.py with fresh random seeds (make test runs a bounded,
 # derandomized slice of it); FUZZ_EXAMPLES examples per test
@@ -41,4 +52,4 @@ bench: $(STAMP)
 	$(PY) -m benchmarks.run
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache docs/_build

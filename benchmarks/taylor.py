@@ -5,9 +5,9 @@
   ``x``) and by repeated reverse mode (``sg.grad`` n times: what it did before), the latter
   under a budget of 100,000 nodes in all (``> budget`` where it runs into it).
 * **budget**: the CPU cost per node of building to the ``transform_nodes`` budget: repeated
-  reverse mode on ``sin(x) * exp(x)`` stopped by a budget of 100,000 nodes (the README's
-  figure), and Taylor mode on a composition (``h <- tanh(h) * h`` eight times, order 80)
-  stopped by the same budget.
+  reverse mode on ``sin(x) * exp(x)`` stopped by a budget of 100,000 nodes (the figure of
+  ``benchmarks/measured/scale.json``), and Taylor mode on a composition
+  (``h <- tanh(h) * h`` eight times, order 80) stopped by the same budget.
 
 CPU seconds (``time.process_time``): the machine is shared, so CPU time is the steadier
 figure; each figure is the median of ``--repeats`` runs, each in a fresh graph.

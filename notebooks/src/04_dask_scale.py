@@ -226,6 +226,6 @@ client.close()
 cluster.close()
 
 # %% [markdown]
-# At $N = 10^7$ on the 2-core machine of the README's benchmarks, the stored outputs above
+# At $N = 10^7$ on the 2-core machine of the benchmarks page, the stored outputs above
 # show the figures; `python -m benchmarks.dask_scale` measures throughput and worker memory
 # for two chunk lengths against a single-process loop and a hand-written NumPy gradient.

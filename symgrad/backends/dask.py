@@ -77,7 +77,7 @@ from ..ir.op import REGISTRY
 from ..ir.shapes import fmt
 from ..transforms import grad, jvp
 from . import evaluate, to_source
-from .compiled import _load
+from .loaded import load_source
 
 __all__ = ["value_and_grad", "DaskObjective", "ScipyObjective"]
 
@@ -215,7 +215,7 @@ def _function(source: str) -> Callable:
         if fn is not None:
             _LOADED.move_to_end(source)
             return fn
-        fn = _LOADED[source] = _load(source, "chunk")[0]["chunk"]
+        fn = _LOADED[source] = load_source(source, "chunk")[0]["chunk"]
         while len(_LOADED) > _MAX_LOADED:
             _LOADED.popitem(last=False)
     return fn

@@ -9,15 +9,19 @@ the docstring.
 from __future__ import annotations
 
 import textwrap
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..ir.body import Body
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..ir.shapes import fmt
 from .literals import LINE
-from .naming import Plan, derivatives
 
-__all__ = ["docstring", "expr_text"]
+if TYPE_CHECKING:
+    from .plan import Plan
+
+__all__ = ["Derivative", "derivatives", "docstring", "expr_text"]
 
 _PRINT_LIMIT = 400  # expression-tree size up to which the docstring prints an expression
 _TEXT_LIMIT = 200  # characters of a printed expression kept in the docstring
@@ -172,3 +176,61 @@ def _called(graph: Graph, i: int | None, labels: dict[int, str]) -> str:
     if i not in labels and loops:  # a loop's result: its printed form is long and opaque
         return f"a loop of {loops[0][0]:,} steps"
     return labels.get(i) or text
+
+
+# -- which outputs are derivatives ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Derivative:
+    """What a derivative node is: the ``kind`` (``"gradient"``, ``"jacobian"``,
+    ``"vjp"``, ``"hessian"``, ``"tangent"``, ``"hvp"``) of transform output ``of`` w.r.t.
+    variable ``var`` (a tangent: the first of the variables ``wrt``); for a Hessian (or a
+    Hessian-vector product), ``first`` is the variable of the gradient differentiated
+    again. A gradient of a gradient (of ...) has ``chain``, the variables in the order
+    they were differentiated by, and ``root``, the expression differentiated first."""
+
+    kind: str
+    var: int
+    of: int
+    first: int | None = None
+    wrt: tuple[int, ...] = ()
+    chain: tuple[int, ...] = ()
+    root: int | None = None
+
+
+def derivatives(graph: Graph) -> dict[int, Derivative]:
+    """Each derivative node of ``graph``'s transforms (the earliest transform first): the
+    adjoint of a variable a reverse transform was asked for, or a forward transform's
+    tangent of one of its outputs. The seed says which derivative: ones give a gradient,
+    an identity with a batch axis a Jacobian, anything else a VJP (a JVP)."""
+    out: dict[int, Derivative] = {}
+    grads: dict[int, int] = {}  # a gradient's node -> its variable, transforms so far
+    chains: dict[int, tuple[tuple[int, ...], int]] = {}  # repeated gradients: vars, root
+    for t in graph.transforms:
+        tangent_of = getattr(t, "tangent_of", None)
+        if tangent_of is not None:
+            jac = getattr(t, "seed", "other") == "identity"
+            for f in t.outputs:
+                if 0 <= f and f in tangent_of and tangent_of[f] != f:
+                    kind = "hvp" if f in grads else "jacobian" if jac else "tangent"
+                    out.setdefault(tangent_of[f], Derivative(kind, t.wrt[0], f, grads.get(f),
+                                                             tuple(t.wrt)))
+            continue
+        first = grads.get(t.output)
+        seed = getattr(t, "seed", "other")
+        kind = ("hessian" if first is not None else
+                {"ones": "gradient", "identity": "jacobian"}.get(seed, "vjp"))
+        chain, root = chains.get(t.output, ((), t.output))
+        for w in t.wrt:
+            a = t.adjoint_of.get(w)
+            if a is not None and a != w:
+                out.setdefault(a, Derivative(kind, w, t.output, first, tuple(t.wrt),
+                                             (*chain, w), root))
+                if kind in ("gradient", "hessian"):
+                    chains.setdefault(a, ((*chain, w), root))
+        if kind == "gradient":
+            for w in t.wrt:
+                if t.adjoint_of.get(w, w) != w:
+                    grads.setdefault(t.adjoint_of[w], w)
+    return out

@@ -18,9 +18,10 @@ from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.values import exact
-from ..transforms.derivatives import Wrt, _resolve, jvp
-from .compiled import CompiledFunction, compile
+from ..transforms.derivatives import Wrt, jvp, resolve_wrt
+from .compiled import compile
 from .interpreter import evaluate
+from .loaded import CompiledFunction
 from .naming import Namer
 
 __all__ = ["Linear", "linearize"]
@@ -67,7 +68,7 @@ def linearize(f: Expr, wrt: Wrt | Sequence[Wrt], at: Mapping[Any, Any]) -> tuple
         raise DifferentiationError(f"linearize needs a symgrad expression (an Expr), got "
                                    f"{type(f).__name__}")
     many = isinstance(wrt, (list, tuple))
-    targets = [_resolve(f, w) for w in (exact(wrt) if many else [wrt])]
+    targets = [resolve_wrt(f, w) for w in (exact(wrt) if many else [wrt])]
     if not targets:
         raise DifferentiationError("linearize needs at least one variable")
     graph = f.graph

@@ -2,15 +2,16 @@
 
 A printer writes one assignment per node of each function's outputs' ancestors, in id
 order (a topological order), so every forward value is computed once and reused by the
-adjoint lines; names come from the function's :class:`~symgrad.backends.naming.Plan`;
+adjoint lines; names come from the function's :class:`~symgrad.backends.plan.Plan`;
 every adjoint (tangent) line carries a comment naming the forward line it differentiates;
 large temporaries are released with ``del`` after their last use; a long function is
 split into parts (:mod:`symgrad.backends.layout`). The text depends only on the graph: no
 set order, no hash seed, no addresses.
 
-A subclass per kind of target overrides a few hooks (its table, how a constant is written,
-the module's header, what a function's first lines are) — as SymPy's printers and
-tinygrad's renderers do; it never branches on which target it is.
+A target's printer is a subclass that sets :attr:`Printer.table` and overrides some of
+the hooks in :data:`HOOKS` (how a constant, the module's header, a function's first lines,
+a loop look), as SymPy's printers and tinygrad's renderers do; it never branches on which
+target it is, and nothing else of this class is meant to be overridden.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import numpy as np
 
 from ..base.errors import BackendError, SymgradError
 from ..base.progress import start
+from ..ir.body import Body
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..passes.rebuild import gc_paused
@@ -33,15 +35,31 @@ from . import layout
 from .docstring import docstring
 from .lines import call, del_lines, fit, moves, releases, stores
 from .literals import LINE
-from .loops import LoopEmitter, body_ops
-from .naming import Namer, Plan, plan
+from .loops import LoopEmitter, LoopSpec, body_ops
+from .naming import Namer
+from .plan import Plan, plan
 from .template import Template, helpers_of
 
 if TYPE_CHECKING:
     from .stages import Function, Lowered
     from .target import Target
 
-__all__ = ["ModuleState", "Printer"]
+__all__ = ["HOOKS", "ModuleState", "Printer"]
+
+#: The methods a target's printer overrides, by what they shape (each documented below).
+HOOKS = (
+    # the module
+    "header", "constant_lines", "helpers", "hoists", "derived_lines", "finish", "reserved",
+    "stats",
+    # one function
+    "function", "def_params", "part_params", "part_args", "prologue", "doc",
+    "scalar_functions",
+    # lines and values
+    "statements", "op_text", "literal", "const_text", "copy_text", "strong_literal",
+    "helpers_take_arrays", "no_source",
+    # loops (see symgrad.backends.loops)
+    "render_loop", "step_printer", "scalar_loops", "lists_between_loops",
+)
 
 
 @dataclass
@@ -60,14 +78,13 @@ class ModuleState:
 
 
 class Printer:
-    """Prints a :class:`~symgrad.backends.stages.Lowered` request as a module's text.
+    """Prints a :class:`~symgrad.backends.stages.Lowered` stage as a module's text (or, for
+    the stage of one loop step, that step's lines: see :meth:`nested`).
 
-    Subclasses set :attr:`table` and override the hooks below; :meth:`module` is the text.
+    Subclasses set :attr:`table` and override the :data:`HOOKS`; :meth:`module` is the text.
     """
 
-    table: ClassVar[dict[str, Template | None]] = {}
-    numpy_only: ClassVar[bool] = False  # the module runs on NumPy arrays only
-    loop_style: ClassVar[str] = "numpy"  # how a scan is written (see symgrad.backends.loops)
+    table: ClassVar[dict[str, Template | None]] = {}  # op -> how it is written (None: no form)
 
     def __init__(self, lowered: Lowered, state: ModuleState | None = None,
                  loops: LoopEmitter | None = None) -> None:
@@ -82,6 +99,13 @@ class Printer:
         self._others_of: dict[int, list[str]] = {}  # node -> its operands' dtypes (_others)
         # the scans: one loop function each, shared by nested printers (``loops``: the root's)
         self.loops = LoopEmitter(self, loops)
+
+    def nested(self, body: Body) -> Printer:
+        """A printer for one step of loop body ``body`` (:meth:`step_printer`'s class, over
+        the step's stage :meth:`~symgrad.backends.stages.Lowered.step`), sharing this
+        module's loop functions."""
+        step = self.lowered.step(body)
+        return self.step_printer(step.body)(step, None, self.loops.root)
 
     # -- the module ---------------------------------------------------------------------
 
@@ -113,7 +137,7 @@ class Printer:
 
     def helpers(self) -> list[Callable]:
         """The helper functions the module's templates call, sorted by name."""
-        return helpers_of(self.table, self._ops())
+        return helpers_of(self.table, self.module_ops())
 
     def hoists(self) -> bool:
         """Whether array values computed from constants alone are computed once, at module
@@ -178,19 +202,38 @@ class Printer:
         """Names no variable or temporary may take (the module's imports)."""
         return []
 
-    def loop_printer(self) -> type[Printer]:
-        """The printer class of a loop's step (see :mod:`symgrad.backends.loops`)."""
-        return type(self)
+    def scalar_functions(self) -> bool:
+        """Whether a function whose every value is a float scalar is written over Python
+        floats with ``math`` (NumPy with ``scalars="math"``)."""
+        return False
 
-    def loop_function(self, emitter: LoopEmitter, name: str, node: Any, parts: tuple
-                      ) -> tuple[list[str], list[str]] | None:
-        """The lines of loop function ``name`` for scan ``node`` returning ``parts`` and
-        its step's statements, if this printer writes its loops itself (None: the
-        emitter's loop, see :mod:`symgrad.backends.loops`)."""
+    def stats(self) -> tuple[list[tuple[str, list[str]]], dict[str, int]] | None:
+        """After :meth:`module`: what the module compiled into code of its own (each
+        function and its ops) and what it left to NumPy (op -> lines); None where the
+        target compiles nothing (every target but Numba)."""
         return None
+
+    # -- hooks for loops (see symgrad.backends.loops) -------------------------------------
+
+    def render_loop(self, name: str, spec: LoopSpec, stmts: list[str], step: Printer,
+                    lists: tuple = ()) -> list[str]:
+        """The lines of loop function ``name`` (module level): ``spec`` says what the loop
+        is, ``stmts`` are its step's lines printed by ``step`` (the nested printer), the
+        results ``lists`` may be returned as Python lists (:meth:`lists_between_loops`)."""
+        raise BackendError(f"backend {self.target.name!r} cannot emit loops: its printer "
+                           f"{type(self).__name__} has no render_loop")
+
+    def step_printer(self, body: Body) -> type[Printer]:
+        """The printer class of the steps of loops over ``body`` (as emitted)."""
+        return type(self)
 
     def scalar_loops(self) -> bool:
         """Whether an all-scalar loop step is also written over Python floats (``math``)."""
+        return False
+
+    def lists_between_loops(self) -> bool:
+        """Whether the per-step results one loop stacks only for other loops to scan are
+        passed between them as Python lists (see :mod:`symgrad.backends.loops`)."""
         return False
 
     def no_source(self, op: str, i: int) -> None:
@@ -204,12 +247,17 @@ class Printer:
 
     def _state(self, lowered: Lowered) -> ModuleState:
         graph, nodes = lowered.graph, lowered.graph.nodes
+        if lowered.body is not None:  # one loop step: its constants are 0-d, written inline
+            state = ModuleState(graph, [], {}, [])
+            state.plans.append(self.plan_of(lowered.functions[0]))
+            state.inlined = {nd.id for nd in nodes if nd.is_const}
+            return state
         derived = self._derived(lowered)
         plans: list[Plan] = []
         for fn in lowered.functions:
             if any(p.name == fn.name for p in plans):
                 raise SymgradError(f"two generated functions named {fn.name!r}")
-            plans.append(self._plan(fn, frozenset(derived)))
+            plans.append(self.plan_of(fn, frozenset(derived)))
         state = ModuleState(graph, plans, dict(lowered.shown), list(lowered.request.constants))
         ids = {i for p in plans for i in p.order if nodes[i].is_const}
         namer = Namer([p.name for p in plans])
@@ -242,7 +290,9 @@ class Printer:
                 out.append(i)
         return out
 
-    def _plan(self, fn: Function, hoisted: frozenset[int] = frozenset()) -> Plan:
+    def plan_of(self, fn: Function, hoisted: frozenset[int] = frozenset()) -> Plan:
+        """The :class:`~.plan.Plan` of function ``fn`` (``hoisted``: nodes computed at
+        module level); :meth:`no_source` for an op this printer has no form for."""
         nodes = self.graph.nodes
         for i in self.graph.ancestors(list(fn.outputs)):
             n = nodes[i]
@@ -251,13 +301,13 @@ class Printer:
         return plan(self.graph, fn, self.table, self.reserved(), self.lowered.derivatives,
                     hoisted)
 
-    def _ops(self) -> list[str]:
+    def module_ops(self) -> list[str]:
         """The ops of every line of the module, loop bodies included."""
         nodes = self.graph.nodes
         ids = [i for p in self.state.plans for i in p.order]
         return [nodes[i].op for i in ids] + body_ops(self.graph, ids)
 
-    def _hoisted(self) -> list[int]:
+    def hoisted(self) -> list[int]:
         """The array constants (leaves) the module holds, in id order."""
         nodes = self.graph.nodes
         return sorted(i for i in self.state.consts if nodes[i].is_const)
@@ -266,9 +316,9 @@ class Printer:
 
     def function(self, p: Plan) -> tuple[list[str], list[str]]:
         """The function's lines, and the same without its docstring."""
-        return self._function(p, p.name, self.doc(p))
+        return self.function_lines(p, p.name, self.doc(p))
 
-    def _function(self, p: Plan, fname: str, doc: list[str]) -> tuple[list[str], list[str]]:
+    def function_lines(self, p: Plan, fname: str, doc: list[str]) -> tuple[list[str], list[str]]:
         """The lines of ``def fname`` computing ``p`` (a long function: its parts too, each
         a function of its own before it; see :mod:`.layout`), and the same without ``doc``."""
         nodes, names = self.graph.nodes, p.names
@@ -283,13 +333,13 @@ class Printer:
             fixed = {i: names[i] for i in body if i in outputs}
             names.update(layout.registers(nodes, body, fixed, set(names.values())))
         params = [names[i] for i in p.params]
-        results = [p.aliases.get(i) or names.get(i) or self._expr(i, names) for i in p.outputs]
+        results = [p.aliases.get(i) or names.get(i) or self.expr(i, names) for i in p.outputs]
         tail = [self._line(f"    {alias} = {names[i]}", nodes[i], names, p.alias_of.get(i))
                 for i, alias in sorted(p.aliases.items())]
         ret = results[0] if p.single else ", ".join(results) + ("," if len(results) == 1 else "")
         tail.append(f"    return {ret}" if p.single or len(results) > 1 else f"    return ({ret})")
         if len(body) <= layout.PART_LINES:
-            code = self._statements(body, names, outputs, comments=not big)
+            code = self.statements(body, names, outputs, comments=not big)
             head = self._head(fname, params, doc, code + tail)
             lines = [fit(line) for line in head + code + tail]
         else:
@@ -310,7 +360,7 @@ class Printer:
         nodes = self.graph.nodes
         pieces, slots = layout.parts(nodes, body, p.params, [i for i in p.outputs
                                                              if i not in p.aliases])
-        codes = [self._statements(part.lines, names, outputs, comments=False)
+        codes = [self.statements(part.lines, names, outputs, comments=False)
                  for part in pieces]
         code = [line for c in codes for line in c] + tail
         shared = Namer(list(names.values()) + params).fresh("_v")
@@ -319,7 +369,7 @@ class Printer:
         calls += stores(shared, [(i, slots[i]) for i in p.params if i in slots], names)
         part_params, part_args = self.part_params(code), self.part_args(code)
         for k, (part, part_code) in enumerate(zip(pieces, codes), start=1):
-            part_name = self._helper_name(p, f"part{k}")
+            part_name = self.helper_name(p, f"part{k}")
             before += [f"def {part_name}({', '.join([shared, *part_params])}):"]
             before += moves([(names[i], f"{shared}[{s}]") for i, s in part.loads])
             before += part_code
@@ -329,7 +379,7 @@ class Printer:
                         if i in slots and i not in p.aliases])
         return before + self._head(fname, params, doc, code) + calls
 
-    def _helper_name(self, p: Plan, kind: str) -> str:
+    def helper_name(self, p: Plan, kind: str) -> str:
         """A fresh name for a helper of function ``p`` (``_f_scalar``, ``_f_part1``)."""
         state = self.state
 
@@ -349,7 +399,7 @@ class Printer:
             found = self._names_of[id(p)] = set(p.names.values())
         return found
 
-    def _statements(self, body: list[int], names: dict[int, str], outputs: set[int],
+    def statements(self, body: list[int], names: dict[int, str], outputs: set[int],
                     comments: bool = True) -> list[str]:
         """One assignment per node of ``body``; ``del`` after the last use of big arrays."""
         nodes = self.graph.nodes
@@ -363,7 +413,7 @@ class Printer:
             if loop is not None:
                 lines += loop
             else:
-                expr = self._expr(i, names)
+                expr = self.expr(i, names)
                 if i in self.state.consts:  # never hand out the shared constant
                     expr = self.copy_text(expr)
                 code = f"    {names[i]} = {expr}"
@@ -375,7 +425,7 @@ class Printer:
 
     # -- one node -----------------------------------------------------------------------
 
-    def _expr(self, i: int, names: dict[int, str]) -> str:
+    def expr(self, i: int, names: dict[int, str]) -> str:
         n = self.graph.nodes[i]
         if n.is_var:
             return names[i]
@@ -383,12 +433,12 @@ class Printer:
             return self.const_text(i)
         if n.is_const:
             return self.literal(n.attrs["value"], [], False)
-        return self._op_text(n, names)
+        return self.op_text(n, names)
 
-    def _op_text(self, n: Any, names: dict[int, str]) -> str:
+    def op_text(self, n: Any, names: dict[int, str]) -> str:
         """Node ``n`` (an op) as its template writes it over its operands."""
         src = self.table[n.op]
-        texts = [self._operand(a, n, names) for a in n.args]
+        texts = [self.operand(a, n, names) for a in n.args]
         if any(k in self.state.inlined for k in n.args):
             texts = self._typed_scalars(n, src, texts)
         text = src.render(texts, n.attrs)
@@ -396,7 +446,7 @@ class Printer:
             raise SymgradError(f"op {n.op!r} has a source template that gives no one-line text")
         return text
 
-    def _operand(self, a: int, user: Any, names: dict[int, str], strong: bool = False) -> str:
+    def operand(self, a: int, user: Any, names: dict[int, str], strong: bool = False) -> str:
         """Operand ``a`` of node ``user``: its name, or the constant written out (typed if
         ``strong``)."""
         name = names.get(a)
@@ -478,8 +528,8 @@ class Printer:
         if texts is None and unnamed:
             texts = [target]  # (another gradient's origin)
         if texts is None:
-            args = ", ".join(names.get(a) or self._expr(a, names) for a in o.args)
-            full = self._expr(o.id, names)
+            args = ", ".join(names.get(a) or self.expr(a, names) for a in o.args)
+            full = self.expr(o.id, names)
             texts = [f"{target} = {full}"] if len(full) <= 48 else []
             texts.append(f"{target} = {o.op}({args})")
             self._comments[key] = texts

@@ -1,10 +1,10 @@
 """Standalone source for symgrad graphs (``to_source``); ``compile`` loads it.
 
-The front of the emitter's stages: the call becomes a :class:`~.request.Request`
+The front of the emitter's stages: the call becomes a :class:`~.stages.Request`
 (:mod:`.stages`), lowered once through the compile passes, and printed by the target's
-printer (:mod:`.targets`: NumPy, scalar ``math``, the array API, JAX, torch), which
-writes each op from its table (:mod:`.numpy_table`, :mod:`.math_table`, ...), names from
-:mod:`.naming`, constants from :mod:`.literals`, docstrings from :mod:`.docstring`.
+printer (:mod:`.targets`: NumPy, scalar ``math``, the array API, JAX, torch, Numba),
+which writes each op from its table, names from :mod:`.plan`, constants as its target
+writes them (:mod:`.literals`), docstrings from :mod:`.docstring`.
 
 For NumPy (the default) the emitted module imports only ``numpy as np`` and defines one
 straight-line function: one
@@ -68,7 +68,7 @@ def to_source(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | Non
     arrays), ``"jax"`` (``jax.numpy``, functional updates; ``compile`` wraps it in
     ``jax.jit``) or ``"torch"`` (PyTorch through ``array_api_compat.torch``). ``scalars``
     applies to ``"numpy"`` only; the others emit array code throughout. See
-    :mod:`symgrad.backends.target`.
+    :mod:`symgrad.backends.targets`.
 
     >>> import symgrad as sg
     >>> x = sg.var("x", shape=(3,))

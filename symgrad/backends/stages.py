@@ -25,13 +25,17 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..base.errors import BackendError, SymgradError
+from ..ir.body import Body
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from .boundary import emit_request, exact_flag
-from .naming import Derivative, check_function_name, derivatives
-from .target import TARGETS, Target, target
+from .docstring import Derivative, derivatives
+from .loops import printed_bodies
+from .naming import check_function_name
+from .target import Target
+from .targets import TARGETS, target
 
-__all__ = ["Function", "Lowered", "Request", "lower", "request"]
+__all__ = ["Function", "Lowered", "Request", "lower", "optimized_body", "request"]
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,9 @@ class Request:
     optimize: bool = True
     fast_math: bool = False
     constants: tuple[tuple[str, Any], ...] = ()  # public module constants (a pattern)
+    # the names of the constants holding the (one) function's sparse pattern: rows, cols,
+    # shape (a sparse derivative's request; None otherwise)
+    pattern: tuple[str, str, str] | None = None
 
     def __str__(self) -> str:
         opts = [f"scalars={self.scalars!r}", "optimize" if self.optimize else "as built",
@@ -84,18 +91,44 @@ class Request:
 @dataclass(frozen=True)
 class Lowered:
     """The graph to emit (the request's, rebuilt through the compile pipeline), with each
-    function's outputs as ids of it and the Exprs the docstrings print for them."""
+    function's outputs as ids of it and the Exprs the docstrings print for them; the step
+    bodies of its loops as emitted (:attr:`bodies`, through the same passes); for the stage
+    of one loop step (:meth:`step`), that step's body."""
 
     request: Request
     graph: Graph
     functions: tuple[Function, ...]
     shown: dict[int, Expr]  # output id -> the Expr as the user wrote it
     derivatives: dict[int, Derivative] = field(default_factory=dict)  # outputs that are ones
+    # each loop body the module prints (nested loops' too) -> that body as emitted: filled
+    # by lower(); a body first asked for by :meth:`optimized` is added (shared by the steps)
+    bodies: dict[Body, Body] = field(default_factory=dict)
+    body: Body | None = None  # the step's body (as emitted) of a loop step's stage
 
     def params(self, k: int = 0) -> list[Any]:
         """The input nodes (of :attr:`graph`) of function ``k``, in call order."""
         variables = self.graph.variables
         return [self.graph.nodes[variables[n]] for n in self.functions[k].inputs]
+
+    def optimized(self, body: Body) -> Body:
+        """Loop body ``body`` as emitted: through the passes the request runs on the
+        function around it (once; kept in :attr:`bodies`)."""
+        found = self.bodies.get(body)
+        if found is None:
+            found = self.bodies[body] = optimized_body(body, self.request)
+        return found
+
+    def step(self, body: Body) -> Lowered:
+        """The stage of one step of loop body ``body``: the function ``step`` from the
+        inputs of the body as emitted (:meth:`optimized`) to its outputs."""
+        new = self.optimized(body)
+        graph, nodes = new.graph, new.graph.nodes
+        if any(nd.is_const and nd.shape != () for nd in nodes):
+            raise SymgradError("a loop body holds an array constant; it cannot be emitted")
+        fn = Function("step", tuple(new.outputs), tuple(nodes[v].name for v in new.inputs),
+                      False)
+        return Lowered(replace(self.request, graph=graph, functions=(fn,)), graph, (fn,), {},
+                       bodies=self.bodies, body=new)
 
     def source(self) -> str:
         """The module's text, printed by the target's printer."""
@@ -147,14 +180,15 @@ def _sparse(s: Any, inputs: Any, name: str, scalars: str, tgt: Target) -> Reques
     >>> [c for c, _ in req.constants], req.constants[2][1]
     (['ROWS', 'COLS', 'SHAPE'], (3, 4))
     """
-    if not tgt.printer.numpy_only:
+    if not tgt.numpy_only:
         raise BackendError(
             f"sparse derivatives are emitted for backend='numpy' only (their pattern is NumPy "
             f"arrays), not {tgt.name!r}; emit the dense derivative for {tgt.name!r}, or "
             "use backend='numpy'")
     graph, ids = s.data.graph, (s.data.node,)
     fn = Function(name, ids, call_order(graph, list(ids), inputs), True, ("data",))
-    return Request(graph, (fn,), tgt, scalars, False, False, pattern_constants(s))
+    return Request(graph, (fn,), tgt, scalars, False, False, pattern_constants(s),
+                   ("ROWS", "COLS", "SHAPE"))
 
 
 def pattern_constants(s: Any, prefix: str = "") -> tuple[tuple[str, Any], ...]:
@@ -166,8 +200,10 @@ def pattern_constants(s: Any, prefix: str = "") -> tuple[tuple[str, Any], ...]:
 def lower(req: Request) -> Lowered:
     """The request's graph rebuilt through the compile passes if ``optimize`` (with the
     non-exact ones if ``fast_math``; for JAX and PyTorch also
-    :mod:`symgrad.passes.array_targets`), else as it is; for the array targets NumPy's
-    promotion of mixed dtypes is then made explicit (:mod:`.promotion`)."""
+    :mod:`symgrad.passes.array_targets`), else as it is, then through the target's own
+    rewrite (:meth:`~.target.Target.rewrite`: for the array targets NumPy's promotion of
+    mixed dtypes made explicit); the step body of each of its loops (nested ones too)
+    through the same passes, once."""
     graph = req.graph
     groups = [list(fn.outputs) for fn in req.functions]
     if req.optimize:
@@ -177,15 +213,40 @@ def lower(req: Request) -> Lowered:
                                             req.target.sums_as_sums)
     else:
         new, new_groups = graph, groups
-    if not req.target.printer.numpy_only:  # NumPy's promotion of mixed dtypes, as casts
-        from .targets.array_api.promotion import promoted
-
-        new, new_groups = promoted(new, new_groups)
+    new, new_groups = req.target.rewrite(new, new_groups)
     fns = tuple(replace(fn, outputs=tuple(ids)) for fn, ids in zip(req.functions, new_groups))
     shown = {n: fn.exprs[k] if fn.exprs else Expr(graph, o)
              for fn, new_fn in zip(req.functions, fns)
              for k, (n, o) in enumerate(zip(new_fn.outputs, fn.outputs))}
-    return Lowered(req, new, fns, shown, _derivatives(shown, new))
+    lowered = Lowered(req, new, fns, shown, _derivatives(shown, new))
+    stack = printed_bodies(new)
+    while stack:  # every step a loop function prints, nested loops' included
+        body = stack.pop()
+        if body not in lowered.bodies:
+            stack += printed_bodies(lowered.optimized(body).graph)
+    return lowered
+
+
+def optimized_body(body: Body, req: Request) -> Body:
+    """``body`` rebuilt through the passes ``req`` runs on the function around it (the
+    compile passes; with ``fast_math`` the others too, so ``t - t`` in a step's VJP goes),
+    kept on the body (a derived body, as its VJP is)."""
+    if not req.optimize:
+        return body
+    arrays = req.target.sums_as_sums
+    key = ("optimized", req.fast_math, arrays)
+    found = body.derived.get(key)
+    if found is None:
+        from ..passes import pipeline
+
+        new, (outs,) = pipeline.optimize(body.graph, [list(body.outputs)], req.fast_math,
+                                         arrays)
+        nodes = body.graph.nodes
+        ins = [new.variables[nodes[v].name] for v in body.inputs]
+        folded = any(nd.is_const and nd.shape != () for nd in new.nodes)
+        # a folded array constant has no place in a step (its constants are operands)
+        found = body.derived[key] = body if folded else Body(new, ins, outs, body.n_in)
+    return found
 
 
 def _derivatives(shown: dict[int, Expr], graph: Graph) -> dict[int, Derivative]:

@@ -102,7 +102,7 @@ UnsupportedError = _UnsupportedError
 del _name
 
 
-# -- what is covered, for people (the README's "NumPy support" section is this text) -----------
+# -- what is covered, for people (the docs' "NumPy and SciPy support" page holds this text) -----
 
 # NumPy functions users reach for, beyond what symgrad covers: the gaps are listed by name.
 COMMON = (
@@ -130,8 +130,8 @@ COMMON = (
 
 
 def support_markdown() -> str:
-    """The "NumPy support" section of the README, made from the registry (a test checks that
-    the README holds exactly this text).
+    """The "What is covered" list of the docs' NumPy support page (docs/guide/numpy.md), made
+    from the registry (a test checks that the page holds exactly this text).
 
     >>> "linalg" in support_markdown() and "var" in support_markdown()
     True

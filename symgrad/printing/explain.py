@@ -27,7 +27,7 @@ from ..ir.op import REGISTRY
 from ..ir.shapes import fmt, is_float
 from ..ir.text import _ATOM, const_text, node_form
 from ..ir.values import exact, type_name
-from ..transforms.derivatives import Wrt, _resolve
+from ..transforms.derivatives import Wrt, resolve_wrt
 from ..transforms.reverse import adjoint_rewriting, backprop, sum_to_shape
 
 _FORWARD_COLUMNS = ("node", "definition", "op", "shape", "value")
@@ -134,7 +134,7 @@ def explain(
     if wrt is None:
         wrt = [nodes[i].name for i in forward if nodes[i].is_var and is_float(nodes[i].dtype)]
     many = isinstance(wrt, (list, tuple))
-    targets = [_resolve(out, w) for w in (wrt if many else [wrt])]
+    targets = [resolve_wrt(out, w) for w in (wrt if many else [wrt])]
     labels = numbering(graph, forward)
     seed = np.eye(max(out.size, 1)).reshape(out.shape * 2) if out.shape else 1.0
     result = backprop(out, targets, Expr(graph, graph.const(seed)), idioms=False)

@@ -143,10 +143,8 @@ def _backend_plan(outs: list[Expr], fast_math: bool, backend: Any) -> tuple:
 
     low = lower(request(outs, backend=backend, fast_math=fast_math))
     printer = low.request.target.printer(low)
-    if not hasattr(printer, "stats"):
-        return low.request.target.name, [], {}
     printer.module()
-    kernels, numpy_ops = printer.stats()
+    kernels, numpy_ops = printer.stats() or ([], {})
     return low.request.target.name, kernels, numpy_ops
 
 

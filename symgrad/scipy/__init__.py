@@ -21,8 +21,8 @@ __all__ = ["linalg", "signal", "special", "stats"]
 
 
 def support_markdown() -> str:
-    """The README's "SciPy support" block, made from these modules (a test checks that the
-    README holds exactly this text).
+    """The SciPy list of the docs' NumPy and SciPy support page (docs/guide/numpy.md), made
+    from these modules (a test checks that the page holds exactly this text).
 
     >>> "solve_triangular" in support_markdown()
     True

@@ -26,7 +26,7 @@ import keyword
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..backends.target import TARGETS
+from ..backends.targets import TARGETS
 from ..backends.targets.numpy.math_table import MATH
 from ..backends.targets.numpy.table import NUMPY
 from ..backends.template import Template
@@ -156,7 +156,7 @@ def defop(
     NUMPY[name] = template
     MATH[name] = None if math is None else Template(math)
     for target in TARGETS.values():  # the array API backends: said explicitly, with why
-        if not target.printer.numpy_only:
+        if not target.numpy_only:
             target.table[name] = None
             target.unsupported[name] = "a user-defined op (defop gives a NumPy template only)"
     return function_for(name)

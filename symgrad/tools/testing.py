@@ -36,7 +36,7 @@ from ..ir.graph import Graph
 from ..ir.op import REGISTRY, Op
 from ..ir.shapes import broadcast, fmt, is_float
 from ..ir.values import describe, exact, type_name
-from ..transforms.derivatives import Wrt, _resolve, jvp, vjp
+from ..transforms.derivatives import Wrt, jvp, resolve_wrt, vjp
 
 # Central differences have truncation error ~h^2 |f'''| and rounding error ~eps_mach |f| / h;
 # the sum is smallest near h = eps_mach^(1/3) ~ 6e-6 (relative to the size of x). h = 1e-5
@@ -143,7 +143,7 @@ def _prepare(who: str, f: Expr, wrt: Any, at: Mapping[Any, Any], order: Any,
     _check_tolerances(*tolerances)
     many = isinstance(wrt, (list, tuple))
     f = _private_copy(f)
-    targets = [_resolve(f, w) for w in (wrt if many else [wrt])]
+    targets = [resolve_wrt(f, w) for w in (wrt if many else [wrt])]
     inputs = _inputs(at)
     for w in targets:
         if w.name not in inputs:
@@ -309,7 +309,7 @@ def numeric_jacobian(
     array([[2., 0.],
            [0., 6.]])
     """
-    w = _resolve(f, wrt)
+    w = resolve_wrt(f, wrt)
     inputs = _inputs(at)
     x = inputs[w.name]
     h = eps * max(1.0, float(np.max(np.abs(x), initial=0.0)))

@@ -77,7 +77,7 @@ def vjp(f: Expr, wrt: Wrt | Sequence[Wrt], g: Expr | str | Any, *,
     cleanup = _flag(cleanup, "vjp: cleanup")
     (f,) = loop_passes([f])
     many = isinstance(wrt, (list, tuple))
-    targets = [_resolve(f, w) for w in (exact(wrt) if many else [wrt])]
+    targets = [resolve_wrt(f, w) for w in (exact(wrt) if many else [wrt])]
     if isinstance(g, str):
         g = _var_like(f, g, f.shape)
     elif isinstance(g, (int, float)) and not isinstance(g, bool):
@@ -122,7 +122,7 @@ def jvp(f: Expr | Sequence[Expr], wrt: Wrt | Sequence[Wrt], tangents: Any, *,
     graph = max((o.graph for o in outs), key=len)
     outs = loop_passes([o if o.graph is graph else Expr(graph, graph.find(o)) for o in outs])
     many = isinstance(wrt, (list, tuple))
-    targets = [_resolve(outs[0], w) for w in (exact(wrt) if many else [wrt])]
+    targets = [resolve_wrt(outs[0], w) for w in (exact(wrt) if many else [wrt])]
     if not targets:
         raise DifferentiationError("jvp needs at least one variable to differentiate by")
     given = list(tangents) if many else [tangents]
@@ -174,7 +174,7 @@ def jacfwd(f: Expr, wrt: Wrt | Sequence[Wrt], *, cleanup: bool = True
     _check_output(f, "jacfwd")
     cleanup = _flag(cleanup, "jacfwd: cleanup")
     many = isinstance(wrt, (list, tuple))
-    targets = [_resolve(f, w) for w in (exact(wrt) if many else [wrt])]
+    targets = [resolve_wrt(f, w) for w in (exact(wrt) if many else [wrt])]
     if not targets:
         raise DifferentiationError("jacfwd needs at least one variable to differentiate by")
     total = sum(w.size for w in targets)
@@ -228,7 +228,7 @@ def jacobian(f: Expr, wrt: Wrt | Sequence[Wrt], *, mode: str | None = None,
                         DifferentiationError)
     sparse = _flag(sparse, "jacobian: sparse")
     many = isinstance(wrt, (list, tuple))
-    targets = [_resolve(f, w) for w in (exact(wrt) if many else [wrt])]
+    targets = [resolve_wrt(f, w) for w in (exact(wrt) if many else [wrt])]
     if sparse:
         from .sparse import sparse_jacobian
 
@@ -283,13 +283,13 @@ def hessian(f: Expr, wrt: Wrt | Sequence[Wrt], *, sparse: bool | None = None,
         if sparse:
             raise DifferentiationError("a sparse Hessian takes one variable (concatenate "
                                        "several into one vector)")
-        targets = [_resolve(f, w) for w in exact(wrt)]
+        targets = [resolve_wrt(f, w) for w in exact(wrt)]
         size = sum(w.size for w in targets)
         _check_dense("hessian", size * size, size * size)
         with _budget(f, "hessian"):
             grads = grad(f, targets)
             return tuple(tuple(jacobian(g, targets, mode="reverse")) for g in grads)
-    w = _resolve(f, wrt)
+    w = resolve_wrt(f, wrt)
     method = exact(method)
     if not sparse:  # the result is dense whichever way it is computed
         _check_dense("hessian", w.size * w.size, w.size)
@@ -337,7 +337,7 @@ def jacobian_sparsity(f: Expr, wrt: Wrt) -> Any:
     from .sparsity import jacobian_pattern
 
     _check_output(f, "jacobian_sparsity")
-    return as_pattern(jacobian_pattern([f], [_resolve(f, wrt)]))
+    return as_pattern(jacobian_pattern([f], [resolve_wrt(f, wrt)]))
 
 
 def hessian_sparsity(f: Expr, wrt: Wrt) -> Any:
@@ -359,7 +359,7 @@ def hessian_sparsity(f: Expr, wrt: Wrt) -> Any:
                                    f"{fmt(f.shape)}")
     graph = Graph()
     copy = Expr(graph, graph.import_node(f.graph, f.node))
-    return as_pattern(hessian_pattern(copy, _resolve(copy, wrt)))
+    return as_pattern(hessian_pattern(copy, resolve_wrt(copy, wrt)))
 
 
 
@@ -377,7 +377,7 @@ def hvp(f: Expr, wrt: Wrt, v: Expr | str | Any) -> Expr:
     array([4., 2.])
     """
     _check_output(f, "hvp")
-    w = _resolve(f, wrt)
+    w = resolve_wrt(f, wrt)
     v = _var_like(f, v, w.shape) if isinstance(v, str) else _join(f, v)
     if v.shape[v.ndim - w.ndim:] != w.shape or v.ndim < w.ndim:
         raise DifferentiationError(f"hvp: v has shape {fmt(v.shape)}, wrt has {fmt(w.shape)}")
@@ -405,7 +405,7 @@ def derivative(f: Expr, wrt: Wrt, n: int = 1) -> Expr:
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
         raise DifferentiationError(
             f"derivative order must be a non-negative int, got {describe(n)}")
-    w = _resolve(f, wrt)
+    w = resolve_wrt(f, wrt)
     if w.size > 1 and n > 1:  # the last order's seed has w.size ** (2 (n - 1)) elements
         big = math.log(limits.dense_elements + 1) / math.log(w.size)
         if 2 * (n - 1) > big or n > big:
@@ -466,7 +466,7 @@ def _budget(f: Expr, what: str) -> Iterator[None]:
         yield
 
 
-def _resolve(f: Expr, w: Wrt) -> Expr:
+def resolve_wrt(f: Expr, w: Wrt) -> Expr:
     """A wrt given as an Expr or a name, as a float variable of ``f``'s graph."""
     graph = f.graph
     if isinstance(w, str):

@@ -271,18 +271,15 @@ def test_import_symgrad_does_not_import_dask():
     assert out.stdout.strip() == "ok", out.stderr
 
 
-def test_the_readme_example_runs_at_a_small_size():
-    """The README's Dask example, with 20,000 rows in chunks of 5,000 (it says 10^7)."""
-    import re
-    from pathlib import Path
+def test_the_docs_example_runs_at_a_small_size():
+    """The Dask page's example, with 20,000 rows in chunks of 5,000 (it says 10^7)."""
+    from tests.support import docs
 
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    block = next(b for b in re.findall(r"```python\n(.*?)```", text, re.S)
-                 if "sg.dask.value_and_grad" in b)
+    block = docs.block("guide/dask", "sg.dask.value_and_grad")
     assert "N, d = 10_000_000, 10" in block
     small = block.replace("10_000_000", "20_000").replace("250_000", "5_000")
     namespace = {"__name__": "__main__"}
-    exec(compile(small, "README.md", "exec"), namespace)  # our own documentation
+    exec(compile(small, "docs/guide/dask.md", "exec"), namespace)  # our own documentation
     fit, objective = namespace["fit"], namespace["objective"]
     assert fit.success and objective.chunks == (5_000,) * 4
     X_data, y_data = dask.compute(namespace["X_data"], namespace["y_data"])

@@ -7,15 +7,12 @@ from __future__ import annotations
 import math
 import re
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import symgrad as sg
 from symgrad.ir.limits import DEFAULTS
-
-README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def test_derivative_of_a_growing_expression_stops_at_the_node_budget():
@@ -125,10 +122,10 @@ def test_limits_are_read_set_overridden_and_reset():
     assert names == list(DEFAULTS) and "transform_nodes" in repr(sg.limits)
 
 
-def test_readme_lists_every_limit_with_its_default():
-    text = README.read_text()
-    section = text[text.index("## Limits"):]
-    section = section[: section.index("\n## ", 4)]
+def test_the_docs_list_every_limit_with_its_default():
+    from tests.support import docs
+
+    section = docs.section("guide/limits", "Budgets")
     for name, (default, _) in DEFAULTS.items():
         row = re.search(rf"^\| `{name}` \| ([0-9,_]+) \|", section, re.M)
         assert row, name

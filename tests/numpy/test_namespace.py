@@ -5,7 +5,6 @@ and dtypes, traces the same through real ``np`` (the array protocols), and diffe
 from __future__ import annotations
 
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -277,11 +276,10 @@ def test_dtype_rules_are_numpy_2s():
         i + 2**40
 
 
-def test_the_readme_lists_what_is_covered_as_the_registry_says():
-    """README's "NumPy support" section is generated: symgrad.numpy.support_markdown()."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    start = readme.index("<!-- numpy-support:start -->\n") + len("<!-- numpy-support:start -->\n")
-    end = readme.index("<!-- numpy-support:end -->")
-    assert readme[start:end] == snp.support_markdown(), (
+def test_the_docs_list_what_is_covered_as_the_registry_says():
+    """The NumPy support page's list is generated: symgrad.numpy.support_markdown()."""
+    from tests.support import docs
+
+    assert docs.marked("guide/numpy", "numpy-support") == snp.support_markdown(), (
         "regenerate: python -c 'import symgrad.numpy as s; print(s.support_markdown())'")
 

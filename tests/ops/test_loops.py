@@ -220,14 +220,13 @@ def test_scalar_loops_run_on_floats_and_fall_back_to_numpy_on_overflow():
             np.testing.assert_array_equal(np.asarray(g), w)
 
 
-def test_readme_rk4_example_runs_and_its_gradient_is_right():
-    import re
-    from pathlib import Path
+def test_docs_rk4_example_runs_and_its_gradient_is_right():
+    """The loops page's RK4 fit runs, and its gradient is the unrolled loop's."""
+    from tests.support import docs
 
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    block = next(b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "sg.scan(" in b)
+    block = docs.block("guide/loops", "sg.scan(")
     ns: dict = {}
-    exec(compile(block, "README.md", "exec"), ns)  # our own documentation
+    exec(compile(block, "docs/guide/loops.md", "exec"), ns)  # our own documentation
     rk4, steps, dt = ns["rk4"], ns["steps"], ns["dt"]
 
     def loss(q):

@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import functools
-import re
 import subprocess
 import sys
 import textwrap
@@ -595,12 +594,13 @@ def test_one_decomposition_is_computed_once_per_call(monkeypatch, rng):
     assert len(calls) == 3 and values[1].shape == (3,)
 
 
-def test_readme_linear_algebra_example_runs():
-    text = (ROOT / "README.md").read_text()
-    block = next(b for b in re.findall(r"```python\n(.*?)```", text, re.S)
-                 if "sg.slogdet(S)" in b)
+def test_docs_linear_algebra_example_runs():
+    """The linear-algebra page's example: its gradients are the closed forms."""
+    from tests.support import docs
+
+    block = docs.block("guide/linalg", "sg.slogdet(S)")
     namespace: dict = {}
-    exec(compile(block, "README.md", "exec"), namespace)  # our own documentation
+    exec(compile(block, "docs/guide/linalg.md", "exec"), namespace)  # our own documentation
     nll, dS, dx = namespace["fn"](namespace["at"]["S"], namespace["at"]["x"])
     s, x = namespace["at"]["S"], namespace["at"]["x"]
     inv = np.linalg.inv(s)

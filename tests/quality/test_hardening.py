@@ -286,7 +286,7 @@ def test_float32_gradients_stay_float32_in_the_graph_evaluate_and_emitted_code(n
 
 
 SPECIAL = [-np.inf, -2.5, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 2.5, np.inf, np.nan]
-# the README's "Numerics across backends": math and NumPy may round these differently
+# docs/guide/limits.md, "Numerics across backends": math and NumPy may round these differently
 ROUNDING = {"exp", "log1p", "expm1", "tan", "tanh", "sinh", "cosh", "arcsin", "arccos",
             "arcsinh", "arctanh", "exp2", "log10", "power", "arctan2", "hypot", "sigmoid",
             "arccosh", "float_power", "erf", "erfc", "ndtr"}  # math vs SciPy: the last bit

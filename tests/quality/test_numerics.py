@@ -1,6 +1,6 @@
 """sigmoid at +-inf and in its tails in every backend, the sign of zero in the scalar math
 backend, and the bound on the ULP differences between the math and NumPy backends that the
-README documents."""
+limits page (docs/guide/limits.md) documents."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def test_sigmoid_and_its_gradient_are_exact_in_the_tails(x0):
     exact_d = mpmath.exp(-x0) / (1 + mpmath.exp(-x0)) ** 2
     got = _three_ways([s, sg.grad(s, x)], "x", x0)
     for value, derivative in got:
-        if abs(float(exact_s)) >= np.finfo(float).tiny:  # below: flushed to 0 (README)
+        if abs(float(exact_s)) >= np.finfo(float).tiny:  # below: flushed to 0 (as documented)
             assert _ulps(value, exact_s) <= 3, (x0, value, float(exact_s))
         else:
             assert value <= 2 * float(exact_s) + 5e-324
@@ -100,7 +100,7 @@ def _unary_math_ops():
 
 @pytest.mark.parametrize("name", _unary_math_ops())
 def test_math_and_numpy_backends_differ_by_at_most_two_ulp(name):
-    """The README's bound: NumPy's vectorised functions and the C library's math module
+    """The documented bound: NumPy's vectorised functions and the C library's math module
     round differently by one unit in the last place, two for sigmoid and arccosh."""
     x = sg.var("x")
     f = getattr(sg, name)(x)

@@ -1,25 +1,23 @@
-"""The README's code runs as written: the tour (the first ```python block), the defop example,
-and every line of its shell blocks."""
+"""The README is a front page that works: the tour runs as written (and is the getting
+started page's), every shell line runs as printed, its links lead to pages that exist, its
+picture exists, and it stays short."""
 
 from __future__ import annotations
 
 import contextlib
 import io
-import os
 import re
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+from tests.support import docs
+
+README = docs.ROOT / "README.md"
 
 
 def test_readme_tour_runs() -> None:
-    text = README.read_text()
-    block = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+    block = docs.blocks("README")[0].code
+    assert docs.block("getting-started", "sg.parse(") == block  # the tour, word for word
     namespace: dict = {}
     with contextlib.redirect_stdout(io.StringIO()) as out:
         exec(compile(block, "README.md", "exec"), namespace)  # our own documentation
@@ -28,104 +26,57 @@ def test_readme_tour_runs() -> None:
     assert namespace["dW_val"].shape == (4, 3) and namespace["db_val"].shape == (4,)
 
 
-def test_readme_extension_example_runs_in_a_fresh_process() -> None:
-    """The ``defop`` example registers an op: it runs in its own interpreter."""
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
-    block = next(b for b in blocks if "defop(" in b)
-    out = subprocess.run([sys.executable, "-c", block], capture_output=True, text=True,
-                         check=True, timeout=120)
-    assert "x / (1 + np.abs(x))" in out.stdout
+def test_the_readme_is_a_front_page_of_at_most_300_lines() -> None:
+    text = README.read_text()
+    assert len(text.splitlines()) <= 300
+    assert len(docs.blocks("README")) == 1  # the tour; everything else is in the docs
+
+
+def test_every_link_of_the_readme_leads_to_a_file_that_exists() -> None:
+    targets = re.findall(r"\]\(([^)#]+)\)", README.read_text())
+    local = [t for t in targets if "://" not in t]
+    assert len(local) >= 15
+    missing = [t for t in local if not (docs.ROOT / t).is_file()]
+    assert not missing, missing
+
+
+def test_every_guide_page_is_linked_from_the_readme() -> None:
+    text = README.read_text()
+    missing = [p for p in docs.guide_pages() if f"(docs/{p}.md)" not in text]
+    assert not missing, missing
 
 
 # -- every shell line of the README runs as printed -----------------------------------------
 
-SKIP = {"make demo": "creates .venv in the checkout; the same tour runs below as `symgrad demo`",
-        "make test": "runs this test suite itself (it is what CI runs)"}
+SKIP = {"make demo": "creates .venv in the checkout; the same tour runs as `symgrad demo` "
+                     "(tests/quality/test_docs.py)",
+        "make test": "runs this test suite itself (it is what CI runs)",
+        "make docs": "creates .venv in the checkout; tests/quality/test_docs.py builds the "
+                     "same site with the same sphinx command"}
 
 
-def _shell_lines() -> list:
-    lines = []
-    for block in re.findall(r"```sh\n(.*?)```", README.read_text(), re.S):
-        for line in block.replace("\\\n", " ").splitlines():
-            if line.strip() and not line.strip().startswith("#"):
-                lines.append(line.strip())
-    return lines
-
-
-def _tools(line: str) -> list[str]:
-    """The commands a shell line runs (first word of each part of a pipeline)."""
-    code = line.split("  #")[0]
-    return [part.split()[0] for part in code.split("|") if part.split()]
-
-
-@pytest.mark.parametrize("line", _shell_lines(), ids=lambda s: s[:40])
+@pytest.mark.parametrize("line", docs.shell_lines("README"), ids=lambda s: s[:40])
 def test_readme_shell_line_runs(line, tmp_path):
     for prefix, reason in SKIP.items():
         if line.startswith(prefix):
             pytest.skip(reason)
-    bindir = str(Path(sys.executable).parent)
-    path = bindir + os.pathsep + os.environ.get("PATH", "")
-    missing = [t for t in _tools(line) if shutil.which(t, path=path) is None]
-    if missing:
-        pytest.skip(f"{', '.join(missing)} is not installed (.ci/run installs Graphviz)")
-    proc = subprocess.run(["bash", "-o", "pipefail", "-c", line], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "PATH": path})
-    assert proc.returncode == 0, (line, proc.stderr[-2000:])
-    assert "Traceback" not in proc.stderr
-    written = [p for p in tmp_path.rglob("*") if p.is_file()]
-    assert all(p.stat().st_size > 0 for p in written), written
+    docs.run_shell_line(line, tmp_path)
 
 
-def test_every_system_tool_a_readme_line_uses_is_named_in_the_set_up():
-    """A line such as ``symgrad dot ... | dot -Tpng > g.png`` needs Graphviz: a new user must
-    read that before the shell leaves an empty g.png."""
-    ours = {"make", "symgrad", "python", "python3"}
-    tools = {t for line in _shell_lines() for t in _tools(line)} - ours
-    setup = README.read_text().split("## Set-up", 1)[1].split("\n## ", 1)[0]
-    assert tools and all(f"`{t}`" in setup for t in tools), (tools, setup)
+def test_every_make_target_the_readme_shows_is_in_the_makefile() -> None:
+    makefile = (docs.ROOT / "Makefile").read_text()
+    shown = {line.split()[1] for line in docs.shell_lines("README") if line.startswith("make ")}
+    shown |= set(re.findall(r"`make (\w+)`", README.read_text()))
+    assert shown >= {"demo", "test", "docs"}
+    assert all(re.search(rf"^{t}:", makefile, re.M) for t in shown), shown
+
+
+def test_make_docs_runs_the_build_the_tests_run() -> None:
+    """``make docs`` is sphinx with warnings as errors, as tests/quality/test_docs.py runs it."""
+    makefile = (docs.ROOT / "Makefile").read_text()
+    recipe = makefile.split("\ndocs:", 1)[1].split("\n\n", 1)[0]
+    assert "-m sphinx -b html -W --keep-going" in recipe and " docs docs/_build/html" in recipe
 
 
 def test_the_readme_shows_no_usage_brackets_in_shell_blocks():
-    assert not [line for line in _shell_lines() if re.search(r"\[--?\w", line)]
-
-
-def test_readme_jax_and_sympy_example_prints_what_it_says() -> None:
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
-    block = next(b for b in blocks if "value_and_grad(loss)" in b)
-    out = subprocess.run([sys.executable, "-c", block], capture_output=True, text=True,
-                         check=True, timeout=120).stdout.splitlines()
-    for line, code in zip(out, [ln for ln in block.splitlines() if ln.startswith("print(")]):
-        assert line == code.split("# ", 1)[1].strip(), (line, code)
-
-
-def _design_tree() -> list[str]:
-    """The entries of the README's Design tree: ``base/``, ``backends/targets/``, ``api.py``
-    ... (the names a line starts with, before its words)."""
-    section = README.read_text().split("## Design", 1)[1]
-    block = section.split("```\nsymgrad/\n", 1)[1].split("```", 1)[0]
-    entries = []
-    for line in block.splitlines():
-        if line.startswith("  ") and line[2] != " ":
-            for word in line.split():
-                if not word.endswith(("/", ".py")):
-                    break
-                entries.append(word)
-    return entries
-
-
-def test_the_design_tree_is_the_package_one_line_per_folder() -> None:
-    """Every folder of symgrad (and backends/targets/) has its line, in the order of the
-    floors (each imports only from those above it), and every module at the top is named."""
-    from tests.quality.test_phases import FLOORS
-
-    package = README.parent / "symgrad"
-    entries = _design_tree()
-    folders = [e for e in entries if e.endswith("/")]
-    assert len(folders) == len(set(folders)), folders
-    assert set(folders) == {f"{p.name}/" for p in package.iterdir()
-                            if (p / "__init__.py").exists()} | {"backends/targets/"}
-    assert {e for e in entries if e.endswith(".py")} == {
-        p.name for p in package.glob("*.py")} - {"__init__.py", "__main__.py"}
-    floors = [FLOORS[e.split("/")[0].removesuffix(".py")] for e in entries]
-    assert floors == sorted(floors), list(zip(entries, floors))
+    assert not [line for line in docs.shell_lines("README") if re.search(r"\[--?\w", line)]

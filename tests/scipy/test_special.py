@@ -245,16 +245,13 @@ def test_scipy_stats_on_an_expr_names_the_symgrad_function():
         np.asarray(x)
 
 
-def test_the_readme_lists_scipy_support_as_the_modules_say():
-    """README's "SciPy support" block is generated: symgrad.scipy.support_markdown()."""
-    from pathlib import Path
-
+def test_the_docs_list_scipy_support_as_the_modules_say():
+    """The NumPy and SciPy support page's SciPy list is generated:
+    symgrad.scipy.support_markdown()."""
     import symgrad.scipy
+    from tests.support import docs
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    start = readme.index("<!-- scipy-support:start -->\n") + len("<!-- scipy-support:start -->\n")
-    end = readme.index("<!-- scipy-support:end -->")
-    assert readme[start:end] == symgrad.scipy.support_markdown(), (
+    assert docs.marked("guide/numpy", "scipy-support") == symgrad.scipy.support_markdown(), (
         "regenerate: python -c 'import symgrad.scipy as s; print(s.support_markdown())'")
 
 

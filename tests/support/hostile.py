@@ -299,6 +299,11 @@ def _op_call(fn: Callable, op: Any) -> tuple[Callable, tuple, dict]:
 
 if __name__ == "__main__":
     seen: list[str] = []
+    try:  # matplotlib runs fc-list the first time it builds its font cache (a fresh
+        # MPLCONFIGDIR): done here, before the hook, it is not taken for the walk's doing
+        import matplotlib.font_manager  # noqa: F401
+    except ImportError:
+        pass
 
     def audit(event: str, args: tuple) -> None:
         if event == "os.system" or event.startswith(("subprocess", "os.exec", "os.spawn")):

@@ -336,17 +336,16 @@ def test_sparse_derivatives_refuse_several_variables():
         sg.jacobian(a * b, [a, b], sparse=True)
 
 
-def test_readme_forward_mode_and_sparsity_example_runs():
+def test_docs_forward_mode_and_sparsity_example_runs():
+    """The sparsity page's boundary value problem prints what it says."""
     import contextlib
     import io
-    import re
-    from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    block = next(b for b in re.findall(r"```python\n(.*?)```", readme, re.S)
-                 if "trust-constr" in b)
+    from tests.support import docs
+
+    block = docs.block("guide/forward-and-sparsity", "trust-constr")
     namespace: dict = {}
     with contextlib.redirect_stdout(io.StringIO()) as out:
-        exec(compile(block, "README.md", "exec"), namespace)  # our own documentation
+        exec(compile(block, "docs/guide/forward-and-sparsity.md", "exec"), namespace)
     assert out.getvalue().split() == ["3", "1198", "True"]
     assert "1198 entries" in repr(namespace["H"]) and "3 colours" in repr(namespace["H"])

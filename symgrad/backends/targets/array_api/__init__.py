@@ -5,6 +5,9 @@
   and :class:`~.printer.TorchPrinter` as thin variants;
 * :mod:`.table` — each op's array API template (helpers in :mod:`.helpers`), with
   :mod:`.jax_table` and :mod:`.torch_table` overriding the entries that differ;
+* :mod:`.literals` — constants as Python data the call's namespace makes arrays;
 * :mod:`.promotion` — the dtype promotion the array API leaves out, made explicit;
-* :mod:`.loader` — loads an emitted module on its library and checks its inputs.
+* :mod:`.loader` — the compiled function, checking inputs without moving them;
+* :mod:`.target` — the three :class:`~symgrad.backends.target.Target` objects: loading
+  on their library, JAX's ``jit``, PyTorch's tensors.
 """

@@ -1,6 +1,6 @@
 """``compile(..., backend=...)`` for the array API targets: the emitted source, loaded.
 
-The returned callable has :class:`~symgrad.backends.compiled.CompiledFunction`'s surface
+The returned callable has :class:`~symgrad.backends.loaded.CompiledFunction`'s surface
 (``source``, ``inputs``, ``raw``). Inputs that are arrays of a library (anything with a
 ``shape`` and ``dtype`` that is not NumPy's) pass through unconverted after their shape and
 dtype are checked, so the function runs where the arrays live; lists, numbers and NumPy
@@ -15,28 +15,20 @@ function (JAX converts float64 inputs to float32 otherwise, with a warning).
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ....base.errors import BackendError, EvaluationError
+from ....base.errors import EvaluationError
 from ....ir.shapes import fmt
-from ...compiled import CompiledFunction
 from ...interpreter import check_input
-from ...target import Target
+from ...loaded import CompiledFunction
 
+if TYPE_CHECKING:
+    from .target import ArrayTarget
 
-def require(tgt: Target) -> None:
-    """Import the libraries ``tgt``'s code needs, or a :class:`BackendError` naming the
-    extra that installs them."""
-    for library in tgt.libraries:
-        try:
-            importlib.import_module(library)
-        except ImportError as e:
-            raise BackendError(f"backend {tgt.name!r} needs the {library!r} package ({e}); "
-                               f"install it with pip install 'symgrad[{tgt.extra}]'") from None
+__all__ = ["ArrayFunction", "dtype_name", "is_native"]
 
 
 def dtype_name(dtype: Any) -> str:
@@ -55,15 +47,15 @@ def is_native(value: Any) -> bool:
 class ArrayFunction(CompiledFunction):
     """A compiled array API function: checks its inputs without moving them."""
 
-    _fast_path = False  # every input goes through _value (NumPy arrays become torch's)
+    fast_path = False  # every input goes through checked_input (NumPy arrays become torch's)
 
     def __init__(self, raw: Callable, params: list, source: str, filename: str,
-                 tgt: Target) -> None:
+                 tgt: ArrayTarget) -> None:
         super().__init__(raw, params, source, filename)
         self.backend = tgt.name
-        self._torch = importlib.import_module("torch") if tgt.name == "torch" else None
+        self.target = tgt
 
-    def _value(self, node: Any, given: dict) -> Any:
+    def checked_input(self, node: Any, given: dict) -> Any:
         value = given.get(node.name)
         if is_native(value):
             shape = tuple(int(d) for d in value.shape)
@@ -71,36 +63,8 @@ class ArrayFunction(CompiledFunction):
                 raise EvaluationError(f"input '{node.name}' has shape {fmt(shape)}, but the "
                                       f"variable has shape {fmt(node.shape)}")
             if dtype_name(value.dtype) != node.dtype:
-                hint = (" (JAX makes float32 arrays unless jax_enable_x64 is on)"
-                        if self.backend == "jax" else "")
                 raise EvaluationError(f"input '{node.name}' has dtype "
                                       f"{dtype_name(value.dtype)}, but the variable has dtype "
-                                      f"{node.dtype}{hint}")
+                                      f"{node.dtype}{self.target.dtype_hint}")
             return value
-        value = check_input(node, given)
-        if self._torch is not None:  # on the device of the tensors given beside it
-            torch = self._torch
-            device = next((v.device for v in given.values() if isinstance(v, torch.Tensor)),
-                          None)
-            if any(st < 0 for st in value.strides):  # torch takes no negative strides
-                value = np.ascontiguousarray(value)
-            return torch.asarray(value, device=device)
-        return value
-
-
-def load_array_function(tgt: Target, source: str, name: str, params: list, check: bool,
-                        load: Callable) -> Callable:
-    """``source`` (emitted for ``tgt``) loaded, its function wrapped for ``compile``."""
-    require(tgt)
-    namespace, filename = load(source, name)
-    raw = namespace[name]
-    if tgt.name == "jax":
-        import jax
-
-        raw = jax.jit(raw)
-    raw.source, raw.filename = source, filename
-    raw.inputs = tuple(n.name for n in params)
-    if not check:  # as for NumPy: the generated function itself (jitted for JAX)
-        raw.raw = raw
-        return raw
-    return ArrayFunction(raw, params, source, filename, tgt)
+        return self.target.from_numpy(check_input(node, given), given)

@@ -29,11 +29,12 @@ import numpy as np
 
 from ....base.errors import SymgradError
 from ...lines import call
-from ...literals import array_literal, const_spec
+from ...loops import LoopSpec, append, indent
 from ...printer import ModuleState, Printer
 from ...template import imports_of
 from .helpers import _sg_xp_const, _sg_xp_device
 from .jax_table import JAX
+from .literals import array_literal, const_spec
 from .table import ARRAY_API, DEVICE
 from .torch_table import TORCH
 
@@ -49,7 +50,6 @@ class ArrayApiPrinter(Printer):
     the function creates arrays, their device too (``dev``, from the inputs')."""
 
     table = ARRAY_API
-    loop_style = "arrays"
 
     def __init__(self, lowered: Lowered, state: ModuleState | None = None,
                  loops: LoopEmitter | None = None) -> None:
@@ -62,7 +62,7 @@ class ArrayApiPrinter(Printer):
 
     def header(self) -> list[str]:
         lines = super().header()  # then the modules the templates import (jax.scipy.special)
-        return lines + [f"import {m}" for m in imports_of(self.table, self._ops())
+        return lines + [f"import {m}" for m in imports_of(self.table, self.module_ops())
                         if f"import {m}" not in lines]
 
     def constant_lines(self) -> list[str]:
@@ -71,7 +71,7 @@ class ArrayApiPrinter(Printer):
             raise SymgradError(f"backend {self.target.name!r} cannot emit NumPy arrays as "
                                "module constants (a sparse pattern); use backend='numpy'")
         out: list[str] = []
-        for i in self._hoisted():
+        for i in self.hoisted():
             out += ["", f"{state.consts[i]} = {const_spec(nodes[i].attrs['value'])}"]
         return out + [line for name, value in state.constants
                       for line in ("", f"{name} = {value!r}")]
@@ -123,6 +123,11 @@ class ArrayApiPrinter(Printer):
     def helpers_take_arrays(self, probe: str) -> bool:
         return "_sg_xp_" in probe
 
+    def render_loop(self, name: str, spec: LoopSpec, stmts: list[str], step: Printer,
+                    lists: tuple = ()) -> list[str]:
+        """A ``for`` loop collecting the per-step results in lists, stacked at the end."""
+        return [*spec.head(name, self.part_params(stmts)), *_stacked_loop(spec, stmts)]
+
 
 class _ModuleNamespace(ArrayApiPrinter):
     """A variant whose module imports its namespace once (no ``array_namespace`` call)."""
@@ -138,7 +143,12 @@ class JaxPrinter(_ModuleNamespace):
     """``jax.numpy`` as ``xp``: functional updates, JAX's NumPy-style indexing."""
 
     table = JAX
-    loop_style = "jax"
+
+    def render_loop(self, name: str, spec: LoopSpec, stmts: list[str], step: Printer,
+                    lists: tuple = ()) -> list[str]:
+        """``jax.lax.scan`` of a nested step function (a traced loop, compiled once by
+        ``jax.jit``)."""
+        return [*spec.head(name, self.part_params(stmts)), *_lax_scan(spec, stmts)]
 
 
 class TorchPrinter(_ModuleNamespace):
@@ -153,3 +163,45 @@ _DEVICE_USE = re.compile(rf"\b{DEVICE}\b")  # a line that creates an array on th
 def _on_device(code: list[str]) -> bool:
     """Whether any line of ``code`` creates an array on the inputs' device."""
     return any(_DEVICE_USE.search(line) for line in code)
+
+
+def _stacked_loop(s: LoopSpec, stmts: list[str]) -> list[str]:
+    lines, ys, stored = s.buffers(lambda p: "[]")
+    lines += s.for_loop(stmts, ys, stored, append, "_t, ...")
+    for p in s.parts:
+        kind, j = s.kind(p)
+        if kind == "carry":
+            continue
+        name = ys[j] if kind == "y" else stored[j]
+        shape, dtype = s.aval(p)
+        if s.reverse:
+            lines.append(f"    {name}.reverse()")
+        empty = f"xp.zeros({(0, *shape)!r}, dtype=xp.{dtype})"
+        lines.append(f"    {name} = xp.stack({name}) if {name} else {empty}")
+    return lines + [s.returned(ys, stored)]
+
+
+def _lax_scan(s: LoopSpec, stmts: list[str]) -> list[str]:
+    ys = {j: f"_y{j}" for j in range(s.ny)}
+    stored = {j: f"_s{j}" for j in range(s.nc)}
+
+    def tup(items: list[str]) -> str:
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+    lines = ["    from jax import lax as _sg_lax", "", "    def _sg_step(_c, _x):"]
+    if s.carries:
+        lines.append(f"        {', '.join(s.carries)}, = _c")
+    if s.x_names:
+        lines.append(f"        {', '.join(s.x_names)}, = _x")
+    lines += indent(stmts)
+    lines.append(f"        return {tup(s.results[:s.nc])}, "
+                 f"{tup(s.results[s.nc:] + s.carries)}")
+    lines.append("")
+    final = [f"_f{j}" for j in range(s.nc)]
+    avals = s.body.avals()
+    init = [f"xp.asarray({c}, dtype=xp.{avals[j][1]})" for j, c in enumerate(s.carries)]
+    lhs = f"{tup(final)}, {tup([ys[j] for j in range(s.ny)] + list(stored.values()))}"
+    lines += call(f"{lhs} = _sg_lax.scan(", ["_sg_step", tup(init), tup(s.xs),
+                                              f"length={s.length}", f"reverse={s.reverse}"],
+                   ")", "    ")
+    return lines + [s.returned(ys, stored, final)]

@@ -2,12 +2,12 @@
 function.
 
 The NumPy target writes a scan as a function ``_sg_loopN`` running a ``for`` over the
-steps with the step's statements inline (:mod:`.loops`). Here the same function — the
+steps with the step's statements inline (:mod:`..numpy.loops`). Here the same function — the
 ``for``, the carries, the per-step slices of the xs, the stacked ys, the carries reverse
 mode stores, ``reverse=True`` — is compiled whole as ``_sg_loopN_jit``: nopython, one
 thread, NumPy's floating-point error model, cached on disk, an explicit signature from
 the step's static shapes and dtypes (arrays read only, of any layout). Each op of the step
-is written by :class:`StepPrinter` in the form :func:`.numba_table.loop_form` gives it
+is written by :class:`StepPrinter` in the form :func:`.table.loop_form` gives it
 (a 0-d value is a Numba scalar, an array a Numba array); a scan inside the step is a call
 of its own compiled function. ``_sg_loopN`` stays a small Python function: it passes the
 scalars in as the step's dtypes and gives NumPy scalars back, so the driver reads the
@@ -45,8 +45,9 @@ from typing import TYPE_CHECKING, Any
 
 from ....base.errors import SymgradError
 from ....ir.body import Body
-from ...loops import LoopSpec, call, is_loop, nested_printer, numpy_loop, printed_step
-from ...loops import optimized_body as optimized
+from ...lines import call
+from ...loops import LoopSpec, is_loop
+from ..numpy.loops import numpy_loop
 from ..numpy.printer import NumpyPrinter
 from ..numpy.table import NUMPY_TYPE
 from . import fusion
@@ -55,19 +56,21 @@ from .table import NUMBA, loop_form
 
 if TYPE_CHECKING:
     from ...loops import LoopEmitter
+    from ...printer import ModuleState, Printer
+    from ...stages import Lowered
 
-__all__ = ["StepPrinter", "missing", "render"]
+__all__ = ["StepPrinter", "compiled_loop", "loop_ops", "missing"]
 
 _CAST = frozenset({"float32", "int32"})  # Numba promotes these beside a float64 literal
 _NUMBER = re.compile(r"(?<![\w.])\d")  # a number in a form's own text (sigmoid's 1.0)
 
 
-def missing(body: Body, req: Any) -> list[str]:
-    """The ops of ``body`` (as the module prints it: after the request's passes) and of
-    the loops nested in it that have no form inside a compiled loop, one entry per node;
-    a dtype Numba is not given here counts as its node's op too."""
+def missing(body: Body, lowered: Lowered) -> list[str]:
+    """The ops of ``body`` (a step as the module prints it) and of the loops nested in it
+    (as ``lowered`` emits them) that have no form inside a compiled loop, one entry per
+    node; a dtype Numba is not given here counts as its node's op too."""
     out: list[str] = []
-    stack, seen = [optimized(body, req)], set()
+    stack, seen = [body], set()
     while stack:
         b = stack.pop()
         if id(b) in seen:
@@ -80,52 +83,52 @@ def missing(body: Body, req: Any) -> list[str]:
             if n.dtype not in nb.NUMBA_TYPE:
                 out.append(n.op)
             elif is_loop(n):
-                stack.append(optimized(n.attrs["body"], req))
+                stack.append(lowered.optimized(n.attrs["body"]))
             elif not (n.is_var or n.is_const) and loop_form(n, nodes) is None:
                 out.append(n.op)
     return out
 
 
-def ops(body: Body, req: Any) -> list[str]:
-    """The ops a compiled loop computes (its step's and its nested loops', in order)."""
+def loop_ops(body: Body, lowered: Lowered) -> list[str]:
+    """The ops a compiled loop over step ``body`` computes (its step's and its nested
+    loops', in order)."""
     out: list[str] = []
-    stack = [optimized(body, req)]
+    stack = [body]
     while stack:
         b = stack.pop()
         for n in b.graph.nodes:
             if is_loop(n):
-                stack.append(optimized(n.attrs["body"], req))
+                stack.append(lowered.optimized(n.attrs["body"]))
             elif not (n.is_var or n.is_const):
                 out.append(n.op)
     return out
 
 
 class StepPrinter(NumpyPrinter):
-    """The step of a compiled loop: each op in its :func:`.numba_table.loop_form`, no
-    ``del`` (Numba frees arrays itself), nested scans compiled too."""
+    """The step of a compiled loop: each op in its :func:`.table.loop_form`, no ``del``
+    (Numba frees arrays itself), nested scans compiled too."""
 
-    def __init__(self, lowered: Any, state: Any = None, loops: LoopEmitter | None = None
-                 ) -> None:
+    def __init__(self, lowered: Lowered, state: ModuleState | None = None,
+                 loops: LoopEmitter | None = None) -> None:
         super().__init__(lowered, state, loops)
         self._regions = 0  # inline loops so far (their names: _l1i0, _l1v0, ...)
 
     def scalar_loops(self) -> bool:
         return False
 
-    def loop_printer(self) -> type:
+    def step_printer(self, body: Body) -> type[Printer]:
         return StepPrinter
 
-    def loop_function(self, emitter: LoopEmitter, name: str, n: Any, parts: tuple
-                      ) -> tuple[list[str], list[str]]:
-        found = render(self, name, n, parts, wrapper=False)
-        if found is None:  # missing() looked at this body already: cannot happen
+    def render_loop(self, name: str, spec: LoopSpec, stmts: list[str], step: Printer,
+                    lists: tuple = ()) -> list[str]:
+        if missing(spec.body, self.lowered):  # the enclosing loop's check covers this one
             raise SymgradError(f"a loop nested in a compiled loop has no Numba form ({name})")
-        return found
+        return compiled_loop(name, spec, stmts, wrapper=False)
 
-    def _statements(self, body: list[int], names: dict[int, str], outputs: set[int],
-                    comments: bool = True) -> list[str]:
+    def statements(self, body: list[int], names: dict[int, str], outputs: set[int],
+                   comments: bool = True) -> list[str]:
         """The step's lines; each chain of elementwise ops on arrays (a fused region,
-        :mod:`..fusion`) one loop nest over its elements, inline: Numba compiles a scalar
+        :mod:`.fusion`) one loop nest over its elements, inline: Numba compiles a scalar
         loop much faster than one array expression per op, and allocates once."""
         nodes = self.graph.nodes
         regions = {r.root: r for r in fusion.plan(nodes, body, outputs, NUMBA, keep=_worth)}
@@ -137,7 +140,7 @@ class StepPrinter(NumpyPrinter):
                 if i not in hidden:
                     run.append(i)
                 continue
-            lines += super()._statements(run, names, outputs, comments)
+            lines += super().statements(run, names, outputs, comments)
             run = []
             if i is not None:
                 lines += self._region(regions[i], names)
@@ -146,16 +149,16 @@ class StepPrinter(NumpyPrinter):
     def _region(self, r: fusion.Region, names: dict[int, str]) -> list[str]:
         nodes = self.graph.nodes
         self._regions += 1
-        ins = [self._operand(a, nodes[r.root], names) for a in r.inputs]
+        ins = [self.operand(a, nodes[r.root], names) for a in r.inputs]
         return nb.loop(nodes, r, ins, [names[m] for m in (r.root, *r.extras)],
                        tag=f"_l{self._regions}")
 
-    def _op_text(self, n: Any, names: dict[int, str]) -> str:
+    def op_text(self, n: Any, names: dict[int, str]) -> str:
         nodes = self.graph.nodes
         src = loop_form(n, nodes)
         if src is None:
             raise SymgradError(f"op {n.op!r} has no form inside a compiled loop")
-        text = src.render([self._operand(a, n, names) for a in n.args], n.attrs)
+        text = src.render([self.operand(a, n, names) for a in n.args], n.attrs)
         if n.dtype not in _CAST:
             return text
         if n.shape == ():  # 2.0 beside a float32 is a float64 in Numba
@@ -183,25 +186,16 @@ def _param_type(shape: tuple, dtype: str, layout: str) -> str:
             else t)
 
 
-def render(pr: Any, name: str, n: Any, parts: tuple, wrapper: bool
-           ) -> tuple[list[str], list[str]] | None:
-    """The compiled loop function of scan ``n`` returning ``parts`` (``name``; with
-    ``wrapper``, ``name_jit`` and the Python function ``name`` calling it), and its step's
-    statements; None where an op of the step has no form in a compiled loop."""
-    req = pr.lowered.request
-    if missing(n.attrs["body"], req):
-        return None
-    body = optimized(n.attrs["body"], req)
-    nc, nx = n.attrs["carries"], n.attrs["xs"]
-    sub = nested_printer(StepPrinter, pr, body, pr.loops.root)
-    spec, stmts, _ = printed_step(sub, body, n, parts)
-    params, xs = spec.params, spec.xs
-    avals = body.avals()
+def compiled_loop(name: str, spec: LoopSpec, stmts: list[str], wrapper: bool) -> list[str]:
+    """The compiled loop function ``name`` of ``spec`` (with ``wrapper``, ``name_jit`` and
+    the Python function ``name`` calling it), over its step's lines ``stmts``."""
+    nc, nx = spec.nc, spec.nx
+    avals = spec.body.avals()
     lay = "C" if wrapper else "A"  # the wrapper passes contiguous arrays (BLAS reads them)
     types = [_param_type(s, d, lay) for s, d in avals[:nc]]
     types += [_param_type((1, *s), d, lay) for s, d in avals[nc:nc + nx]]
     types += [_param_type(s, d, lay) for s, d in avals[nc + nx:]]
-    signature = params[:nc] + xs + params[nc + nx:]
+    signature = spec.signature
     jit = f"{name}_jit" if wrapper else name
     lines = [*call("@_jit((", types, ",))" if len(types) == 1 else "))", ""),
              *call(f"def {jit}(", signature, "):", ""),
@@ -213,7 +207,7 @@ def render(pr: Any, name: str, n: Any, parts: tuple, wrapper: bool
              *numpy_loop(spec, stmts)]
     if wrapper:
         lines += ["", "", *_wrapper(name, jit, spec, signature, types)]
-    return lines, stmts
+    return lines
 
 
 def _wrapper(name: str, jit: str, s: LoopSpec, signature: list[str], types: list[str]

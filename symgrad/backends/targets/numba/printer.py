@@ -1,11 +1,11 @@
 """The Numba printer: the NumPy function, each fused region one call to a compiled loop.
 
 :class:`NumbaPrinter` prints what :class:`~.numpy.NumpyPrinter` prints (one line per
-node, the same names), except that the regions the fusion planner (:mod:`..fusion`) picks
+node, the same names), except that the regions the fusion planner (:mod:`.fusion`) picks
 in each function's body are one line each, calling a kernel printed before the functions
-(:mod:`..numba_source`: the loop nest, the module header, loading and the disk cache).
-The driver's table is NumPy's; the loops' is :data:`..numba_table.NUMBA`. A scan is one
-compiled function of its own (:mod:`..numba_loops`), or the NumPy target's loop where its
+(:mod:`.source`: the loop nest, the module header, loading and the disk cache).
+The driver's table is NumPy's; the loops' is :data:`.table.NUMBA`. A scan is one
+compiled function of its own (:mod:`.loops`), or the NumPy target's loop where its
 step has an op Numba cannot run there.
 
 >>> import symgrad as sg
@@ -17,18 +17,19 @@ step has an op Numba cannot run there.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ....ir.body import Body
 from ... import layout
 from ...lines import del_lines
-from ...loops import is_loop
-from ...naming import Plan
-from ...printer import ModuleState
+from ...loops import LoopSpec, is_loop
+from ...plan import Plan
+from ...printer import ModuleState, Printer
 from ..numpy.printer import NumpyPrinter
 from ..numpy.table import NUMPY_TYPE
 from . import fusion
-from . import loops as numba_loops
 from . import source as nb
+from .loops import StepPrinter, compiled_loop, loop_ops, missing
 from .table import NUMBA
 
 if TYPE_CHECKING:
@@ -46,7 +47,6 @@ class NumbaPrinter(NumpyPrinter):
     def __init__(self, lowered: Lowered, state: ModuleState | None = None,
                  loops: LoopEmitter | None = None) -> None:
         super().__init__(lowered, state, loops)
-        self._math, self._scalar_plans = None, set()  # scalar code is compiled loops too
         self.kernels: list[str] = []
         self.fused: list[tuple[str, list[str]]] = []  # (kernel, its ops)
         self.numpy_counts: dict[str, int] = {}  # op -> lines the driver runs with NumPy
@@ -54,28 +54,34 @@ class NumbaPrinter(NumpyPrinter):
         self._contiguous = False
         self._fuse = True
 
-    def loop_printer(self) -> type:
-        return NumpyPrinter  # the step of a loop Numba cannot compile runs on NumPy
+    def scalar_functions(self) -> bool:
+        return False  # scalar code is compiled loops too
 
-    def loop_function(self, emitter: LoopEmitter, name: str, node: Any, parts: tuple
-                      ) -> tuple[list[str], list[str]] | None:
-        """A scan compiled whole by Numba (:mod:`..numba_loops`), or None (the NumPy loop)
-        where an op of its step has no form there: counted among the NumPy calls."""
-        req = self.lowered.request
-        made = numba_loops.render(self, name, node, parts, wrapper=True)
-        if made is None:
-            for op in ["scan", *numba_loops.missing(node.attrs["body"], req)]:
+    def lists_between_loops(self) -> bool:
+        return False
+
+    def step_printer(self, body: Body) -> type[Printer]:
+        # the step of a loop Numba cannot compile runs on NumPy
+        return NumpyPrinter if missing(body, self.lowered) else StepPrinter
+
+    def render_loop(self, name: str, spec: LoopSpec, stmts: list[str], step: Printer,
+                    lists: tuple = ()) -> list[str]:
+        """A scan compiled whole by Numba (:mod:`.loops`), or the NumPy loop where an op of
+        its step has no form there: counted among the NumPy calls."""
+        lacking = missing(spec.body, self.lowered)
+        if lacking:
+            for op in ["scan", *lacking]:
                 self.numpy_counts[op] = self.numpy_counts.get(op, 0) + 1
-        else:
-            self.fused.append((name, numba_loops.ops(node.attrs["body"], req)))
-        return made
+            return super().render_loop(name, spec, stmts, step, lists)
+        self.fused.append((name, loop_ops(spec.body, self.lowered)))
+        return compiled_loop(name, spec, stmts, wrapper=True)
 
     def finish(self, out: list[str], code: list[str]) -> str:
         k = len(self.header())
         out[k:k] = [line for kernel in self.kernels for line in ("", "", *kernel.split("\n"))]
         return super().finish(out, code)
 
-    def _function(self, p: Plan, fname: str, doc: list[str]) -> tuple[list[str], list[str]]:
+    def function(self, p: Plan) -> tuple[list[str], list[str]]:
         nodes, outputs = self.graph.nodes, set(p.outputs)
         body = [i for i in p.order if not (nodes[i].is_var or (nodes[i].is_const
                                                                 and i not in outputs))]
@@ -84,9 +90,9 @@ class NumbaPrinter(NumpyPrinter):
         self._contiguous = len(body) > layout.REGISTERS_FROM
         self._fuse = len(body) <= layout.PART_LINES
         self._current = p
-        return super()._function(p, fname, doc)
+        return super().function(p)
 
-    def _statements(self, body: list[int], names: dict[int, str], outputs: set[int],
+    def statements(self, body: list[int], names: dict[int, str], outputs: set[int],
                     comments: bool = True) -> list[str]:
         nodes = self.graph.nodes
         regions = (fusion.plan(nodes, body, outputs, self.loop_table, self._contiguous)
@@ -94,7 +100,7 @@ class NumbaPrinter(NumpyPrinter):
         if not regions:
             for i in body:
                 self._count(i)
-            return super()._statements(body, names, outputs, comments)
+            return super().statements(body, names, outputs, comments)
         roots = {r.root: r for r in regions}
         hidden = {m for r in regions for m in r.members if m != r.root}
         reads = {i: roots[i].inputs if i in roots else nodes[i].args for i in body
@@ -114,24 +120,24 @@ class NumbaPrinter(NumpyPrinter):
                 group = self.loops.members(i, list(reads)) if is_loop(nodes[i]) else [i]
                 if group[0] == i:
                     keep = outputs | {*group, *(a for j in group for a in nodes[j].args)}
-                    lines += super()._statements(group, names, keep, comments)
+                    lines += super().statements(group, names, keep, comments)
             lines += del_lines([names[a] for a in dead_after.get(i, ()) if names[a] != names[i]])
         return lines
 
     def _count(self, i: int) -> None:
         n = self.graph.nodes[i]
-        if not (n.is_var or n.is_const or is_loop(n)):  # a loop: counted by loop_function
+        if not (n.is_var or n.is_const or is_loop(n)):  # a loop: counted by render_loop
             self.numpy_counts[n.op] = self.numpy_counts.get(n.op, 0) + 1
 
     def _kernel(self, r: fusion.Region, names: dict[int, str]) -> tuple[str, str]:
         """The kernel of region ``r`` (kept in :attr:`kernels`) and the driver's call."""
         nodes = self.graph.nodes
         assert self._current is not None
-        kname = self._helper_name(self._current, "loop")
+        kname = self.helper_name(self._current, "loop")
         args, params = [], []
         for a in r.inputs:
             n = nodes[a]
-            text = self._operand(a, nodes[r.root], names)
+            text = self.operand(a, nodes[r.root], names)
             args.append(text if n.shape else f"{NUMPY_TYPE[n.dtype]}({text})")
             params.append(f"_A({nb.NUMBA_TYPE[n.dtype]}, {len(n.shape)})" if n.shape
                           else nb.NUMBA_TYPE[n.dtype])
@@ -159,10 +165,3 @@ class NumbaPrinter(NumpyPrinter):
         """What :meth:`module` compiled (each kernel and its ops) and what it left to NumPy
         (op -> lines)."""
         return self.fused, dict(sorted(self.numpy_counts.items()))
-
-
-def numba_target_args() -> dict[str, Any]:
-    """The fields of the ``"numba"`` :class:`~..target.Target`."""
-    return dict(name="numba", printer=NumbaPrinter, namespace="np", header=nb.HEADER,
-                label="Generated by symgrad (Numba: fused loops compiled, else NumPy).",
-                libraries=("numba",), extra="numba")

@@ -136,7 +136,7 @@ def _dot_form(n: Any, nodes: Any) -> Template | None:
 
 def _outer_form(n: Any, nodes: Any) -> Template | None:
     vectors = _blas(n, nodes) and all(len(nodes[k].shape) == 1 for k in n.args)
-    # a broadcast product: Numba compiles np.outer about 5x slower
+    # a broadcast product: Numba compiles np.outer much more slowly
     return T("{0}[:, None] * {1}") if vectors else None
 
 

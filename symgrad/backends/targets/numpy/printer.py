@@ -23,11 +23,14 @@ import numpy as np
 from ....base.errors import SymgradError
 from ...docstring import docstring
 from ...lines import call, fit, typed
-from ...literals import _sg_data, array_source, as_data, numpy_literal
-from ...loops import body_ops
-from ...naming import Namer, Plan
+from ...literals import as_data
+from ...loops import LoopSpec, body_ops
+from ...naming import Namer
+from ...plan import Plan
 from ...printer import ModuleState, Printer, helper_source
 from ...template import imports_of
+from .literals import _sg_data, array_source, numpy_literal
+from .loops import from_lists, math_function, numpy_loop, scalar_step
 from .math_table import MATH, fallback_names
 from .table import HEADER, NUMPY, NUMPY_TYPE, header
 
@@ -42,12 +45,11 @@ class NumpyPrinter(Printer):
     """NumPy source: ``np.*`` calls, NumPy arrays as module constants."""
 
     table = NUMPY
-    numpy_only = True
 
     def __init__(self, lowered: Lowered, state: ModuleState | None = None,
                  loops: LoopEmitter | None = None) -> None:
         super().__init__(lowered, state, loops)
-        scalars = lowered.request.scalars == "math"
+        scalars = self.scalar_functions()
         self._math = ScalarMathPrinter(lowered, self.state) if scalars else None
         self._scalar_plans = {p.name for p in self.state.plans
                               if self._math is not None and self._math.accepts(p)}
@@ -84,11 +86,11 @@ class NumpyPrinter(Printer):
     def constant_lines(self) -> list[str]:
         state, nodes = self.state, self.graph.nodes
         out = [""] if state.consts else []
-        values = [nodes[i].attrs["value"] for i in self._hoisted()]
+        values = [nodes[i].attrs["value"] for i in self.hoisted()]
         values += [v for _, v in state.constants if isinstance(v, np.ndarray)]
         if any(as_data(v) for v in values):  # large constants are written as their bytes
             out += ["", *helper_source(_sg_data), "", ""]
-        for i in self._hoisted():
+        for i in self.hoisted():
             name = state.consts[i]
             out += [fit(f"{name} = {array_source(nodes[i].attrs['value'])}"),
                     f"{name}.flags.writeable = False"]
@@ -103,13 +105,12 @@ class NumpyPrinter(Printer):
     def hoists(self) -> bool:
         return True
 
-
     def derived_lines(self) -> list[str]:
         state, nodes = self.state, self.graph.nodes
         out = [""] if state.derived else []
         for i in state.derived:
             name = state.consts[i]
-            out += [f"{name} = {self._op_text(nodes[i], {})}", f"{name}.flags.writeable = False"]
+            out += [f"{name} = {self.op_text(nodes[i], {})}", f"{name}.flags.writeable = False"]
         return out
 
     def function(self, p: Plan) -> tuple[list[str], list[str]]:
@@ -128,8 +129,32 @@ class NumpyPrinter(Printer):
     def literal(self, value: np.ndarray, others: list[str], strong: bool) -> str:
         return numpy_literal(value, others, strong)
 
+    def scalar_functions(self) -> bool:
+        return self.lowered.request.scalars == "math"
+
     def scalar_loops(self) -> bool:
         return self.lowered.request.scalars == "math"
+
+    def lists_between_loops(self) -> bool:
+        return self.scalar_loops()
+
+    def render_loop(self, name: str, spec: LoopSpec, stmts: list[str], step: Printer,
+                    lists: tuple = ()) -> list[str]:
+        """A ``for`` loop over the steps writing preallocated arrays (:mod:`.loops`); an
+        all-scalar step first runs over Python floats (``scalars="math"``; this version
+        where ``math`` raises)."""
+        lines = spec.head(name, self.part_params(stmts))
+        fast = (scalar_step(ScalarMathPrinter(step.lowered, step.state), spec)
+                if step.scalar_loops() else None)
+        if fast is not None:
+            mstmts, mresults = fast
+            mspec = LoopSpec(spec.body, spec.nc, spec.nx, spec.length, spec.reverse,
+                             spec.parts, spec.params, spec.xs, mresults, spec.order)
+            before, first = math_function(name, mspec, mstmts, lists)
+            lines = before + lines + first
+        if self.lists_between_loops():  # a scanned operand may come as a list
+            lines += from_lists(spec)
+        return [*lines, *numpy_loop(spec, stmts, lists)]
 
     def copy_text(self, expr: str) -> str:
         return f"{expr}.copy()"
@@ -174,8 +199,8 @@ class ScalarMathPrinter(NumpyPrinter):
 
     def function(self, p: Plan) -> tuple[list[str], list[str]]:
         params = [p.names[i] for i in p.params]
-        body = self._helper_name(p, "scalar")
-        lines, code = self._function(p, body, [])
+        body = self.helper_name(p, "scalar")
+        lines, code = self.function_lines(p, body, [])
         nodes = self.graph.nodes
         head = [*call(f"def {p.name}(", params, "):", ""), *self.doc(p)]
         types = [NUMPY_TYPE[nodes[i].dtype] for i in p.outputs]

@@ -35,7 +35,7 @@ import pytest
 
 import symgrad as sg
 from symgrad.backends import TABLES
-from symgrad.backends.target import TARGETS
+from symgrad.backends.targets import TARGETS
 from symgrad.backends.targets.array_api.loader import dtype_name
 from symgrad.backends.targets.array_api.table import ARRAY_API, DEVICE
 from symgrad.errors import BackendError
@@ -398,22 +398,21 @@ def test_emitted_array_sources_pass_ruff(backend, tmp_path):
     assert out.returncode == 0, out.stdout
 
 
-def test_readme_backends_example_runs():
+def test_docs_backends_example_runs():
+    """The backends page's first example: the array API and JAX gradients are right."""
     pytest.importorskip("array_api_strict")
     pytest.importorskip("jax")
     import contextlib
     import io
-    import re
-    from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[4] / "README.md").read_text()
-    section = text.split("### Backends", 1)[1]
-    block = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    from tests.support import docs
+
+    block = docs.block("guide/backends", 'backend="array_api"')
     namespace: dict = {}
     with contextlib.redirect_stdout(io.StringIO()) as out:
-        exec(compile(block, "README.md", "exec"), namespace)  # our own documentation
+        exec(compile(block, "docs/guide/backends.md", "exec"), namespace)  # our own docs
     a = np.array([0.5, 1.0, 2.0])
-    _close(np.asarray(namespace["grad"]), np.sin(a) + a * np.cos(a), "README")
+    _close(np.asarray(namespace["grad"]), np.sin(a) + a * np.cos(a), "docs")
     assert "import jax.numpy as xp" in out.getvalue()
 
 

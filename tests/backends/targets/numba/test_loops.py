@@ -101,19 +101,17 @@ def test_a_step_without_a_numba_form_runs_on_numpy_and_says_so():
     assert "scan" in line and "sort" in line, line
 
 
-def test_readme_lstm_example_compiles_its_loops_and_prints_what_it_says():
-    """The README's LSTM (a Python loop, rolled) runs on Numba with no scan left to NumPy
-    and the NumPy backend's gradient."""
+def test_docs_lstm_example_compiles_its_loops_and_prints_what_it_says():
+    """The backends page's LSTM (a Python loop, rolled) runs on Numba with no scan left to
+    NumPy and the NumPy backend's gradient."""
     import os
-    import re
     import subprocess
     import sys
     import textwrap
-    from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[4] / "README.md").read_text()
-    block = next(b for b in re.findall(r"```python\n(.*?)```", text, re.S)
-                 if 'backend="numba"' in b and "sg.tanh(c)" in b)
+    from tests.support import docs
+
+    block = docs.block("guide/backends", "sg.tanh(c)")
     out = subprocess.run([sys.executable, "-c", textwrap.dedent(block)], capture_output=True,
                          text=True, check=True, timeout=900, env={**os.environ}).stdout
     assert out.strip() == "0 True"

@@ -639,8 +639,8 @@ def test_the_printers_read_hooks_not_target_flags():
     """What differs between targets is a printer subclass; the shared code never asks which
     target it prints (no ``is_numpy``, no mode flag toggled around a second table)."""
     import symgrad.backends as backends
-    from symgrad.backends.target import TARGETS
-    from symgrad.backends.targets import Printer
+    from symgrad.backends.printer import Printer
+    from symgrad.backends.targets import TARGETS
 
     folder = Path(backends.__file__).parent
     for path in [folder / "source.py", folder / "printer.py",

@@ -1,6 +1,7 @@
-"""The NumPy emission of a scan over Python floats (symgrad.backends.loops): stacked floats
-pass between loops as lists, single-use values are written into the line that uses them,
-and every value stays what the NumPy version and the interpreter compute, bit for bit."""
+"""The NumPy target's loops over Python floats (symgrad.backends.targets.numpy.loops):
+stacked floats pass between loops as lists, single-use values are written into the line
+that uses them, and every value stays what the NumPy version and the interpreter compute,
+bit for bit."""
 
 from __future__ import annotations
 
@@ -106,15 +107,16 @@ def test_a_template_that_writes_its_operand_twice_gets_a_name(op):
 def _module(outs: list, ins: list, plain: bool) -> dict:
     """The NumPy module of ``outs``; ``plain``: as emitted before lists and inlining (every
     value a named line, stacked floats made arrays between loops)."""
-    from symgrad.backends import loops
+    from symgrad.backends.targets.numpy import loops
+    from symgrad.backends.targets.numpy.printer import NumpyPrinter
 
-    saved = loops.INLINE, loops._passes_lists
+    saved = loops.INLINE, NumpyPrinter.lists_between_loops
     if plain:
-        loops.INLINE, loops._passes_lists = 0, lambda pr: False
+        loops.INLINE, NumpyPrinter.lists_between_loops = 0, lambda pr: False
     try:
         src = sg.to_source(outs, ins)
     finally:
-        loops.INLINE, loops._passes_lists = saved
+        loops.INLINE, NumpyPrinter.lists_between_loops = saved
     ns: dict = {}
     exec(compile(src, "<symgrad>", "exec"), ns)  # noqa: S102 (our own emitted module)
     return ns
