@@ -33,8 +33,9 @@ before anything imports NumPy, Numba or JAX, float64 everywhere):
   — each spelling judged on its own: met / not met / failed.
 
 Writes ``benchmarks/results/numba_backend.json`` (``--quick``: ``numba_backend_quick.json``;
-fields: ``benchmarks/results/README.md``) and prints the tables
-(:mod:`.numba_tables`). ``--quick``: smoke sizes, a short budget (a smoke test; its
+fields: ``benchmarks/results/README.md``), prints the tables (:mod:`.numba_tables`) and,
+with ``--measured``, writes them as ``benchmarks/measured/numba_spellings.json`` for the
+documentation (:mod:`.tables`). ``--quick``: smoke sizes, a short budget (a smoke test; its
 figures mean nothing). A peer that is not installed is skipped with a note.
 """
 
@@ -58,6 +59,8 @@ import numpy as np
 from . import common, numba_fallbacks, numba_peers, numba_tables
 
 RESULTS = Path(__file__).resolve().parent / "results"
+MEASURED = Path(__file__).resolve().parent / "measured" / "numba_spellings.json"
+MEASURED_TITLE = "`backend=\"numba\"` against its peers, in both spellings"
 TARGET_W4_L, RK4_STEPS = 10_000, 100
 QUICK_W4_L, QUICK_RK4_STEPS = 200, 20
 SYSTEMS = ("numba", "numpy", "hand", "jax", "pytensor", "casadi")
@@ -463,6 +466,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--budget", type=float, default=None,
                     help="timing seconds per row (default 4.0; --quick 0.05)")
     ap.add_argument("--out", type=Path, default=None, help="the results JSON file")
+    ap.add_argument("--measured", type=Path, nargs="?", const=MEASURED, default=None,
+                    help="also write the tables as a benchmarks/measured/ file for the docs "
+                         f"(default path: {MEASURED.relative_to(RESULTS.parent.parent)})")
     ap.add_argument("--systems", default=",".join(SYSTEMS),
                     help=f"comma-separated, of {','.join(SYSTEMS)} (default: all)")
     args = ap.parse_args(argv)
@@ -503,6 +509,10 @@ def main(argv: list[str] | None = None) -> int:
     args.out.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
     print("\n".join(numba_tables.render(results)))
     print(f"\nwrote {args.out}")
+    if args.measured is not None:
+        table = numba_tables.measured(results, MEASURED_TITLE)
+        args.measured.write_text(json.dumps(table, indent=1, ensure_ascii=False) + "\n")
+        print(f"wrote {args.measured}")
     return 0
 
 

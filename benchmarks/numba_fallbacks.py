@@ -41,13 +41,13 @@ def account(outputs: list, fast_math: bool = False) -> dict:
     low = lower(request(outputs, backend="numba", fast_math=fast_math))
     printer = low.request.target.printer(low)
     printer.module()
-    kernels, numpy_ops = printer.stats()
+    kernels, numpy_ops = printer.stats() or ([], {})
     scans, seen, compiled = [], set(), 0
     for node in low.graph.nodes:
         if not is_loop(node) or id(node.attrs["body"]) in seen:
             continue
         seen.add(id(node.attrs["body"]))
-        missing = _missing(node.attrs["body"], low.request)
+        missing = _missing(node.attrs["body"], _optimizer(low))
         if not missing:
             compiled += 1
             continue
@@ -64,15 +64,24 @@ def account(outputs: list, fast_math: bool = False) -> dict:
             "driver": driver}
 
 
-def _missing(body: Any, req: Any) -> list[dict]:
+def _optimizer(low: Any) -> Any:
+    """``body -> body as emitted`` for the lowered module ``low``."""
+    if hasattr(low, "optimized"):
+        return low.optimized
+    from symgrad.backends.loops import optimized_body  # before the stages owned it
+
+    return lambda body: optimized_body(body, low.request)
+
+
+def _missing(body: Any, optimized: Any) -> list[dict]:
     """The nodes of ``body`` (and of loops nested in it) without a form in a compiled loop,
     as :func:`symgrad.backends.targets.numba.loops.missing` finds them, with details."""
-    from symgrad.backends.loops import is_loop, optimized_body
+    from symgrad.backends.loops import is_loop
     from symgrad.backends.targets.numba import source
     from symgrad.backends.targets.numba.table import loop_form
 
     out: list[dict] = []
-    stack, seen = [optimized_body(body, req)], set()
+    stack, seen = [optimized(body)], set()
     while stack:
         b = stack.pop()
         if id(b) in seen:
@@ -86,7 +95,7 @@ def _missing(body: Any, req: Any) -> list[dict]:
             if n.dtype not in source.NUMBA_TYPE:
                 out.append(_entry(n, nodes, f"dtype {n.dtype} has no Numba type here"))
             elif is_loop(n):
-                stack.append(optimized_body(n.attrs["body"], req))
+                stack.append(optimized(n.attrs["body"]))
             elif not (n.is_var or n.is_const) and loop_form(n, nodes) is None:
                 out.append(_entry(n, nodes, _loop_reason(n, nodes)))
     return out

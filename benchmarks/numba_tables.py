@@ -64,40 +64,41 @@ def one_line(rec: dict) -> str:
     return f"  {rec['row']}: " + "; ".join(parts)
 
 
-def _name(rec: dict) -> str:
-    return f"{rec['label']} | {rec['spelling']}"
+def _name(rec: dict) -> list[str]:
+    return [rec["label"], rec["spelling"]]
 
 
-def render(results: dict) -> list[str]:
-    """All tables, as Markdown lines."""
-    m = results["machine"]
+def _table(caption: str, columns: list[str], rows: list[list[str]]) -> dict:
+    return {"caption": caption, "columns": columns, "rows": rows}
+
+
+def tables(results: dict) -> list[dict]:
+    """The tables (``caption``, ``columns``, ``rows`` of strings) of the results."""
     rows = results["rows"]
-    out = [f"# backend='numba' against its peers ({results['date']})", "",
-           f"`{results['command'].strip()}`{' (quick: smoke sizes)' if results['quick'] else ''}"
-           f"; {m['cpu']}, {m['cores']} cores, load average {m['loadavg_start'][0]:.1f} at "
-           f"the start, {m['loadavg_end'][0]:.1f} at the end; speed probe "
-           f"{seconds(m['probe_start_s'])} / {seconds(m['probe_end_s'])}; one thread each; "
-           f"{results['budget_s']} s of paired samples per row; wall {results['wall_s']:.0f} s.",
-           "Versions: " + ", ".join(f"{k} {v}" for k, v in results["versions"].items() if v)]
-    for peer, note in results.get("skipped_peers", {}).items():
-        out.append(f"Skipped {peer}: {note}")
-    out += ["", "## Run time per gradient: median [min-max]", "",
-            "| workload | spelling | " + " | ".join(SYSTEM_NAMES[s] for s in ORDER) + " |",
-            "|---|---|" + "---|" * len(ORDER)]
-    out += [f"| {_name(r)} | " + " | ".join(_cell(r["systems"].get(s)) for s in ORDER) + " |"
-            for r in rows]
-    out += ["", "## symgrad-numba's time over each: paired median [min-max]", "",
-            "| workload | spelling | fastest peer | / fastest peer | / hand NumPy | / JAX | "
-            "/ PyTensor | / CasADi | / NumPy backend |", "|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        rt = r.get("ratios", {})
-        fastest = rt.get("fastest_peer", {}).get("peer", "-")
-        out.append(f"| {_name(r)} | {SYSTEM_NAMES.get(fastest, fastest)} | "
-                   + " | ".join(_ratio(rt.get(k)) for k in ("fastest_peer", "hand", "jax",
-                                                            "pytensor", "casadi", "numpy"))
-                   + " |")
-    out += _builds(rows) + _targets(rows) + fallbacks(rows)
-    return out
+    return [
+        _table("Run time per gradient: median [min-max]",
+               ["workload", "spelling", *(SYSTEM_NAMES[s] for s in ORDER)],
+               [[*_name(r), *(_cell(r["systems"].get(s)) for s in ORDER)] for r in rows]),
+        _table("symgrad-numba's time over each system's: paired median [min-max]",
+               ["workload", "spelling", "fastest peer", "/ fastest peer", "/ hand NumPy",
+                "/ JAX", "/ PyTensor", "/ CasADi", "/ NumPy backend"],
+               [_ratios(r) for r in rows]),
+        _table("Builds (cold: empty disk caches; Numba, JAX, PyTensor warmed up first)",
+               ["workload", "spelling", "symgrad-numba cold", "warm", "of it Numba's compile",
+                "NumPy backend", "JAX cold jit", "PyTensor-numba cold", "CasADi",
+                "numba / JAX"], [_builds(r) for r in rows]),
+        _table("Issue 32's targets (symgrad-numba, paired medians)",
+               ["workload", "spelling", "target", "limit", "measured", "status"],
+               [[*_name(r), *_target(t)] for r in rows for t in r.get("targets", [])]),
+    ]
+
+
+def _ratios(rec: dict) -> list[str]:
+    rt = rec.get("ratios", {})
+    fastest = rt.get("fastest_peer", {}).get("peer", "-")
+    return [*_name(rec), SYSTEM_NAMES.get(fastest, fastest),
+            *(_ratio(rt.get(k)) for k in ("fastest_peer", "hand", "jax", "pytensor", "casadi",
+                                          "numpy"))]
 
 
 def _build(entry: dict | None, key: str = "build_s") -> str:
@@ -110,43 +111,73 @@ def _build(entry: dict | None, key: str = "build_s") -> str:
     return seconds(entry.get(key))
 
 
-def _builds(rows: list[dict]) -> list[str]:
-    out = ["", "## Builds (cold: empty disk caches; Numba, JAX, PyTensor warmed up first)", "",
-           "| workload | spelling | symgrad-numba cold | warm | of it Numba's compile | "
-           "NumPy backend | JAX cold jit | PyTensor-numba cold | CasADi | numba / JAX |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        s = r["systems"]
-        nb, jx = s.get("numba", {}), s.get("jax", {})
-        native = nb.get("build_seconds", {}).get("native compile")
-        ratio = (f"{nb['build_s'] / jx['build_s']:.2f}x"
-                 if "build_s" in nb and "build_s" in jx else "-")
-        out.append(f"| {_name(r)} | {_build(nb)} | {_build(nb, 'warm_build_s')} | "
-                   f"{seconds(native)} | {_build(s.get('numpy'))} | {_build(jx)} | "
-                   f"{_build(s.get('pytensor'))} | {_build(s.get('casadi'))} | {ratio} |")
-    failures = [(r, k, e["error"]) for r in rows for k, e in r["systems"].items()
+def _builds(rec: dict) -> list[str]:
+    s = rec["systems"]
+    nb, jx = s.get("numba", {}), s.get("jax", {})
+    native = nb.get("build_seconds", {}).get("native compile")
+    ratio = f"{nb['build_s'] / jx['build_s']:.2f}x" if "build_s" in nb and "build_s" in jx \
+        else "-"
+    return [*_name(rec), _build(nb), _build(nb, "warm_build_s"), seconds(native),
+            _build(s.get("numpy")), _build(jx), _build(s.get("pytensor")),
+            _build(s.get("casadi")), ratio]
+
+
+def _target(t: dict) -> list[str]:
+    measured = f"{t['measured']:.2f}x" if t["measured"] is not None else "-"
+    status = t["status"] if t["status"] != "failed" else f"failed ({t['why']})"
+    return [t["target"], f"<= {t['limit']:.1f}x", measured, status]
+
+
+def _markdown(table: dict) -> list[str]:
+    return ["", f"## {table['caption']}", "", "| " + " | ".join(table["columns"]) + " |",
+            "|" + "---|" * len(table["columns"]),
+            *("| " + " | ".join(row) + " |" for row in table["rows"])]
+
+
+def header(results: dict) -> str:
+    """One paragraph: command, machine, load, versions."""
+    m = results["machine"]
+    quick = " (quick: smoke sizes)" if results["quick"] else ""
+    return (f"`{results['command'].strip()}`{quick}; {m['cpu']}, {m['cores']} cores, load "
+            f"average {m['loadavg_start'][0]:.1f} at the start, {m['loadavg_end'][0]:.1f} at "
+            f"the end; speed probe {seconds(m['probe_start_s'])} / "
+            f"{seconds(m['probe_end_s'])}; one thread each; {results['budget_s']} s of paired "
+            f"samples per row; wall {results['wall_s']:.0f} s. Versions: "
+            + ", ".join(f"{k} {v}" for k, v in results["versions"].items() if v) + ".")
+
+
+def render(results: dict) -> list[str]:
+    """All tables, as Markdown lines."""
+    out = [f"# backend='numba' against its peers ({results['date']})", "", header(results)]
+    out += [f"Skipped {peer}: {note}" for peer, note in results.get("skipped_peers", {}).items()]
+    for table in tables(results):
+        out += _markdown(table)
+    failures = [(r, k, e["error"]) for r in results["rows"] for k, e in r["systems"].items()
                 if "error" in e]
     if failures:
         out += ["", "Failed cells:", ""]
-        out += [f"- {_name(r).replace(' | ', ', ')}, {SYSTEM_NAMES[k]}: {err}"
-                for r, k, err in failures]
-    return out
-
-
-def _targets(rows: list[dict]) -> list[str]:
-    out = ["", "## Issue 32's targets (symgrad-numba, paired medians)", "",
-           "| workload | spelling | target | limit | measured | status |",
-           "|---|---|---|---|---|---|"]
+        out += [f"- {', '.join(_name(r))}, {SYSTEM_NAMES[k]}: {err}" for r, k, err in failures]
     counts: dict[str, int] = {}
-    for r in rows:
-        for t in r.get("targets", []):
-            counts[t["status"]] = counts.get(t["status"], 0) + 1
-            measured = f"{t['measured']:.2f}x" if t["measured"] is not None else "-"
-            status = t["status"] if t["status"] != "failed" else f"failed ({t['why']})"
-            out.append(f"| {_name(r)} | {t['target']} | <= {t['limit']:.1f}x | {measured} | "
-                       f"{status} |")
+    for t in (t for r in results["rows"] for t in r.get("targets", [])):
+        counts[t["status"]] = counts.get(t["status"], 0) + 1
     out += ["", "Targets: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))]
-    return out
+    return out + fallbacks(results["rows"])
+
+
+def measured(results: dict, title: str) -> dict:
+    """The results in the form of ``benchmarks/measured/*.json`` (``benchmarks.tables``)."""
+    m = results["machine"]
+    return {
+        "title": title, "command": results["command"].strip(), "date": results["date"],
+        "machine": f"{m['cpu']}, {m['cores']} cores shared with other work (load average "
+                   f"{m['loadavg_start'][0]:.1f} at the start, {m['loadavg_end'][0]:.1f} at "
+                   "the end): absolute times are inflated and noisy, the paired ratios are "
+                   "the figures to read",
+        "method": header(results),
+        "tables": tables(results),
+        "notes": ["What stayed NumPy (`sg.stats(..., backend=\"numba\")`), worst first:",
+                  "\n".join(fallbacks(results["rows"])[3:])],
+    }
 
 
 def _badness(rec: dict) -> float:
@@ -162,7 +193,7 @@ def fallbacks(rows: list[dict]) -> list[str]:
     for r in sorted(rows, key=_badness, reverse=True):
         acc = r.get("numba")
         ratio = r.get("ratios", {}).get("fastest_peer")
-        head = f"- **{_name(r).replace(' | ', ', ')}**" + (
+        head = f"- **{', '.join(_name(r))}**" + (
             f" ({_ratio(ratio, False)} its fastest peer)" if ratio else "")
         if not acc or "error" in acc:
             out.append(f"{head}: no account ({(acc or {}).get('error', 'not built')})")

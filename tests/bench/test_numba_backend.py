@@ -24,7 +24,7 @@ from benchmarks import numba_fallbacks, numba_tables  # noqa: E402
 pytest.importorskip("numba")
 
 
-def test_quick_run_of_two_rows_records_checks_and_renders(x64):
+def test_quick_run_of_two_rows_records_checks_and_renders(x64, tmp_path):
     systems = ("numba", "numpy", "hand", "jax", "casadi")
     res = nb.run(["w3_rosenbrock_public", "w4_python"], budget=0.01, quick=True,
                  log=lambda *a: None, systems=systems)
@@ -49,6 +49,12 @@ def test_quick_run_of_two_rows_records_checks_and_renders(x64):
     for part in ("W3 Rosenbrock n1000 | public", "W4 chain L1e4 (Python loop) | public",
                  "## Issue 32's targets", "What stayed NumPy", "CasADi"):
         assert part in text
+    from benchmarks import tables  # the documentation's form of the same tables
+
+    path = tmp_path / "numba_spellings.json"
+    path.write_text(json.dumps(numba_tables.measured(res, nb.MEASURED_TITLE)))
+    doc = tables.markdown(tables.load(path))
+    assert "| W4 chain L1e4 (Python loop) | public |" in doc and "worst first" in doc
 
 
 def _row(**ratios):
