@@ -26,47 +26,10 @@ def _triples(table: dict[str, dict[str, str]]) -> frozenset[tuple[str, str, str]
                      for mod, names in mods.items() for n in names.split())
 
 
-# Private names still imported from another module, by importer: functional/'s shared
-# helpers, ops/'s shared stanza helpers, numpy_calculus's slicing helper
-# and body.py's ``_operand``. Remove what is made public; add none. (The helpers generated
-# code calls are named ``_sg_*`` so they never clash with a user's names in an emitted
-# module; that prefix is a namespace, not privacy, and they are not counted.)
-PRIVATE_LEFT = _triples({
-    "frontend.numpy_calculus": {
-        "frontend.numpy_arrays": "_slice_along",
-    },
-    "functional.builders": {
-        "functional.checks": "_as_output _check_scalar _fun_name _split _wrt",
-    },
-    "functional.traced": {
-        "functional.arguments": ("_CHARS _OK _as_array _declared _flat_args _leaf_names "
-                                 "_parameter_names _static_key _unique"),
-    },
-    "functional.transforms": {
-        "functional.builders": "_call_make _grad_make _hessian_make _jac_make _jvp_make _vjp_make",
-        "functional.checks": "_argnums _check_function _fun_name _is_expr _one_argnums _tuple_args",
-    },
-    "functional.vmap": {
-        "functional.builders": "_call_make",
-        "functional.checks": "_check_function",
-        "functional.traced": "_FRESH",
-    },
-    "ir.body": {
-        "ir.expr": "_operand",
-    },
-    "ops.cumulative": {
-        "ops.reductions": "_prepare_axes _reduce_examples _reduce_infer _sum_dtype",
-    },
-    "ops.functions": {
-        "ops.elementwise": "_compare _split",
-    },
-    "ops.matrix_functions": {
-        "ops.numpy_linalg": "_mT _on_squares",
-    },
-    "ops.special": {
-        "ops.elementwise": "_where_zero",
-    },
-})
+# Private names still imported from another module, by importer. None is left; add none.
+# (The helpers generated code calls are named ``_sg_*`` so they never clash with a user's
+# names in an emitted module; that prefix is a namespace, not privacy: not counted.)
+PRIVATE_LEFT: frozenset[tuple[str, str, str]] = _triples({})
 
 
 def _modules() -> dict[str, Path]:
