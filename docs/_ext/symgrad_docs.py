@@ -71,7 +71,7 @@ def resolve(modname: str, name: str) -> Any:
 @functools.cache
 def _traced_names() -> frozenset[str]:
     """The names ``symgrad.numpy`` traces (read once: making the list walks the registry)."""
-    return frozenset(importlib.import_module("symgrad.numpy")._names())
+    return frozenset(importlib.import_module("symgrad.frontend.functions").traced_names())
 
 
 def _numpy_groups(name: str) -> str:

@@ -26,11 +26,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from ..base.errors import BackendError, SymgradError
+from ..base.memory import gc_paused
 from ..base.progress import start
 from ..ir.body import Body
 from ..ir.expr import Expr
 from ..ir.graph import Graph
-from ..passes.rebuild import gc_paused
+from ..ir.op import RESULT
 from . import layout
 from .docstring import docstring
 from .lines import call, del_lines, fit, moves, releases, stores
@@ -44,7 +45,16 @@ if TYPE_CHECKING:
     from .stages import Function, Lowered
     from .target import Target
 
-__all__ = ["HOOKS", "ModuleState", "Printer"]
+__all__ = ["HOOKS", "RENDER", "ModuleState", "Printer"]
+
+
+def _render(pr: Printer, template: Template, texts: list[str], attrs: dict) -> str:
+    return template.render(texts, attrs)
+
+
+RENDER: list[Callable[[Printer, Template, list[str], dict], str]] = [_render]
+"""How a node's template becomes its text (``RENDER[0]``): :mod:`.callbacks` installs its
+own, which prints a solver's callbacks as module functions (the printer imports none of it)."""
 
 #: The methods a target's printer overrides, by what they shape (each documented below).
 HOOKS = (
@@ -98,6 +108,7 @@ class Printer:
         self._comments: dict[tuple, list[str]] = {}
         self._names_of: dict[int, set[str]] = {}
         self._others_of: dict[int, list[str]] = {}  # node -> its operands' dtypes (_others)
+        self._results: dict[int, dict[int, int]] | None = None  # call -> index -> projection
         # the scans: one loop function each, shared by nested printers (``loops``: the root's)
         self.loops = LoopEmitter(self, loops)
 
@@ -306,8 +317,8 @@ class Printer:
         module level); :meth:`no_source` for an op this printer has no form for."""
         nodes = self.graph.nodes
         for i in self.graph.ancestors(list(fn.outputs)):
-            n = nodes[i]
-            if not (n.is_var or n.is_const) and self.table.get(n.op) is None:
+            n = nodes[i]  # (a projection is a name its call's statement assigns: no form)
+            if not (n.is_var or n.is_const or n.op == RESULT) and self.table.get(n.op) is None:
                 self.no_source(n.op, i)
         return plan(self.graph, fn, self.table, self.reserved(), self.lowered.derivatives,
                     hoisted)
@@ -337,7 +348,6 @@ class Printer:
         consts = self.state.consts
         body = [i for i in p.order if not (nodes[i].is_var or (
             (nodes[i].is_const or i in consts) and i not in outputs))]
-        body = self.loops.arrange(body)  # a scan's results consecutive
         big = len(body) > layout.REGISTERS_FROM
         if big:
             names = dict(names)
@@ -420,25 +430,42 @@ class Printer:
         for i in body:
             progress.update()
             n = nodes[i]
-            loop = self.loops.statement(i, names, body)  # a scan's results: one call
+            if n.op == RESULT:  # a name its call's statement assigns
+                continue
+            loop = self.loops.statement(i, names, body)  # a scan: its loop function's call
             if loop is not None:
                 lines += loop
             else:
                 expr = self.expr(i, names)
                 if i in self.state.consts:  # never hand out the shared constant
                     expr = self.copy_text(expr)
-                code = f"    {names[i]} = {expr}"
+                code = f"    {self.targets(i, names)} = {expr}"
                 lines.append(self._line(code, n, names) if comments else code)
-            dead = [names[a] for a in dead_after.get(i, ()) if names[a] != names[i]]
+            dead = [names[a] for a in dead_after.get(i, ()) if names[a] != names.get(i)]
             lines += del_lines(dead)
         progress.close()
         return lines
+
+    def targets(self, i: int, names: dict[int, str]) -> str:
+        """What node ``i``'s statement assigns: its name, or for a call with several
+        results its results' names (``_`` for a result this function does not read)."""
+        n = self.graph.nodes[i]
+        if not n.is_call:
+            return names[i]
+        if self._results is None:
+            self._results = {}
+            for m in self.graph.nodes:
+                if m.op == RESULT:
+                    self._results.setdefault(m.args[0], {})[m.attrs["index"]] = m.id
+        found = self._results.get(i, {})
+        items = [names.get(found.get(k, -1), "_") for k in range(len(n.dtype))]
+        return ", ".join(items) + ("," if len(items) == 1 else "")
 
     # -- one node -----------------------------------------------------------------------
 
     def expr(self, i: int, names: dict[int, str]) -> str:
         n = self.graph.nodes[i]
-        if n.is_var:
+        if n.is_var or n.op == RESULT:  # a projection: the name its call assigned
             return names[i]
         if i in self.state.consts:
             return self.const_text(i)
@@ -452,7 +479,8 @@ class Printer:
         texts = [self.operand(a, n, names) for a in n.args]
         if any(k in self.state.inlined for k in n.args):
             texts = self._typed_scalars(n, src, texts)
-        text = src.render(texts, self._data_names(n.attrs))
+        # module data and a solver's callbacks: by the names of what the module holds
+        text = RENDER[0](self, src, texts, self._data_names(n.attrs))
         if not isinstance(text, str) or "\n" in text:
             raise SymgradError(f"op {n.op!r} has a source template that gives no one-line text")
         return text
@@ -527,10 +555,10 @@ class Printer:
         if of is None and (n.role == "forward" or n.origin is None):
             return code
         o = self.graph.nodes[n.origin if of is None else of]
-        if o.id not in names:  # no line of this function computes it: nothing to cite
-            return code
+        target = self.targets(o.id, names) if o.is_call else names.get(o.id)
+        if not target or not target.strip(", _"):
+            return code  # no line of this function computes it: nothing to cite
         mark = "tangent of" if of is None and n.role == "tangent" else "backprop of"
-        target = names[o.id]
         for what in self._forward_texts(o, target, names):
             line = f"{code}  # {mark}: {what}"
             if len(line) <= LINE:

@@ -16,10 +16,11 @@ from typing import Any
 
 import numpy as np
 
+from ..base.describe import describe
 from ..base.errors import ArgumentError, ShapeError, SymgradError, UnsupportedError
 from ..ir.expr import Expr, const
 from ..ir.op import FUNCTIONS, SPARSE, sig
-from ..ir.values import describe, exact
+from ..ir.values import exact
 
 Fn = Callable[..., Any]
 _BARE = (TypeError, ValueError, ArithmeticError, IndexError, KeyError, AttributeError)

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..base.errors import UnsupportedError
 from ..ir.expr import Expr, F, call
-from ..ir.shapes import is_complex
+from ..ir.shapes import FLOATS, is_complex
 from .numpy_arrays import atleast_1d, concatenate
 from .numpy_define import as_expr, define, no_out
 
@@ -46,7 +46,7 @@ def angle(z: Any, deg: bool = False) -> Expr:
     z = as_expr(z)
     if is_complex(z.data.dtype):
         return F.angle(z) * (180.0 / math.pi) if deg else F.angle(z)
-    if z.dtype not in ("float64", "float32"):
+    if z.dtype not in FLOATS:
         z = F.astype(z, "float64")
     half = 180.0 if deg else math.pi
     return F.where(F.isnan(z), z, F.where(F.signbit(z), half, 0.0) * F.ones_like(z))

@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
+from ..base.describe import describe
 from ..base.errors import ShapeError, UnsupportedError
 from ..ir.expr import Expr, F, function
-from ..ir.op import FUNCTIONS, REGISTRY, UNSUPPORTED, SignatureError
-from ..ir.shapes import is_complex
-from ..ir.values import describe
+from ..ir.op import FUNCTIONS, REGISTRY, SignatureError
+from ..ir.shapes import FLOATS, is_complex
 from .numpy_arrays import diagonal, moveaxis
 from .numpy_define import as_expr, axes_tuple, axis_int, define, no_out
 
@@ -296,7 +296,10 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
 @define("fabs", "x")
 def fabs(x, **kwargs):
     x = as_expr(x)
-    return F.abs(x if x.dtype in ("float32", "float64") else F.astype(x, "float64"))
+    if is_complex(x.data.dtype):
+        raise UnsupportedError("fabs of complex values: NumPy's fabs is for real values; "
+                               "use abs (the modulus)")
+    return F.abs(x if x.dtype in FLOATS else F.astype(x, "float64"))
 
 
 @define("positive", "x")
@@ -356,7 +359,10 @@ def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kwargs):
 @define("nan_to_num", "x", "=copy", "=nan", copy=True, nan=0.0, posinf=None, neginf=None)
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     x = as_expr(x)
-    info = np.finfo(np.dtype(x.dtype)) if x.dtype in ("float32", "float64") else None
+    if is_complex(x.data.dtype):  # NumPy's: each part on its own
+        parts = [nan_to_num(p, copy, nan, posinf, neginf) for p in (F.real(x), F.imag(x))]
+        return parts[0] + parts[1] * 1j
+    info = np.finfo(np.dtype(x.dtype)) if x.dtype in FLOATS else None
     if info is None:
         return x
     big = info.max if posinf is None else posinf
@@ -506,14 +512,6 @@ def cond(x, p=None):
         big, small = s[..., 0], s[..., -1]
         return small / big if p == -2 else big / small
     return (F.norm(x, ord=p, axis=(-2, -1)) * F.norm(F.inv(x), ord=p, axis=(-2, -1)))
-
-
-UNSUPPORTED.update({
-    "linalg.eig": "the eigenvalues of a general matrix are complex, and symgrad is real-valued;"
-                  " for a symmetric matrix use linalg.eigh",
-    "linalg.eigvals": "the eigenvalues of a general matrix are complex, and symgrad is "
-                      "real-valued; for a symmetric matrix use linalg.eigvalsh",
-})
 
 
 __all__ = ["register_ufuncs"]

@@ -32,6 +32,7 @@ import numpy as np
 from ..base.errors import LimitError, ShapeError, UnsupportedError
 from ..ir import sparse_pattern as pat
 from ..ir.expr import Expr, F
+from ..ir.op import SPARSE
 from ..ir.values import describe
 from .numpy_define import as_expr
 
@@ -376,17 +377,15 @@ class SparseArray:
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         from ..ir.numpy_names import ufunc_name
-        from .sparse_calls import numpy_call
 
         if method != "__call__":
             raise UnsupportedError(f"numpy.{ufunc.__name__}.{method} of a sparse matrix")
-        return numpy_call(ufunc_name(ufunc), inputs, kwargs)
+        return SPARSE["call"](ufunc_name(ufunc), inputs, kwargs)
 
     def __array_function__(self, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
         from ..ir.numpy_names import numpy_name
-        from .sparse_calls import numpy_call
 
-        return numpy_call(numpy_name(func), args, kwargs)
+        return SPARSE["call"](numpy_name(func), args, kwargs)
 
 
 class SparseMatrix(SparseArray):
@@ -505,16 +504,12 @@ def _scalar(o: Any) -> bool:
 
 
 def _is_sparse(o: Any) -> bool:
-    from .sparse_calls import is_sparse
-
-    return is_sparse(o)
+    return SPARSE["is"](o)
 
 
 def as_sparse(o: Any) -> SparseArray:
     """``o`` as a :class:`SparseArray` (a SciPy matrix becomes one with constant values)."""
-    from .sparse_calls import as_sparse as convert
-
-    return convert(o)
+    return SPARSE["as"](o)
 
 
 def full_pattern(shape: tuple[int, int]) -> tuple:

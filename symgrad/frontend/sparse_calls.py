@@ -230,4 +230,4 @@ tree_util.register_pytree_node(SparseArray, _flatten_symgrad, _unflatten)
 tree_util.register_pytree_node(SparseMatrix, _flatten_symgrad, _unflatten)
 tree_util.register_pytree_family("scipy.sparse", _scipy_family)
 
-SPARSE.update({"is": is_sparse, "call": numpy_call})
+SPARSE.update({"is": is_sparse, "call": numpy_call, "as": as_sparse})

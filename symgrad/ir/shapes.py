@@ -6,6 +6,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..base.describe import describe
 from ..base.errors import ShapeError
 
 Shape = tuple[int, ...]
@@ -84,37 +85,31 @@ def complex_dtype(dtype: str) -> str:
     return "complex64" if dtype == "float32" else "complex128"
 
 
-def _describe(value) -> str:
-    from .values import describe  # values imports this module
-
-    return describe(value)
-
-
 def norm_axes(op: str, axis, ndim: int) -> tuple[int, ...]:
     """``axis`` (None, int or tuple) as a sorted tuple of negative axes of an ``ndim`` array."""
     if axis is None:
         return tuple(range(-ndim, 0))
     if not isinstance(axis, (int, np.integer, tuple, list)):
         raise ShapeError(f"{op}: axis must be an int or a tuple of ints, got "
-                         f"{_describe(axis)}")
+                         f"{describe(axis)}")
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     out = set()
     for a in axes:
         if isinstance(a, bool) or not isinstance(a, (int, np.integer)):
             raise ShapeError(f"{op}: axis must be an int or a tuple of ints, got "
-                             f"{_describe(axis)}")
+                             f"{describe(axis)}")
         if not -ndim <= a < ndim:
             raise ShapeError(f"{op}: axis {a} is out of range for an array of rank {ndim}")
         out.add(int(a) - ndim if a >= 0 else int(a))
     if len(out) != len(axes):
-        raise ShapeError(f"{op}: repeated axis in {_describe(axis)}")
+        raise ShapeError(f"{op}: repeated axis in {describe(axis)}")
     return tuple(sorted(out))
 
 
 def norm_axis(op: str, axis, ndim: int) -> int:
     """A single axis as a negative int."""
     if axis is None or isinstance(axis, (tuple, list)):
-        raise ShapeError(f"{op}: axis must be a single int, got {_describe(axis)}")
+        raise ShapeError(f"{op}: axis must be a single int, got {describe(axis)}")
     return norm_axes(op, axis, ndim)[0]
 
 

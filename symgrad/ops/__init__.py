@@ -14,10 +14,12 @@ from ..ir.op import ALIASES, REGISTRY, Op, Signature, SignatureError, lookup, re
 
 # importing a family registers its ops
 from . import (  # noqa: F401
+    calls,
     complex,
     creation,
     cumulative,
     custom,
+    eig,
     elementwise,
     fft,
     functions,
@@ -29,6 +31,7 @@ from . import (  # noqa: F401
     reductions,
     shaping,
     signal,
+    solvers,
     sorting,
     sparse,
     sparse_solve,

@@ -47,7 +47,7 @@ def _true_div(shapes, dtypes, attrs):
     return broadcast("divide", *shapes), float_dtype(result_dtype(*dtypes))
 
 
-def _compare(name: str) -> Callable:
+def compare(name: str) -> Callable:
     def infer(shapes, dtypes, attrs):
         return broadcast(name, *shapes), "bool"
 
@@ -89,10 +89,10 @@ def _zero_at_origin(x, y, value):
 
     Nested so that a constant exponent folds the guard away (``x**2`` gets no ``where``).
     """
-    return F.where(y == 0, _where_zero(x == 0, value), value)
+    return F.where(y == 0, where_zero(x == 0, value), value)
 
 
-def _where_zero(cond, value):
+def where_zero(cond, value):
     """``value`` where ``cond`` is false, exact zero where it is true (for kinks/poles)."""
     return F.where(cond, 0.0, value)
 
@@ -143,7 +143,7 @@ binary("divide", np.true_divide,
 binary("power", np.power,
        lambda n, g: (
            g * _zero_at_origin(n.args[0], n.args[1], n.args[1] * n.args[0] ** (n.args[1] - 1)),
-           g * _where_zero(n.args[0] == 0, n.out * F.log(n.args[0])),
+           g * where_zero(n.args[0] == 0, n.out * F.log(n.args[0])),
        ),
        infix=("**", 14), sympy="Pow", domain=(0.5, 2.0), aliases=("pow",),
        taylor=series.power, complex=True)
@@ -155,14 +155,14 @@ unary("square", np.square, lambda n, g: (g * (2.0 * n.args[0]),), keep_dtype=Tru
       taylor=lambda n, s, K: [n.out] + [series.square_term(s[0], k) for k in range(1, K + 1)],
       ieee=NAN_IN_NAN_OUT, complex=True)
 binary("maximum", np.maximum,
-       lambda n, g: _split(g, n.args[0] > n.args[1], n.args[0] == n.args[1]), sympy="Max",
+       lambda n, g: split_ties(g, n.args[0] > n.args[1], n.args[0] == n.args[1]), sympy="Max",
        taylor=series.piecewise_linear, complex=ORDER)
 binary("minimum", np.minimum,
-       lambda n, g: _split(g, n.args[0] < n.args[1], n.args[0] == n.args[1]), sympy="Min",
+       lambda n, g: split_ties(g, n.args[0] < n.args[1], n.args[0] == n.args[1]), sympy="Min",
        taylor=series.piecewise_linear, complex=ORDER)
 
 
-def _split(g, wins, ties):
+def split_ties(g, wins, ties):
     """Gradient of max/min of two operands: ties split the adjoint equally."""
     one = typed(1.0, g)
     w = F.where(wins, one, F.where(ties, typed(0.5, g), typed(0.0, g)))
@@ -247,7 +247,7 @@ def _abs_rule(n, g):
         return (g * F.sign(z),)
     # |z|' pairs with conj(z) / |z| (zero at 0, as for real x): z / |z| is not locally
     # constant, so it is written out rather than as sign(z), which has no derivative
-    return (g * _where_zero(n.out == 0, F.conj(z) / n.out),)
+    return (g * where_zero(n.out == 0, F.conj(z) / n.out),)
 
 
 def _abs_forward(n, t):
@@ -271,7 +271,7 @@ def _sign_front(x):
     it has its derivative (the ``sign`` op is for real values, where it is locally
     constant)."""
     if isinstance(x, Expr) and is_complex(x.data.dtype):
-        return _where_zero(x == 0, x / F.abs(x))
+        return where_zero(x == 0, x / F.abs(x))
     return call("sign", x)
 
 
@@ -291,7 +291,7 @@ for _name, _fn, _sym in (
     ("greater", np.greater, ">"), ("greater_equal", np.greater_equal, ">="),
     ("equal", np.equal, "=="), ("not_equal", np.not_equal, "!="),
 ):
-    binary(_name, _fn, None, infer=_compare(_name), infix=(_sym, 6), differentiable=False,
+    binary(_name, _fn, None, infer=compare(_name), infix=(_sym, 6), differentiable=False,
            complex=True if _sym in ("==", "!=") else ORDER)
 
 

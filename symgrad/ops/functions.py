@@ -20,13 +20,13 @@ import math
 
 import numpy as np
 
+from ..base.describe import describe
 from ..base.errors import ShapeError
 from ..ir.expr import F
 from ..ir.op import Op, register, sig
-from ..ir.shapes import DTYPES, broadcast, is_complex, is_float, real_dtype, result_dtype
-from ..ir.values import describe
+from ..ir.shapes import DTYPES, FLOATS, broadcast, is_complex, is_float, real_dtype, result_dtype
 from . import series
-from .elementwise import ORDER, _compare, _split, binary, unary
+from .elementwise import ORDER, binary, compare, split_ties, unary
 from .tangent import first
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
@@ -156,7 +156,7 @@ def _atan2_rule(n, g):
 
 def _float_infer(shapes, dtypes, attrs):
     dtype = result_dtype(*dtypes)
-    return broadcast("binary", *shapes), dtype if dtype in ("float32", "float64") else "float64"
+    return broadcast("binary", *shapes), dtype if dtype in FLOATS else "float64"
 
 
 binary("arctan2", np.arctan2, _atan2_rule, infer=_float_infer, sympy="atan2",
@@ -182,12 +182,12 @@ binary("fmod", np.fmod, lambda n, g: (g, -(g * F.trunc(n.args[0] / n.args[1]))),
 binary("floor_divide", np.floor_divide, None, differentiable=False, domain=(0.5, 2.0),
        doc="floor(x1 / x2); its derivative is 0")
 binary("fmax", np.fmax,
-       lambda n, g: _split(g, (n.args[0] > n.args[1]) | F.isnan(n.args[1]),
+       lambda n, g: split_ties(g, (n.args[0] > n.args[1]) | F.isnan(n.args[1]),
                            n.args[0] == n.args[1]),
        doc="maximum that ignores NaN; ties split the gradient equally",
        taylor=series.piecewise_linear, complex=ORDER)
 binary("fmin", np.fmin,
-       lambda n, g: _split(g, (n.args[0] < n.args[1]) | F.isnan(n.args[1]),
+       lambda n, g: split_ties(g, (n.args[0] < n.args[1]) | F.isnan(n.args[1]),
                            n.args[0] == n.args[1]),
        doc="minimum that ignores NaN; ties split the gradient equally",
        taylor=series.piecewise_linear, complex=ORDER)
@@ -251,4 +251,4 @@ register(Op(
     doc="x converted to dtype; gradients flow between float dtypes only",
 ))
 
-del _name, _fn, _sym, _compare
+del _name, _fn, _sym, compare

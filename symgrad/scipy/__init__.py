@@ -2,12 +2,16 @@
 
 ``symgrad.scipy.special`` (error functions, the normal CDF and its logarithm, gamma family,
 Bessel functions, ``logsumexp``, ...), ``symgrad.scipy.stats`` (``norm``, ``t``,
-``multivariate_normal``, ``gamma``, ``beta``), ``symgrad.scipy.linalg``
+``multivariate_normal``, ``gamma``, ``beta``), ``symgrad.scipy.fft`` (the transforms of
+``numpy.fft`` with SciPy's signatures), ``symgrad.scipy.linalg``
 (``solve_triangular``, ``cho_solve``, ...), ``symgrad.scipy.signal`` (``convolve``,
-``correlate``, ...) and ``symgrad.scipy.sparse`` (sparse matrices with symbolic values,
-``.linalg``'s solvers):
-code written against ``scipy`` traces when its imports name these modules instead, as with
-``autograd.scipy`` and ``jax.scipy``. SciPy's special-function ufuncs applied to an Expr
+``correlate``, ...), ``symgrad.scipy.sparse`` (sparse matrices with symbolic values,
+``.linalg``'s solvers), ``symgrad.scipy.optimize`` (``root``, ``minimize``, ... solved by
+SciPy, differentiated implicitly) and ``symgrad.scipy.integrate`` (``solve_ivp``,
+``odeint``, with sensitivities): code written against ``scipy`` traces when its imports
+name these modules instead, as with ``autograd.scipy`` and ``jax.scipy``, and inside
+``sg.grad(fun)`` and the other function transforms ``scipy``'s own names are read as these
+(:mod:`symgrad.frontend.scipy_names`). SciPy's special-function ufuncs applied to an Expr
 (``scipy.special.erf(x)``) are routed here by the array protocol.
 
 >>> import symgrad as sg
@@ -16,9 +20,13 @@ code written against ``scipy`` traces when its imports name these modules instea
 0.0
 """
 
-from . import linalg, signal, sparse, special, stats  # special registers scipy.special's names
+from ..frontend import scipy_names as _names
+from . import fft, integrate, linalg, optimize, signal, sparse, special, stats  # special: ufuncs
 
-__all__ = ["linalg", "signal", "sparse", "special", "stats"]
+__all__ = ["fft", "integrate", "linalg", "optimize", "signal", "sparse", "special", "stats"]
+
+for _name in __all__:  # scipy.<name> read by a traced function means this module's
+    _names.register(_name, globals()[_name])
 
 
 def support_markdown() -> str:

@@ -212,3 +212,12 @@ def test_hostile_loops_in_text_stop_at_a_limit():
         sg.parse(wide)  # 50,000 parameters read in linear time
     with pytest.raises(sg.ParseError, match="takes 2 parameters"):
         sg.parse(f"scan({wide}, 1.0, length=2)")
+
+
+def test_a_lambda_parameter_shadows_a_function_of_its_name():
+    """As in Python: ``sin`` inside ``lambda c, sin: ...`` is the parameter (a value), so
+    ``sin(c)`` there is an error, not the function."""
+    got = sg.parse("scan(lambda c, sin: (c + sin, c), 1.0, xs)[0]", shapes={"xs": (3,)})
+    assert sg.evaluate(got, {"xs": [1.0, 2.0, 3.0]}) == 7.0
+    with pytest.raises(sg.ParseError, match="parameter of the enclosing lambda.*rename"):
+        sg.parse("scan(lambda c, sin: (c + sin(c), c), 1.0, xs)[0]", shapes={"xs": (3,)})

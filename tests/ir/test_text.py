@@ -300,7 +300,7 @@ def test_draw_without_matplotlib_says_what_to_do(monkeypatch):
         sg.draw(sg.var("x"), "never.png")
 
 
-# -- Jupyter's rich display (issue 19, item 11) ----------------------------------------------
+# -- Jupyter's rich display --------------------------------------------------------------
 
 
 def _bundle(value) -> dict:

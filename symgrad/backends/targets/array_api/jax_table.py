@@ -13,10 +13,10 @@ from __future__ import annotations
 from ....ops.indexing import key_source
 from ...template import Template
 from .sparse import UNSUPPORTED as SPARSE_UNSUPPORTED
-from .table import ARRAY_API, SPECIAL_BINARY, SPECIAL_TERNARY, SPECIAL_UNARY
+from .table import ARRAY_API, SOLVER_UNSUPPORTED, SPECIAL_BINARY, SPECIAL_TERNARY, SPECIAL_UNARY
 
-UNSUPPORTED: dict[str, str] = {**SPARSE_UNSUPPORTED}
-"""Ops this backend cannot write, with the reason (the sparse solves)."""
+UNSUPPORTED: dict[str, str] = {**SPARSE_UNSUPPORTED, **SOLVER_UNSUPPORTED}
+"""Ops this backend cannot write, with the reason (the sparse solves, SciPy's solvers)."""
 
 
 def _index(names: list[str], attrs: dict) -> str:

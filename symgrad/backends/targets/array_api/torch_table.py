@@ -13,10 +13,10 @@ from __future__ import annotations
 from ...template import Template
 from .helpers import _sg_xp_lu
 from .sparse import UNSUPPORTED as SPARSE_UNSUPPORTED
-from .table import ARRAY_API
+from .table import ARRAY_API, SOLVER_UNSUPPORTED
 
-UNSUPPORTED: dict[str, str] = {**SPARSE_UNSUPPORTED}
-"""Ops this backend cannot write, with the reason (the sparse solves)."""
+UNSUPPORTED: dict[str, str] = {**SPARSE_UNSUPPORTED, **SOLVER_UNSUPPORTED}
+"""Ops this backend cannot write, with the reason (the sparse solves, SciPy's solvers)."""
 
 _NATIVE = ("erf", "erfc", "erfinv", "erfcx", "ndtr", "ndtri", "log_ndtr", "logit", "gammaln",
            "digamma", "i0", "i1", "i0e", "i1e", "sinc")

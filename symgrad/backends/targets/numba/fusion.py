@@ -36,8 +36,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ....ir.shapes import DTYPES, FLOATS
+
 MAX_OPS = 32  # ops per compiled loop: Numba's compile time is superlinear in function size
-DTYPES = frozenset({"float64", "float32", "int64", "int32", "bool"})
 REDUCTIONS = frozenset({"sum"})  # reductions a region may end with (accumulated in its loop)
 
 # The cost model, in nanoseconds: one NumPy call vs one compiled call, and per element.
@@ -66,8 +67,11 @@ class Region:
 
 
 def elementwise(n: Any, nodes: Sequence, table: dict) -> bool:
-    """Whether node ``n`` is an elementwise op with a scalar form, of dtypes a loop holds."""
-    return (not (n.is_var or n.is_const) and table.get(n.op) is not None
+    """Whether node ``n`` is an elementwise op with a scalar form, of dtypes a loop holds
+    (and, for a form exact for some result dtypes only, of one of those)."""
+    form = table.get(n.op)
+    return (not (n.is_var or n.is_const) and form is not None
+            and n.dtype in getattr(form, "dtypes", DTYPES)
             and n.dtype in DTYPES and all(nodes[a].dtype in DTYPES for a in n.args))
 
 
@@ -75,7 +79,7 @@ def _reduction(n: Any, nodes: Sequence, table: dict) -> bool:
     """A ``sum`` of an elementwise node, in floating point: a region may end with it."""
     if n.is_var or n.is_const or n.op not in REDUCTIONS or len(n.args) != 1:
         return False
-    return n.dtype in ("float64", "float32") and elementwise(nodes[n.args[0]], nodes, table)
+    return n.dtype in FLOATS and elementwise(nodes[n.args[0]], nodes, table)
 
 
 def _axes(n: Any, ndim: int) -> tuple[int, ...]:

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from ....base.errors import SymgradError
 from ....ir.body import Body
+from ....ir.op import RESULT
 from ...lines import call
 from ...loops import LoopSpec, is_loop
 from ..numpy.loops import numpy_loop
@@ -80,10 +81,14 @@ def missing(body: Body, lowered: Lowered) -> list[str]:
         if any(nd.is_const and nd.shape != () for nd in nodes):
             out.append("const")  # a folded array constant: no place in a step
         for n in nodes:
-            if n.dtype not in nb.NUMBA_TYPE:
-                out.append(n.op)
-            elif is_loop(n):
+            if is_loop(n):
                 stack.append(lowered.optimized(n.attrs["body"]))
+            elif n.op == RESULT:  # a name its call assigns
+                continue
+            elif n.is_call and loop_form(n, nodes) is None:
+                out.append(n.op)
+            elif not n.is_call and n.dtype not in nb.NUMBA_TYPE:
+                out.append(n.op)
             elif not (n.is_var or n.is_const) and loop_form(n, nodes) is None:
                 out.append(n.op)
     return out
@@ -99,7 +104,7 @@ def loop_ops(body: Body, lowered: Lowered) -> list[str]:
         for n in b.graph.nodes:
             if is_loop(n):
                 stack.append(lowered.optimized(n.attrs["body"]))
-            elif not (n.is_var or n.is_const):
+            elif not (n.is_var or n.is_const or n.op == RESULT):
                 out.append(n.op)
     return out
 

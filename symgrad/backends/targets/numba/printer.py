@@ -20,9 +20,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ....ir.body import Body
+from ....ir.op import RESULT
 from ... import layout
 from ...lines import del_lines
-from ...loops import LoopSpec, is_loop
+from ...loops import LoopSpec, is_loop, results_in
 from ...plan import Plan
 from ...printer import ModuleState, Printer
 from ..numpy.printer import NumpyPrinter
@@ -114,19 +115,20 @@ class NumbaPrinter(NumpyPrinter):
                 first, *rest = f"    {code}".split("\n")
                 lines.append(f"{first}  # {note}" if len(first) + len(note) < 96 else first)
                 lines += rest
-            else:
+            elif nodes[i].op != RESULT:  # a projection: named by its call's statement
                 self._count(i)
-                # a scan's results: one call at the first (the loop runs once)
-                group = self.loops.members(i, list(reads)) if is_loop(nodes[i]) else [i]
-                if group[0] == i:
-                    keep = outputs | {*group, *(a for j in group for a in nodes[j].args)}
-                    lines += super().statements(group, names, keep, comments)
-            lines += del_lines([names[a] for a in dead_after.get(i, ()) if names[a] != names[i]])
+                group = [i, *results_in(nodes, i, list(reads)).values()] if nodes[i].is_call \
+                    else [i]
+                keep = outputs | {*group, *(a for j in group for a in nodes[j].args)}
+                lines += super().statements(group, names, keep, comments)
+            lines += del_lines([names[a] for a in dead_after.get(i, ())
+                                if names[a] != names.get(i)])
         return lines
 
     def _count(self, i: int) -> None:
         n = self.graph.nodes[i]
-        if not (n.is_var or n.is_const or is_loop(n)):  # a loop: counted by render_loop
+        if not (n.is_var or n.is_const or is_loop(n) or n.op == RESULT):  # a loop: counted
+            # by render_loop; a projection is a name
             self.numpy_counts[n.op] = self.numpy_counts.get(n.op, 0) + 1
 
     def _kernel(self, r: fusion.Region, names: dict[int, str]) -> tuple[str, str]:

@@ -8,18 +8,36 @@ operand, already typed as the graph says), or ``None``: the op has no scalar for
 written by the driver with NumPy's call (matrix products and decompositions are BLAS/LAPACK
 either way; reductions other than the ``sum`` a region ends with, shaping and indexing move
 data rather than compute it). :data:`NOT_FUSED` says why for each ``None``; a test pins the
-set.
+set. An :class:`Exact` entry is NumPy's value for results of its dtypes only (integer
+remainders and powers trap or wrap in compiled code where NumPy gives 0 or raises): for
+other results the op stays NumPy's call.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from ....ir.shapes import FLOATS
 from ...template import Template
 from ..numpy.table import NUMPY
 
 T = Template
+_FLOAT_RESULTS = frozenset({"float64", "float32"})
+
+
+@dataclass(frozen=True)
+class Exact(Template):
+    """A scalar form that gives NumPy's values for results of ``dtypes`` only."""
+
+    dtypes: frozenset[str] = _FLOAT_RESULTS
+
+
+def fuses(n: Any) -> bool:
+    """Whether op node ``n``'s entry computes NumPy's value for its result dtype."""
+    form = NUMBA.get(n.op)
+    return form is not None and (not isinstance(form, Exact) or n.dtype in form.dtypes)
 
 # elementwise ops whose element is NumPy's own ufunc on a scalar (Numba implements those
 # ufuncs for scalars with NumPy's semantics: NaN propagation, signed zeros, inf)
@@ -28,9 +46,9 @@ _UFUNC = (
     "tan", "tanh", "sinh", "cosh", "abs", "sign", "arcsin", "arccos", "arctan", "arcsinh",
     "arccosh", "arctanh", "exp2", "log2", "log10", "cbrt", "reciprocal", "deg2rad", "rad2deg",
     "floor", "ceil", "rint", "trunc", "isnan", "isinf", "isfinite", "signbit", "logical_not",
-    "arctan2", "hypot", "logaddexp", "logaddexp2", "fmod", "floor_divide", "fmax", "fmin",
-    "copysign", "float_power", "heaviside", "logical_and", "logical_or", "logical_xor", "mod",
-    "add", "subtract", "multiply", "divide", "power", "negative", "less", "less_equal",
+    "arctan2", "hypot", "logaddexp", "logaddexp2", "fmax", "fmin",
+    "copysign", "float_power", "heaviside", "logical_and", "logical_or", "logical_xor",
+    "add", "subtract", "multiply", "divide", "negative", "less", "less_equal",
     "greater", "greater_equal", "equal", "not_equal", "sigmoid", "softplus", "relu",
 )
 
@@ -50,9 +68,9 @@ NOT_FUSED: dict[str, str] = {
     **dict.fromkeys(("zeros_like", "ones_like", "eye", "zeros", "ones", "full", "arange",
                      "linspace"), "a constant-maker: NumPy's call"),
     **dict.fromkeys((
-        "band", "inv", "det", "slogdet", "slogdet_sign", "solve", "cholesky", "eigh",
-        "eigh_vectors", "eigvalsh", "svd", "svd_u", "svd_vh", "svdvals", "pinv", "lstsq",
-        "lstsq_residuals", "lstsq_rank", "lstsq_sv", "qr", "qr_q", "norm", "matrix_rank"),
+        "band", "inv", "det", "slogdet", "solve", "cholesky", "eigh", "eig", "eigvals",
+        "eigvalsh", "svd", "svdvals", "pinv", "lstsq",
+        "qr", "norm", "matrix_rank"),
         "a decomposition: LAPACK through NumPy's call"),
     **dict.fromkeys((
         "erf", "erfc", "erfcinv", "erfcx", "erfinv", "ndtr", "ndtri", "log_ndtr", "logit",
@@ -69,9 +87,16 @@ NOT_FUSED: dict[str, str] = {
             "has a loop_form (backends/targets/numba/loops.py), else the NumPy target's loop",
     "stop_gradient": "no arithmetic: the driver passes its operand on",
     **dict.fromkeys(("fftn", "rfftn", "irfft"), "a Fourier transform: NumPy's FFT in the driver"),
+    "result": "a projection: the name its call's statement assigns (no line of its own)",
     **dict.fromkeys(("custom_vjp_call", "custom_jvp_call"),
                     "a custom rule's call: its value is its first operand (no arithmetic)"),
+    **dict.fromkeys(("optimize", "solver_info", "ivp", "ivp_adjoint"),
+                    "a SciPy solver's call in the driver (its callbacks are NumPy functions)"),
+    **dict.fromkeys(("custom_root", "custom_linear_solve"),
+                    "an implicit function's value: its first operand (no arithmetic)"),
     "round": "np.round's decimals= has no scalar form in Numba that rounds like NumPy's",
+    "floor_divide": "NumPy's call: Numba's floor division rounds otherwise at an infinite "
+                    "divisor (floor_divide(-1.0, inf) is -1.0) and traps at INT64_MIN // -1",
     "astype": "a conversion: NumPy's call (float-to-int casts of NaN/inf are undefined in LLVM)",
     **dict.fromkeys(("sparse_matmul", "sparse_sample", "sparse_gather", "sparse_scatter",
                      "sparse_solve", "sparse_iterative", "sparse_iterative_info"),
@@ -88,10 +113,15 @@ NUMBA: dict[str, Template | None] = {
     "where": T("({1} if {0} else {2})"),
     # Numba has no np.heaviside: NumPy's definition (NaN stays NaN; 0 below, h at zero)
     "heaviside": T("(np.nan if np.isnan({0}) else 0.0 if {0} < 0 else {1} if {0} == 0 else 1.0)"),
-    "mod": T("np.remainder({0}, {1})"),
+    # integer remainders trap at INT_MIN % -1 and wrap where NumPy gives 0 (x % 0), integer
+    # powers give garbage for negative exponents where NumPy raises: floats only
+    "mod": Exact("np.remainder({0}, {1})"),
+    "power": Exact(NUMPY["power"].text),
+    # C's fmod keeps the dividend's sign (fmod(-0.0, inf) is -0.0), Numba's loses it
+    "fmod": Exact("(np.fmod({0}, {1}) if np.fmod({0}, {1}) != 0 else np.copysign(0.0, {0}))"),
     # complex numbers (ops/complex.py): Numba's complex scalars
-    "real": T("{0}.real"), "imag": T("{0}.imag"), "conj": T("{0}.conjugate()"),
-    "angle": T("cmath.phase({0})", imports=("cmath",)),
+    "real": T("{0}.real"), "imag": T("{0}.imag"), "conj": T("np.conjugate({0})"),
+    "angle": T("np.angle({0})"),
     **dict.fromkeys(NOT_FUSED),
 }
 
@@ -101,11 +131,10 @@ NUMBA: dict[str, Template | None] = {
 # on the step's own values: a 0-d value is a Numba scalar (the scalar forms above), an array
 # a Numba array (NumPy's call where Numba implements it with NumPy's semantics).
 
-_ARRAY_ELEMENTWISE = frozenset(_UFUNC) - {"heaviside"}  # Numba has no np.heaviside
+_ARRAY_ELEMENTWISE = frozenset(_UFUNC) - {"heaviside", "floor_divide"}  # see NOT_FUSED
 _PASS = frozenset({"stop_gradient", "custom_vjp_call", "custom_jvp_call"})  # no arithmetic
 _FULL = {"sum": "np.sum", "mean": "np.mean", "max": "np.max", "min": "np.min"}
 _ONE_AXIS = {"sum": "np.sum"}  # of these, Numba's takes axis=
-_FLOATS = frozenset({"float64", "float32"})
 
 
 def _index_form(n: Any, nodes: Any) -> Template | None:
@@ -121,7 +150,7 @@ def _index_form(n: Any, nodes: Any) -> Template | None:
 def _reduction_form(n: Any, nodes: Any) -> Template | None:
     x = nodes[n.args[0]]
     axis, keep = n.attrs.get("axis"), n.attrs.get("keepdims")
-    if keep or x.dtype not in _FLOATS:
+    if keep or x.dtype not in FLOATS:
         return None
     if n.shape == ():
         return T(f"{_FULL[n.op]}({{0}})")
@@ -134,7 +163,7 @@ def _reduction_form(n: Any, nodes: Any) -> Template | None:
 def _blas(n: Any, nodes: Any) -> bool:
     """Operands BLAS takes: vectors or matrices of one floating dtype."""
     a, b = (nodes[k] for k in n.args)
-    return (a.dtype == b.dtype and a.dtype in _FLOATS and 1 <= len(a.shape) <= 2
+    return (a.dtype == b.dtype and a.dtype in FLOATS and 1 <= len(a.shape) <= 2
             and 1 <= len(b.shape) <= 2)
 
 
@@ -183,8 +212,11 @@ def loop_form(n: Any, nodes: Any) -> Template | None:
     """
     if n.op in _PASS:
         return NUMPY[n.op]
+    form = NUMBA.get(n.op)
+    if isinstance(form, Exact):
+        return form if n.dtype in form.dtypes else None  # arrays too: Numba's own ufunc
     if n.shape == () and all(nodes[a].shape == () for a in n.args):
-        return NUMBA.get(n.op)
+        return form
     if n.op in _ARRAY_ELEMENTWISE:
         return NUMPY[n.op]
     make = _ARRAY_FORMS.get(n.op)

@@ -4,12 +4,15 @@ finds their kernels (:func:`.source.load`)."""
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
+from ....base.errors import SymgradWarning
 from ...target import Target
 from . import source as numba_source
 from .printer import NumbaPrinter
+from .table import NOT_FUSED
 
 __all__ = ["NUMBA", "NumbaTarget"]
 
@@ -20,6 +23,33 @@ class NumbaTarget(Target):
 
     def load(self, source: str, tag: str) -> tuple[dict[str, Any], str]:
         return numba_source.load(source, tag)
+
+    def review(self, fn: Any) -> None:
+        """Warn (once per reason) where Numba compiles little of ``fn``: a scan left a NumPy
+        loop, or fewer than half its ops in compiled loops; with what sg.stats says."""
+        message = numba_review(fn.kernels, fn.numpy_ops)
+        if message is not None and message not in _WARNED:
+            _WARNED.add(message)
+            warnings.warn(message, SymgradWarning, stacklevel=4)
+
+
+_WARNED: set[str] = set()
+
+
+def numba_review(kernels: list, numpy_ops: dict[str, int]) -> str | None:
+    """The warning for a function Numba compiles little of (None: it compiles enough)."""
+    fused = sum(len(ops) for _, ops in kernels)
+    total = fused + sum(numpy_ops.values())
+    loops = numpy_ops.get("scan", 0)
+    if not loops and 2 * fused >= total:
+        return None
+    top = sorted(numpy_ops.items(), key=lambda kv: (-kv[1], kv[0]))[:4]
+    why = "; ".join(f"{op} ({n}): {NOT_FUSED.get(op, 'no form in a compiled loop')}"
+                    for op, n in top)
+    what = (f"{loops} scan{'' if loops == 1 else 's'} stay{'s' if loops == 1 else ''} a "
+            "NumPy loop" if loops else f"only {fused} of {total} ops run in compiled loops")
+    return (f"compile(backend='numba'): {what}; NumPy runs {why}. sg.stats(exprs, "
+            "backend='numba') lists what is compiled")
 
 
 NUMBA = NumbaTarget(
