@@ -131,10 +131,10 @@ def _swap_numpy() -> None:
 
     linalg = shim("autograd.numpy.linalg", snp.linalg, onp.linalg,
                   {"T": mT, "_dot": dual(snp.dot, onp.dot)})
+    fft = shim("autograd.numpy.fft", snp.fft, onp.fft)
     np_shim = shim("autograd.numpy", snp, onp,
-                   {"linalg": linalg, "random": onp.random, "fft": onp.fft})
+                   {"linalg": linalg, "random": onp.random, "fft": fft})
     sys.modules["autograd.numpy.random"] = onp.random
-    sys.modules["autograd.numpy.fft"] = onp.fft
     autograd.numpy = np_shim
     do.np = np_shim
 
@@ -209,6 +209,21 @@ class ExprVSpace(nvs.ArrayVSpace):
         self.dtype = onp.dtype(value.dtype)
 
 
+class ComplexExprVSpace(nvs.ComplexArrayVSpace):
+    """autograd's vector space of a complex array, for a complex Expr."""
+
+    def __init__(self, value: Expr) -> None:
+        self.shape = tuple(value.shape)
+        self.dtype = onp.dtype(value.dtype)
+
+
+def expr_vspace(value: Expr) -> nvs.ArrayVSpace:
+    """The vector space of an Expr: complex for complex dtypes, as autograd's arrays."""
+    if onp.dtype(value.dtype).kind == "c":
+        return ComplexExprVSpace(value)
+    return ExprVSpace(value)
+
+
 def make_vjp(fun: Any, x: Any) -> tuple:
     """autograd's ``make_vjp(fun, x) -> (vjp, value)`` as ``symgrad.vjp``."""
     y, pull = sg.vjp(fun, x)
@@ -226,7 +241,7 @@ def jacobian(fun: Any, x: Any) -> Any:
 
 
 def _swap_operators() -> None:
-    VSpace.register(Expr, ExprVSpace)
+    VSpace.register(Expr, expr_vspace)
     autograd.core.make_vjp, autograd.core.make_jvp = make_vjp, make_jvp
     do._make_vjp, do._make_jvp = make_vjp, make_jvp
     do.make_vjp, do.make_jvp = unary_to_nary(make_vjp), unary_to_nary(make_jvp)

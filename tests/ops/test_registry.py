@@ -83,7 +83,10 @@ def test_shape_dtype_rule_matches_numpy(case):
     assert out.shape == ref.shape, f"{case.op.name}: rule says {fmt(out.shape)}, NumPy {ref.shape}"
     assert out.dtype == ref.dtype.name, f"{case.op.name}: rule {out.dtype}, NumPy {ref.dtype}"
     got = np.asarray(sg.evaluate(out, inputs))
-    np.testing.assert_array_equal(got, ref)
+    if np.iscomplexobj(ref):  # complex products: NumPy's loops may round one ulp apart
+        np.testing.assert_allclose(got, ref, rtol=4 * np.finfo(ref.dtype).eps, atol=0)
+    else:
+        np.testing.assert_array_equal(got, ref)
     out.graph.verify()
 
 
