@@ -420,7 +420,7 @@ def hvp(f: Expr, wrt: Wrt, v: Expr | str | Any) -> Expr:
         return jvp(grad(f, w), w, v)
 
 
-def derivative(f: Expr, wrt: Wrt, n: int = 1) -> Expr:
+def derivative(f: Expr, wrt: Wrt, n: int = 1, *, holomorphic: bool = False) -> Expr:
     """The ``n``-th derivative of scalar ``f``; for a non-scalar ``wrt`` the derivative
     tensor of shape ``wrt.shape * n``.
 
@@ -429,6 +429,9 @@ def derivative(f: Expr, wrt: Wrt, n: int = 1) -> Expr:
     when every op between ``wrt`` and ``f`` has a Taylor rule; otherwise (and for tensors)
     by ``n`` reverse passes, whose graph can grow geometrically with ``n`` (each pass
     differentiates the last one's products again).
+
+    A complex variable needs ``holomorphic=True`` from the second order on (then ``f`` is
+    complex too, and the derivatives are the complex ones, ``f^(n)(z)``), as ``grad``.
 
     >>> import symgrad as sg
     >>> x = sg.var("x")
@@ -441,6 +444,9 @@ def derivative(f: Expr, wrt: Wrt, n: int = 1) -> Expr:
         raise DifferentiationError(
             f"derivative order must be a non-negative int, got {describe(n)}")
     w = resolve_wrt(f, wrt)
+    holomorphic = _flag(holomorphic, "derivative: holomorphic")
+    if holomorphic or (n > 1 and is_complex(w.data.dtype)):
+        _check_complex("derivative", f, [w], holomorphic)
     if w.size > 1 and n > 1:  # the last order's seed has w.size ** (2 (n - 1)) elements
         big = math.log(limits.dense_elements + 1) / math.log(w.size)
         if 2 * (n - 1) > big or n > big:
@@ -455,7 +461,8 @@ def derivative(f: Expr, wrt: Wrt, n: int = 1) -> Expr:
     results, orders = [f], {f.node: 0}  # for a scalar wrt: each derivative's first order
     with _budget(f, f"derivative(n={n})"):
         for k in range(1, n + 1):
-            out = grad(out, w) if k == 1 else jacobian(out, w)
+            out = (grad(out, w, holomorphic=holomorphic) if k == 1
+                   else jacobian(out, w, holomorphic=holomorphic))
             if w.ndim == 0:
                 first = orders.setdefault(out.node, k)
                 if first != k:  # d^k f is d^first f: the derivatives repeat from here on
@@ -493,17 +500,17 @@ def _check_complex(what: str, f: Expr, wrt: Any, holomorphic: bool, *, inputs: b
                 f"variables, got {f.dtype}" + (f" and real {', '.join(real)}" if real else "")
                 + "; convert with sg.astype(x, 'complex128'), or drop holomorphic=True")
         return
-    if what == "hessian" and any(is_complex(w.data.dtype) for w in targets):
-        raise DifferentiationError(
-            "hessian of a function of complex variables: the Hessian of a real f(z) is not "
-            "complex-linear (JAX refuses it too); take sg.jvp(sg.grad(f, z), z, v) for its "
-            "product with v, or differentiate by the real and imaginary parts")
     if outputs and is_complex(f.data.dtype):
         raise DifferentiationError(
             f"{what} of a complex-valued output ({f.dtype}): as in JAX, pass "
             "holomorphic=True for a holomorphic f, or differentiate a real value "
             "(sg.real(f), sg.abs(f) ** 2)" + ("" if what == "grad" else
                                              ", or use forward mode for real variables"))
+    if what in ("hessian", "derivative") and any(is_complex(w.data.dtype) for w in targets):
+        raise DifferentiationError(
+            f"{what} of a function of complex variables: the Hessian of a real f(z) is not "
+            "complex-linear (JAX refuses it too); take sg.jvp(sg.grad(f, z), z, v) for its "
+            "product with v, or differentiate by the real and imaginary parts")
     if inputs and any(is_complex(w.data.dtype) for w in targets):
         raise DifferentiationError(
             f"{what} by complex variables in forward mode: as in JAX, pass holomorphic=True "

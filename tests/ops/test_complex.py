@@ -150,3 +150,24 @@ def test_every_target_gives_numpys_numbers(backend, x64):
     want = complex(jax.grad(lambda u: jnp.abs(jnp.exp(u) * (1 + 2j)) ** 2
                             + jnp.real(jnp.conj(u) * jnp.sqrt(u)) + jnp.angle(u))(z0))
     assert grad == pytest.approx(want, rel=1e-12)
+
+
+def test_higher_derivatives_of_complex_variables_are_holomorphic_or_refused(x64):
+    """derivative(f, z, n): the complex n-th derivative with holomorphic=True (as nested
+    jax.grad(..., holomorphic=True)); without it, refused from the second order on; a
+    complex f of a real x by Taylor mode, as nested jax.jacfwd."""
+    z, x = sg.var("z", dtype="complex128"), sg.var("x")
+    got = sg.evaluate(sg.derivative(sg.exp(2j * z) * z, z, 3, holomorphic=True),
+                      {"z": 0.3 + 0.1j})
+    d = jax.grad
+    want = d(d(d(lambda u: jnp.exp(2j * u) * u, holomorphic=True), holomorphic=True),
+             holomorphic=True)(0.3 + 0.1j)
+    assert complex(got) == pytest.approx(complex(want), rel=1e-12)
+    got = sg.evaluate(sg.derivative(sg.exp(1j * x) * x, x, 3), {"x": 0.3})
+    f = jax.jacfwd
+    assert complex(got) == pytest.approx(complex(f(f(f(lambda u: jnp.exp(1j * u) * u)))(0.3)),
+                                         rel=1e-12)
+    with pytest.raises(sg.DifferentiationError, match="not complex-linear"):
+        sg.derivative(sg.abs(z) ** 2, z, 2)
+    with pytest.raises(sg.DifferentiationError, match="holomorphic=True"):
+        sg.derivative(sg.exp(z), z, 2)
