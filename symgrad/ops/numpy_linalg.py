@@ -1292,7 +1292,8 @@ def _power_forward(n, t):
 
 
 register(Op(
-    name="matrix_power", signature=sig("a", "=n", n=None), prepare=_power_prepare,
+    name="matrix_power", complex=True,
+    signature=sig("a", "=n", n=None), prepare=_power_prepare,
     infer=_power_infer, impl=lambda a, n: np.linalg.matrix_power(a, n), backprop=_power_rule,
     forward=first(_power_forward), sparsity=_squares(),
     aliases=("linalg.matrix_power",),
@@ -1364,7 +1365,8 @@ def _multi_dot_forward(n, t):
 
 
 register(Op(
-    name="multi_dot", signature=sig("[arrays]"), infer=_multi_dot_infer,
+    name="multi_dot", complex=True,
+    signature=sig("[arrays]"), infer=_multi_dot_infer,
     impl=lambda *arrays: np.linalg.multi_dot(arrays), backprop=_multi_dot_rule,
     forward=_multi_dot_forward, sparsity=dense_maps,
     aliases=("linalg.multi_dot",),
