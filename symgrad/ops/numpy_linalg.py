@@ -82,8 +82,10 @@ from ..ir.shapes import (
     broadcast,
     float_dtype,
     fmt,
+    is_complex,
     is_float,
     norm_axes,
+    real_dtype,
     reduced,
     result_dtype,
 )
@@ -371,19 +373,28 @@ def _trace_of_solve(n, t):
 
 
 def _slogdet_rule(n, g):
-    """d log|det A| = tr(inv(A) dA): A_bar = g * inv(A)^T (the sign is piecewise constant:
-    no term)."""
-    g_log = g[1]
+    """d log|det A| = Re tr(inv(A) dA): A_bar = g * inv(A)^T; the sign of a real matrix is
+    piecewise constant (no term), a complex one's moves by d sign = i Im(tr(inv(A) dA))
+    sign (JAX's): A_bar = i Im(g sign) inv(A)^T."""
+    g_sign, g_log = g
+    if g_sign is not None and is_complex(g_sign.data.dtype):
+        turn = F.imag(g_sign * n.results[0]) * 1j
+        g_log = turn if g_log is None else g_log + turn
     return (None if g_log is None else _as_matrix_entry(g_log) * mT(F.inv(n.args[0])),)
 
 
 def _slogdet_forward(n, t):
-    return None if t[0] is None else (None, _trace_of_solve(n, t[0]))
+    if t[0] is None:
+        return None
+    trace = _trace_of_solve(n, t[0])
+    if not is_complex(trace.data.dtype):
+        return None, trace
+    return F.imag(trace) * 1j * n.results[0], F.real(trace)
 
 
 def _slogdet_infer(shapes, dtypes, attrs):
-    one = on_squares("slogdet", 2)(shapes, dtypes, attrs)
-    return results_of([one, one])
+    shape, dtype = on_squares("slogdet", 2)(shapes, dtypes, attrs)
+    return results_of([(shape, dtype), (shape, real_dtype(dtype))])
 
 
 def _sg_slogdet(a):
@@ -405,12 +416,13 @@ def slogdet(a) -> SlogdetResult:
 
 
 register(Op(
-    name="slogdet", infer=_slogdet_infer, impl=_sg_slogdet, backprop=_slogdet_rule,
+    name="slogdet", complex=True, infer=_slogdet_infer, impl=_sg_slogdet, backprop=_slogdet_rule,
     forward=_slogdet_forward, sparsity=_results_squares(2, 2),
     aliases=("linalg.slogdet",), front=slogdet, write=_item_writer("slogdet", None, {}),
     examples=lambda rng: [([_well_conditioned(rng, (3, 3))], {}),
                           ([-_well_conditioned(rng, (2, 3, 3))], {}),
-                          ([_well_conditioned(rng, (2, 3, 3)) * [[[1.0]], [[-1.0]]]], {})],
+                          ([_well_conditioned(rng, (2, 3, 3)) * [[[1.0]], [[-1.0]]]], {}),
+                          ([_well_conditioned(rng, (3, 3)) * np.exp(0.7j)], {})],
     doc="(sign, log |det(a)|) of square matrices, one call",
 ))
 
