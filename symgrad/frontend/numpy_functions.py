@@ -334,6 +334,20 @@ def iscomplexobj(x) -> bool:
     return is_complex(as_expr(x).data.dtype)
 
 
+@define("iscomplex", "x")
+def iscomplex(x):
+    """Where the imaginary part is not zero (all False for real values)."""
+    x = as_expr(x)
+    return F.imag(x) != 0 if is_complex(x.data.dtype) else F.zeros_like(x) != 0
+
+
+@define("isreal", "x")
+def isreal(x):
+    """Where the imaginary part is zero (all True for real values)."""
+    x = as_expr(x)
+    return F.imag(x) == 0 if is_complex(x.data.dtype) else F.zeros_like(x) == 0
+
+
 @define("isrealobj", "x")
 def isrealobj(x) -> bool:
     """Whether ``x`` has a real dtype (known while tracing)."""

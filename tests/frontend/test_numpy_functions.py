@@ -45,3 +45,12 @@ def test_complex_values_equal_numpys_and_gradients_jaxs(name, f, a, b, x64):
     ref = jax.grad(lambda p, q: jnp.sum(jnp.real(f(jnp, p, q) * w)), argnums=(0, 1))(a, b)
     for got_g, want_g in zip(sg.evaluate(list(g), {"x": a, "y": b}), ref):
         np.testing.assert_allclose(got_g, want_g, rtol=1e-10, atol=1e-12)
+
+
+def test_iscomplex_and_isreal_read_the_imaginary_part():
+    z0 = np.array([1.0 + 0j, 2.0 - 1e-300j, 0.5j])
+    z = sg.var("z", shape=(3,), dtype="complex128")
+    x = sg.var("x", shape=(3,))
+    for f in (np.iscomplex, np.isreal):
+        np.testing.assert_array_equal(sg.evaluate(f(z), {"z": z0}), f(z0))
+        np.testing.assert_array_equal(sg.evaluate(f(x), {"x": z0.real}), f(z0.real))
