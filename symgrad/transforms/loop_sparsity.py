@@ -42,7 +42,8 @@ import numpy as np
 from ..base.errors import LimitError
 from ..ir.body import Body
 from ..ir.expr import Expr
-from ..ir.op import define_rules
+from ..ir.graph import Graph
+from ..ir.op import REGISTRY, define_rules
 from ..ir.shapes import is_float
 from ..ops.loops import ScanParts
 from .sparsity import Pattern, compose, jacobian_pattern, pair_budget
@@ -217,14 +218,77 @@ def _through_carries(rows: Pattern, direct: Pattern | None, out: _Emitter, power
         out.add(r, np.arange(steps.size), layout.x_cols(c[None, :], steps[:, None]))
 
 
-def _local(body: Body, parts: ScanParts) -> Pattern:
+def _local(body: Body, parts: ScanParts, bound: dict[int, np.ndarray]) -> Pattern:
     """The body's pattern: its carries, per-step results and stacked nodes (in the scan's
-    result order) against its inputs."""
+    result order) against its inputs, with the integer inputs ``bound`` (body input
+    position -> value) known: the index arithmetic on them is done, so an indexing op sees
+    its index."""
+    key = ("sparsity", parts.stacked, *((j, v.dtype.str, v.shape, v.tobytes())
+                                        for j, v in sorted(bound.items())))
+
     def build() -> Pattern:
-        g = body.graph
-        return jacobian_pattern([Expr(g, parts.node(k)) for k in range(len(parts))],
-                                [Expr(g, v) for v in body.inputs])
-    return body.memo(("sparsity", parts.stacked), build)
+        if not bound:
+            g, ids, inputs = body.graph, {i: i for i in range(len(body.graph.nodes))}, None
+        else:
+            g, ids, inputs = _bound_graph(body, bound)
+        return jacobian_pattern([Expr(g, ids[parts.node(k)]) for k in range(len(parts))],
+                                [Expr(g, v) for v in inputs or body.inputs])
+    return body.memo(key, build)
+
+
+def _bound_graph(body: Body, bound: dict[int, np.ndarray]
+                 ) -> tuple[Graph, dict[int, int], list[int]]:
+    """The body rebuilt in a graph of its own, its integer inputs ``bound`` and what is
+    computed from them alone (no float) as constants: the graph, a map from body nodes to
+    its nodes, and a variable for each input (unread where bound: its columns stay)."""
+    graph = Graph()
+    nodes = body.graph.nodes
+    ids: dict[int, int] = {}
+    known: dict[int, Any] = {}
+    inputs = []
+    for j, v in enumerate(body.inputs):
+        n = nodes[v]
+        inputs.append(graph.var(f"_sg_input{j}", n.shape, n.dtype))
+        if j in bound:
+            known[v] = bound[j]
+        else:
+            ids[v] = inputs[-1]
+    for n in nodes:
+        if n.id in ids:
+            continue
+        if n.is_const:
+            known[n.id] = n.attrs["value"]
+        elif (n.args and not is_float(n.dtype) and not n.is_call
+              and all(a in known for a in n.args)):
+            known[n.id] = np.asarray(REGISTRY[n.op].impl(*(known[a] for a in n.args),
+                                                          **n.attrs))
+        if n.id in known and not is_float(n.dtype):
+            ids[n.id] = graph.const(np.asarray(known[n.id], dtype=n.dtype))
+        else:
+            ids[n.id] = graph.add(REGISTRY[n.op], tuple(ids[a] for a in n.args), n.attrs)
+    return graph, ids, inputs
+
+
+def _steps_bind(body: Body, attrs: dict, args: Sequence[Any]
+                ) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+    """The body's integer inputs whose values are known: ``(every step, per step)``, each
+    body input position -> value (a captured constant; a constant scanned array, whose
+    slice the step reads, kept only where the body's pattern can depend on it)."""
+    nc, nx = attrs["carries"], attrs["xs"]
+    fixed, scanned = {}, {}
+    for j in range(nc, len(body.inputs)):
+        data = args[j].data
+        if data.is_const and not is_float(data.dtype):
+            (fixed if j >= nc + nx else scanned)[j] = np.asarray(data.attrs["value"])
+    if scanned:
+        nodes = body.graph.nodes
+        order = range(len(nodes))
+        reach = body.graph.descendants([body.inputs[j] for j in scanned], order)
+        used = any(is_float(n.dtype) and any(a in reach and not is_float(nodes[a].dtype)
+                                             for a in n.args) for n in nodes)
+        if not used:
+            scanned = {}
+    return fixed, scanned
 
 
 def scan_sparsity(n: Any) -> list[tuple[Pairs | None, ...]]:
@@ -240,14 +304,23 @@ def scan_sparsity(n: Any) -> list[tuple[Pairs | None, ...]]:
     wanted = [k for k in range(len(parts)) if n.wants(k) and is_float(parts.aval(k)[1])]
     if not wanted:
         return [none] * len(parts)
-    local = _local(body, parts)
-    powers = _Powers(local, layout)
+    fixed, scanned = _steps_bind(body, attrs, n.args)
+    if scanned and length <= STEP_PATTERNS:
+        emitters = _stepwise(body, parts, layout, fixed, scanned, starts, wanted)
+    else:
+        emitters = _uniform(_local(body, parts, fixed), parts, layout, starts, wanted)
     bounds = np.cumsum([0, *layout.operand_sizes])
-    out: list[tuple[Pairs | None, ...]] = []
-    for k in range(len(parts)):
-        if k not in wanted:
-            out.append(none)
-            continue
+    return [_per_operand(*emitters[k].pairs(), bounds, n.args) if k in emitters else none
+            for k in range(len(parts))]
+
+
+def _uniform(local: Pattern, parts: ScanParts, layout: _Layout, starts: np.ndarray,
+             wanted: Sequence[int]) -> dict[int, _Emitter]:
+    """The pairs of results ``wanted`` of a loop whose steps have one pattern ``local``."""
+    powers = _Powers(local, layout)
+    length = layout.length
+    out = {}
+    for k in wanted:
         lo, hi = int(starts[k]), int(starts[k + 1])
         what = f"result {k} of a loop of {length:,} steps"
         if k < parts.carries:  # a final carry: the carry entering step ``length``
@@ -260,8 +333,50 @@ def scan_sparsity(n: Any) -> list[tuple[Pairs | None, ...]]:
             steps = np.arange(length, dtype=np.int64)
             emit = _Emitter(steps, layout.step_index(steps), hi - lo, what)
             _through_carries(rows, own, emit, powers, layout)
-        out.append(_per_operand(*emit.pairs(), bounds, n.args))
+        out[k] = emit
     return out
+
+
+def _stepwise(body: Body, parts: ScanParts, layout: _Layout, fixed: dict[int, np.ndarray],
+              scanned: dict[int, np.ndarray], starts: np.ndarray, wanted: Sequence[int]
+              ) -> dict[int, _Emitter]:
+    """The pairs of results ``wanted`` of a loop whose step pattern depends on the step
+    (``scanned``: constant integer arrays it scans): each step's pattern, with its slices
+    bound, applied to the carries step by step."""
+    length, nc, nx = layout.length, layout.nc, layout.nx
+    nk = layout.n_in - nc - nx
+    total = int(sum(layout.operand_sizes))
+    carry = Pattern.identity(nc, 0, total)
+    fed = np.concatenate([nc + np.arange(nx + nk, dtype=np.int64)])
+    out: dict[int, list[Pairs]] = {k: [] for k in wanted}
+    count = 0
+    x_ids, k_ids = np.arange(nx, dtype=np.int64), np.arange(nk, dtype=np.int64)
+    for t in range(length):
+        at = int(layout.step_index(np.array(t)))
+        local = _local(body, parts, {**fixed, **{j: v[at] for j, v in scanned.items()}})
+        step_cols = np.concatenate([layout.x_cols(x_ids, np.full(nx, t)), layout.k_base + k_ids])
+        inputs = Pattern.from_pairs((layout.n_in, total), np.concatenate([carry.rows, fed]),
+                                    np.concatenate([carry.cols, step_cols]))
+        res = Pattern.from_pairs((local.shape[0], total), *compose(local.rows, local.cols,
+                                                                     inputs))
+        count += res.nnz
+        _over(count, f"a loop of {length:,} steps")
+        for k in wanted:
+            if k >= parts.carries:
+                lo, hi = int(starts[k]), int(starts[k + 1])
+                own = _rows(res, lo, hi)
+                out[k].append((own.rows + at * (hi - lo), own.cols))
+        carry = _rows(res, 0, nc)
+    for k in wanted:
+        if k < parts.carries:
+            own = _rows(carry, int(starts[k]), int(starts[k + 1]))
+            out[k].append((own.rows, own.cols))
+    emitters = {}
+    for k, got in out.items():
+        e = _Emitter(np.zeros(0, np.int64), np.zeros(0, np.int64), 0, "")
+        e.rows, e.cols = [r for r, _ in got], [c for _, c in got]
+        emitters[k] = e
+    return emitters
 
 
 def _per_operand(rows: np.ndarray, cols: np.ndarray, bounds: np.ndarray, args: Sequence[Any]
