@@ -218,14 +218,12 @@ def _through_carries(rows: Pattern, direct: Pattern | None, out: _Emitter, power
         out.add(r, np.arange(steps.size), layout.x_cols(c[None, :], steps[:, None]))
 
 
-def _local(body: Body, parts: ScanParts, bound: dict[int, np.ndarray]) -> Pattern:
+def _local(body: Body, parts: ScanParts, bound: dict[int, np.ndarray], keep: bool = True
+           ) -> Pattern:
     """The body's pattern: its carries, per-step results and stacked nodes (in the scan's
     result order) against its inputs, with the integer inputs ``bound`` (body input
     position -> value) known: the index arithmetic on them is done, so an indexing op sees
-    its index."""
-    key = ("sparsity", parts.stacked, *((j, v.dtype.str, v.shape, v.tobytes())
-                                        for j, v in sorted(bound.items())))
-
+    its index. Remembered by the body if ``keep`` (not one step's)."""
     def build() -> Pattern:
         if not bound:
             g, ids, inputs = body.graph, {i: i for i in range(len(body.graph.nodes))}, None
@@ -233,7 +231,10 @@ def _local(body: Body, parts: ScanParts, bound: dict[int, np.ndarray]) -> Patter
             g, ids, inputs = _bound_graph(body, bound)
         return jacobian_pattern([Expr(g, ids[parts.node(k)]) for k in range(len(parts))],
                                 [Expr(g, v) for v in inputs or body.inputs])
-    return body.memo(key, build)
+    if not keep:
+        return build()
+    return body.memo(("sparsity", parts.stacked, *((j, v.dtype.str, v.shape, v.tobytes())
+                                                   for j, v in sorted(bound.items()))), build)
 
 
 def _bound_graph(body: Body, bound: dict[int, np.ndarray]
@@ -260,8 +261,11 @@ def _bound_graph(body: Body, bound: dict[int, np.ndarray]
             known[n.id] = n.attrs["value"]
         elif (n.args and not is_float(n.dtype) and not n.is_call
               and all(a in known for a in n.args)):
-            known[n.id] = np.asarray(REGISTRY[n.op].impl(*(known[a] for a in n.args),
-                                                          **n.attrs))
+            try:
+                known[n.id] = np.asarray(REGISTRY[n.op].impl(*(known[a] for a in n.args),
+                                                              **n.attrs))
+            except Exception:  # noqa: BLE001 - not folded: the op stays, its pattern a superset
+                pass
         if n.id in known and not is_float(n.dtype):
             ids[n.id] = graph.const(np.asarray(known[n.id], dtype=n.dtype))
         else:
@@ -306,16 +310,16 @@ def scan_sparsity(n: Any) -> list[tuple[Pairs | None, ...]]:
         return [none] * len(parts)
     fixed, scanned = _steps_bind(body, attrs, n.args)
     if scanned and length <= STEP_PATTERNS:
-        emitters = _stepwise(body, parts, layout, fixed, scanned, starts, wanted)
+        found = _stepwise(body, parts, layout, fixed, scanned, starts, wanted)
     else:
-        emitters = _uniform(_local(body, parts, fixed), parts, layout, starts, wanted)
+        found = _uniform(_local(body, parts, fixed), parts, layout, starts, wanted)
     bounds = np.cumsum([0, *layout.operand_sizes])
-    return [_per_operand(*emitters[k].pairs(), bounds, n.args) if k in emitters else none
+    return [_per_operand(*found[k], bounds, n.args) if k in found else none
             for k in range(len(parts))]
 
 
 def _uniform(local: Pattern, parts: ScanParts, layout: _Layout, starts: np.ndarray,
-             wanted: Sequence[int]) -> dict[int, _Emitter]:
+             wanted: Sequence[int]) -> dict[int, Pairs]:
     """The pairs of results ``wanted`` of a loop whose steps have one pattern ``local``."""
     powers = _Powers(local, layout)
     length = layout.length
@@ -333,32 +337,37 @@ def _uniform(local: Pattern, parts: ScanParts, layout: _Layout, starts: np.ndarr
             steps = np.arange(length, dtype=np.int64)
             emit = _Emitter(steps, layout.step_index(steps), hi - lo, what)
             _through_carries(rows, own, emit, powers, layout)
-        out[k] = emit
+        out[k] = emit.pairs()
     return out
 
 
 def _stepwise(body: Body, parts: ScanParts, layout: _Layout, fixed: dict[int, np.ndarray],
               scanned: dict[int, np.ndarray], starts: np.ndarray, wanted: Sequence[int]
-              ) -> dict[int, _Emitter]:
+              ) -> dict[int, Pairs]:
     """The pairs of results ``wanted`` of a loop whose step pattern depends on the step
     (``scanned``: constant integer arrays it scans): each step's pattern, with its slices
     bound, applied to the carries step by step."""
     length, nc, nx = layout.length, layout.nc, layout.nx
-    nk = layout.n_in - nc - nx
     total = int(sum(layout.operand_sizes))
     carry = Pattern.identity(nc, 0, total)
-    fed = np.concatenate([nc + np.arange(nx + nk, dtype=np.int64)])
+    fed = np.arange(nc, layout.n_in, dtype=np.int64)  # the rows of a step's x and k
+    x_ids = np.arange(nx, dtype=np.int64)
+    k_cols = layout.k_base + np.arange(layout.n_in - nc - nx, dtype=np.int64)
     out: dict[int, list[Pairs]] = {k: [] for k in wanted}
+    patterns: dict[bytes, Pattern] = {}  # the step's integers -> its body pattern
     count = 0
-    x_ids, k_ids = np.arange(nx, dtype=np.int64), np.arange(nk, dtype=np.int64)
     for t in range(length):
         at = int(layout.step_index(np.array(t)))
-        local = _local(body, parts, {**fixed, **{j: v[at] for j, v in scanned.items()}})
-        step_cols = np.concatenate([layout.x_cols(x_ids, np.full(nx, t)), layout.k_base + k_ids])
+        values = {j: v[at] for j, v in scanned.items()}
+        key = b"".join(np.ascontiguousarray(v).tobytes() for _, v in sorted(values.items()))
+        local = patterns.get(key)
+        if local is None:
+            local = patterns[key] = _local(body, parts, {**fixed, **values}, keep=False)
+        step_cols = np.concatenate([layout.x_cols(x_ids, np.full(nx, t)), k_cols])
         inputs = Pattern.from_pairs((layout.n_in, total), np.concatenate([carry.rows, fed]),
                                     np.concatenate([carry.cols, step_cols]))
-        res = Pattern.from_pairs((local.shape[0], total), *compose(local.rows, local.cols,
-                                                                     inputs))
+        res = Pattern.from_pairs((local.shape[0], total),
+                                 *compose(local.rows, local.cols, inputs))
         count += res.nnz
         _over(count, f"a loop of {length:,} steps")
         for k in wanted:
@@ -367,16 +376,14 @@ def _stepwise(body: Body, parts: ScanParts, layout: _Layout, fixed: dict[int, np
                 own = _rows(res, lo, hi)
                 out[k].append((own.rows + at * (hi - lo), own.cols))
         carry = _rows(res, 0, nc)
-    for k in wanted:
+    found = {}
+    for k, got in out.items():
         if k < parts.carries:
             own = _rows(carry, int(starts[k]), int(starts[k + 1]))
-            out[k].append((own.rows, own.cols))
-    emitters = {}
-    for k, got in out.items():
-        e = _Emitter(np.zeros(0, np.int64), np.zeros(0, np.int64), 0, "")
-        e.rows, e.cols = [r for r, _ in got], [c for _, c in got]
-        emitters[k] = e
-    return emitters
+            got = [(own.rows, own.cols)]
+        found[k] = ((np.concatenate([r for r, _ in got]), np.concatenate([c for _, c in got]))
+                    if got else (_EMPTY, _EMPTY))
+    return found
 
 
 def _per_operand(rows: np.ndarray, cols: np.ndarray, bounds: np.ndarray, args: Sequence[Any]
