@@ -108,7 +108,7 @@ def _rows(p: Pattern, lo: int, hi: int) -> Pattern:
 
 class _Powers:
     """``G_d = A**d [I | Bx | Bk]`` for ``d = 0, 1, ...``: followed until the sequence
-    repeats or ``d`` reaches the loop's length; ``at(d)`` for any ``d``."""
+    repeats or ``d`` reaches the loop's length; :meth:`index` places any ``d`` in it."""
 
     def __init__(self, local: Pattern, layout: _Layout) -> None:
         carry = _rows(local, 0, layout.nc)
@@ -124,11 +124,12 @@ class _Powers:
         while len(self.seq) <= layout.length:
             g = self.seq[-1]
             nxt = Pattern.from_pairs(g.shape, *compose(a_rows, a_cols, g))
-            was = seen.get(_key(nxt))
-            if was is not None and self.seq[was] == nxt:
+            key = _key(nxt)
+            was = seen.get(key)
+            if was is not None:
                 self.start, self.period = was, len(self.seq) - was
                 break
-            seen[_key(nxt)] = len(self.seq)
+            seen[key] = len(self.seq)
             self.seq.append(nxt)
             total += nxt.nnz
             _over(total, f"the carries of a loop of {layout.length:,} steps")
@@ -143,6 +144,7 @@ class _Powers:
 
 
 def _key(p: Pattern) -> tuple[bytes, bytes]:
+    """``p`` as bytes (equal keys: equal patterns of one shape)."""
     return p.indptr.tobytes(), p.indices.tobytes()
 
 
