@@ -43,6 +43,18 @@ def _pairs(c, v):
     return c * sg.tanh(a) + b, sg.sin(c) * _CAPTURED[0]
 
 
+def _rotate(c, v):
+    """A carry rotated every step (its pattern a cycle of period 3), read at one end."""
+    return sg.concatenate([c[1:], c[:1]]) * sg.cos(v), c[0] * v
+
+
+def _grid(c, v):
+    """A 2-D carry mixed along one axis, two scanned arrays of different shapes."""
+    a, b = v
+    new = c * sg.sum(c, axis=0) * 0.1 + sg.stack([a, a * b[0]])
+    return new.T.T, sg.sum(new, axis=0) * b[1]
+
+
 _CAPTURED: list = []
 
 CASES = {
@@ -50,6 +62,9 @@ CASES = {
     "heat": (_heat, lambda x: x[:4], lambda x: x.reshape((3, 4))),
     "shift": (_shift, lambda x: x[:3], lambda x: x[3:]),
     "pairs": (_pairs, lambda x: x[1] * x[2], lambda x: (x[3:8], x[7:])),
+    "rotate": (_rotate, lambda x: x[:3], lambda x: x[2:]),
+    "grid": (_grid, lambda x: x[:6].reshape((2, 3)),
+             lambda x: (x.reshape((4, 3)), sg.concatenate([x[::-1], x]).reshape((4, 2, 3)))),
 }
 
 
@@ -179,6 +194,36 @@ def test_heat_stencil_jacobian_through_a_thousand_steps_is_tridiagonal(rng):
     probe = rng.uniform(-1.0, 1.0, n)
     fd = (f(v + h * probe) - f(v - h * probe)) / (2 * h)
     np.testing.assert_allclose(J @ probe, fd, rtol=1e-7, atol=1e-8)
+
+
+def test_a_scan_without_scanned_arrays_and_a_nested_scan_have_the_unrolled_patterns():
+    """``length=`` with captured values only, and a scan whose body scans: the patterns
+    are the unrolled loops'."""
+    x = sg.var("x", shape=(N,))
+
+    def captured(c, _):
+        return c * x[3] + sg.sin(c[::-1]) * x[4:7], c[0] * x[10]
+
+    def inner(c, v):
+        return c * 0.5 + sg.sin(v), c * v
+
+    def outer(c, row):
+        c, ys = sg.scan(inner, c, row)
+        return c, sg.sum(ys ** 2)
+
+    rows = x.reshape((3, 4))
+    for step, init, xs, length in [(captured, x[:3], None, 5), (outer, x[0], rows, 3)]:
+        c, ys = sg.scan(step, init, xs, length=None if xs is not None else length)
+        cu, ys_u = init, []
+        for t in range(length):
+            cu, y = step(cu, None if xs is None else xs[t])
+            ys_u.append(y)
+        for rolled, unrolled in ((c, cu), (ys, sg.stack(ys_u))):
+            np.testing.assert_array_equal(sg.jacobian_sparsity(rolled, x).toarray(),
+                                          sg.jacobian_sparsity(unrolled, x).toarray())
+        e, e_u = sg.sum(c ** 3) + sg.sum(sg.sin(ys)), sg.sum(cu ** 3) + sg.sum(sg.sin(ys_u))
+        np.testing.assert_array_equal(sg.hessian_sparsity(e, x).toarray(),
+                                      sg.hessian_sparsity(e_u, x).toarray())
 
 
 def test_fori_loop_indexing_has_the_unrolled_pattern():
