@@ -43,10 +43,11 @@ from ..base.errors import LimitError
 from ..ir.body import Body
 from ..ir.expr import Expr
 from ..ir.graph import Graph
+from ..ir.nodeview import NodeView
 from ..ir.op import REGISTRY, define_rules
 from ..ir.shapes import is_float
 from ..ops.loops import ScanParts
-from .sparsity import Pattern, compose, jacobian_pattern, pair_budget
+from .sparsity import Pattern, compose, jacobian_pattern, local_maps, pair_budget
 
 STEP_PATTERNS = 4_096  # steps whose body pattern is found one by one (integer slices bound)
 
@@ -220,80 +221,33 @@ def _through_carries(rows: Pattern, direct: Pattern | None, out: _Emitter, power
         out.add(r, np.arange(steps.size), layout.x_cols(c[None, :], steps[:, None]))
 
 
-def _local(body: Body, parts: ScanParts, bound: dict[int, np.ndarray], keep: bool = True
-           ) -> Pattern:
+def _local(body: Body, parts: ScanParts, fixed: dict[int, np.ndarray]) -> Pattern:
     """The body's pattern: its carries, per-step results and stacked nodes (in the scan's
-    result order) against its inputs, with the integer inputs ``bound`` (body input
-    position -> value) known: the index arithmetic on them is done, so an indexing op sees
-    its index. Remembered by the body if ``keep`` (not one step's)."""
+    result order) against its inputs, with the integer inputs ``fixed`` (body input
+    position -> value) known, so an indexing op sees its index."""
     def build() -> Pattern:
-        if not bound:
-            g, ids, inputs = body.graph, {i: i for i in range(len(body.graph.nodes))}, None
-        else:
-            g, ids, inputs = _bound_graph(body, bound)
-        return jacobian_pattern([Expr(g, ids[parts.node(k)]) for k in range(len(parts))],
-                                [Expr(g, v) for v in inputs or body.inputs])
-    if not keep:
-        return build()
+        if fixed:
+            steps = _StepPatterns(body, parts, fixed)
+            if steps.cut:
+                return steps.at({})
+        g = body.graph
+        return jacobian_pattern([Expr(g, parts.node(k)) for k in range(len(parts))],
+                                [Expr(g, v) for v in body.inputs])
     return body.memo(("sparsity", parts.stacked, *((j, v.dtype.str, v.shape, v.tobytes())
-                                                   for j, v in sorted(bound.items()))), build)
+                                                   for j, v in sorted(fixed.items()))), build)
 
 
-def _bound_graph(body: Body, bound: dict[int, np.ndarray]
-                 ) -> tuple[Graph, dict[int, int], list[int]]:
-    """The body rebuilt in a graph of its own, its integer inputs ``bound`` and what is
-    computed from them alone (no float) as constants: the graph, a map from body nodes to
-    its nodes, and a variable for each input (unread where bound: its columns stay)."""
-    graph = Graph()
-    nodes = body.graph.nodes
-    ids: dict[int, int] = {}
-    known: dict[int, Any] = {}
-    inputs = []
-    for j, v in enumerate(body.inputs):
-        n = nodes[v]
-        inputs.append(graph.var(f"_sg_input{j}", n.shape, n.dtype))
-        if j in bound:
-            known[v] = bound[j]
-        else:
-            ids[v] = inputs[-1]
-    for n in nodes:
-        if n.id in ids:
-            continue
-        if n.is_const:
-            known[n.id] = n.attrs["value"]
-        elif (n.args and not is_float(n.dtype) and not n.is_call
-              and all(a in known for a in n.args)):
-            try:
-                known[n.id] = np.asarray(REGISTRY[n.op].impl(*(known[a] for a in n.args),
-                                                              **n.attrs))
-            except Exception:  # noqa: BLE001 - not folded: the op stays, its pattern a superset
-                pass
-        if n.id in known and not is_float(n.dtype):
-            ids[n.id] = graph.const(np.asarray(known[n.id], dtype=n.dtype))
-        else:
-            ids[n.id] = graph.add(REGISTRY[n.op], tuple(ids[a] for a in n.args), n.attrs)
-    return graph, ids, inputs
-
-
-def _steps_bind(body: Body, attrs: dict, args: Sequence[Any]
-                ) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+def _known_integers(body: Body, attrs: dict, args: Sequence[Any]
+                    ) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
     """The body's integer inputs whose values are known: ``(every step, per step)``, each
     body input position -> value (a captured constant; a constant scanned array, whose
-    slice the step reads, kept only where the body's pattern can depend on it)."""
+    slice each step reads)."""
     nc, nx = attrs["carries"], attrs["xs"]
     fixed, scanned = {}, {}
     for j in range(nc, len(body.inputs)):
         data = args[j].data
         if data.is_const and not is_float(data.dtype):
             (fixed if j >= nc + nx else scanned)[j] = np.asarray(data.attrs["value"])
-    if scanned:
-        nodes = body.graph.nodes
-        order = range(len(nodes))
-        reach = body.graph.descendants([body.inputs[j] for j in scanned], order)
-        used = any(is_float(n.dtype) and any(a in reach and not is_float(nodes[a].dtype)
-                                             for a in n.args) for n in nodes)
-        if not used:
-            scanned = {}
     return fixed, scanned
 
 
@@ -310,9 +264,11 @@ def scan_sparsity(n: Any) -> list[tuple[Pairs | None, ...]]:
     wanted = [k for k in range(len(parts)) if n.wants(k) and is_float(parts.aval(k)[1])]
     if not wanted:
         return [none] * len(parts)
-    fixed, scanned = _steps_bind(body, attrs, n.args)
-    if scanned and length <= STEP_PATTERNS:
-        found = _stepwise(body, parts, layout, fixed, scanned, starts, wanted)
+    fixed, scanned = _known_integers(body, attrs, n.args)
+    steps = (_StepPatterns(body, parts, {**fixed, **dict.fromkeys(scanned)})
+             if scanned and length <= STEP_PATTERNS else None)
+    if steps is not None and steps.varies:
+        found = _stepwise(steps, parts, layout, scanned, starts, wanted)
     else:
         found = _uniform(_local(body, parts, fixed), parts, layout, starts, wanted)
     bounds = np.cumsum([0, *layout.operand_sizes])
@@ -343,12 +299,120 @@ def _uniform(local: Pattern, parts: ScanParts, layout: _Layout, starts: np.ndarr
     return out
 
 
-def _stepwise(body: Body, parts: ScanParts, layout: _Layout, fixed: dict[int, np.ndarray],
+class _StepPatterns:
+    """The body's pattern at each step of a loop whose integer inputs ``bound`` are known
+    (body input position -> value at every step, or None for a scanned one, given per
+    step). Only the *cut* nodes (float nodes with an operand computed from the bound
+    integers alone: ``x[i]``) have a pattern that depends on the step: the rest of the body
+    is found once with each cut node as a variable of its own, and a step composes each cut
+    node's own rule (its integers bound) into it."""
+
+    def __init__(self, body: Body, parts: ScanParts, bound: dict[int, Any]) -> None:
+        nodes = body.graph.nodes
+        self.nodes, self.bound = nodes, {body.inputs[j]: v for j, v in bound.items()}
+        self.scanned = {body.inputs[j]: j for j, v in bound.items() if v is None}
+        known: list[int] = []  # integers computed from the bound ones (and constants) alone
+        reach = set(self.bound)
+        for n in nodes:
+            if (n.id not in reach and n.args and not is_float(n.dtype) and not n.is_call
+                    and all(a in reach or nodes[a].is_const for a in n.args)):
+                reach.add(n.id)
+                known.append(n.id)
+        self.known, self.reach = known, reach
+        self.cut = [n.id for n in nodes if is_float(n.dtype) and not n.is_call
+                    and any(a in reach for a in n.args)]
+        moving = set(self.scanned)  # what changes from step to step
+        for i in known:
+            if any(a in moving for a in nodes[i].args):
+                moving.add(i)
+        self.varies = any(a in moving for c in self.cut for a in nodes[c].args)
+        if not self.cut:
+            return
+        graph, ids = Graph(), {}
+        for j, v in enumerate(body.inputs):
+            ids[v] = graph.var(f"_sg_input{j}", nodes[v].shape, nodes[v].dtype)
+        cuts = [graph.var(f"_sg_cut{k}", nodes[c].shape, nodes[c].dtype)
+                for k, c in enumerate(self.cut)]
+        ids.update(zip(self.cut, cuts))
+        for n in nodes:
+            if n.id not in ids:
+                ids[n.id] = graph.add(REGISTRY[n.op], tuple(ids[a] for a in n.args), n.attrs)
+        rows = [parts.node(k) for k in range(len(parts))]
+        self.n_out = sum(math.prod(nodes[r].shape) for r in rows)
+        self.operands: list[list[tuple[int, int, int]]] = []  # per cut: (position, lo, hi)
+        at = self.n_out
+        for c in self.cut:
+            mine = []
+            for k, a in enumerate(nodes[c].args):
+                if is_float(nodes[a].dtype):
+                    size = math.prod(nodes[a].shape)
+                    mine.append((k, at, at + size))
+                    rows.append(a)
+                    at += size
+            self.operands.append(mine)
+        self.static = jacobian_pattern([Expr(graph, ids[r]) for r in rows],
+                                       [Expr(graph, ids[v]) for v in body.inputs]
+                                       + [Expr(graph, c) for c in cuts])
+        self.n_in = sum(math.prod(nodes[v].shape) for v in body.inputs)
+        self.scratch = Graph()  # each cut node with its step's integers, for its rule
+        self.free = {(c, k): self.scratch.var(f"_sg_operand{i}_{k}", nodes[a].shape,
+                                              nodes[a].dtype)
+                     for i, c in enumerate(self.cut) for k, a in enumerate(nodes[c].args)}
+
+    def at(self, values: dict[int, np.ndarray]) -> Pattern:
+        """The body's pattern with the scanned inputs' values ``values`` (body input
+        position -> this step's slice)."""
+        nodes, n_in = self.nodes, self.n_in
+        env: dict[int, Any] = {v: (values[self.scanned[v]] if v in self.scanned else val)
+                               for v, val in self.bound.items()}
+        for i in self.known:
+            n = nodes[i]
+            try:
+                env[i] = np.asarray(REGISTRY[n.op].impl(
+                    *(env[a] if a in self.reach else nodes[a].attrs["value"] for a in n.args),
+                    **n.attrs), dtype=n.dtype)
+            except Exception:  # noqa: BLE001 - not known at this step: its users stay dense
+                env.pop(i, None)
+        ext_r = [np.arange(n_in, dtype=np.int64)]  # inputs and cut nodes -> inputs
+        ext_c = [np.arange(n_in, dtype=np.int64)]
+        ext = Pattern.from_pairs((n_in, n_in), ext_r[0], ext_c[0])
+        offset = n_in
+        for k, (c, operands) in enumerate(zip(self.cut, self.operands)):
+            maps = local_maps(self._view(k, c, env))
+            size = math.prod(nodes[c].shape)
+            pr, pc = [], []
+            for position, lo, hi in operands:
+                m = maps[position]
+                if m is None:
+                    continue
+                sub = _rows(self.static, lo, hi)
+                q = Pattern.from_pairs((hi - lo, n_in), *compose(sub.rows, sub.cols, ext))
+                r, col = compose(m[0], m[1], q)
+                pr.append(r)
+                pc.append(col)
+            if pr:
+                ext_r.append(np.concatenate(pr) + offset)
+                ext_c.append(np.concatenate(pc))
+            offset += size
+            ext = Pattern.from_pairs((offset, n_in), np.concatenate(ext_r),
+                                     np.concatenate(ext_c))
+        out = _rows(self.static, 0, self.n_out)
+        return Pattern.from_pairs((self.n_out, n_in), *compose(out.rows, out.cols, ext))
+
+    def _view(self, k: int, c: int, env: dict[int, Any]) -> NodeView:
+        """Cut node ``c`` in the scratch graph, its known integers as constants."""
+        n, g = self.nodes[c], self.scratch
+        args = tuple(g.const(env[a]) if a in env else self.free[(c, j)]
+                     for j, a in enumerate(n.args))
+        return NodeView(g, g.nodes[g.add(REGISTRY[n.op], args, n.attrs)])
+
+
+def _stepwise(steps: _StepPatterns, parts: ScanParts, layout: _Layout,
               scanned: dict[int, np.ndarray], starts: np.ndarray, wanted: Sequence[int]
               ) -> dict[int, Pairs]:
     """The pairs of results ``wanted`` of a loop whose step pattern depends on the step
-    (``scanned``: constant integer arrays it scans): each step's pattern, with its slices
-    bound, applied to the carries step by step."""
+    (``scanned``: constant integer arrays it scans, body input position -> array): each
+    step's pattern, with its slices bound, applied to the carries step by step."""
     length, nc, nx = layout.length, layout.nc, layout.nx
     total = int(sum(layout.operand_sizes))
     carry = Pattern.identity(nc, 0, total)
@@ -364,7 +428,7 @@ def _stepwise(body: Body, parts: ScanParts, layout: _Layout, fixed: dict[int, np
         key = b"".join(np.ascontiguousarray(v).tobytes() for _, v in sorted(values.items()))
         local = patterns.get(key)
         if local is None:
-            local = patterns[key] = _local(body, parts, {**fixed, **values}, keep=False)
+            local = patterns[key] = steps.at(values)
         step_cols = np.concatenate([layout.x_cols(x_ids, np.full(nx, t)), k_cols])
         inputs = Pattern.from_pairs((layout.n_in, total), np.concatenate([carry.rows, fed]),
                                     np.concatenate([carry.cols, step_cols]))

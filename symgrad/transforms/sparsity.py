@@ -83,7 +83,9 @@ class Pattern:
         if rows.size > pair_budget():
             raise LimitError(f"sparsity: a pattern with {rows.size:,} entries is over the limit "
                              f"of {pair_budget():,}; the derivative is too dense for a sparse one")
-        keys = np.unique(rows.astype(np.int64) * max(n, 1) + cols)
+        keys = np.sort(rows.astype(np.int64) * max(n, 1) + cols)
+        if keys.size > 1:  # unique (np.unique's hashing costs more on the many small ones)
+            keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]
         r, c = np.divmod(keys, max(n, 1))
         indptr = np.zeros(m + 1, dtype=np.int64)
         np.cumsum(np.bincount(r, minlength=m), out=indptr[1:])

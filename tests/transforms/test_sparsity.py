@@ -244,6 +244,23 @@ def test_fori_loop_indexing_has_the_unrolled_pattern():
                                   sg.jacobian_sparsity(sg.stack(ys_u), x).toarray())
 
 
+def test_a_captured_index_array_is_read_by_the_pattern():
+    """A body permuting its carry by a captured integer array (``c[perm]``): the pattern
+    follows the permutation, as the unrolled loop's."""
+    x = sg.var("x", shape=(N,))
+    perm = np.array([2, 0, 3, 1])
+    c, ys = sg.scan(lambda c, v: (c[perm] * sg.cos(v) + v, c[perm[0]] * v), x[:4], x[4:])
+    cu, ys_u = x[:4], []
+    for t in range(N - 4):
+        v = x[4 + t]
+        cu, y = cu[perm] * sg.cos(v) + v, cu[perm[0]] * v
+        ys_u.append(y)
+    for rolled, unrolled in ((c, cu), (ys, sg.stack(ys_u))):
+        got = sg.jacobian_sparsity(rolled, x).toarray()
+        np.testing.assert_array_equal(got, sg.jacobian_sparsity(unrolled, x).toarray())
+        assert not got.all()
+
+
 def test_a_long_loop_follows_the_carry_to_its_fixed_point():
     """A loop of 10^5 steps whose carry accumulates every slice: the final carry depends on
     every element, each step's result only on its own and the initial value (the carry's
