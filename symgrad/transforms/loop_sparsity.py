@@ -19,10 +19,12 @@ fixed point of a carry that stops spreading, or a cycle) or until the loop's len
 lag past that reads the pattern it repeats. The patterns followed and the pairs a result
 gets are budgeted (``LimitError``).
 
-Where the body indexes with an integer slice of a constant scanned array (``fori_loop``'s
-index, ``x[i]``), its pattern depends on the step: then each step's body pattern is found
-with that step's integers bound (up to :data:`STEP_PATTERNS` steps, else the pattern
-without them, a superset) and the carries are followed step by step.
+Integers the body reads are bound where they are known: a captured integer constant
+(``c[perm]``) for every step, and a constant scanned integer array (``fori_loop``'s index,
+``x[i]``) at each step. Then the pattern of the nodes that read them (the *cut* nodes) is
+found again at each step, the rest of the body's once, and the carries are followed step
+by step (up to :data:`STEP_PATTERNS` steps; a longer loop gets the pattern without the
+steps' integers, a superset).
 
 >>> import symgrad as sg
 >>> x = sg.var("x", shape=(5,))
