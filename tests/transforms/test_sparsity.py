@@ -244,6 +244,24 @@ def test_fori_loop_indexing_has_the_unrolled_pattern():
                                   sg.jacobian_sparsity(sg.stack(ys_u), x).toarray())
 
 
+def test_a_loop_past_the_step_patterns_gets_a_superset(monkeypatch, rng):
+    """Past ``STEP_PATTERNS`` steps a loop's integers are not bound: its pattern holds the
+    unrolled one's, and the sparse Hessian still equals the dense one."""
+    from symgrad.transforms import loop_sparsity
+
+    monkeypatch.setattr(loop_sparsity, "STEP_PATTERNS", 5)
+    n = 12
+    x = sg.var("x", shape=(n,))
+    e = sg.fori_loop(0, n - 1, lambda i, acc: acc + (x[i + 1] - x[i]) ** 2 * sg.exp(x[i]), 0.0)
+    unrolled = sum((x[i + 1] - x[i]) ** 2 * sg.exp(x[i]) for i in range(n - 1))
+    got = sg.hessian_sparsity(e, x).toarray()
+    want = sg.hessian_sparsity(unrolled, x).toarray()
+    assert got[want].all() and got.sum() > want.sum()
+    at = {"x": rng.uniform(-1.0, 1.0, n)}
+    np.testing.assert_allclose(sg.evaluate(sg.hessian(e, x, sparse=True), at).toarray(),
+                               sg.evaluate(sg.hessian(unrolled, x), at), rtol=1e-12, atol=1e-12)
+
+
 def test_a_captured_index_array_is_read_by_the_pattern():
     """A body permuting its carry by a captured integer array (``c[perm]``): the pattern
     follows the permutation, as the unrolled loop's."""
