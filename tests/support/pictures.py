@@ -1,8 +1,10 @@
-"""The graphs the picture tests draw: the worked examples of the teaching notes (Collins,
-Goodfellow, Tomassoli), a small network and the logistic neuron, each as its outputs and
-their derivatives."""
+"""The graphs the picture and backprop tests use: the worked examples of the teaching notes
+(Collins, Goodfellow, Tomassoli), a small network and the logistic neuron, each as its outputs
+and their derivatives; the network's loss alone and its gradients by hand."""
 
 from __future__ import annotations
+
+import numpy as np
 
 import symgrad as sg
 
@@ -48,3 +50,23 @@ def neuron(cleanup: bool = True):  # the logistic neuron: the sigmoid idiom cove
     w, x, b = sg.var("w", shape=(3,)), sg.var("x", shape=(3,)), sg.var("b")
     s = 1 / (1 + sg.exp(-(w @ x + b)))
     return [s, *sg.grad(s, [w, b], cleanup=cleanup)]
+
+
+def network_loss():
+    """The loss of the network of Collins Fig. 1.4 / Goodfellow Alg. 6.3-6.4."""
+    v = {k: sg.var(k, s) for k, s in SHAPES.items()}
+    y = sg.var("y", dtype="int64")
+    return -sg.log_softmax(v["V"] @ sg.tanh(v["W"] @ v["x"] + v["b"]) + v["g"])[y]
+
+
+def hand_gradients(at):
+    """Backprop by hand (Goodfellow Alg. 6.4, Collins Fig. 1.4), in NumPy."""
+    W, x, b, V, g, y = (at[k] for k in ("W", "x", "b", "V", "g", "y"))
+    h = np.tanh(W @ x + b)
+    logits = V @ h + g
+    p = np.exp(logits - logits.max())
+    p /= p.sum()
+    onehot = np.eye(len(logits))[y]
+    dl = -(onehot - p)          # d o / d l = -(d q / d l)[y] = softmax(l) - onehot(y)
+    dz = (V.T @ dl) * (1 - h * h)
+    return {"g": dl, "V": np.outer(dl, h), "b": dz, "W": np.outer(dz, x), "x": W.T @ dz}
