@@ -66,9 +66,14 @@ class Region:
 
 
 def elementwise(n: Any, nodes: Sequence, table: dict) -> bool:
-    """Whether node ``n`` is an elementwise op with a scalar form, of dtypes a loop holds."""
-    return (not (n.is_var or n.is_const) and table.get(n.op) is not None
-            and n.dtype in DTYPES and all(nodes[a].dtype in DTYPES for a in n.args))
+    """Whether node ``n`` is an elementwise op with a scalar form, of dtypes a loop holds
+    (an entry of ``table`` that is a function of the node says whether it has one)."""
+    if n.is_var or n.is_const or n.dtype not in DTYPES:
+        return False
+    form = table.get(n.op)
+    if callable(form):
+        form = form(n, nodes)
+    return form is not None and all(nodes[a].dtype in DTYPES for a in n.args)
 
 
 def _reduction(n: Any, nodes: Sequence, table: dict) -> bool:

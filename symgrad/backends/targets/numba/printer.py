@@ -27,7 +27,7 @@ from ...plan import Plan
 from ...printer import ModuleState, Printer
 from ..numpy.printer import NumpyPrinter
 from ..numpy.table import NUMPY_TYPE
-from . import fusion
+from . import fusion, special
 from . import source as nb
 from .loops import StepPrinter, compiled_loop, loop_ops, missing
 from .table import NUMBA
@@ -78,7 +78,10 @@ class NumbaPrinter(NumpyPrinter):
 
     def finish(self, out: list[str], code: list[str]) -> str:
         k = len(self.header())
-        out[k:k] = [line for kernel in self.kernels for line in ("", "", *kernel.split("\n"))]
+        kernels = [line for kernel in self.kernels for line in ("", "", *kernel.split("\n"))]
+        # SciPy's special functions the compiled code calls, bound before it compiles
+        bound = special.binding_lines("\n".join(kernels + out))
+        out[k:k] = bound + kernels
         return super().finish(out, code)
 
     def function(self, p: Plan) -> tuple[list[str], list[str]]:

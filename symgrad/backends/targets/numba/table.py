@@ -1,14 +1,20 @@
-"""The Numba backend's table: how each op is written inside a fused, compiled loop.
+"""The Numba backend's tables: how each op is written inside compiled code.
 
-``backend="numba"`` emits a NumPy driver (the NumPy target's code) in which fused regions
-(:mod:`.fusion`) are calls to small ``numba.njit`` kernels: explicit loops over the region's
-static shape whose body computes one element of every op of the region. An entry here is a
-:class:`~symgrad.backends.targets.numpy.table.Template` over **scalars** (the element of each
-operand, already typed as the graph says), or ``None``: the op has no scalar form and is
-written by the driver with NumPy's call (matrix products and decompositions are BLAS/LAPACK
-either way; reductions other than the ``sum`` a region ends with, shaping and indexing move
-data rather than compute it). :data:`NOT_FUSED` says why for each ``None``; a test pins the
-set.
+``backend="numba"`` emits a NumPy driver (the NumPy target's code) whose compiled parts —
+kernels of straight-line code and whole loops — are ``numba.njit`` functions. Inside one:
+
+* an elementwise op has a **scalar form** (:data:`NUMBA`, :func:`scalar_form`): a
+  :class:`~symgrad.backends.template.Template` over scalars (the element of each operand,
+  typed as the graph says), or a function of the node giving one (a SciPy special
+  function's C kernel for the node's dtypes, ``round``'s decimals, ``astype``'s pair of
+  dtypes). It is one line of a fused loop (:mod:`.source`), or of a 0-d value;
+* every other op has an **array form** (:func:`array_form`): the lines of loop nests,
+  BLAS/LAPACK calls or Numba's own NumPy functions that compute it (:mod:`.nests`,
+  :mod:`.linalg`).
+
+What has neither is the short list :data:`NOT_COMPILED` (op -> why), and a few attribute
+cases :func:`why_not` names; such a node runs as NumPy's call in the driver, and a loop
+whose step holds one runs as the NumPy target's loop. Tests pin the list.
 """
 
 from __future__ import annotations
@@ -17,7 +23,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ...template import Template
-from ..numpy.table import NUMPY
+from ..numpy.table import NUMPY, NUMPY_TYPE, scalar_source
+from . import special
+from .linalg import LINALG_FORMS, linalg_form_missing
+from .nests import FORMS, Site
 
 T = Template
 
@@ -34,47 +43,19 @@ _UFUNC = (
     "greater", "greater_equal", "equal", "not_equal", "sigmoid", "softplus", "relu",
 )
 
-NOT_FUSED: dict[str, str] = {
-    **dict.fromkeys((
-        "sum", "mean", "max", "min", "prod", "all", "any", "logsumexp", "softmax",
-        "log_softmax", "cumsum", "cumprod", "argmax", "argmin"),
-        "a reduction: NumPy's call (a region ending in a full or partial sum fuses it)"),
-    **dict.fromkeys(("sort", "argsort", "partition", "argpartition", "searchsorted"),
-                    "sorting: NumPy's call"),
-    **dict.fromkeys(("matmul", "dot", "outer", "einsum", "multi_dot", "matrix_power", "trace"),
-                    "a product: BLAS through NumPy's call"),
-    **dict.fromkeys((
-        "transpose", "matrix_transpose", "reshape", "broadcast_to", "expand_dims", "squeeze",
-        "concatenate", "stack", "index", "index_add", "scatter_sum", "take"),
-        "shaping or indexing: NumPy's call (views, no arithmetic)"),
-    **dict.fromkeys(("zeros_like", "ones_like", "eye", "zeros", "ones", "full", "arange",
-                     "linspace"), "a constant-maker: NumPy's call"),
-    **dict.fromkeys((
-        "band", "inv", "det", "slogdet", "slogdet_sign", "solve", "cholesky", "eigh",
-        "eigh_vectors", "eigvalsh", "svd", "svd_u", "svd_vh", "svdvals", "pinv", "lstsq",
-        "lstsq_residuals", "lstsq_rank", "lstsq_sv", "qr", "qr_q", "norm", "matrix_rank"),
-        "a decomposition: LAPACK through NumPy's call"),
-    **dict.fromkeys((
-        "erf", "erfc", "erfcinv", "erfcx", "erfinv", "ndtr", "ndtri", "log_ndtr", "logit",
-        "gamma", "gammaln", "digamma", "polygamma", "betaln", "xlogy", "xlog1py", "i0", "i0e",
-        "i1", "i1e", "gammainc", "gammaincc", "betainc", "stdtr", "j0", "j1", "y0", "y1",
-        "k0", "k1", "k0e", "k1e", "jv", "yv", "yn", "iv", "ive", "kv", "kve"),
-        "a SciPy special function: scipy.special's call in the driver (Numba cannot call "
-        "SciPy's ufuncs)"),
-    "convolution": "a convolution: SciPy's (or JAX's) call in the driver",
-    **dict.fromkeys(("expm", "lu_factor", "lu_permutation", "lu_pivots"),
-                    "a matrix function: SciPy's (LAPACK) call in the driver"),
-    "sinc": "np.sinc's call in the driver (its value at 0 has no one-line scalar form here)",
-    "scan": "a loop: compiled whole as one function of its own where every op of its step "
-            "has a loop_form (backends/targets/numba/loops.py), else the NumPy target's loop",
-    "stop_gradient": "no arithmetic: the driver passes its operand on",
-    **dict.fromkeys(("custom_vjp_call", "custom_jvp_call"),
-                    "a custom rule's call: its value is its first operand (no arithmetic)"),
-    "round": "np.round's decimals= has no scalar form in Numba that rounds like NumPy's",
-    "astype": "a conversion: NumPy's call (float-to-int casts of NaN/inf are undefined in LLVM)",
+NOT_COMPILED: dict[str, str] = {
+    **dict.fromkeys(("partition", "argpartition"),
+                    "the order NumPy's introselect leaves the other elements in is its own "
+                    "(Numba's quickselect leaves another)"),
+    "expm": "SciPy's expm (scaling and squaring with Pade approximants) has no Numba form",
+    **dict.fromkeys(("lu_factor", "lu_pivots", "lu_permutation"),
+                    "SciPy's LAPACK getrf (its pivots) has no Numba form"),
+    "scan": "a loop: compiled whole as one function of its own (loops.py), not inside a "
+            "kernel of straight-line code",
 }
+"""The ops without a compiled form, and why: their nodes are NumPy's (SciPy's) calls."""
 
-NUMBA: dict[str, Template | None] = {
+NUMBA: dict[str, Template | Callable[[Any, Any], Template | None] | None] = {
     **{name: NUMPY[name] for name in _UFUNC},
     # the scalar forms where NumPy's array template does not read as a scalar expression
     "sigmoid": T("1.0 / (1.0 + np.exp(-{0}))"),
@@ -84,100 +65,94 @@ NUMBA: dict[str, Template | None] = {
     # Numba has no np.heaviside: NumPy's definition (NaN stays NaN; 0 below, h at zero)
     "heaviside": T("(np.nan if np.isnan({0}) else 0.0 if {0} < 0 else {1} if {0} == 0 else 1.0)"),
     "mod": T("np.remainder({0}, {1})"),
-    **dict.fromkeys(NOT_FUSED),
+    "stop_gradient": T("{0}"),
 }
 
 
-# -- inside a compiled loop ------------------------------------------------------------------
-# A scan's step compiled as one numba.njit function (backends/targets/numba/loops.py) runs every op
-# on the step's own values: a 0-d value is a Numba scalar (the scalar forms above), an array
-# a Numba array (NumPy's call where Numba implements it with NumPy's semantics).
+def _sinc(n: Any, nodes: Any) -> Template:
+    """NumPy's sinc: sin(y) / y with y = pi * x (x = 0 taken as 1e-20), in x's dtype."""
+    pi = "np.pi" if n.dtype == "float64" else f"{NUMPY_TYPE[n.dtype]}(np.pi)"
+    y = f"({pi} * ({{0}} if {{0}} != 0 else {NUMPY_TYPE[n.dtype]}(1e-20)))"
+    return T(f"np.sin({y}) / {y}")
 
-_ARRAY_ELEMENTWISE = frozenset(_UFUNC) - {"heaviside"}  # Numba has no np.heaviside
-_PASS = frozenset({"stop_gradient", "custom_vjp_call", "custom_jvp_call"})  # no arithmetic
-_FULL = {"sum": "np.sum", "mean": "np.mean", "max": "np.max", "min": "np.min"}
-_ONE_AXIS = {"sum": "np.sum"}  # of these, Numba's takes axis=
+
+def _round(n: Any, nodes: Any) -> Template | None:
+    """NumPy's round: rint(x * 10**d) / 10**d (d >= 0), rint(x / 10**-d) * 10**-d, the
+    factor a float of x's dtype; integers are their own round for d >= 0."""
+    d = int(n.attrs["decimals"])
+    if n.dtype not in _FLOATS:
+        return T("{0}") if d >= 0 else None
+    f = scalar_source(10.0 ** abs(d))
+    f = f if n.dtype == "float64" else f"{NUMPY_TYPE[n.dtype]}({f})"
+    return T(f"np.rint({{0}} * {f}) / {f}" if d >= 0 else f"np.rint({{0}} / {f}) * {f}")
+
+
+_INT_BOUNDS = {"int64": 2 ** 63, "int32": 2 ** 31}
+
+
+def _astype(n: Any, nodes: Any) -> Template | None:
+    """A conversion, as NumPy's on x86-64: float to int truncates, NaN, inf and values out
+    of range give the most negative int (LLVM leaves those undefined, so they are tested);
+    to bool is ``!= 0``; int to int wraps."""
+    src, dst = nodes[n.args[0]].dtype, n.dtype
+    if src == dst:
+        return T("{0}")
+    if dst == "bool":
+        return T("({0} != 0)")
+    if src in _FLOATS and dst in _INT_BOUNDS:
+        if not _X86:
+            return None
+        b = _INT_BOUNDS[dst]
+        return T(f"({NUMPY_TYPE[dst]}({{0}}) if {-float(b)!r} <= {{0}} < {float(b)!r} "
+                 f"else {NUMPY_TYPE[dst]}({-b}))")
+    return T(f"{NUMPY_TYPE[dst]}({{0}})")
+
+
+_X86 = __import__("platform").machine().lower() in ("x86_64", "amd64")
 _FLOATS = frozenset({"float64", "float32"})
 
-
-def _index_form(n: Any, nodes: Any) -> Template | None:
-    """Basic indexing by literal ints and slices (always in bounds: the key was checked
-    against the static shape); a traced index or ``None`` has no form (Numba does not
-    check bounds)."""
-    key = n.attrs["key"]
-    if len(n.args) != 1 or any(e is None or isinstance(e, str) for e in key):
-        return None
-    return NUMPY["index"]
+NUMBA.update({"sinc": _sinc, "round": _round, "astype": _astype,
+              **dict.fromkeys(special.SPECIAL, special.scalar_form)})
 
 
-def _reduction_form(n: Any, nodes: Any) -> Template | None:
-    x = nodes[n.args[0]]
-    axis, keep = n.attrs.get("axis"), n.attrs.get("keepdims")
-    if keep or x.dtype not in _FLOATS:
-        return None
-    if n.shape == ():
-        return T(f"{_FULL[n.op]}({{0}})")
-    one = _ONE_AXIS.get(n.op)
-    if one is not None and axis is not None and len(axis) == 1:
-        return T(f"{one}({{0}}, axis={axis[0] % len(x.shape)})")
-    return None
-
-
-def _blas(n: Any, nodes: Any) -> bool:
-    """Operands BLAS takes: vectors or matrices of one floating dtype."""
-    a, b = (nodes[k] for k in n.args)
-    return (a.dtype == b.dtype and a.dtype in _FLOATS and 1 <= len(a.shape) <= 2
-            and 1 <= len(b.shape) <= 2)
-
-
-def _dot_form(n: Any, nodes: Any) -> Template | None:
-    return T("np.dot({0}, {1})") if _blas(n, nodes) else None
-
-
-def _outer_form(n: Any, nodes: Any) -> Template | None:
-    vectors = _blas(n, nodes) and all(len(nodes[k].shape) == 1 for k in n.args)
-    # a broadcast product: Numba compiles np.outer much more slowly
-    return T("{0}[:, None] * {1}") if vectors else None
-
-
-def _transpose_form(n: Any, nodes: Any) -> Template | None:
-    return T("{0}.T") if len(n.shape) == 2 else None
-
-
-def _where_form(n: Any, nodes: Any) -> Template | None:
-    return NUMPY["where"] if all(nodes[a].shape == n.shape for a in n.args) else None
-
-
-def _concatenate_form(n: Any, nodes: Any) -> Template | None:
-    axis = int(n.attrs["axis"]) % len(n.shape)
-    return T(lambda names, attrs: f"np.concatenate(({', '.join(names)},), axis={axis})")
-
-
-_ARRAY_FORMS: dict[str, Callable[[Any, Any], Template | None]] = {
-    "index": _index_form, "where": _where_form, "concatenate": _concatenate_form,
-    **dict.fromkeys(_FULL, _reduction_form),
-    **dict.fromkeys(("matmul", "dot"), _dot_form), "outer": _outer_form,
-    **dict.fromkeys(("transpose", "matrix_transpose"), _transpose_form),
-}
-
-
-def loop_form(n: Any, nodes: Any) -> Template | None:
-    """How op node ``n`` (of graph ``nodes``) is written in a compiled loop's step: the
-    scalar form where it and its operands are 0-d, else its array form; ``None`` where it
-    has none there (the loop then runs on NumPy).
+def scalar_form(n: Any, nodes: Any) -> Template | None:
+    """The scalar form of elementwise node ``n`` (of graph ``nodes``), or None.
 
     >>> import symgrad as sg
     >>> x = sg.var("x", shape=(3,))
-    >>> e = sg.sum(sg.sin(x))
-    >>> nodes = e.graph.nodes
-    >>> loop_form(nodes[e.node], nodes).render(["t1"], nodes[e.node].attrs)
-    'np.sum(t1)'
+    >>> e = sg.round(x, 2)
+    >>> scalar_form(e.graph.nodes[e.node], e.graph.nodes).render(["v"], {})
+    'np.rint(v * 100.0) / 100.0'
     """
-    if n.op in _PASS:
-        return NUMPY[n.op]
-    if n.shape == () and all(nodes[a].shape == () for a in n.args):
-        return NUMBA.get(n.op)
-    if n.op in _ARRAY_ELEMENTWISE:
-        return NUMPY[n.op]
-    make = _ARRAY_FORMS.get(n.op)
-    return make(n, nodes) if make is not None else None
+    form = NUMBA.get(n.op)
+    return form(n, nodes) if callable(form) else form
+
+
+# -- everything else: array forms ------------------------------------------------------------
+
+ARRAY_FORMS: dict[str, Callable[[Site], list[str]]] = {**FORMS, **LINALG_FORMS}
+
+
+def why_not(n: Any, nodes: Any) -> str | None:
+    """Why node ``n`` has no compiled form (None: it has one)."""
+    if n.op in NOT_COMPILED:
+        return NOT_COMPILED[n.op]
+    if n.op in NUMBA:
+        return None if scalar_form(n, nodes) is not None else _SCALAR_WHY.get(
+            n.op, "no scalar form for these dtypes")
+    if n.op not in ARRAY_FORMS:
+        return "a user op (symgrad.extend): its NumPy implementation runs in the driver"
+    return linalg_form_missing(n) if n.op in LINALG_FORMS else None
+
+
+_SCALAR_WHY = {
+    "round": "round of integers to negative decimals: NumPy's own integer rounding",
+    "astype": "a float-to-int conversion off x86-64 (NumPy's result is the platform's)",
+}
+
+
+def array_form(n: Any, nodes: Any) -> Callable[[Site], list[str]] | None:
+    """The array form of node ``n`` (its lines inside compiled code), or None."""
+    if why_not(n, nodes) is not None:
+        return None
+    return ARRAY_FORMS.get(n.op)
