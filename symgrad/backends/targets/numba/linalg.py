@@ -357,8 +357,9 @@ def _vector(site: Site, axes: list[int], keep: bool, kind: str) -> list[str]:
         w(f"if abs({v}) {cmp} {acc} or {v} != {v}:")
         w(f"    {acc} = abs({v})")
     w.end(len(axes))
-    value = {"sq": f"np.sqrt({acc})",
-             "p": f"{acc} ** {T}(1.0 / {T}({scalar_source(float(order))}))"}.get(kind, acc)
+    value = f"np.sqrt({acc})" if kind == "sq" else acc
+    if kind == "p":
+        value = f"{acc} ** {T}(1.0 / {T}({scalar_source(float(order))}))"
     oidx = [idx[a] if a in rest else "0" for a in range(nd) if a in rest or keep]
     w.set(site.out, out, oidx, value)
     w.end(len(rest))
@@ -402,12 +403,33 @@ LINALG_FORMS: dict[str, Callable[[Site], list[str]]] = {
 }
 
 
-def linalg_form_missing(n: Any) -> str | None:
-    """Why node ``n`` of a linalg op has no compiled form (None: it has one)."""
-    attrs = n.attrs
-    if attrs.get("hermitian"):
+def _hermitian(n: Any) -> str | None:
+    if n.attrs.get("hermitian"):
         return ("hermitian=True: NumPy orders equal singular values by its own quicksort of "
                 "the eigenvalues")
-    if attrs.get("mode") == "complete":
+    return None
+
+
+def _complete(n: Any) -> str | None:
+    if n.attrs.get("mode") == "complete":
         return "qr mode='complete': Numba's qr computes the reduced factors only"
     return None
+
+
+def _upper(n: Any) -> str | None:
+    if n.attrs.get("UPLO") == "U":
+        return ("eigh's vectors with UPLO='U': LAPACK's reduction of the upper triangle picks "
+                "other signs than Numba's eigh (which reads the lower one)")
+    return None
+
+
+# op -> why a node of it (by its attributes) has no compiled form, or None
+LINALG_CASES = {"svd": _hermitian, "svd_u": _hermitian, "svd_vh": _hermitian,
+                "pinv": _hermitian, "matrix_rank": _hermitian, "qr": _complete,
+                "qr_q": _complete, "eigh_vectors": _upper}
+
+
+def linalg_form_missing(n: Any) -> str | None:
+    """Why linalg node ``n`` has no compiled form (None: it has one)."""
+    check = LINALG_CASES.get(n.op)
+    return None if check is None else check(n)

@@ -178,8 +178,8 @@ class StepPrinter(NumpyPrinter):
     def _region(self, r: fusion.Region, names: dict[int, str]) -> list[str]:
         nodes = self.graph.nodes
         ins = [self.operand(a, nodes[r.root], names) for a in r.inputs]
-        return nb.loop(nodes, r, ins, [names[m] for m in (r.root, *r.extras)],
-                       tag=self.fresh("_"))
+        return ["    " + line for line in nb.loop(
+            nodes, r, ins, [names[m] for m in (r.root, *r.extras)])]
 
     def op_text(self, n: Any, names: dict[int, str]) -> str:
         """A 0-d value of 0-d operands: its scalar form."""

@@ -274,14 +274,16 @@ def _logsumexp(site: Site) -> list[str]:
 
 
 def _over(w: Writer, axes: Sequence[int], xs: Sequence[int], idx: list[str], x: str,
-          body: Sequence[str], **names: str) -> None:
-    """A loop over ``axes`` (of ``xs``) binding ``v`` to the element, then ``body``."""
+          body: Sequence[str], out: str = "", **names: str) -> None:
+    """A loop over ``axes`` (of ``xs``) binding ``{v}`` to the element, then ``body``
+    (``{o}``: the element of ``out`` at the same index)."""
     for a in axes:
         idx[a] = w.loop(xs[a])
     v = w.new("x")
     w(f"{v} = {at(x, xs, idx)}")
+    o = at(out, xs, idx) if out else ""
     for line in body:
-        w(line.format(v=v, **names))
+        w(line.format(v=v, o=o, **names))
     w.end(len(axes))
 
 
@@ -306,17 +308,14 @@ def _softmax_lines(site: Site, log: bool) -> list[str]:
     w(f"{s} = {T}(0)")
     o = site.out
     if not log:
-        _over(w, [axis], xs, idx, site.ins[0], [
-            f"{at(o, xs, idx)} = np.exp({{v}} - {m})", f"{{s}} += {at(o, xs, idx)}"], s=s)
-        i = w.loop(xs[axis])
-        idx[axis] = i
-        w(f"{at(o, xs, idx)} = {at(o, xs, idx)} / {s}")
-        w.end()
+        _over(w, [axis], xs, idx, site.ins[0], ["{o} = np.exp({v} - {m})", "{s} += {o}"],
+              o, m=m, s=s)
+        _over(w, [axis], xs, idx, o, ["{o} = {v} / {s}"], o, s=s)
     else:
         _over(w, [axis], xs, idx, site.ins[0], ["{s} += np.exp({v} - {m})"], m=m, s=s)
         lg = w.new("lg")
         w(f"{lg} = np.log({s})")
-        _over(w, [axis], xs, idx, site.ins[0], [f"{at(o, xs, idx)} = ({{v}} - {m}) - {lg}"])
+        _over(w, [axis], xs, idx, site.ins[0], ["{o} = ({v} - {m}) - {lg}"], o, m=m, lg=lg)
     return w.lines
 
 
@@ -563,8 +562,9 @@ def _stack(site: Site) -> list[str]:
 
 
 def _pass(site: Site) -> list[str]:
-    """stop_gradient and custom rules' calls: the value is the first operand."""
-    return [f"{site.out} = {site.ins[0]}"]
+    """stop_gradient and custom rules' calls: the value is an operand (``out``'s, else the
+    first)."""
+    return [f"{site.out} = {site.ins[int(site.attrs.get('out', 0))]}"]
 
 
 # -- products ------------------------------------------------------------------------------------

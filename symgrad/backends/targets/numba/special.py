@@ -79,12 +79,14 @@ def _call(name: str, dtypes: tuple[str, ...], texts: list[str], out: str) -> str
     ``out``: the C variant of the ufunc's loop for those dtypes, else the double one."""
     import scipy.special
 
-    ufunc = getattr(scipy.special, name)
-    loop = tuple(d.name for d in ufunc.resolve_dtypes((*map(np.dtype, dtypes), None)))
+    ufunc = getattr(scipy.special, "psi" if name == "digamma" else name)
     cname = "psi" if name == "digamma" else name
     variants = _variants(cname)
-    found = variants.get(loop[:-1])
-    types = loop[:-1]
+    if hasattr(ufunc, "resolve_dtypes"):  # (zeta is a Python function around a ufunc)
+        types = tuple(d.name for d in ufunc.resolve_dtypes((*map(np.dtype, dtypes), None)))[:-1]
+    else:
+        types = ("float64",) * len(dtypes)
+    found = variants.get(types)
     if found is None:
         types = ("float64",) * len(dtypes)
         found = variants[types]
@@ -115,28 +117,80 @@ def scalar_form(n: Any, nodes: Any) -> Template | None:
 
 def _polygamma(n: Any, dtype: str) -> Template:
     """SciPy's polygamma(n, x): psi(x) for n = 0, else (-1)**(n+1) gamma(n+1) zeta(n+1, x)
-    (the factor a constant: n is static), in float64 then the node's dtype."""
+    (the factor a constant: n is static; the Hurwitz zeta :func:`_sg_zeta`, Cephes'
+    algorithm as SciPy's), in float64, then the node's dtype."""
     import scipy.special
 
     order = int(n.attrs["n"])
     if order == 0:
-        text = _call("digamma", (dtype,), ["{0}"], n.dtype)
-    else:
-        factor = float((-1.0) ** (order + 1) * scipy.special.gamma(order + 1.0))
-        zeta = _call("zeta", ("int64", dtype), [str(order + 1), "{0}"], "float64")
-        text = f"{scalar_source(factor)} * {zeta}"
-        if n.dtype != "float64":
-            text = f"{NUMPY_TYPE[n.dtype]}({text})"
-    return Template(text)
+        return Template(_call("digamma", (dtype,), ["{0}"], n.dtype))
+    factor = float((-1.0) ** (order + 1) * scipy.special.gamma(order + 1.0))
+    x = "{0}" if dtype == "float64" else "np.float64({0})"
+    text = f"{scalar_source(factor)} * _sg_zeta({float(order + 1)!r}, {x})"
+    return Template(text if n.dtype == "float64" else f"{NUMPY_TYPE[n.dtype]}({text})")
+
+
+_ZETA_A = (12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9,
+           7.47242496e10, -2.950130727918164224e12, 1.1646782814350067249e14,
+           -4.5979787224074726105e15, 1.8152105401943546773e17, -7.1661652561756670113e18)
+
+
+def _sg_zeta(x, q):  # (copied into modules and compiled there: no annotations)
+    """The Hurwitz zeta function sum((k + q) ** -x, k >= 0), as Cephes computes it
+    (SciPy's ``zeta``): Euler-Maclaurin summation."""
+    if x == 1.0:
+        return np.inf
+    if x < 1.0:
+        return np.nan
+    if q <= 0.0:
+        if q == np.floor(q):
+            return np.inf
+        if x != np.floor(x):
+            return np.nan
+    if q > 1e8:
+        return (1.0 / (x - 1.0) + 1.0 / (2.0 * q)) * q ** (1.0 - x)
+    s = q ** -x
+    a = q
+    i = 0
+    b = 0.0
+    while i < 9 or a <= 9.0:
+        i += 1
+        a += 1.0
+        b = a ** -x
+        s += b
+        if abs(b / s) < 1.11022302462515654042e-16:
+            return s
+    w = a
+    s += b * w / (x - 1.0)
+    s -= 0.5 * b
+    a = 1.0
+    k = 0.0
+    for j in range(12):
+        a *= x + k
+        b /= w
+        t = a * b / _ZETA_A[j]
+        s = s + t
+        if abs(t / s) < 1.11022302462515654042e-16:
+            return s
+        k += 1.0
+        a *= x + k
+        b /= w
+        k += 1.0
+    return s
 
 
 def binding_lines(source: str) -> list[str]:
     """The module-level lines binding the SciPy functions ``source`` calls (none if it
     calls none): a helper and one assignment each."""
+    lines = []
+    if "_sg_zeta(" in source:
+        from ...printer import helper_source
+
+        lines += ["", "", f"_ZETA_A = {_ZETA_A!r}", "", "", "@_jit", *helper_source(_sg_zeta)]
     used = sorted(set(re.findall(r"\b_sp_\w+", source)) & set(_BOUND))
     if not used:
-        return []
-    lines = ["", "", "def _scipy_special(name, result, *args):",
+        return lines
+    lines += ["", "", "def _scipy_special(name, result, *args):",
              '    """SciPy\'s compiled special function ``name`` (scipy.special.cython_special)'
              " as a",
              "    function Numba calls: its address registered under a symbol of its own, so"

@@ -11,10 +11,15 @@ NumPy loop, and says so.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
 import symgrad as sg
+from symgrad.backends.targets.numba.table import NOT_COMPILED, why_not
+from symgrad.ops import REGISTRY
+from tests.support import numba_battery as battery
 
 pytest.importorskip("numba")
 
@@ -116,3 +121,66 @@ def test_docs_lstm_example_compiles_its_loops_and_prints_what_it_says():
     out = subprocess.run([sys.executable, "-c", textwrap.dedent(block)], capture_output=True,
                          text=True, check=True, timeout=900, env={**os.environ}).stdout
     assert out.strip() == "0 True"
+
+
+# -- the op registry's battery inside a compiled step ------------------------------------------
+
+FULL = os.environ.get("SYMGRAD_NUMBA_FULL") == "1"
+# a case of each family: reductions over any axes (keepdims), arg reductions, logsumexp and
+# softmax, cumulative ops, indexing by traced indices, scatters, take, shaping, joins,
+# products, LAPACK, sorting, SciPy's special functions, conversions, rounding
+SAMPLE = ("sum", "max", "argmax", "logsumexp", "log_softmax", "cumsum", "index", "index_add",
+          "take", "concatenate", "stack", "transpose", "broadcast_to", "reshape", "matmul",
+          "einsum", "solve", "cholesky", "eigh", "sort", "argsort", "erf", "gammaln",
+          "where", "astype", "round", "sinc", "trace", "convolution", "norm")
+
+
+def _first_cases(ops):
+    found = {}
+    for case in battery.cases_of(ops):
+        if case.op.name not in found and battery.has_form(case):
+            found[case.op.name] = case
+    return [found[op] for op in sorted(found)]
+
+
+def test_registry_sample_in_a_compiled_step_and_its_reverse():
+    """One case of each family in the step of one scan: the forward and the reverse scan
+    are each one compiled loop, and equal sg.evaluate."""
+    cases = _first_cases(SAMPLE)
+    assert len(cases) == len(SAMPLE)
+    outs, values = battery.in_scan(cases)
+    fn = sg.compile(outs, backend="numba")
+    assert "scan" not in fn.numpy_ops, fn.numpy_ops
+    assert sum(k.startswith("_sg_loop") for k, _ in fn.kernels) == 2
+    battery.check(fn(**values), sg.evaluate(outs, values), "float64", "sample")
+
+
+def _groups(size=8):
+    ops = sorted({c.op.name for c in battery.cases_of(REGISTRY)})
+    return [ops[k:k + size] for k in range(0, len(ops), size)]
+
+
+@pytest.mark.skipif(not FULL, reason="the whole battery: SYMGRAD_NUMBA_FULL=1 (make fuzz)")
+@pytest.mark.parametrize("ops", _groups(), ids=lambda ops: f"{ops[0]}-{ops[-1]}")
+def test_registry_full_in_a_compiled_step(ops):
+    """Every case of every op, a group of ops per scan: nothing falls back (the cases on
+    the short list are checked below)."""
+    cases = [c for c in battery.cases_of(ops) if battery.has_form(c)]
+    outs, values = battery.in_scan(cases)
+    fn = sg.compile(outs, backend="numba")
+    assert "scan" not in fn.numpy_ops, fn.numpy_ops
+    battery.check(fn(**values), sg.evaluate(outs, values), "float64", ",".join(ops))
+
+
+def test_the_cases_without_a_form_are_the_short_list():
+    """The registry cases whose node has no compiled form are the ops of NOT_COMPILED and
+    a few attribute cases, each with its reason; a scan over one runs on NumPy."""
+    lacking = {}
+    for case in battery.cases_of(REGISTRY):
+        out, _, _ = case.build()
+        why = why_not(out.graph.nodes[out.node], out.graph.nodes)
+        if why is not None:
+            lacking.setdefault(case.op.name, why)
+    assert set(lacking) - set(NOT_COMPILED) == {"svd", "svd_u", "svd_vh", "pinv",
+                                                "matrix_rank", "qr", "qr_q", "eigh_vectors"}
+    assert all(len(why) > 30 for why in lacking.values())
