@@ -33,9 +33,10 @@ import numpy as np  # noqa: E402
 
 from . import common  # noqa: E402
 
-TITLE = "backend='numba' on W1, W2 (both spellings), W3, W5 (one sequence, a batch); W4, RK4"
+TITLE = "backend='numba' on W1, W2, W5 (ours, users' spellings, W5 over a batch), W3; W4, RK4"
 CONFIGS = {
     "w5_lstm": {"workload": "w5_lstm", "config": "T20_H32_I32"},
+    "w5_lstm_user": {"workload": "w5_lstm_user", "config": "T20_H32_I32"},
     "w5_lstm_batch": {"workload": "w5_lstm_batch", "config": "T20_H32_I32_B16"},
     "w2_gmm": {"workload": "w2_gmm", "config": "d10_K25_N1000"},
     "w2_gmm_user": {"workload": "w2_gmm_user", "config": "d10_K25_N1000"},

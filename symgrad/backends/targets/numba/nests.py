@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from ....ops.indexing import split_parts
-from ....ops.products import _parse_spec
+from ....ops.products import parse_spec
 from ....ops.structure import matmul_spec
 from ..numpy.table import NUMPY_TYPE, scalar_source
 
@@ -582,7 +582,7 @@ def einsum_lines(w: Writer, site: Site, spec: str, ins: Sequence[str],
     ones inside, each term the product of the operands in order (an operand's axis of
     length 1 against a longer one is broadcast)."""
     n = site.node
-    terms, right, sizes = _parse_spec(spec, [tuple(s) for s in shapes])
+    terms, right, sizes = parse_spec(spec, [tuple(s) for s in shapes])
     out = _shape(n)
     T = site.ctor
     if out:
