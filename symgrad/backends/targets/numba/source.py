@@ -33,6 +33,7 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import math
@@ -40,6 +41,7 @@ import os
 import sys
 import tempfile
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -224,8 +226,34 @@ def load(source: str, tag: str) -> tuple[dict, str]:
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # Numba's disk cache finds the module by its name
     with step("compile (Numba)", total=source.count("@_jit("), unit="kernel"), \
-            warnings.catch_warnings():
+            warnings.catch_warnings(), _optimisation(numba):
         # "np.dot() is faster on contiguous arrays": a slice in a loop's step is a view
         warnings.simplefilter("ignore", numba.NumbaPerformanceWarning)
         spec.loader.exec_module(module)  # our own generated text: names, literals checked
     return module.__dict__, str(path)
+
+
+OPT_LEVEL = 2  # LLVM's -O2 (Numba's default: 3), loop vectorisation kept
+
+
+@contextlib.contextmanager
+def _optimisation(numba: Any) -> Iterator[None]:
+    """LLVM at :data:`OPT_LEVEL` while the module compiles, under Numba's compiler lock (no
+    other thread compiles meanwhile), then Numba's own level again. Numba reads
+    ``numba.config.OPT`` when it builds each pass pipeline; on the loops we emit -O3 costs
+    much more compile time than -O2 for no measurable speed (``benchmarks/``). Where the
+    user set ``NUMBA_OPT``, or Numba keeps its level elsewhere, nothing changes."""
+    config = getattr(getattr(numba, "core", None), "config", None)
+    level = getattr(config, "_OptLevel", None)
+    lock = getattr(getattr(numba.core, "compiler_lock", None), "global_compiler_lock", None)
+    if (config is None or level is None or lock is None or "NUMBA_OPT" in os.environ
+            or not isinstance(getattr(config, "OPT", None), level) or config.OPT < OPT_LEVEL):
+        yield
+        return
+    with lock:
+        before = config.OPT
+        config.OPT = level(OPT_LEVEL)
+        try:
+            yield
+        finally:
+            config.OPT = before

@@ -330,3 +330,34 @@ def test_stats_says_what_is_compiled_and_what_numpy_runs():
     assert line.startswith("numba: ") and "introselect" in line
     plain = sg.stats(f)
     assert plain.backend is None and "numba" not in str(plain)
+
+
+def test_the_module_compiles_at_llvm_o2_and_numba_keeps_its_level(tmp_path, monkeypatch):
+    """While symgrad's module compiles, Numba's LLVM level is -O2; afterwards it is Numba's
+    own again; a user's NUMBA_OPT is left alone."""
+    from numba.core import config
+
+    from symgrad.backends.targets.numba import source
+
+    monkeypatch.setenv("SYMGRAD_CACHE_DIR", str(tmp_path))
+    seen = []
+    real = source.importlib.util.spec_from_file_location
+
+    def spy(*args, **kwargs):
+        spec = real(*args, **kwargs)
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            seen.append(int(config.OPT))
+            run(module)
+        spec.loader.exec_module = exec_module
+        return spec
+
+    monkeypatch.setattr(source.importlib.util, "spec_from_file_location", spy)
+    before = config.OPT
+    x = sg.var("x", (5,))
+    fn = sg.compile(sg.sum(sg.sin(x) * x), backend="numba")
+    assert config.OPT == before and fn(np.ones(5)) == pytest.approx(5 * np.sin(1.0))
+    monkeypatch.setenv("NUMBA_OPT", str(int(before)))
+    sg.compile(sg.sum(sg.cos(x) * x), backend="numba")
+    assert seen == [source.OPT_LEVEL, int(before)] and config.OPT == before
