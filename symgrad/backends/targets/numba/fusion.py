@@ -154,6 +154,25 @@ def _home(i: int, n: Any, users: Sequence[int], region_of: dict[int, Region],
     return None, False
 
 
+def mergeable(a: Region, b: Region) -> bool:
+    """Whether region ``b``, printed right after ``a``, can share ``a``'s loop nest: both
+    elementwise over one shape (``b`` reads ``a``'s results at the index it computes them
+    at; ``a`` never reads ``b``'s members, which come after ``a``'s root)."""
+    return a.shape == b.shape and not (a.reduces or b.reduces) and a.shape != ()
+
+
+def merge(nodes: Sequence, group: Sequence[Region], used: Callable[[int], bool]) -> Region:
+    """One region computing the regions of ``group`` (consecutive, :func:`mergeable`) in one
+    loop nest: their members in order; their roots and extras that ``used`` (read after the
+    nest, or an output) are its results, the last root first."""
+    last = group[-1]
+    members = [m for r in group for m in r.members]
+    held = [m for r in group for m in (r.root, *r.extras) if m != last.root and used(m)]
+    merged = Region(last.root, last.shape, members, held)
+    merged.inputs = _inputs(nodes, merged)
+    return merged
+
+
 def _inputs(nodes: Sequence, r: Region) -> list[int]:
     inside = set(r.members)
     out: dict[int, None] = {}

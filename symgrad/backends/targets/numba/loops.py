@@ -147,8 +147,23 @@ class StepPrinter(NumpyPrinter):
         nodes = self.graph.nodes
         regions = {r.root: r for r in fusion.plan(nodes, body, outputs, NUMBA, keep=_on_arrays)}
         hidden = {m for r in regions.values() for m in r.members if m != r.root}
+        readers: dict[int, list[int]] = {}
+        for i in body:
+            for a in nodes[i].args:
+                readers.setdefault(a, []).append(i)
         lines: list[str] = []
         run: list[int] = []  # consecutive scalar lines and loop calls (a scan's results)
+        group: list[fusion.Region] = []  # consecutive regions sharing one loop nest
+
+        def flush() -> None:
+            if len(group) == 1:
+                lines.extend(self._region(group[0], names))
+            elif group:
+                inside = {m for r in group for m in r.members}
+                lines.extend(self._region(fusion.merge(nodes, group, lambda m: m in outputs or any(
+                    u not in inside for u in readers.get(m, ()))), names))
+            group.clear()
+
         for i in [*body, None]:
             form = None
             if i is not None and i not in regions:
@@ -162,6 +177,11 @@ class StepPrinter(NumpyPrinter):
                 if form is None:
                     raise SymgradError(f"op {n.op!r} has no form inside compiled code: "
                                        f"{why_not(n, nodes)}")
+            if i is not None and form is None and not run and group and fusion.mergeable(
+                    group[-1], regions[i]):
+                group.append(regions[i])  # the same nest as the regions before it
+                continue
+            flush()
             lines += super().statements(run, names, outputs, comments)
             run = []
             if i is None:
@@ -172,7 +192,7 @@ class StepPrinter(NumpyPrinter):
                             self.fresh)
                 lines += ["    " + line for line in form(site)]
             else:
-                lines += self._region(regions[i], names)
+                group.append(regions[i])
         return [ln for ln in lines if not ln.lstrip().startswith("del ")]
 
     def _region(self, r: fusion.Region, names: dict[int, str]) -> list[str]:
