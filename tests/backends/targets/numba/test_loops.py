@@ -184,3 +184,21 @@ def test_the_cases_without_a_form_are_the_short_list():
     assert set(lacking) - set(NOT_COMPILED) == {"svd", "svd_u", "svd_vh", "pinv",
                                                 "matrix_rank", "qr", "qr_q", "eigh_vectors"}
     assert all(len(why) > 30 for why in lacking.values())
+
+
+def test_elementwise_regions_of_one_shape_share_one_nest_in_a_step():
+    """Two regions of a step over the same shape (a value two of them read) are one loop
+    nest; the value read only inside the nest is no array; the results equal evaluate's."""
+    xs = sg.var("xs", shape=(5, 3))
+
+    def step(h, xt):
+        a = sg.sin(h + xt)
+        return a * 2.0 + h, sg.cos(a) * 3.0
+
+    h, ys = sg.scan(step, sg.cos(xs[0]), xs)
+    outs = [h, ys, sg.grad(sg.sum(h) + sg.sum(ys * ys), xs)]
+    fn = sg.compile(outs, [xs], backend="numba")
+    forward = fn.source.split("def _sg_loop1_jit(")[1].split("\ndef ")[0]
+    assert forward.count("for _t") == 1 + 1  # the steps, and one nest over (3,)
+    for g, r in zip(fn(XS0), sg.evaluate(outs, {"xs": XS0})):
+        _close(g, r)
