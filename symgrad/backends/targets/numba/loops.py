@@ -51,7 +51,7 @@ from ..numpy.printer import NumpyPrinter
 from ..numpy.table import NUMPY_TYPE
 from . import fusion
 from . import source as nb
-from .nests import VIEWS, Site
+from .nests import Site, is_view
 from .table import NUMBA, array_form, scalar_form, why_not
 
 if TYPE_CHECKING:
@@ -307,7 +307,7 @@ def _own_carries(spec: LoopSpec) -> LoopSpec:
     results = list(spec.results)
     for k, o in enumerate(spec.body.outputs[:spec.nc]):
         n = nodes[o]
-        if n.shape and (o in inputs and results[k] != spec.carries[k] or n.op in VIEWS):
+        if n.shape and (o in inputs and results[k] != spec.carries[k] or is_view(n, nodes)):
             results[k] = f"{results[k]}.copy()"
     if results == spec.results:
         return spec

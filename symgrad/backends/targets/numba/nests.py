@@ -46,7 +46,7 @@ from ....ops.products import parse_spec
 from ....ops.structure import matmul_spec
 from ..numpy.table import NUMPY_TYPE, scalar_source
 
-__all__ = ["FORMS", "Site", "Writer", "VIEWS", "at"]
+__all__ = ["FORMS", "Site", "Writer", "VIEWS", "at", "is_view", "view_key"]
 
 FLOATS = frozenset({"float64", "float32"})
 
@@ -397,9 +397,38 @@ def key_index(w: Writer, xshape: Sequence[int], key: tuple, batch: int,
     return xi
 
 
+def view_key(n: Any, nodes: Any) -> str | None:
+    """The subscript text of an ``index`` node that is a view of its operand (constant ints
+    and forward slices only: Numba's basic indexing, no copy), else None."""
+    if n.op != "index" or len(n.args) != 1 or n.attrs.get("batch") or not n.shape:
+        return None
+    xshape, parts, axis = nodes[n.args[0]].shape, [], 0
+    for e in n.attrs["key"]:
+        if isinstance(e, slice):
+            r = range(*e.indices(xshape[axis]))
+            if r.step < 0:
+                return None
+            parts.append(f"{r.start}:{r.stop}" + (f":{r.step}" if r.step != 1 else ""))
+        elif isinstance(e, int) and not isinstance(e, bool):
+            parts.append(str(e % xshape[axis]))
+        else:
+            return None
+        axis += 1
+    return ", ".join(parts) if parts else None
+
+
+def is_view(n: Any, nodes: Any) -> bool:
+    """Whether node ``n``'s form may share memory with an operand (:data:`VIEWS`)."""
+    return n.op in VIEWS or view_key(n, nodes) is not None
+
+
 def _index(site: Site) -> list[str]:
-    """x[key]: basic (ints, slices, None) and integer-array indexing, traced or not."""
+    """x[key]: basic (ints, slices, None) and integer-array indexing, traced or not; a view
+    where :func:`view_key` gives one."""
     n, args = site.node, site.args
+    key = view_key(n, site.nodes)
+    if key is not None:
+        return [f"{site.out} = {site.ins[0]}[{key}]"]
     x, w = args[0], Writer(site)
     out = _shape(n)
     dyns = [(t, _shape(a)) for t, a in zip(site.ins[1:], args[1:])]

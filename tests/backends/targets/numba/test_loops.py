@@ -202,3 +202,22 @@ def test_elementwise_regions_of_one_shape_share_one_nest_in_a_step():
     assert forward.count("for _t") == 1 + 1  # the steps, and one nest over (3,)
     for g, r in zip(fn(XS0), sg.evaluate(outs, {"xs": XS0})):
         _close(g, r)
+
+
+def test_constant_slices_in_a_step_are_views_and_a_carried_view_is_copied():
+    """x[a:b] with constant bounds is Numba's view (no copy loop); a carry that is such a
+    view is copied before the next step; values and gradients equal evaluate's."""
+    W, xs = sg.var("W", shape=(3, 3)), sg.var("xs", shape=(5, 3))
+
+    def step(h, xt):
+        z = sg.concatenate([sg.sin(W @ h + xt), h * 0.5])
+        return z[0:3], z[3:6] * 2.0 + z[1, ...]
+
+    h, ys = sg.scan(step, sg.cos(xs[0]), xs)
+    outs = [h, ys, *sg.grad(sg.sum(h) + sg.sum(ys * ys), [W, xs])]
+    fn = sg.compile(outs, [W, xs], backend="numba")
+    assert "scan" not in fn.numpy_ops, fn.numpy_ops
+    forward = fn.source.split("def _sg_loop1_jit(")[1].split("\ndef ")[0]
+    assert "[0:3]" in forward and "[3:6]" in forward and ".copy()" in forward
+    for g, r in zip(fn(W0, XS0), sg.evaluate(outs, {"W": W0, "xs": XS0})):
+        _close(g, r)
