@@ -82,7 +82,7 @@ def measure() -> list[dict]:
         t0 = time.perf_counter()
         if kind == "hessian":
             g = sg.grad(f, x)
-            plans = {m: hessian_plan(f, x, g, m) for m in optimum}
+            plans = {m: hessian_plan(x, g, m) for m in optimum}
         else:
             plans = {m: jacobian_plan(f, x, m) for m in optimum}
         seconds = time.perf_counter() - t0

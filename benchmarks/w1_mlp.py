@@ -101,3 +101,15 @@ def autograd_loss(autograd, cfg: dict):
         return -anp.sum(onehot * (s - logsumexp(s, axis=1, keepdims=True)))
 
     return loss
+
+
+def pytensor_loss(pt, cfg: dict):
+    """(loss, params, data) as PyTensor variables of static shapes."""
+    from pytensor.tensor.special import log_softmax
+
+    n, d, m, k = cfg["N"], cfg["d"], cfg["m"], cfg["K"]
+    W, b = pt.tensor("W", shape=(m, d)), pt.tensor("b", shape=(m,))
+    V, g = pt.tensor("V", shape=(k, m)), pt.tensor("g", shape=(k,))
+    X, onehot = pt.tensor("X", shape=(n, d)), pt.tensor("onehot", shape=(n, k))
+    s = pt.tanh(X @ W.T + b) @ V.T + g
+    return -pt.sum(onehot * log_softmax(s, axis=1)), (W, b, V, g), (X, onehot)

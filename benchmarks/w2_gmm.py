@@ -209,3 +209,18 @@ def autograd_loss(autograd, cfg: dict):
         )
 
     return loss
+
+
+def pytensor_loss(pt, cfg: dict):
+    """(loss, params, data) as PyTensor variables of static shapes."""
+    from pytensor.tensor.math import logsumexp
+
+    d, k, n = cfg["d"], cfg["K"], cfg["N"]
+    p = d * (d - 1) // 2
+    params = (pt.tensor("alphas", shape=(k,)), pt.tensor("means", shape=(k, d)),
+              pt.tensor("icf", shape=(k, d + p)))
+    data = (pt.tensor("x", shape=(n, d)),)
+    consts = tuple(pt.constant(c) for c in scatter(d))
+    loss = _generic(pt, params, data, cfg, consts, lambda a, ax: logsumexp(a, axis=ax),
+                    pt.reshape, lambda a: pt.swapaxes(a, 1, 2))
+    return loss, params, data

@@ -209,3 +209,9 @@ def measure(cfg: dict, system: str, budget: float) -> list[dict]:
 
     rows = gradcell.measure(sys.modules[__name__], cfg, system, budget / 2)
     return rows + second_order(system, cfg, budget / 2)
+
+
+def pytensor_loss(pt, cfg: dict):
+    """(loss, params, data) as PyTensor variables of static shapes."""
+    x = pt.tensor("x", shape=(cfg["n"],))
+    return _generic(pt, x), (x,), ()

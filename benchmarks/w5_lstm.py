@@ -146,3 +146,12 @@ def autograd_loss(autograd, cfg: dict):
 
     sigmoid = lambda a: 1.0 / (1.0 + anp.exp(-a))  # noqa: E731
     return lambda p, d: _generic(anp, p, d, cfg, sigmoid, anp.zeros)
+
+
+def pytensor_loss(pt, cfg: dict):
+    """(loss, params, data) as PyTensor variables of static shapes."""
+    t, h, i = cfg["T"], cfg["H"], cfg["I"]
+    params = (pt.tensor("W", shape=(4 * h, i)), pt.tensor("U", shape=(4 * h, h)),
+              pt.tensor("b", shape=(4 * h,)))
+    data = (pt.tensor("xs", shape=(t, i)), pt.tensor("ys", shape=(t, h)))
+    return _generic(pt, params, data, cfg, pt.sigmoid, pt.zeros), params, data

@@ -44,11 +44,22 @@ __all__ = [
     "linalg", "value_and_grad", "to_html", "to_sympy", "from_sympy", "latex", "__version__",
     "limits", "stats", "scan", "fori_loop", "jacrev", "jit", "vmap", "tree_util",
     "stop_gradient", "custom_jvp", "custom_vjp", "cond", "switch", "while_loop",
+    "flatten_util",
+    "custom_root", "custom_linear_solve",
 ]
 
 
 # the modules at this level that re-export a folder's code, by their public names
-_FACES = ("dask", "errors", "extend", "progress", "testing", "tree_util")
+_FACES = ("dask", "errors", "extend", "flatten_util", "progress", "testing", "tree_util")
+
+# ``sg.passes()`` is a function of the API named like the package ``symgrad.passes``. The
+# package (its face imports nothing) is imported here and the name it bound is dropped, so
+# no later import of the package rebinds ``sg.passes``: the name is looked up like every
+# public name (the API's function), whatever was imported first.
+from . import passes as _passes_package  # noqa: E402,F401
+
+del globals()["passes"]
+_FUNCTIONS = frozenset({"passes"})  # public functions named like a subpackage
 
 
 def _load() -> _Any:
@@ -77,16 +88,20 @@ def __getattr__(name: str) -> _Any:
         return _importlib.import_module(f".{name}", __name__)
     if name.startswith("__"):  # the import system's own look-ups
         raise AttributeError(f"module 'symgrad' has no attribute {name!r}")
-    if _is_submodule(name):  # sg.numpy, sg.passes, ``from . import frontend``
+    if name not in _FUNCTIONS and _is_submodule(name):  # sg.numpy, ``from . import ir``
         return _importlib.import_module(f".{name}", __name__)
     api = _load()
     if name in globals():
         return globals()[name]
-    if "." not in name and name in api.numpy._names():
+    from .frontend.functions import traced_names  # (loaded with the API above)
+
+    if "." not in name and name in traced_names():
         return api._function_for(name)
     raise AttributeError(f"module 'symgrad' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    api = _load()
-    return sorted({*globals(), *__all__, *(n for n in api.numpy._names() if "." not in n)})
+    _load()
+    from .frontend.functions import traced_names  # (loaded with the API above)
+
+    return sorted({*globals(), *__all__, *(n for n in traced_names() if "." not in n)})

@@ -15,10 +15,10 @@ parameter traces unchanged: ``loss(W, x, np=sg)``.
 from __future__ import annotations
 
 import math as _math
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 
 from . import (
     numpy,  # symgrad.numpy: NumPy's names and meanings
-    passes,  # callable: sg.passes() lists the passes
     scipy,  # symgrad.scipy: SciPy's special functions, stats, linalg
 )
 from .backends import compile, evaluate, scipy_functions, to_source  # noqa: A004
@@ -41,7 +41,9 @@ from .frontend import function_for as _function_for
 from .frontend import parse
 from .frontend.control import cond, switch, while_loop
 from .frontend.custom import custom_jvp, custom_vjp
+from .frontend.functions import traced_names as _traced_names
 from .frontend.loops import fori_loop, scan
+from .frontend.solvers import custom_linear_solve, custom_root
 from .frontend.sympy_io import from_sympy, to_sympy
 from .functional import (
     grad,
@@ -62,7 +64,7 @@ from .ir.graph import Graph
 from .ir.limits import limits
 from .numpy import linalg
 from .ops.indexing import getitem
-from .passes import simplify
+from .passes.simplify import simplify
 from .printing import draw, listing, to_dot, to_html
 from .printing.explain import explain
 from .printing.latex import latex
@@ -70,12 +72,36 @@ from .printing.stats import stats
 from .tools.testing import check_grads
 from .transforms import derivative, hessian_sparsity, jacobian_sparsity
 
+if _TYPE_CHECKING:
+    from .passes.pattern import Pass as _Pass
+
+
+
+def passes() -> list[_Pass]:
+    """Every rewrite pass that runs anywhere, in the order they run: each has ``name``, a
+    one-line ``doc`` and the ``stages`` that run it (:mod:`symgrad.passes.registry` says
+    where each stage runs: ``"reverse"`` on B as it is built, ``"compile"``,
+    ``"simplify"``, ...).
+
+    >>> import symgrad as sg
+    >>> [p.name for p in sg.passes()][:3]
+    ['reductions', 'rolling', 'idioms']
+    >>> [p.stages for p in sg.passes() if p.name == "fast_math"]
+    [('fast_math',)]
+    >>> print(next(p for p in sg.passes() if p.name == "negations"))
+    negations          negations folded into sums, moved out of products: a + (-b) -> a - b (exact)
+    """
+    from .passes.registry import PASSES
+
+    return list(PASSES)
+
+
 pi = _math.pi
 e = _math.e
 inf = _math.inf
 nan = _math.nan
 newaxis = None
 
-for _name in numpy._names():
+for _name in _traced_names():
     if "." not in _name and _name not in globals():
         globals()[_name] = _function_for(_name)

@@ -71,7 +71,7 @@ def resolve(modname: str, name: str) -> Any:
 @functools.cache
 def _traced_names() -> frozenset[str]:
     """The names ``symgrad.numpy`` traces (read once: making the list walks the registry)."""
-    return frozenset(importlib.import_module("symgrad.numpy")._names())
+    return frozenset(importlib.import_module("symgrad.frontend.functions").traced_names())
 
 
 def _numpy_groups(name: str) -> str:
@@ -89,7 +89,7 @@ def _numpy_groups(name: str) -> str:
 _NUMPY_OWN = {"pi", "e", "inf", "nan", "newaxis", "euler_gamma", "float64", "float32", "int64",
               "int32", "bool_", "bool", "double", "single", "int_", "intp", "floating",
               "integer", "dtype", "finfo", "iinfo", "errstate", "ndarray", "broadcast_shapes",
-              "result_type", "can_cast", "r_", "c_"}
+              "result_type", "can_cast", "r_", "c_", "random"}
 
 
 @functools.cache

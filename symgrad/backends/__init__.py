@@ -21,6 +21,7 @@ Compiled`` and SymPy prints: a target is a printer subclass plus a table).
 entry for every op (``None`` says "no form here" explicitly; a missing key is a bug).
 """
 
+from . import callbacks  # noqa: F401  (registration: a solver's callbacks in emitted code)
 from .compiled import compile  # noqa: A004
 from .interpreter import evaluate
 from .linearized import linearize

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..base.describe import describe
 from ..base.errors import SymgradError
 from ..ir.expr import Expr
-from ..ir.values import describe, exact, exact_str
+from ..ir.values import exact, exact_str
 
 
 def exact_names(items: Any, what: str, exprs: bool = False) -> list | None:

@@ -62,6 +62,7 @@ def compile(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None 
         fn.kernels, fn.numpy_ops, fn.numpy_why = stats
         fn.build_seconds = dict(zip(("passes", "emit", "native compile"),
                                     (b - a for a, b in zip(clock, clock[1:]))))
+        tgt.review(fn)
     if req.pattern is not None:  # a sparse derivative's pattern, for its callers
         fn.rows, fn.cols, fn.shape = (namespace[c] for c in req.pattern)
     return fn

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from ..ir.body import Body
 from ..ir.expr import Expr
 from ..ir.graph import Graph
+from ..ir.op import RESULT
 from ..ir.shapes import fmt
 from .literals import LINE
 
@@ -55,10 +56,13 @@ def expr_text(e: Expr, limit: int = _TEXT_LIMIT, emitted: Expr | None = None) ->
 
 
 def _loops(graph: Graph, ids: list[int]) -> list[tuple[int, int]]:
-    """``(steps, step nodes)`` of each loop call among ``ids`` (its results counted once)."""
+    """``(steps, step nodes)`` of each loop call among ``ids`` (or read by a result among
+    them; one that is the same loop but for what it stacks counted once)."""
     calls: dict[tuple, tuple[int, int]] = {}
     for i in ids:
         n = graph.nodes[i]
+        if n.op == RESULT:
+            n = graph.nodes[n.args[0]]
         body = n.attrs.get("body") if n.attrs else None
         if isinstance(body, Body):
             key = (n.args, body, n.attrs["length"], n.attrs["reverse"])

@@ -1,5 +1,7 @@
 """The NumPy interpreter (``evaluate``): one pass over the outputs' ancestors in id order,
-running each op's own NumPy implementation from its stanza.
+running each op's own NumPy implementation from its stanza. A call with several results
+runs once for all of them; calls that are one loop but for the results they give run
+once for them all (:func:`symgrad.passes.calls.families`).
 
 Only ancestors of the outputs are computed; each intermediate array is dropped after its
 last consumer, so peak memory follows the live set, not the graph size.
@@ -8,20 +10,22 @@ last consumer, so peak memory follows the live set, not the graph size.
 from __future__ import annotations
 
 import warnings
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from ..base.describe import describe, type_name
 from ..base.errors import EvaluationError, InputError, SymgradWarning
 from ..base.progress import start
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.shapes import fmt
-from ..ir.values import describe, exact, type_name
+from ..ir.values import exact
 from ..ops.indexing import IndexOutOfRangeError
-from ..ops.loops import one_evaluation
+from ..passes.calls import families
 from ..transforms.sparse import SparseExpr, as_matrix
 
 
@@ -58,7 +62,7 @@ def evaluate(outputs: Expr | Sequence[Expr], inputs: Mapping[Any, Any] | None = 
     if not isinstance(unknown, str) or unknown not in ("warn", "error", "ignore"):
         raise EvaluationError(f"unknown must be 'warn', 'error' or 'ignore', got "
                               f"{describe(unknown)}")
-    given = _by_name({} if inputs is None else inputs)
+    given = inputs_by_name({} if inputs is None else inputs)
     if unknown != "ignore":
         _check_known(graph, given, unknown == "error")
     values = run(graph, ids, given)
@@ -80,8 +84,11 @@ def run(graph: Graph, outputs: Sequence[int], inputs: Mapping[str, Any]) -> dict
             last_use[a] = i
     keep = set(outputs)
     values: dict[int, Any] = {}
+    shared = families(graph, order)  # calls that are one loop: run once for them all
+    runs: dict[int, tuple] = {}  # a family's first call -> the results of its one run
+    left = Counter(first for _, _, first in shared.values())  # its calls not yet evaluated
     progress = start("evaluate", total=len(order))
-    with np.errstate(all="ignore"), one_evaluation():
+    with np.errstate(all="ignore"):
         for i in order:
             progress.update()
             n = nodes[i]
@@ -90,7 +97,11 @@ def run(graph: Graph, outputs: Sequence[int], inputs: Mapping[str, Any]) -> dict
                 continue
             op = REGISTRY[n.op]
             try:
-                values[i] = op.impl(*[values[a] for a in n.args], **n.attrs)
+                if i in shared:
+                    values[i] = _one_run(op, [values[a] for a in n.args], shared[i], runs,
+                                         left)
+                else:
+                    values[i] = op.impl(*[values[a] for a in n.args], **n.attrs)
             except (IndexError, ValueError, TypeError, MemoryError) as e:  # as compiled code
                 raise runtime_error(e, f"evaluating node {i} ({n.op})") from None
             for a in set(n.args):
@@ -98,6 +109,20 @@ def run(graph: Graph, outputs: Sequence[int], inputs: Mapping[str, Any]) -> dict
                     del values[a]
     progress.close()
     return {i: values[i] for i in outputs}
+
+
+def _one_run(op: Any, args: list, family: tuple, runs: dict[int, tuple],
+             left: Counter) -> tuple:
+    """The results of a call of a family (see :func:`~symgrad.passes.calls.families`),
+    from the family's one run (made at its first call, dropped after its last)."""
+    attrs, where, first = family
+    got = runs.get(first)
+    if got is None:
+        got = runs[first] = op.impl(*args, **attrs)
+    left[first] -= 1
+    if not left[first]:
+        del runs[first]
+    return tuple(got[k] for k in where)
 
 
 _MIXED: dict[type, type] = {}
@@ -182,7 +207,7 @@ def _common_graph(outs: list[Expr]) -> tuple[Graph, list[int]]:
     return graph, ids
 
 
-def _by_name(inputs: Mapping[Any, Any]) -> dict[str, Any]:
+def inputs_by_name(inputs: Mapping[Any, Any]) -> dict[str, Any]:
     if not isinstance(inputs, Mapping):
         raise EvaluationError(f"inputs must be a dict from variable names (or variable "
                               f"Exprs) to values, got {type_name(inputs)}")

@@ -78,6 +78,10 @@ def parts(nodes: Sequence, lines: Sequence[int], params: Sequence[int],
     slots: one slice assignment), and loaded once by each later part that reads it, so
     what crosses the cuts is linear in the graph."""
     cuts = [list(lines[k:k + PART_LINES]) for k in range(0, len(lines), PART_LINES)]
+    for k in range(1, len(cuts)):  # a call's results stay with its statement
+        while cuts[k] and nodes[cuts[k][0]].args and nodes[nodes[cuts[k][0]].args[0]].is_call:
+            cuts[k - 1].append(cuts[k].pop(0))
+    cuts = [cut for cut in cuts if cut]
     home = {i: 0 for i in params}  # the part a value is made in (0: the caller)
     for k, cut in enumerate(cuts, start=1):
         for i in cut:

@@ -1,9 +1,9 @@
 """Loops in emitted code: each ``scan`` becomes one module-level function ``_sg_loopN``
-whose body is printed once, and the results of the scan one assignment calling it.
+whose body is printed once, and the scan call (one node, several results) one assignment
+calling it, which names the results the function uses.
 
 A printer (:mod:`symgrad.backends.printer`) holds one :class:`LoopEmitter` and calls it at
-three points: :meth:`LoopEmitter.arrange` (the results of one scan made consecutive, so one
-statement can assign them all), :meth:`LoopEmitter.statement` (that statement) and
+two points: :meth:`LoopEmitter.statement` (the statement of a scan call) and
 :meth:`LoopEmitter.definitions` (the loop functions, written before the module's functions).
 
 The emitter prints a loop's step with a printer nested over the step's body (of the class
@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING
 
 from ..ir.body import Body
 from ..ir.graph import Graph
-from ..ops.loops import as_ys
+from ..ir.op import RESULT
+from ..ops.loops import ScanParts
 from .lines import call
 
 if TYPE_CHECKING:
@@ -43,19 +44,26 @@ if TYPE_CHECKING:
     from .printer import Printer
 
 __all__ = ["LoopEmitter", "LoopSpec", "append", "body_ops", "carry_moves", "indent", "is_loop",
-           "printed_bodies", "set_item"]
+           "printed_bodies", "results_in", "set_item"]
 
 
 def is_loop(node: Node) -> bool:
-    """Whether ``node`` is one result of a loop (it holds a traced body)."""
+    """Whether ``node`` is a loop call (it holds a traced body)."""
     return isinstance(node.attrs.get("body"), Body) if node.attrs else False
 
 
+def results_in(nodes: Sequence[Node], call: int, body: Sequence[int]) -> dict[int, int]:
+    """``{result index: projection}`` of call ``call`` among node ids ``body``."""
+    return {nodes[j].attrs["index"]: j for j in body
+            if nodes[j].op == RESULT and nodes[j].args[0] == call}
+
+
 def body_ops(graph: Graph, ids: list[int]) -> list[str]:
-    """The ops of the bodies of the loops among nodes ``ids`` of ``graph``, nested loops'
-    included (what the module's helpers and imports must cover besides its own lines)."""
+    """The ops of the bodies of the loops (and solver callbacks) among nodes ``ids`` of
+    ``graph``, nested ones included (what the module's helpers and imports must cover
+    besides its own lines)."""
     out: list[str] = []
-    stack = [graph.nodes[i].attrs["body"] for i in ids if is_loop(graph.nodes[i])]
+    stack = [b for i in ids for b in _bodies(graph.nodes[i])]
     seen: set[int] = set()
     while stack:
         body = stack.pop()
@@ -64,25 +72,27 @@ def body_ops(graph: Graph, ids: list[int]) -> list[str]:
         seen.add(id(body))
         nodes = body.graph.nodes
         out += [n.op for n in nodes]
-        stack += [n.attrs["body"] for n in nodes if is_loop(n)]
+        stack += [b for n in nodes for b in _bodies(n)]
     return out
+
+
+def _bodies(node: Node) -> list[Body]:
+    """The bodies a node holds: a loop's step, a solver's callbacks."""
+    return [v for v in node.attrs.values() if isinstance(v, Body)] if node.attrs else []
 
 
 def _call_key(node: Node | _Scan) -> tuple:
     attrs = node.attrs
-    return (node.args, attrs["body"], attrs["carries"], attrs["xs"], attrs["length"],
-            attrs["reverse"])
+    return (attrs["body"], attrs["carries"], attrs["xs"], attrs["length"], attrs["reverse"],
+            attrs["stacked"])
 
 
 def printed_bodies(graph: Graph) -> list[Body]:
     """The step bodies the loop functions of ``graph``'s scans print: each call's body with
     the residuals among its results as further ys (what :func:`symgrad.backends.stages.lower`
     optimises once, before printing)."""
-    calls: dict[tuple, set[int]] = {}
-    for n in graph.nodes:
-        if is_loop(n):
-            calls.setdefault(_call_key(n), set()).add(n.attrs["out"])
-    return [as_ys(key[1], key[2], sorted(parts))[0] for key, parts in calls.items()]
+    calls = {_call_key(n): n for n in graph.nodes if is_loop(n)}
+    return [_residuals_as_ys(n, (), ())[0].attrs["body"] for n in calls.values()]
 
 
 class LoopEmitter:
@@ -97,60 +107,24 @@ class LoopEmitter:
         self.count = 0
         self._list_uses: set[int] | None = None  # loop results only ever scanned (_xs_only)
 
-    # -- the results of one scan consecutive ------------------------------------------------
-
-    def arrange(self, body: list[int]) -> list[int]:
-        """``body`` with each scan's results right after its first one (valid: they all
-        depend on the same operands only)."""
-        nodes = self.printer.graph.nodes
-        groups: dict[tuple, list[int]] = {}
-        for i in body:
-            if is_loop(nodes[i]):
-                groups.setdefault(_call_key(nodes[i]), []).append(i)
-        if not groups:
-            return body
-        out, placed = [], set()
-        for i in body:
-            if i in placed:
-                continue
-            if is_loop(nodes[i]):
-                members = groups[_call_key(nodes[i])]
-                out += members
-                placed.update(members)
-            else:
-                out.append(i)
-        return out
-
-    # -- one statement for the results of one scan -----------------------------------------
+    # -- one statement for a scan call ----------------------------------------------------
 
     def statement(self, i: int, names: dict[int, str], body: list[int]) -> list[str] | None:
-        """The lines for node ``i`` if it is a loop result (None otherwise): the call of
-        its loop function at the first result of the scan in ``body``, nothing at the
-        others."""
+        """The lines of node ``i`` if it is a loop call (None otherwise): the call of its
+        loop function, returning the results ``body`` reads (their projections' names)."""
         pr = self.printer
         nodes = pr.graph.nodes
         n = nodes[i]
         if not is_loop(n):
             return None
-        members = self.members(i, body)
-        if members[0] != i:
-            return []
-        parts = sorted({nodes[j].attrs["out"] for j in members})
-        lists = tuple(nodes[j].attrs["out"] for j in members if self._list_ok(j))
-        fname, stmts = self.root._function_for(n, tuple(parts), pr, tuple(sorted(lists)))
+        found = results_in(nodes, i, body)
+        parts = sorted(found)
+        lists = tuple(p for p in parts if self._list_ok(found[p]))
+        fname, stmts = self.root._function_for(n, tuple(parts), pr, lists)
         args = [pr.operand(a, n, names, strong=True) for a in n.args]
-        by_part = {nodes[j].attrs["out"]: names[j] for j in members}
-        targets = [by_part[p] for p in parts]
+        targets = [names[found[p]] for p in parts]
         lhs = ", ".join(targets) + ("," if len(targets) == 1 else "")
         return call(f"{lhs} = {fname}(", [*pr.part_args(stmts), *args], ")")
-
-    def members(self, i: int, body: list[int]) -> list[int]:
-        """The results of the scan call of loop result ``i`` among ``body``, in order
-        (``[i]`` if it is not there): what one statement assigns."""
-        nodes = self.printer.graph.nodes
-        key = _call_key(nodes[i])
-        found = [j for j in body if is_loop(nodes[j]) and _call_key(nodes[j]) == key]
-        return found if i in found else [i]
 
     # -- the loop functions ----------------------------------------------------------------
 
@@ -159,7 +133,8 @@ class LoopEmitter:
         return list(self.lines)
 
     def _list_ok(self, j: int) -> bool:
-        """Whether loop result ``j`` (stacked over the steps) may be a Python list: the
+        """Whether loop result ``j`` (a projection, stacked over the steps) may be a Python
+        list: the
         printer passes stacked floats between loops as lists
         (:meth:`~symgrad.backends.printer.Printer.lists_between_loops`), every use of it,
         in every function of the module, is a scanned operand (an xs) of another loop,
@@ -178,7 +153,7 @@ class LoopEmitter:
         """The name of the loop function of scan ``n`` returning ``parts`` (printed on first
         use; those in ``lists`` as Python lists), and its step's statements (they say what
         the function takes besides)."""
-        key = (_call_key(n)[1:], parts, type(pr), lists)
+        key = (_call_key(n), parts, type(pr), lists)
         found = self.functions.get(key)
         if found is None:
             n, parts, lists = _residuals_as_ys(n, parts, lists)
@@ -212,15 +187,26 @@ class _Scan:
         self.attrs = attrs
 
 
-def _residuals_as_ys(n: Node, parts: tuple, lists: tuple) -> tuple[Node | _Scan, tuple, tuple]:
-    """Scan ``n`` returning ``parts`` as a scan whose body has the residuals among them
-    as further ys (:func:`symgrad.ops.loops.as_ys`), with its parts and ``lists``."""
-    nc = n.attrs["carries"]
-    body, new = as_ys(n.attrs["body"], nc, parts)
-    if body is n.attrs["body"]:
+def _residuals_as_ys(n: Node | _Scan, parts: tuple, lists: tuple
+                     ) -> tuple[Node | _Scan, tuple, tuple]:
+    """Scan ``n`` returning ``parts`` as the loop printers see it (:class:`LoopSpec`): its
+    residuals as further ys (after its own), the stored carries after those; with its
+    parts and ``lists`` renumbered so."""
+    layout = ScanParts.of(n.attrs)
+    if not layout.stacked:
         return n, parts, lists
-    renamed = dict(zip(parts, new))
-    return (_Scan({**n.attrs, "body": body}), new,
+    residuals = [k for k in range(len(layout)) if layout.kind(k)[0] == "residual"]
+    body = layout.body.with_outputs([layout.node(k) for k in residuals])
+    printed = LoopSpec.layout_of(body, layout.carries, layout.length)
+
+    def where(k: int) -> int:
+        kind, j = layout.kind(k)
+        if kind == "residual":
+            kind, j = "y", layout.ys + residuals.index(k)
+        return printed.index(kind, j)
+
+    renamed = {p: where(p) for p in parts}
+    return (_Scan({**n.attrs, "body": body, "stacked": ()}), tuple(renamed[p] for p in parts),
             tuple(sorted(renamed[p] for p in lists)))
 
 
@@ -238,7 +224,6 @@ def _printed_step(sub: Printer, n: Node | _Scan, parts: tuple) -> tuple[LoopSpec
     nodes = body.graph.nodes
     order = [i for i in plan.order if not (nodes[i].is_var or (nodes[i].is_const
                                                                 and i not in outputs))]
-    order = sub.loops.arrange(order)
     stmts = sub.statements(order, names, outputs, comments=False)
     results = [names.get(o) or sub.expr(o, names) for o in body.outputs]
     spec = LoopSpec(body, nc, nx, n.attrs["length"], n.attrs["reverse"], parts, params, xs,
@@ -247,8 +232,8 @@ def _printed_step(sub: Printer, n: Node | _Scan, parts: tuple) -> tuple[LoopSpec
 
 
 def _xs_only(pr: Printer) -> set[int]:
-    """The loop results of ``pr``'s module that no function returns and whose every use is
-    a scanned operand (an xs) of a loop."""
+    """The stacked loop results (projections) of ``pr``'s module that no function returns
+    and whose every use is a scanned operand (an xs) of a loop."""
     nodes = pr.graph.nodes
     ok: set[int] = set()
     bad: set[int] = set()
@@ -256,22 +241,25 @@ def _xs_only(pr: Printer) -> set[int]:
         bad.update(p.outputs)
         for i in p.order:
             n = nodes[i]
-            if is_loop(n):
-                ok.add(i)
+            if n.op == RESULT and is_loop(nodes[n.args[0]]):
+                if n.attrs["index"] >= nodes[n.args[0]].attrs["carries"]:
+                    ok.add(i)
+            elif is_loop(n):
                 nc, nx = n.attrs["carries"], n.attrs["xs"]
                 bad.update(a for k, a in enumerate(n.args) if not nc <= k < nc + nx)
             else:
                 bad.update(n.args)
-    return {i for i in ok if i not in bad and nodes[i].attrs["out"] >= nodes[i].attrs["carries"]}
+    return ok - bad
 
 
 class LoopSpec:
     """What a printer's ``render_loop`` reads of one loop: the step ``body`` (as emitted),
     its ``nc`` carries, ``nx`` scanned operands and ``ny`` per-step results, the scan's
-    ``length`` and direction, the results ``parts`` the function returns (numbered as the
-    scan's: carries, ys, stored carries), the step's parameter names (``params``: the
-    carries, the xs, the captured values), the names of the scanned arrays (``xs``), the
-    step's results as text (``results``) and the order of its lines (``order``)."""
+    ``length`` and direction, the results ``parts`` the function returns (numbered as
+    :meth:`layout_of` says: carries, ys, stored carries), the step's parameter names
+    (``params``: the carries, the xs, the captured values), the names of the scanned arrays
+    (``xs``), the step's results as text (``results``) and the order of its lines
+    (``order``)."""
 
     def __init__(self, body: Body, nc: int, nx: int, length: int, reverse: bool,
                  parts: tuple, params: list[str], xs: list[str], results: list[str],
@@ -280,26 +268,24 @@ class LoopSpec:
         self.parts, self.params, self.xs, self.results = parts, params, xs, results
         self.order = list(order)
         self.ny = len(body.outputs) - nc
+        self.layout = self.layout_of(body, nc, length)
         self.carries = params[:nc]
         self.x_names = params[nc:nc + nx]
         self.signature = params[:nc] + xs + params[nc + nx:]  # the loop function's
 
+    @staticmethod
+    def layout_of(body: Body, nc: int, length: int) -> ScanParts:
+        """The results of a printed loop: final carries, ys, then every carry entering
+        each step (stored at the step's start)."""
+        return ScanParts(body, nc, length, body.inputs[:nc])
+
     def kind(self, part: int) -> tuple[str, int]:
         """``("carry" | "y" | "stored", j)``: what result ``part`` is, and which one."""
-        if part < self.nc:
-            return "carry", part
-        if part < self.nc + self.ny:
-            return "y", part - self.nc
-        return "stored", part - self.nc - self.ny
+        return self.layout.kind(part)
 
     def aval(self, part: int) -> tuple[tuple, str]:
         """The shape and dtype of one step's value of result ``part``."""
-        kind, j = self.kind(part)
-        if kind == "y":
-            shape, dtype = self.body.avals([self.body.outputs[self.nc + j]])[0]
-        else:
-            shape, dtype = self.body.avals()[j]
-        return shape, dtype
+        return self.body.avals([self.layout.node(part)])[0]
 
     def steps(self) -> str:
         """The ``range`` of the step index, in the scan's direction."""

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..ir.graph import Graph
+from ..ir.op import RESULT
 from ..ir.text import adjoint_pairs, tangent_pairs
 from .docstring import Derivative, derivatives
 from .naming import Namer, sanitize
@@ -44,7 +45,7 @@ class Plan:
     params: list[int]
     outputs: list[int]
     single: bool
-    order: list[int]  # ancestors of the outputs, in id order
+    order: list[int]  # ancestors of the outputs, in id order (a call's results after it)
     names: dict[int, str]
     aliases: dict[int, str] = field(default_factory=dict)  # output variable -> adjoint name
     alias_of: dict[int, int] = field(default_factory=dict)  # output variable -> its forward
@@ -64,7 +65,7 @@ def plan(graph: Graph, fn: Function, table: dict[str, Template | None],
     are computed at module level (no name here unless an output)."""
     nodes = graph.nodes
     outs = list(fn.outputs)
-    order = graph.ancestors(outs)
+    order = graph.grouped(graph.ancestors(outs))  # a call's results after it: one statement
     params = [graph.variables[name] for name in fn.inputs]
     emitted = set(order)
     pairs = [(f, a) for f, a in adjoint_pairs(graph) if a in emitted]
@@ -79,7 +80,7 @@ def plan(graph: Graph, fn: Function, table: dict[str, Template | None],
     for f, t in tangent_pairs(graph):  # forward mode: the earliest transform names first
         if t in emitted and t != f and nodes[t].role == "tangent":
             out.tangent_for.setdefault(t, f)
-    taken = [*_template_bound_names(graph, order, table), *reserved]
+    taken = [*_template_bound_names(graph, order, table), *reserved, "_"]  # "_": unused results
     _assign_names(graph, out, [i for i in named if i not in hoisted or i in outs],
                   list(fn.output_names or ()), taken)
     return out
@@ -100,7 +101,7 @@ def _template_bound_names(graph: Graph, order: list[int], table: dict) -> list[s
     seen: set[tuple] = set()
     for i in order:
         n = graph.nodes[i]
-        if n.is_var or n.is_const:
+        if n.is_var or n.is_const or n.op == RESULT:  # a projection: a name, no template
             continue
         src = table[n.op]
         key = (n.op, len(n.args))
@@ -143,8 +144,8 @@ def _assign_names(graph: Graph, plan: Plan, named: list[int], labels: list[str],
     first = [i for i in plan.outputs if adjoint_for.get(i) in names]  # outputs named dx first
     for i in first + named:
         n = nodes[i]
-        if n.is_var or (n.is_const and i not in outputs) or i in names:
-            continue
+        if n.is_var or (n.is_const and i not in outputs) or n.is_call or i in names:
+            continue  # a call's statement assigns its results' names
         f = adjoint_for.get(i) if n.role != "forward" else None  # a forward value the
         tf = plan.tangent_for.get(i)  # backprop reuses (exp' = exp) is named as one: t
         role = _role_name(plan, i)

@@ -26,16 +26,17 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from ..base.errors import BackendError, SymgradError
+from ..base.memory import gc_paused
 from ..base.progress import start
 from ..ir.body import Body
 from ..ir.expr import Expr
 from ..ir.graph import Graph
-from ..passes.rebuild import gc_paused
+from ..ir.op import RESULT
 from . import layout
 from .docstring import docstring
 from .lines import call, del_lines, fit, moves, releases, stores
-from .literals import LINE
-from .loops import LoopEmitter, LoopSpec, body_ops
+from .literals import LINE, data_helpers, data_source
+from .loops import LoopEmitter, LoopSpec, body_ops, is_loop
 from .naming import Namer
 from .plan import Plan, plan
 from .template import Template, helpers_of
@@ -44,7 +45,16 @@ if TYPE_CHECKING:
     from .stages import Function, Lowered
     from .target import Target
 
-__all__ = ["HOOKS", "ModuleState", "Printer"]
+__all__ = ["HOOKS", "RENDER", "ModuleState", "Printer"]
+
+
+def _render(pr: Printer, template: Template, texts: list[str], attrs: dict) -> str:
+    return template.render(texts, attrs)
+
+
+RENDER: list[Callable[[Printer, Template, list[str], dict], str]] = [_render]
+"""How a node's template becomes its text (``RENDER[0]``): :mod:`.callbacks` installs its
+own, which prints a solver's callbacks as module functions (the printer imports none of it)."""
 
 #: The methods a target's printer overrides, by what they shape (each documented below).
 HOOKS = (
@@ -75,6 +85,7 @@ class ModuleState:
     derived: list[int] = field(default_factory=list)  # hoisted constant-only ops, in id order
     inlined: set[int] = field(default_factory=set)  # 0-d constants written as literals
     helper_names: set[str] = field(default_factory=set)  # generated helpers (bodies, parts)
+    data: dict[tuple, str] = field(default_factory=dict)  # module data (a pattern) -> name
 
 
 class Printer:
@@ -97,6 +108,7 @@ class Printer:
         self._comments: dict[tuple, list[str]] = {}
         self._names_of: dict[int, set[str]] = {}
         self._others_of: dict[int, list[str]] = {}  # node -> its operands' dtypes (_others)
+        self._results: dict[int, dict[int, int]] | None = None  # call -> index -> projection
         # the scans: one loop function each, shared by nested printers (``loops``: the root's)
         self.loops = LoopEmitter(self, loops)
 
@@ -134,6 +146,14 @@ class Printer:
     def constant_lines(self) -> list[str]:
         """The module-level constants: hoisted arrays, then the public constants."""
         raise NotImplementedError
+
+    def data_lines(self) -> list[str]:
+        """The module data (sparse patterns, :func:`is_data`) as module constants, after
+        the helper their text calls: for :meth:`constant_lines`."""
+        data = self.state.data
+        out = [ln for fn in data_helpers(list(data)) for ln in ["", "", *helper_source(fn)]]
+        out += ["", ""] if out else [""] if data else []
+        return out + [fit(f"{name} = {data_source(value)}") for value, name in data.items()]
 
     def helpers(self) -> list[Callable]:
         """The helper functions the module's templates call, sorted by name."""
@@ -269,6 +289,8 @@ class Printer:
                 state.consts[i], k = namer.counter("_c", k)
         for i in derived:
             state.consts[i], k = namer.counter("_c", k)
+        for value in module_data(graph, [i for p in plans for i in p.order] + derived):
+            state.data[value], k = namer.counter("_c", k)
         state.derived = derived
         state.inlined = {i for i in ids if nodes[i].shape == ()}
         return state
@@ -295,8 +317,8 @@ class Printer:
         module level); :meth:`no_source` for an op this printer has no form for."""
         nodes = self.graph.nodes
         for i in self.graph.ancestors(list(fn.outputs)):
-            n = nodes[i]
-            if not (n.is_var or n.is_const) and self.table.get(n.op) is None:
+            n = nodes[i]  # (a projection is a name its call's statement assigns: no form)
+            if not (n.is_var or n.is_const or n.op == RESULT) and self.table.get(n.op) is None:
                 self.no_source(n.op, i)
         return plan(self.graph, fn, self.table, self.reserved(), self.lowered.derivatives,
                     hoisted)
@@ -326,7 +348,6 @@ class Printer:
         consts = self.state.consts
         body = [i for i in p.order if not (nodes[i].is_var or (
             (nodes[i].is_const or i in consts) and i not in outputs))]
-        body = self.loops.arrange(body)  # a scan's results consecutive
         big = len(body) > layout.REGISTERS_FROM
         if big:
             names = dict(names)
@@ -409,25 +430,42 @@ class Printer:
         for i in body:
             progress.update()
             n = nodes[i]
-            loop = self.loops.statement(i, names, body)  # a scan's results: one call
+            if n.op == RESULT:  # a name its call's statement assigns
+                continue
+            loop = self.loops.statement(i, names, body)  # a scan: its loop function's call
             if loop is not None:
                 lines += loop
             else:
                 expr = self.expr(i, names)
                 if i in self.state.consts:  # never hand out the shared constant
                     expr = self.copy_text(expr)
-                code = f"    {names[i]} = {expr}"
+                code = f"    {self.targets(i, names)} = {expr}"
                 lines.append(self._line(code, n, names) if comments else code)
-            dead = [names[a] for a in dead_after.get(i, ()) if names[a] != names[i]]
+            dead = [names[a] for a in dead_after.get(i, ()) if names[a] != names.get(i)]
             lines += del_lines(dead)
         progress.close()
         return lines
+
+    def targets(self, i: int, names: dict[int, str]) -> str:
+        """What node ``i``'s statement assigns: its name, or for a call with several
+        results its results' names (``_`` for a result this function does not read)."""
+        n = self.graph.nodes[i]
+        if not n.is_call:
+            return names[i]
+        if self._results is None:
+            self._results = {}
+            for m in self.graph.nodes:
+                if m.op == RESULT:
+                    self._results.setdefault(m.args[0], {})[m.attrs["index"]] = m.id
+        found = self._results.get(i, {})
+        items = [names.get(found.get(k, -1), "_") for k in range(len(n.dtype))]
+        return ", ".join(items) + ("," if len(items) == 1 else "")
 
     # -- one node -----------------------------------------------------------------------
 
     def expr(self, i: int, names: dict[int, str]) -> str:
         n = self.graph.nodes[i]
-        if n.is_var:
+        if n.is_var or n.op == RESULT:  # a projection: the name its call assigned
             return names[i]
         if i in self.state.consts:
             return self.const_text(i)
@@ -441,7 +479,8 @@ class Printer:
         texts = [self.operand(a, n, names) for a in n.args]
         if any(k in self.state.inlined for k in n.args):
             texts = self._typed_scalars(n, src, texts)
-        text = src.render(texts, n.attrs)
+        # module data and a solver's callbacks: by the names of what the module holds
+        text = RENDER[0](self, src, texts, self._data_names(n.attrs))
         if not isinstance(text, str) or "\n" in text:
             raise SymgradError(f"op {n.op!r} has a source template that gives no one-line text")
         return text
@@ -462,6 +501,18 @@ class Printer:
         if text is None:
             text = self._literals[key] = self.literal(nodes[a].attrs["value"], others, strong)
         return text
+
+    def _data_names(self, attrs: dict) -> dict:
+        """``attrs`` with each module data value (:func:`is_data`) replaced by the name of
+        the module constant holding it (the module's: loop bodies share their root's)."""
+        if not any(is_data(v) for v in attrs.values()):
+            return attrs
+        held = self.loops.root.printer.state.data
+        try:
+            return {k: held[v] if is_data(v) else v for k, v in attrs.items()}
+        except KeyError:
+            raise SymgradError("module data of a node no function of the module computes "
+                               "(a sparse pattern): it cannot be emitted") from None
 
     def _typed_scalars(self, n: Any, src: Template, texts: list[str]) -> list[str]:
         """Inline constants the template uses as arrays (``{0}.dtype``, ``{0}[i]``) as typed
@@ -504,10 +555,10 @@ class Printer:
         if of is None and (n.role == "forward" or n.origin is None):
             return code
         o = self.graph.nodes[n.origin if of is None else of]
-        if o.id not in names:  # no line of this function computes it: nothing to cite
-            return code
+        target = self.targets(o.id, names) if o.is_call else names.get(o.id)
+        if not target or not target.strip(", _"):
+            return code  # no line of this function computes it: nothing to cite
         mark = "tangent of" if of is None and n.role == "tangent" else "backprop of"
-        target = names[o.id]
         for what in self._forward_texts(o, target, names):
             line = f"{code}  # {mark}: {what}"
             if len(line) <= LINE:
@@ -534,6 +585,32 @@ class Printer:
             texts.append(f"{target} = {o.op}({args})")
             self._comments[key] = texts
         return texts
+
+
+def is_data(value: Any) -> bool:
+    """Whether an attribute value is *module data*: a tuple holding bytes (a sparse
+    pattern's index arrays), written once per module as a constant whose name the
+    templates receive in its place (never spliced into each line)."""
+    return type(value) is tuple and any(type(e) is bytes for e in value)
+
+
+def module_data(graph: Graph, ids: list[int]) -> list[tuple]:
+    """The distinct module data values of nodes ``ids`` and of the loop bodies among them,
+    in the order first met."""
+    found: dict[tuple, None] = {}
+    todo, seen = [(graph, ids)], set()
+    while todo:
+        g, order = todo.pop()
+        for i in order:
+            attrs = g.nodes[i].attrs
+            for v in attrs.values():
+                if is_data(v):
+                    found.setdefault(v)
+            body = attrs.get("body") if is_loop(g.nodes[i]) else None
+            if body is not None and id(body) not in seen:
+                seen.add(id(body))
+                todo.append((body.graph, range(len(body.graph.nodes))))
+    return list(found)
 
 
 _AS_ARRAY = re.compile(r"_SGPROBE(\d+)_\s*[.\[(]")  # an operand used as an array: x.dtype

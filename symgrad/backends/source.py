@@ -58,9 +58,9 @@ def to_source(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | Non
     errors); results are NumPy scalars. ``scalars="numpy"``: NumPy everywhere.
 
     ``optimize`` (default): the graph is first rebuilt through the exact passes
-    (:data:`symgrad.passes.COMPILE`: the results are what the graph computes, bit for bit);
-    ``fast_math=True`` also applies rewrites that are not IEEE-exact
-    (:data:`symgrad.passes.FAST_MATH`: ``a - a -> 0``, the idioms as ops, ...).
+    (the ``compile`` stage of :mod:`symgrad.passes.registry`: the results are what the graph
+    computes, bit for bit); ``fast_math=True`` also applies rewrites that are not IEEE-exact
+    (the ``fast_math`` stage: ``a - a -> 0``, the idioms as ops, ...).
 
     ``backend``: ``"numpy"`` (the default), ``"array_api"`` (the Python array API standard
     only; the function takes its namespace from its inputs with

@@ -198,22 +198,17 @@ def pattern_constants(s: Any, prefix: str = "") -> tuple[tuple[str, Any], ...]:
 
 
 def lower(req: Request) -> Lowered:
-    """The request's graph rebuilt through the compile passes if ``optimize`` (with the
-    non-exact ones if ``fast_math``; for JAX and PyTorch also
-    :mod:`symgrad.passes.array_targets`), else as it is, then through the target's own
-    rewrite (:meth:`~.target.Target.rewrite`: for the array targets NumPy's promotion of
-    mixed dtypes made explicit); the step body of each of its loops (nested ones too)
-    through the same passes, once."""
+    """The request's graph through the stages ``compile`` runs
+    (:func:`symgrad.passes.pipeline.compile_stages`: the compile passes if ``optimize``,
+    the non-exact ones too if ``fast_math``, then the target's own ``passes``, then calls
+    that are one loop made one call); the step body of each of its loops (nested ones
+    too) through the same passes, once."""
+    from ..passes import pipeline
+
     graph = req.graph
     groups = [list(fn.outputs) for fn in req.functions]
-    if req.optimize:
-        from ..passes import pipeline
-
-        new, new_groups = pipeline.optimize(graph, groups, req.fast_math,
-                                            req.target.sums_as_sums)
-    else:
-        new, new_groups = graph, groups
-    new, new_groups = req.target.rewrite(new, new_groups)
+    stages = pipeline.compile_stages(req.optimize, req.fast_math, req.target.passes)
+    new, new_groups = pipeline.run_stages(stages, graph, groups)
     fns = tuple(replace(fn, outputs=tuple(ids)) for fn, ids in zip(req.functions, new_groups))
     shown = {n: fn.exprs[k] if fn.exprs else Expr(graph, o)
              for fn, new_fn in zip(req.functions, fns)
@@ -230,23 +225,22 @@ def lower(req: Request) -> Lowered:
 def optimized_body(body: Body, req: Request) -> Body:
     """``body`` rebuilt through the passes ``req`` runs on the function around it (the
     compile passes; with ``fast_math`` the others too, so ``t - t`` in a step's VJP goes),
-    kept on the body (a derived body, as its VJP is)."""
+    remembered by the body (:meth:`~symgrad.ir.body.Body.memo`, as its VJP is)."""
     if not req.optimize:
         return body
-    arrays = req.target.sums_as_sums
-    key = ("optimized", req.fast_math, arrays)
-    found = body.derived.get(key)
-    if found is None:
+
+    def build() -> Body:
         from ..passes import pipeline
 
         new, (outs,) = pipeline.optimize(body.graph, [list(body.outputs)], req.fast_math,
-                                         arrays)
+                                         req.target.passes)
         nodes = body.graph.nodes
         ins = [new.variables[nodes[v].name] for v in body.inputs]
         folded = any(nd.is_const and nd.shape != () for nd in new.nodes)
         # a folded array constant has no place in a step (its constants are operands)
-        found = body.derived[key] = body if folded else Body(new, ins, outs, body.n_in)
-    return found
+        return body if folded else Body(new, ins, outs, body.n_in)
+
+    return body.memo(("optimized", req.fast_math, req.target.passes), build)
 
 
 def _derivatives(shown: dict[int, Expr], graph: Graph) -> dict[int, Derivative]:

@@ -3,10 +3,10 @@
 A :class:`Target` is one object per ``backend=`` name, declared in its folder
 (:mod:`symgrad.backends.targets`): its printer (which holds the op table), the module's
 import lines, the namespace the templates call, the docstring's first line, the libraries
-the code needs and the pip extra that installs them, as data; and as behaviour, the
-target's own rewrite of the graph before printing (:meth:`Target.rewrite`), how a module
-of its text is run (:meth:`Target.load`) and what ``compile`` hands back for one of its
-functions (:meth:`Target.wrap`). The defaults are NumPy's: the module is run from its text,
+the code needs, the pip extra that installs them and the pipeline stages it runs after the
+compile passes (``passes``), as data; and as behaviour, how a module of its text is run
+(:meth:`Target.load`) and what ``compile`` hands back for one of its functions
+(:meth:`Target.wrap`). The defaults are NumPy's: the module is run from its text,
 its function wrapped with the input checks of ``sg.evaluate``.
 
 >>> from symgrad.backends.targets import target
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from .loaded import CompiledFunction, load_source
 
 if TYPE_CHECKING:
-    from ..ir.graph import Graph, Node
+    from ..ir.graph import Node
     from .printer import Printer
     from .template import Template
 
@@ -47,26 +47,23 @@ class Target:
     # the module's functions take and return NumPy arrays (SciPy's helpers and sparse
     # patterns need that)
     numpy_only: bool = True
-    # batched sums B wrote as products with ones (NumPy's faster kernel) written back as
-    # sums (see symgrad.passes.array_targets)
-    sums_as_sums: bool = False
+    # the pipeline stages this target runs after the compile passes (symgrad.passes.registry):
+    # "arrays" (batched sums written back as sums), "promote" (NumPy's dtype promotion)
+    passes: tuple[str, ...] = ()
 
     @property
     def table(self) -> dict[str, Template | None]:
         """The op table of this target's printer."""
         return self.printer.table
 
-    def rewrite(self, graph: Graph, groups: list[list[int]]
-                ) -> tuple[Graph, list[list[int]]]:
-        """The lowered graph of ``groups`` (output ids) as this target prints it, with the
-        outputs' new ids: as it is (the array targets make NumPy's dtype promotion
-        explicit)."""
-        return graph, groups
-
     def load(self, source: str, tag: str) -> tuple[dict[str, Any], str]:
         """Run generated ``source`` as a fresh module: its namespace and its file name
         (``tag`` names it)."""
         return load_source(source, tag)
+
+    def review(self, fn: Callable) -> None:
+        """Say what a compiled function ``fn`` did not get from this target (a warning);
+        nothing here."""
 
     def wrap(self, raw: Callable, params: list[Node], source: str, filename: str,
              check: bool) -> Callable:

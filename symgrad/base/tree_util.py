@@ -22,12 +22,16 @@ from typing import Any
 
 from .errors import ArgumentError
 
-__all__ = ["PyTreeDef", "register_pytree_node", "tree_flatten", "tree_leaves", "tree_map",
-           "tree_structure", "tree_unflatten"]
+__all__ = ["PyTreeDef", "register_pytree_family", "register_pytree_node", "tree_flatten",
+           "tree_leaves", "tree_map", "tree_structure", "tree_unflatten"]
 
 Flatten = Callable[[Any], tuple[Iterable[Any], Hashable]]
 Unflatten = Callable[[Hashable, Iterable[Any]], Any]
 _REGISTRY: dict[type, tuple[Flatten, Unflatten]] = {}
+# a library's classes that become containers when first met (symgrad must not import it):
+# module prefix -> cls -> (flatten, unflatten) or None
+_FAMILIES: dict[str, Callable[[type], tuple[Flatten, Unflatten] | None]] = {}
+_LEAVES: set[type] = set()  # classes a family was asked about and said are leaves
 _MAX_DEPTH = 256
 
 
@@ -86,6 +90,29 @@ def register_pytree_node(cls: type, flatten: Flatten, unflatten: Unflatten) -> N
     _REGISTRY[cls] = (flatten, unflatten)
 
 
+def register_pytree_family(module: str, lookup: Callable[[type], Any]) -> None:
+    """Make the classes of library ``module`` (and its submodules) containers when first
+    met, without importing it: ``lookup(cls)`` gives ``(flatten, unflatten)`` for a class
+    that is one, None for a leaf (``scipy.sparse``'s matrices hold their values)."""
+    _FAMILIES[module] = lookup
+    _LEAVES.clear()
+
+
+def _family(cls: type) -> tuple[Flatten, Unflatten] | None:
+    """The functions a family registers for ``cls`` (registering them), or None."""
+    if cls in _LEAVES:
+        return None
+    module = getattr(cls, "__module__", "") or ""
+    for prefix, lookup in _FAMILIES.items():
+        if module == prefix or module.startswith(prefix + "."):
+            found = lookup(cls)
+            if found is not None:
+                _REGISTRY[cls] = found
+                return found
+    _LEAVES.add(cls)
+    return None
+
+
 def _type_name(value: Any) -> str:
     return type.__dict__["__name__"].__get__(type(value), type)  # never the object's code
 
@@ -128,6 +155,8 @@ def _flatten(node: Any, leaves: list, is_leaf: Any, depth: int) -> PyTreeDef:
         names = tuple(f.name for f in dataclasses.fields(cls) if f.init)
         kids = tuple(_flatten(getattr(node, n), leaves, is_leaf, depth + 1) for n in names)
         return PyTreeDef(cls, names, kids)
+    if _FAMILIES and _family(cls) is not None:
+        return _flatten(node, leaves, is_leaf, depth)
     leaves.append(node)
     return LEAF
 

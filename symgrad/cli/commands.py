@@ -197,7 +197,7 @@ def _targets(f, names: list[str] | None) -> list[str]:
 def _simplified(exprs: list, on: bool) -> list:
     if not on:
         return exprs
-    from ..passes import simplify
+    from ..passes.simplify import simplify
 
     return list(simplify(exprs))
 
@@ -250,9 +250,9 @@ def cmd_source(args: argparse.Namespace) -> int:
             *[None] * (len(labels) - 1), flat)
     _write(lower(req).source(), args.output)
     if args.stats:
-        from ..printing.stats import _summary
+        from ..printing.stats import summary
 
-        print(_summary(outs), file=sys.stderr)
+        print(summary(outs), file=sys.stderr)
     return 0
 
 

@@ -12,6 +12,7 @@ from . import (  # noqa: F401  (registration)
     numpy_extra,
     numpy_fft,
     numpy_functions,
+    sparse_calls,
 )
 from .functions import function_for
 from .parse import parse

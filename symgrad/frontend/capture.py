@@ -1,15 +1,22 @@
 """What a traced function reads besides its arguments, so a compiled function is never stale.
 
-A Python function reads its globals, its closed-over cells, the user functions it calls by
-name (and theirs), and whatever those reach. When ``sg.grad(fun)`` traces ``fun``:
+A Python function reads its globals, its closed-over cells, its default arguments, the user
+functions it calls by name (and theirs), the attributes of the objects it reaches (``self``
+of a bound method, a global object, the arguments of a ``functools.partial``) and whatever
+those reach. Each such value is *watched*: found again by the same path (a global's name,
+a cell, an attribute, a container's leaf) at every call of the compiled function.
 
-* arrays (and pytrees of arrays) among the globals and cells of ``fun`` and of the user
-  functions it calls by name are *lifted*: ``fun`` is traced on a copy whose globals and
-  cells hold variables instead, and every call reads the current values (a new minibatch
-  assigned to a global is seen at the next call; so is an array changed in place);
-* their other values (numbers, strings, functions, objects) are part of the cache key:
-  a number read again and found changed, or a name bound to another object, traces again;
-* a large array reached any other way (an attribute, ``functools.partial``) becomes an
+* arrays (and pytrees of arrays) are *lifted*: the function is traced on a copy that reads
+  variables instead, and every call reads the current values (a new minibatch assigned to
+  a global is seen at the next call; so is an array changed in place, or ``self.Q``
+  rebound to another matrix);
+* numbers (by value and type: ``0.0`` and ``-0.0`` differ), strings, containers of them
+  (a global list or dict of numbers, a mutable default) are part of the cache key, as are
+  functions and objects (by identity): a change traces again;
+* objects of the user's own classes are seen through an
+  :class:`~symgrad.frontend.capture_objects.ObjectView` while tracing, which records each
+  attribute read (``self.scale``, ``self.layer.W``), at any depth;
+* a large array reached any other way (a library object's, one made by a call) becomes an
   input holding that array, read at every call (never a literal in the source);
 * ``np.random`` (or a ``Generator``) read while tracing draws once, at trace time: a
   :class:`~symgrad.errors.SymgradWarning` says so.
@@ -22,10 +29,25 @@ np.float64(6.0)
 >>> X = np.array([5.0, 5.0])
 >>> g(1.0)
 np.float64(20.0)
+>>> class Model:
+...     def __init__(self):
+...         self.scale = 1.0
+...     def loss(self, w):
+...         return self.scale * w ** 2
+>>> m = Model()
+>>> g = sg.grad(m.loss)
+>>> g(3.0)
+np.float64(6.0)
+>>> m.scale = 10.0
+>>> g(3.0)
+np.float64(60.0)
 """
 
 from __future__ import annotations
 
+import functools
+import os
+import sys
 import threading
 import types
 import warnings
@@ -35,100 +57,62 @@ from typing import Any
 
 import numpy as np
 
-from ..base.errors import ArgumentError, SymgradWarning, UnsupportedError
-from ..base.tree_util import LEAF, tree_flatten, tree_unflatten
+from ..base.errors import SymgradWarning, UnsupportedError
+from ..base.tree_util import LEAF, tree_unflatten
 from ..ir.callsite import callsite
 from ..ir.expr import Expr
 from ..ir.graph import Graph, lifting
+from . import scipy_names
+from .capture_key import (
+    DTYPES,
+    KINDS,
+    PYTREE_TYPES,
+    SCALARS,
+    Held,
+    Watch,
+    arg_reader,
+    array_count,
+    attr_reader,
+    attrgetter,
+    cell_reader,
+    class_reader,
+    content_key,
+    default_reader,
+    flat,
+    is_dataclass,
+    keyword_reader,
+    kwdefault_reader,
+    leaf_reader,
+    state,
+    supported,
+    value_key,
+)
+from .capture_objects import (
+    LIBRARIES,
+    MISSING,
+    ObjectView,
+    class_lookup,
+    instance_dict,
+    is_data_descriptor,
+    library_module,
+    raw_attr,
+    real,
+    user_class,
+    user_object,
+)
 
-__all__ = ["Capture", "Watch", "current", "tracing"]
+__all__ = ["Capture", "Watch", "current", "rebound", "state", "tracing", "value_key"]
 
-_LIBRARIES = frozenset({"symgrad", "numpy", "scipy", "jax", "jaxlib", "torch", "builtins",
-                        "functools", "math", "sympy", "networkx", "dask", "pandas"})
-_DTYPES = frozenset({"float64", "float32", "int64", "int32", "bool"})
-_CHARS = frozenset(np.dtype(n).char for n in _DTYPES)
-_MISSING = object()
 _STATE = threading.local()
-
-
-class Watch:
-    """One value a traced function reads: a global (``container`` a dict, ``key`` its
-    name), a closed-over cell (``key`` None) or an array held by reference."""
-
-    __slots__ = ("container", "key", "label", "names")
-
-    def __init__(self, container: Any, key: str | None, label: str) -> None:
-        self.container, self.key, self.label = container, key, label
-        self.names: list[str] = []  # the variables of its array leaves at the last trace
-
-    def read(self) -> Any:
-        if self.key is None:
-            try:
-                return self.container.cell_contents
-            except ValueError:
-                return _MISSING
-        return self.container.get(self.key, _MISSING)
-
-
-class Held(Watch):
-    """An array reached otherwise (an attribute): held by reference, read at every call."""
-
-    __slots__ = ()
-
-    def read(self) -> Any:
-        return self.container
-
-
-def state(watches: list[Watch]) -> tuple[tuple, list[np.ndarray]]:
-    """The cache-key part of the watched values now, and their array leaves in order."""
-    parts: list[Any] = []
-    arrays: list[np.ndarray] = []
-    for w in watches:
-        v = w.read()
-        if type(v) is np.ndarray and v.dtype.char in _CHARS:
-            parts.append((v.shape, v.dtype.char))
-            arrays.append(v)
-        else:
-            parts.append(_part(v, arrays))
-    return tuple(parts), arrays
-
-
-def _part(v: Any, arrays: list) -> Any:
-    if isinstance(v, (int, float, complex, str, bytes, np.generic)) or v is None:
-        return (type(v), v)
-    if isinstance(v, np.ndarray) and v.dtype.kind in "biuf":
-        a = _supported(v)
-        arrays.append(a)
-        return (a.shape, a.dtype.char)
-    if isinstance(v, (dict, list, tuple)) or hasattr(v, "__dataclass_fields__"):
-        leaves, treedef = _flat(v)
-        if any(isinstance(x, np.ndarray) for x in leaves):
-            return (treedef, tuple(_part(x, arrays) for x in leaves))
-    return ("id", id(v))
-
-
-def _flat(v: Any) -> tuple[list, Any]:
-    """``tree_flatten(v)``, or no leaves for a container that is not a pytree (a dict keyed
-    by types, as a library's registry is): such an object is kept as it is, by identity."""
-    try:
-        return tree_flatten(v)
-    except ArgumentError:
-        return [], LEAF
-
-
-def _supported(a: np.ndarray) -> np.ndarray:
-    if a.dtype.name in _DTYPES or a.dtype.kind not in "biuf":
-        return a
-    return a.astype(np.float64 if a.dtype.kind == "f" else np.int64)
 
 
 class Capture:
     """What a traced function reads, kept across its traces: the watches (in a stable
-    order, so cache keys stay comparable) and, per trace, the variables they became."""
+    order, so cache keys stay comparable) and, per trace, what they became."""
 
     def __init__(self) -> None:
         self.watches: list[Watch] = []
-        self._index: dict[tuple[int, str | None], Watch] = {}
+        self._index: dict[tuple, Watch] = {}
         self._held: dict[int, Watch] = {}
         self.begin(set())
 
@@ -137,6 +121,10 @@ class Capture:
         self._taken = set(taken) | {w.names[0] for w in self._held.values()}
         self._copies: dict[int, dict] = {}
         self._functions: dict[int, Any] = {}
+        self._lifted: dict[int, Any] = {}  # id(watch) -> what its value became
+        self._views: dict[int, ObjectView] = {}
+        self._classes: dict[int, tuple[Watch, type]] = {}
+        self._read: set[str] = set()  # the names the traced code reads (co_names)
         self.random: list[str] = []
         for w in self.watches:
             if not isinstance(w, Held):
@@ -145,13 +133,23 @@ class Capture:
     def picks(self, used: set[str]) -> list[int]:
         """The positions, in :func:`state`'s arrays, of the variables a trace used."""
         out, at = [], 0
-        for w in self.watches:
-            count = len(_part_arrays(w.read()))
+        for w, count in zip(self.watches, self._counts()):
             for k, name in enumerate(w.names[:count]):
                 if name in used:
                     out.append(at + k)
             at += count
         return out
+
+    def hidden_names(self, picks: list[int]) -> list[str]:
+        """The variable name at each picked position of :func:`state`'s arrays."""
+        flat: list[str] = []
+        for w, count in zip(self.watches, self._counts()):
+            flat.extend(list(w.names[:count]) + [""] * max(0, count - len(w.names)))
+        return [flat[k] for k in picks]
+
+    def _counts(self) -> list[int]:
+        values = state(self.watches)[2]
+        return [array_count(v) for v in values]
 
     def fresh(self, base: str) -> str:
         base = base if base.isidentifier() and not base.startswith("_") else "captured"
@@ -161,13 +159,53 @@ class Capture:
         self._taken.add(name)
         return name
 
+    # -- watches -------------------------------------------------------------------------
+
+    def _watch(self, parent: Watch | None, key: tuple, get: Callable, label: str,
+               base: str, part: Callable | None = None) -> Watch:
+        at = (id(parent), *key)
+        w = self._index.get(at)
+        if w is None:
+            w = self._index[at] = Watch(parent, get, label, base, part)
+            w.index = len(self.watches)
+            self.watches.append(w)
+        return w
+
+    def _root(self, obj: Any, label: str) -> Watch:
+        """A watch on an object fixed for the transform's life (its function)."""
+        w = self._watch(None, ("fixed", id(obj)), lambda: obj, label, "captured")
+        w.fixed = obj
+        return w
+
+    def _step(self, parent: Watch, key: tuple, get: Callable, label: str, base: str,
+              part: Callable | None = None) -> Watch:
+        return self._watch(parent, key, get, f"{parent.label}{label}", base, part)
+
+    def finish(self) -> None:
+        """At the end of a trace: watch the attributes of the user's classes it met that
+        its code names (``Model.gain``, ``self.__class__.gain``), by value."""
+        for w, cls in list(self._classes.values()):
+            for name in sorted(self._read):
+                if name[:2] == "__" or class_lookup(cls, name) is MISSING:
+                    continue
+                self._step(w, ("class attr", name), class_reader(name), f".{name}", name,
+                           content_key)
+
     # -- lifting the function ------------------------------------------------------------
 
     def rebind(self, fun: Any, depth: int = 0) -> Any:
-        """``fun`` with its arrays (and its helpers' arrays) replaced by variables."""
-        if isinstance(fun, types.MethodType):
-            return types.MethodType(self.rebind(fun.__func__, depth), fun.__self__)
-        if not isinstance(fun, types.FunctionType) or _library(fun) or depth > 32:
+        """``fun`` as the trace runs it: reading variables for the arrays it (and what it
+        calls and reaches) reads, its objects seen through views."""
+        if isinstance(fun, types.FunctionType):
+            return self._function(fun, depth)
+        if isinstance(fun, ObjectView) or _kept(fun):
+            return fun
+        label = getattr(fun, "__qualname__", None) or type(fun).__name__
+        return self._lift(self._root(fun, str(label)), fun, depth)
+
+    def _function(self, fun: types.FunctionType, depth: int) -> Any:
+        """A copy of ``fun`` whose globals, cells and defaults are lifted."""
+        if _library(fun) or depth > 32:
             return fun
         done = self._functions.get(id(fun))
         if done is not None:
@@ -176,15 +214,18 @@ class Capture:
         code = fun.__code__
         label = getattr(fun, "__qualname__", "fun")
         names = _names(code)
+        self._read.update(names)
         if "random" in names:
             self.random.append(f"{label} uses .random")
         globs = fun.__globals__
         replaced: dict[str, Any] = {}
         for name in names:
             if name in globs:
-                new = self._lift(globs, name, globs[name], f"global '{name}' of {label}",
-                                 depth)
-                if new is not _MISSING:
+                w = self._watch(None, ("global", id(globs), name),
+                                functools.partial(globs.get, name, MISSING),
+                                f"global '{name}' of {label}", name)
+                new = self._lift(w, globs[name], depth)
+                if new is not globs[name]:
                     replaced[name] = new
         cells = list(fun.__closure__ or ())
         changed = False
@@ -193,74 +234,255 @@ class Capture:
                 value = cell.cell_contents
             except ValueError:
                 continue
-            new = self._lift(cell, None, value, f"closed-over '{name}' of {label}", depth,
-                             name)
-            if new is not _MISSING:
+            w = self._watch(None, ("cell", id(cell)), cell_reader(cell),
+                            f"closed-over '{name}' of {label}", name)
+            new = self._lift(w, value, depth)
+            if new is not value:
                 cells[k] = types.CellType(new)
                 changed = True
-        if not replaced and not changed:
+        defaults = self._defaults(fun, label, depth)
+        kwdefaults = self._kwdefaults(fun, label, depth)
+        if not replaced and not changed and defaults is fun.__defaults__ and \
+                kwdefaults is fun.__kwdefaults__:
             return fun
         copy = self._copies.get(id(globs))
         if copy is None:
             copy = self._copies[id(globs)] = dict(globs)
         copy.update(replaced)
-        new_fun = types.FunctionType(code, copy, fun.__name__, fun.__defaults__,
+        new_fun = types.FunctionType(code, copy, fun.__name__, defaults,
                                      tuple(cells) if fun.__closure__ else None)
-        new_fun.__kwdefaults__ = fun.__kwdefaults__
+        new_fun.__kwdefaults__ = kwdefaults
         new_fun.__qualname__ = fun.__qualname__
-        self._functions[id(fun)] = new_fun
+        new_fun.__dict__.update(fun.__dict__)
+        self._functions[id(fun)] = self._functions[id(new_fun)] = new_fun
         return new_fun
 
-    def _lift(self, container: Any, key: str | None, value: Any, label: str, depth: int,
-              name: str | None = None) -> Any:
-        """The replacement for one global or cell (``_MISSING``: keep it), watching it."""
+    def _defaults(self, fun: types.FunctionType, label: str, depth: int) -> Any:
+        given = fun.__defaults__
+        if not given:
+            return given
+        params = fun.__code__.co_varnames[:fun.__code__.co_argcount][-len(given):]
+        out = []
+        for k, (name, value) in enumerate(zip(params, given)):
+            w = self._watch(None, ("default", id(fun), k), default_reader(fun, k),
+                            f"default of '{name}' in {label}", name)
+            out.append(self._lift(w, value, depth))
+        return given if all(a is b for a, b in zip(out, given)) else tuple(out)
+
+    def _kwdefaults(self, fun: types.FunctionType, label: str, depth: int) -> Any:
+        given = fun.__kwdefaults__
+        if not given:
+            return given
+        out = {}
+        for name, value in given.items():
+            w = self._watch(None, ("kwdefault", id(fun), name), kwdefault_reader(fun, name),
+                            f"default of '{name}' in {label}", name)
+            out[name] = self._lift(w, value, depth)
+        return given if all(out[n] is given[n] for n in given) else out
+
+    def _lift(self, w: Watch, value: Any, depth: int) -> Any:
+        """What the watched ``value`` becomes in the trace (``value`` itself: kept)."""
+        done = self._lifted.get(id(w), MISSING)
+        if done is not MISSING:
+            return done
+        new = self._replace(w, value, depth)
+        self._lifted[id(w)] = new
+        return new
+
+    def _replace(self, w: Watch, value: Any, depth: int) -> Any:
+        t = type(value)
+        if t in SCALARS or isinstance(value, (np.generic, Expr, ObjectView)):
+            return value
         if value is np:
             return NUMPY
         if value is np.array or value is np.asarray:
             return getattr(NUMPY, value.__name__)
-        if isinstance(value, (types.ModuleType, type)):
+        ours = scipy_names.counterpart(value)  # SciPy's names: symgrad.scipy's
+        if ours is not None:
+            return ours
+        if isinstance(value, types.ModuleType):
             if value is np.random:
-                self.random.append(label)
-            return _MISSING
+                self.random.append(w.label)
+            return value if library_module(value) else self._view(w, value)
+        if isinstance(value, type):
+            if user_class(value):
+                self._classes.setdefault(id(w), (w, value))
+            return value
         if isinstance(value, (np.random.Generator, np.random.RandomState)):
-            self.random.append(label)
-        watch = self._watch(container, key, label)
-        if isinstance(value, (types.FunctionType, types.MethodType)):
-            new = self.rebind(value, depth + 1)
-            return new if new is not value else _MISSING
-        leaves, treedef = _flat(value) if not isinstance(value, Expr) else ([], LEAF)
-        if not any(isinstance(x, np.ndarray) for x in leaves):
-            return _MISSING
-        base = key or name or "captured"
-        out, names = [], []
+            self.random.append(w.label)
+            return value
+        if isinstance(value, types.FunctionType):
+            return self._function(value, depth + 1)
+        if isinstance(value, types.MethodType):
+            return self._method(w, value, depth)
+        if isinstance(value, functools.partial):
+            return self._partial(w, value, depth)
+        if isinstance(value, np.matrix):
+            raise UnsupportedError(
+                f"{w.label} is an np.matrix: its operators are matrix products, which "
+                "symgrad's arrays do not follow; use np.asarray(m) (and @ for products)")
+        if isinstance(value, np.ndarray):
+            if value.dtype.kind not in "biuf":
+                return value
+            a = supported(value)
+            name = self.fresh(w.base)
+            w.names = [name]
+            g = Graph()
+            return Expr(g, g.var(name, a.shape, a.dtype.name))
+        if user_object(value):  # a dataclass of the user's too: its attributes are read
+            leaves, treedef = flat(value) if not is_dataclass(value) \
+                else ([], LEAF)
+            if treedef is LEAF:
+                return self._view(w, value)
+            PYTREE_TYPES.add(type(value))
+            KINDS.pop(type(value), None)
+            return self._container(w, value, leaves, treedef, depth)  # a registered pytree
+        leaves, treedef = flat(value)  # a container (a registered class too: SciPy's sparse)
+        if treedef is not LEAF:
+            if type(value) not in (dict, list, tuple):
+                PYTREE_TYPES.add(type(value))
+                KINDS.pop(type(value), None)
+            return self._container(w, value, leaves, treedef, depth)
+        return value
+
+    def _container(self, w: Watch, value: Any, leaves: list, treedef: Any,
+                   depth: int) -> Any:
+        out, names, changed = [], [], False
         for k, leaf in enumerate(leaves):
-            if isinstance(leaf, np.ndarray) and leaf.dtype.kind in "biuf":
-                a = _supported(leaf)
-                v = self.fresh(base if treedef is LEAF else f"{base}_{k}")
+            if isinstance(leaf, np.ndarray) and leaf.dtype.kind in "biuf" and \
+                    not isinstance(leaf, np.matrix):
+                a = supported(leaf)
+                v = self.fresh(f"{w.base}_{k}")
                 names.append(v)
                 g = Graph()
                 out.append(Expr(g, g.var(v, a.shape, a.dtype.name)))
-            else:
+                changed = True
+            elif type(leaf) in SCALARS or isinstance(leaf, (np.generic, Expr)):
                 out.append(leaf)
-        watch.names = names
-        return out[0] if treedef is LEAF else tree_unflatten(treedef, out)
+            else:
+                child = self._step(w, ("leaf", k), leaf_reader(k), f"[{k}]", w.base)
+                new = self._lift(child, leaf, depth)
+                out.append(new)
+                changed = changed or new is not leaf
+        w.names = names
+        return tree_unflatten(treedef, out) if changed else value
 
-    def _watch(self, container: Any, key: str | None, label: str) -> Watch:
-        at = (id(container), key)
-        w = self._index.get(at)
-        if w is None:
-            w = self._index[at] = Watch(container, key, label)
-            self.watches.append(w)
-        return w
+    def _method(self, w: Watch, value: types.MethodType, depth: int) -> Any:
+        func = self._step(w, ("__func__",), attrgetter("__func__"), ".__func__", w.base)
+        obj = self._step(w, ("__self__",), attrgetter("__self__"), ".__self__", w.base)
+        if w.fixed is not MISSING:  # a bound method cannot change its function or self
+            func.fixed = value.__func__
+            obj.fixed = _fixed(value.__self__)
+        new_func = self._lift(func, value.__func__, depth)
+        new_obj = self._lift(obj, value.__self__, depth)
+        if new_func is value.__func__ and new_obj is value.__self__:
+            return value
+        return types.MethodType(new_func, new_obj)
+
+    def _partial(self, w: Watch, value: functools.partial, depth: int) -> Any:
+        func = self._step(w, ("func",), attrgetter("func"), ".func", w.base)
+        steps = [self._step(w, ("arg", k), arg_reader(k), f".args[{k}]", f"{w.base}_{k}")
+                 for k in range(len(value.args))]
+        if w.fixed is not MISSING:  # a partial's function and arguments are read-only
+            func.fixed = _fixed(value.func)
+            for step, a in zip(steps, value.args):
+                step.fixed = _fixed(a)
+        func = self._lift(func, value.func, depth)
+        args = tuple(self._lift(step, a, depth) for step, a in zip(steps, value.args))
+        keywords = {name: self._lift(self._step(w, ("kw", name), keyword_reader(name),
+                                                f".keywords[{name!r}]", name), a, depth)
+                    for name, a in value.keywords.items()}
+        if func is value.func and all(a is b for a, b in zip(args, value.args)) and all(
+                keywords[n] is value.keywords[n] for n in keywords):
+            return value
+        return functools.partial(func, *args, **keywords)
+
+    # -- objects seen through views ------------------------------------------------------
+
+    def _view(self, w: Watch, obj: Any) -> ObjectView:
+        """The view of ``obj`` for this trace (one per object: ``a is b`` holds)."""
+        view = self._views.get(id(obj))
+        if view is None:
+            view = self._views[id(obj)] = ObjectView(
+                obj, functools.partial(self.attribute, w), self.special)
+        return view
+
+    def attribute(self, w: Watch, view: ObjectView, name: str) -> Any:
+        """``view.name``, as Python finds it, each raw value watched and lifted."""
+        obj = real(view)
+        cls = type(obj)
+        if name == "__class__":
+            if user_class(cls):
+                child = self._step(w, ("__class__",), type, ".__class__", cls.__name__)
+                self._classes.setdefault(id(child), (child, cls))
+            return cls
+        descr = class_lookup(cls, name)
+        if descr is not MISSING and is_data_descriptor(descr):
+            if type(descr) is property:
+                if descr.fget is None:
+                    raise AttributeError(f"property {name!r} of {cls.__name__!r} object has "
+                                         "no getter")
+                return self._function_of(descr.fget)(view)
+            return self._attr(w, obj, name)  # a slot
+        inside = instance_dict(obj)
+        if inside is not None and name in inside:
+            return self._attr(w, obj, name)
+        if descr is not MISSING:
+            return self._bind(w, obj, view, name, descr)
+        hook = class_lookup(cls, "__getattr__")
+        if isinstance(hook, types.FunctionType):
+            return self._function_of(hook)(view, name)
+        return getattr(obj, name)  # a module's __getattr__, or AttributeError as Python's
+
+    def _attr(self, w: Watch, obj: Any, name: str) -> Any:
+        child = self._step(w, ("attr", name), attr_reader(name), f".{name}", name)
+        return self._lift(child, raw_attr(obj, name), 0)
+
+    def _bind(self, w: Watch, obj: Any, view: ObjectView, name: str, descr: Any) -> Any:
+        """A class attribute read through an instance: methods bound to the view."""
+        if isinstance(descr, (types.FunctionType, staticmethod, classmethod)):
+            raw = self._attr(w, obj, name)
+            if isinstance(descr, staticmethod):
+                return self._function_of(descr.__func__)
+            if isinstance(descr, classmethod):
+                return types.MethodType(self._function_of(descr.__func__), type(obj))
+            return types.MethodType(raw, view) if isinstance(raw, types.FunctionType) \
+                else raw
+        if isinstance(descr, functools.cached_property):
+            value = self._function_of(descr.func)(view)
+            object.__getattribute__(view, "_sg_local")[name] = value
+            return value
+        if hasattr(type(descr), "__get__"):
+            return descr.__get__(view, type(obj))
+        return self._attr(w, obj, name)
+
+    def _function_of(self, fun: Any) -> Any:
+        return self._function(fun, 1) if isinstance(fun, types.FunctionType) else fun
+
+    def special(self, view: ObjectView, name: str, args: tuple) -> Any:
+        """A special method (``len(view)``, ``view + 1``, ``view(x)``) of the object's
+        class, run on the view."""
+        obj = real(view)
+        descr = class_lookup(type(obj), name)
+        if isinstance(descr, types.FunctionType):
+            return self._function(descr, 1)(view, *args)
+        if descr is None and name == "__hash__":
+            raise TypeError(f"unhashable type: '{type(obj).__name__}'")
+        if name in ("__eq__", "__ne__", "__hash__", "__repr__", "__str__", "__format__",
+                    "__bool__") or descr is MISSING:
+            return _default_special(obj, name, args)
+        return getattr(obj, name)(*[real(a) for a in args])  # a library base class's
 
     def hold(self, graph: Graph, value: np.ndarray) -> int | None:
         """The variable a large captured array becomes (the const hook)."""
-        if value.dtype.name not in _DTYPES:
+        if value.dtype.name not in DTYPES:
             return None
         w = self._held.get(id(value))
         if w is None:
-            w = self._held[id(value)] = Held(value, None, "a captured array")
+            w = self._held[id(value)] = Held(None, lambda: value, "a captured array",
+                                             "captured")
             w.names = [self.fresh(f"captured_{len(self._held)}")]
+            w.index = len(self.watches)
             self.watches.append(w)
         return graph.var(w.names[0], value.shape, value.dtype.name)
 
@@ -270,6 +492,70 @@ class Capture:
                 f"{what}: {self.random[0]} (np.random or a Generator): random numbers drawn "
                 "while tracing are drawn once and frozen into the compiled function; draw "
                 "them outside and pass them as an argument", SymgradWarning, stacklevel=4)
+
+
+def _fixed(value: Any) -> Any:
+    """``value`` where a read-only slot holds it and it cannot change in place (an object
+    keyed by identity), else MISSING (read it again at every call)."""
+    return value if KINDS.get(type(value)) == "id" or isinstance(
+        value, (types.FunctionType, types.MethodType)) or user_object(value) else MISSING
+
+
+def _default_special(obj: Any, name: str, args: tuple) -> Any:
+    """What Python does for a special method the class does not define."""
+    args = tuple(real(a) for a in args)
+    if name == "__eq__":
+        return obj is args[0] or NotImplemented
+    if name == "__ne__":
+        return obj is not args[0]
+    if name == "__hash__":
+        return object.__hash__(obj)
+    if name in ("__repr__", "__str__"):
+        return object.__repr__(obj)
+    if name == "__format__":
+        return format(object.__repr__(obj), *args)
+    if name == "__bool__":
+        length = class_lookup(type(obj), "__len__")
+        return True if length is MISSING else bool(len(obj))
+    if name.startswith("__r") or name in _BINARY:
+        return NotImplemented
+    raise TypeError(f"'{type(obj).__name__}' object has no {name} (while tracing)")
+
+
+_BINARY = frozenset("__add__ __sub__ __mul__ __truediv__ __floordiv__ __mod__ __pow__ "
+                    "__matmul__ __and__ __or__ __xor__ __lshift__ __rshift__ __lt__ __le__ "
+                    "__gt__ __ge__".split())
+
+
+# -- reading a path again --------------------------------------------------------------------
+
+
+def _kept(value: Any) -> bool:
+    """Whether ``value`` (not a plain function) is used as it is: a library's."""
+    return not isinstance(value, (types.MethodType, functools.partial)) and \
+        not user_object(value)
+
+
+def _library(fun: types.FunctionType) -> bool:
+    """Whether ``fun`` is a library's (its file lies in an imported library's folder)."""
+    filename = fun.__code__.co_filename
+    for name in LIBRARIES:
+        module = sys.modules.get(name)
+        path = getattr(module, "__file__", None)
+        if path and filename.startswith(os.path.dirname(path) + os.sep):
+            return True
+    return False
+
+
+def _names(code: types.CodeType) -> dict[str, None]:
+    """The global and attribute names ``code`` and the code nested in it read, in order."""
+    out: dict[str, None] = {}
+    stack = [code]
+    while stack:
+        c = stack.pop(0)
+        out.update(dict.fromkeys(c.co_names))
+        stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    return out
 
 
 def _buffer(make: Callable) -> Callable:
@@ -346,39 +632,6 @@ def _holds_expr(obj: Any) -> bool:
 NUMPY = _NumPy()
 
 
-def _part_arrays(v: Any) -> list:
-    arrays: list = []
-    if type(v) is np.ndarray and v.dtype.char in _CHARS:
-        return [v]
-    _part(v, arrays)
-    return arrays
-
-
-def _library(fun: types.FunctionType) -> bool:
-    """Whether ``fun`` is a library's (its file lies in an imported library's folder)."""
-    import os
-    import sys
-
-    filename = fun.__code__.co_filename
-    for name in _LIBRARIES:
-        module = sys.modules.get(name)
-        path = getattr(module, "__file__", None)
-        if path and filename.startswith(os.path.dirname(path) + os.sep):
-            return True
-    return False
-
-
-def _names(code: types.CodeType) -> dict[str, None]:
-    """The global and attribute names ``code`` and the code nested in it read, in order."""
-    out: dict[str, None] = {}
-    stack = [code]
-    while stack:
-        c = stack.pop(0)
-        out.update(dict.fromkeys(c.co_names))
-        stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
-    return out
-
-
 def current() -> Capture | None:
     """The capture of the trace in progress on this thread (None outside one)."""
     return getattr(_STATE, "capture", None)
@@ -393,6 +646,7 @@ def tracing(cap: Capture, taken: set[str]) -> Iterator[Capture]:
     try:
         with lifting(cap.hold):
             yield cap
+        cap.finish()
     finally:
         _STATE.capture = saved
 

@@ -16,10 +16,11 @@ from typing import Any
 
 import numpy as np
 
+from ..base.describe import describe, type_name
 from ..base.errors import ArgumentError, ShapeError, UnsupportedError
 from ..base.tree_util import tree_flatten, tree_unflatten
 from ..ir.expr import Expr, F, const
-from ..ir.values import describe, exact, exact_int, type_name
+from ..ir.values import exact, exact_int
 
 
 def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> Any:

@@ -41,16 +41,17 @@ from typing import Any
 
 import numpy as np
 
+from ..base.describe import describe, type_name
 from ..base.errors import ArgumentError, DifferentiationError, UnsupportedError
 from ..base.tree_util import tree_flatten, tree_unflatten
 from ..ir.body import trace
 from ..ir.custom import CustomRule
-from ..ir.expr import Expr, F, const
+from ..ir.expr import Expr, F, const, projections
 from ..ir.op import REGISTRY
 from ..ir.shapes import fmt, is_float
-from ..ir.values import as_constant, describe, exact, type_name
+from ..ir.values import as_constant, exact
 from .capture import rebound
-from .loops import _home
+from .loops import home_graph
 
 __all__ = ["custom_jvp", "custom_vjp"]
 
@@ -194,7 +195,8 @@ def _tree_add(a: Any, b: Any) -> Any:
 # -- the call -----------------------------------------------------------------------------
 
 def _call(cf: _Custom, args: tuple) -> Any:
-    """The call on expressions: the primal traced and inlined, and one node per result."""
+    """The call on expressions: the primal traced and inlined, and one call node (read
+    through a projection per result)."""
     name = cf._label
     nondiff = cf.nondiff_argnums
     if any(k >= len(args) for k in nondiff):
@@ -221,7 +223,7 @@ def _call(cf: _Custom, args: tuple) -> Any:
     if not xs:
         return fun(*args)
     body, captured = trace(primal, [(x.shape, x.dtype) for x in xs])
-    graph = _home(xs, captured)
+    graph = home_graph(xs, captured)
     xs = [Expr(graph, graph.find(x)) for x in xs]
     captured = [Expr(graph, graph.find(c)) for c in captured]
     ys = body.inline([*xs, *captured])
@@ -240,9 +242,8 @@ def _call(cf: _Custom, args: tuple) -> Any:
                           primal=lambda v: ctx.jvp(v, None)[0])
     op = REGISTRY[f"custom_{rule.kind}_call"]
     ids = tuple(e.node for e in [*ys, *xs, *captured])
-    nodes = [Expr(graph, graph.add(op, ids, {"rule": rule, "out": k}))
-             for k in range(len(ys))]
-    return tree_unflatten(out_def[0], nodes)
+    results = projections(Expr(graph, graph.add(op, ids, {"rule": rule})))
+    return tree_unflatten(out_def[0], list(results))
 
 
 class _Context:

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..base.errors import UnsupportedError
 from ..ir.expr import Expr, function
-from ..ir.op import Signature, public_op
+from ..ir.op import ALIASES, FUNCTIONS, REGISTRY, Signature, public_op
 
 
 @dataclass(frozen=True)
@@ -51,3 +51,10 @@ def function_for(name: str) -> Callable[..., Expr]:
     if fn is None:
         raise UnsupportedError(f"symgrad has no function {name!r}")
     return fn
+
+
+def traced_names() -> list[str]:
+    """Every NumPy name symgrad traces: NumPy functions built from ops, and public ops
+    (what ``symgrad.numpy`` and ``symgrad`` hold as functions)."""
+    ops = [n for n in (*REGISTRY, *ALIASES) if function(n) is not None]
+    return sorted({*FUNCTIONS, *ops})

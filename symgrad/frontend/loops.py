@@ -17,12 +17,13 @@ from typing import Any
 
 import numpy as np
 
+from ..base.describe import describe, type_name
 from ..base.errors import ShapeError, SymgradError, UnsupportedError
-from ..ir.body import scan_nodes, trace
+from ..ir.body import scan_call, trace
 from ..ir.expr import TRACES, Expr
 from ..ir.graph import Graph
 from ..ir.limits import exceeded, limits
-from ..ir.values import as_constant, describe, exact, exact_int, type_name
+from ..ir.values import as_constant, exact, exact_int
 
 Tree = Any
 
@@ -152,12 +153,11 @@ def scan(f: Callable[[Tree, Tree], tuple[Tree, Tree]], init: Tree, xs: Tree = No
         return [*n_leaves, *y_leaves]
 
     body, captured = trace(step, c_avals + x_avals)
-    graph = _home([*c_leaves, *x_leaves], captured)
+    graph = home_graph([*c_leaves, *x_leaves], captured)
     operands = [*c_leaves, *x_leaves, *captured]
     operands = [v if isinstance(v, Expr) else Expr(graph, graph.const(v)) for v in operands]
     nc = len(c_leaves)
-    parts = range(len(body.outputs))
-    nodes = scan_nodes(graph, body, nc, len(x_leaves), steps, reverse, operands, parts)
+    nodes = scan_call(graph, body, nc, len(x_leaves), steps, reverse, operands)
     return unflatten(c_tree, nodes[:nc]), unflatten(y_tree[0], nodes[nc:])
 
 
@@ -275,14 +275,14 @@ def _tree_text(tree: Any) -> str:
     return f"({inner}{',' if len(subs) == 1 else ''})" if kind is tuple else f"[{inner}]"
 
 
-def _home(values: list[Any], captured: list[Expr]) -> Graph:
+def home_graph(values: list[Any], captured: list[Expr]) -> Graph:
     """The graph the loop's nodes go in: the loop being traced around this one, else the
     largest graph among the operands and the graphs the body captured values from."""
     if TRACES.graphs:
         return TRACES.graphs[-1]
     graphs = [v.graph for v in values if isinstance(v, Expr)]
     for c in captured:  # the body's graph imported them from these graphs
-        graphs += list(c.graph._imported.keys())
+        graphs += c.graph.imported_from()
     return max(graphs, key=len) if graphs else Graph()
 
 

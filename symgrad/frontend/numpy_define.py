@@ -16,10 +16,11 @@ from typing import Any
 
 import numpy as np
 
+from ..base.describe import describe
 from ..base.errors import ArgumentError, ShapeError, SymgradError, UnsupportedError
 from ..ir.expr import Expr, const
-from ..ir.op import FUNCTIONS, sig
-from ..ir.values import describe, exact
+from ..ir.op import FUNCTIONS, SPARSE, sig
+from ..ir.values import exact
 
 Fn = Callable[..., Any]
 _BARE = (TypeError, ValueError, ArithmeticError, IndexError, KeyError, AttributeError)
@@ -35,6 +36,8 @@ def define(name: str, *spec: str, aliases: tuple[str, ...] = (), strings: tuple[
         def exact_arguments(*args: Any, **kwargs: Any) -> Any:
             # a user's str/int/float subclass becomes the plain value before fn sees it
             args, kwargs = exact(args), {exact(k): exact(v) for k, v in kwargs.items()}
+            if SPARSE and any(SPARSE["is"](a) for a in args):  # SciPy's meaning for it
+                return SPARSE["call"](name, args, kwargs)
             try:
                 return fn(*args, **kwargs)
             except SymgradError:

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..base.errors import UnsupportedError
 from ..ir.expr import Expr, F, call
+from ..ir.shapes import FLOATS
 from .numpy_arrays import atleast_1d, concatenate
 from .numpy_define import as_expr, define, no_out
 
@@ -42,7 +43,7 @@ def angle(z: Any, deg: bool = False) -> Expr:
     """The angle of real values: 0 for x >= +0, pi for x < 0 and -0.0 (NumPy's
     ``arctan2(0, x)``), NaN for NaN; locally constant, so its derivative is 0."""
     z = as_expr(z)
-    if z.dtype not in ("float64", "float32"):
+    if z.dtype not in FLOATS:
         z = F.astype(z, "float64")
     half = 180.0 if deg else math.pi
     return F.where(F.isnan(z), z, F.where(F.signbit(z), half, 0.0) * F.ones_like(z))

@@ -19,10 +19,11 @@ from typing import Any
 
 import numpy as np
 
+from ..base.describe import describe
 from ..base.errors import ShapeError, UnsupportedError
 from ..ir.expr import Expr, F, function
 from ..ir.op import FUNCTIONS, REGISTRY, UNSUPPORTED, SignatureError
-from ..ir.values import describe
+from ..ir.shapes import FLOATS
 from .numpy_arrays import diagonal, moveaxis
 from .numpy_define import as_expr, axes_tuple, axis_int, define, no_out
 
@@ -294,7 +295,7 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
 @define("fabs", "x")
 def fabs(x, **kwargs):
     x = as_expr(x)
-    return F.abs(x if x.dtype in ("float32", "float64") else F.astype(x, "float64"))
+    return F.abs(x if x.dtype in FLOATS else F.astype(x, "float64"))
 
 
 @define("positive", "x")
@@ -331,7 +332,7 @@ def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kwargs):
 @define("nan_to_num", "x", "=copy", "=nan", copy=True, nan=0.0, posinf=None, neginf=None)
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     x = as_expr(x)
-    info = np.finfo(np.dtype(x.dtype)) if x.dtype in ("float32", "float64") else None
+    info = np.finfo(np.dtype(x.dtype)) if x.dtype in FLOATS else None
     if info is None:
         return x
     big = info.max if posinf is None else posinf

@@ -31,17 +31,19 @@ import unicodedata
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..base.describe import describe
 from ..base.errors import ParseError, SymgradError
 from ..ir.expr import Expr, const, var
 from ..ir.limits import DEFAULTS, limits
 from ..ir.op import ALIASES, FUNCTIONS, REGISTRY, SignatureError, public_op
-from ..ir.values import as_constant, check_dtype, check_name, check_shape, describe
+from ..ir.shapes import INTS
+from ..ir.values import as_constant, check_dtype, check_name, check_shape
 from .functions import Callee, callee
 from .parse_loops import LOOPS, LoopText, results_hint
 from .syntax import (
-    _BINOPS,
-    _CMPOPS,
-    _UNARY,
+    BINOPS,
+    CMPOPS,
+    UNARY_OPS,
     Attribute,
     BinOp,
     Call,
@@ -50,12 +52,12 @@ from .syntax import (
     List,
     Name,
     ParseLimitError,
+    Reader,
     Slice,
     Subscript,
+    SyntaxNode,
     Tuple,
     UnaryOp,
-    _Node,
-    _Reader,
 )
 
 MAX_CHARS = DEFAULTS["parse_chars"][0]  # the defaults; sg.limits holds the live values
@@ -151,7 +153,7 @@ def _declarations(shapes, dtypes) -> dict[str, tuple[tuple[int, ...], str]]:
 # -- the walk -----------------------------------------------------------------------------
 
 
-class _Parser(LoopText, _Reader):
+class _Parser(LoopText, Reader):
     """The tree of the text walked twice: checked, then built into the graph."""
 
     def __init__(self, text, shapes, dtypes) -> None:
@@ -162,7 +164,7 @@ class _Parser(LoopText, _Reader):
 
     # errors
 
-    def rethrow(self, err: Exception, node: _Node):
+    def rethrow(self, err: Exception, node: SyntaxNode):
         col = self.where(node)
         if isinstance(err, ParseError):
             if err.source is not None:
@@ -207,9 +209,9 @@ class _Parser(LoopText, _Reader):
 
     # phase 2: check and build, post-order with an explicit stack ---------------------
 
-    def _walk(self, root: _Node) -> Value:
+    def _walk(self, root: SyntaxNode) -> Value:
         """Post-order, left to right, with an explicit stack."""
-        stack: list[tuple[_Node, bool]] = [(root, False)]
+        stack: list[tuple[SyntaxNode, bool]] = [(root, False)]
         values: list[Value] = []
         while stack:
             node, ready = stack.pop()
@@ -229,13 +231,13 @@ class _Parser(LoopText, _Reader):
                 self.fail(f"cannot build this: {err}", offset=self.where(node))
         return values[0]
 
-    def _children(self, node: _Node) -> list[_Node]:
+    def _children(self, node: SyntaxNode) -> list[SyntaxNode]:
         handler = getattr(self, f"_check_{node.kind}", None)
         if handler is None:
             self.fail(_TUPLE if node.kind == "Tuple" else "invalid syntax", node)
         return handler(node)
 
-    def _plan(self, node: _Node, children: list, *extra) -> list:
+    def _plan(self, node: SyntaxNode, children: list, *extra) -> list:
         node.plan = (len(children), *extra)
         return children
 
@@ -283,10 +285,14 @@ class _Parser(LoopText, _Reader):
             self.fail("only functions called by name are supported (e.g. exp(x))", node.func)
         if name in LOOPS and callee(name) is None:
             return self._check_loop(node, name)
+        if self._bound_name(name)[0]:  # Python's scoping: the parameter, which is a value
+            self.fail(f"'{name}' here is a parameter of the enclosing lambda, which shadows "
+                      f"the function {name}() as in Python: a value cannot be called; rename "
+                      "the parameter", node.func)
         op = self._op(name, node.func)
         args = list(node.args)
         plan: list[tuple] = []
-        children: list[_Node] = []
+        children: list[SyntaxNode] = []
         statics: set[str] = set()
         for p in op.signature.params:
             if not args:
@@ -321,14 +327,14 @@ class _Parser(LoopText, _Reader):
         hint = _elementwise_hint(op) if any(s[0] == "static" for s in plan) else ""
         return self._plan(node, children, op, plan, kwargs, hint)
 
-    def _op(self, name: str, func: _Node) -> Callee:
+    def _op(self, name: str, func: SyntaxNode) -> Callee:
         found = callee(name)
         if found is None:
             known = [*FUNCTIONS, *(n for n in (*REGISTRY, *ALIASES) if public_op(n))]
             self.fail(f"unknown function '{name}'{_did_you_mean_function(name, known)}", func)
         return found
 
-    def _static_argument(self, node: _Node, op: Callee, param: str, first: bool) -> Any:
+    def _static_argument(self, node: SyntaxNode, op: Callee, param: str, first: bool) -> Any:
         """A static argument written positionally; ``max(x, y)`` (a second operand where
         the axis goes) gets a hint to the elementwise function."""
         try:
@@ -341,7 +347,7 @@ class _Parser(LoopText, _Reader):
 
     # literals
 
-    def _number(self, node: _Node, what: str = "expected a number literal here") -> Any:
+    def _number(self, node: SyntaxNode, what: str = "expected a number literal here") -> Any:
         """The value of a numeric literal node (checked), or a ParseError saying ``what``."""
         if isinstance(node, Constant):
             v = node.value
@@ -365,10 +371,10 @@ class _Parser(LoopText, _Reader):
             if isinstance(inner, (Constant, Name)):
                 v = self._number(inner, what)
                 if not isinstance(v, bool):
-                    return _UNARY[node.op](v)
+                    return UNARY_OPS[node.op](v)
         self.fail(what, node)
 
-    def _static(self, node: _Node, op: Callee, param: str) -> Any:
+    def _static(self, node: SyntaxNode, op: Callee, param: str) -> Any:
         """A static argument: int, float, bool, None, a tuple/list of ints, or a spec string."""
         if isinstance(node, Constant) and node.value is None:
             return None
@@ -392,7 +398,7 @@ class _Parser(LoopText, _Reader):
             what = f'{op.name}() needs a literal string for \'{param}\', e.g. "ij,j->i"'
         return self._number(node, what)
 
-    def _bound(self, node: _Node | None) -> int | None:
+    def _bound(self, node: SyntaxNode | None) -> int | None:
         if node is None or (isinstance(node, Constant) and node.value is None):
             return None
         v = self._number(node, "slice bounds must be int literals")
@@ -406,7 +412,7 @@ class _Parser(LoopText, _Reader):
             self.fail(_TUPLE, root)
         limit = limits.parse_array_elements
         out: list = []
-        stack: list[tuple[_Node, list]] = [(root, out)]
+        stack: list[tuple[SyntaxNode, list]] = [(root, out)]
         count = 0
         while stack:
             node, target = stack.pop()
@@ -428,7 +434,7 @@ class _Parser(LoopText, _Reader):
 
     # building
 
-    def _combine(self, node: _Node, args: list) -> Value:
+    def _combine(self, node: SyntaxNode, args: list) -> Value:
         return getattr(self, f"_build_{node.kind}")(node, args)
 
     def _build_Name(self, node: Name, args) -> Value:
@@ -459,7 +465,7 @@ class _Parser(LoopText, _Reader):
         (a,) = args
         if isinstance(a, list):
             a = const(a)
-        return _UNARY[node.op](a)
+        return UNARY_OPS[node.op](a)
 
     def _build_BinOp(self, node: BinOp, args) -> Value:
         symbol = node.op
@@ -468,14 +474,14 @@ class _Parser(LoopText, _Reader):
             if isinstance(a, list) or isinstance(b, list):
                 a, b = _as_expr(a), _as_expr(b)
             else:
-                return _fold_numbers(symbol, _BINOPS[symbol], a, b)
-        return _BINOPS[symbol](a, b)
+                return _fold_numbers(symbol, BINOPS[symbol], a, b)
+        return BINOPS[symbol](a, b)
 
     def _build_Compare(self, node: Compare, args) -> Value:
         a, b = args
         if isinstance(a, list) or isinstance(b, list):
             a, b = _as_expr(a), _as_expr(b)
-        return _CMPOPS[node.op](a, b)
+        return CMPOPS[node.op](a, b)
 
     def _build_Subscript(self, node: Subscript, args) -> Value:
         _, spec, is_tuple = node.plan
@@ -498,9 +504,9 @@ class _Parser(LoopText, _Reader):
                 key.append(self._index(v, where))
         return value[tuple(key) if is_tuple else key[0]]
 
-    def _index(self, v: Value, node: _Node) -> Any:
+    def _index(self, v: Value, node: SyntaxNode) -> Any:
         if isinstance(v, Expr):
-            if v.dtype not in ("int64", "int32"):
+            if v.dtype not in INTS:
                 hint = f"; declare it, e.g. dtypes={{'{v.name}': 'int64'}}" if v.name else ""
                 self.fail(f"an index must be an integer expression, got {v.dtype}{hint}", node)
             return v
@@ -535,7 +541,7 @@ class _Parser(LoopText, _Reader):
 # -- helpers ------------------------------------------------------------------------------
 
 
-def _dotted(node: _Node) -> str | None:
+def _dotted(node: SyntaxNode) -> str | None:
     """``name`` or ``a.b.c`` for a callee written as a (dotted) name, else None."""
     parts = []
     while isinstance(node, Attribute):
@@ -612,7 +618,7 @@ def _as_expr(v: Value) -> Value:
     return const(v) if isinstance(v, list) else v
 
 
-def _expr(v: Value, node: _Node, parser: _Parser) -> Expr:
+def _expr(v: Value, node: SyntaxNode, parser: _Parser) -> Expr:
     if isinstance(v, Expr):
         return v
     if isinstance(v, list):

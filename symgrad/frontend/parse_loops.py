@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .loops import fori_loop, scan
-from .syntax import Call, Constant, Lambda, List, Name, Tuple, _Node
+from .syntax import Call, Constant, Lambda, List, Name, SyntaxNode, Tuple
 
 # name -> (parameters in order, the static ones, the one that is the step, its arity)
 LOOPS: dict[str, tuple[tuple[str, ...], tuple[str, ...], str, tuple[str, ...]]] = {
@@ -83,7 +83,7 @@ class LoopText:
         """``scan(...)``/``fori_loop(...)``: the step must be a lambda of two parameters;
         the static arguments are literals; the others are walked (tuples and None allowed)."""
         params, statics, step, arity = LOOPS[name]
-        given: dict[str, _Node] = {}
+        given: dict[str, SyntaxNode] = {}
         if len(node.args) > len(params):
             self.fail(f"{name}() takes at most {len(params)} arguments "
                       f"({', '.join(params)}); got {len(node.args)}", node.args[len(params)])
@@ -114,7 +114,7 @@ class LoopText:
         slots = [p for p in params if p in given and p != step and p not in statics]
         return self._plan(node, children, "loop", name, fn, static, slots)
 
-    def _loop_static(self, node: _Node, name: str, param: str) -> Any:
+    def _loop_static(self, node: SyntaxNode, name: str, param: str) -> Any:
         if isinstance(node, Constant) and node.value is None and param != "reverse":
             return None
         want = "True or False" if param == "reverse" else "an int literal"
@@ -155,7 +155,7 @@ class LoopText:
         return step
 
 
-def results_hint(root: _Node) -> str:
+def results_hint(root: SyntaxNode) -> str:
     """How to pick one of the results of a text whose value is a tuple."""
     if isinstance(root, Call) and isinstance(root.func, Name) and root.func.id == "scan":
         return ("scan returns the final carry and the stacked per-step results); pick one, "

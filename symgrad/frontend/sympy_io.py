@@ -13,7 +13,8 @@ iterative and visit each node of the DAG once (sympy shares equal subexpressions
 
 Array variables become plain symbols: the sympy expression of an elementwise function of
 arrays describes each element, and ``from_sympy`` needs their shapes back (``shapes=``). A
-loop (``scan``) is unrolled for its length (:mod:`.sympy_loops`).
+loop (``scan``) is unrolled for its length (:mod:`.sympy_loops`). How one node reads in
+sympy, and the guards every walk into sympy shares, are in :mod:`.sympy_forms`.
 Constants that are whole numbers become sympy Integers (``2.0 * x`` prints as ``2 x``);
 ``from_sympy`` turns every number into a float64 constant except whole-number exponents
 (``x**2`` stays an integer power, as NumPy computes it); ``a - b``, ``a / b`` and ``-a``
@@ -27,26 +28,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from ..base.errors import LimitError, SymgradError
+from ..base.describe import type_name
+from ..base.errors import SymgradError
 from ..ir.body import Body
 from ..ir.expr import Expr, call
 from ..ir.graph import Graph
-from ..ir.limits import exceeded, limits
-from ..ir.op import REGISTRY, Op
-from ..ir.shapes import is_float
-from ..ir.values import exact, exact_str, type_name
-
-
-def sympy_module():
-    """sympy, imported on first use."""
-    try:
-        import sympy
-    except ImportError:  # pragma: no cover - sympy is a dependency
-        raise SymgradError("this needs sympy (pip install sympy)") from None
-    return sympy
-
+from ..ir.op import REGISTRY
+from ..ir.values import exact, exact_str
+from .sympy_forms import check_tree, number, symbol, sympy_form, sympy_module, too_deep
+from .sympy_loops import unrolled
 
 # -- the table ---------------------------------------------------------------------------------
 
@@ -120,7 +110,7 @@ def to_sympy(expr: Expr) -> Any:
     check_tree(graph, order, expr.node, "to_sympy")
     try:
         if any(isinstance(graph.nodes[i].attrs.get("body"), Body) for i in order):
-            return _unrolled(sp, graph, order, expr.node)
+            return unrolled(sp, graph, order, expr.node)
         for i in order:
             n = graph.nodes[i]
             if n.is_var:
@@ -132,82 +122,6 @@ def to_sympy(expr: Expr) -> Any:
     except RecursionError:
         raise too_deep("to_sympy") from None
     return done[expr.node]
-
-
-def _unrolled(sp, graph: Graph, order: list[int], root: int) -> Any:
-    """``to_sympy`` of a graph with loops: each unrolled (:mod:`.sympy_loops`); stacked
-    per-step results at the root are a sympy Array."""
-    from .sympy_loops import Budget, Stacked, Translation
-
-    t = Translation(sp, graph, Budget("to_sympy"))
-    t.run(order)
-    value = t.done[root]
-    return sp.Array(value.items) if isinstance(value, Stacked) else value
-
-
-def too_deep(what: str) -> LimitError:
-    """sympy walks its trees recursively: a chain nested thousands deep exhausts Python's
-    recursion limit inside sympy."""
-    return LimitError(f"{what}: the expression is nested too deeply for sympy (Python's "
-                      "recursion limit was reached inside it); translate a part of it")
-
-
-def check_tree(graph: Graph, order: list[int], root: int, what: str) -> None:
-    """A printed formula writes a shared subexpression once per use: the tree a DAG of 37
-    nodes unfolds into can have 10^12 nodes. Its size (counted in one pass, capped) must
-    fit ``sg.limits.print_tree_nodes``."""
-    cap = limits.print_tree_nodes
-    size: dict[int, int] = {}
-    nodes = graph.nodes
-    for i in order:
-        size[i] = min(cap + 1, 1 + sum(size[a] for a in nodes[i].args))
-    if size[root] > cap:
-        raise exceeded("print_tree_nodes", f"{what}: written out as a formula, the "
-                       f"expression has more than {cap:,} nodes (its {len(order):,} nodes "
-                       "share subexpressions); print a part of it, or use sg.listing(expr)")
-
-
-def symbol(sp, name: str, dtype: str):
-    """The sympy Symbol of a variable: real for floats, integer for integers."""
-    if is_float(dtype):
-        return sp.Symbol(name, real=True)
-    if dtype == "bool":
-        return sp.Symbol(name)
-    return sp.Symbol(name, integer=True)
-
-
-def number(sp, value: np.ndarray, node: int):
-    """The sympy number of a scalar constant (whole numbers as Integers, pi and e by name)."""
-    if value.ndim:
-        raise SymgradError(f"to_sympy: the constant array of node {node} (shape "
-                           f"{value.shape}) has no sympy form; only scalar constants translate")
-    v = value.item()
-    if isinstance(v, bool):
-        return sp.true if v else sp.false
-    if isinstance(v, int):
-        return sp.Integer(v)
-    if math.isnan(v):
-        return sp.nan
-    if math.isinf(v):
-        return sp.oo if v > 0 else -sp.oo
-    if v == math.pi:
-        return sp.pi
-    if v == math.e:
-        return sp.E
-    return sp.Integer(int(v)) if v.is_integer() and abs(v) < 2**53 else sp.Float(v)
-
-
-def sympy_form(sp, op: Op, args: list, attrs: Mapping, what: str = "to_sympy"):
-    """``op`` applied to sympy ``args``, from the op's ``sympy`` field; a SymgradError naming
-    the op where it has none (or has attributes sympy cannot say)."""
-    if op.sympy is None or (op.attrs and any(attrs.get(k) != d for k, d in op.attrs.items())):
-        raise SymgradError(
-            f"{what}: op '{op.name}' has no sympy form (only elementwise ops translate); "
-            "sg.latex(expr) writes such expressions in matrix notation"
-        )
-    if isinstance(op.sympy, str):
-        return getattr(sp, op.sympy)(*args)
-    return op.sympy(sp, *args)
 
 
 # -- from sympy ----------------------------------------------------------------------------------
@@ -421,5 +335,4 @@ def _inverse(factor: Any) -> Any | None:
     return None
 
 
-__all__ = ["BackTable", "FromSympy", "back_table", "check_tree", "from_sympy", "number",
-           "symbol", "sympy_form", "sympy_module", "to_sympy", "too_deep"]
+__all__ = ["BackTable", "FromSympy", "back_table", "from_sympy", "to_sympy"]

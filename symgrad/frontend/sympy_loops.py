@@ -23,8 +23,8 @@ from ..base.errors import SymgradError
 from ..ir.body import Body
 from ..ir.graph import Graph
 from ..ir.limits import exceeded, limits
-from ..ir.op import REGISTRY
-from .sympy_io import number, symbol, sympy_form
+from ..ir.op import REGISTRY, RESULT
+from .sympy_forms import number, symbol, sympy_form
 
 
 @dataclass
@@ -74,7 +74,7 @@ class Translation:
         self.sp, self.graph, self.budget = sp, graph, budget
         self.done: dict[int, Any] = {}
         self.sizes: dict[int, int] = {}
-        self.calls: dict[tuple, list] = {}  # one scan call's results, by its operands
+        self.calls: dict[int, list] = {}  # a scan call -> its results
 
     def run(self, order: list[int]) -> None:
         nodes, done, sizes = self.graph.nodes, self.done, self.sizes
@@ -87,8 +87,10 @@ class Translation:
             elif n.is_const:
                 if n.shape == ():  # an array constant translates only as a loop's rows
                     done[i], sizes[i] = number(self.sp, n.attrs["value"], i), 1
-            elif isinstance(n.attrs.get("body"), Body):  # a loop
-                done[i], sizes[i] = self._part(i)
+            elif isinstance(n.attrs.get("body"), Body):  # a loop: every result, unrolled
+                self.calls[i] = self._unroll(n)
+            elif n.op == RESULT and n.args[0] in self.calls:  # one of them
+                done[i], sizes[i] = self.calls[n.args[0]][n.attrs["index"]]
             else:
                 for a in n.args:
                     if a not in done:
@@ -105,37 +107,27 @@ class Translation:
 
     # loops
 
-    def _part(self, i: int) -> tuple[Any, int]:
-        n = self.graph.nodes[i]
-        key = (n.args, n.attrs["body"], n.attrs["length"], n.attrs["reverse"])
-        if key not in self.calls:
-            self.calls[key] = self._unroll(n)
-        return self.calls[key][n.attrs["out"]]
-
     def _unroll(self, n: Any) -> list[tuple[Any, int]]:
-        """Every result of the scan call ``n``: final carries, stacked ys, stacked carries."""
+        """Every result of the scan call ``n`` (:class:`~symgrad.ops.loops.ScanParts`):
+        final carries, stacked ys, then the stacked values of its ``stacked`` nodes."""
         body, attrs = n.attrs["body"], n.attrs
         nc, nx, length = attrs["carries"], attrs["xs"], attrs["length"]
-        steps = body.graph.ancestors(body.outputs)
+        per_step = [*body.outputs[nc:], *attrs["stacked"]]
+        steps = body.graph.ancestors([*body.outputs, *attrs["stacked"]])
         carries = [(self._plain(a), self.sizes[a]) for a in n.args[:nc]]
         captured = [(self._plain(a), self.sizes[a]) for a in n.args[nc + nx:]]
-        ny = len(body.outputs) - nc
-        ys: list[list] = [[None] * length for _ in range(ny)]
-        entering: list[list] = [[None] * length for _ in range(nc)]
+        stacks: list[list] = [[None] * length for _ in per_step]
         self.budget.check(length * len(steps), length)
         for t in (range(length - 1, -1, -1) if attrs["reverse"] else range(length)):
             xs = [self._row(a, t) for a in n.args[nc:nc + nx]]
-            for k, c in enumerate(carries):
-                entering[k][t] = c
             inner = Translation(self.sp, body.graph, self.budget)
             for node, value in zip(body.inputs, [*carries, *xs, *captured]):
                 inner.done[node], inner.sizes[node] = value
             inner.run(steps)
-            results = [(inner.done[o], inner.sizes[o]) for o in body.outputs]
-            carries = results[:nc]
-            for k, y in enumerate(results[nc:]):
-                ys[k][t] = y
-        return [*carries, *(_stack(s) for s in ys), *(_stack(s) for s in entering)]
+            carries = [(inner.done[o], inner.sizes[o]) for o in body.outputs[:nc]]
+            for k, node in enumerate(per_step):
+                stacks[k][t] = inner.done[node], inner.sizes[node]
+        return [*carries, *(_stack(s) for s in stacks)]
 
     def _plain(self, a: int) -> Any:
         if a not in self.done:
@@ -180,4 +172,13 @@ def _stack(steps: list[tuple[Any, int]]) -> tuple[Stacked, int]:
     return Stacked(items, sizes), sum(sizes)
 
 
-__all__ = ["Budget", "Stacked", "Translation"]
+def unrolled(sp, graph: Graph, order: list[int], root: int) -> Any:
+    """``to_sympy`` of a graph with loops (``order``: the ancestors of ``root``): each
+    unrolled; stacked per-step results at the root are a sympy Array."""
+    t = Translation(sp, graph, Budget("to_sympy"))
+    t.run(order)
+    value = t.done[root]
+    return sp.Array(value.items) if isinstance(value, Stacked) else value
+
+
+__all__ = ["Budget", "Stacked", "Translation", "unrolled"]

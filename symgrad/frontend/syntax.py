@@ -20,27 +20,27 @@ import unicodedata
 from collections.abc import Callable
 from typing import Any
 
+from ..base.describe import describe
 from ..base.errors import LimitError, ParseError
 from ..ir.limits import limits
-from ..ir.values import describe
 
-_BINOPS: dict[str, Callable] = {
+BINOPS: dict[str, Callable] = {
     "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
     "**": operator.pow, "@": operator.matmul,
 }
 
 
-_CMPOPS: dict[str, Callable] = {
+CMPOPS: dict[str, Callable] = {
     "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
     "==": operator.eq, "!=": operator.ne,
 }
 
 
-_UNARY: dict[str, Callable] = {"-": operator.neg, "+": operator.pos}
+UNARY_OPS: dict[str, Callable] = {"-": operator.neg, "+": operator.pos}
 
 
 # binding power: comparisons < + - < * / @ < unary - + < ** (right-associative)
-_PREC = {**dict.fromkeys(_CMPOPS, 1), "+": 4, "-": 4, "*": 5, "/": 5, "@": 5, "**": 7}
+_PREC = {**dict.fromkeys(CMPOPS, 1), "+": 4, "-": 4, "*": 5, "/": 5, "@": 5, "**": 7}
 
 
 _UNARY_PREC = 6
@@ -82,12 +82,12 @@ class ParseLimitError(ParseError, LimitError):
 
 # Small nodes of our own: ``start``/``end`` are character offsets into the text, and
 # ``plan`` is what the checking pass of the walk leaves for the building pass.
-class _Node:
+class SyntaxNode:
     __slots__ = ("start", "end", "plan")
     kind = ""
 
 
-def _kind(name: str, *fields: str, base: type = _Node) -> type:
+def _kind(name: str, *fields: str, base: type = SyntaxNode) -> type:
     return type(name, (base,), {"__slots__": fields, "kind": name})
 
 
@@ -185,7 +185,7 @@ class _Frame:
         return not self.vals and not self.ops and self.keyword is None and self.slice is None
 
 
-class _Reader:
+class Reader:
     """The text, checked for its size and shown as one printable line for carets, read
     into a syntax tree (:meth:`read`); errors point at a column."""
 
@@ -201,17 +201,17 @@ class _Reader:
         self.shown = text if text.isprintable() else "".join(
             c if c.isprintable() else " " for c in text)
 
-    def read(self, lead: int) -> _Node:
+    def read(self, lead: int) -> SyntaxNode:
         """The syntax tree of the text, whose first ``lead`` characters are blank."""
         _scan(self.text, self.shown)
         return self._parse(self._tokens(lead))
 
-    def fail(self, message: str, node: _Node | None = None, offset: int | None = None):
+    def fail(self, message: str, node: SyntaxNode | None = None, offset: int | None = None):
         if offset is None and node is not None:
             offset = node.start
         raise ParseError(message, self.shown, offset)
 
-    def where(self, node: _Node) -> int:
+    def where(self, node: SyntaxNode) -> int:
         """The column to blame for a node: its operator for binary ops, else its start."""
         if isinstance(node, BinOp):
             return node.op_at
@@ -278,7 +278,7 @@ class _Reader:
 
     # phase 1: tokens -> tree, iteratively -------------------------------------------
 
-    def _parse(self, tokens: list[tuple[str, str, int, int]]) -> _Node:
+    def _parse(self, tokens: list[tuple[str, str, int, int]]) -> SyntaxNode:
         frames = [_Frame("top", 0)]
         operand = True  # expecting an operand (prefix position), else an operator
         k = 0
@@ -342,7 +342,7 @@ class _Reader:
         if kind == "newline":
             self.fail("invalid syntax", offset=start)
         # an operator token
-        if s in _UNARY:
+        if s in UNARY_OPS:
             frame.ops.append((s, _UNARY_PREC, start, True))
             return k, True
         if s in _CLOSERS:
@@ -484,16 +484,16 @@ class _Reader:
             vals.append(_node(UnaryOp, at, x.end, op=s, operand=x))
             return
         b, a = vals.pop(), vals.pop()
-        cls = Compare if s in _CMPOPS else BinOp
+        cls = Compare if s in CMPOPS else BinOp
         vals.append(_node(cls, a.start, b.end, left=a, op=s, right=b, op_at=at))
 
-    def _reduce(self, frame: _Frame) -> _Node | None:
+    def _reduce(self, frame: _Frame) -> SyntaxNode | None:
         """The finished operand of the current item (None if the item is empty)."""
         while frame.ops:
             self._apply(frame)
         return frame.vals.pop() if frame.vals else None
 
-    def _slice_part(self, frame: _Frame, value: _Node | None, colon: int) -> None:
+    def _slice_part(self, frame: _Frame, value: SyntaxNode | None, colon: int) -> None:
         if frame.slice is None:
             frame.slice = [value]
         elif len(frame.slice) < 2:
@@ -543,7 +543,7 @@ class _Reader:
         frames[-1].vals.append(self._close(frame, end))
         return k, False
 
-    def _close(self, frame: _Frame, end: int) -> _Node:
+    def _close(self, frame: _Frame, end: int) -> SyntaxNode:
         items, at = frame.items, frame.open_at
         if frame.kind == "paren":
             if len(items) == 1 and not frame.comma:

@@ -13,17 +13,18 @@ import numpy as np
 
 from ..base.errors import InputError
 from ..base.tree_util import tree_flatten
-from ..frontend.capture import Capture
+from ..frontend.capture import value_key
 from ..ir.expr import Expr
+from ..ir.shapes import DTYPES
 from ..ir.values import exact
 
-_OK = frozenset({"float64", "float32", "int64", "int32", "bool"})
+DTYPES_OK = frozenset(DTYPES)
 
 
-_CHARS = frozenset(np.dtype(n).char for n in _OK)
+CHARS = frozenset(np.dtype(n).char for n in DTYPES_OK)
 
 
-def _parameter_names(fun: Callable) -> list[str]:
+def parameter_names(fun: Callable) -> list[str]:
     try:
         params = inspect.signature(fun).parameters.values()
     except (TypeError, ValueError):
@@ -41,7 +42,7 @@ def _parameter_names(fun: Callable) -> list[str]:
     return names
 
 
-def _leaf_names(treedef: Any, params: list[str]) -> list[str]:
+def leaf_names(treedef: Any, params: list[str]) -> list[str]:
     """Variable names for the leaves of the argument tuple: the parameter's name, with the
     dict key or position inside a container (``model_W1``)."""
     out: list[str] = []
@@ -65,7 +66,7 @@ def _name_leaves(t: Any, base: str, out: list[str]) -> None:
         _name_leaves(child, name if name.isidentifier() else f"{base}_{k}", out)
 
 
-def _unique(names: list[str]) -> list[str]:
+def unique(names: list[str]) -> list[str]:
     seen: set[str] = set()
     out = []
     for k, n in enumerate(names):
@@ -75,23 +76,12 @@ def _unique(names: list[str]) -> list[str]:
     return out
 
 
-def _hidden_names(cap: Capture, picks: list[int]) -> list[str]:
-    """The variable name at each picked position of :func:`state`'s arrays."""
-    from ..frontend.capture import _part_arrays
-
-    flat: list[str] = []
-    for w in cap.watches:
-        count = len(_part_arrays(w.read()))
-        flat.extend(list(w.names[:count]) + [""] * max(0, count - len(w.names)))
-    return [flat[k] for k in picks]
-
-
-def _flat_args(args: tuple, name: Callable[[int], str]) -> tuple[list, Any]:
+def flat_args(args: tuple, name: Callable[[int], str]) -> tuple[list, Any]:
     leaves, treedef = tree_flatten(exact(args))
-    return [_as_array(a, name(k)) for k, a in enumerate(leaves)], treedef
+    return [as_array(a, name(k)) for k, a in enumerate(leaves)], treedef
 
 
-def _as_array(value: Any, name: str) -> np.ndarray:
+def as_array(value: Any, name: str) -> np.ndarray:
     if isinstance(value, Expr):
         raise InputError(f"argument '{name}' is a symgrad expression; this function takes "
                          "arrays (for expressions use sg.grad(expr, wrt))")
@@ -104,12 +94,20 @@ def _as_array(value: Any, name: str) -> np.ndarray:
     if a.dtype.kind not in "biuf":
         raise InputError(f"argument '{name}' has dtype {a.dtype}; pass numbers or arrays of "
                          "numbers (pytrees of them: dicts, lists, tuples, dataclasses)")
-    if a.dtype.name not in _OK:
-        a = a.astype(np.float64 if a.dtype.kind == "f" else np.int64)
+    if a.dtype.name not in DTYPES_OK:
+        wide = np.float64 if a.dtype.kind == "f" else np.int64
+        with np.errstate(over="ignore"):
+            wraps = a.dtype.kind == "u" and a.size and a.max() > np.iinfo(np.int64).max or \
+                a.dtype.kind == "f" and np.any(np.isfinite(a) & ~np.isfinite(a.astype(wide)))
+        if wraps:
+            raise InputError(f"argument '{name}' has values that do not fit {wide.__name__} "
+                             f"(they would wrap around or overflow to inf); pass values in "
+                             "range")
+        a = a.astype(wide)
     return a
 
 
-def _declared(params: list[str], shapes: Any, dtypes: Any) -> list[tuple]:
+def declared(params: list[str], shapes: Any, dtypes: Any) -> list[tuple]:
     """Argument specs from ``shapes``/``dtypes`` given per position or by parameter name."""
     shapes, dtypes = exact(shapes), exact(dtypes)
     count = None
@@ -136,28 +134,11 @@ def _pick(given: Any, k: int, name: str | None, default: Any) -> Any:
                      f"parameter name, got {type(given).__name__}")
 
 
-def _static_key(static: Mapping[str, Any]) -> tuple:
+def static_key(static: Mapping[str, Any]) -> tuple:
     items = []
     for k, v in sorted(static.items()):
         if not isinstance(v, Hashable):
             raise InputError(f"keyword argument {k!r} is static (passed to the function as it "
                              f"is while tracing) and must be hashable, got {type(v).__name__}")
-        items.append((k, _value_key(v)))
+        items.append((k, value_key(v)))
     return tuple(items)
-
-
-def _value_key(v: Any) -> Any:
-    """A key equal only for values that trace alike: the type in it, a float by its bits
-    (0.0 and -0.0 apart, a NaN equal to itself), through tuples and frozensets."""
-    t = type(v)
-    if t is float:
-        return ("float", v.hex())
-    if t is complex:
-        return ("complex", v.real.hex(), v.imag.hex())
-    if isinstance(v, np.generic):
-        return ("numpy", v.dtype.str, v.tobytes())
-    if t is tuple:
-        return ("tuple", *[_value_key(x) for x in v])
-    if t is frozenset:
-        return ("frozenset", frozenset(_value_key(x) for x in v))
-    return (t.__module__, t.__qualname__, v)

@@ -7,8 +7,10 @@ from __future__ import annotations
 import inspect
 import itertools
 import keyword
-import weakref
-from collections.abc import Callable, Mapping
+import threading
+import types
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 import numpy as np
@@ -22,22 +24,21 @@ from ..ir.expr import Expr, const, var
 from ..ir.values import exact
 from ..transforms.substitute import substitute
 from .arguments import (
-    _CHARS,
-    _OK,
-    _as_array,
-    _declared,
-    _flat_args,
-    _hidden_names,
-    _leaf_names,
-    _parameter_names,
-    _static_key,
-    _unique,
+    CHARS,
+    DTYPES_OK,
+    as_array,
+    declared,
+    flat_args,
+    leaf_names,
+    parameter_names,
+    static_key,
+    unique,
 )
 
 Make = Callable[[Callable, tuple, dict], Any]
 
 
-_FRESH = itertools.count()
+FRESH = itertools.count()
 
 
 _CACHE_SIZE = 256  # traced specialisations kept per transformed function
@@ -60,7 +61,7 @@ class Transformed:
         self._make = make
         self.backend = backend
         self.argnums = argnums
-        self.params = _parameter_names(fun)
+        self.params = parameter_names(fun)
         self._cache: dict[tuple, _Entry] = {}
         self._fast: dict[tuple, _Entry] = {}  # arrays as arguments: (specs, state) -> entry
         self._capture = Capture()
@@ -74,9 +75,9 @@ class Transformed:
         except (TypeError, ValueError):
             pass
         if shapes is not None or dtypes is not None:
-            specs = _declared(self.params, shapes, dtypes)
+            specs = declared(self.params, shapes, dtypes)
             variables = [np.zeros(s, d) for s, d in specs]
-            self._entry(*_flat_args(tuple(variables), self._name), {})
+            self._entry(*flat_args(tuple(variables), self._name), {})
 
     def __repr__(self) -> str:
         return f"<symgrad {self.__name__}>"
@@ -96,19 +97,19 @@ class Transformed:
     def compiled(self, *args: Any, **static: Any) -> Callable:
         """The compiled function (with input checks) for arguments like ``args``: its
         inputs are the array leaves ``fun`` uses, then the arrays it reads elsewhere."""
-        leaves, treedef = _flat_args(args, self._name)
+        leaves, treedef = flat_args(args, self._name)
         return self._entry(leaves, treedef, exact(static))[0].checked
 
     def __call__(self, *args: Any, **static: Any) -> Any:
         if not static:  # the common case, keyed without flattening: arrays as arguments
             specs = []
             for a in args:
-                if type(a) is not np.ndarray or a.dtype.char not in _CHARS:
+                if type(a) is not np.ndarray or a.dtype.char not in CHARS:
                     break
                 specs.append((a.shape, a.dtype.char))
             else:
                 watches = self._capture.watches
-                parts, hidden = state(watches) if watches else ((), _NONE)
+                parts, hidden, _ = state(watches) if watches else _EMPTY
                 entry = self._fast.get((tuple(specs), parts))
                 if entry is not None:
                     if entry.direct:
@@ -121,8 +122,8 @@ class Transformed:
         leaves, treedef = tree_flatten(args)
         if any(type(a) is Expr for a in leaves):
             return self._symbolic(leaves, treedef, static)
-        arrays = [a if type(a) is np.ndarray and a.dtype.name in _OK else
-                  _as_array(a, self._name(k)) for k, a in enumerate(leaves)]
+        arrays = [a if type(a) is np.ndarray and a.dtype.name in DTYPES_OK else
+                  as_array(a, self._name(k)) for k, a in enumerate(leaves)]
         try:
             entry, hidden = self._entry(arrays, treedef, static)
         except _ClosesOverATrace:  # fun reads another trace's values: build expressions
@@ -136,13 +137,13 @@ class Transformed:
         return self.params[k] if k < len(self.params) else f"arg{k}"
 
     def _entry(self, arrays: list, treedef: Any, static: Mapping[str, Any]) -> Any:
-        parts, hidden = state(self._capture.watches)
+        parts, hidden, _ = state(self._capture.watches)
         key = (treedef, tuple([(a.shape, a.dtype.char) for a in arrays]),
-               _static_key(static) if static else (), parts)
+               static_key(static) if static else (), parts)
         entry = self._cache.get(key)
         if entry is None:
             entry = self._trace(arrays, treedef, dict(exact(static)))
-            parts, hidden = state(self._capture.watches)  # the trace may watch more
+            parts, hidden, entry.pins = state(self._capture.watches)  # it may watch more
             if len(self._cache) >= _CACHE_SIZE:
                 self._cache.pop(next(iter(self._cache)))
             key = key[:3] + (parts,)
@@ -157,9 +158,9 @@ class Transformed:
         return entry, hidden
 
     def _trace(self, arrays: list, treedef: Any, static: dict) -> _Entry:
-        names = _unique(_leaf_names(treedef, self.params))
+        names = unique(leaf_names(treedef, self.params))
         if current() is not None:  # inside another trace: names its variables cannot have
-            tag = next(_FRESH)
+            tag = next(FRESH)
             names = [f"_t{tag}_{k}" for k in range(len(names))]
         variables = [var(n, a.shape, a.dtype.name) for n, a in zip(names, arrays)]
         args = tree_unflatten(treedef, variables)
@@ -178,19 +179,22 @@ class Transformed:
         graph = max((e.graph for e in outputs), key=len)
         outputs = [e if e.graph is graph else Expr(graph, graph.import_node(e.graph, e.node))
                    for e in outputs]
-        used = [k for k, n in enumerate(names) if n in graph.variables]
         picks = self._capture.picks(set(graph.variables))
-        hidden_names = _hidden_names(self._capture, picks)
+        hidden_names = self._capture.hidden_names(picks)
         if current() is not None and set(graph.variables) - set(names) - set(hidden_names):
             raise _ClosesOverATrace  # called on arrays inside another transform's trace
-        fn = compile(outputs, inputs=[names[k] for k in used] + hidden_names,
-                     name=self.__name__, backend=self.backend)
+        for n, v in zip(names, variables):  # every argument is an input, used or not
+            if n not in graph.variables:
+                graph.var(n, v.shape, v.dtype)
+        used = list(range(len(names)))
+        fn = compile(outputs, inputs=names + hidden_names, name=self.__name__,
+                     backend=self.backend)
         return _Entry(fn, used, picks, out_def, out_leaves, exprs)
 
     def _symbolic(self, leaves: list, treedef: Any, static: dict) -> Any:
         """Called on expressions: trace on fresh variables, then substitute the arguments."""
         given = [a if isinstance(a, Expr) else const(np.asarray(a)) for a in leaves]
-        tag = next(_FRESH)
+        tag = next(FRESH)
         names = [f"_t{tag}_{k}" for k in range(len(given))]
         variables = [var(n, e.shape, e.dtype) for n, e in zip(names, given)]
         cap = current()
@@ -210,14 +214,14 @@ class _ClosesOverATrace(Exception):
     closes over its values): the call is then symbolic, whatever its arguments."""
 
 
-_NONE: list = []
+_EMPTY: tuple = ((), [], [])
 
 
 class _Entry:
     """One traced and compiled specialisation."""
 
     __slots__ = ("checked", "fn", "used", "picks", "out_def", "template", "exprs", "single",
-                 "direct")
+                 "direct", "pins")
 
     def __init__(self, checked: Callable, used: list[int], picks: list[int], out_def: Any,
                  template: list, exprs: list[int]) -> None:
@@ -229,6 +233,7 @@ class _Entry:
         self.template, self.exprs = template, exprs
         self.single = out_def.kind == "leaf" and exprs == [0]
         self.direct = False  # every argument and every hidden array used, in order
+        self.pins: list = []  # what the watches read at the trace: objects keyed by id live
 
     def run(self, values: list, name: str) -> Any:
         """The compiled function on ``values``, its results in the output's structure."""
@@ -249,19 +254,38 @@ class _Entry:
         return tree_unflatten(self.out_def, leaves)
 
 
-_TRANSFORMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_SHARED: OrderedDict[tuple, Transformed] = OrderedDict()
+_SHARED_SIZE = 128  # transforms kept for the functions used most recently
+_SHARED_LOCK = threading.Lock()
 
 
-def _cached(fun: Callable, what: str, build: Callable[[], Transformed]) -> Transformed:
-    """The transform ``what`` of ``fun``, kept while ``fun`` lives (``sg.jvp(f, ...)`` in a
-    loop traces once)."""
+def cached(fun: Callable, what: Hashable, build: Callable[[], Transformed]) -> Transformed:
+    """The transform ``what`` (its name and options) of ``fun``, kept per function: by its
+    identity and code (a bound method: its function and object), so ``sg.grad(f)(x)``
+    written inside a loop or another function traces once. The most recently used are
+    kept (each holds its function), so a closure made per call costs no more than one
+    transform per call; every call still checks what the function reads (see
+    :mod:`symgrad.frontend.capture`)."""
+    if isinstance(fun, types.MethodType):
+        owner: tuple = (id(fun.__func__), id(fun.__self__))
+        code = getattr(fun.__func__, "__code__", None)
+    else:
+        owner, code = (id(fun),), getattr(fun, "__code__", None)
+    key = (*owner, code, what)
     try:
-        table = _TRANSFORMS.setdefault(fun, {})
-    except TypeError:  # not weak-referenceable
+        hash(key)
+    except TypeError:
         return build()
-    t = table.get(what)
-    if t is None:
-        t = table[what] = build()
+    with _SHARED_LOCK:
+        found = _SHARED.get(key)
+        if found is not None:
+            _SHARED.move_to_end(key)
+            return found
+    t = build()
+    with _SHARED_LOCK:
+        t = _SHARED.setdefault(key, t)  # another thread may have built it meanwhile
+        while len(_SHARED) > _SHARED_SIZE:
+            _SHARED.popitem(last=False)
     return t
 
 

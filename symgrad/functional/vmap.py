@@ -8,15 +8,16 @@ from typing import Any
 
 import numpy as np
 
+from ..base.describe import describe
 from ..base.errors import ArgumentError
 from ..base.tree_util import tree_flatten, tree_unflatten
 from ..frontend.capture import rebound
 from ..ir.expr import Expr, F, const, var
-from ..ir.values import describe, exact
+from ..ir.values import exact
 from ..transforms.batching import Unbatchable, batched
-from .builders import _call_make
-from .checks import _check_function
-from .traced import _FRESH, Make, Transformed, _cached
+from .builders import call_make
+from .checks import check_function
+from .traced import FRESH, Make, Transformed, cached
 
 
 def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
@@ -38,22 +39,25 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
     >>> per_row.vectorised(np.array([0.5, -1.0]), np.eye(2))
     True
     """
-    _check_function("vmap", fun, "an expression with a leading batch axis")
+    check_function("vmap", fun, "an expression with a leading batch axis")
     if any(a is None or isinstance(a, bool) or not isinstance(a, (int, np.integer))
            for a in (out_axes if isinstance(out_axes, (list, tuple)) else [out_axes])):
         raise ArgumentError(f"vmap: out_axes must be an int or one int per output, got "
                             f"{describe(out_axes)} (an unmapped output, out_axes=None, is "
                             "not supported: return it from outside the mapped function)")
-    inner = fun if isinstance(fun, Transformed) else _cached(
-        fun, "callFalse", lambda: Transformed(fun, _call_make, "jit"))
+    inner = fun if isinstance(fun, Transformed) else cached(
+        fun, "callFalse", lambda: Transformed(fun, call_make, "jit"))
     whole = Transformed(fun, _vmap_make(in_axes, out_axes), "vmap")
     rows: set = set()  # argument specs whose trace could not be batched
+    by_keywords: dict = {}  # (keyword names, argument count) -> the mapped function
 
     def key(args: tuple) -> tuple:
         leaves, tree = tree_flatten(args)
         return (tree, tuple((np.shape(x), getattr(x, "dtype", type(x))) for x in leaves))
 
-    def mapped(*args: Any) -> Any:
+    def mapped(*args: Any, **kwargs: Any) -> Any:
+        if kwargs:  # JAX maps keyword arguments along their leading axis
+            return _with_keywords(fun, in_axes, out_axes, args, kwargs, by_keywords)
         if any(isinstance(x, Expr) for x in tree_flatten(args)[0]):
             try:
                 return _vectorised(rebound(fun), args, in_axes, out_axes)
@@ -81,6 +85,25 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
     return mapped
 
 
+def _with_keywords(fun: Callable, in_axes: Any, out_axes: Any, args: tuple,
+                   kwargs: dict, table: dict) -> Any:
+    """``vmap(fun)(*args, **kwargs)``: the keyword arguments mapped along axis 0, as JAX
+    maps them (``fun`` called with them by name)."""
+    names = sorted(kwargs)
+    axes = _axes_per_arg(in_axes, len(args))
+
+    def positional(*values: Any) -> Any:
+        return fun(*values[:len(args)], **dict(zip(names, values[len(args):])))
+
+    positional.__name__ = getattr(fun, "__name__", "fun")
+    key = (tuple(names), len(args))
+    inner = table.get(key)
+    if inner is None:
+        inner = table[key] = vmap(positional, tuple(axes) + (0,) * len(names), out_axes)
+    return inner(*args, *(kwargs[n] for n in names))
+
+
+
 def _vmap_make(in_axes: Any, out_axes: Any) -> Make:
     def make(fun: Callable, args: tuple, static: dict) -> Any:
         if static:
@@ -95,7 +118,7 @@ def _vectorised(fun: Callable, args: tuple, in_axes: Any, out_axes: Any) -> Any:
     :class:`~symgrad.transforms.batching.Unbatchable`)."""
     axes = _axes_per_arg(in_axes, len(args))
     size = _batch_size(args, axes)
-    tag = next(_FRESH)
+    tag = next(FRESH)
     pairs: list[tuple[Expr, Expr]] = []
     one = []
     for a, ax in zip(args, axes):
@@ -144,9 +167,13 @@ def _batch_size(args: tuple, axes: list) -> int:
         if ax is None:
             continue
         for leaf in tree_flatten(a)[0]:
-            n = np.shape(leaf)[ax] if np.ndim(leaf) else None
-            if n is None:
-                raise ArgumentError(f"vmap: in_axes {ax} of an argument of rank 0")
+            rank = np.ndim(leaf) if not isinstance(leaf, Expr) else leaf.ndim
+            if not -rank <= ax < rank:
+                raise ArgumentError(
+                    f"vmap: in_axes {ax} maps an argument along axis {ax}, but its rank is "
+                    f"{rank} (shape {np.shape(leaf) if not isinstance(leaf, Expr) else leaf.shape})"
+                    "; map an axis it has")
+            n = (np.shape(leaf) if not isinstance(leaf, Expr) else leaf.shape)[ax]
             if size is not None and n != size:
                 raise ArgumentError(f"vmap: mapped axes have different sizes: {size} and {n}")
             size = n
@@ -191,10 +218,10 @@ def _take(tree: Any, axis: int, b: int) -> Any:
 
 def _axes_per_arg(axes: Any, n: int, what: str = "in_axes") -> list:
     axes = exact(axes)
-    if axes is None or isinstance(axes, int):
+    if axes is None or isinstance(axes, int) and not isinstance(axes, bool):
         return [axes] * n
     if isinstance(axes, (list, tuple)) and len(axes) == n and all(
-            a is None or isinstance(a, int) for a in axes):
+            a is None or isinstance(a, int) and not isinstance(a, bool) for a in axes):
         return list(axes)
     raise ArgumentError(f"vmap: {what} must be an int, None, or one int/None per "
                         f"{'argument' if what == 'in_axes' else 'output'} ({n}), got {axes!r}")

@@ -22,13 +22,14 @@ and later recognised as captured), never the other way round.
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..base.errors import ShapeError, SymgradError
-from .expr import TRACES, Expr, _operand
+from .expr import TRACES, Expr, operand_id, projections
 from .graph import Graph
 from .op import REGISTRY
 from .values import freeze
@@ -42,11 +43,13 @@ class Body:
     ones, then the captured ones) and result nodes ``outputs``.
 
     Equal bodies have equal ``key`` (their nodes in order, with operand positions, frozen
-    attributes, shapes and dtypes). Derived bodies (the step's JVP and VJP) are cached on
-    the body (``derived``), outside its key.
+    attributes, shapes and dtypes). Nothing changes a body once built: what is derived from
+    it (the step's JVP and VJP, its optimised form) is remembered by :meth:`memo`, a pure
+    function of the body and the key asked, outside its ``key``.
     """
 
-    __slots__ = ("graph", "inputs", "outputs", "n_in", "key", "_hash", "derived", "_program")
+    __slots__ = ("graph", "inputs", "outputs", "n_in", "key", "_hash", "_memo", "_program",
+                 "_lock")
 
     def __init__(self, graph: Graph, inputs: Sequence[int], outputs: Sequence[int],
                  n_in: int) -> None:
@@ -56,8 +59,9 @@ class Body:
         self.key = (tuple((n.op, n.args, freeze(n.attrs) if n.attrs else (), n.shape,
                            n.dtype) for n in nodes), self.inputs, self.outputs, n_in)
         self._hash = hash(self.key)
-        self.derived: dict[Any, Any] = {}
+        self._memo: dict[Any, Any] = {}
         self._program: list | None = None
+        self._lock = threading.Lock()
 
     def __eq__(self, other: object) -> bool:
         return self is other or (isinstance(other, Body) and self._hash == other._hash
@@ -92,16 +96,24 @@ class Body:
                 memo[n.id] = graph.add(op, tuple(memo[a] for a in n.args), n.attrs)
         return graph, memo
 
+    def memo(self, key: Any, build: Callable[[], Any]) -> Any:
+        """``build()``, made once per ``key`` and remembered: what is derived from this
+        body (its JVP, its VJP, its optimised form), which ``key`` determines."""
+        try:
+            return self._memo[key]
+        except KeyError:
+            pass
+        value = build()
+        with self._lock:
+            return self._memo.setdefault(key, value)
+
     def with_outputs(self, extra: Sequence[int]) -> Body:
-        """This body with its nodes ``extra`` as further outputs (kept on the body)."""
+        """This body with its nodes ``extra`` as further outputs."""
         if not extra:
             return self
-        key = ("outputs", tuple(extra))
-        found = self.derived.get(key)
-        if found is None:
-            found = self.derived[key] = Body(self.graph, self.inputs,
-                                             (*self.outputs, *extra), self.n_in)
-        return found
+        extra = tuple(extra)
+        return self.memo(("outputs", extra), lambda: Body(
+            self.graph, self.inputs, (*self.outputs, *extra), self.n_in))
 
     def run(self, values: Sequence[np.ndarray]) -> list[np.ndarray]:
         """The results for input arrays ``values`` (each op's NumPy implementation)."""
@@ -135,7 +147,7 @@ def trace(fn: Callable[..., Sequence[Any]], avals: Sequence[Aval]) -> tuple[Body
     TRACES.graphs.append(tg)
     try:
         results = fn(*args)
-        outs = [_operand(tg, r) for r in results]
+        outs = [operand_id(tg, r) for r in results]
     finally:
         TRACES.graphs.pop()
     return _canonical(tg, [a.node for a in args], outs)
@@ -178,10 +190,13 @@ def _canonical(tg: Graph, inputs: list[int], outs: list[int]) -> tuple[Body, lis
     return result, [Expr(tg, c) for c in captured]
 
 
-def scan_nodes(graph: Graph, body: Body, nc: int, nx: int, length: int, reverse: bool,
-               operands: Sequence[Expr], parts: Sequence[int]) -> list[Expr]:
-    """The nodes of results ``parts`` of one scan, built in ``graph`` (operands of other
-    graphs are imported into it)."""
-    attrs = {"body": body, "carries": nc, "xs": nx, "length": length, "reverse": reverse}
+def scan_call(graph: Any, body: Body, nc: int, nx: int, length: int, reverse: bool,
+              operands: Sequence[Expr], stacked: Sequence[int] = ()) -> tuple[Expr, ...]:
+    """The results of the scan call of ``body`` over ``operands`` (with the per-step values
+    of body nodes ``stacked`` as further results), built in ``graph`` (operands of other
+    graphs are imported into it): one projection per result
+    (:class:`~symgrad.ops.loops.ScanParts`)."""
+    attrs = {"body": body, "carries": nc, "xs": nx, "length": length, "reverse": reverse,
+             "stacked": tuple(sorted(set(stacked)))}
     ids = tuple(graph.find(e) for e in operands)
-    return [Expr(graph, graph.add(REGISTRY["scan"], ids, {**attrs, "out": k})) for k in parts]
+    return projections(Expr(graph, graph.add(REGISTRY["scan"], ids, attrs)))

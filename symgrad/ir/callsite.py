@@ -2,7 +2,9 @@
 instead: the line of user code (the first frame outside symgrad, NumPy and SciPy), the
 SciPy function it went through, and the fix for the common cases.
 
->>> "np.where" in advice("float()", "    y = float(x) * 2", None)
+>>> advice("float()", "    y = float(x) * 2", None)[:44]
+'an expression has no value until it is evalu'
+>>> "np.sin" in advice("float()", "    y = math.sin(x)", None)
 True
 """
 
@@ -13,6 +15,8 @@ import os
 import re
 import sys
 from typing import Any
+
+from .graph import tracing_now
 
 _LIBRARIES = ("symgrad", "numpy", "scipy")
 _WRAPPERS = frozenset({"wrapper", "inner", "wrapped", "decorated", "<lambda>", "__call__"})
@@ -51,6 +55,9 @@ def callsite(skip: int = 2) -> tuple[str | None, str | None]:
     return None, scipy_fn
 
 
+_MATH_CALL = re.compile(r"\bmath\.([A-Za-z_][A-Za-z0-9_]*)\(")
+
+
 def advice(what: str, line: str | None, scipy_fn: str | None) -> str:
     """The fix for ``what`` (``"float()"``, ``"converting to a NumPy array"``...) given the
     user's line and the SciPy function it went through."""
@@ -68,13 +75,27 @@ def advice(what: str, line: str | None, scipy_fn: str | None) -> str:
                 "(or np.dot(A, expr))")
     if ("np.array(" in text or "np.asarray(" in text or "numpy.array(" in text) \
             and what.startswith("converting"):
+        if tracing_now():  # NumPy's own np.array reached the trace: not the user's code
+            return ("np.array([...]) holding expressions, in a function the trace reads as "
+                    "it is (a library's, or one called through a class): write "
+                    "np.stack([...]) or symgrad.numpy.array([...])")
         return ("np.array([...]) holding expressions: write np.stack([...]) (inside "
                 "sg.grad(fun) and the other transforms np.array of a list works)")
+    math_call = _MATH_CALL.search(text.split(": ", 1)[-1])
+    if math_call is not None and what.startswith(("float()", "int()", "using as an index")):
+        fn = math_call.group(1)
+        return (f"math.{fn} takes a number, not an expression: use np.{fn} (NumPy's "
+                "functions, or symgrad.numpy's, take expressions)")
+    if not tracing_now():
+        return ("an expression has no value until it is evaluated: compute it with "
+                "sg.evaluate(expr, {name: value, ...}) or sg.compile, or call the function on "
+                "NumPy arrays (symgrad.numpy computes values when no operand is symbolic)")
     if what.startswith(("float()", "int()", "using as an index", "complex()", "the truth")):
         return ("its value is unknown while tracing: choose with np.where(cond, a, b) "
                 "instead of if/else, and pass a number you need as a number as an argument")
     return ("its value is unknown while tracing; keep it symbolic (indexing, where, len for "
             "sizes) or evaluate it with sg.evaluate")
+
 
 
 def message(what: str, skip: int = 3, subject: str = " of a symbolic expression",

@@ -15,27 +15,28 @@ from typing import Any
 
 import numpy as np
 
+from ..base.describe import describe
 from ..base.errors import NameConflictError, ShapeError, SymgradError, UnsupportedError
 from .callsite import callsite, message
-from .graph import Graph, Node
+from .graph import Graph, Node, tracing_now
 from .numpy_names import (
     ACCUMULATE,
     REDUCE,
     numpy_name,
-    scipy_caller,
-    symgrad_has,
+    scipy_conversion,
     ufunc_name,
     ufunc_op,
 )
-from .op import FUNCTIONS, REGISTRY, UNSUPPORTED, Op, public_op
+from .op import FUNCTIONS, REGISTRY, RESULT, SPARSE, UNSUPPORTED, Op, public_op
 from .shapes import DTYPES, Shape
 from .text import infix
-from .values import describe, exact
+from .values import exact
 
 # Jupyter's rich display: printing/ registers the functions that make each form ("latex",
 # "html") here, as ir/ imports nothing above it. Each takes an Expr and returns the text, or
 # None (too big, a tool missing) for Jupyter to show the plain text instead.
 DISPLAY: dict[str, Callable[[Expr], str | None]] = {}
+NAMESPACE: dict[str, Any] = {}  # "numpy": symgrad.numpy, which installs itself (it is above)
 _NUMPY_DTYPES = {name: np.dtype(name) for name in DTYPES}
 
 
@@ -104,8 +105,9 @@ class Expr:
 
     def __bool__(self) -> bool:
         line = callsite()[0]
+        when = "while tracing" if tracing_now() else "until it is evaluated"
         raise UnsupportedError(
-            "the truth value of a symbolic expression is unknown while tracing (its value "
+            f"the truth value of a symbolic expression is unknown {when} (its value "
             f"comes later{'; at ' + line if line else ''}); use sg.where(cond, a, b) "
             "instead of if/else"
         )
@@ -126,13 +128,11 @@ class Expr:
         self._no_value("complex()")
 
     def __array__(self, dtype=None, copy=None):
-        caller = scipy_caller()
-        if caller is not None:
-            space = ".".join(caller.split(".")[:2])
-            fix = (f"use symgrad.{caller}, which takes the same arguments" if symgrad_has(caller)
-                   else f"symgrad.{space} does not cover it yet (its __all__ lists what it has)")
-            raise UnsupportedError(f"{caller} cannot trace symbolic values (it converts its "
-                                   f"arguments to NumPy arrays): {fix}")
+        refusal = scipy_conversion()
+        if refusal == "":  # SciPy's A @ x: "not an array", so Python asks x.__rmatmul__
+            return np.empty((), dtype=object)
+        if refusal:
+            raise UnsupportedError(refusal)
         self._no_value("converting to a NumPy array")
 
     def item(self, *args):
@@ -160,10 +160,10 @@ class Expr:
 
     def __array_namespace__(self, *, api_version: str | None = None) -> Any:
         """``symgrad.numpy``: array-API-aware code (``xp = array_namespace(x)``) traces with
-        NumPy's names and meanings."""
-        import importlib
-
-        return importlib.import_module("symgrad.numpy")
+        NumPy's names and meanings (the module installs itself in :data:`NAMESPACE`)."""
+        if "numpy" not in NAMESPACE:
+            raise UnsupportedError("import symgrad.numpy: it is the array namespace of Exprs")
+        return NAMESPACE["numpy"]
 
     def __array_ufunc__(self, ufunc, method: str, *inputs: Any, **kwargs: Any):
         if method == "__call__" and not kwargs:  # np.sin(x), x * y: the op straight away
@@ -475,7 +475,7 @@ def _home(operands: Sequence[Any]) -> Graph:
     return max(graphs, key=len) if len(graphs) > 1 else graphs[0]
 
 
-def _operand(graph: Graph, o: Any, strong: list[str] | None = None) -> int:
+def operand_id(graph: Graph, o: Any, strong: list[str] | None = None) -> int:
     if isinstance(o, Expr):
         return o.node if o.graph is graph else graph.import_node(o.graph, o.node)
     if isinstance(o, (int, float)) and type(o) not in (int, float, bool):
@@ -551,7 +551,7 @@ def stacked(seq: Any) -> Expr:
     exprs = [i for i in items if isinstance(i, Expr)]
     strong = _strong_dtypes(exprs)
     like = exprs[0]
-    parts = [i if isinstance(i, Expr) else Expr(like.graph, _operand(like.graph, i, strong))
+    parts = [i if isinstance(i, Expr) else Expr(like.graph, operand_id(like.graph, i, strong))
              for i in items]
     shapes = {p.shape for p in parts}
     if len(shapes) > 1:
@@ -569,6 +569,8 @@ def const(value: Any, like: Expr | None = None) -> Expr:
     """
     if isinstance(value, (list, tuple)) and _holds_expr(value):
         return stacked(value)
+    if SPARSE and SPARSE["is"](value):  # a sparse matrix: symgrad's SparseArray
+        return SPARSE["call"]("const", (value,), {})
     g = like.graph if like is not None else Graph()
     return Expr(g, g.const(value))
 
@@ -578,8 +580,10 @@ def build(op: Op, operands: Sequence[Any], attrs: dict) -> Expr:
     graph = _home(operands)
     args = [o.node if type(o) is Expr and o.graph is graph else None for o in operands]
     if None in args:  # numbers, arrays or Exprs of other graphs among the operands
+        if SPARSE and any(SPARSE["is"](o) for o in operands):
+            return SPARSE["call"](op.name, operands, attrs)
         strong = _strong_dtypes(operands) if op.elementwise else None
-        args = [_operand(graph, o, strong) if a is None else a for a, o in zip(args, operands)]
+        args = [operand_id(graph, o, strong) if a is None else a for a, o in zip(args, operands)]
     return Expr(graph, graph.add(op, tuple(args), attrs))
 
 
@@ -599,14 +603,35 @@ def _apply(op: Op, operands: Sequence[Any]) -> Expr:
     return build(op, operands, {})
 
 
-def call(name: str, *args: Any, **kwargs: Any) -> Expr:
+def call(name: str, *args: Any, **kwargs: Any) -> Any:
     """Build op ``name`` applied to ``args`` (Exprs, numbers or arrays), bound by its
-    signature; returns an Expr."""
+    signature; returns an Expr, or for a call with several results the tuple of its
+    results (:func:`projections`)."""
     op = REGISTRY[name]
     if not kwargs and op.signature._operands_only == len(args) and args:
-        return _apply(op, args)  # what bind gives: the operands, no attributes
-    operands, attrs = op.signature.bind(name, args, kwargs)
-    return build(op, operands, attrs)
+        out = _apply(op, args)  # what bind gives: the operands, no attributes
+    else:
+        operands, attrs = op.signature.bind(name, args, kwargs)
+        out = build(op, operands, attrs)
+    if type(out) is Expr and out.graph.nodes[out.node].is_call:
+        return projections(out)
+    return out  # one value (or a sparse matrix's Expr)
+
+
+def projections(call_: Expr) -> tuple[Expr, ...]:
+    """The results of ``call_``, a call with several results: one projection node each
+    (``result`` with attribute ``index``; hash-consing builds each once).
+
+    >>> import symgrad as sg
+    >>> S = sg.var("S", shape=(2, 2))
+    >>> w, v = sg.eigh(S)
+    >>> [e.node for e in projections(Expr(S.graph, w.data.args[0]))] == [w.node, v.node]
+    True
+    """
+    graph, node = call_.graph, call_.node
+    op = REGISTRY[RESULT]
+    return tuple(Expr(graph, graph.add(op, (node,), {"index": k}))
+                 for k in range(len(call_.data.dtype)))
 
 
 def function(name: str) -> Callable[..., Any] | None:
@@ -653,44 +678,6 @@ class _OpFunctions:
 
 
 F = _OpFunctions()
-
-
-class NodeView:
-    """What a backprop rule sees of a node: ``args`` and ``out`` as Exprs, ``attrs``."""
-
-    __slots__ = ("graph", "data", "_args", "_needed")
-
-    def __init__(self, graph: Graph, data: Node, needed: tuple[bool, ...] | None = None
-                 ) -> None:
-        self.graph, self.data, self._args, self._needed = graph, data, None, needed
-
-    def needs(self, k: int) -> bool:
-        """Whether the transform uses operand ``k``'s contribution (a rule may skip building
-        it otherwise: ``x * 2.0`` needs no adjoint for the constant)."""
-        return self._needed is None or self._needed[k]
-
-    @property
-    def args(self) -> tuple[Expr, ...]:
-        if self._args is None:
-            graph = self.graph
-            self._args = tuple([Expr(graph, a) for a in self.data.args])
-        return self._args
-
-    @property
-    def out(self) -> Expr:
-        return Expr(self.graph, self.data.id)
-
-    @property
-    def attrs(self) -> dict:
-        return self.data.attrs
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.data.shape
-
-    @property
-    def dtype(self) -> str:
-        return self.data.dtype
 
 
 Graph.handle = Expr

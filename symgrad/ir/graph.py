@@ -36,8 +36,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from ..base.describe import describe
 from ..base.errors import ArgumentError, NameConflictError, ShapeError, SymgradError
-from .op import REGISTRY, Op
+from .op import REGISTRY, RESULT, Op, Results
 from .shapes import fmt
 from .text import listing
 from .values import (
@@ -46,7 +47,6 @@ from .values import (
     check_dtype,
     check_name,
     check_shape,
-    describe,
     freeze,
     plain,
     weak,
@@ -109,6 +109,9 @@ def _cacheable(attrs: dict) -> bool:
 
 def _inferred(op: Op, shapes: tuple, dtypes: tuple, attrs: dict) -> tuple:
     """``(prepared attrs, their frozen key or None if op has no prepare, shape, dtype)``."""
+    if op.name != RESULT and any(type(d) is Results for d in dtypes):
+        raise ShapeError(f"{op.name}: an operand is a call with several results; read one "
+                         "of them (its projection) instead")
     canonical = None
     if op.prepare is not None:
         try:
@@ -135,6 +138,12 @@ def _inferred(op: Op, shapes: tuple, dtypes: tuple, attrs: dict) -> tuple:
 
 LIFT_MIN = 1024  # elements from which a traced function's captured array is an input
 _LIFT = threading.local()
+
+
+def tracing_now() -> bool:
+    """Whether this thread is tracing a Python function (inside :func:`lifting`): what error
+    messages say depends on it."""
+    return getattr(_LIFT, "hook", None) is not None
 
 
 @contextmanager
@@ -182,15 +191,18 @@ class _Provenance:
 
 class Node:
     """One node's data; immutable once built. ``is_var`` / ``is_const`` tell the two leaf
-    kinds (an input variable with a ``name``; a constant holding ``attrs["value"]``)."""
+    kinds (an input variable with a ``name``; a constant holding ``attrs["value"]``);
+    ``is_call`` a call with several results (its dtype a :class:`~symgrad.ir.op.Results`,
+    read through projections: see :mod:`symgrad.ir.op`)."""
 
     __slots__ = ("id", "op", "args", "attrs", "shape", "dtype", "name", "role", "origin",
-                 "is_var", "is_const")
+                 "is_var", "is_const", "is_call")
 
     def __init__(self, id, op, args, attrs, shape, dtype, name, role, origin):
         self.id, self.op, self.args, self.attrs = id, op, args, attrs
         self.shape, self.dtype, self.name, self.role, self.origin = shape, dtype, name, role, origin
         self.is_var, self.is_const = op == "var", op == "const"
+        self.is_call = type(dtype) is Results  # several results, read by projections
 
     def fields(self) -> dict:
         return {k: getattr(self, k) for k in self.__slots__[1:9]}
@@ -200,7 +212,9 @@ class Node:
 
 
 class Graph:
-    """A DAG of symgrad nodes backed by ``networkx.DiGraph`` (``graph.nx``).
+    """A DAG of symgrad nodes: the node list (``nodes``, in creation order) is the IR;
+    :meth:`to_networkx` is a ``networkx.DiGraph`` view of it, kept in step on each call
+    (``graph.nx`` is the same view).
 
     ``adjoint_of`` maps each forward node to its adjoint node after a transform (when
     transforms overlap, the latest one's); ``transforms`` keeps every transform's record,
@@ -211,7 +225,7 @@ class Graph:
     >>> f = x * x
     >>> f.graph.nodes[f.node].args   # two operands, one edge
     (0, 0)
-    >>> f.graph.nx.number_of_edges()
+    >>> f.graph.to_networkx().number_of_edges()
     1
     """
 
@@ -232,6 +246,9 @@ class Graph:
         self._state = _BuildState()
         self._calls = 0  # look-ups and builds by every thread (see budget)
         self.rollbacks = 0  # rollbacks so far: ids after one may name other nodes
+        # what passes found out about the nodes (true as long as they are: nodes never change;
+        # a rollback empties it), e.g. which nodes the rolling replaced (symgrad.passes.context)
+        self.derived: dict[str, Any] = {}
         self.lock = threading.RLock()  # the builder's critical section (re-entrant: rules)
 
     def __len__(self) -> int:
@@ -275,9 +292,15 @@ class Graph:
 
     @property
     def nx(self) -> nx.DiGraph:
+        """The graph as a ``networkx.DiGraph``: :meth:`to_networkx` (the public name of
+        the design notes' contract)."""
+        return self.to_networkx()
+
+    def to_networkx(self) -> nx.DiGraph:
         """The graph as a ``networkx.DiGraph`` with the node attributes; edges arg -> user.
 
-        Kept in step with ``nodes`` on access (building does not pay for networkx).
+        One view per graph, kept in step with ``nodes`` on each call (building does not
+        pay for networkx).
         """
         with self.lock:
             if self._nx is None:
@@ -400,6 +423,22 @@ class Graph:
             self.variables[name] = i
             return i
 
+    def copy_var(self, n: Node) -> int:
+        """Variable node ``n`` of another graph, here as it is (its name, shape and dtype
+        were checked where it was made): a rebuild copies a graph's variables this way."""
+        with self.lock:
+            found = self.variables.get(n.name)
+            if found is None:
+                found = self._new(("var", n.name), "var", (), dict(n.attrs), n.shape, n.dtype,
+                                  n.name)
+                self.variables[n.name] = found
+            return found
+
+    def imported_from(self) -> list[Graph]:
+        """The graphs nodes were imported from (:meth:`import_node`), while they live."""
+        with self.lock:
+            return list(self._imported.keys())
+
     def const(self, value: Any) -> int:
         """A constant node holding ``value`` (a number or an array).
 
@@ -469,6 +508,7 @@ class Graph:
             return
         self.rollbacks += 1
         del self.nodes[n:]
+        self.derived = {}
         self._keys = {k: v for k, v in self._keys.items() if v < n}
         self._numbers = {k: v for k, v in self._numbers.items() if v < n}
         self.variables = {k: v for k, v in self.variables.items() if v < n}
@@ -543,6 +583,24 @@ class Graph:
                     stack.append(nodes[i].origin)
         return sorted(seen)
 
+    def grouped(self, order: list[int]) -> list[int]:
+        """``order`` (topological) with each call's projections right after the call: still
+        a topological order, in which one statement can assign a call's results."""
+        nodes = self.nodes
+        after: dict[int, list[int]] = {}
+        for i in order:
+            n = nodes[i]
+            if n.op == RESULT:
+                after.setdefault(n.args[0], []).append(i)
+        if not after:
+            return order
+        out = []
+        for i in order:
+            if nodes[i].op != RESULT or nodes[i].args[0] not in after:
+                out.append(i)
+                out += after.get(i, ())
+        return out
+
     def descendants(self, sources: Iterable[int], within: Iterable[int]) -> set[int]:
         """Nodes of ``within`` (topologically sorted) that depend on any of ``sources``."""
         reached = set(sources)
@@ -566,7 +624,7 @@ class Graph:
                 if not (0 <= f < len(self.nodes) and 0 <= a < len(self.nodes)):
                     raise GraphError(f"{what}[{f}] = {a} names a missing node")
         edges = {(a, n.id) for n in self.nodes for a in n.args}
-        g = self.nx
+        g = self.to_networkx()
         if set(g.edges) != edges or g.number_of_nodes() != len(self.nodes):
             raise GraphError("networkx edges do not match the nodes' operands")
 
@@ -583,6 +641,9 @@ class Graph:
             raise GraphError(f"{where}: role {n.role!r} with origin {n.origin!r}")
         if n.origin is not None and not 0 <= n.origin < n.id:
             raise GraphError(f"{where}: origin {n.origin} is not an earlier node")
+        if n.op != RESULT and any(self.nodes[a].is_call for a in n.args):
+            raise GraphError(f"{where}: reads a call with several results other than "
+                             "through a projection")
         if n.is_var:
             if n.args or self.variables.get(n.name) != n.id:
                 raise GraphError(f"{where}: not the graph's variable {n.name!r}")

@@ -64,6 +64,49 @@ def scipy_caller() -> str | None:
     return None
 
 
+_OPERATORS = frozenset({"__matmul__", "__rmatmul__", "__mul__", "__rmul__", "__add__",
+                        "__radd__", "__sub__", "__rsub__", "__truediv__", "__rtruediv__"})
+
+
+def scipy_conversion() -> str | None:
+    """Why SciPy may not convert an Expr (or a symbolic sparse matrix) to an array here: a
+    message naming what to use instead; ``""`` when an operator of SciPy's sparse matrices
+    asks (``A @ x``: a 0-d object array tells it "not an array", and Python then asks the
+    Expr's reflected operator); None when the caller is not SciPy."""
+    method = _sparse_method()
+    if method == "":
+        return ""
+    if method is not None:
+        return (f"A.{method}(x) on SciPy's sparse A cannot take symbolic values (SciPy's own "
+                "code): write it with operators (A @ x, x * A), wrap A as "
+                f"symgrad.scipy.sparse.csr_array(A).{method}(x), or pass A to the traced "
+                "function (sg.grad(fun) makes it symgrad's)")
+    caller = scipy_caller()
+    if caller is None:
+        return None
+    space = ".".join(caller.split(".")[:2])
+    fix = (f"use symgrad.{caller}, which takes the same arguments" if symgrad_has(caller)
+           else f"symgrad.{space} does not cover it yet (its __all__ lists what it has)")
+    return (f"{caller} cannot trace symbolic values (it converts its arguments to NumPy "
+            f"arrays): {fix}")
+
+
+def _sparse_method() -> str | None:
+    """``""`` when an operator of SciPy's sparse matrices is converting, the name of the
+    public method of theirs that is, else None."""
+    frame, method = sys._getframe(3), None
+    for _ in range(12):
+        if frame is None or not frame.f_globals.get("__name__", "").startswith("scipy.sparse."):
+            break
+        name = frame.f_code.co_name
+        if name in _OPERATORS:
+            return ""
+        if name[0] != "_" and "self" in frame.f_code.co_varnames[:1]:
+            method = name
+        frame = frame.f_back
+    return method
+
+
 def symgrad_has(path: str) -> bool:
     """Whether ``symgrad.<path>`` exists (``path`` = ``"scipy.stats.norm.cdf"``)."""
     parts = path.split(".")

@@ -28,13 +28,17 @@ Fields of a stanza
     graph from registered ops only and never simplify; broadcasting is undone centrally.
     ``n.needs(k)`` says whether the transform uses operand ``k``'s contribution: a rule may
     return None for it without building anything (``x * 2.0``: no adjoint for ``2.0``).
+    For a call with several results ``g`` is a tuple, the adjoint of each result or None
+    (``n.results`` are the results' Exprs); the rule is asked once per call.
 ``forward(n, t) -> tangent``
     The forward-mode (JVP) rule: ``t`` holds one tangent per operand (an Expr of shape
     ``batch + operand shape``, or None where the tangent is zero) and the rule returns the
     output's tangent (shape ``batch + n.shape``, or anything that broadcasts to it), or None
     for a zero tangent. Rules build graph from registered ops only (so forward-over-reverse
     and reverse-over-forward compose) and accept tangents with extra leading batch axes,
-    which is how ``jacfwd`` is one pass. Every differentiable op has one.
+    which is how ``jacfwd`` is one pass. Every differentiable op has one. A call with
+    several results returns a tuple, one tangent (or None) per result; ``n.wants(k)`` says
+    whether result ``k``'s is read.
 ``taylor(n, s, K) -> series``
     The Taylor-mode rule ``derivative(f, x, n)`` uses for a scalar ``x``: ``s`` holds one
     series per operand (``K + 1`` entries, entry ``k`` the ``k``-th derivative along ``x``
@@ -46,7 +50,8 @@ Fields of a stanza
     The structural sparsity rule: for each operand, the pairs ``(output element, operand
     element)`` (flat indices, two int arrays) of its local Jacobian that may be non-zero, or
     None where there are none. Left out: elementwise ops get their broadcasting map, other
-    ops the dense one (every output element depends on every operand element).
+    ops the dense one (every output element depends on every operand element). A call with
+    several results gives one such tuple per result.
 ``sympy``
     For elementwise ops: the sympy function's name (translated both ways), or
     ``lambda sp, *args: ...`` building the sympy expression (one way).
@@ -58,11 +63,18 @@ Fields of a stanza
     a subset of ``"bounded"`` (``|f| <= 1`` wherever it is finite), ``"finite_with"`` (finite
     exactly where its operand is), ``"nan_at_inf"`` (NaN wherever its operand is infinite or
     NaN) and ``"nan_in_nan_out"`` (NaN wherever an operand is NaN, elementwise).
-``joint``
-    For an op whose call has several results, one node each (a loop's final carries and
-    per-step outputs): the attribute that says which result a node is. Nodes equal but for
-    it are one call, and reverse mode asks ``backprop`` once per call, with ``g`` a dict
-    ``{node id: adjoint}`` of the results that have one (a plain Expr is still accepted).
+``rules``
+    For an op whose derivative rules are built where the transforms live (a loop's, a
+    custom rule's): the module that sets them with :func:`define_rules` when it is
+    imported (``import symgrad`` imports it), as JAX's rule files fill
+    ``ad.primitive_jvps`` for their primitive; for the projection :data:`RESULT`, the
+    transforms themselves (its adjoint and tangent are its call's). Left out, a
+    differentiable op states its rules in its stanza.
+``selects``
+    For a call whose last results are chosen by an attribute (a scan's ``stacked``: a
+    sorted tuple, one result per entry after the fixed ones): that attribute's name. Calls
+    equal but for it run one loop: the interpreter and the compile pipeline run one call
+    giving the union of their results (:mod:`symgrad.passes.calls`).
 ``batch(args, batched, attrs, shape) -> Expr``
     For ``sg.vmap``: the op on ``args``, those flagged in ``batched`` with one extra leading
     (batch) axis, giving ``(batch,) + shape`` (``shape`` the unbatched result's). Left out,
@@ -73,6 +85,24 @@ Fields of a stanza
 ``write(key_marks, attrs) -> str``
     How the op is written in expression text when it is neither a call nor an infix
     operator (``x[1:, y]``); the printer fills the operand marks.
+
+Calls with several results
+--------------------------
+A call that gives several values (a loop's final carries and stacked outputs, ``eigh``'s
+eigenvalues and eigenvectors, a custom rule's results) is ONE node, as an equation of a
+jaxpr with its ``outvars`` or PyTensor's ``Apply`` with its ``outputs``: its op's shape rule
+returns ``((), Results(...))``, the ``(shape, dtype)`` of each result as the node's dtype,
+and each result is read through a light *projection* node, op :data:`RESULT` with attribute
+``index`` (hash-consing keeps one per call and index). The IR keeps its two invariants —
+ordered int operands, one shape and dtype per node — and a walk over nodes meets the call
+once: the interpreter runs it once for all its results, reverse mode asks its ``backprop``
+once with ``g`` a tuple holding the adjoint of each result (None where a result has none),
+forward mode asks its ``forward`` once for a tuple of tangents, printers write it as one
+statement assigning its results' names. A call node is read by projections only (checked
+by the builder and by :meth:`~symgrad.ir.graph.Graph.verify`). Projections rather than a
+node of tuple type read by ``index`` ops everywhere: a projection is the one place a
+result's shape and dtype live, so every pass, rule and printer that reads ``node.shape``
+of an operand keeps working on results unchanged.
 """
 
 from __future__ import annotations
@@ -82,8 +112,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from ..base.describe import PLAIN, describe
 from ..base.errors import SymgradError
-from .values import _PLAIN, describe, exact
+from .values import exact
 
 Shape = tuple[int, ...]
 
@@ -180,7 +211,7 @@ class Signature:
                 raise SignatureError(f"{op}() got an unexpected keyword {describe(k)} "
                                      f"(takes {ok})")
             attrs[k] = v
-        return operands, {k: v if type(v) in _PLAIN else exact(v) for k, v in attrs.items()}
+        return operands, {k: v if type(v) in PLAIN else exact(v) for k, v in attrs.items()}
 
     def describe(self) -> str:
         """``(x, axis, keepdims)``: the parameters as a person reads them."""
@@ -254,7 +285,8 @@ class Op:
     write: Callable[[list[str], dict], str] | None = None
     doc: str = ""
     builtin: bool = True  # False for ops defined with symgrad.extend
-    joint: str | None = None  # the attribute telling the results of one call apart
+    rules: str | None = None  # the module that sets its derivative rules (define_rules)
+    selects: str | None = None  # the attribute choosing a call's last results (a scan's)
     batch: Callable[..., Any] | None = None  # the op on operands with a batch axis (vmap)
     taylor: Callable[..., Any] | None = None
     ieee: frozenset[str] = frozenset()  # facts about inf and NaN (see the module docstring)
@@ -269,6 +301,36 @@ class Op:
         return self.signature.defaults
 
 
+RESULT = "result"  # the projection op: result ``index`` of a call with several results
+
+
+class Results(tuple):
+    """The ``(shape, dtype)`` of each result of a call with several results: the dtype of
+    its node (whose shape is ``()``; see "Calls with several results" above).
+
+    >>> r = Results([((3,), "float64"), ((3, 3), "float64")])
+    >>> str(r), r[1]
+    ('(f64[3], f64[3,3])', ((3, 3), 'float64'))
+    """
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        short = {"float64": "f64", "float32": "f32", "int64": "i64", "int32": "i32"}
+        return "(" + ", ".join(f"{short.get(d, d)}[{','.join(map(str, s))}]"
+                               for s, d in self) + ")"
+
+
+def results_of(avals: Any) -> tuple[tuple[()], Results]:
+    """What a call op's shape rule returns for results of ``(shape, dtype)`` ``avals``."""
+    return (), Results((tuple(s), d) for s, d in avals)
+
+
+def is_call(node: Any) -> bool:
+    """Whether ``node`` (a :class:`~symgrad.ir.graph.Node`) is a call with several results."""
+    return type(node.dtype) is Results
+
+
 REGISTRY: dict[str, Op] = {}
 ALIASES: dict[str, str] = {}  # public name -> op name (``sub`` -> ``subtract``)
 
@@ -279,6 +341,11 @@ ALIASES: dict[str, str] = {}  # public name -> op name (``sub`` -> ``subtract``)
 FUNCTIONS: dict[str, Callable[..., Any]] = {}
 # NumPy names symgrad deliberately does not trace, with what to use instead.
 UNSUPPORTED: dict[str, str] = {}
+# sparse matrices as operands (SciPy's, symgrad's SparseArray): the front end registers "is"
+# (whether an operand is one) and "call" (NumPy's function or the op ``name`` on operands
+# among which one is, ``call(name, args, kwargs)``) and "as" (an operand as symgrad's
+# SparseArray); builders and NumPy's names ask it first.
+SPARSE: dict[str, Callable[..., Any]] = {}
 
 
 def register(op: Op) -> Op:
@@ -286,12 +353,34 @@ def register(op: Op) -> Op:
     for name in (op.name, *op.aliases):
         if name in REGISTRY or name in ALIASES:
             raise ValueError(f"op name {name!r} registered twice")
-    if op.differentiable and op.backprop is None and op.arity != 0:
+    deferred = op.rules is not None  # set by define_rules from the module named
+    if op.differentiable and op.backprop is None and op.arity != 0 and not deferred:
         raise ValueError(f"op {op.name!r} is differentiable but has no backprop rule")
-    if op.differentiable and op.forward is None and op.arity != 0:
+    if op.differentiable and op.forward is None and op.arity != 0 and not deferred:
         raise ValueError(f"op {op.name!r} is differentiable but has no forward (JVP) rule")
     REGISTRY[op.name] = op
     ALIASES.update({a: op.name for a in op.aliases})
+    return op
+
+
+_RULES = ("backprop", "forward", "taylor", "batch", "sparsity")
+
+
+def define_rules(name: str, **rules: Callable[..., Any]) -> Op:
+    """Set the derivative rules of registered op ``name`` from the module its stanza names
+    in ``rules`` (``backprop=``, ``forward=``, ...; each once). Rules point down: the op
+    never imports the module that builds them.
+
+    >>> REGISTRY["scan"].rules, REGISTRY["scan"].backprop is not None
+    ('symgrad.transforms.loops', True)
+    """
+    op = REGISTRY[name]
+    for field_name, rule in rules.items():
+        if field_name not in _RULES:
+            raise ValueError(f"{name}: {field_name!r} is not a rule ({', '.join(_RULES)})")
+        if getattr(op, field_name) is not None:
+            raise ValueError(f"{name}: its {field_name} rule is already set")
+        object.__setattr__(op, field_name, rule)  # the stanza is frozen for everyone else
     return op
 
 

@@ -6,10 +6,13 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..base.describe import describe
 from ..base.errors import ShapeError
 
 Shape = tuple[int, ...]
-DTYPES = ("float64", "float32", "int64", "int32", "bool")
+FLOATS = ("float64", "float32")  # the dtypes a gradient flows through
+INTS = ("int64", "int32")
+DTYPES = (*FLOATS, *INTS, "bool")  # every dtype a node may have
 
 
 def fmt(shape: Shape) -> str:
@@ -39,18 +42,12 @@ def result_dtype(*dtypes: str) -> str:
 
 def float_dtype(dtype: str) -> str:
     """The floating dtype a transcendental function returns for ``dtype``."""
-    return dtype if dtype in ("float64", "float32") else "float64"
+    return dtype if dtype in FLOATS else "float64"
 
 
 def is_float(dtype: str) -> bool:
     """Whether values of ``dtype`` can carry a gradient."""
-    return dtype in ("float64", "float32")
-
-
-def _describe(value) -> str:
-    from .values import describe  # values imports this module
-
-    return describe(value)
+    return dtype in FLOATS
 
 
 def norm_axes(op: str, axis, ndim: int) -> tuple[int, ...]:
@@ -59,25 +56,25 @@ def norm_axes(op: str, axis, ndim: int) -> tuple[int, ...]:
         return tuple(range(-ndim, 0))
     if not isinstance(axis, (int, np.integer, tuple, list)):
         raise ShapeError(f"{op}: axis must be an int or a tuple of ints, got "
-                         f"{_describe(axis)}")
+                         f"{describe(axis)}")
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     out = set()
     for a in axes:
         if isinstance(a, bool) or not isinstance(a, (int, np.integer)):
             raise ShapeError(f"{op}: axis must be an int or a tuple of ints, got "
-                             f"{_describe(axis)}")
+                             f"{describe(axis)}")
         if not -ndim <= a < ndim:
             raise ShapeError(f"{op}: axis {a} is out of range for an array of rank {ndim}")
         out.add(int(a) - ndim if a >= 0 else int(a))
     if len(out) != len(axes):
-        raise ShapeError(f"{op}: repeated axis in {_describe(axis)}")
+        raise ShapeError(f"{op}: repeated axis in {describe(axis)}")
     return tuple(sorted(out))
 
 
 def norm_axis(op: str, axis, ndim: int) -> int:
     """A single axis as a negative int."""
     if axis is None or isinstance(axis, (tuple, list)):
-        raise ShapeError(f"{op}: axis must be a single int, got {_describe(axis)}")
+        raise ShapeError(f"{op}: axis must be a single int, got {describe(axis)}")
     return norm_axes(op, axis, ndim)[0]
 
 

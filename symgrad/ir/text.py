@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Union
 import numpy as np
 
 from ..base.errors import SymgradError
-from .op import REGISTRY, Op
+from .op import REGISTRY, RESULT, Op
 from .values import freeze
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ LINE_LIMIT = 200  # characters per binding in the let fallback
 ARRAY_LIMIT = 100  # elements of a constant printed inline
 SHORT_ARRAY = 8  # elements of a constant printed inline by infix(..., short=True)
 
-_ATOM = 100  # precedence of names, literals, calls and subscripts
+ATOM = 100  # precedence of names, literals, calls and subscripts
 _UNARY = 13  # Python's unary minus: binds looser than ** on its left, tighter on its right
 _COMPARE = 6  # Python's comparisons: non-associative (a < b < c is a chain)
 _RIGHT_ASSOC = {"**"}
@@ -88,7 +88,7 @@ def infix(expr: Expr, *, short: bool = False) -> str:
         for i in order:
             n = graph.nodes[i]
             if n.is_const and n.attrs["value"].size > SHORT_ARRAY:
-                forms[i] = (_ATOM, [f"const({_type(n.shape, n.dtype)})"])
+                forms[i] = (ATOM, [f"const({type_text(n.shape, n.dtype)})"])
     if _expanded_size(graph, forms, order) <= INFIX_LIMIT:
         return _emit(graph, forms, root, {})
     return _let(graph, forms, order, root)
@@ -106,9 +106,13 @@ def node_form(graph: Graph, n: Node, reserved: set[str] = frozenset()) -> Form:
     (11, [(0, 11), ' - ', (1, 12)])
     """
     if n.is_var:
-        return _ATOM, [n.name]
+        return ATOM, [n.name]
     if n.is_const:
         return const_text(n.attrs["value"], reserved)
+    if n.op == RESULT:  # result k of a call: eigh(S)[1]; the call's one result: the call
+        if len(graph.nodes[n.args[0]].dtype) == 1:
+            return ATOM, [(0, ATOM)]
+        return ATOM, [(0, ATOM), f"[{n.attrs['index']}]"]
     op = REGISTRY[n.op]
     infix_ = op.signature.infix
     if op.write is not None:
@@ -124,7 +128,7 @@ def node_form(graph: Graph, n: Node, reserved: set[str] = frozenset()) -> Form:
     if infix_ is not None and len(n.args) == 1:
         symbol, prec = infix_
         return prec, [symbol, (0, prec + 1)]  # -(-a), not --a
-    return _ATOM, _call_pieces(graph, n, op)
+    return ATOM, _call_pieces(graph, n, op)
 
 
 def _reflected(graph: Graph, n: Node, op: Op) -> bool:
@@ -148,17 +152,17 @@ def const_text(value: np.ndarray, reserved: Iterable[str] = ()) -> Form:
         if isinstance(v, float):
             for name, c in _NAMED_CONSTANTS.items():
                 if v == c and name not in reserved:
-                    return _ATOM, [name]
+                    return ATOM, [name]
             if math.isnan(v):
-                return _ATOM, ["nan"]
+                return ATOM, ["nan"]
             if math.isinf(v):
-                return (_ATOM, ["inf"]) if v > 0 else (_UNARY, ["-inf"])
+                return (ATOM, ["inf"]) if v > 0 else (_UNARY, ["-inf"])
         text = repr(v)
-        return (_UNARY if text.startswith("-") else _ATOM), [text]
+        return (_UNARY if text.startswith("-") else ATOM), [text]
     if value.size > ARRAY_LIMIT:
         dims = ",".join(map(str, value.shape))
-        return _ATOM, [f"const({_SHORT_DTYPE.get(value.dtype.name, value.dtype.name)}[{dims}])"]
-    return _ATOM, [repr(value.tolist())]
+        return ATOM, [f"const({_SHORT_DTYPE.get(value.dtype.name, value.dtype.name)}[{dims}])"]
+    return ATOM, [repr(value.tolist())]
 
 
 def _call_pieces(graph: Graph, n: Node, op: Op) -> list[Piece]:
@@ -187,7 +191,7 @@ def _call_pieces(graph: Graph, n: Node, op: Op) -> list[Piece]:
             parts.append([(pos, 0)])
             pos += 1
     parts.extend([(j, 0)] for j in range(pos, nargs))
-    parts.extend([f"{k}={text}"] for k, text in _keywords(graph, n, op, shown))
+    parts.extend([f"{k}={text}"] for k, text in keyword_attrs(graph, n, op, shown))
     return [f"{op.name}(", *_joined(parts, flat=True), ")"]
 
 
@@ -200,7 +204,7 @@ def _joined(items: list, flat: bool = False) -> list[Piece]:
     return out
 
 
-def _keywords(graph: Graph, n: Node, op: Op, shown: set[str]) -> list[tuple[str, str]]:
+def keyword_attrs(graph: Graph, n: Node, op: Op, shown: set[str]) -> list[tuple[str, str]]:
     """Attributes printed as keywords: those whose value is not equivalent to the default."""
     if not op.attrs:
         return []
@@ -238,7 +242,7 @@ def _value_text(v: Any) -> str:
     if isinstance(v, str) and '"' not in v and "\\" not in v and v.isprintable():
         return f'"{v}"'
     if isinstance(v, np.ndarray):
-        return f"<{_type(v.shape, v.dtype.name)} array>"
+        return f"<{type_text(v.shape, v.dtype.name)} array>"
     if isinstance(v, slice):
         return _slice_text(v)
     if isinstance(v, tuple) and any(isinstance(e, slice) for e in v):
@@ -258,10 +262,10 @@ def _written_form(n: Node, op: Op) -> Form:
     pieces: list[Piece] = []
     for k, part in enumerate(op.write(marks, n.attrs).split("\0")):
         if k % 2:
-            pieces.append((int(part), _ATOM if int(part) == 0 else 0))
+            pieces.append((int(part), ATOM if int(part) == 0 else 0))
         elif part:
             pieces.append(part)
-    return _ATOM, pieces
+    return ATOM, pieces
 
 
 def _expanded_size(graph: Graph, forms: dict[int, Form], order: list[int]) -> int:
@@ -364,12 +368,21 @@ def listing(graph_or_exprs: Graph | Expr | Sequence[Expr]) -> str:
               if nodes[i].is_var or (nodes[i].is_const and i not in made_for)}
     inline = {i: t for i, t in inline.items() if t is not None}
     lines = []
-    inputs = [f"{nodes[i].name}:{_type(nodes[i].shape, nodes[i].dtype)}"
+    inputs = [f"{nodes[i].name}:{type_text(nodes[i].shape, nodes[i].dtype)}"
               for i in ids if nodes[i].is_var]
     if inputs:
         lines.append("inputs  " + "  ".join(inputs))
+    results: dict[int, dict[int, int]] = {}  # a call's projections listed, by index
     for i in ids:
-        if i in inline:
+        if nodes[i].op == RESULT:
+            results.setdefault(nodes[i].args[0], {})[nodes[i].attrs["index"]] = i
+
+    def ref(f: int) -> str:  # a call by the results its line names
+        found = results.get(f) if nodes[f].is_call else None
+        return f"({', '.join(f'v{j}' for j in found.values())})" if found else _ref(nodes, f)
+
+    for i in ids:
+        if i in inline or nodes[i].op == RESULT:  # a projection: named by its call's line
             continue
         n = nodes[i]
         operands = " ".join(inline.get(a, f"v{a}") for a in n.args)
@@ -380,18 +393,27 @@ def listing(graph_or_exprs: Graph | Expr | Sequence[Expr]) -> str:
             operands = op.write([inline.get(a, f"v{a}") for a in n.args], n.attrs)
             attrs = ""
         else:  # attributes that differ from the op's defaults, as the infix text shows them
-            attrs = " ".join(f"{k}={text}" for k, text in _keywords(graph, n, op, set())) \
+            attrs = " ".join(f"{k}={text}" for k, text in keyword_attrs(graph, n, op, set())) \
                 if op is not None else ""
-        line = f"v{i}:{_type(n.shape, n.dtype)} = {n.op}"
+        if n.is_call:  # one line for the call: v3:f64[3], v4:f64[3,3] = eigh A
+            found = results.get(i, {})
+            head = ", ".join(f"v{found[k]}:{type_text(*aval)}" if k in found else "_"
+                             for k, aval in enumerate(n.dtype))
+        else:
+            head = f"v{i}:{type_text(n.shape, n.dtype)}"
+        line = f"{head} = {n.op}"
         line += "".join(f" {part}" for part in (operands, attrs) if part)
-        if i in made_for:
-            line += "  # adjoint of " + ", ".join(_ref(nodes, f) for f in made_for[i])
-        elif i in tangent_for:
-            line += "  # tangent of " + ", ".join(_ref(nodes, f) for f in tangent_for[i])
+        mine = list(results.get(i, {}).values()) if n.is_call else [i]
+        adjoint = [f for j in mine for f in made_for.get(j, ())]
+        tangent = [f for j in mine for f in tangent_for.get(j, ())]
+        if adjoint:
+            line += "  # adjoint of " + ", ".join(ref(f) for f in adjoint)
+        elif tangent:
+            line += "  # tangent of " + ", ".join(ref(f) for f in tangent)
         elif n.role == "adjoint" and n.origin is not None:
-            line += f"  # backprop of {_ref(nodes, n.origin)}"
+            line += f"  # backprop of {ref(n.origin)}"
         elif n.role == "tangent" and n.origin is not None:
-            line += f"  # jvp of {_ref(nodes, n.origin)}"
+            line += f"  # jvp of {ref(n.origin)}"
         lines.append(line)
     lines.append("outputs  " + "  ".join(inline.get(i, f"v{i}") for i in outputs))
     return "\n".join(lines)
@@ -408,7 +430,7 @@ def _ref(nodes: list[Node], i: int) -> str:
     return nodes[i].name if nodes[i].is_var else f"v{i}"
 
 
-def _type(shape: tuple[int, ...], dtype: str) -> str:
+def type_text(shape: tuple[int, ...], dtype: str) -> str:
     return f"{_SHORT_DTYPE.get(dtype, dtype)}[{','.join(map(str, shape))}]"
 
 

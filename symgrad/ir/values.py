@@ -18,33 +18,13 @@ from typing import Any
 
 import numpy as np
 
+from ..base.describe import NUMPY_SCALARS, PLAIN, describe
 from ..base.errors import ArgumentError, NameConflictError, ShapeError, SymgradError
 from .shapes import DTYPES, Shape
 
 _RESERVED = {"np", "numpy"}
-_PLAIN = frozenset({int, float, str, bool, type(None), type(...), complex})
-_NUMPY_SCALARS = frozenset(t for t in np.sctypeDict.values() if issubclass(t, np.generic))
 INT64_MAX = 2**63 - 1
 _MAX_NESTING = 64  # lists inside lists (NumPy arrays have at most 64 axes)
-
-
-def type_name(value: Any) -> str:
-    """The name of ``value``'s type, read without running anything the type defines."""
-    return type.__dict__["__name__"].__get__(type(value), type)
-
-
-def describe(value: Any, limit: int = 60) -> str:
-    """``repr`` of a plain value (shortened), ``<T object>`` for anything else: error
-    messages never call a user object's ``__repr__``."""
-    if type(value) in _PLAIN or type(value) in _NUMPY_SCALARS:
-        text = repr(value)
-    elif type(value) in (tuple, list) and len(value) <= 16:
-        inner = ", ".join(describe(v, limit) for v in value)
-        text = f"({inner}{',' if len(value) == 1 else ''})" if type(value) is tuple \
-            else f"[{inner}]"
-    else:
-        return f"<{type_name(value)} object>"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def exact(value: Any, depth: int = 0) -> Any:
@@ -60,7 +40,7 @@ def exact(value: Any, depth: int = 0) -> Any:
     (['x', (True, 2.5)], True)
     """
     t = type(value)
-    if t in _PLAIN:
+    if t in PLAIN:
         return value
     if depth > _MAX_NESTING:
         raise ShapeError(f"a value nested more than {_MAX_NESTING} levels deep")
@@ -71,16 +51,16 @@ def exact(value: Any, depth: int = 0) -> Any:
     if isinstance(value, int):
         return int.__index__(value)
     if isinstance(value, float):
-        return value if t in _NUMPY_SCALARS else float.__float__(value)
+        return value if t in NUMPY_SCALARS else float.__float__(value)
     if isinstance(value, complex):
         return complex(complex.real.__get__(value), complex.imag.__get__(value))
     if t is tuple:  # the common case: a shape, an axis tuple, an index key
         for v in value:
-            if type(v) not in _PLAIN:
+            if type(v) not in PLAIN:
                 break
         else:
             return value
-        items = [v if type(v) in _PLAIN else exact(v, depth + 1) for v in value]
+        items = [v if type(v) in PLAIN else exact(v, depth + 1) for v in value]
         return value if all(a is b for a, b in zip(items, value)) else tuple(items)
     if isinstance(value, tuple):
         return tuple([exact(v, depth + 1) for v in tuple.__iter__(value)])
@@ -107,11 +87,11 @@ def plain(value: Any, what: str, depth: int = 0) -> Any:
     ((1, 2.5, 'a'), 'int')
     """
     t = type(value)
-    if t in _PLAIN and t is not complex:
+    if t in PLAIN and t is not complex:
         return value
     if depth > _MAX_NESTING:
         raise ShapeError(f"{what}: a value nested more than {_MAX_NESTING} levels deep")
-    if t in _NUMPY_SCALARS and isinstance(value, (np.bool_, np.integer, np.floating)):
+    if t in NUMPY_SCALARS and isinstance(value, (np.bool_, np.integer, np.floating)):
         return value.item()
     if isinstance(value, (str, int, float)) and not isinstance(value, np.generic):
         return exact(value)
@@ -158,7 +138,7 @@ def exact_int(value: Any, what: str) -> int:
     """``value`` (an int, a NumPy integer, not a bool) as an exact ``int``."""
     if isinstance(value, int) and not isinstance(value, bool):
         return int.__index__(value)
-    if type(value) in _NUMPY_SCALARS and isinstance(value, np.integer):
+    if type(value) in NUMPY_SCALARS and isinstance(value, np.integer):
         return int(value)
     raise SymgradError(f"{what} must be an int, got {describe(value)}")
 

@@ -13,6 +13,8 @@ Write a function against a namespace parameter and hand it this module::
 
 Every name means what it means in NumPy: ``snp.var`` is the variance (``sg.var`` is the
 variable constructor), ``snp.linalg.solve``, ``snp.newaxis``, ``snp.pi``, ``snp.float64``.
+On data (no symbolic operand) a call computes NumPy's value, so data and optimiser code
+runs unchanged after ``import symgrad.numpy as np`` (see :mod:`symgrad.numpy.eager`).
 Plain ``numpy`` works too when the inputs are symgrad Exprs (the array protocols route
 ``np.sin(x)``, ``np.linalg.solve(A, b)`` here). What symgrad does not trace (``nonzero``,
 ``unique``, in-place writes) raises :class:`~symgrad.errors.UnsupportedError` saying what to
@@ -35,13 +37,17 @@ import numpy as _np
 from .. import frontend as _frontend
 from .. import ops as _ops  # noqa: F401  (the ops, before their NumPy names are made)
 from ..base.errors import UnsupportedError as _UnsupportedError
+from ..frontend.functions import traced_names as _traced_names
+from ..ir.expr import NAMESPACE as _NAMESPACE
 from ..ir.expr import function as _function
 from ..ir.op import ALIASES as _ALIASES
-from ..ir.op import FUNCTIONS as _FUNCTIONS
 from ..ir.op import REGISTRY as _REGISTRY
 from ..ir.op import UNSUPPORTED as _UNSUPPORTED
+from .eager import eager as _eager
 
 _frontend.numpy_functions.register_ufuncs()
+# Expr.__array_namespace__ answers this module (the IR imports nothing above it)
+_NAMESPACE["numpy"] = _sys.modules[__name__]
 
 # constants, types and helpers that are NumPy's own (nothing to trace)
 pi, e, inf, nan, newaxis, euler_gamma = _np.pi, _np.e, _np.inf, _np.nan, None, _np.euler_gamma
@@ -54,24 +60,37 @@ globals()["bool"] = _np.bool_
 r_, c_ = _frontend.numpy_extra.r_, _frontend.numpy_extra.c_
 
 
-def _names() -> list[str]:
-    """Every NumPy name symgrad traces: NumPy functions built from ops, and public ops."""
-    ops = [n for n in (*_REGISTRY, *_ALIASES) if _function(n) is not None]
-    return sorted({*_FUNCTIONS, *ops})
+_EAGER: dict[str, _Any] = {}
+
+
+# NumPy 2's spellings of the array API (np.atan2 is np.arctan2)
+_NUMPY2 = {"acos": "arccos", "asin": "arcsin", "atan": "arctan", "acosh": "arccosh",
+           "asinh": "arcsinh", "atanh": "arctanh", "atan2": "arctan2", "pow": "power"}
+
+
+def _public(name: str) -> _Any:
+    """The function NumPy calls ``name``, computing values on data (None: not covered)."""
+    found = _EAGER.get(name)
+    if found is None:
+        fn = _function(_NUMPY2.get(name, name))
+        if fn is None:
+            return None
+        found = _EAGER[name] = _eager(name, fn)
+    return found
 
 
 class _Namespace(_types.ModuleType):
     """``symgrad.numpy.linalg``: the functions NumPy names ``linalg.*``."""
 
     def __getattr__(self, name: str) -> _Any:
-        fn = _function(f"{self.__name__.rsplit('.', 1)[-1]}.{name}")
+        fn = _public(f"{self.__name__.rsplit('.', 1)[-1]}.{name}")
         if fn is None:
             raise AttributeError(_missing(f"linalg.{name}"))
         return fn
 
     def __dir__(self) -> list[str]:
         prefix = self.__name__.rsplit(".", 1)[-1] + "."
-        return sorted(n[len(prefix):] for n in _names() if n.startswith(prefix))
+        return sorted(n[len(prefix):] for n in _traced_names() if n.startswith(prefix))
 
 
 def _missing(name: str) -> str:
@@ -84,19 +103,21 @@ _sys.modules[linalg.__name__] = linalg
 
 
 def __getattr__(name: str) -> _Any:
-    fn = _function(name) if "." not in name else None
+    fn = _public(name) if "." not in name else None
     if fn is None:
         raise AttributeError(_missing(name))
     return fn
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *(n for n in _names() if "." not in n)})
+    return sorted({*globals(), *(n for n in _traced_names() if "." not in n)})
 
 
-for _name in _names():
+random = _np.random  # NumPy's generators, for data code (draws are numbers, never traced)
+
+for _name in [*_traced_names(), *_NUMPY2]:
     if "." not in _name and not _name.startswith("_"):
-        globals()[_name] = _function(_name)
+        globals()[_name] = _public(_name)
 
 UnsupportedError = _UnsupportedError
 del _name
@@ -136,7 +157,7 @@ def support_markdown() -> str:
     >>> "linalg" in support_markdown() and "var" in support_markdown()
     True
     """
-    names = [n for n in _names() if not n.startswith("_") and _builtin(n)]
+    names = [n for n in _traced_names() if not n.startswith("_") and _builtin(n)]
     numpy_names = [n for n in names if _is_numpy(n)]
     ufuncs = [n for n in numpy_names if isinstance(getattr(_np, n, None), _np.ufunc)]
     lin = [n for n in numpy_names if n.startswith("linalg.")]

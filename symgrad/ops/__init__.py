@@ -14,6 +14,7 @@ from ..ir.op import ALIASES, REGISTRY, Op, Signature, SignatureError, lookup, re
 
 # importing a family registers its ops
 from . import (  # noqa: F401
+    calls,
     creation,
     cumulative,
     custom,
@@ -27,7 +28,10 @@ from . import (  # noqa: F401
     reductions,
     shaping,
     signal,
+    solvers,
     sorting,
+    sparse,
+    sparse_solve,
     special,
     stop_gradient,
 )

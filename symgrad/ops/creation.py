@@ -8,10 +8,10 @@ import math
 
 import numpy as np
 
+from ..base.describe import describe
 from ..base.errors import ShapeError
 from ..ir.op import Op, register, sig
 from ..ir.shapes import DTYPES, check_int
-from ..ir.values import describe
 
 register(Op(
     name="const", signature=sig("=value", value=None),

@@ -20,13 +20,13 @@ import math
 
 import numpy as np
 
+from ..base.describe import describe
 from ..base.errors import ShapeError
 from ..ir.expr import F
 from ..ir.op import Op, register, sig
-from ..ir.shapes import DTYPES, broadcast, result_dtype
-from ..ir.values import describe
+from ..ir.shapes import DTYPES, FLOATS, broadcast, result_dtype
 from . import series
-from .elementwise import _compare, _split, binary, unary
+from .elementwise import binary, compare, split_ties, unary
 from .tangent import first
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
@@ -148,7 +148,7 @@ def _atan2_rule(n, g):
 
 def _float_infer(shapes, dtypes, attrs):
     dtype = result_dtype(*dtypes)
-    return broadcast("binary", *shapes), dtype if dtype in ("float32", "float64") else "float64"
+    return broadcast("binary", *shapes), dtype if dtype in FLOATS else "float64"
 
 
 binary("arctan2", np.arctan2, _atan2_rule, infer=_float_infer, sympy="atan2",
@@ -174,12 +174,12 @@ binary("fmod", np.fmod, lambda n, g: (g, -(g * F.trunc(n.args[0] / n.args[1]))),
 binary("floor_divide", np.floor_divide, None, differentiable=False, domain=(0.5, 2.0),
        doc="floor(x1 / x2); its derivative is 0")
 binary("fmax", np.fmax,
-       lambda n, g: _split(g, (n.args[0] > n.args[1]) | F.isnan(n.args[1]),
+       lambda n, g: split_ties(g, (n.args[0] > n.args[1]) | F.isnan(n.args[1]),
                            n.args[0] == n.args[1]),
        doc="maximum that ignores NaN; ties split the gradient equally",
        taylor=series.piecewise_linear)
 binary("fmin", np.fmin,
-       lambda n, g: _split(g, (n.args[0] < n.args[1]) | F.isnan(n.args[1]),
+       lambda n, g: split_ties(g, (n.args[0] < n.args[1]) | F.isnan(n.args[1]),
                            n.args[0] == n.args[1]),
        doc="minimum that ignores NaN; ties split the gradient equally",
        taylor=series.piecewise_linear)
@@ -210,7 +210,7 @@ def _astype_prepare(shapes, dtypes, attrs):
 
 
 def _astype_rule(n, g):
-    floating = n.args[0].dtype in ("float32", "float64") and n.dtype in ("float32", "float64")
+    floating = n.args[0].dtype in FLOATS and n.dtype in FLOATS
     return (F.astype(g, n.args[0].dtype) if floating else None,)
 
 
@@ -228,4 +228,4 @@ register(Op(
     doc="x converted to dtype; gradients flow between float dtypes only",
 ))
 
-del _name, _fn, _sym, _compare
+del _name, _fn, _sym, compare

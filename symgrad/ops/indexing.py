@@ -33,16 +33,16 @@ from typing import Any
 
 import numpy as np
 
+from ..base.describe import describe
 from ..base.errors import EvaluationError, ShapeError
 from ..ir.expr import Expr, F, const
 from ..ir.op import Op, register, sig
-from ..ir.shapes import Shape, broadcast, fmt, norm_axis, result_dtype
-from ..ir.values import describe, exact, freeze
+from ..ir.shapes import INTS, Shape, broadcast, fmt, norm_axis, result_dtype
+from ..ir.values import exact, freeze
 from .structure import gather_map, scatter_map
 from .tangent import first, flatten, linear
 
 DYN = "@"  # marks, in a normalised key, where the next integer-array operand goes
-_INT_DTYPES = ("int64", "int32")
 
 
 class IndexOutOfRangeError(EvaluationError, IndexError):
@@ -177,7 +177,7 @@ def _check_index_dtype(dtype: str, what: str) -> None:
     if dtype == "bool":
         raise ShapeError(f"boolean mask indexing is not supported ({what}): the result shape "
                          "would depend on the data; use sg.where(mask, x, 0.0) instead")
-    if dtype not in _INT_DTYPES:
+    if dtype not in INTS:
         raise ShapeError(f"{what} has dtype {dtype}; indices must be integers")
 
 

@@ -7,9 +7,11 @@ NumPy 2 does (``lstsq`` and ``multi_dot`` take no batch axes, as in NumPy), and 
 NumPy's own result, bit for bit: the implementation *is* the ``numpy.linalg`` call.
 
 A NumPy function with several results (``slogdet``, ``eigh``, ``svd``, ``qr``, ``lstsq``)
-is one node per result, since a node has one value: ``sg.eigh(A)`` returns NumPy's named
-tuple of two Exprs, the nodes ``eigh`` (the eigenvalues) and ``eigh_vectors``. Each node
-prints as NumPy code reads, ``eigh(A)[1]``.
+is one call node with several results (:mod:`symgrad.ir.op`): ``sg.eigh(A)`` returns NumPy's
+named tuple of two Exprs, the projections of one ``eigh`` call, so NumPy's function runs
+once for all of them; its backprop rule gets the adjoints of every result at once. Each
+result prints as NumPy code reads, ``eigh(A)[1]`` (a call with one result, ``svd`` with
+``compute_uv=False``, as the call).
 
 Backprop rules (each builds graph from registered ops only, so it is differentiated again
 for Hessians; each accepts a cotangent with extra leading batch axes):
@@ -72,11 +74,11 @@ from typing import Any
 
 import numpy as np
 
+from ..base.describe import describe
 from ..base.errors import DifferentiationError, ShapeError
 from ..ir.expr import Expr, F, call, const
-from ..ir.op import Op, SignatureError, register, sig
-from ..ir.shapes import broadcast, float_dtype, fmt, norm_axes, reduced, result_dtype
-from ..ir.values import describe
+from ..ir.op import Op, SignatureError, register, results_of, sig
+from ..ir.shapes import FLOATS, broadcast, float_dtype, fmt, norm_axes, reduced, result_dtype
 from .products import matmul_jvp
 from .reductions import extreme_share
 from .structure import batched_map, dense_maps, gather_map, reduce_map
@@ -116,7 +118,7 @@ def _plain_matrix(name: str, shape: tuple) -> tuple[int, int]:
     return shape
 
 
-def _on_squares(name: str, drop: int = 0):
+def on_squares(name: str, drop: int = 0):
     """The rule of a function of square matrices whose result drops ``drop`` trailing axes
     (0: a matrix, 1: a vector such as eigenvalues, 2: a number per matrix)."""
     def infer(shapes, dtypes, attrs):
@@ -143,7 +145,7 @@ def _check_static(name: str, attrs: dict, **checks) -> dict:
 # -- graph helpers used by the rules (trailing axes only: cotangents carry batch axes) --------
 
 
-def _mT(x: Expr) -> Expr:
+def mT(x: Expr) -> Expr:
     return F.matrix_transpose(x)
 
 
@@ -182,7 +184,7 @@ def _fold(g: Expr, uplo: str) -> Expr:
     ``g`` is ``f``'s gradient valid against symmetric perturbations: an off-diagonal entry
     of the triangle stands for both mirror entries, so the result is the triangle of
     ``g + g^T`` with its diagonal halved."""
-    return _half_triangle(g + _mT(g), uplo)
+    return _half_triangle(g + mT(g), uplo)
 
 
 def _gap_inverse(w: Expr) -> Expr:
@@ -199,12 +201,12 @@ def _from_triangle(t: Expr, uplo: str) -> Expr:
     """The symmetric tangent a function reading the ``uplo`` triangle sees:
     ``tril(t) + tril(t, -1)^T`` for ``"L"`` (the diagonal halved, then mirrored: exact)."""
     half = _half_triangle(t, uplo)
-    return half + _mT(half)
+    return half + mT(half)
 
 
 def _right_solve(x: Expr, r: Expr) -> Expr:
     """``x @ inv(r)`` as a solve: ``solve(r.T, x.T).T``."""
-    return _mT(F.solve(_mT(r), _mT(x)))
+    return mT(F.solve(mT(r), mT(x)))
 
 
 def _squares(drop: int = 0, operands: int = 1):
@@ -212,33 +214,16 @@ def _squares(drop: int = 0, operands: int = 1):
     return lambda n: batched_map(n, (2,) * operands, 2 - drop)
 
 
+def _results_squares(*drops: int):
+    """Sparsity of a call on square matrices (its one operand) whose result ``k`` drops
+    ``drops[k]`` trailing axes."""
+    return lambda n: tuple(batched_map(n, (2,), 2 - d, shape)
+                           for d, (shape, _) in zip(drops, n.dtype))
+
+
 def _right_solve_transposed(x: Expr, r: Expr) -> Expr:
     """``x @ inv(r).T`` as a solve: ``solve(r, x.T).T``."""
-    return _mT(F.solve(r, _mT(x)))
-
-
-# -- one call for the several results of a decomposition --------------------------------------
-
-
-def _sg_part(fn, index, *args, _memo=[]):  # noqa: B006 - the cache: the last few calls
-    """Result ``index`` of ``fn(*args)``, a ``numpy.linalg`` function with several results.
-
-    The nodes of one call (``eigh``'s values and vectors, ``svd``'s ``U, S, Vh``) are
-    separate nodes, so each would call ``fn`` again: the last few calls are remembered
-    with the bytes of their operands, and a call with the same bytes reuses the result
-    (NumPy's own, bit for bit). Every caller gets its own copy of an array.
-    """
-    key = (fn.__name__,) + tuple(
-        (a.shape, a.dtype.str, a.tobytes()) if isinstance(a, np.ndarray) else a for a in args)
-    found = [out for seen, out in tuple(_memo) if seen == key]
-    if found:
-        out = found[0]
-    else:
-        out = fn(*args)
-        _memo.insert(0, (key, out))
-        del _memo[4:]
-    part = out[index]
-    return part.copy() if isinstance(part, np.ndarray) else part
+    return mT(F.solve(r, mT(x)))
 
 
 # -- band: the triangles and diagonal the rules need (internal) --------------------------------
@@ -340,11 +325,11 @@ def _with_graph(*operands):
 def _inv_rule(n, g):
     """Giles (2008) 2.2.3: C = inv(A): A_bar = -C^T C_bar C^T."""
     c = n.out
-    return (-(_mT(c) @ g @ _mT(c)),)
+    return (-(mT(c) @ g @ mT(c)),)
 
 
 register(Op(
-    name="inv", infer=_on_squares("inv"), impl=np.linalg.inv, backprop=_inv_rule,
+    name="inv", infer=on_squares("inv"), impl=np.linalg.inv, backprop=_inv_rule,
     forward=first(lambda n, t: -(n.out @ t @ n.out)), sparsity=_squares(),
     aliases=("linalg.inv",),
     examples=lambda rng: [([_well_conditioned(rng, (3, 3))], {}),
@@ -355,11 +340,11 @@ register(Op(
 
 def _det_rule(n, g):
     """Giles (2008) 2.2.4: A_bar = d_bar * det(A) * inv(A)^T (no value at a singular A)."""
-    return (_as_matrix_entry(g * n.out) * _mT(F.inv(n.args[0])),)
+    return (_as_matrix_entry(g * n.out) * mT(F.inv(n.args[0])),)
 
 
 register(Op(
-    name="det", infer=_on_squares("det", 2), impl=np.linalg.det, backprop=_det_rule,
+    name="det", infer=on_squares("det", 2), impl=np.linalg.det, backprop=_det_rule,
     forward=first(lambda n, t: n.out * _trace_of_solve(n, t)), sparsity=_squares(2),
     aliases=("linalg.det",),
     examples=lambda rng: [([_well_conditioned(rng, (3, 3))], {}),
@@ -371,12 +356,27 @@ register(Op(
 
 def _trace_of_solve(n, t):
     """Giles (2008) 2.2.4: d log|det A| = tr(inv(A) dA) = sum(inv(A)^T * dA)."""
-    return F.sum(_mT(F.inv(n.args[0])) * t, axis=(-2, -1))
+    return F.sum(mT(F.inv(n.args[0])) * t, axis=(-2, -1))
 
 
 def _slogdet_rule(n, g):
-    """d log|det A| = tr(inv(A) dA): A_bar = g * inv(A)^T."""
-    return (_as_matrix_entry(g) * _mT(F.inv(n.args[0])),)
+    """d log|det A| = tr(inv(A) dA): A_bar = g * inv(A)^T (the sign is piecewise constant:
+    no term)."""
+    g_log = g[1]
+    return (None if g_log is None else _as_matrix_entry(g_log) * mT(F.inv(n.args[0])),)
+
+
+def _slogdet_forward(n, t):
+    return None if t[0] is None else (None, _trace_of_solve(n, t[0]))
+
+
+def _slogdet_infer(shapes, dtypes, attrs):
+    one = on_squares("slogdet", 2)(shapes, dtypes, attrs)
+    return results_of([one, one])
+
+
+def _sg_slogdet(a):
+    return tuple(np.linalg.slogdet(a))
 
 
 def slogdet(a) -> SlogdetResult:
@@ -390,24 +390,17 @@ def slogdet(a) -> SlogdetResult:
     [-1.0, 0.6931471805599453]
     """
     (a,) = _with_graph(a)
-    return SlogdetResult(call("slogdet_sign", a), call("slogdet", a))
+    return SlogdetResult(*call("slogdet", a))
 
 
 register(Op(
-    name="slogdet", infer=_on_squares("slogdet", 2),
-    impl=lambda a: _sg_part(np.linalg.slogdet, 1, a), backprop=_slogdet_rule,
-    forward=first(_trace_of_solve), sparsity=_squares(2),
-    aliases=("linalg.slogdet",), front=slogdet, write=_item_writer("slogdet", 1, {}),
+    name="slogdet", infer=_slogdet_infer, impl=_sg_slogdet, backprop=_slogdet_rule,
+    forward=_slogdet_forward, sparsity=_results_squares(2, 2),
+    aliases=("linalg.slogdet",), front=slogdet, write=_item_writer("slogdet", None, {}),
     examples=lambda rng: [([_well_conditioned(rng, (3, 3))], {}),
-                          ([-_well_conditioned(rng, (2, 3, 3))], {})],
-    doc="log |det(a)| (the node of slogdet's second result)",
-))
-register(Op(
-    name="slogdet_sign", infer=_on_squares("slogdet", 2),
-    impl=lambda a: _sg_part(np.linalg.slogdet, 0, a), differentiable=False, public=False,
-    write=_item_writer("slogdet", 0, {}),
-    examples=lambda rng: [([_well_conditioned(rng, (2, 3, 3)) * [[[1.0]], [[-1.0]]]], {})],
-    doc="the sign of det(a) (the node of slogdet's first result)",
+                          ([-_well_conditioned(rng, (2, 3, 3))], {}),
+                          ([_well_conditioned(rng, (2, 3, 3)) * [[[1.0]], [[-1.0]]]], {})],
+    doc="(sign, log |det(a)|) of square matrices, one call",
 ))
 
 
@@ -432,10 +425,10 @@ def _solve_rule(n, g):
     a, b = n.args
     x = n.out
     if b.ndim == 1:  # columns, so that g's batch axes stay batch axes of the solve
-        col = F.solve(_mT(a), _reshape(g, g.shape + (1,)))
+        col = F.solve(mT(a), _reshape(g, g.shape + (1,)))
         return -(col * _reshape(x, x.shape[:-1] + (1, x.shape[-1]))), _reshape(col, g.shape)
-    gb = F.solve(_mT(a), g)
-    return -(gb @ _mT(x)), gb
+    gb = F.solve(mT(a), g)
+    return -(gb @ mT(x)), gb
 
 
 def _solve_forward(n, t):
@@ -480,11 +473,11 @@ def _cholesky_rule(n, g):
     factor = n.out
     inverse = F.inv(factor)
     if n.attrs["upper"]:  # U = L^T: L^T L_bar = U U_bar^T, and L^-1 = U^-T
-        inner = factor @ _mT(g)
-        left, right = inverse, _mT(inverse)
+        inner = factor @ mT(g)
+        left, right = inverse, mT(inverse)
     else:
-        inner = _mT(factor) @ g
-        left, right = _mT(inverse), inverse
+        inner = mT(factor) @ g
+        left, right = mT(inverse), inverse
     return (_fold(left @ _half_triangle(inner) @ right, "U" if n.attrs["upper"] else "L"),)
 
 
@@ -492,18 +485,18 @@ def _cholesky_forward(n, t):
     """Murray (2016), eq. 8: dL = L Phi(L^-1 dA L^-T), dA read from the triangle LAPACK
     reads; for ``upper=True``, U = L^T and dU = dL^T."""
     upper = n.attrs["upper"]
-    low = _mT(n.out) if upper else n.out
+    low = mT(n.out) if upper else n.out
     inverse = F.inv(low)
-    inner = inverse @ _from_triangle(t, "U" if upper else "L") @ _mT(inverse)
+    inner = inverse @ _from_triangle(t, "U" if upper else "L") @ mT(inverse)
     d = low @ _half_triangle(inner)
-    return _mT(d) if upper else d
+    return mT(d) if upper else d
 
 
 register(Op(
     name="cholesky", signature=sig("a", upper=False), forward=first(_cholesky_forward),
     sparsity=_squares(),
     prepare=lambda s, d, attrs: _check_static("cholesky", attrs, upper="upper"),
-    infer=_on_squares("cholesky"), impl=lambda a, upper: np.linalg.cholesky(a, upper=upper),
+    infer=on_squares("cholesky"), impl=lambda a, upper: np.linalg.cholesky(a, upper=upper),
     backprop=_cholesky_rule, aliases=("linalg.cholesky",),
     examples=lambda rng: [([_spd(rng, 3)], {"upper": False}),
                           ([_spd(rng, 3)], {"upper": True}),
@@ -526,34 +519,58 @@ def _uplo_prepare(name: str):
     return prepare
 
 
-def _eigenvalues_rule(n, g):
+def _eigenvalues_term(v: Expr, g: Expr, uplo: str) -> Expr:
     """Giles (2008) 3.1: w_bar -> V diag(w_bar) V^T, folded onto the triangle read."""
-    uplo = n.attrs["UPLO"]
-    v = F.eigh_vectors(n.args[0], UPLO=uplo)
-    return (_fold(_scale_columns(v, g) @ _mT(v), uplo),)
+    return _fold(_scale_columns(v, g) @ mT(v), uplo)
 
 
-def _eigenvectors_rule(n, g):
+def _eigenvectors_term(w: Expr, v: Expr, g: Expr, uplo: str) -> Expr:
     """Giles (2008) 3.1: V_bar -> V (E o (V^T V_bar)) V^T, E_ij = 1 / (w_j - w_i)."""
-    a, uplo = n.args[0], n.attrs["UPLO"]
-    v = n.out
-    w = F.eigh(a, UPLO=uplo)
-    inner = _gap_inverse(w) * (_mT(v) @ g)
-    return (_fold(v @ inner @ _mT(v), uplo),)
+    return _fold(v @ (_gap_inverse(w) * (mT(v) @ g)) @ mT(v), uplo)
 
 
-def _eigenvalues_forward(n, t):
-    """Giles (2008) 3.1: dw_i = v_i^T dA v_i."""
+def _eigh_rule(n, g):
+    """Giles (2008) 3.1: the terms of the adjoints of the eigenvalues and eigenvectors."""
     uplo = n.attrs["UPLO"]
-    v = F.eigh_vectors(n.args[0], UPLO=uplo)
+    w, v = n.results
+    gw, gv = g
+    terms = ([] if gw is None else [_eigenvalues_term(v, gw, uplo)]) + (
+        [] if gv is None else [_eigenvectors_term(w, v, gv, uplo)])
+    return (terms[0] if len(terms) == 1 else terms[0] + terms[1],)
+
+
+def _eigenvalues_forward(v: Expr, t: Expr, uplo: str) -> Expr:
+    """Giles (2008) 3.1: dw_i = v_i^T dA v_i."""
     return F.sum(v * (_from_triangle(t, uplo) @ v), axis=-2)
 
 
-def _eigenvectors_forward(n, t):
-    """Giles (2008) 3.1: dV = V (E o (V^T dA V)), E_ij = 1 / (w_j - w_i)."""
-    a, uplo = n.args[0], n.attrs["UPLO"]
-    v = n.out
-    return v @ (_gap_inverse(F.eigh(a, UPLO=uplo)) * (_mT(v) @ _from_triangle(t, uplo) @ v))
+def _eigh_forward(n, t):
+    """Giles (2008) 3.1: dw_i = v_i^T dA v_i, dV = V (E o (V^T dA V)), E_ij = 1/(w_j - w_i)."""
+    if t[0] is None:
+        return None
+    uplo = n.attrs["UPLO"]
+    w, v = n.results
+    dw = _eigenvalues_forward(v, t[0], uplo)
+    return dw, v @ (_gap_inverse(w) * (mT(v) @ _from_triangle(t[0], uplo) @ v))
+
+
+def _eigvalsh_rule(n, g):
+    uplo = n.attrs["UPLO"]
+    return (_eigenvalues_term(F.eigh(n.args[0], UPLO=uplo)[1], g, uplo),)
+
+
+def _eigvalsh_forward(n, t):
+    uplo = n.attrs["UPLO"]
+    return _eigenvalues_forward(F.eigh(n.args[0], UPLO=uplo)[1], t, uplo)
+
+
+def _eigh_infer(shapes, dtypes, attrs):
+    return results_of([on_squares("eigh", 1)(shapes, dtypes, attrs),
+                       on_squares("eigh")(shapes, dtypes, attrs)])
+
+
+def _sg_eigh(a, UPLO):  # noqa: N803 - NumPy's keyword
+    return tuple(np.linalg.eigh(a, UPLO))
 
 
 def eigh(a, UPLO: str = "L") -> EighResult:  # noqa: N803 - NumPy's keyword
@@ -570,7 +587,7 @@ def eigh(a, UPLO: str = "L") -> EighResult:  # noqa: N803 - NumPy's keyword
            [0., 0.]])
     """
     (a,) = _with_graph(a)
-    return EighResult(call("eigh", a, UPLO=UPLO), call("eigh_vectors", a, UPLO=UPLO))
+    return EighResult(*call("eigh", a, UPLO=UPLO))
 
 
 def _eigh_examples(rng) -> list:
@@ -580,26 +597,17 @@ def _eigh_examples(rng) -> list:
 
 _UPLO = sig("a", "=UPLO:str", UPLO="L")
 register(Op(
-    name="eigh", signature=_UPLO, prepare=_uplo_prepare("eigh"),
-    infer=_on_squares("eigh", 1), impl=lambda a, UPLO: _sg_part(np.linalg.eigh, 0, a, UPLO),
-    backprop=_eigenvalues_rule, aliases=("linalg.eigh",), front=eigh,
-    forward=first(_eigenvalues_forward), sparsity=_squares(1),
-    write=_item_writer("eigh", 0, {"UPLO": "L"}), examples=_eigh_examples,
-    doc="the eigenvalues of a symmetric matrix, ascending (the node of eigh's first result)",
-))
-register(Op(
-    name="eigh_vectors", signature=_UPLO, prepare=_uplo_prepare("eigh"),
-    infer=_on_squares("eigh"), impl=lambda a, UPLO: _sg_part(np.linalg.eigh, 1, a, UPLO),
-    backprop=_eigenvectors_rule, public=False, write=_item_writer("eigh", 1, {"UPLO": "L"}),
-    forward=first(_eigenvectors_forward), sparsity=_squares(),
-    examples=_eigh_examples,
-    doc="the eigenvectors of a symmetric matrix, in columns (the node of eigh's second result)",
+    name="eigh", signature=_UPLO, prepare=_uplo_prepare("eigh"), infer=_eigh_infer,
+    impl=_sg_eigh, backprop=_eigh_rule, aliases=("linalg.eigh",), front=eigh,
+    forward=_eigh_forward, sparsity=_results_squares(1, 0),
+    write=_item_writer("eigh", None, {"UPLO": "L"}), examples=_eigh_examples,
+    doc="(eigenvalues ascending, eigenvectors in columns) of a symmetric matrix, one call",
 ))
 register(Op(
     name="eigvalsh", signature=_UPLO, prepare=_uplo_prepare("eigvalsh"),
-    infer=_on_squares("eigvalsh", 1), impl=lambda a, UPLO: np.linalg.eigvalsh(a, UPLO),
-    backprop=_eigenvalues_rule, aliases=("linalg.eigvalsh",), examples=_eigh_examples,
-    forward=first(_eigenvalues_forward), sparsity=_squares(1),
+    infer=on_squares("eigvalsh", 1), impl=lambda a, UPLO: np.linalg.eigvalsh(a, UPLO),
+    backprop=_eigvalsh_rule, aliases=("linalg.eigvalsh",), examples=_eigh_examples,
+    forward=first(_eigvalsh_forward), sparsity=_squares(1),
     doc="the eigenvalues of a symmetric matrix, ascending (reads the UPLO triangle)",
 ))
 
@@ -630,46 +638,38 @@ def _svd_factor_infer(which: str):
     return infer
 
 
-def _svd_values(a, full_matrices, compute_uv, hermitian):
-    if not compute_uv:
-        return np.linalg.svd(a, full_matrices, False, hermitian)
-    return _sg_part(np.linalg.svd, 1, a, full_matrices, True, hermitian)
-
-
-def _reduced_factors(a: Expr, attrs: dict, need_uv: bool) -> tuple[Expr, Expr, dict]:
-    """U and Vh of the reduced SVD of ``a`` (the user's nodes where those are reduced), and
-    the attributes that name them."""
+def _reduced_factors(a: Expr, attrs: dict, need_uv: bool) -> tuple[Expr, Expr, Expr]:
+    """``(U, S, Vh)`` of the reduced SVD of ``a`` (the user's call where its factors are
+    reduced)."""
     m, n = a.shape[-2:]
     full = attrs["full_matrices"] and m != n
     if need_uv and full:
         raise DifferentiationError(
             f"svd: the gradient of U or Vh of a {m}x{n} matrix with full_matrices=True is not "
             "defined (the extra columns are not unique); use full_matrices=False")
-    keys = {"full_matrices": attrs["full_matrices"] and not full,
-            "hermitian": attrs["hermitian"]}
-    return F.svd_u(a, **keys), F.svd_vh(a, **keys), keys
+    return F.svd(a, full_matrices=attrs["full_matrices"] and not full, compute_uv=True,
+                 hermitian=attrs["hermitian"])
 
 
 def _townsend(a: Expr, attrs: dict, which: str, g: Expr) -> Expr:
     """Townsend (2016), one result's term: A_bar for the adjoint ``g`` of U, S or Vh."""
-    u, vh, keys = _reduced_factors(a, attrs, need_uv=which != "s")
+    u, s, vh = _reduced_factors(a, attrs, need_uv=which != "s")
     m, n = a.shape[-2:]
     if which == "s":
         out = _scale_columns(u, g) @ vh
         return _fold(out, "L") if attrs["hermitian"] else out
-    s = F.svd(a, compute_uv=True, **keys)
     if which == "u":
-        inner = _mT(u) @ g
-        core = _gap_inverse(s * s) * (inner - _mT(inner))
+        inner = mT(u) @ g
+        core = _gap_inverse(s * s) * (inner - mT(inner))
         out = _scale_columns(u @ core, s) @ vh
         if m > n:  # (I - U U^T) U_bar S^-1 Vh: zero for a square U
             out = out + (g - u @ inner) @ _scale_rows(vh, 1.0 / s)
     else:
-        inner = vh @ _mT(g)
-        core = _gap_inverse(s * s) * (inner - _mT(inner))
+        inner = vh @ mT(g)
+        core = _gap_inverse(s * s) * (inner - mT(inner))
         out = _scale_columns(u, s) @ core @ vh
         if n > m:  # U S^-1 Vh_bar (I - V V^T)
-            out = out + _scale_columns(u, 1.0 / s) @ (g - _mT(inner) @ vh)
+            out = out + _scale_columns(u, 1.0 / s) @ (g - mT(inner) @ vh)
     return _fold(out, "L") if attrs["hermitian"] else out
 
 
@@ -677,27 +677,62 @@ def _townsend_forward(a: Expr, attrs: dict, which: str, t: Expr) -> Expr:
     """Townsend (2016), forward: with dP = U^T dA V, dS = diag(dP),
     dU = U (F o (dP S + S dP^T)) + (I - U U^T) dA V S^-1,
     dV = V (F o (S dP + dP^T S)) + (I - V V^T) dA^T U S^-1, F_ij = 1 / (s_j^2 - s_i^2)."""
-    u, vh, keys = _reduced_factors(a, attrs, need_uv=which != "s")
+    u, s, vh = _reduced_factors(a, attrs, need_uv=which != "s")
     if attrs["hermitian"]:
         t = _from_triangle(t, "L")
-    v = _mT(vh)
+    v = mT(vh)
     tv = t @ v
     if which == "s":
         return F.sum(u * tv, axis=-2)
     m, n = a.shape[-2:]
-    s = F.svd(a, compute_uv=True, **keys)
-    dp = _mT(u) @ tv
+    dp = mT(u) @ tv
     gaps = _gap_inverse(s * s)
     if which == "u":
-        du = u @ (gaps * (_scale_columns(dp, s) + _scale_rows(_mT(dp), s)))
+        du = u @ (gaps * (_scale_columns(dp, s) + _scale_rows(mT(dp), s)))
         if m > n:
-            du = du + _scale_columns(tv - u @ (_mT(u) @ tv), 1.0 / s)
+            du = du + _scale_columns(tv - u @ (mT(u) @ tv), 1.0 / s)
         return du
-    tu = _mT(t) @ u
-    dv = v @ (gaps * (_scale_rows(dp, s) + _scale_columns(_mT(dp), s)))
+    tu = mT(t) @ u
+    dv = v @ (gaps * (_scale_rows(dp, s) + _scale_columns(mT(dp), s)))
     if n > m:
         dv = dv + _scale_columns(tu - v @ (vh @ tu), 1.0 / s)
-    return _mT(dv)
+    return mT(dv)
+
+
+def _svd_infer(shapes, dtypes, attrs):
+    s = _svd_factor_infer("s")(shapes, dtypes, attrs)
+    if not attrs["compute_uv"]:
+        return results_of([s])
+    return results_of([_svd_factor_infer("u")(shapes, dtypes, attrs), s,
+                       _svd_factor_infer("vh")(shapes, dtypes, attrs)])
+
+
+def _sg_svd(a, full_matrices, compute_uv, hermitian):
+    out = np.linalg.svd(a, full_matrices, compute_uv, hermitian)
+    return tuple(out) if compute_uv else (out,)
+
+
+def _svd_parts(attrs: dict) -> tuple[str, ...]:
+    return ("u", "s", "vh") if attrs["compute_uv"] else ("s",)
+
+
+def _svd_rule(n, g):
+    """Townsend (2016): the terms of the adjoints of the results that have one."""
+    terms = [_townsend(n.args[0], n.attrs, which, gk)
+             for which, gk in zip(_svd_parts(n.attrs), g) if gk is not None]
+    return (sum(terms[1:], terms[0]),)
+
+
+def _svd_forward(n, t):
+    if t[0] is None:
+        return None
+    return tuple(_townsend_forward(n.args[0], n.attrs, which, t[0]) if n.wants(k) else None
+                 for k, which in enumerate(_svd_parts(n.attrs)))
+
+
+def _svd_sparsity(n):
+    return tuple(batched_map(n, (2,), 1 if which == "s" else 2, shape)
+                 for which, (shape, _) in zip(_svd_parts(n.attrs), n.dtype))
 
 
 def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
@@ -714,11 +749,9 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
     ((3, 2), (2,), (2, 2))
     """
     (a,) = _with_graph(a)
-    keys = {"full_matrices": full_matrices, "hermitian": hermitian}
-    s = call("svd", a, compute_uv=compute_uv, **keys)
-    if not _flag("svd", "compute_uv", compute_uv):
-        return s
-    return SVDResult(call("svd_u", a, **keys), s, call("svd_vh", a, **keys))
+    results = call("svd", a, full_matrices=full_matrices, compute_uv=compute_uv,
+                   hermitian=hermitian)
+    return SVDResult(*results) if len(results) == 3 else results[0]
 
 
 def _svd_examples(rng) -> list:
@@ -729,43 +762,24 @@ def _svd_examples(rng) -> list:
 
 
 _SVD_DEFAULTS = {"full_matrices": True, "compute_uv": True, "hermitian": False}
+_PLAIN = {"full_matrices": False, "hermitian": False}
 register(Op(
     name="svd", signature=sig("a", "=full_matrices", "=compute_uv", "=hermitian",
                               **_SVD_DEFAULTS),
-    prepare=_svd_prepare, infer=_svd_factor_infer("s"), impl=_svd_values,
-    backprop=lambda n, g: (_townsend(n.args[0], n.attrs, "s", g),),
-    forward=first(lambda n, t: _townsend_forward(n.args[0], n.attrs, "s", t)),
-    sparsity=_squares(1), aliases=("linalg.svd",), front=svd,
-    write=lambda marks, attrs: _item_writer("svd", 1 if attrs["compute_uv"] else None,
-                                            _SVD_DEFAULTS)(marks, attrs),
+    prepare=_svd_prepare, infer=_svd_infer, impl=_sg_svd, backprop=_svd_rule,
+    forward=_svd_forward, sparsity=_svd_sparsity, aliases=("linalg.svd",), front=svd,
+    write=_item_writer("svd", None, _SVD_DEFAULTS),
     examples=lambda rng: _svd_examples(rng) + [
         ([rng.standard_normal((3, 2))], {"compute_uv": False}),
-        ([rng.standard_normal((2, 4))], {"full_matrices": True})],
-    doc="the singular values, descending (the node of svd's S)",
+        ([rng.standard_normal((2, 4))], {"full_matrices": True, "compute_uv": False})],
+    doc="(U, S, Vh) of the singular value decomposition, one call (S alone with "
+        "compute_uv=False)",
 ))
-_UV_DEFAULTS = {"full_matrices": True, "hermitian": False}
-_PLAIN = {"full_matrices": False, "hermitian": False}
-for _name, _index, _which in (("svd_u", 0, "u"), ("svd_vh", 2, "vh")):
-    register(Op(
-        name=_name, signature=sig("a", "=full_matrices", "=hermitian", **_UV_DEFAULTS),
-        prepare=lambda s, d, attrs: _check_static("svd", attrs, full_matrices="full_matrices",
-                                                  hermitian="hermitian"),
-        infer=_svd_factor_infer(_which),
-        impl=lambda a, full_matrices, hermitian, _i=_index: _sg_part(
-            np.linalg.svd, _i, a, full_matrices, True, hermitian),
-        backprop=lambda n, g, _w=_which: (_townsend(n.args[0], n.attrs, _w, g),),
-        forward=first(lambda n, t, _w=_which: _townsend_forward(n.args[0], n.attrs, _w, t)),
-        sparsity=_squares(),
-        public=False, write=_item_writer("svd", _index, _UV_DEFAULTS), examples=_svd_examples,
-        doc=f"the {'left' if _which == 'u' else 'right (transposed)'} singular vectors "
-            f"(the node of svd's {'U' if _which == 'u' else 'Vh'})",
-    ))
 
 register(Op(
     name="svdvals", infer=_svd_factor_infer("s"), impl=np.linalg.svdvals,
     aliases=("linalg.svdvals",),
-    backprop=lambda n, g: (_townsend(n.args[0], {"full_matrices": False, "hermitian": False},
-                                     "s", g),),
+    backprop=lambda n, g: (_townsend(n.args[0], _PLAIN, "s", g),),
     forward=first(lambda n, t: _townsend_forward(n.args[0], _PLAIN, "s", t)),
     sparsity=_squares(1),
     examples=lambda rng: [([rng.standard_normal((3, 2))], {}),
@@ -814,7 +828,7 @@ def _pinv_infer(shapes, dtypes, attrs):
 def _pinv_vjp(a: Expr, p: Expr, g: Expr, full: Expr) -> Expr:
     """Golub & Pereyra (1973), as reverse mode: P = pinv(A) of locally constant rank,
     A_bar = -P^T G P^T + (I - A P) G^T P P^T + P^T P G^T (I - P A)."""
-    pt, gt = _mT(p), _mT(g)
+    pt, gt = mT(p), mT(g)
     z = gt @ (p @ pt)
     w = (pt @ p) @ gt
     rows, cols = _full_rank_zero(a, full, z - a @ (p @ z), w - (w @ p) @ a)
@@ -823,9 +837,9 @@ def _pinv_vjp(a: Expr, p: Expr, g: Expr, full: Expr) -> Expr:
 
 def _pinv_jvp(a: Expr, p: Expr, t: Expr, full: Expr) -> Expr:
     """Golub & Pereyra (1973): dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P."""
-    tt = _mT(t)
-    left = (p @ _mT(p)) @ tt
-    right = tt @ (_mT(p) @ p)
+    tt = mT(t)
+    left = (p @ mT(p)) @ tt
+    right = tt @ (mT(p) @ p)
     rows, cols = _full_rank_zero(a, full, left - (left @ a) @ p, right - p @ (a @ right))
     return -(p @ t @ p) + rows + cols
 
@@ -909,31 +923,24 @@ def _lstsq_shapes(shapes) -> tuple[int, int, tuple]:
     return m, n, b[1:]
 
 
-def _lstsq_infer(which: str):
-    def infer(shapes, dtypes, attrs):
-        m, n, cols = _lstsq_shapes(shapes)
-        dtype = float_dtype(result_dtype(*dtypes))
-        if which == "x":
-            return (n,) + cols, dtype
-        if which == "residuals":
-            return ((cols[0] if cols else 1),) if m > n else (0,), dtype
-        if which == "rank":
-            return (), "int32"
-        return (min(m, n),), dtype
-
-    return infer
+def _lstsq_infer(shapes, dtypes, attrs):
+    m, n, cols = _lstsq_shapes(shapes)
+    dtype = float_dtype(result_dtype(*dtypes))
+    residuals = ((cols[0] if cols else 1),) if m > n else (0,)
+    return results_of([((n,) + cols, dtype), (residuals, dtype), ((), "int32"),
+                       ((min(m, n),), dtype)])
 
 
-def _sg_lstsq_residuals(a, b, rcond):
-    """lstsq's residuals, or an error where NumPy's would be empty for a rank-deficient
-    ``a`` (a shape no one can know before the values)."""
-    rank = _sg_part(np.linalg.lstsq, 2, a, b, rcond)
+def _sg_lstsq(a, b, rcond):
+    """``numpy.linalg.lstsq``'s ``(x, residuals, rank, s)``; where NumPy gives no residuals
+    for a rank-deficient ``a`` (an empty array, a shape no one can know before the values)
+    they are computed, ``sum((b - a @ x) ** 2)`` at its ``x``, as for a full-rank ``a``."""
+    x, residuals, rank, sv = np.linalg.lstsq(a, b, rcond)
     m, n = np.shape(a)
     if m > n and rank < n:
-        raise np.linalg.LinAlgError(
-            f"lstsq: a has rank {int(rank)} < {n}, so NumPy returns no residuals (an empty "
-            "array); compute np.sum((b - a @ x) ** 2, axis=0) instead")
-    return _sg_part(np.linalg.lstsq, 1, a, b, rcond)
+        r = np.asarray(b) - np.asarray(a) @ x
+        residuals = np.atleast_1d(np.sum(r * r, axis=0))
+    return x, residuals, rank, sv
 
 
 def _effective_rcond(a: Expr, rcond: float | None) -> float:
@@ -941,7 +948,7 @@ def _effective_rcond(a: Expr, rcond: float | None) -> float:
     return float(np.finfo(np.float64).eps) * max(m, n) if rcond is None else rcond
 
 
-def _lstsq_rule(n, g):
+def _x_term(n, g):
     """x = pinv(A) b (the minimum-norm solution, with lstsq's cut-off): b_bar = P^T x_bar,
     and A_bar is pinv's rule for P_bar = x_bar b^T."""
     a, b = n.args
@@ -950,23 +957,38 @@ def _lstsq_rule(n, g):
     if b.ndim == 1:
         p_bar = _reshape(g, g.shape + (1,)) * _reshape(b, (1, b.shape[0]))
         return _pinv_vjp(a, p, p_bar, full), g @ p
-    return _pinv_vjp(a, p, g @ _mT(b), full), _mT(p) @ g
+    return _pinv_vjp(a, p, g @ mT(b), full), mT(p) @ g
 
 
-def _residuals_rule(n, g):
+def _residuals_term(n, g):
     """Sum of squares of r = b - A x at the least-squares x, where dr/dx is orthogonal to r:
     A_bar = -2 r x^T g, b_bar = 2 r g."""
     a, b = n.args
-    x = call("lstsq", a, b, rcond=n.attrs["rcond"])
+    x = n.results[0]
     r = b - a @ x
     if b.ndim == 1:
         r_bar = 2.0 * r * g
         return -(_reshape(r_bar, r_bar.shape + (1,)) * _reshape(x, (1, x.shape[0]))), r_bar
     r_bar = 2.0 * r * _reshape(g, g.shape[:-1] + (1, g.shape[-1]))
-    return -(r_bar @ _mT(x)), r_bar
+    return -(r_bar @ mT(x)), r_bar
 
 
-def _lstsq_forward(n, t):
+def _lstsq_rule(n, g):
+    """The terms of the adjoints of x, the residuals and the singular values (the rank has
+    no derivative)."""
+    gx, gr, _, gs = g
+    terms = [] if gx is None else [_x_term(n, gx)]
+    if gr is not None and 0 not in gr.shape:
+        terms.append(_residuals_term(n, gr))
+    if gs is not None:
+        terms.append((_townsend(n.args[0], _PLAIN, "s", gs), None))
+    a_bar = [t[0] for t in terms]
+    b_bar = [t[1] for t in terms if t[1] is not None]
+    return (sum(a_bar[1:], a_bar[0]) if a_bar else None,
+            sum(b_bar[1:], b_bar[0]) if b_bar else None)
+
+
+def _x_forward(n, t):
     """x = P b with P = pinv(A): dx = dP b + P db."""
     a, b = n.args
     ta, tb = t
@@ -980,17 +1002,31 @@ def _residuals_forward(n, t):
     """d sum(r^2) = 2 sum(r * (db - dA x)) at the least-squares x (A^T r = 0)."""
     a, b = n.args
     ta, tb = t
-    if 0 in n.shape:
+    if 0 in n.dtype[1][0]:
         return None
-    x = call("lstsq", a, b, rcond=n.attrs["rcond"])
+    x = n.results[0]
     r = b - a @ x
     d = total(tb, None if ta is None else -matmul_jvp(a, x, ta, None))
     axis = -1 if b.ndim == 1 else -2
     return 2.0 * F.sum(r * d, axis=axis, keepdims=b.ndim == 1)
 
 
+def _lstsq_forward(n, t):
+    if t[0] is None and t[1] is None:
+        return None
+    sv = _townsend_forward(n.args[0], _PLAIN, "s", t[0]) \
+        if n.wants(3) and t[0] is not None else None
+    return (_x_forward(n, t) if n.wants(0) else None,
+            _residuals_forward(n, t) if n.wants(1) else None, None, sv)
+
+
 def _lstsq_sparsity(n):
-    return batched_map(n, (2, n.args[1].ndim), len(n.shape))
+    (x, _), (res, _), _, (sv, _) = n.dtype
+    cores = (2, n.args[1].ndim)
+    empty = 0 in res  # a wide a's residuals: no element to depend on anything
+    return (batched_map(n, cores, len(x), x),
+            (None, None) if empty else batched_map(n, cores, len(res), res),
+            (None, None), (batched_map(n, (2,), 1, sv)[0], None))
 
 
 def lstsq(a, b, rcond=None) -> tuple:
@@ -998,9 +1034,9 @@ def lstsq(a, b, rcond=None) -> tuple:
     minimising ``|b - a @ x|``, with ``rcond`` NumPy 2's (machine epsilon times
     ``max(M, N)`` when None).
 
-    ``residuals`` has NumPy's shape for a full-rank ``a`` (evaluating it for a
-    rank-deficient ``a`` with ``M > N`` is an error); ``rank`` is int32; gradients need a
-    locally constant rank.
+    ``residuals`` has NumPy's shape for a full-rank ``a``; for a rank-deficient ``a`` with
+    ``M > N`` (where NumPy's is empty) it is ``sum((b - a @ x) ** 2)``. ``rank`` is int32;
+    gradients need a locally constant rank.
 
     >>> import symgrad as sg
     >>> a, b = sg.var("a", shape=(3, 2)), sg.var("b", shape=(3,))
@@ -1009,8 +1045,7 @@ def lstsq(a, b, rcond=None) -> tuple:
     array([1., 2.])
     """
     a, b = _with_graph(a, b)
-    return tuple(call(name, a, b, rcond=rcond)
-                 for name in ("lstsq", "lstsq_residuals", "lstsq_rank", "lstsq_sv"))
+    return call("lstsq", a, b, rcond=rcond)
 
 
 def _lstsq_examples(rng) -> list:
@@ -1021,36 +1056,11 @@ def _lstsq_examples(rng) -> list:
 
 _LSTSQ = sig("a", "b", "=rcond", rcond=None)
 register(Op(
-    name="lstsq", signature=_LSTSQ, prepare=_lstsq_prepare, infer=_lstsq_infer("x"),
-    impl=lambda a, b, rcond: _sg_part(np.linalg.lstsq, 0, a, b, rcond), backprop=_lstsq_rule,
-    forward=_lstsq_forward, sparsity=_lstsq_sparsity,
-    aliases=("linalg.lstsq",), front=lstsq, write=_item_writer("lstsq", 0, {"rcond": None}),
+    name="lstsq", signature=_LSTSQ, prepare=_lstsq_prepare, infer=_lstsq_infer,
+    impl=_sg_lstsq, backprop=_lstsq_rule, forward=_lstsq_forward, sparsity=_lstsq_sparsity,
+    aliases=("linalg.lstsq",), front=lstsq, write=_item_writer("lstsq", None, {"rcond": None}),
     examples=_lstsq_examples,
-    doc="the least-squares solution (the node of lstsq's first result)",
-))
-register(Op(
-    name="lstsq_residuals", signature=_LSTSQ, prepare=_lstsq_prepare,
-    infer=_lstsq_infer("residuals"), impl=_sg_lstsq_residuals, backprop=_residuals_rule,
-    forward=_residuals_forward, sparsity=_lstsq_sparsity,
-    public=False, write=_item_writer("lstsq", 1, {"rcond": None}),
-    examples=lambda rng: _lstsq_examples(rng)[:2],
-    doc="the sums of squared residuals (the node of lstsq's second result)",
-))
-register(Op(
-    name="lstsq_rank", signature=_LSTSQ, prepare=_lstsq_prepare, infer=_lstsq_infer("rank"),
-    impl=lambda a, b, rcond: _sg_part(np.linalg.lstsq, 2, a, b, rcond), differentiable=False,
-    public=False, write=_item_writer("lstsq", 2, {"rcond": None}), examples=_lstsq_examples,
-    doc="the effective rank of a (the node of lstsq's third result)",
-))
-register(Op(
-    name="lstsq_sv", signature=_LSTSQ, prepare=_lstsq_prepare, infer=_lstsq_infer("s"),
-    impl=lambda a, b, rcond: _sg_part(np.linalg.lstsq, 3, a, b, rcond),
-    backprop=lambda n, g: (_townsend(n.args[0], {"full_matrices": False, "hermitian": False},
-                                     "s", g), None),
-    forward=first(lambda n, t: _townsend_forward(n.args[0], _PLAIN, "s", t)),
-    sparsity=lambda n: (batched_map(n, (2,), 1)[0], None),
-    public=False, write=_item_writer("lstsq", 3, {"rcond": None}), examples=_lstsq_examples,
-    doc="the singular values of a (the node of lstsq's fourth result)",
+    doc="(x, residuals, rank, s) of the least-squares problem, one call",
 ))
 
 
@@ -1069,31 +1079,18 @@ def _qr_prepare(shapes, dtypes, attrs):
     return {"mode": mode}
 
 
-def _qr_infer(which: str):
-    def infer(shapes, dtypes, attrs):
-        m, n = _matrix("qr", shapes[0])
-        k = m if attrs["mode"] == "complete" else min(m, n)
-        if which == "q":
-            if attrs["mode"] == "r":
-                raise ShapeError("qr: mode='r' computes no Q")
-            return shapes[0][:-2] + (m, k), float_dtype(dtypes[0])
-        return shapes[0][:-2] + (k, n), float_dtype(dtypes[0])
-
-    return infer
-
-
 def _copyltu(m: Expr) -> Expr:
     """The lower triangle of ``m`` mirrored to the upper one."""
     half = _half_triangle(m)
-    return half + _mT(half)
+    return half + mT(half)
 
 
 def _qr_square_vjp(q: Expr, r: Expr, q_bar: Expr | None, r_bar: Expr | None) -> Expr:
     """Seeger et al. (2017), Walter & Lehmann (2013): A = QR with m >= n,
     M = R R_bar^T - Q_bar^T Q, A_bar = (Q_bar + Q copyltu(M)) R^-T."""
-    m = r @ _mT(r_bar) if r_bar is not None else None
+    m = r @ mT(r_bar) if r_bar is not None else None
     if q_bar is not None:
-        m = -(_mT(q_bar) @ q) if m is None else m - _mT(q_bar) @ q
+        m = -(mT(q_bar) @ q) if m is None else m - mT(q_bar) @ q
     top = q @ _copyltu(m)
     return _right_solve_transposed(top if q_bar is None else q_bar + top, r)
 
@@ -1106,7 +1103,7 @@ def _qr_vjp(a: Expr, which: str, g: Expr, mode: str) -> Expr:
                 f"qr: the gradient of Q of a {rows}x{cols} matrix with mode='complete' is not "
                 "defined (its extra columns are not unique); use mode='reduced'")
         g = g[..., :cols, :]  # R = [R1; 0]: only R1 depends on a
-    q, r = F.qr_q(a, mode="reduced"), F.qr(a, mode="reduced")
+    q, r = F.qr(a, mode="reduced")
     q_bar, r_bar = (g, None) if which == "q" else (None, g)
     if rows >= cols:
         return _qr_square_vjp(q, r, q_bar, r_bar)
@@ -1117,7 +1114,7 @@ def _qr_vjp(a: Expr, which: str, g: Expr, mode: str) -> Expr:
         y_bar = F.zeros(shape=x_bar.shape[:-1] + (cols - rows,), dtype=x_bar.dtype)
         return F.concatenate([x_bar, y_bar], axis=-1)
     u_bar, v_bar = r_bar[..., :, :rows], r_bar[..., :, rows:]
-    x_bar = _qr_square_vjp(q, u, y @ _mT(v_bar), u_bar)
+    x_bar = _qr_square_vjp(q, u, y @ mT(v_bar), u_bar)
     return F.concatenate([x_bar, q @ v_bar], axis=-1)
 
 
@@ -1125,9 +1122,9 @@ def _qr_square_jvp(q: Expr, r: Expr, t: Expr) -> tuple[Expr, Expr]:
     """Walter & Lehmann (2013): A = QR with m >= n, X = Q^T dA R^-1, Omega = L - L^T with L
     the strictly lower part of X: dQ = dA R^-1 - Q (X - Omega), dR = (X - Omega) R."""
     y = _right_solve(t, r)
-    x = _mT(q) @ y
+    x = mT(q) @ y
     low = F.band(x, lo=None, hi=-1)
-    core = x - (low - _mT(low))
+    core = x - (low - mT(low))
     return y - q @ core, core @ r
 
 
@@ -1137,7 +1134,7 @@ def _qr_jvp(a: Expr, which: str, t: Expr, mode: str) -> Expr:
         raise DifferentiationError(
             f"qr: the derivative of Q of a {rows}x{cols} matrix with mode='complete' is not "
             "defined (its extra columns are not unique); use mode='reduced'")
-    q, r = F.qr_q(a, mode="reduced"), F.qr(a, mode="reduced")
+    q, r = F.qr(a, mode="reduced")
     if rows >= cols:
         dq, dr = _qr_square_jvp(q, r, t)
         if which == "r" and mode == "complete" and rows > cols:
@@ -1148,12 +1145,40 @@ def _qr_jvp(a: Expr, which: str, t: Expr, mode: str) -> Expr:
     dq, du = _qr_square_jvp(q, r[..., :, :rows], t[..., :, :rows])
     if which == "q":
         return dq
-    dv = _mT(dq) @ a[..., :, rows:] + _mT(q) @ t[..., :, rows:]
+    dv = mT(dq) @ a[..., :, rows:] + mT(q) @ t[..., :, rows:]
     return F.concatenate([du, dv], axis=-1)
 
 
-def _qr_r(a, mode):
-    return np.linalg.qr(a, "r") if mode == "r" else _sg_part(np.linalg.qr, 1, a, mode)
+def _qr_infer(shapes, dtypes, attrs):
+    m, n = _matrix("qr", shapes[0])
+    k = m if attrs["mode"] == "complete" else min(m, n)
+    lead, dtype = shapes[0][:-2], float_dtype(dtypes[0])
+    r = (lead + (k, n), dtype)
+    return results_of([r] if attrs["mode"] == "r" else [(lead + (m, k), dtype), r])
+
+
+def _sg_qr(a, mode):
+    out = np.linalg.qr(a, mode)
+    return (out,) if mode == "r" else tuple(out)
+
+
+def _qr_parts(attrs: dict) -> tuple[str, ...]:
+    return ("r",) if attrs["mode"] == "r" else ("q", "r")
+
+
+def _qr_rule(n, g):
+    """Seeger et al. (2017), Walter & Lehmann (2013), Liao et al. (2019): the terms of the
+    adjoints of Q and R."""
+    terms = [_qr_vjp(n.args[0], which, gk, n.attrs["mode"])
+             for which, gk in zip(_qr_parts(n.attrs), g) if gk is not None]
+    return (sum(terms[1:], terms[0]),)
+
+
+def _qr_forward(n, t):
+    if t[0] is None:
+        return None
+    return tuple(_qr_jvp(n.args[0], which, t[0], n.attrs["mode"]) if n.wants(k) else None
+                 for k, which in enumerate(_qr_parts(n.attrs)))
 
 
 def qr(a, mode: str = "reduced"):
@@ -1168,40 +1193,23 @@ def qr(a, mode: str = "reduced"):
     ((3, 2), (2, 2))
     """
     (a,) = _with_graph(a)
-    r = call("qr", a, mode=mode)
-    if mode == "r":
-        return r
-    return QRResult(call("qr_q", a, mode=mode), r)
+    results = call("qr", a, mode=mode)
+    return results[0] if mode == "r" else QRResult(*results)
 
 
 def _qr_examples(rng) -> list:
     r = rng.standard_normal
     return [([r((3, 2))], {}), ([r((3, 3))], {"mode": "complete"}), ([r((2, 3))], {}),
-            ([r((2, 3, 2))], {})]
+            ([r((2, 3, 2))], {}), ([r((3, 2))], {"mode": "r"})]
 
 
 register(Op(
     name="qr", signature=sig("a", "=mode:str", mode="reduced"), prepare=_qr_prepare,
-    infer=_qr_infer("r"),
-    impl=_qr_r,
-    backprop=lambda n, g: (_qr_vjp(n.args[0], "r", g, n.attrs["mode"]),),
-    forward=first(lambda n, t: _qr_jvp(n.args[0], "r", t, n.attrs["mode"])),
-    sparsity=_squares(), aliases=("linalg.qr",), front=qr,
-    write=lambda marks, attrs: _item_writer("qr", None if attrs["mode"] == "r" else 1,
-                                            {"mode": "reduced"})(marks, attrs),
-    examples=lambda rng: _qr_examples(rng) + [([rng.standard_normal((3, 2))], {"mode": "r"}),
-                                              ([rng.standard_normal((4, 2))],
-                                               {"mode": "complete"})],
-    doc="the upper-triangular factor R (the node of qr's second result)",
-))
-register(Op(
-    name="qr_q", signature=sig("a", "=mode:str", mode="reduced"), prepare=_qr_prepare,
-    infer=_qr_infer("q"), impl=lambda a, mode: _sg_part(np.linalg.qr, 0, a, mode),
-    backprop=lambda n, g: (_qr_vjp(n.args[0], "q", g, n.attrs["mode"]),), public=False,
-    forward=first(lambda n, t: _qr_jvp(n.args[0], "q", t, n.attrs["mode"])),
-    sparsity=_squares(),
-    write=_item_writer("qr", 0, {"mode": "reduced"}), examples=_qr_examples,
-    doc="the orthonormal factor Q (the node of qr's first result)",
+    infer=_qr_infer, impl=_sg_qr, backprop=_qr_rule, forward=_qr_forward,
+    sparsity=lambda n: tuple(batched_map(n, (2,), 2, shape) for shape, _ in n.dtype),
+    aliases=("linalg.qr",), front=qr, write=_item_writer("qr", None, {"mode": "reduced"}),
+    examples=_qr_examples,
+    doc="(Q, R) of the QR decomposition, one call (R alone with mode='r')",
 ))
 
 
@@ -1227,12 +1235,12 @@ def _power_vjp(b: Expr, k: int, g: Expr) -> Expr:
     adj = g
     while k > 1:
         if k % 2:
-            direct.append(_mT(F.matrix_power(b, k - 1)) @ adj)
-            adj = adj @ _mT(b)
+            direct.append(mT(F.matrix_power(b, k - 1)) @ adj)
+            adj = adj @ mT(b)
             k -= 1
         else:
             h = F.matrix_power(b, k // 2)
-            adj = adj @ _mT(h) + _mT(h) @ adj
+            adj = adj @ mT(h) + mT(h) @ adj
             k //= 2
     for d in direct:
         adj = adj + d
@@ -1246,7 +1254,7 @@ def _power_rule(n, g):
     if k > 0:
         return (_power_vjp(a, k, g),)
     b = F.inv(a)
-    return (-(_mT(b) @ _power_vjp(b, -k, g) @ _mT(b)),)
+    return (-(mT(b) @ _power_vjp(b, -k, g) @ mT(b)),)
 
 
 def _power_jvp(b: Expr, k: int, db: Expr) -> Expr:
@@ -1319,9 +1327,9 @@ def _multi_dot_rule(n, g):
         suffix[k] = nxt if suffix[k + 1] is None else nxt @ suffix[k + 1]
     out, left = [], g
     for k, x in enumerate(arrays):
-        adj = left if suffix[k] is None else left @ _mT(suffix[k])
+        adj = left if suffix[k] is None else left @ mT(suffix[k])
         out.append(_reshape(adj, batch + n.args[k].shape))
-        left = _mT(x) @ left
+        left = mT(x) @ left
     return tuple(out)
 
 
@@ -1372,7 +1380,7 @@ def _trace_prepare(shapes, dtypes, attrs):
 
 def _trace_infer(shapes, dtypes, attrs):
     shape = shapes[0]
-    dtype = dtypes[0] if dtypes[0] in ("float64", "float32") else "int64"
+    dtype = dtypes[0] if dtypes[0] in FLOATS else "int64"
     return reduced(shape, (attrs["axis1"], attrs["axis2"]), False), dtype
 
 
@@ -1512,12 +1520,10 @@ def _spectral(x: Expr, axes: tuple[int, int], order) -> Expr:
     rest = [ax for ax in range(-ndim, 0) if ax not in axes]
     perm = tuple(ax + ndim for ax in (*rest, row, col))
     moved = x if perm == tuple(range(ndim)) else F.transpose(x, axes=perm)
-    u = F.svd_u(moved, full_matrices=False, hermitian=False)
-    vh = F.svd_vh(moved, full_matrices=False, hermitian=False)
+    u, s, vh = F.svd(moved, full_matrices=False, compute_uv=True, hermitian=False)
     if order == "nuc":
         d = u @ vh
     else:
-        s = F.svd(moved, full_matrices=False, compute_uv=True, hermitian=False)
         d = _scale_columns(u, extreme_share(s, (-1,), order == 2)) @ vh
     if moved is x:
         return d

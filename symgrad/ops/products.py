@@ -27,11 +27,11 @@ from collections import Counter
 
 import numpy as np
 
+from ..base.describe import describe
 from ..base.errors import LimitError, ShapeError
-from ..ir.expr import F
+from ..ir.expr import Expr, F
 from ..ir.op import Op, SignatureError, register, sig
 from ..ir.shapes import broadcast, fmt, result_dtype
-from ..ir.values import describe
 from . import series
 from .structure import einsum_map, gather_map, matmul_spec
 from .tangent import align, batch_of, linear, total
@@ -441,3 +441,31 @@ register(Op(
     examples=_einsum_examples,
     doc="Einstein summation over letter subscripts ('ij,jk->ik'); no '...' (ellipsis)",
 ))
+
+
+# -- a sum of matrix products, as terms (what scan's reverse mode sums after its loop) ------
+
+
+def product_terms(a: Expr) -> tuple[list[tuple[Expr, Expr, bool, Expr, bool]], list[Expr]]:
+    """``a`` as a sum: its terms that are products of two matrices ``A @ B`` (``A`` or
+    ``B`` perhaps a ``matrix_transpose``: ``(term, A, ta, B, tb)`` with the transposes taken
+    off) or ``outer(a, b)`` (two vectors, flags False), and the other terms."""
+    products, rest = [], []
+    stack = [a]
+    while stack:
+        e = stack.pop()
+        args = [Expr(e.graph, a) for a in e.data.args]
+        if e.op == "add" and all(x.shape == e.shape for x in args):
+            stack += reversed(args)
+        elif e.op == "outer" and args[0].ndim == args[1].ndim == 1:
+            products.append((e, args[0], False, args[1], False))
+        elif e.op == "matmul" and args[0].ndim == args[1].ndim == 2:
+            (x, tx), (y, ty) = (_untransposed(v) for v in args)
+            products.append((e, x, tx, y, ty))
+        else:
+            rest.append(e)
+    return products, rest
+
+
+def _untransposed(e: Expr) -> tuple[Expr, bool]:
+    return (Expr(e.graph, e.data.args[0]), True) if e.op == "matrix_transpose" else (e, False)

@@ -22,11 +22,11 @@ import math
 
 import numpy as np
 
+from ..base.describe import describe
 from ..base.errors import ShapeError
 from ..ir.expr import F, build
 from ..ir.op import REGISTRY, Op, register, sig
 from ..ir.shapes import Shape, fmt, is_float, norm_axes, norm_axis, result_dtype
-from ..ir.values import describe
 from .indexing import index_along
 from .structure import gather_map
 from .tangent import align, any_batch, first, linear
@@ -289,12 +289,24 @@ def _join_forward(n, t):
     return build(REGISTRY[n.data.op], parts, dict(n.attrs))
 
 
+def _join_batch(op: str):
+    """``concatenate``/``stack`` for every row: an operand without the batch axis (a
+    constant row of a matrix built with ``np.array``) is the same for every row."""
+    def batch(args, batched, attrs, shape):
+        size = next(a.shape[0] for a, flag in zip(args, batched) if flag)
+        parts = [a if flag else F.broadcast_to(a, (size, *a.shape))
+                 for a, flag in zip(args, batched)]
+        return build(REGISTRY[op], parts, dict(attrs))
+
+    return batch
+
+
 register(Op(
     name="concatenate", signature=sig("[arrays]", "=axis", axis=0),
     prepare=_join_prepare("concatenate", 0), infer=_concat_infer,
     impl=lambda *arrays, axis: np.concatenate(arrays, axis=axis), backprop=_concat_rule,
     forward=_join_forward, sparsity=gather_map, examples=_examples_join, domain=None,
-    aliases=("concat",),
+    aliases=("concat",), batch=_join_batch("concatenate"),
     doc="the arrays joined along an existing `axis`",
 ))
 register(Op(
@@ -302,5 +314,6 @@ register(Op(
     prepare=_join_prepare("stack", 1), infer=_stack_infer,
     impl=lambda *arrays, axis: np.stack(arrays, axis=axis), backprop=_stack_rule,
     forward=_join_forward, sparsity=gather_map, examples=_examples_stack, domain=None,
+    batch=_join_batch("stack"),
     doc="the arrays (all of one shape) joined along a new `axis`",
 ))

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..base.describe import describe
 from ..base.errors import ShapeError
 from ..ir.expr import F
 from ..ir.op import Op, register, sig
 from ..ir.shapes import norm_axis, reduced
-from ..ir.values import describe
 from .indexing import DYN
 from .structure import lane_map
 from .tangent import first, flatten

@@ -159,10 +159,12 @@ def lane_map(n: Any, axis: int | None = None, flat: bool = False) -> Map:
     return rows, cols
 
 
-def batched_map(n: Any, cores: tuple[int, ...], out_core: int) -> tuple[Map | None, ...]:
+def batched_map(n: Any, cores: tuple[int, ...], out_core: int, shape: Shape | None = None
+                ) -> tuple[Map | None, ...]:
     """Matrix functions: the last ``cores[k]`` axes of operand ``k`` and the last
-    ``out_core`` axes of the result are mixed densely; leading (batch) axes broadcast."""
-    out = n.shape
+    ``out_core`` axes of the result (of ``shape``: a call's result; default ``n``'s) are
+    mixed densely; leading (batch) axes broadcast."""
+    out = n.shape if shape is None else shape
     lead = out[: len(out) - out_core]
     oc = math.prod(out[len(out) - out_core:])
     maps: list[Map | None] = []

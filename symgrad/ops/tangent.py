@@ -25,7 +25,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..ir.expr import Expr, F, NodeView, build
+from ..ir.expr import Expr, F, build
+from ..ir.nodeview import NodeView
 from ..ir.op import REGISTRY
 from ..ir.shapes import is_float
 

@@ -15,7 +15,10 @@ so a forward expression means what NumPy means whatever was differentiated befor
   of them at once (linear in their number; merging pairwise would rebuild a growing parts
   tuple at every ``+``: quadratic).
 * Sum first: ``sum(a @ b, rows) -> sum(a, rows) @ b`` and ``sum(-x) -> -sum(x)`` when
-  ``sum_to_shape`` undoes a broadcast (equal up to rounding; fewer full-size passes).
+  ``sum_to_shape`` undoes a broadcast (equal up to rounding; fewer full-size passes);
+  ``sum(where(c, 0, b)) -> where(c, 0, sum(b))`` where ``c`` is one value along the summed
+  axes (the mask of an untaken branch survives the sum of a reduction's rule: a Hessian
+  through an untaken ``logsumexp`` stays exact).
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import reduce
 
-from ..ir.expr import Expr, F
+from ..ir.expr import Expr, F, build
+from ..ir.op import REGISTRY
 from ..ops.indexing import scatter_parts
 from .pattern import Const, Pass, Rule
 
@@ -42,6 +46,56 @@ def _masked(op: str) -> tuple[Rule, ...]:
             Rule((op, "d", ("where", "c", ZERO, "b")), lambda d, c, z, b: F.where(c, z, d * b)),
         ]
     return tuple(rules)
+
+
+def _masked_reduction(c: Expr, a: Expr, b: Expr, axis: tuple, keep: bool,
+                      zero_first: bool) -> Expr | None:
+    """``sum(where(c, 0, b)) -> where(c, 0, sum(b))`` (and ``where(c, a, 0)``) where ``c``
+    is one value along the summed axes: the mask stays a ``where`` after the sum, so the
+    next product re-applies it (the value is the same; otherwise the sum is a plain 0, and
+    0 times a NaN derivative of the untaken branch is NaN in a Hessian)."""
+    kept = b if zero_first else a
+    shape = F.where(c, a, b).shape
+    cs = (1,) * (len(shape) - c.ndim) + c.shape
+    if any(cs[k] != 1 for k in axis):
+        return None
+    mask = F.reshape(c, cs if keep else tuple(d for k, d in enumerate(cs)
+                                               if k - len(cs) not in axis))
+    total = F.sum(F.broadcast_to(kept, shape), axis, keep)
+    return F.where(mask, 0.0, total) if zero_first else F.where(mask, total, 0.0)
+
+
+def _masks_added(c: Expr, a: Expr, d: Expr, b: Expr, zero_first: bool,
+                 sign: float = 1.0) -> Expr:
+    """``where(c, 0, a) + where(d, 0, b)`` (masks of two conditions: an untaken branch's
+    adjoint meeting another mask) as one mask, ``where(c & d, 0, ...)`` (``where(c | d,
+    ..., 0)`` for the other form), so the next product re-applies it; ``sign=-1``: ``-``."""
+    both = a + b if sign > 0 else a - b
+    second = b if sign > 0 else -b
+    if zero_first:
+        return F.where(c & d, 0.0, F.where(c, second, F.where(d, a, both)))
+    return F.where(c | d, F.where(c, F.where(d, both, a), second), 0.0)
+
+
+def _shaped_mask(op: str, c: Expr, b: Expr, attrs: dict, zero_first: bool) -> Expr | None:
+    """``reshape(where(c, 0, b))`` (``broadcast_to``) of a scalar condition: the mask of
+    the reshaped value, as the ``sum`` rule's adjoint spreads an untaken branch's zero."""
+    if c.ndim:
+        return None
+    moved = build(REGISTRY[op], [b], attrs)
+    return F.where(c, 0.0, moved) if zero_first else F.where(c, moved, 0.0)
+
+
+def _shape_rules(op: str, attrs: dict) -> tuple[Rule, ...]:
+    """``op(where(c, 0, b))`` and ``op(where(c, b, 0))`` rules for a shaping op whose
+    attributes are captured as ``attrs`` (attribute -> capture name)."""
+    def picked(caps: dict) -> dict:
+        return {k: caps[v] for k, v in attrs.items()}
+
+    return (Rule((op, ("where", "c", ZERO, "b"), attrs),
+                 lambda c, z, b, **caps: _shaped_mask(op, c, b, picked(caps), True)),
+            Rule((op, ("where", "c", "b", ZERO), attrs),
+                 lambda c, b, z, **caps: _shaped_mask(op, c, b, picked(caps), False)))
 
 
 def _merged_scatters(u: Expr, v: Expr) -> Expr | None:
@@ -99,14 +153,38 @@ ADJOINT_CLEANUP = Pass(
     "inside B only: where-masks kept exact through products, scatters merged, sums first",
     rules=(
         *_masked("multiply"), *_masked("divide"),
+        Rule(("where", "c", ZERO, ("where", "d", Const(None, 0.0), "b")),
+             lambda c, z, d, b: F.where(c | d, z, b)),
+        Rule(("where", "c", ("where", "d", Const(None, 0.0), "b"), ZERO),
+             lambda c, d, b, z: F.where(~c | d, z, b)),
+        Rule(("where", "c", ("where", "d", "b", Const(None, 0.0)), ZERO),
+             lambda c, d, b, z: F.where(c & d, b, z)),
+        Rule(("add", ("where", "c", ZERO, "a"), ("where", "d", "b", Const(None, 0.0))),
+             lambda c, z, a, d, b: _masks_added(c, a, ~d, b, True)),
+        Rule(("add", ("where", "c", "a", ZERO), ("where", "d", Const(None, 0.0), "b")),
+             lambda c, a, z, d, b: _masks_added(~c, a, d, b, True)),
         Rule(("negative", ("where", "c", "a", ZERO)), lambda c, a, z: F.where(c, -a, z)),
         Rule(("negative", ("where", "c", ZERO, "b")), lambda c, z, b: F.where(c, z, -b)),
         Rule(("add", ("where", "c", ZERO, "a"), ("where", "c", Const(None, 0.0), "b")),
              lambda c, z, a, b: F.where(c, z, a + b)),
         Rule(("add", ("where", "c", "a", ZERO), ("where", "c", "b", Const(None, 0.0))),
              lambda c, a, b, z: F.where(c, a + b, z)),
+        Rule(("add", ("where", "c", ZERO, "a"), ("where", "d", Const(None, 0.0), "b")),
+             lambda c, z, a, d, b: _masks_added(c, a, d, b, True)),
+        Rule(("add", ("where", "c", "a", ZERO), ("where", "d", "b", Const(None, 0.0))),
+             lambda c, a, z, d, b: _masks_added(c, a, d, b, False)),
+        Rule(("subtract", ("where", "c", ZERO, "a"), ("where", "d", Const(None, 0.0), "b")),
+             lambda c, z, a, d, b: _masks_added(c, a, d, b, True, -1.0)),
+        Rule(("subtract", ("where", "c", "a", ZERO), ("where", "d", "b", Const(None, 0.0))),
+             lambda c, a, z, d, b: _masks_added(c, a, d, b, False, -1.0)),
+        *_shape_rules("broadcast_to", {"shape": "shape", "batch": "batch"}),
+        *_shape_rules("reshape", {"shape": "shape", "src_ndim": "src_ndim", "batch": "batch"}),
         Rule(("add", "u", "v"), _merged_scatters, children=SCATTERS),
         Rule(("sum", ("negative", "x"), ATTRS), lambda x, axis, keep: -F.sum(x, axis, keep)),
+        Rule(("sum", ("where", "c", ZERO, "b"), ATTRS),
+             lambda c, z, b, axis, keep: _masked_reduction(c, z, b, axis, keep, True)),
+        Rule(("sum", ("where", "c", "a", ZERO), ATTRS),
+             lambda c, a, z, axis, keep: _masked_reduction(c, a, z, axis, keep, False)),
         Rule(("sum", ("matmul", "a", "b"), ATTRS), _sum_of_matmul),
     ),
     stages=("reverse", "fast_math", "simplify_adjoint"),

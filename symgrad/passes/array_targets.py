@@ -1,19 +1,21 @@
-"""What ``compile``/``to_source`` run before emitting for ``backend="jax"`` and
-``"torch"``, after the compile passes.
+"""The ``arrays`` stage: what ``compile``/``to_source`` run for ``backend="jax"`` and
+``"torch"`` after the compile passes.
 
 The lowering of B (:mod:`.lowering`) writes some sums as products with a vector of ones
 (``ones @ x``), where NumPy's measured costs say BLAS beats ``np.add.reduce``. Where ``x``
-has batch axes the product broadcasts the ones over them, which XLA runs as a batched
-product, 1.3x slower than the reduction (W2 under JAX); those are written back as sums
-(equal up to rounding, as the lowering was). Unbatched products stay: there XLA's product
-is the faster kernel too (W5: written back as sums, 1.8x slower). The ``array_api``
+has batch axes the product broadcasts the ones over them, which XLA and PyTorch run as a
+batched product, slower there than the reduction: those are written back as sums (equal up
+to rounding, as the lowering was). Unbatched products stay, as on these libraries too the
+product is the faster kernel (measured in ``benchmarks/backends.py``). The ``array_api``
 backend keeps NumPy's choice (on NumPy arrays, its main use, the products are faster).
 
 >>> import numpy as np, symgrad as sg
 >>> from symgrad.ir.expr import Expr
 >>> x = sg.var("x", shape=(2, 4, 3))
 >>> e = Expr(x.graph, x.graph.const(np.ones((1, 4)))) @ x
->>> g, (ids,) = for_arrays(e.graph, [[e.node]])
+>>> from symgrad.passes.context import Context
+>>> from symgrad.passes.pipeline import run_stage
+>>> g, ids = run_stage("arrays", e.graph, [e.node], Context())
 >>> g.nodes[ids[0]].op, g.nodes[ids[0]].attrs["axis"]
 ('sum', (-2,))
 """
@@ -21,9 +23,7 @@ backend keeps NumPy's choice (on NumPy arrays, its main use, the products are fa
 from __future__ import annotations
 
 from ..ir.expr import Expr, F
-from ..ir.graph import Graph
 from .pattern import Const, Pass, Rule
-from .rebuild import rebuilt
 
 
 def _rows(c: Expr, x: Expr) -> Expr | None:
@@ -48,8 +48,3 @@ SUMS_AS_SUMS = Pass(
     stages=("arrays",),
 )
 
-
-def for_arrays(graph: Graph, groups: list[list[int]]) -> tuple[Graph, list[list[int]]]:
-    """The graph of ``groups`` rebuilt through :data:`SUMS_AS_SUMS`; the new graph and the
-    outputs' new ids, group by group."""
-    return rebuilt(graph, groups, (SUMS_AS_SUMS,))

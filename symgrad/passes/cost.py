@@ -75,6 +75,7 @@ COSTS: dict[str, Rule] = {
     **dict.fromkeys(("reshape", "broadcast_to", "expand_dims", "squeeze", "transpose",
                      "matrix_transpose"), _view),
     "index": _index,
+    "result": _view,  # a projection: its call computes it
 }
 _DEFAULT = _per_element(1)
 
@@ -98,6 +99,11 @@ def node_cost(graph: Graph, i: int) -> tuple[int, int]:
     n = graph.nodes[i]
     if n.is_var or n.is_const:
         return 0, 0
+    if n.is_call:  # several results: a flop per element of each, unless its op is listed
+        sizes = [(math.prod(s), np.dtype(d).itemsize) for s, d in n.dtype]
+        rule = COSTS.get(n.op)
+        flops = rule(graph, n) if rule is not None else sum(k for k, _ in sizes)
+        return flops or 0, sum(k * b for k, b in sizes)
     flops = COSTS.get(n.op, _DEFAULT)(graph, n)
     if flops is None:
         return 0, 0

@@ -34,10 +34,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..ir.expr import Expr, F, NodeView
+from ..ir.expr import Expr, F
 from ..ir.graph import Graph, Node
+from ..ir.nodeview import NodeView
 from ..ir.op import REGISTRY
 from ..ir.shapes import reduced
+from .context import Context
 from .pattern import OneOf, Pass, Rule
 
 # -- patterns ---------------------------------------------------------------------------------
@@ -322,14 +324,17 @@ FORWARD_RULES = tuple(rule for _, _, rule in _FORWARD)
 _SPELLINGS = tuple((idiom, rule) for idiom, written, rule in _FORWARD if written)
 
 
-def _run(graph: Graph, forward: list[int]) -> dict:
-    return find(graph, forward)
+def _found(graph: Graph, forward: list[int], ctx: Context) -> tuple[Graph, list[int]]:
+    """The pass: the idioms among ``forward`` recorded on ``ctx`` for reverse mode (the
+    graph and the nodes unchanged: the forward values stay as written)."""
+    ctx.idioms.update(find(graph, forward))
+    return graph, forward
 
 
 IDIOMS = Pass(
     "idioms",
     "hand-written sigmoid, softplus, log-sum-exp, log-softmax, softmax: backprop by their rule",
-    run=_run,
+    run=_found,
     stages=("reverse",),
 )
 

@@ -29,7 +29,7 @@ import numpy as np
 from ..ir.expr import Expr, F
 from ..ir.op import REGISTRY
 from ..ops.indexing import scatter_parts, split_parts
-from .pattern import Const, OneOf, Pass, Proposed, Rule, _compile, stored_constant
+from .pattern import Const, OneOf, Pass, Proposed, Rule, compile_pattern, stored_constant
 
 MAX_STACK = 64
 
@@ -112,7 +112,7 @@ _PRODUCT: list = []  # the compiled product pattern, made on first use
 
 def _product_matcher():
     if not _PRODUCT:
-        _PRODUCT.append(_compile(OneOf(("outer", "a", "b"), _STACKED), set()))
+        _PRODUCT.append(compile_pattern(OneOf(("outer", "a", "b"), _STACKED), set()))
     return _PRODUCT[0]
 
 

@@ -1,7 +1,7 @@
 """NaN guards: ``(a - a) + y`` keeps its NaN for less work (exact, bit for bit).
 
 ``a - a`` is +0 where ``a`` is finite and NaN where it is not. The reverse transform builds
-it where two contributions cancel: W4's step ``h <- sin(h) h + cos(h)`` gives ``h`` the
+it where two contributions cancel: a loop step ``h <- sin(h) h + cos(h)`` gives ``h`` the
 contributions ``g sin(h)`` (product rule) and ``-g sin(h)`` (``cos``), so its VJP is
 ``(g sin(h) - g sin(h)) + g h cos(h)``. Dropping the guard is fast_math's (the sum is
 NaN where ``g`` is infinite, not ``inf``); this pass keeps the same values and drops the
@@ -20,7 +20,7 @@ What an op does with inf and NaN is stated in its stanza (the ``ieee`` field of
 :class:`~symgrad.ir.op.Op`: ``bounded``, ``finite_with``, ``nan_at_inf``,
 ``nan_in_nan_out``); an op that states nothing stops the search, so a new op is safe.
 
-So W4's VJP step becomes ``(g - g) + g h cos(h)``: no ``sin``, one product fewer.
+So that step's VJP becomes ``(g - g) + g h cos(h)``: no ``sin``, one product fewer.
 
 Runs where the exact passes run on adjoints (``reverse``, ``compile``,
 ``simplify_adjoint``); ``fast_math`` drops guards outright.

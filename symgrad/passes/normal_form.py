@@ -12,9 +12,10 @@
   integer scalar next to a float64 operand the float it is converted to.
 * Reshape chains: ``reshape(reshape(x)) -> reshape(x)``.
 
-``compile``/``to_source`` run these passes by default (with the other exact passes,
-:data:`symgrad.passes.COMPILE`); reverse mode and ``simplify`` run all but the canonical
-order (so that derivatives print as the rules write them: ``cos(x) * y``, not ``y * cos(x)``).
+``compile``/``to_source`` run these passes by default (with the other exact passes: the
+``compile`` stage of :mod:`symgrad.passes.registry`); reverse mode and ``simplify`` run all
+but the canonical order (so that derivatives print as the rules write them: ``cos(x) * y``,
+not ``y * cos(x)``).
 """
 
 from __future__ import annotations

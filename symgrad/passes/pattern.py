@@ -40,6 +40,7 @@ from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..ir.op import Op
 from ..ir.values import freeze
+from .context import GraphPass
 
 MAX_DEPTH = 32  # rules building nodes that are rewritten again: a bound on the nesting
 
@@ -148,14 +149,26 @@ def _guard(p: Any) -> frozenset | None:
 
 @dataclass(frozen=True)
 class Pass:
-    """A named rewrite pass: a one-line ``doc``, its ``rules`` (local rewrites) or ``run``
-    (a whole-graph step), and the ``stages`` of the pipeline that use it."""
+    """A named pass: a one-line ``doc``, the ``stages`` that run it (:mod:`.registry`), and
+    what it does, one of two kinds:
+
+    * a *rule pass* (``run`` is None): local rewrites, its ``rules``, offered each node as
+      it is built (a stage rebuilds the graph through its consecutive rule passes at once;
+      ``cse`` has no rules: the rebuild alone);
+    * a *whole-graph pass*: ``run(graph, ids, ctx) -> (graph, ids)`` (:data:`~.context.
+      GraphPass`) takes the outputs and returns their new form, reading and leaving what
+      the run shares on the :class:`~.context.Context`.
+    """
 
     name: str
     doc: str
     rules: tuple[Rule, ...] = ()
-    run: Callable[..., Any] | None = None
+    run: GraphPass | None = None
     stages: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if self.run is not None and self.rules:
+            raise ValueError(f"pass {self.name}: rules or a run, not both")
 
     def __str__(self) -> str:
         return f"{self.name:18} {self.doc}"
@@ -218,7 +231,7 @@ def _compile_node(pattern: tuple, nodes: set[str], any_operands: bool = False):
     """A matcher ``(graph, args, attrs, caps) -> bool`` for a node pattern's operands (only
     its attributes with ``any_operands``)."""
     operands, named = _operands(pattern)
-    subs = [_compile(p, nodes) for p in operands]
+    subs = [compile_pattern(p, nodes) for p in operands]
     attrs = [(k, v) for k, v in named.items() if k != "@" and isinstance(v, str)]
     literals = [(k, v) for k, v in named.items() if not isinstance(v, str)]
     # the ops operands must be: checked first, as most rules fail there
@@ -249,7 +262,7 @@ def _compile_node(pattern: tuple, nodes: set[str], any_operands: bool = False):
     return match
 
 
-def _compile(pattern: Any, nodes: set[str]) -> Matcher:
+def compile_pattern(pattern: Any, nodes: set[str]) -> Matcher:
     """A matcher for an operand pattern (see the module docstring)."""
     if isinstance(pattern, str):
         nodes.add(pattern)
@@ -261,7 +274,7 @@ def _compile(pattern: Any, nodes: set[str]) -> Matcher:
             nodes.add(pattern.name)
         return lambda graph, i, caps: _const(graph, i, caps, pattern)
     if isinstance(pattern, OneOf):
-        return _one_of([_compile(p, nodes) for p in pattern.alternatives])
+        return _one_of([compile_pattern(p, nodes) for p in pattern.alternatives])
     if len(pattern) >= 2 and pattern[1] is Ellipsis:  # any operands: (op, ..., {attrs})
         pattern = (pattern[0], *pattern[2:])
         any_operands = True
@@ -306,7 +319,7 @@ def _bind(caps: dict, name: str, i: int) -> bool:
     return found == i
 
 
-_REPEATED = _compile(("broadcast_to", "x"), set())  # a result that only repeats its operand
+_REPEATED = compile_pattern(("broadcast_to", "x"), set())  # a result that only repeats its operand
 
 
 # -- the driver -----------------------------------------------------------------------------

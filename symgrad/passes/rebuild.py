@@ -1,39 +1,27 @@
-"""Rebuilding a graph through passes: the one walk every pipeline runs.
+"""Rebuilding a graph through passes: the one walk every stage of rule passes runs.
 
 :func:`rebuild` copies the outputs' ancestors into a fresh graph in topological order, each
 node offered to the passes of its role (forward nodes to one list, adjoint and tangent
 nodes to another) as it is built; hash-consing shares identical subexpressions and drops
-dead nodes (:data:`CSE`: a rebuild with no passes; :data:`SYMPY`: one through the sympy
-bridge, loaded on first use). Adjoint nodes keep their role and
-origin; ``adjoint_of`` and every transform's record are carried over.
+dead nodes (:data:`CSE`: a rebuild with no rules; :data:`SYMPY`: one through the sympy
+bridge, loaded on first use). Adjoint nodes keep their role and origin; ``adjoint_of`` and
+every transform's record are carried over.
 """
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 
+from ..base.memory import gc_paused
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
+from .context import Context
 from .pattern import Pass, rewriter
 
-__all__ = ["CSE", "SYMPY", "gc_paused", "rebuild", "rebuilt"]
+__all__ = ["CSE", "SYMPY", "rebuild", "rebuilt"]
 
 Hook = Callable[[int, dict, Graph], "int | None"]
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """No garbage collection inside: building or emitting a graph allocates many small
-    objects and makes no cycles, and a collection would walk the whole (large) heap."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def rebuild(source: Graph, ids: list[int], forward: Sequence[Pass] = (),
@@ -61,7 +49,7 @@ def _rebuild(source: Graph, ids: list[int], forward: Sequence[Pass],
             if n.is_var:  # a variable is made outside any provenance
                 stack.close()
                 context = None
-                mapping[i] = _copy_var(target, n)
+                mapping[i] = target.copy_var(n)
                 continue
             if context != (n.role, n.origin):
                 stack.close()
@@ -79,45 +67,24 @@ def _rebuild(source: Graph, ids: list[int], forward: Sequence[Pass],
     return target, [mapping[i] for i in ids]
 
 
-def _copy_var(target: Graph, n) -> int:
-    """Variable ``n`` in ``target``, as it is (its name was accepted where it was made)."""
-    found = target.variables.get(n.name)
-    if found is None:
-        found = target._new(("var", n.name), "var", (), dict(n.attrs), n.shape, n.dtype, n.name)
-        target.variables[n.name] = found
-    return found
-
-
 def _remap(table: dict[int, int], mapping: dict[int, int]) -> dict[int, int]:
     return {mapping[f]: mapping[a] for f, a in table.items() if f in mapping and a in mapping}
 
 
-
-
-def rebuilt(graph: Graph, groups: list[list[int]], passes: tuple
-            ) -> tuple[Graph, list[list[int]]]:
-    """The graph of ``groups`` rebuilt through ``passes`` (every node), keeping every
-    variable; the new graph and the outputs' new ids, group by group."""
-    flat = [i for group in groups for i in group]
-    new, ids = rebuild(graph, flat, passes, passes)
+def rebuilt(graph: Graph, ids: list[int], passes: Sequence[Pass]) -> tuple[Graph, list[int]]:
+    """The outputs ``ids`` of ``graph`` rebuilt through ``passes`` (every node), keeping
+    every variable; the new graph and the outputs' new ids."""
+    new, out = rebuild(graph, ids, passes, passes)
     for i in graph.variables.values():  # inputs the outputs do not use stay inputs
-        _copy_var(new, graph.nodes[i])
-    out, k = [], 0
-    for group in groups:
-        out.append(ids[k:k + len(group)])
-        k += len(group)
+        new.copy_var(graph.nodes[i])
     return new, out
 
 
-def _cse(graph: Graph, ids: list[int]) -> tuple[Graph, list[int]]:
-    return rebuild(graph, ids)
-
-
 CSE = Pass("cse", "rebuilt through hash-consing: identical subexpressions shared, dead nodes "
-           "dropped", run=_cse, stages=("simplify",))
+           "dropped", stages=("simplify",))
 
 
-def _sympy(graph: Graph, ids: list[int]) -> tuple[Graph, list[int]]:
+def _sympy(graph: Graph, ids: list[int], ctx: Context) -> tuple[Graph, list[int]]:
     from .sympy_bridge import region_hook  # sympy loads on first use only
 
     return rebuild(graph, ids, hook=region_hook(graph, ids))

@@ -9,7 +9,7 @@ in range(n))``, ``p *= x[i]``, ``m = sg.maximum(m, x[i])``. Terms of a run must 
 expression (same ops, attributes, shapes and shared values) of slices ``x[..., i, ...]``
 whose index advances by the same step from one term to the next; other terms of the chain
 are kept, in order, around the reduction. A term need not be elementwise: it is rebuilt with
-the steps as rows (:func:`.steps.rows_lifted`, what ``vmap`` does), so the pair loop of an
+the steps as rows (:func:`symgrad.ir.rows.rows_lifted`, what ``vmap`` does), so the pair loop of an
 energy, ``e += f(r[i] - r[j])`` with ``sum`` inside ``f``, becomes one ``sum`` per ``i``; a
 term whose ops would mix the rows is left as written.
 
@@ -37,16 +37,12 @@ from ..ir.custom import CustomRule
 from ..ir.expr import Expr, F
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
+from ..ir.rows import Unbatchable, rows_lifted
+from ..ir.values import freeze
 from ..ops.reductions import CHAIN_REDUCTIONS
-from .steps import (
-    Unbatchable,
-    Walk,
-    lifted_slot,
-    replaced,
-    rows_lifted,
-    slot_step,
-    walk,
-)
+from .context import Context
+from .pattern import Pass
+from .steps import Walk, lifted_slot, replaced, slot_step
 
 MIN_RUN = 8  # terms from which a run becomes a reduction (short sums stay as written)
 MAX_TERM = 4096  # nodes of a term compared with the next one, at most
@@ -54,18 +50,31 @@ _NUMERIC = ("float", "int", "uint")
 
 
 def reduce_chains(outputs: Sequence[Expr]) -> list[Expr]:
-    """``outputs`` with every reducible chain replaced by its reduction (new nodes in their
-    graph; the outputs themselves if there is none)."""
+    """``outputs`` (of one graph) with every reducible chain replaced by its reduction (new
+    nodes in their graph; the outputs themselves if there is none): the
+    :data:`REDUCTIONS` pass on its own."""
     if not outputs:
         return []
     graph = outputs[0].graph
-    ids = [graph.find(o) for o in outputs]
-    new = _reductions(graph, ids)
-    return [Expr(graph, i) for i in replaced(graph, ids, new)]
+    _, ids = _reduced(graph, [graph.find(o) for o in outputs], Context())
+    return [Expr(graph, i) for i in ids]
 
 
-def _reductions(graph: Graph, ids: list[int]) -> dict[int, int]:
-    found = walk(graph, ids)
+def _reduced(graph: Graph, ids: list[int], ctx: Context) -> tuple[Graph, list[int]]:
+    """The pass: new nodes in ``graph``, the outputs' new ids."""
+    if not ids:
+        return graph, ids
+    return graph, replaced(graph, ids, _reductions(graph, ids, ctx))
+
+
+REDUCTIONS = Pass(
+    "reductions", "t(x[0]) + t(x[1]) + ... -> sum(t(x)); prod, max, min too (sum, prod: "
+    "reassociated)",
+    run=_reduced, stages=("loops",))
+
+
+def _reductions(graph: Graph, ids: list[int], ctx: Context) -> dict[int, int]:
+    found = ctx.walk(graph, ids)
     uses = found.uses(ids)
     nodes = graph.nodes
     inside: set[int] = set()
@@ -227,7 +236,9 @@ def unify(graph: Graph, t: int, u: int
         if step is not None:
             slots.append((a, step))
             continue
-        if na.attrs != nb.attrs or isinstance(na.attrs.get("rule"), CustomRule):
+        # attributes by value and type, as the graph keys them: full((), -0.0) is not 0.0's
+        if freeze(na.attrs) != freeze(nb.attrs) or isinstance(na.attrs.get("rule"),
+                                                               CustomRule):
             return None
         queue.extend(zip(na.args, nb.args))
     return slots, mapping

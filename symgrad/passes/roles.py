@@ -41,21 +41,24 @@ class RoleArrays:
 
 
 class ByStep:
-    """A role's node by step (``m[s]``): its nodes from the ``i0``-th are steps ``k0, k0 +
-    1, ...``; steps taken in before them (``_Run._extend`` in :mod:`.rolling`) are set beside."""
+    """A role's node by step (``m[s]``): its nodes from the ``first_index``-th on are steps
+    ``first_step, first_step + 1, ...``; steps taken in before them (``_Run._extend`` in
+    :mod:`.rolling`) are set beside (``extra``)."""
 
-    __slots__ = ("chain", "array", "i0", "k0", "stop", "extra")
+    __slots__ = ("chain", "array", "first_index", "first_step", "stop", "extra")
 
-    def __init__(self, chain: list[int], array: np.ndarray, i0: int, k0: int) -> None:
-        self.chain, self.array, self.i0, self.k0 = chain, array, i0, k0
-        self.stop = k0 + len(chain) - i0
+    def __init__(self, chain: list[int], array: np.ndarray, first_index: int,
+                 first_step: int) -> None:
+        self.chain, self.array = chain, array
+        self.first_index, self.first_step = first_index, first_step
+        self.stop = first_step + len(chain) - first_index
         self.extra: dict[int, int] = {}
 
     def __getitem__(self, s: int) -> int:
         if self.extra and s in self.extra:
             return self.extra[s]
-        if self.k0 <= s < self.stop:
-            return self.chain[self.i0 + s - self.k0]
+        if self.first_step <= s < self.stop:
+            return self.chain[self.first_index + s - self.first_step]
         raise KeyError(s)
 
     def __setitem__(self, s: int, v: int) -> None:
@@ -63,10 +66,10 @@ class ByStep:
 
     def nodes(self, s0: int, s1: int) -> np.ndarray:
         """The nodes of steps ``s0..s1`` (all set)."""
-        lo = max(s0, self.k0)
+        lo = max(s0, self.first_step)
+        at = self.first_index - self.first_step  # a step's position in ``array``, less s
         before = np.array([self[s] for s in range(s0, min(lo, s1 + 1))], dtype=np.int64)
-        out = np.concatenate([before, self.array[self.i0 + lo - self.k0:
-                                                 self.i0 + s1 + 1 - self.k0]])
+        out = np.concatenate([before, self.array[at + lo:at + s1 + 1]])
         for s, v in self.extra.items():
             if lo <= s <= s1:
                 out[s - s0] = v
@@ -74,8 +77,8 @@ class ByStep:
 
 
 class Steps:
-    """A cut's steps: role ``r``'s node ``i`` is step ``k0 + i - i0`` (``placed[r] = (i0,
-    k0)``; before ``i0``: no step)."""
+    """A cut's steps: role ``r``'s node ``i`` is step ``first_step + i - first_index``
+    (``placed[r] = (first_index, first_step)``; before ``first_index``: no step)."""
 
     def __init__(self, arrays: RoleArrays, placed: dict[int, tuple[int, int]]) -> None:
         self.arrays, self.placed = arrays, placed

@@ -25,8 +25,7 @@ The scan runs the same ops on the same values in the same order, so the rolled g
 the unrolled graph's values bit for bit. What does not roll (it stays unrolled, correct):
 steps whose ops or attributes change from step to step (``x ** k``), indices that do not
 advance by a fixed step, a value computed in one step and used two or more steps later,
-runs shorter than ``MIN_STEPS`` (``MIN_ARRAY_STEPS`` where a step's values are arrays, the
-same number: see ``_Loop._min_steps``).
+runs shorter than ``MIN_STEPS``.
 
 >>> import symgrad as sg
 >>> x = sg.var("x")
@@ -34,15 +33,14 @@ same number: see ``_Loop._min_steps``).
 >>> for _ in range(20):
 ...     h = sg.sin(h) * h + sg.cos(h)
 >>> (r,) = roll([h])
->>> [h.graph.nodes[i].op for i in h.graph.ancestors([r.node])]   # one loop: 20 steps
-['var', 'scan']
+>>> [h.graph.nodes[i].op for i in h.graph.ancestors([r.node])]   # one loop of 20 steps
+['var', 'scan', 'result']
 >>> sg.evaluate(r, {"x": 0.5}) == sg.evaluate(h, {"x": 0.5})
 True
 """
 
 from __future__ import annotations
 
-import weakref
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from typing import Any
@@ -54,68 +52,60 @@ from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.values import freeze
 from ..ops.indexing import static_key
+from .context import Context
+from .pattern import Pass
 from .roles import ByStep, RoleArrays, Steps, role_groups
-from .steps import Walk, lifted_slot, replaced, slot_step, walk
+from .steps import Walk, lifted_slot, replaced, slot_step
 
 MIN_STEPS = 8  # steps from which a run becomes a loop (short loops stay as written)
-MIN_ARRAY_STEPS = MIN_STEPS  # the same where a step's values are arrays (_Loop._min_steps)
 ROUNDS = 3  # operand levels the structural hash sees
 TRIES = 6  # earlier nodes of the same hash tried as a node's previous step
 MAX_LOOPS = 16  # runs rolled per call (each one a walk of the graph)
 
 
 def roll(outputs: Sequence[Expr]) -> list[Expr]:
-    """``outputs`` with every run of at least ``MIN_STEPS`` identical steps rolled into a
-    ``scan`` (new nodes in their graph; the outputs themselves if nothing rolls)."""
-    if not outputs or TRACES.graphs:
-        return list(outputs)
+    """``outputs`` (of one graph) with every run of at least ``MIN_STEPS`` identical steps
+    rolled into a ``scan`` (new nodes in their graph; the outputs themselves if nothing
+    rolls): the :data:`ROLLING` pass on its own."""
+    if not outputs:
+        return []
     graph = outputs[0].graph
-    with graph.lock:  # one search per graph at a time (threads share what it remembers)
-        return _roll(graph, [graph.find(o) for o in outputs])
-
-
-def _roll(graph: Graph, ids: list[int]) -> list[Expr]:
-    known, done = _memo(graph)
-    if known:  # what was rolled before (by grad, say) is not searched again
-        ids = replaced(graph, ids, {i: r for i, (r, _) in known.items()})
-    if all(i in done for i in ids):
-        return [Expr(graph, i) for i in ids]
-    nodes = graph.nodes
-    for _ in range(MAX_LOOPS):
-        new = _roll_one(graph, ids)
-        if not new:
-            break
-        known.update({i: (r, (nodes[i], nodes[r])) for i, r in new.items()})
-        ids = replaced(graph, ids, new)
-    done.update({i: nodes[i] for i in ids})
+    _, ids = _rolled(graph, [graph.find(o) for o in outputs], Context())
     return [Expr(graph, i) for i in ids]
 
 
-# graph -> ({node: (its rolled replacement, both Node records)}, {node whose ancestors have
-# nothing left to roll: its Node}): nodes never change, so neither do the answers, unless a
-# failed transform removed nodes (Graph.budget) and their ids were used again
-_ROLLED: weakref.WeakKeyDictionary[Graph, tuple[dict, dict]] = weakref.WeakKeyDictionary()
+def _rolled(graph: Graph, ids: list[int], ctx: Context) -> tuple[Graph, list[int]]:
+    """The pass: new nodes in ``graph``, the outputs' new ids (the same where nothing
+    rolls; nothing rolls while a loop body is being traced)."""
+    if not ids or TRACES.graphs:
+        return graph, ids
+    with graph.lock:  # one search per graph at a time (threads share what it remembers)
+        return graph, _roll(graph, ids, ctx)
 
 
-def _memo(graph: Graph) -> tuple[dict, dict]:
-    """The answers remembered for ``graph``, those about removed nodes forgotten."""
-    known, done = _ROLLED.setdefault(graph, ({}, {}))
-    nodes = graph.nodes
-    size = len(nodes)
+def _roll(graph: Graph, ids: list[int], ctx: Context) -> list[int]:
+    memo = ctx.rolled(graph)
+    if memo.replaced:  # what was rolled before (by grad, say) is not searched again
+        ids = replaced(graph, ids, dict(memo.replaced))
+    if all(i in memo.settled for i in ids):
+        return ids
+    for _ in range(MAX_LOOPS):
+        new = _roll_one(graph, ids, ctx)
+        if not new:
+            break
+        memo.replaced.update(new)
+        ids = replaced(graph, ids, new)
+    memo.settled.update(ids)
+    return ids
 
-    def alive(i: int, n: Any) -> bool:
-        return i < size and nodes[i] is n
 
-    for i in [i for i, (r, (a, b)) in known.items() if not (alive(i, a) and alive(r, b))]:
-        del known[i]
-    for i in [i for i, n in done.items() if not alive(i, n)]:
-        del done[i]
-    return known, done
+ROLLING = Pass("rolling", "a run of identical steps (a traced Python loop) -> one scan (exact)",
+               run=_rolled, stages=("loops", "rolling"))
 
 
-def _roll_one(graph: Graph, ids: list[int]) -> dict[int, int]:
+def _roll_one(graph: Graph, ids: list[int], ctx: Context) -> dict[int, int]:
     """Replacements for the longest run found among the ancestors of ``ids`` (or {})."""
-    table = walk(graph, ids)
+    table = ctx.walk(graph, ids)
     prev = _match(graph, table)
     if not prev:
         return {}
@@ -298,18 +288,9 @@ class _Loop:
             placed[r] = (i0, k0)
         first = max(k0 for _, k0 in placed.values())
         last = min(k0 + len(self.roles[r]) - i0 - 1 for r, (i0, k0) in placed.items())
-        if last - first + 1 < self._min_steps():
+        if last - first + 1 < MIN_STEPS:
             return None
         return _Run.check(self.graph, at, Steps(arrays, placed), first, last)
-
-    def _min_steps(self) -> int:
-        """MIN_STEPS, or MIN_ARRAY_STEPS where a step's values are arrays (equal now: the
-        reverse scan reads the forward step's residuals and sums captured matrices' products
-        after the loop, so W5's gradient at 20 steps is as fast rolled as unrolled; it was
-        1.6x slower when the reverse step recomputed the forward one)."""
-        nodes = self.graph.nodes
-        arrays = any(nodes[c[0]].shape for c in self.roles.values())
-        return MIN_ARRAY_STEPS if arrays else MIN_STEPS
 
     def _cuts(self, ref: list[int]) -> list[list[int]]:
         """The nodes of the roles to cut steps before: the cuts that carry fewest values
@@ -528,7 +509,7 @@ class _Run:
         seen: set[int] = set()
         while stack:
             i = stack.pop()
-            if i in members:
+            if members[i]:  # (a bool array: ``i in members`` would compare values)
                 return False
             if i not in seen:
                 seen.add(i)

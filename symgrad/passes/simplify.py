@@ -1,12 +1,14 @@
 """The optional simplifier: the graph rebuilt through the rewrite passes, provenance kept.
 
-The pipeline is correct without it. ``simplify`` copies the outputs' ancestors into a fresh
-graph in topological order, each node offered to the passes as it is built — forward nodes
-to the exact passes and :mod:`~symgrad.passes.stability`, adjoint nodes also to the adjoint
-cleanup — then rebuilds again until nothing changes (:data:`CSE`: identical subexpressions
-become one node, dead nodes are dropped). With ``sympy=True`` the :data:`SYMPY` pass runs
-first. Adjoint nodes keep their role and origin; ``adjoint_of`` and every transform's
-record are carried over.
+The pipeline is correct without it. ``simplify`` runs the ``sympy`` stage first if asked
+(:data:`~.rebuild.SYMPY`), then the ``simplify`` stage: the outputs' ancestors copied into
+a fresh graph in topological order, each node offered as it is built to the passes of its
+role — forward nodes to those tagged ``simplify`` (the exact passes and
+:mod:`~symgrad.passes.stability`), adjoint and tangent nodes to those tagged
+``simplify_adjoint`` (the adjoint cleanup too) — again until a rebuild changes nothing
+(identical subexpressions become one node, dead nodes are dropped: :data:`~.rebuild.CSE`).
+Adjoint nodes keep their role and origin; ``adjoint_of`` and every transform's record are
+carried over.
 """
 
 from __future__ import annotations
@@ -15,12 +17,13 @@ from typing import Any
 
 from ..base.errors import SymgradError
 from ..ir.expr import Expr
-from .rebuild import _copy_var, gc_paused, rebuild  # noqa: F401 - their old home
+from ..ir.graph import Graph
+from .context import Context
+from .pipeline import run_stage
+from .rebuild import rebuild
 from .registry import query
 
 _MAX_ROUNDS = 4
-FORWARD = query("simplify")  # the passes forward nodes are offered
-ADJOINT = query("simplify_adjoint")  # the passes adjoint (and tangent) nodes are offered
 
 
 def simplify(exprs: Any, sympy: bool = False) -> Any:
@@ -53,13 +56,19 @@ def simplify(exprs: Any, sympy: bool = False) -> Any:
     graph = max((e.graph for e in outs), key=len)
     ids = [graph.find(e) for e in outs]
     if sympy:
-        from .sympy_bridge import region_hook
-
-        graph, ids = rebuild(graph, ids, FORWARD, ADJOINT, region_hook(graph, ids))
-    for _ in range(_MAX_ROUNDS):  # until a rebuild changes nothing
-        size = len(graph)
-        graph, ids = rebuild(graph, ids, FORWARD, ADJOINT)
-        if len(graph) == size:
-            break
+        graph, ids = run_stage("sympy", graph, ids, Context())
+    graph, ids = _rounds(graph, ids)
     result = [Expr(graph, i) for i in ids]
     return result[0] if single else type(exprs)(result)
+
+
+def _rounds(graph: Graph, ids: list[int]) -> tuple[Graph, list[int]]:
+    """The ``simplify`` stage: rebuilds through its passes (and, for adjoint and tangent
+    nodes, those of ``simplify_adjoint``) until one changes nothing."""
+    forward, adjoint = query("simplify"), query("simplify_adjoint")
+    for _ in range(_MAX_ROUNDS):
+        size = len(graph)
+        graph, ids = rebuild(graph, ids, forward, adjoint)
+        if len(graph) == size:
+            break
+    return graph, ids

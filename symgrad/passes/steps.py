@@ -1,5 +1,6 @@
 """What the loop passes share: per-step slices of one array, lifting them to the whole
-slice, and rebuilding the users of replaced nodes.
+slice, rebuilding the users of replaced nodes, and the ancestors of some outputs as arrays
+(:class:`Walk`). A term rebuilt with the steps as rows is :func:`symgrad.ir.rows.rows_lifted`.
 
 A *slot* is a node ``x[key]`` with static basic indexing (:func:`~symgrad.ops.indexing.
 static_key`) of a value ``x`` that does not change from step to step, one int entry of the
@@ -9,15 +10,11 @@ key (position ``p``) advancing by ``delta`` from one step to the next: ``x[i]``,
 
 from __future__ import annotations
 
-import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from itertools import chain as concat
-from typing import Any
 
 import numpy as np
 
-from ..base.errors import SymgradError
-from ..ir.custom import CustomRule
 from ..ir.expr import Expr, F
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
@@ -54,82 +51,6 @@ def lifted_slot(graph: Graph, node: int, p: int, delta: int, count: int) -> Expr
     if axis:
         x = F.transpose(x, (axis, *range(axis), *range(axis + 1, x.ndim)))
     return x
-
-
-class Unbatchable(SymgradError):
-    """A graph with a node that cannot be rebuilt for a batch in one pass."""
-
-
-def rows_lifted(graph: Graph, order: list[int], ids: list[int], lifted: dict[int, Expr],
-                size: int) -> list[Expr]:
-    """Nodes ``ids`` rebuilt with each node of ``lifted`` replaced by its Expr, which has a
-    leading axis of ``size`` (row k the node's value in the k-th case: a batch of ``vmap``,
-    a step of a loop); ``order`` the ancestors of ``ids``. Results that depend on none of
-    them are broadcast. Ops act on their trailing axes, so most nodes are rebuilt as they
-    are; an op whose stanza says how (:attr:`~symgrad.ir.op.Op.batch`) does so. A node
-    whose op would mix the rows is found first on a trial graph with a *probe* length that
-    no axis of the graph has (there such an op fails its shape rule or gives the wrong
-    shape): raises :class:`Unbatchable`, never a wrong result."""
-    nodes = graph.nodes
-    probe = 2 + max((d for i in order for d in nodes[i].shape), default=1)
-    probe = max(probe, size + 1)
-    trial = Graph()
-    fresh = {i: Expr(trial, trial.var(f"_sg_probe{k}", (probe, *nodes[i].shape), nodes[i].dtype))
-             for k, i in enumerate(lifted)}
-    stand_ins: dict[int, Expr] = {}
-
-    def stand_in(a: int) -> Expr:  # the probe needs shapes only (constants kept: cheap)
-        if a not in stand_ins:
-            n = nodes[a]
-            stand_ins[a] = (Expr(trial, trial.find(Expr(graph, a))) if n.is_const else
-                            Expr(trial, trial.var(f"_sg_in{len(stand_ins)}", n.shape, n.dtype)))
-        return stand_ins[a]
-
-    _rows(graph, order, fresh, probe, stand_in)
-    home = next(iter(lifted.values())).graph
-    memo = dict(lifted)
-    _rows(graph, order, memo, size, lambda a: Expr(home, home.find(Expr(graph, a))))
-    out = []
-    for i in ids:
-        e = memo.get(i)
-        if e is None:
-            e = F.broadcast_to(Expr(home, home.find(Expr(graph, i))), (size, *nodes[i].shape))
-        out.append(e)
-    return out
-
-
-def _rows(graph: Graph, order: list[int], memo: dict[int, Expr], size: int,
-          outside: Callable[[int], Expr]) -> None:
-    """Fill ``memo`` with the lifted form of every node of ``order`` that depends on it;
-    ``outside(a)`` is operand ``a`` where it does not."""
-    nodes = graph.nodes
-    for i in order:
-        n = nodes[i]
-        if i in memo or not any(a in memo for a in n.args):
-            continue
-        if isinstance(n.attrs.get("rule"), CustomRule):
-            raise Unbatchable(f"a call of {n.attrs['rule'].name} (a custom rule)")
-        args = [memo[a] if a in memo else outside(a) for a in n.args]
-        memo[i] = _row_node(n, args, tuple(a in memo for a in n.args), size)
-
-
-def _row_node(n: Any, args: list[Expr], flags: tuple[bool, ...], size: int) -> Expr:
-    op = REGISTRY[n.op]
-    home = args[0].graph
-    if op.elementwise:  # lifted operands of lower rank: unit axes after the row axis
-        args = [F.reshape(e, (size, *(1,) * (len(n.shape) - e.ndim + 1), *e.shape[1:]))
-                if f and e.ndim - 1 < len(n.shape) else e for e, f in zip(args, flags)]
-    try:
-        if op.batch is not None:
-            new = home.find(op.batch(args, flags, n.attrs, n.shape))
-        else:
-            new = home.add(op, tuple(home.find(e) for e in args), n.attrs)
-    except SymgradError as err:
-        raise Unbatchable(f"{n.op}: {err}") from None
-    got = home.nodes[new]
-    if got.shape != (size, *n.shape) or got.dtype != n.dtype:
-        raise Unbatchable(f"{n.op} mixes the rows")
-    return Expr(home, new)
 
 
 def replaced(graph: Graph, ids: Sequence[int], new: dict[int, int]) -> list[int]:
@@ -187,39 +108,3 @@ class Walk:
         uses = np.bincount(self.flat, minlength=len(self.at))
         np.add.at(uses, np.asarray(outputs, dtype=np.int64), 1)
         return uses.tolist()
-
-
-# graph -> (the outputs, the top output's Node, their walk): the latest walk of each graph
-_WALKS: weakref.WeakKeyDictionary[Graph, tuple[tuple[int, ...], Any, Walk]] = (
-    weakref.WeakKeyDictionary())
-
-
-def walk(graph: Graph, ids: Sequence[int]) -> Walk:
-    """The ancestors of ``ids`` (``graph.ancestors(ids)``, as a :class:`Walk`), the graph's
-    latest answer reused: the loop passes walk the same outputs in turn (the reductions,
-    then the rolling where they changed nothing; :func:`forget_walk` after them). Nodes
-    never change; an answer about nodes a failed transform removed (``Graph.budget``) is
-    not reused, as the top output's Node record is then another one.
-
-    >>> import symgrad as sg
-    >>> x = sg.var("x")
-    >>> y = sg.sin(x) * x
-    >>> walk(y.graph, [y.node]).order == tuple(y.graph.ancestors([y.node]))
-    True
-    """
-    key = tuple(ids)
-    nodes = graph.nodes
-    top = max(key, default=-1)
-    last = _WALKS.get(graph)
-    if (last is not None and last[0] == key and top < len(nodes)
-            and (top < 0 or nodes[top] is last[1])):
-        return last[2]
-    found = Walk(graph, tuple(graph.ancestors(key)))
-    _WALKS[graph] = (key, nodes[top] if key else None, found)
-    return found
-
-
-def forget_walk(graph: Graph) -> None:
-    """Drop the walk :func:`walk` remembers for ``graph`` (its arrays: a few times the
-    size of the graph's node list)."""
-    _WALKS.pop(graph, None)

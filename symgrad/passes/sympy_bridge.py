@@ -35,7 +35,8 @@ import numpy as np
 import sympy as sp
 
 from ..base.errors import SymgradError
-from ..frontend.sympy_io import FromSympy, back_table, number, sympy_form
+from ..frontend.sympy_forms import number, sympy_form
+from ..frontend.sympy_io import FromSympy, back_table
 from ..ir.expr import Expr, call
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY

@@ -6,11 +6,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from ..base.describe import describe
 from ..base.errors import SymgradError
 from ..base.progress import step
 from ..ir.expr import Expr
 from ..ir.graph import Graph
-from ..ir.values import describe
 from .model import EDGE_LEGEND, LEGEND, Box, Edge, Scene
 from .scene import build_scene
 

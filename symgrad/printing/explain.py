@@ -19,14 +19,16 @@ from typing import Any
 
 import numpy as np
 
-from ..backends.interpreter import _by_name, run
+from ..backends.interpreter import inputs_by_name, run
+from ..base.describe import type_name
 from ..base.errors import SymgradError
-from ..ir.expr import Expr, NodeView
+from ..ir.expr import Expr
 from ..ir.graph import Graph
-from ..ir.op import REGISTRY
+from ..ir.nodeview import NodeView
+from ..ir.op import REGISTRY, RESULT
 from ..ir.shapes import fmt, is_float
-from ..ir.text import _ATOM, const_text, node_form
-from ..ir.values import exact, type_name
+from ..ir.text import ATOM, const_text, node_form
+from ..ir.values import exact
 from ..transforms.derivatives import Wrt, resolve_wrt
 from ..transforms.reverse import adjoint_rewriting, backprop, sum_to_shape
 
@@ -54,9 +56,9 @@ class Table:
         return [r for r in self.rows if r["section"] == name]
 
     def _cells(self) -> list[tuple[str, tuple[str, ...], list[list[str]]]]:
-        fwd = [[r["label"], r["definition"], r["op"], fmt(r["shape"]), _text(r["value"])]
+        fwd = [[r["label"], r["definition"], r["op"], fmt(r["shape"]), value_text(r["value"])]
                for r in self.section("forward")]
-        adj = [[r["label"], r["definition"], r["local terms"], _text(r["value"])]
+        adj = [[r["label"], r["definition"], r["local terms"], value_text(r["value"])]
                for r in self.section("adjoint")]
         at = f" at {self.at_text}" if self.at_text else ""
         return [(f"Forward pass{at}", _FORWARD_COLUMNS, fwd),
@@ -122,14 +124,15 @@ def explain(
     if not isinstance(f, Expr):
         raise SymgradError(f"explain needs a symgrad expression, got {type_name(f)}")
     if at is not None:  # exact values: a user's float subclass never runs its methods
-        at = {k: v if isinstance(v, np.ndarray) else exact(v) for k, v in _by_name(at).items()}
+        at = {k: v if isinstance(v, np.ndarray) else exact(v)
+              for k, v in inputs_by_name(at).items()}
     graph = Graph()
     out = Expr(graph, graph.import_node(f.graph, f.node))
     forward = graph.ancestors([out.node])
     nodes = graph.nodes
     if nodes[out.node].is_const:
         raise SymgradError("explain needs an expression of variables; this one is a constant "
-                           f"({_text(nodes[out.node].attrs['value'])}): it has no forward "
+                           f"({value_text(nodes[out.node].attrs['value'])}): it has no forward "
                            "pass to number and no derivative to explain")
     if wrt is None:
         wrt = [nodes[i].name for i in forward if nodes[i].is_var and is_float(nodes[i].dtype)]
@@ -148,7 +151,7 @@ def explain(
              for i in reversed(order) if i in adjoint]
     n = labels[out.node]
     title = f"P_i = d {n} / d u_i" + ("" if not out.shape else f" (shape {fmt(out.shape)} + u_i)")
-    at_text = ", ".join(at_item(k, v) for k, v in _by_name(at or {}).items()
+    at_text = ", ".join(at_item(k, v) for k, v in inputs_by_name(at or {}).items()
                         if k in graph.variables)
     return Table(rows, title, at_text)
 
@@ -164,7 +167,7 @@ def at_item(name: str, value: Any) -> str:
     """
     v = np.asarray(value)
     if v.ndim == 0 or (v.ndim == 1 and v.size <= 4):
-        return f"{name}={_text(v)}"
+        return f"{name}={value_text(v)}"
     if v.ndim == 1:
         return f"{name}: array of {v.size}"
     return f"{name}: {'×'.join(map(str, v.shape))} array"
@@ -172,7 +175,8 @@ def at_item(name: str, value: Any) -> str:
 
 def numbering(graph: Graph, ids: Sequence[int]) -> dict[int, str]:
     """Collins' numbering ``u1 ... un`` of nodes ``ids`` (ascending): input variables first,
-    in id order, then every other node but constants (constants are written inline).
+    in id order, then every other node but constants (written inline) and calls with
+    several results (each result is numbered: ``eigh(u1)[1]``).
 
     The drawings (``sg.draw``, ``sg.to_dot``, ``sg.to_html``) number nodes the same way.
 
@@ -184,19 +188,21 @@ def numbering(graph: Graph, ids: Sequence[int]) -> dict[int, str]:
     """
     nodes = graph.nodes
     leaves = [i for i in ids if nodes[i].is_var]
-    rest = [i for i in ids if not nodes[i].is_var and not nodes[i].is_const]
+    rest = [i for i in ids if not (nodes[i].is_var or nodes[i].is_const or nodes[i].is_call)]
     return {i: f"u{k}" for k, i in enumerate(leaves + rest, start=1)}
 
 
 def operand_text(graph: Graph, i: int, labels: dict[int, str]) -> tuple[int, str]:
     """``(precedence, text)`` of operand ``i``: its label, or a constant written inline."""
     if i in labels:
-        return _ATOM, labels[i]
+        return ATOM, labels[i]
     node = graph.nodes[i]
     if node.is_const:
         prec, pieces = const_text(node.attrs["value"], set(graph.variables))
         return prec, pieces[0]
-    return _ATOM, f"v{i}"
+    if node.is_call:  # written into its results' definitions
+        return ATOM, definition(graph, i, labels)
+    return ATOM, f"v{i}"
 
 
 def definition(graph: Graph, i: int, labels: dict[int, str]) -> str:
@@ -247,8 +253,12 @@ def _terms(graph: Graph, forward: list[int], adjoint: dict[int, int], batch: int
     nodes = graph.nodes
     out: dict[int, list[dict]] = {}
     one = Expr(graph, graph.const(1.0))
+    results: dict[int, dict[int, int]] = {}  # a call -> its results with adjoints, by index
     for j in forward:
-        if j not in adjoint or not nodes[j].args:
+        if nodes[j].op == RESULT and j in adjoint:
+            results.setdefault(nodes[j].args[0], {})[nodes[j].attrs["index"]] = j
+    for j in forward:
+        if (j not in adjoint and j not in results) or not nodes[j].args:
             continue
         rule = REGISTRY[nodes[j].op].backprop
         if rule is None:
@@ -256,14 +266,21 @@ def _terms(graph: Graph, forward: list[int], adjoint: dict[int, int], batch: int
         # the operands with an adjoint only, as reverse mode asks (a shape parameter of
         # gammainc has none, and its rule refuses to build one)
         view = NodeView(graph, nodes[j], tuple([a in adjoint for a in nodes[j].args]))
-        contribs = rule(view, Expr(graph, adjoint[j]))
-        local = rule(view, one) if nodes[j].shape == () else [None] * len(nodes[j].args)
+        if nodes[j].is_call:  # the rule once, for the adjoints of all its results
+            got = results[j]
+            contribs = rule(view, tuple(None if k not in got else Expr(graph, adjoint[got[k]])
+                                        for k in range(len(nodes[j].dtype))))
+            local = [None] * len(nodes[j].args)
+        else:
+            contribs = rule(view, Expr(graph, adjoint[j]))
+            local = rule(view, one) if nodes[j].shape == () else [None] * len(nodes[j].args)
         for a, c, jac in zip(nodes[j].args, contribs, local):
             if c is None or a not in adjoint:
                 continue
             shape = nodes[a].shape
             out.setdefault(a, []).append({
                 "consumer": j,
+                "via": sorted(results[j].values()) if nodes[j].is_call else [j],
                 "contribution": sum_to_shape(c, shape, batch).node,
                 "local": None if jac is None else sum_to_shape(jac, shape, 0).node,
             })
@@ -277,7 +294,7 @@ def _values(graph, forward, adjoint, terms, at) -> dict[int, Any]:
     for ts in terms.values():
         wanted.update(t["contribution"] for t in ts)
         wanted.update(t["local"] for t in ts if t["local"] is not None)
-    inputs = _by_name(at)
+    inputs = inputs_by_name(at)
     return run(graph, sorted(wanted), inputs)
 
 
@@ -292,15 +309,17 @@ def _adjoint_row(i, adjoint, labels, terms, values, output, value_shape) -> dict
     parts, nums = [], []
     for t in terms:
         j = t["consumer"]
-        parts.append(f"P{labels[j][1:]} J({labels[i][1:]}->{labels[j][1:]})")
+        parts.append(" + ".join(f"P{labels[k][1:]} J({labels[i][1:]}->{labels[k][1:]})"
+                                for k in t["via"]))
         if t["local"] is not None and values:
-            nums.append(f"{_text(values[adjoint[j]])}*{_text(values[t['local']])}")
+            nums.append(f"{value_text(values[adjoint[j]])}*{value_text(values[t['local']])}")
     if i == output:
         definition = "1 (seed)" if value_shape == () else "I (seed)"
     else:
         definition = " + ".join(parts)
     local = " + ".join(nums) if nums and len(nums) == len(parts) else ""
-    rows_terms = [{"consumer": labels[t["consumer"]], "local": _value(values, t["local"]),
+    rows_terms = [{"consumer": ", ".join(labels[k] for k in t["via"]),
+                   "local": _value(values, t["local"]),
                    "contribution": _value(values, t["contribution"])} for t in terms]
     return {"section": "adjoint", "label": "P" + labels[i][1:], "of": labels[i], "id": adjoint[i],
             "definition": definition, "terms": rows_terms, "local terms": local,
@@ -314,7 +333,7 @@ def _value(values: dict, i: int | None) -> Any:
     return v.item() if v.ndim == 0 else v
 
 
-def _text(value: Any) -> str:
+def value_text(value: Any) -> str:
     """Short text for a value: ``15``, ``0.333333``, ``[1, 2, 3]``; empty for None."""
     if value is None:
         return ""

@@ -18,17 +18,17 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..backends.interpreter import _by_name, run
+from ..backends.interpreter import inputs_by_name, run
+from ..base.describe import describe
 from ..base.errors import SymgradError
 from ..base.progress import step
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.shapes import fmt, is_float
-from ..ir.values import describe
 from ..transforms.derivatives import grad
 from .draw import BOX_STYLE, EDGE_STYLE, edge_points, label_point
-from .explain import Table, _text, at_item, explain
+from .explain import Table, at_item, explain, value_text
 from .model import EDGE_LEGEND, LEGEND, LINE, Scene
 from .scene import build_scene
 
@@ -142,7 +142,7 @@ def _values(scene: Scene, at: Mapping[Any, Any] | None) -> dict[int, Any]:
     if at is None:
         return {}
     ids = sorted({b.node for b in scene.boxes.values() if b.node is not None})
-    return run(scene.graph, ids, _by_name(at))
+    return run(scene.graph, ids, inputs_by_name(at))
 
 
 # -- what the panel says about each box -------------------------------------------------------
@@ -167,7 +167,7 @@ def _details(scene: Scene, values: dict[int, Any], table: Table | None) -> dict[
             number = b.label[1:]
             row = rows.get(f"P{number}")
             if b.node in values:
-                facts.append(["value", _text(values[b.node])])
+                facts.append(["value", value_text(values[b.node])])
             adjoint = _adjoint_box(scene, key)
             if row is not None:
                 facts.append(["adjoint", _row_text(row)])
@@ -187,7 +187,7 @@ def _details(scene: Scene, values: dict[int, Any], table: Table | None) -> dict[
                                       + ", so B needs no node of its own"])
             node = b.node if b.node is not None else _shared_node(b, by_label)
             if node is not None and node in values:
-                facts.append(["value", _text(values[node])])
+                facts.append(["value", value_text(values[node])])
             if anchor is not None:
                 info["adjoint"] = anchor.key
         elif b.kind in ("intermediate", "tangent"):
@@ -197,7 +197,7 @@ def _details(scene: Scene, values: dict[int, Any], table: Table | None) -> dict[
                 facts.append(["built by", f"the {rule} rule of {origin.label} "
                                            f"({origin.op or 'a collapsed chain'})"])
             if b.node in values:
-                facts.append(["value", _text(values[b.node])])
+                facts.append(["value", value_text(values[b.node])])
         elif b.kind == "note":
             facts.append(["why", "reverse mode recognised this idiom and differentiated it by "
                                  "its own rule, which goes from the adjoint of its root to that "
@@ -228,7 +228,7 @@ def _row_text(row: dict) -> str:
     if row["local terms"]:
         parts.append(row["local terms"].replace("*", "·"))
     if row["value"] is not None:
-        parts.append(_text(row["value"]))
+        parts.append(value_text(row["value"]))
     return " = ".join(parts)
 
 
@@ -236,19 +236,19 @@ def _row_text(row: dict) -> str:
 
 
 def _page(scene: Scene, details: dict[str, dict], at: Any, table: Table | None) -> str:
-    svg = _svg(scene) + "\n</svg>"
+    svg = scene_svg(scene) + "\n</svg>"
     data = json.dumps(details, ensure_ascii=False).replace("<", "\\u003c")
-    given = [at_item(k, v) for k, v in _by_name(at).items() if k in scene.graph.variables] \
+    given = [at_item(k, v) for k, v in inputs_by_name(at).items() if k in scene.graph.variables] \
         if at is not None else []
     at_text = " at " + ", ".join(given) if given else (
         " (no input values given: pass at=... for numbers)" if at is None else "")
     legend = "".join(
         f'<li><span class="swatch" style="background:{BOX_STYLE[k][0]};'
-        f'border:{1.5 * BOX_STYLE[k][3]:.1f}px {_css_dash(BOX_STYLE[k][2])} '
+        f'border:{1.5 * BOX_STYLE[k][3]:.1f}px {css_dash(BOX_STYLE[k][2])} '
         f'{BOX_STYLE[k][1]}"></span>'
         f"{html.escape(LEGEND[k])}</li>" for k in scene.kinds)
     legend += "".join(
-        f'<li><span class="line" style="border-top:2px {_css_dash(EDGE_STYLE[k][1])} '
+        f'<li><span class="line" style="border-top:2px {css_dash(EDGE_STYLE[k][1])} '
         f'{EDGE_STYLE[k][0]}"></span>{html.escape(EDGE_LEGEND[k])}</li>'
         for k in scene.edge_kinds)
     note = (f"<p class=\"sub\">{scene.collapsed:,} nodes are inside collapsed chains "
@@ -260,7 +260,7 @@ def _page(scene: Scene, details: dict[str, dict], at: Any, table: Table | None) 
     )
 
 
-def _css_dash(style: str) -> str:
+def css_dash(style: str) -> str:
     return {"-": "solid", "--": "dashed", ":": "dotted"}[style]
 
 
@@ -268,7 +268,7 @@ FONT_ATTRS = ('font-family="ui-monospace, \'DejaVu Sans Mono\', monospace" '
               'font-size="11.1"')
 
 
-def _svg(scene: Scene, prefix: str = "", page: bool = True, head: float = 0.0,
+def scene_svg(scene: Scene, prefix: str = "", page: bool = True, head: float = 0.0,
          foot: float = 0.0, min_width: float = 0.0) -> str:
     """The picture as SVG, without its closing tag: for the page (boxes with ids the script
     finds) or, with ``page=False``, a standalone image (its marker ids start with

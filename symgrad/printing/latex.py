@@ -12,12 +12,20 @@ from typing import Any
 import numpy as np
 
 from ..base.errors import LimitError, SymgradError
-from ..frontend.sympy_io import check_tree, number, symbol, sympy_form, sympy_module, too_deep
+from ..frontend.sympy_forms import (
+    check_tree,
+    number,
+    symbol,
+    sympy_form,
+    sympy_module,
+    too_deep,
+)
 from ..ir.body import Body
 from ..ir.expr import Expr
 from ..ir.graph import Graph
-from ..ir.op import REGISTRY, Op
-from ..ir.text import _keywords
+from ..ir.op import REGISTRY, RESULT, Op
+from ..ir.text import keyword_attrs
+from ..ops.loops import ScanParts
 
 LATEX_LIMIT = 5_000  # nodes: larger expressions are not printed as LaTeX
 
@@ -134,8 +142,16 @@ def _matrix_form(sp, graph: Graph, i: int, sym: dict, holes: dict) -> tuple[str,
         return (r"\mathrm{const}_{" + "\\times ".join(map(str, value.shape)) + "}", "atom") \
             if value.size > 9 else (_array_latex(value), "atom")
     op = REGISTRY[n.op]
+    if n.op == RESULT:  # a loop's result: its recurrence; another call's: subscripted
+        call = graph.nodes[n.args[0]]
+        if isinstance(call.attrs.get("body"), Body):
+            return _recurrence(sp, graph, call, n.attrs["index"], sym, holes), "call"
+        base = _operand(sp, graph, call.id, sym, holes, "call")
+        if len(call.dtype) == 1:
+            return base, "call"
+        return f"{{{base}_{{{n.attrs['index']}}}}}", "atom"
     if isinstance(n.attrs.get("body"), Body):
-        return _recurrence(sp, graph, n, sym, holes), "call"
+        return "", "atom"  # written by its results (the recurrence of each)
     form = LATEX.get(n.op)
     if form is not None:
         template, rank = form
@@ -148,17 +164,19 @@ def _matrix_form(sp, graph: Graph, i: int, sym: dict, holes: dict) -> tuple[str,
         left, right = (_operand(sp, graph, a, sym, holes, "mul" if rank == "mul" else "rel")
                        for a in n.args)
         return (f"{left} {right}" if not symbol else f"{left} {symbol} {right}"), rank
-    if op.write is not None:
-        return _subscript(sp, graph, n, op, sym, holes), "atom"
+    if (op.write is not None and not n.is_call  # a call: its results are subscripted
+            and op.write(["\0"] * len(n.args), n.attrs).startswith("\0")):
+        return _subscript(sp, graph, n, op, sym, holes), "atom"  # x[...]: an index
     return _call(sp, graph, n, op, sym, holes), "call"
 
 
-def _recurrence(sp, graph: Graph, n, sym: dict, holes: dict) -> str:
-    r"""A loop as the recurrence it runs: ``c_{0} \leftarrow f(c_{0}, x_{1})`` repeated
-    ``L`` times from the initial values, ``x_{1}`` the ``t``-th row of its array; then
-    which result (a final carry ``c_{j}``, or per-step results or values stacked)."""
+def _recurrence(sp, graph: Graph, n, out: int, sym: dict, holes: dict) -> str:
+    r"""Result ``out`` of loop ``n`` as the recurrence the loop runs: ``c_{0} \leftarrow
+    f(c_{0}, x_{1})`` repeated ``L`` times from the initial values, ``x_{1}`` the ``t``-th
+    row of its array; then which result (a final carry ``c_{j}``, or per-step results or
+    values stacked)."""
     body, attrs = n.attrs["body"], n.attrs
-    nc, nx, out = attrs["carries"], attrs["xs"], attrs["out"]
+    nc, nx = attrs["carries"], attrs["xs"]
     names = [sp.latex(symbol(sp, body.graph.nodes[i].name, "float64")) for i in body.inputs]
     updates = [rf"{names[j]} \leftarrow {latex(Expr(body.graph, body.outputs[j]))}"
                for j in range(nc)]
@@ -167,14 +185,15 @@ def _recurrence(sp, graph: Graph, n, sym: dict, holes: dict) -> str:
              + (r"_{t}" if nc <= k < nc + nx else "") for k, a in enumerate(n.args)]
     order = r"t = {L}, \dots, 1" if attrs["reverse"] else r"t = 1, \dots, {L}"
     order = order.replace("{L}", str(attrs["length"]))
-    if out < nc:
-        result = names[out]
-    elif out < nc + len(ys):
-        result = r"\left[" + ys[out - nc] + r"\right]_{t}"
-    elif out < 2 * nc + len(ys):
-        result = r"\left[" + names[out - nc - len(ys)] + r"\right]_{t}"
+    kind, j = ScanParts.of(attrs).kind(out)
+    if kind == "carry":
+        result = names[j]
+    elif kind == "y":
+        result = r"\left[" + ys[j] + r"\right]_{t}"
+    elif kind == "stored":
+        result = r"\left[" + names[j] + r"\right]_{t}"
     else:  # a residual: a value of the step, stacked
-        result = r"\left[" + latex(Expr(body.graph, out - 2 * nc - len(ys))) + r"\right]_{t}"
+        result = r"\left[" + latex(Expr(body.graph, j)) + r"\right]_{t}"
     return (result + r"\ \text{after}\ " + r",\ ".join(updates) + r"\ \text{for}\ "
             + order + r"\ \text{from}\ " + r",\ ".join(given))
 
@@ -194,7 +213,7 @@ def _subscript(sp, graph: Graph, n, op: Op, sym: dict, holes: dict) -> str:
 
 def _call(sp, graph: Graph, n, op: Op, sym: dict, holes: dict) -> str:
     args = [_operand(sp, graph, a, sym, holes, "rel") for a in n.args]
-    keywords = [f"\\text{{{k}}}={v}" for k, v in _keywords(graph, n, op, set())] \
+    keywords = [f"\\text{{{k}}}={v}" for k, v in keyword_attrs(graph, n, op, set())] \
         if op.public else []
     name = op.name.replace("_", r"\_")
     return rf"\operatorname{{{name}}}\left(" + ", ".join(args + keywords) + r"\right)"

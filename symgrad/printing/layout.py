@@ -7,7 +7,7 @@ from __future__ import annotations
 from .model import GAP, HGAP, ROW, Edge, Scene
 
 
-def _layout(scene: Scene) -> None:
+def place_boxes(scene: Scene) -> None:
     boxes = scene.boxes
     fwd = [k for k, b in boxes.items() if b.side == "forward"]
     back = [k for k, b in boxes.items() if b.side == "B"]

@@ -19,7 +19,7 @@ from ..ir import expr as ir_expr
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from .draw import BOX_STYLE, EDGE_STYLE
-from .html import PX, _css_dash, _svg
+from .html import PX, css_dash, scene_svg
 from .model import EDGE_LEGEND, LEGEND, Scene
 from .scene import build_scene
 
@@ -120,8 +120,8 @@ def _standalone(scene: Scene, prefix: str) -> str:
               for c in range(columns)]
     rows = -(-len(items) // columns)
     foot = (rows * ROW_PX + 16) / PX
-    body = _svg(scene, prefix=prefix, page=False, head=0.45, foot=foot,
-                min_width=24 + sum(widths))
+    body = scene_svg(scene, prefix=prefix, page=False, head=0.45, foot=foot,
+                      min_width=24 + sum(widths))
     height = float(body.split('height="', 1)[1].split('"', 1)[0])
     out = [body, f'<text x="12" y="22" font-size="14" font-weight="bold">'
                  f"{html.escape(scene.title)}</text>"]
@@ -137,7 +137,7 @@ def _standalone(scene: Scene, prefix: str) -> str:
         else:
             colour, style, lw = EDGE_STYLE[kind]
             dash = {"solid": "", "dashed": ' stroke-dasharray="6 3"',
-                    "dotted": ' stroke-dasharray="2 3"'}[_css_dash(style)]
+                    "dotted": ' stroke-dasharray="2 3"'}[css_dash(style)]
             out.append(f'<line x1="{x:.1f}" y1="{y:.1f}" x2="{x + 28:.1f}" y2="{y:.1f}" '
                        f'stroke="{colour}" stroke-width="{1.3 * lw:.1f}"{dash}/>')
         out.append(f'<text x="{x + 36:.1f}" y="{y + 4:.1f}" font-size="11.1">'

@@ -28,15 +28,17 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 
+from ..base.describe import describe
 from ..base.errors import ArgumentError, LimitError
 from ..ir.expr import Expr
 from ..ir.graph import Graph
-from ..ir.op import REGISTRY
-from ..ir.text import _type, infix, select, tangent_pairs
-from ..ir.values import describe, exact, exact_str
+from ..ir.op import REGISTRY, RESULT
+from ..ir.text import infix, select, tangent_pairs, type_text
+from ..ir.values import exact, exact_str
 from .explain import definition, numbering
-from .layout import _layout
+from .layout import place_boxes
 from .model import Box, Edge, Scene
 
 COLLAPSE_AT = 60  # boxes above which collapse="auto" collapses chains
@@ -84,7 +86,7 @@ def build_scene(exprs: Graph | Expr | Sequence[Expr], title: str | None = None,
         )
     head, sub = _titles(graph, outputs, boxes, title)
     scene = Scene(graph, boxes, edges, head, sub, hidden)
-    _layout(scene)
+    place_boxes(scene)
     return scene
 
 
@@ -151,8 +153,10 @@ def _boxes(graph: Graph, ids: list[int], outputs: list[int]) -> tuple[dict, list
     for f, t in tangent_pairs(graph):
         if f in chosen and t in chosen and nodes[t].role == "tangent":
             t_of.setdefault(t, f)
-    drawn = [i for i in ids if not nodes[i].is_const or
+    drawn = [i for i in ids if (not nodes[i].is_const and not nodes[i].is_call) or
              (i in p_labels and nodes[i].role == "adjoint") or i in t_of]
+    # a call with several results is drawn as its results (each reads the call's operands)
+    result_of = {nodes[i].args[0]: i for i in reversed(drawn) if nodes[i].op == RESULT}
     b_count = 0
     names: dict[int, str] = dict(labels)
     for i in drawn:
@@ -180,9 +184,14 @@ def _boxes(graph: Graph, ids: list[int], outputs: list[int]) -> tuple[dict, list
         boxes[f"n{i}"] = _node_box(graph, i, names, p_labels, anchor_of, i in outs,
                                    names_all)
     edges: list[Edge] = []
+    for key, box in boxes.items():  # built by a call's rule: anchored at its first result
+        call = int(box.origin[1:]) if box.origin else -1
+        if call in result_of:
+            boxes[key] = replace(box, origin=f"n{result_of[call]}")
     for i in drawn:
         dst = boxes[f"n{i}"]
-        for a in dict.fromkeys(nodes[i].args):
+        operands = nodes[nodes[i].args[0]].args if nodes[i].op == RESULT else nodes[i].args
+        for a in dict.fromkeys(operands):
             src = boxes.get(f"n{a}")
             if src is None or nodes[a].is_const:
                 continue  # a constant (even a seed): written into the definition
@@ -307,7 +316,7 @@ def _tangent_box(graph: Graph, i: int, f: int, names, output: bool, names_all) -
     text = "seed" if n.is_const else _clip(definition(graph, i, names))
     lines = [f"{names_all[i]} = {text}"]
     if n.shape:
-        lines.append(_type(n.shape, n.dtype))
+        lines.append(type_text(n.shape, n.dtype))
     return Box(f"n{i}", "tangent", names_all[i], lines, node=i, op=n.op, output=output,
                anchor=f"n{f}", origin=None if n.origin is None else f"n{n.origin}")
 
@@ -321,7 +330,7 @@ def _primary(ps: list[str], fs: list[int], labels: dict[int, str]) -> str:
 def _node_box(graph: Graph, i: int, names, p_labels, anchor_of, output: bool,
               names_all: dict[int, str]) -> Box:
     n = graph.nodes[i]
-    shape = _type(n.shape, n.dtype) if n.shape else ""
+    shape = type_text(n.shape, n.dtype) if n.shape else ""
     if n.role == "forward":
         kind = "input" if n.is_var else "forward"
         text = n.name if n.is_var else _clip(definition(graph, i, names))

@@ -1,11 +1,12 @@
 """``sg.stats``: what an expression costs, before and after each pass ``compile`` runs.
 
-For each stage — the graph as built, then with traced loops rolled (:mod:`symgrad.passes.
-loops`; a stage only when something rolled), then after each of the compile passes in turn
-(cumulative, as :data:`symgrad.passes.COMPILE` applies them; with ``fast_math=True`` also
-the non-exact ones) — the number of nodes, of lines the emitted function would have, the
-histogram of ops, the number of loops (``scan`` calls), and the cost model's estimated
-flops and bytes written (:mod:`symgrad.passes.cost`).
+For each step — the graph as built, then with traced loops rolled (the ``rolling`` stage of
+:mod:`symgrad.passes.registry`, with ``fast_math=True`` the ``loops`` stage; a row only when
+something rolled), then after each pass of the ``compile`` stage in turn (cumulative, as
+that stage applies them; with ``fast_math=True`` the ``fast_math`` stage) — the number of
+nodes, of lines the emitted function would have, the histogram of ops, the number of loops
+(``scan`` calls), and the cost model's estimated flops and bytes written
+(:mod:`symgrad.passes.cost`).
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ from ..base.errors import SymgradError
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..ops.loops import loop_calls
-from ..passes import pipeline
+from ..passes.context import Context
 from ..passes.cost import cost
-from ..passes.loops import loop_passes
-from ..passes.simplify import rebuild
+from ..passes.pipeline import compile_stages, run_stage
+from ..passes.rebuild import rebuild
+from ..passes.registry import query
 
 
 @dataclass
@@ -127,11 +129,12 @@ def stats(exprs: Expr | Sequence[Expr], fast_math: bool = False,
     graph = max((e.graph for e in outs), key=len)
     ids = [graph.find(e) for e in outs]
     rows = [_stage("as built", graph, ids)]
-    rolled = [e.node for e in loop_passes([Expr(graph, i) for i in ids], fast_math)]
+    loops, rewrites = compile_stages(True, fast_math)[:2]
+    graph, rolled = run_stage(loops, graph, ids, Context())
     if rolled != ids:
         ids = rolled
         rows.append(_stage("loops rolled" + (", reduced" if fast_math else ""), graph, ids))
-    chain = pipeline.FAST if fast_math else pipeline.COMPILE
+    chain = query(rewrites)
     for k, p in enumerate(chain, start=1):
         new, new_ids = rebuild(graph, ids, chain[:k], chain[:k])
         rows.append(_stage(p.name, new, new_ids))
@@ -152,7 +155,7 @@ def _backend_plan(outs: list[Expr], fast_math: bool, backend: Any) -> tuple:
     return low.request.target.name, kernels, numpy_ops, numpy_why
 
 
-def _summary(exprs: Any) -> str:
+def summary(exprs: Any) -> str:
     """One line: the before/after of :func:`stats` (for ``symgrad source --stats``)."""
     s = stats(exprs)
     b, a = s.before, s.after

@@ -3,10 +3,14 @@
 ``symgrad.scipy.special`` (error functions, the normal CDF and its logarithm, gamma family,
 Bessel functions, ``logsumexp``, ...), ``symgrad.scipy.stats`` (``norm``, ``t``,
 ``multivariate_normal``, ``gamma``, ``beta``), ``symgrad.scipy.linalg``
-(``solve_triangular``, ``cho_solve``, ...) and ``symgrad.scipy.signal`` (``convolve``,
-``correlate``, ...):
-code written against ``scipy`` traces when its imports name these modules instead, as with
-``autograd.scipy`` and ``jax.scipy``. SciPy's special-function ufuncs applied to an Expr
+(``solve_triangular``, ``cho_solve``, ...), ``symgrad.scipy.signal`` (``convolve``,
+``correlate``, ...), ``symgrad.scipy.sparse`` (sparse matrices with symbolic values,
+``.linalg``'s solvers), ``symgrad.scipy.optimize`` (``root``, ``minimize``, ... solved by
+SciPy, differentiated implicitly) and ``symgrad.scipy.integrate`` (``solve_ivp``,
+``odeint``, with sensitivities): code written against ``scipy`` traces when its imports
+name these modules instead, as with ``autograd.scipy`` and ``jax.scipy``, and inside
+``sg.grad(fun)`` and the other function transforms ``scipy``'s own names are read as these
+(:mod:`symgrad.frontend.scipy_names`). SciPy's special-function ufuncs applied to an Expr
 (``scipy.special.erf(x)``) are routed here by the array protocol.
 
 >>> import symgrad as sg
@@ -15,9 +19,13 @@ code written against ``scipy`` traces when its imports name these modules instea
 0.0
 """
 
-from . import linalg, signal, special, stats  # special registers the scipy.special names
+from ..frontend import scipy_names as _names
+from . import integrate, linalg, optimize, signal, sparse, special, stats  # special: ufuncs
 
-__all__ = ["linalg", "signal", "special", "stats"]
+__all__ = ["integrate", "linalg", "optimize", "signal", "sparse", "special", "stats"]
+
+for _name in __all__:  # scipy.<name> read by a traced function means this module's
+    _names.register(_name, globals()[_name])
 
 
 def support_markdown() -> str:
@@ -42,6 +50,10 @@ def support_markdown() -> str:
         f"- **`scipy.signal`** ({len(signal.__all__)}, real arrays, every mode; "
         "`scipy.signal.convolve(x, ...)` on an Expr names `symgrad.scipy.signal.convolve`): "
         + ", ".join(f"`{n}`" for n in signal.__all__),
+        "- **`scipy.sparse`** (symbolic values on a fixed pattern; SciPy's sparse matrices "
+        "are operands too): " + ", ".join(f"`{n}`" for n in sparse.__all__ if n != "linalg")
+        + "; **`.linalg`** (implicit gradients): "
+        + ", ".join(f"`{n}`" for n in sparse.linalg.__all__ if n != "SuperLU"),
     ]
     return "\n".join(lines) + "\n"
 

@@ -210,8 +210,8 @@ def eigh(a: Any, b: Any = None, *, lower: bool = True, eigvals_only: bool = Fals
     uplo = "L" if lower else "U"
     a = as_expr(a)
     if b is None:
-        w = F.eigh(a, UPLO=uplo)
-        return w if eigvals_only else (w, F.eigh_vectors(a, UPLO=uplo))
+        w, v = F.eigh(a, UPLO=uplo)
+        return w if eigvals_only else (w, v)
     if type not in (1, 2, 3):
         raise UnsupportedError(f"eigh: type must be 1, 2 or 3, got {type!r}")
     b = as_expr(b)
@@ -224,10 +224,9 @@ def eigh(a: Any, b: Any = None, *, lower: bool = True, eigvals_only: bool = Fals
         inner = solve_triangular(chol, solve_triangular(chol, a, lower=True).T, lower=True)
     else:
         inner = chol.T @ a @ chol
-    w = F.eigh(inner)
+    w, y = F.eigh(inner)
     if eigvals_only:
         return w
-    y = F.eigh_vectors(inner)
     return w, (chol @ y if type == 3 else solve_triangular(chol, y, trans="T", lower=True))
 
 

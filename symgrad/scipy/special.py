@@ -197,8 +197,9 @@ def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: bool = False,
         raise UnsupportedError("scipy.special.logsumexp(return_sign=True) is not supported: "
                                "use non-negative weights b")
     a = as_expr(a)
-    if b is not None:
-        a = a + F.log(as_expr(b))
+    if b is not None:  # a weight of 0 drops its term, as in SciPy (inf * 0 is not NaN here)
+        b = as_expr(b)
+        a = F.where(b == 0.0, float("-inf"), a + F.log(F.where(b == 0.0, 1.0, b)))
     return F.logsumexp(a, axis=axis, keepdims=keepdims)
 
 

@@ -25,7 +25,10 @@ arrays first); its error names the function here.
 from __future__ import annotations
 
 import math
+import sys as _sys
 from typing import Any
+
+import numpy as np
 
 from .. import numpy as _numpy  # noqa: F401  (the ops and NumPy's names, registered first)
 from ..base.errors import ShapeError, UnsupportedError
@@ -274,8 +277,10 @@ class _Dirichlet(_Density):
     def logpdf(self, x: Any, alpha: Any) -> Expr:
         """sum (alpha_i - 1) log x_i - sum gammaln(alpha_i) + gammaln(sum alpha_i), with
         SciPy's layout: the components along the *first* axis of ``x`` (``K`` or ``K - 1``
-        of them: the last is then 1 - the sum). Where SciPy raises (``x`` off the simplex:
-        a component outside (0, 1], or sums off 1 by more than 1e-9) the value is NaN; the
+        of them: the last is then 1 - the sum). On the simplex's boundary a component 0
+        with ``alpha_i >= 1`` is SciPy's value (its term is 0 at ``alpha_i = 1``, ``-inf``
+        above). Where SciPy raises (``x`` off the simplex: a component outside [0, 1], 0
+        where ``alpha_i < 1``, or sums off 1 by more than 1e-9) the value is NaN; the
         derivative in ``x`` is the unconstrained one, as SciPy's formula gives."""
         x, alpha = as_expr(x), as_expr(alpha)
         k = alpha.shape[0] if alpha.ndim == 1 else 0
@@ -288,7 +293,8 @@ class _Dirichlet(_Density):
         a = F.reshape(alpha, (k,) + (1,) * (x.ndim - 1))
         value = F.sum(F.xlogy(a - 1.0, x), axis=0) - F.sum(F.gammaln(alpha)) \
             + F.gammaln(F.sum(alpha))
-        inside = (F.abs(F.sum(x, axis=0) - 1.0) <= 1e-9) & F.all((x > 0) & (x <= 1), axis=0)
+        positive = (x > 0) | ((x == 0) & (a >= 1.0))  # SciPy: 0 is allowed where alpha >= 1
+        inside = (F.abs(F.sum(x, axis=0) - 1.0) <= 1e-9) & F.all(positive & (x <= 1), axis=0)
         return _checked(value, inside & F.all(alpha > 0))
 
 
@@ -311,6 +317,7 @@ class _MultivariateNormal(_Density):
         dev = x - (0.0 if mean is None else as_expr(mean))
         if dev.ndim == 0:
             dev = F.reshape(dev, (1,))
+        _positive_definite(cov)
         cov = as_expr(cov)
         if cov.ndim == 0:
             cov = cov * F.eye(d)
@@ -329,6 +336,24 @@ class _MultivariateNormal(_Density):
         return -0.5 * (d * _LOG_2PI + logdet + maha)
 
 
+def _positive_definite(cov: Any) -> None:
+    """A covariance given as numbers must be positive definite, as SciPy's check says (a
+    symbolic one fails where its Cholesky factor is computed)."""
+    if isinstance(cov, Expr):
+        return
+    c = np.asarray(cov, dtype=np.float64)
+    m = np.diag(c) if c.ndim == 1 else c if c.ndim == 2 else None
+    if m is None:
+        return
+    try:
+        np.linalg.cholesky(m)
+    except np.linalg.LinAlgError:
+        raise UnsupportedError(
+            "multivariate_normal.logpdf: cov is not positive definite (a singular covariance "
+            "or not symmetric); allow_singular=True is not supported: regularise it (cov + "
+            "eps * I) or drop the dependent directions") from None
+
+
 norm = _Norm()
 t = _T()
 gamma = _Gamma()
@@ -337,3 +362,8 @@ chi2 = _Chi2()
 poisson = _Poisson()
 dirichlet = _Dirichlet()
 multivariate_normal = _MultivariateNormal()
+
+# ``import symgrad.scipy.stats.multivariate_normal as mvn``, as JAX's modules are imported
+for _dist in (norm, t, gamma, beta, chi2, poisson, dirichlet, multivariate_normal):
+    _sys.modules[f"{__name__}.{_dist.name}"] = _dist  # type: ignore[assignment]
+del _dist

@@ -30,12 +30,13 @@ from typing import Any
 import numpy as np
 
 from ..backends.interpreter import evaluate
+from ..base.describe import describe, type_name
 from ..base.errors import InputError, SymgradError
 from ..ir.expr import Expr, F, build, const
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY, Op
 from ..ir.shapes import broadcast, fmt, is_float
-from ..ir.values import describe, exact, type_name
+from ..ir.values import exact
 from ..transforms.derivatives import Wrt, jvp, resolve_wrt, vjp
 
 # Central differences have truncation error ~h^2 |f'''| and rounding error ~eps_mach |f| / h;

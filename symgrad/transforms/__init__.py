@@ -4,7 +4,8 @@ builds grad, vjp, jvp, jacobian, hessian, hvp and n-th derivatives on them; :mod
 :mod:`.colouring` and :mod:`.sparse` find sparsity patterns, colour them and build sparse
 Jacobians and Hessians from a few batched passes."""
 
-from . import custom, loops  # noqa: F401  (the rules of loop steps and custom derivatives)
+# the rules of loop steps, custom derivatives and solver calls
+from . import custom, implicit, loops, sensitivity  # noqa: F401
 from .derivatives import (
     derivative,
     grad,

@@ -11,7 +11,8 @@ its shape rule or gives a result whose shape is not ``(batch,) + its own``; then
 operands of lower rank than the result get unit axes after the batch axis (so they
 broadcast as the unbatched ones did); an op that needs more says how in its stanza
 (:attr:`~symgrad.ir.op.Op.batch`: ``matmul`` of a vector, ``outer``). Calls with a
-custom rule are not batched (the user's rule is written for one row).
+custom rule are not batched (the user's rule is written for one row). The rebuilding with
+rows is :func:`symgrad.ir.rows.rows_lifted`, which the reductions pass shares.
 
 >>> import symgrad as sg
 >>> x = sg.var("x", shape=(3,))
@@ -27,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ..ir.expr import Expr, F
-from ..passes.steps import Unbatchable, rows_lifted
+from ..ir.rows import Unbatchable, rows_lifted
 
 
 def batched(outputs: Sequence[Expr], inputs: Mapping[str, Expr], size: int) -> list[Expr]:

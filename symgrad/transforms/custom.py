@@ -23,15 +23,14 @@ from typing import Any
 import numpy as np
 
 from ..base.errors import DifferentiationError
-from ..ir.body import Body, scan_nodes, trace
+from ..ir.body import Body, scan_call, trace
 from ..ir.custom import CustomRule
 from ..ir.expr import Expr, F
 from ..ir.graph import Graph
-from ..ir.op import REGISTRY
+from ..ir.op import REGISTRY, RESULT, define_rules
 from ..ir.shapes import fmt, is_float
-from ..ops.custom import DERIVED
-from .forward import _tangents
-from .loops import _multi_vjp
+from .forward import tangents_inside
+from .loop_steps import multi_vjp
 from .reverse import adjoint_rewriting
 
 Aval = tuple[tuple[int, ...], str]
@@ -64,15 +63,16 @@ def _refuse_captured(rule: CustomRule, captured: Sequence[bool], how: str) -> No
 
 # -- reverse mode -------------------------------------------------------------------------
 
-def _backprop(n, g) -> tuple:
+def custom_backprop(n, g: tuple) -> tuple:
+    """The contributions to the operands of custom call ``n`` for ``g``, the adjoints of
+    its results (None where a result has none): the rule's, never the primal's."""
     rule: CustomRule = n.attrs["rule"]
-    graph, nodes = n.graph, n.graph.nodes
+    graph = n.graph
     m, k = rule.n_out, rule.n_in
     ys, xs, caps = rule.parts(n.args)
     _refuse_captured(rule, [n.needs(m + k + j) and is_float(c.dtype)
                             for j, c in enumerate(caps)], "reverse mode")
-    seeds = {nodes[i].attrs["out"]: gi for i, gi in (g.items() if isinstance(g, dict)
-                                                     else [(n.data.id, g)])}
+    seeds = {j: gj for j, gj in enumerate(g) if gj is not None}
     some = next(iter(seeds))
     nb = seeds[some].ndim - ys[some].ndim
     batch = seeds[some].shape[:nb]
@@ -127,19 +127,20 @@ def _push(rule: CustomRule, xs: list[Expr], ys: list[Expr], given: list[int],
 
 # -- forward mode -------------------------------------------------------------------------
 
-def _forward(n, t) -> Expr | None:
+def custom_forward(n, t) -> tuple | None:
+    """The tangents of the results of custom call ``n`` (None where zero) for tangents
+    ``t`` of its operands: the rule's."""
     rule: CustomRule = n.attrs["rule"]
     m, k = rule.n_out, rule.n_in
     ys, xs, caps = rule.parts(n.args)
     ty, tx, tc = rule.parts(t)
     _refuse_captured(rule, [tj is not None for tj in tc], "forward mode")
     given = [i for i in range(k) if tx[i] is not None and is_float(xs[i].dtype)]
-    out = n.attrs["out"]
-    if not given or not is_float(ys[out].dtype):
+    fy = [j for j in range(m) if is_float(ys[j].dtype)]
+    if not given or not fy:
         return None
     nb = tx[given[0]].ndim - xs[given[0]].ndim
     batch = tx[given[0]].shape[:nb]
-    fy = [j for j in range(m) if is_float(ys[j].dtype)]
     values = [tx[i] for i in given]
     if rule.kind == "jvp":
         def push(*ts: Expr) -> list[Expr]:
@@ -165,7 +166,7 @@ def _forward(n, t) -> Expr | None:
             "forward mode through custom_vjp always): use reverse mode (sg.grad, "
             f"sg.jacrev, sg.jacrev(sg.jacrev(f)) for a Hessian), or define {rule.name} "
             "with sg.custom_jvp"))
-    return outs[fy.index(out)]
+    return tuple(outs[fy.index(j)] if j in fy else None for j in range(m))
 
 
 # -- mapping a rule over batch axes, transposing a linear rule ------------------------------
@@ -197,7 +198,7 @@ def vmapped(fn: Callable[..., list[Expr]], avals: list[Aval], values: list[Expr]
         res = body.inline([*ts, *captured])
         home = ts[0].graph
         with adjoint_rewriting(home, True):
-            rec = _tangents(res, ts, dots)
+            rec = tangents_inside(res, ts, dots)
         tan = [rec.tangent_of.get(r.node) for r in res]
         return [_zeros(home, batch + s, d) if t is None else Expr(home, t)
                 for t, (s, d) in zip(tan, outs)]
@@ -210,8 +211,7 @@ def vmapped(fn: Callable[..., list[Expr]], avals: list[Aval], values: list[Expr]
         return [a + b for a, b in zip(at_zero, moved)]
     rows = math.prod(batch)
     flat = [F.reshape(v, (rows, *s)) for v, (s, _) in zip(values, avals)]
-    stacked = scan_nodes(graph, body, 0, k, rows, False, [*flat, *captured],
-                         range(len(outs)))
+    stacked = scan_call(graph, body, 0, k, rows, False, [*flat, *captured])
     return [F.reshape(y, batch + s) for y, (s, _) in zip(stacked, outs)]
 
 
@@ -233,7 +233,7 @@ def transposed(fn: Callable[..., list[Expr]], avals: list[Aval], cots: list[Expr
         ts, cs = list(v[:k]), list(v[k:])
         res = body.inline([*ts, *captured])
         home = ts[0].graph
-        adj = _multi_vjp([(res[j], c) for j, c in zip(pick, cs)], ts)
+        adj = multi_vjp([(res[j], c) for j, c in zip(pick, cs)], ts)
         return [_zeros(home, batch + s, d) if a is None else a for a, (s, d) in zip(adj, avals)]
 
     tbody, tcaptured = trace(pull, [*avals, *[(batch + outs[j][0], outs[j][1]) for j in pick]])
@@ -269,7 +269,7 @@ def as_differentiated(outputs: Sequence[Expr], wrt: Sequence[Expr]) -> list[Expr
     ids = [graph.find(o) for o in outputs]
     order = graph.ancestors(ids)
     nodes = graph.nodes
-    calls = [i for i in order if isinstance(nodes[i].attrs.get("rule"), CustomRule)]
+    calls = {i for i in order if isinstance(nodes[i].attrs.get("rule"), CustomRule)}
     if not calls:
         return list(outputs)
     on_path = graph.descendants([graph.find(w) for w in wrt], order)
@@ -277,20 +277,23 @@ def as_differentiated(outputs: Sequence[Expr], wrt: Sequence[Expr]) -> list[Expr
     primals: dict[tuple, list] = {}
     for i in order:
         n = nodes[i]
-        rule = n.attrs.get("rule") if i in on_path else None
-        if isinstance(rule, CustomRule):
-            args = tuple(memo.get(a, a) for a in n.args)
+        call = n.args[0] if n.op == RESULT else None
+        if call in calls and call in on_path:
+            c = nodes[call]
+            rule = c.attrs["rule"]
+            args = tuple(memo.get(a, a) for a in c.args)
             got = primals.get((args, rule))
             if got is None:
                 _, xs, _ = rule.parts([Expr(graph, a) for a in args])
                 got = primals[(args, rule)] = rule.primal(xs)
-            memo[i] = _in(graph, got[n.attrs["out"]], n.shape, n.dtype).node
-        elif any(a in memo for a in n.args):
+            memo[i] = _in(graph, got[n.attrs["index"]], n.shape, n.dtype).node
+        elif i not in calls and any(a in memo for a in n.args):
             memo[i] = graph.add(REGISTRY[n.op], tuple(memo.get(a, a) for a in n.args),
                                 n.attrs)
     return [Expr(graph, memo.get(i, i)) for i in ids]
 
 
-DERIVED.update(backprop=_backprop, forward=_forward)
+for _name in ("custom_vjp_call", "custom_jvp_call"):
+    define_rules(_name, backprop=custom_backprop, forward=custom_forward)
 
-__all__ = ["as_differentiated", "transposed", "vmapped"]
+__all__ = ["as_differentiated", "custom_backprop", "custom_forward", "transposed", "vmapped"]

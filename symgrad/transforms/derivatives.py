@@ -14,16 +14,19 @@ from typing import Any
 
 import numpy as np
 
+from ..base.describe import describe, type_name
 from ..base.errors import DifferentiationError, LimitError
 from ..ir.expr import Expr, F
 from ..ir.graph import Graph
 from ..ir.limits import exceeded, limits
 from ..ir.shapes import fmt, is_float
-from ..ir.values import describe, exact, exact_choice, exact_str, type_name
-from ..passes.loops import loop_passes
+from ..ir.values import exact, exact_choice, exact_str
+from ..passes.pipeline import loop_stage
 from .custom import as_differentiated
 from .forward import tangents as forward_pass
 from .reverse import backprop
+from .sparse import Plan, SparseExpr, as_pattern, compressed, hessian_plan, jacobian_plan, seeds
+from .sparsity import NNZ_LIMIT, hessian_pattern, jacobian_pattern, pair_limit
 from .taylor import Declined, series_of
 
 Wrt = Expr | str
@@ -55,7 +58,7 @@ def grad(f: Expr, wrt: Wrt | Sequence[Wrt], *, cleanup: bool = True) -> Expr | t
             f"grad needs a scalar output, but f has shape {fmt(f.shape)}; use "
             "sg.jacobian(f, wrt) for the full derivative or sg.vjp(f, wrt, g) for a product"
         )
-    (f,) = loop_passes([f])  # before the seed: it is built for f
+    (f,) = loop_stage([f])  # before the seed: it is built for f
     with _budget(f, "grad"):
         return vjp(f, wrt, _seed(np.ones((), f.dtype), f), cleanup=cleanup)
 
@@ -75,7 +78,7 @@ def vjp(f: Expr, wrt: Wrt | Sequence[Wrt], g: Expr | str | Any, *,
     """
     _check_output(f, "vjp")
     cleanup = _flag(cleanup, "vjp: cleanup")
-    (f,) = loop_passes([f])
+    (f,) = loop_stage([f])
     many = isinstance(wrt, (list, tuple))
     targets = [resolve_wrt(f, w) for w in (exact(wrt) if many else [wrt])]
     if isinstance(g, str):
@@ -120,7 +123,7 @@ def jvp(f: Expr | Sequence[Expr], wrt: Wrt | Sequence[Wrt], tangents: Any, *,
         raise DifferentiationError("jvp needs an Expr or a non-empty list of Exprs")
     cleanup = _flag(cleanup, "jvp: cleanup")
     graph = max((o.graph for o in outs), key=len)
-    outs = loop_passes([o if o.graph is graph else Expr(graph, graph.find(o)) for o in outs])
+    outs = loop_stage([o if o.graph is graph else Expr(graph, graph.find(o)) for o in outs])
     many = isinstance(wrt, (list, tuple))
     targets = [resolve_wrt(outs[0], w) for w in (exact(wrt) if many else [wrt])]
     if not targets:
@@ -230,13 +233,11 @@ def jacobian(f: Expr, wrt: Wrt | Sequence[Wrt], *, mode: str | None = None,
     many = isinstance(wrt, (list, tuple))
     targets = [resolve_wrt(f, w) for w in (exact(wrt) if many else [wrt])]
     if sparse:
-        from .sparse import sparse_jacobian
-
         if many:
             raise DifferentiationError("a sparse Jacobian takes one variable (concatenate "
                                        "several into one vector)")
         with _budget(f, "jacobian"):
-            return sparse_jacobian(f, targets[0], mode)
+            return _sparse_jacobian(f, targets[0], mode)
     inputs = sum(w.size for w in targets)
     if mode is None:
         mode = "forward" if inputs < f.size else "reverse"
@@ -297,29 +298,45 @@ def hessian(f: Expr, wrt: Wrt | Sequence[Wrt], *, sparse: bool | None = None,
         g = grad(f, w)
         if sparse is False or (sparse is None and w.size < SPARSE_MIN):
             return _dense_hessian(g, w)
-        from ..base.errors import LimitError
-        from .sparse import hessian_plan, sparse_hessian
-        from .sparsity import NNZ_LIMIT, pair_limit
-
         try:
             with pair_limit(max(w.size * w.size // SPARSE_GAIN, 10_000) if not sparse
                             else NNZ_LIMIT):
-                plan = hessian_plan(f, w, g, method)
+                plan = hessian_plan(w, g, method)
         except LimitError:
             if sparse:
                 raise
             return _dense_hessian(g, w)
         if sparse:
-            return sparse_hessian(f, w, g=g, plan=plan)
+            return _sparse_hessian(w, g, plan)
         if plan.colours * SPARSE_GAIN > w.size:
             return _dense_hessian(g, w)
         _check_dense("hessian", w.size * w.size, plan.colours * w.size)
-        return sparse_hessian(f, w, g=g, plan=plan).todense()
+        return _sparse_hessian(w, g, plan).todense()
 
 
 def _dense_hessian(g: Expr, w: Expr) -> Expr:
     _check_dense("hessian", w.size * w.size, w.size * w.size)
     return jacobian(g, w, mode="reverse")
+
+
+def _sparse_jacobian(f: Expr, w: Expr, mode: str | None) -> SparseExpr:
+    """``df/dw`` from one batched pass with a seed per colour (:mod:`.sparse`): forward
+    over the coloured columns or reverse over the coloured rows."""
+    plan = jacobian_plan(f, w, mode)
+    if not plan.colours:
+        product, origin = None, f
+    elif plan.method == "forward":
+        product, origin = jvp(f, w, seeds(plan, w)), f
+    else:
+        product, origin = vjp(f, w, seeds(plan, f)), w
+    return compressed(plan, product, origin, f.shape + w.shape, f.dtype)
+
+
+def _sparse_hessian(w: Expr, g: Expr, plan: Plan) -> SparseExpr:
+    """The Hessian whose gradient is ``g``, forward over reverse: one batched tangent pass
+    over the gradient with a seed per colour of ``plan``."""
+    product = jvp(g, w, seeds(plan, w)) if plan.colours else None
+    return compressed(plan, product, g, w.shape + w.shape, w.dtype)
 
 def jacobian_sparsity(f: Expr, wrt: Wrt) -> Any:
     """The structural sparsity pattern of ``df/dwrt`` as a boolean ``scipy.sparse``
@@ -333,9 +350,6 @@ def jacobian_sparsity(f: Expr, wrt: Wrt) -> Any:
            [0, 1, 1, 0],
            [0, 0, 1, 1]])
     """
-    from .sparse import as_pattern
-    from .sparsity import jacobian_pattern
-
     _check_output(f, "jacobian_sparsity")
     return as_pattern(jacobian_pattern([f], [resolve_wrt(f, wrt)]))
 
@@ -350,16 +364,14 @@ def hessian_sparsity(f: Expr, wrt: Wrt) -> Any:
     >>> sg.hessian_sparsity(sg.sum(x[1:] * x[:-1]) + sg.sum(x ** 3), x).nnz
     10
     """
-    from .sparse import as_pattern
-    from .sparsity import hessian_pattern
-
     _check_output(f, "hessian_sparsity")
     if f.shape != ():
         raise DifferentiationError(f"hessian_sparsity needs a scalar f, got shape "
                                    f"{fmt(f.shape)}")
     graph = Graph()
     copy = Expr(graph, graph.import_node(f.graph, f.node))
-    return as_pattern(hessian_pattern(copy, resolve_wrt(copy, wrt)))
+    w = resolve_wrt(copy, wrt)
+    return as_pattern(hessian_pattern(w, grad(copy, w)))
 
 
 

@@ -12,11 +12,12 @@ Tangent nodes have ``role="tangent"`` and ``origin`` = the node whose forward ru
 them, so printers draw and list them beside B and emitted code ties each tangent line to
 its forward line.
 
-Passes: the nodes the rules build go through :data:`symgrad.passes.REVERSE`, the passes
-reverse mode runs on B, for the same reasons: the exact ones (constant folding, ``t * 1``,
-negations) fold the seeds' constants away, and the where-masks of the adjoint cleanup keep
-the tangent of an unselected ``where`` branch an exact zero through later products, so
-that ``jvp`` agrees with ``vjp`` at kinks (``sqrt(relu(x))`` at ``x < 0``: 0, not NaN).
+Passes: the nodes the rules build go through the rule passes of the ``reverse`` stage
+(:mod:`symgrad.passes.registry`), those reverse mode runs on B, for the same reasons: the
+exact ones (constant folding, ``t * 1``, negations) fold the seeds' constants away, and the
+where-masks of the adjoint cleanup keep the tangent of an unselected ``where`` branch an
+exact zero through later products, so that ``jvp`` agrees with ``vjp`` at kinks
+(``sqrt(relu(x))`` at ``x < 0``: 0, not NaN).
 They rewrite only nodes the rules build, never a forward node. ``cleanup=False`` builds the
 tangents exactly as the rules write them.
 """
@@ -26,11 +27,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from ..base.memory import gc_paused
 from ..base.progress import start
-from ..ir.expr import Expr, F, NodeView
-from ..ir.op import REGISTRY
+from ..ir.expr import Expr, F
+from ..ir.nodeview import NodeView
+from ..ir.op import REGISTRY, RESULT
 from ..ir.shapes import is_float
-from .reverse import _backprop, _gc_paused, adjoint_rewriting, seed_kind, sum_to_shape
+from .reverse import adjoint_rewriting, backprop_inside, seed_kind, sum_to_shape
 
 
 @dataclass(frozen=True)
@@ -74,13 +77,16 @@ def tangents(outputs: Sequence[Expr], wrt: Sequence[Expr], seeds: Sequence[Expr]
     """Append the tangents of ``outputs`` for tangent ``seeds[k]`` of variable ``wrt[k]``
     (each ``batch + wrt[k].shape``, the same batch axes for all)."""
     graph = outputs[0].graph
-    with _gc_paused(), adjoint_rewriting(graph, cleanup):
-        result = _tangents(outputs, wrt, seeds)
+    with gc_paused(), adjoint_rewriting(graph, cleanup):
+        result = tangents_inside(outputs, wrt, seeds)
     graph.transforms.append(result)
     return result
 
 
-def _tangents(outputs: Sequence[Expr], wrt: Sequence[Expr], seeds: Sequence[Expr]) -> Tangents:
+def tangents_inside(outputs: Sequence[Expr], wrt: Sequence[Expr],
+                    seeds: Sequence[Expr]) -> Tangents:
+    """:func:`tangents` inside a rewriting context the caller set up (a loop's or a
+    solver's rule differentiating its step)."""
     graph = outputs[0].graph
     batch = seeds[0].shape[: seeds[0].ndim - wrt[0].ndim]
     before = len(graph)
@@ -90,18 +96,34 @@ def _tangents(outputs: Sequence[Expr], wrt: Sequence[Expr], seeds: Sequence[Expr
     for w, s in zip(wrt, seeds):
         tangent.setdefault(w.node, s)
     progress = start("forward mode", total=len(order))
+    calls: dict[int, tuple] = {}  # a call with several results -> its results' tangents
+    read: dict[int, set[int]] = {}  # a call -> the results the outputs read
+    for i in order:
+        if nodes[i].op == RESULT:
+            read.setdefault(nodes[i].args[0], set()).add(nodes[i].attrs["index"])
     for i in order:
         progress.update()
         node = nodes[i]
-        if i in tangent or not node.args or not is_float(node.dtype):
+        if i in tangent or not node.args or not (is_float(node.dtype) or node.is_call):
+            continue
+        if node.op == RESULT:  # a projection: its entry of the call's tangents
+            got = calls.get(node.args[0])
+            t = None if got is None else got[node.attrs["index"]]
+            if t is not None:
+                with graph.provenance(i, "tangent"):
+                    tangent[i] = fit(t, batch, node.shape, node.dtype)
             continue
         ts = tuple(tangent.get(a) for a in node.args)
         rule = REGISTRY[node.op].forward
         if rule is None or all(t is None for t in ts):
             continue
         with graph.provenance(i, "tangent"):
-            t = rule(NodeView(graph, node), ts)
-            if t is not None:
+            wanted = (tuple(k in read.get(i, ()) for k in range(len(node.dtype)))
+                      if node.is_call else None)
+            t = rule(NodeView(graph, node, wanted=wanted), ts)
+            if node.is_call:
+                calls[i] = tuple(t) if t is not None else (None,) * len(node.dtype)
+            elif t is not None:
                 tangent[i] = fit(t, batch, node.shape, node.dtype)
     progress.close()
     wanted = set(order)
@@ -146,7 +168,7 @@ def by_transposition(backprop: Callable[..., tuple]) -> Callable[..., Expr | Non
         for term in terms[1:]:
             s = s + term
         seed = Expr(graph, graph.const(1.0)) if s.dtype == "float64" else F.astype(1.0, s.dtype)
-        record = _backprop(s, [g], seed, role="tangent")
+        record = backprop_inside(s, [g], seed, role="tangent")
         node = record.adjoint_of.get(g.node)
         return None if node is None else Expr(graph, node)
 

@@ -6,10 +6,10 @@ topological order; sum each node's incoming contributions into ONE adjoint node;
 node's op for one contribution per operand; undo broadcasting centrally. The loop knows no
 op: all calculus lives in the registry's backprop rules.
 
-The nodes the rules build pass through the reverse-mode passes (:data:`symgrad.passes.REVERSE`:
-constant folding, exact identities, the adjoint cleanup) as they are built; ``cleanup=False``
-builds B exactly as the rules write it. The seed may carry leading *batch* axes (an identity
-seed gives a whole Jacobian in one pass).
+The nodes the rules build pass through the reverse-mode passes (the ``reverse`` stage of
+:mod:`symgrad.passes.registry`: constant folding, exact identities, the adjoint cleanup) as
+they are built; ``cleanup=False`` builds B exactly as the rules write it. The seed may
+carry leading *batch* axes (an identity seed gives a whole Jacobian in one pass).
 """
 
 from __future__ import annotations
@@ -21,15 +21,16 @@ from functools import reduce
 
 import numpy as np
 
+from ..base.memory import gc_paused
 from ..base.progress import start
-from ..ir.expr import Expr, F, NodeView
+from ..ir.expr import Expr, F
 from ..ir.graph import Graph
-from ..ir.op import REGISTRY
+from ..ir.nodeview import NodeView
+from ..ir.op import REGISTRY, RESULT
 from ..ir.shapes import Shape, is_float
-from ..ir.values import freeze
-from ..passes import IDIOMS, REVERSE, rewriter, sum_contributions
-from ..passes.pattern import constant_value
-from ..passes.simplify import gc_paused
+from ..passes.adjoint_cleanup import sum_contributions
+from ..passes.pattern import constant_value, rewriter
+from ..passes.pipeline import analysed, rule_passes
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ def backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, cleanup: bool = True
     """
     graph = output.graph
     with gc_paused(), adjoint_rewriting(graph, cleanup):
-        result = _backprop(output, wrt, seed, sum_contributions if cleanup else _fold,
+        result = backprop_inside(output, wrt, seed, sum_contributions if cleanup else _fold,
                            idioms=cleanup if idioms is None else idioms)
     with graph.lock:
         graph.transforms.append(result)
@@ -77,11 +78,9 @@ def backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, cleanup: bool = True
 @contextmanager
 def adjoint_rewriting(graph: Graph, cleanup: bool = True) -> Iterator[None]:
     """Nodes built inside pass through the reverse-mode passes (nothing if not ``cleanup``)."""
-    with graph.rewriting(rewriter(graph, REVERSE) if cleanup else None):
+    with graph.rewriting(rewriter(graph, rule_passes("reverse")) if cleanup else None):
         yield
 
-
-_gc_paused = gc_paused  # forward mode's name for it
 
 
 def _fold(terms: Sequence[Expr]) -> Expr:
@@ -92,12 +91,18 @@ def _relevant(graph: Graph, forward: list[int], wrt: set[int]) -> set[int]:
     """The float nodes of ``forward`` (topological) a derivative flows to from ``wrt``:
     those reached through ops with a backprop rule only (a ``stop_gradient`` or ``floor``
     on the way cuts the path, so the rules are not asked for contributions nothing will
-    use; a user's op defined without a rule keeps its rule that raises)."""
+    use; a user's op defined without a rule keeps its rule that raises). A call with several
+    results is relevant when one of its float operands is; its projections, when their call
+    is and they are float."""
     nodes = graph.nodes
     relevant: set[int] = set()
     for i in forward:
         n = nodes[i]
-        if not is_float(n.dtype):
+        if n.op == RESULT:
+            if is_float(n.dtype) and n.args[0] in relevant:
+                relevant.add(i)
+            continue
+        if not (is_float(n.dtype) or n.is_call):
             continue
         if i in wrt or (n.args and REGISTRY[n.op].backprop is not None
                         and any(a in relevant for a in n.args)):
@@ -105,11 +110,14 @@ def _relevant(graph: Graph, forward: list[int], wrt: set[int]) -> set[int]:
     return relevant
 
 
-def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, total=_fold,
-              role: str = "adjoint", idioms: bool = False,
-              also: Sequence[tuple[Expr, Expr]] = ()) -> Backprop:
+def backprop_inside(output: Expr, wrt: Sequence[Expr], seed: Expr, total=_fold,
+                    role: str = "adjoint", idioms: bool = False,
+                    also: Sequence[tuple[Expr, Expr]] = ()) -> Backprop:
     """``also``: more ``(output, seed)`` pairs seeded in the same pass (a loop body's
-    results: one pass gives the adjoint of their seeded sum)."""
+    results: one pass gives the adjoint of their seeded sum).
+
+    A projection's adjoint goes to its call, whose rule runs once, at the call, with ``g``
+    the tuple of its results' adjoints (None where a result has none)."""
     graph = output.graph
     batch = seed.ndim - output.ndim
     before = len(graph)
@@ -121,27 +129,26 @@ def _backprop(output: Expr, wrt: Sequence[Expr], seed: Expr, total=_fold,
     for o, s in seeded:
         if o.node in relevant:
             parts.setdefault(o.node, []).append(s)
-    found = IDIOMS.run(graph, [i for i in forward if i in relevant]) if idioms else {}
-    anchor = _joint_calls(graph, [i for i in forward if i in relevant])
-    pending: dict[int, dict[int, Expr]] = {}  # a call's first result -> the adjoints so far
+    found = analysed("reverse", graph, [i for i in forward if i in relevant]).idioms \
+        if idioms else {}
+    calls: dict[int, dict[int, Expr]] = {}  # a call -> the adjoints of its results so far
     adjoint_of: dict[int, int] = {}
     progress = start("reverse mode", total=len(forward))
     for i in reversed(forward):
         progress.update()
-        if i not in parts and i not in pending:
+        if i not in parts and i not in calls:
             continue
         node = nodes[i]
         with graph.provenance(i, role):
-            if i in parts:
+            if node.is_call:
+                got = calls.pop(i)
+                g = tuple([got.get(k) for k in range(len(node.dtype))])
+            else:
                 g = total(parts.pop(i))
                 adjoint_of[i] = g.node
-            first = anchor.get(i)
-            if first is not None:  # one result of a call: its rule runs once, at the first
-                if i in adjoint_of:
-                    pending.setdefault(first, {})[i] = g
-                if i != first:
+                if node.op == RESULT:
+                    calls.setdefault(node.args[0], {})[node.attrs["index"]] = g
                     continue
-                g = pending.pop(first)
             targets, rule = found.get(i) or (node.args, REGISTRY[node.op].backprop
                                              if node.args else None)  # leaves pass nothing on
             if rule is None:
@@ -174,21 +181,6 @@ def _seed_kind(seed: Expr, batch: int) -> str:
     if value.size != rows * rows:
         return "other"
     return "identity" if np.array_equal(value.reshape(rows, rows), np.eye(rows)) else "other"
-
-
-def _joint_calls(graph: Graph, order: list[int]) -> dict[int, int]:
-    """``{node: the first node of its call}`` for the results of ops with several results
-    (:attr:`~symgrad.ir.op.Op.joint`), among ``order`` (sorted)."""
-    nodes = graph.nodes
-    first: dict[tuple, int] = {}
-    out: dict[int, int] = {}
-    for i in order:
-        n = nodes[i]
-        part = REGISTRY[n.op].joint if n.args else None
-        if part is not None:
-            key = (n.op, n.args, freeze({k: v for k, v in n.attrs.items() if k != part}))
-            out[i] = first.setdefault(key, i)
-    return out
 
 
 def sum_to_shape(g: Expr, shape: Shape, batch: int) -> Expr:

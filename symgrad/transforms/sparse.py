@@ -7,7 +7,9 @@ of ``J``, and a reverse pass with a row colouring holds them in ``S^T J``. A Hes
 ``H S`` is one batched forward pass over the gradient graph (forward over reverse), with a
 star colouring (fewer colours, entries read by symmetry) or a distance-2 one. The
 non-zeros are then one gather from the compressed result, at positions known when the graph
-is built: ``data`` is an Expr of shape ``(nnz,)`` in the pattern's row-major order.
+is built: ``data`` is an Expr of shape ``(nnz,)`` in the pattern's row-major order. Here:
+the plans (:func:`jacobian_plan`, :func:`hessian_plan`), their :func:`seeds` and the
+gather (:func:`compressed`); :mod:`.derivatives` runs the batched products between them.
 
 >>> import numpy as np, symgrad as sg
 >>> x = sg.var("x", shape=(50,))
@@ -28,7 +30,6 @@ from ..ir.expr import Expr, F
 from ..ir.shapes import fmt
 from ..ir.values import exact
 from .colouring import column_colouring, recovery, seed_rows, star_colouring
-from .derivatives import grad, jvp, vjp
 from .sparsity import Pattern, hessian_pattern, jacobian_pattern
 
 MODES = (None, "forward", "reverse")
@@ -123,14 +124,14 @@ def jacobian_plan(f: Expr, w: Expr, mode: str | None = None) -> Plan:
     return min(plans, key=lambda p: p.colours)
 
 
-def hessian_plan(f: Expr, w: Expr, g: Expr, method: str | None = None) -> Plan:
-    """Symmetric pattern of the Hessian and a star or distance-2 colouring (fewer colours
-    unless ``method`` says)."""
+def hessian_plan(w: Expr, g: Expr, method: str | None = None) -> Plan:
+    """Symmetric pattern of the Hessian of a scalar whose gradient with respect to ``w`` is
+    ``g``, and a star or distance-2 colouring (fewer colours unless ``method`` says)."""
     method = exact(method)
     if method not in METHODS:
         raise DifferentiationError(f"sparse hessian: method must be 'star', 'distance2' or "
                                    f"None, got {method!r}")
-    pattern = hessian_pattern(f, w, g)
+    pattern = hessian_pattern(w, g)
     plans = []
     if method in (None, "star"):
         colour = star_colouring(pattern)
@@ -162,36 +163,24 @@ def _gather(compressed: Expr, plan: Plan, origin: int) -> Expr:
         return F.index(flat, Expr(graph, graph.const(plan.positions)), key=("@",))
 
 
-def sparse_jacobian(f: Expr, w: Expr, mode: str | None = None,
-                    plan: Plan | None = None) -> SparseExpr:
-    """``df/dw`` as a :class:`SparseExpr` (one batched pass with ``plan.colours`` seeds)."""
-    plan = plan or jacobian_plan(f, w, mode)
-    if plan.colours == 0:  # no entries at all
-        data = F.zeros((0,), dtype=f.dtype)
-    elif plan.method == "forward":
-        with w.graph.provenance(w.node, "tangent"):
-            seed = _seed(w, plan.colour, w.shape)
-        data = _gather(jvp(f, w, seed), plan, f.node)
-    else:
-        with f.graph.provenance(f.node):
-            seed = _seed(f, plan.colour, f.shape)
-        data = _gather(vjp(f, w, seed), plan, w.node)
-    return SparseExpr(data, plan.pattern, f.shape + w.shape, plan.colours, plan.method)
+def seeds(plan: Plan, w: Expr) -> Expr:
+    """The colouring's seed directions for the batched product of ``plan``: tangents of
+    ``w`` (a forward plan, a Hessian's) or cotangents of ``w`` (a reverse plan: ``w`` is
+    then the output), shape ``(plan.colours,) + w.shape``."""
+    with w.graph.provenance(w.node, "tangent" if plan.method != "reverse" else "adjoint"):
+        return _seed(w, plan.colour, w.shape)
 
 
-def sparse_hessian(f: Expr, w: Expr, method: str | None = None, g: Expr | None = None,
-                   plan: Plan | None = None) -> SparseExpr:
-    """The Hessian of scalar ``f`` as a :class:`SparseExpr`: forward over reverse with the
-    colouring's seeds (one batched tangent pass over the gradient)."""
-    g = grad(f, w) if g is None else g
-    plan = plan or hessian_plan(f, w, g, method)
-    if plan.colours == 0:
-        data = F.zeros((0,), dtype=w.dtype)
+def compressed(plan: Plan, product: Expr | None, origin: Expr, shape: tuple[int, ...],
+               dtype: str) -> SparseExpr:
+    """The derivative of ``shape`` whose batched ``product`` with :func:`seeds` (made for
+    node ``origin``; None where the plan has no colours: no entries at all) holds its
+    non-zeros, as a :class:`SparseExpr`."""
+    if product is None:
+        data = F.zeros((0,), dtype=dtype)
     else:
-        with w.graph.provenance(w.node, "tangent"):
-            seed = _seed(w, plan.colour, w.shape)
-        data = _gather(jvp(g, w, seed), plan, g.node)
-    return SparseExpr(data, plan.pattern, w.shape + w.shape, plan.colours, plan.method)
+        data = _gather(product, plan, origin.node)
+    return SparseExpr(data, plan.pattern, shape, plan.colours, plan.method)
 
 
 @dataclass(frozen=True)
@@ -231,5 +220,5 @@ def as_pattern(pattern: Pattern) -> Any:
                               pattern.indptr), shape=pattern.shape)
 
 
-__all__ = ["Plan", "SparseExpr", "SparseValue", "as_matrix", "as_pattern", "hessian_plan",
-           "jacobian_plan", "sparse_hessian", "sparse_jacobian"]
+__all__ = ["Plan", "SparseExpr", "SparseValue", "as_matrix", "as_pattern", "compressed",
+           "hessian_plan", "jacobian_plan", "seeds"]

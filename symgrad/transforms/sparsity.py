@@ -7,7 +7,8 @@ the node's elements, columns = the inputs). A variable's pattern is the identity
 other node's comes from its operands' patterns through its op's sparsity rule (one rule per
 kind of op, in its stanza: :mod:`symgrad.ops.structure`): the rule says which operand
 elements each result element depends on, and the patterns compose as a boolean matrix
-product. The loop knows no op.
+product. A call with several results gets one pattern per result (its rule gives maps per
+result), which its projections take. The loop knows no op.
 
 The Hessian's pattern is the Jacobian pattern of the gradient graph (the gradient is a graph
 in the same ops), made symmetric. Every pattern is a superset of the numerical non-zeros at
@@ -22,6 +23,7 @@ any point; the sizes are budgeted (``LimitError``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -31,11 +33,12 @@ import numpy as np
 
 from ..base.errors import LimitError
 from ..base.progress import start
-from ..ir.expr import Expr, NodeView
+from ..ir.expr import Expr
 from ..ir.graph import Graph
-from ..ir.op import REGISTRY
+from ..ir.nodeview import NodeView
+from ..ir.op import REGISTRY, RESULT
 from ..ir.shapes import is_float
-from ..ops.structure import dense_maps, elementwise_maps
+from ..ops.structure import dense_map, dense_maps, elementwise_maps
 
 NNZ_LIMIT = 20_000_000  # entries a node's pattern may have
 # a tighter bound for one computation (hessian's default: a pattern past it is dense anyway)
@@ -170,16 +173,27 @@ def jacobian_pattern(outputs: Sequence[Expr], wrt: Sequence[Expr]) -> Pattern:
     order = graph.ancestors([o.node for o in outputs])
     nodes = graph.nodes
     progress = start("sparsity pattern", total=len(order))
+    calls: dict[int, list[Pattern | None]] = {}  # a call -> the pattern of each result
     for i in order:
         progress.update()
         node = nodes[i]
-        if i in patterns or not node.args or not is_float(node.dtype):
+        if i in patterns or not node.args:
+            continue
+        if node.op == RESULT:  # a projection: its result's pattern
+            got = calls.get(node.args[0])
+            if got is not None and got[node.attrs["index"]] is not None:
+                patterns[i] = got[node.attrs["index"]]
+            continue
+        if not (is_float(node.dtype) or node.is_call):
             continue
         if REGISTRY[node.op].backprop is None:  # locally constant (a user's op without a
             continue  # rule has one that raises: its pattern stays a dense superset)
         if not any(a in patterns for a in node.args):
             continue
-        patterns[i] = _node_pattern(graph, node, patterns, total)
+        if node.is_call:
+            calls[i] = _call_patterns(graph, node, patterns, total)
+        else:
+            patterns[i] = _node_pattern(graph, node, patterns, total)
     progress.close()
     parts_r, parts_c, start_row = [], [], 0
     for o in outputs:
@@ -197,7 +211,27 @@ def jacobian_pattern(outputs: Sequence[Expr], wrt: Sequence[Expr]) -> Pattern:
 
 def _node_pattern(graph: Graph, node: Any, patterns: dict[int, Pattern], total: int) -> Pattern:
     view = NodeView(graph, node)
-    maps = local_maps(view)
+    return _composed(node, local_maps(view), patterns, view.out.size, total)
+
+
+def _call_patterns(graph: Graph, node: Any, patterns: dict[int, Pattern], total: int
+                   ) -> list[Pattern | None]:
+    """The pattern of each result of a call with several results (None for one that is
+    not float): its op's rule gives the maps of each result, else they are dense."""
+    view = NodeView(graph, node)
+    op = REGISTRY[node.op]
+    if op.sparsity is not None:
+        per_result = op.sparsity(view)
+    else:
+        per_result = [tuple(dense_map(a.shape, s) if is_float(a.data.dtype) else None
+                            for a in view.args) for s, _ in node.dtype]
+    return [_composed(node, maps, patterns, math.prod(s), total) if is_float(d) else None
+            for maps, (s, d) in zip(per_result, node.dtype)]
+
+
+def _composed(node: Any, maps: Sequence, patterns: dict[int, Pattern], size: int, total: int
+              ) -> Pattern:
+    """The pattern of a value whose local maps from ``node``'s operands are ``maps``."""
     rows, cols = [], []
     for a, m in zip(node.args, maps):
         p = patterns.get(a)
@@ -206,19 +240,14 @@ def _node_pattern(graph: Graph, node: Any, patterns: dict[int, Pattern], total: 
         r, c = compose(m[0], m[1], p)
         rows.append(r)
         cols.append(c)
-    size = view.out.size
     if not rows:
         return Pattern.from_pairs((size, total), np.zeros(0, np.int64), np.zeros(0, np.int64))
     return Pattern.from_pairs((size, total), np.concatenate(rows), np.concatenate(cols))
 
 
-def hessian_pattern(f: Expr, wrt: Expr, g: Expr | None = None) -> Pattern:
-    """The symmetric pattern of the Hessian of scalar ``f``: the Jacobian pattern of its
-    gradient ``g`` (built here if not given), united with its transpose."""
-    if g is None:
-        from .derivatives import grad
-
-        g = grad(f, wrt)
+def hessian_pattern(wrt: Expr, g: Expr) -> Pattern:
+    """The symmetric pattern of the Hessian of a scalar whose gradient with respect to
+    ``wrt`` is ``g``: the Jacobian pattern of ``g``, united with its transpose."""
     p = jacobian_pattern([g], [wrt])
     return p.union(p.T)
 

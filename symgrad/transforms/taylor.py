@@ -14,8 +14,8 @@ The loop knows no op. An op without a rule makes :func:`series_of` raise :class:
 before anything is built (a rule that declines later, such as ``x ** 0.5``, raises it
 mid-way: the caller runs it inside a budget, which removes what was built), and
 ``derivative`` falls back to repeated reverse mode. Nodes are built through the same
-exact passes as reverse mode's (:data:`symgrad.passes.REVERSE`): ``x * 1``, constants and
-negations fold away.
+exact passes as reverse mode's (the ``reverse`` stage of :mod:`symgrad.passes.registry`):
+``x * 1``, constants and negations fold away.
 """
 
 from __future__ import annotations
@@ -23,14 +23,16 @@ from __future__ import annotations
 import numpy as np
 
 from ..base.errors import SymgradError
+from ..base.memory import gc_paused
 from ..base.progress import start
-from ..ir.expr import Expr, NodeView
+from ..ir.expr import Expr
+from ..ir.nodeview import NodeView
 from ..ir.op import REGISTRY, Op
 from ..ir.shapes import is_float
 from ..ops.series import Series, piecewise_linear
 from ..ops.tangent import linear
 from .forward import fit
-from .reverse import _gc_paused, adjoint_rewriting
+from .reverse import adjoint_rewriting
 
 
 class Declined(SymgradError):
@@ -63,12 +65,13 @@ def series_of(f: Expr, x: Expr, order: int) -> list[Expr]:
     rules = {}
     for i in path:
         op = REGISTRY[nodes[i].op] if nodes[i].args else None
-        if op is None or not is_float(nodes[i].dtype) or not op.differentiable:
+        if op is None or not (is_float(nodes[i].dtype) or nodes[i].is_call) \
+                or not op.differentiable:  # a call with several results has no Taylor rule
             continue
         rules[i] = rule_of(op)
         if rules[i] is None:
             raise Declined(f"{op.name} has no Taylor rule")
-    with _gc_paused(), adjoint_rewriting(graph):
+    with gc_paused(), adjoint_rewriting(graph):
         first = fit(Expr(graph, graph.const(1.0)), (), (), x.dtype)
         known: dict[int, Series] = {x.node: ([x, first] + [None] * order)[: order + 1]}
         progress = start("taylor mode", total=len(path))

@@ -30,15 +30,15 @@ def test_lowering_optimises_each_loop_body_once_and_printing_runs_no_pass(
         monkeypatch, backend, fast_math):
     outs, ins = _scan_gradient(1.0 + fast_math + 10 * len(backend))
     calls = []
-    real = pipeline.optimize
+    real = pipeline.run_stages
     with monkeypatch.context() as m:
-        m.setattr(pipeline, "optimize", lambda *a, **k: calls.append(a[0]) or real(*a, **k))
+        m.setattr(pipeline, "run_stages", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
         low = lower(request(outs, ins, backend=backend, fast_math=fast_math))
     bodies = {id(b.graph) for b in low.bodies}
     assert len(calls) == 1 + len(bodies) and {id(g) for g in calls[1:]} == bodies
     assert len(bodies) >= 2  # the forward step (with its residuals) and the backward one
     with monkeypatch.context() as m:
-        m.setattr(pipeline, "optimize", lambda *a, **k: pytest.fail("a pass ran"))
+        m.setattr(pipeline, "run_stages", lambda *a, **k: pytest.fail("a pass ran"))
         source = low.source()
     assert "def _sg_loop1" in source
     assert source == sg.to_source(outs, ins, backend=backend, fast_math=fast_math)

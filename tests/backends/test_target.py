@@ -29,7 +29,7 @@ _TYPES = {"float64": "float64", "float32": "float32", "int64": "int64", "int32":
 
 
 def _scan_call(names: list[str], attrs: dict) -> str:  # the text comments cite for a scan
-    return f"_sg_loop({', '.join(names)})[{attrs['out']}]"
+    return f"_sg_loop({', '.join(names)})"
 
 
 TOY_TABLE: dict[str, Template | None] = {

@@ -26,7 +26,7 @@ from benchmarks import w3_rosenbrock as w3  # noqa: E402
 from benchmarks import w4_chain as w4  # noqa: E402
 
 GRAD_WORKLOADS = ["w1_mlp", "w2_gmm", "w2_gmm_user", "w3_rosenbrock", "w5_lstm",
-                  "w5_lstm_user", "w5_lstm_batch"]
+                  "w5_lstm_user"]
 
 
 def _mod(name):

@@ -164,3 +164,143 @@ def test_a_plain_numpy_function_traces():
     v = np.array([1.0, 2.0, 4.0])
     np.testing.assert_allclose(sg.grad(lambda a: snp.var(a))(v), 2 * (v - v.mean()) / 3,
                                rtol=1e-15)
+
+
+def test_nested_grad_over_a_closure_sharing_a_cell():
+    """autograd's ``grad(loglike)(r, p(r))`` idiom: the inner function and the outer one
+    close over the same variable; the inner gradient is taken at a value of the outer
+    argument. JAX gives 75.0."""
+
+    def make(x):
+        inner = lambda r, q: np.sum(r * q * x)  # noqa: E731
+        return lambda r: sg.grad(inner)(r, np.sum(r + x))
+
+    assert sg.grad(make(np.arange(1.0, 6.0)))(1.0) == 75.0
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+
+    def jmake(x):
+        inner = lambda r, q: jnp.sum(r * q * x)  # noqa: E731
+        return lambda r: jax.grad(inner)(r, jnp.sum(r + x))
+
+    assert float(jax.grad(jmake(jnp.arange(1.0, 6.0)))(1.0)) == 75.0
+
+
+def test_transforms_are_kept_per_function():
+    """``sg.grad(f)(x)`` written inside a loop or a function (autograd's idiom) traces once:
+    each transform of a function is kept, by the function's identity and code."""
+    traces = []
+
+    def f(w):
+        traces.append(1)  # runs only while tracing
+        return np.sum(np.sin(w) * w)
+
+    w = np.array([0.5, -1.0])
+    for make in (sg.grad, sg.value_and_grad, sg.hessian, sg.jacrev, sg.jacfwd, sg.jit):
+        assert make(f) is make(f)
+    for _ in range(5):
+        np.testing.assert_allclose(sg.grad(f)(w), np.sin(w) + w * np.cos(w), rtol=1e-15)
+    assert len(traces) == 1
+    assert sg.grad(f, 0) is sg.grad(f) and sg.grad(f, has_aux=False) is sg.grad(f)
+    assert sg.value_and_grad(f) is not sg.grad(f)
+
+    class Model:
+        def __init__(self):
+            self.scale = 1.0
+
+        def loss(self, w):
+            return self.scale * np.sum(w ** 2)
+
+    m = Model()
+    assert sg.grad(m.loss) is sg.grad(m.loss)  # a new bound method each time, one transform
+    sg.grad(m.loss)(w)
+    m.scale = 3.0  # kept, and still never stale
+    np.testing.assert_allclose(sg.grad(m.loss)(w), 6.0 * w, rtol=1e-15)
+
+
+def test_the_autograd_idiom_of_a_gradient_inside_a_function_traces_once():
+    """autograd's negative-binomial fit: the derivative ``grad(loglike)(r, p(r))`` is taken
+    inside the function that scipy.optimize.newton calls at every iteration."""
+    from scipy.optimize import newton
+    from scipy.special import gammaln
+
+    data = np.array([3.0, 7.0, 2.0, 9.0, 4.0, 4.0, 12.0, 1.0])
+    calls = []
+
+    def loglike(r, p):
+        calls.append(1)
+        return np.sum(sg.gammaln(data + r) - sg.gammaln(r) + r * np.log(1 - p)
+                      + data * np.log(p))
+
+    def p_of(r):
+        return np.sum(data) / np.sum(r + data)
+
+    def rprime(r):
+        return sg.grad(loglike)(r, p_of(r))
+
+    r = newton(rprime, 1.0)
+    assert len(calls) == 1  # one trace for all of newton's iterations
+
+    def numpy_rprime(r, h=1e-6):
+        def ll(r):
+            p = p_of(r)
+            return np.sum(gammaln(data + r) - gammaln(r) + r * np.log(1 - p)
+                          + data * np.log(p))
+        return (ll(r + h) - ll(r - h)) / (2 * h)
+
+    assert abs(numpy_rprime(r)) < 1e-6
+
+
+def test_a_compiled_function_takes_all_its_arguments():
+    """A derivative that is constant, or an argument the result does not use, still makes
+    a compiled function of all the arguments (its source says so)."""
+    g = sg.grad(lambda a, b: 2.0 * a)
+    assert g(3.0, np.ones(2)) == 2.0
+    assert "def grad_lambda(a, b):" in g.source
+    assert g.compiled(3.0, np.ones(2))(1.0, np.zeros(2)) == (2.0,)
+
+
+def test_hessian_of_a_vector_valued_function_has_jaxs_shape():
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+
+    x = np.array([0.3, -0.7, 1.1])
+
+    def f(a, np=np):
+        return np.stack([a[0] * a[1] ** 2, np.sin(a[2]) * a[0], np.sum(a ** 3)])
+
+    h = sg.hessian(f)(x)
+    want = np.asarray(jax.hessian(lambda a: f(a, jnp))(x))
+    assert h.shape == want.shape == (3, 3, 3)
+    np.testing.assert_allclose(h, want, rtol=1e-14, atol=1e-15)
+    blocks = sg.hessian(lambda a, b: a * b, argnums=(0, 1))(np.ones(2), np.ones(2))
+    jblocks = jax.hessian(lambda a, b: a * b, argnums=(0, 1))(jnp.ones(2), jnp.ones(2))
+    for i in range(2):
+        for j in range(2):
+            np.testing.assert_array_equal(blocks[i][j], np.asarray(jblocks[i][j]))
+
+
+def test_math_functions_on_expressions_say_use_numpys():
+    import math
+
+    with pytest.raises(sg.UnsupportedError, match=r"math.sin takes a number.*use np.sin"):
+        sg.grad(lambda a: math.sin(a) * a)(1.0)
+
+
+def test_integer_indices_that_wrap_or_fall_outside_are_errors():
+    """NumPy refuses ``w[np.uint64(2**64 - 1)]``; converted to int64 the index would wrap to
+    -1 and pick the last element: refused, never wrapped."""
+    w = np.array([1.0, 2.0, 3.0])
+    with pytest.raises((IndexError, OverflowError)):
+        w[np.uint64(2**64 - 1)]
+    g = sg.grad(lambda w, i: np.sum(w[i] * 2.0))
+    for i in (np.uint64(2**64 - 1), 2**64 - 1, np.array([0, 2**63], dtype=np.uint64)):
+        with pytest.raises(sg.InputError, match="do not fit int64"):
+            g(w, i)
+    for i in (3, -4, np.array([0, 5])):
+        with pytest.raises(IndexError, match="out of bounds"):
+            g(w, i)
+    np.testing.assert_array_equal(g(w, np.uint64(2)), [0.0, 0.0, 2.0])
+    np.testing.assert_array_equal(g(w, -1), [0.0, 0.0, 2.0])

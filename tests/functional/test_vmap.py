@@ -121,3 +121,49 @@ def test_vmap_inside_a_transform_is_batched_there(rng):
     W, X = rng.standard_normal((3, 2)), rng.standard_normal((7, 3))
     g = sg.grad(lambda W: np.sum(sg.vmap(lambda x: np.sum(np.tanh(x @ W)))(X)))(W)
     close(g, jax.grad(lambda W: jnp.sum(jnp.tanh(X @ W)))(W))
+
+
+def _pose(q, lengths, np=np):
+    """The planar end point of a chain of links: each link's homogeneous transform built
+    with np.array, a constant last row, the joint angles indexed one by one."""
+    T = np.eye(3)
+    for k, a in enumerate(lengths):
+        c, s = np.cos(q[k]), np.sin(q[k])
+        T = T @ np.array([[c, -s, a * c], [s, c, a * s], [0.0, 0.0, 1.0]])
+    return T[:2, 2]
+
+
+def test_vmap_of_grad_is_batched_like_the_primal(rng):
+    """The derivative graph of a function that indexes its argument and builds arrays with
+    constant rows is batched in one call, as the function itself is (not one call per
+    example); values as jax.vmap(jax.grad) and jax.vmap(jax.jacrev)."""
+    lengths = [1.0, 0.7, 0.5, 0.3]
+    Q = rng.standard_normal((50, 4))
+
+    def reach(q):
+        p = _pose(q, lengths)
+        return p[0] * p[1]
+
+    def jreach(q):
+        p = _pose(q, lengths, jnp)
+        return p[0] * p[1]
+
+    per_pose = sg.vmap(sg.grad(reach))
+    assert per_pose.vectorised(Q)
+    close(per_pose(Q), jax.vmap(jax.grad(jreach))(Q))
+    jac = sg.vmap(sg.jacobian(lambda q: _pose(q, lengths)))
+    assert jac.vectorised(Q)
+    close(jac(Q), jax.vmap(jax.jacrev(lambda q: _pose(q, lengths, jnp)))(Q))
+    assert sg.vmap(lambda q: _pose(q, lengths)).vectorised(Q)
+
+
+def test_in_axes_out_of_range_bools_and_keyword_arguments_as_jax():
+    X = np.arange(6.0).reshape(2, 3)
+    with pytest.raises(sg.ArgumentError, match="along axis 2, but its rank is 2"):
+        sg.vmap(lambda x: x * 2.0, in_axes=2)(X)
+    with pytest.raises(sg.ArgumentError, match="in_axes must be an int"):
+        sg.vmap(lambda x: x * 2.0, in_axes=True)(X)
+    got = sg.vmap(lambda x, y: x * y)(X, y=X + 1.0)  # keywords: mapped along axis 0
+    close(got, jax.vmap(lambda x, y: x * y)(X, y=X + 1.0))
+    got = sg.vmap(lambda s, y: s * y, in_axes=(None,))(2.0, y=X)
+    close(got, jax.vmap(lambda s, y: s * y, in_axes=(None,))(2.0, y=X))

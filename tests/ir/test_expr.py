@@ -12,8 +12,7 @@ from symgrad.errors import ShapeError
 from symgrad.ir.expr import Expr, build
 from symgrad.ir.graph import Graph
 from symgrad.ir.op import REGISTRY
-
-DTYPES = ["float64", "float32", "int64", "int32", "bool"]
+from symgrad.ir.shapes import DTYPES
 
 
 def _general(name: str, *operands) -> Expr:
@@ -191,3 +190,16 @@ def test_remembered_rules_are_shared_across_graphs_but_not_their_nodes():
     nb = b.add(REGISTRY["sin"], (xb,), {})
     assert a.nodes[na].shape == b.nodes[nb].shape == (3,)
     assert a.nodes[na] is not b.nodes[nb]
+
+
+def test_the_array_namespace_is_the_one_symgrad_numpy_installed(monkeypatch):
+    """The IR imports nothing above it: ``symgrad.numpy`` installs itself as the namespace
+    of Exprs; without it the question gets a clear error, not an import from below."""
+    import symgrad.numpy as snp
+    from symgrad.ir import expr
+
+    x = sg.var("x", shape=(2,))
+    assert x.__array_namespace__() is snp is expr.NAMESPACE["numpy"]
+    monkeypatch.delitem(expr.NAMESPACE, "numpy")
+    with pytest.raises(sg.UnsupportedError, match="import symgrad.numpy"):
+        x.__array_namespace__()

@@ -19,8 +19,9 @@ def test_x_times_x_keeps_two_operands_and_one_edge():
     f = x * x
     g = f.graph
     assert g.nodes[f.node].args == (x.node, x.node)
-    assert g.nx.number_of_edges() == 1
-    assert g.nx.nodes[f.node]["args"] == (x.node, x.node)
+    assert g.to_networkx().number_of_edges() == 1
+    assert g.to_networkx().nodes[f.node]["args"] == (x.node, x.node)
+    assert g.nx is g.to_networkx()  # the design notes' name for the same view
     assert sg.evaluate(f, {"x": 3.0}) == 9.0
     assert sg.evaluate(sg.grad(f, x), {"x": 3.0}) == 6.0
 

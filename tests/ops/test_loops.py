@@ -3,6 +3,9 @@ jax.lax.scan (when installed) and finite differences."""
 
 from __future__ import annotations
 
+import re
+import sys
+
 import numpy as np
 import pytest
 
@@ -258,7 +261,7 @@ def test_batched_seeds_jacobians_match_jax():
 
 def test_one_backward_loop_for_all_the_results_of_a_scan():
     """A loss over the final carry and the per-step outputs: one reverse scan, not one per
-    result (the results of a call are differentiated together: Op.joint)."""
+    result (a scan is one call: its rule gets the adjoints of all its results at once)."""
     x = sg.var("x", shape=3)
     (c, d), (y1, y2) = sg.scan(lambda c, _: ((sg.sin(c[0]) * c[1], c[0] * x), c), (x, x),
                                length=5)
@@ -285,3 +288,220 @@ def test_loop_bodies_go_through_the_functions_passes():
     want = sg.evaluate(outs, {"x": 0.3})
     for got, ref in zip(sg.compile(outs, [x], fast_math=True)(0.3), want):
         np.testing.assert_allclose(got, ref, rtol=1e-12)
+
+
+# -- one call, one node, one run -----------------------------------------------------------
+
+
+def _scans(outs) -> list:
+    """The scan call nodes among the ancestors of ``outs``."""
+    graph = outs[0].graph
+    return [graph.nodes[i] for i in graph.ancestors([graph.find(o) for o in outs])
+            if graph.nodes[i].op == "scan"]
+
+
+def _two_by_two(np_, scan, w, xs):
+    """A scan with two carries and two stacked per-step results."""
+    def step(c, x):
+        a, b = c
+        a2 = np_.tanh(a * w + x)
+        b2 = b * a2 + x
+        return (a2, b2), (a2 * b2, np_.sum(np_.exp(a2)))
+
+    (a, b), (y1, y2) = scan(step, (w, w * 0.5), xs)
+    return np_.sum(a * b) + np_.sum(y1) + np_.sum(y2 ** 2)
+
+
+def _loop_runs(fn) -> dict:
+    """Calls of each loop function of compiled ``fn``'s module from now on (the module's
+    ``_sg_loopN``, wrapped where the code looks them up); under ``("driver", name)`` those
+    the driver ``fn.raw`` makes itself (a loop function may also be a step's inner loop)."""
+    found = fn.raw.__globals__
+    runs: dict = {}
+    driver = fn.raw.__code__
+    for name in [k for k in found if k.startswith("_sg_loop") and k[8:].isdigit()]:
+        def counted(*args, _f=found[name], _name=name):
+            runs[_name] = runs.get(_name, 0) + 1
+            if sys._getframe(1).f_code is driver:
+                runs["driver", _name] = runs.get(("driver", _name), 0) + 1
+            return _f(*args)
+
+        found[name] = counted
+    return runs
+
+
+def _interpreter_runs(monkeypatch) -> list:
+    """The bodies of the scans the interpreter runs from now on, one entry per run."""
+    from symgrad.ops import loops
+
+    runs: list = []
+    real = loops.run_scan
+    monkeypatch.setattr(loops, "run_scan", lambda body, *a: runs.append(body) or real(body, *a))
+    return runs
+
+
+def test_a_scan_with_two_carries_and_two_results_is_one_node(monkeypatch):
+    """Its four results are projections of ONE scan node; value and gradient hold one
+    forward loop and one reverse loop (the forward call reverse mode asks for, with the
+    stored carries and residuals, is the primal's: the interpreter and compiled code run
+    it once for both)."""
+    w, xs = sg.var("w", (3,)), sg.var("xs", (6, 3))
+    (a, b), (y1, y2) = sg.scan(lambda c, x: ((sg.tanh(c[0] * w + x), c[1] * c[0]),
+                                            (c[0] * c[1], sg.sum(c[0]))), (w, w * 0.5), xs)
+    assert len(_scans([a, b, y1, y2])) == 1
+    assert {e.op for e in (a, b, y1, y2)} == {"result"}
+    f = _two_by_two(sg.numpy, sg.scan, w, xs)
+    outs = [f, *sg.grad(f, [w, xs])]
+    values = {"w": RNG.normal(size=3), "xs": RNG.normal(size=(6, 3))}
+    want_f = _two_by_two(jnp, jax.lax.scan, values["w"], values["xs"])
+    want = jax.grad(lambda *v: _two_by_two(jnp, jax.lax.scan, *v), argnums=(0, 1))(
+        values["w"], values["xs"])
+    runs = _interpreter_runs(monkeypatch)
+    got = sg.evaluate(outs, values)
+    assert len(runs) == 2 and len(set(runs)) == 2  # one forward, one reverse
+    fn = sg.compile(outs, ["w", "xs"])
+    calls = _loop_runs(fn)
+    compiled = fn(*values.values())
+    assert sorted(v for k, v in calls.items() if isinstance(k, str)) == [1, 1]
+    for result in (got, compiled):
+        np.testing.assert_allclose(result[0], want_f, rtol=1e-12)
+        for g, r in zip(result[1:], want):
+            np.testing.assert_allclose(g, r, rtol=1e-10, atol=1e-13)
+    from symgrad.passes.calls import merged
+
+    bodies = [n.attrs["body"] for n in _scans(outs)]
+    assert len(bodies) == 3 and len(set(bodies)) == 2  # the primal's call, reverse mode's
+    graph = outs[0].graph
+    new, (ids,) = merged(graph, [[graph.find(o) for o in outs]])
+    bodies = [new.nodes[i].attrs["body"] for i in new.ancestors(ids) if new.nodes[i].op == "scan"]
+    assert len(bodies) == 2 and len(set(bodies)) == 2  # one call each: forward, reverse
+
+
+def test_the_interpreter_runs_each_call_once(monkeypatch):
+    """Every result of a scan, and a reverse mode's stacked carries, from one run of the
+    loop; a call that is not needed is not run."""
+    w = sg.var("w", (3,))
+    c, ys = sg.scan(lambda c, _: (sg.tanh(c * w + 0.1), c * c), w, length=5)
+    g = sg.grad(sg.sum(c) + sg.sum(ys), w)
+    runs = _interpreter_runs(monkeypatch)
+    v = np.array([0.5, -1.0, 2.0])
+    got = sg.evaluate([c, ys, c[0] + ys[1, 2]], {"w": v})
+    assert len(runs) == 1
+    runs.clear()
+    sg.evaluate([ys, g], {"w": v})
+    assert len(runs) == 2  # the forward loop (primal and stacked carries), the reverse one
+    runs.clear()
+    sg.evaluate(g, {"w": v})
+    assert len(runs) == 2
+    c0 = v
+    for _ in range(5):
+        c0 = np.tanh(c0 * v + 0.1)
+    np.testing.assert_allclose(got[0], c0, rtol=1e-14)
+
+
+def _fluid_step(np_, vx, vy, smoke):
+    """A stable-fluids step (Stam's scheme on a periodic grid): the velocities are carried
+    along themselves (semi-Lagrangian: each cell reads the bilinear interpolation at the
+    point the flow came from, indices computed from the values), made divergence-free by
+    Jacobi sweeps of the pressure equation, and carry the smoke along."""
+    n = vx.shape[0]
+
+    def shift(f, k, axis):
+        return np_.roll(f, k, axis=axis)
+
+    def carried(f, u, v):
+        rows, cols = np_.meshgrid(np_.arange(n), np_.arange(n))
+        x, y = np_.ravel(cols - u), np_.ravel(rows - v)
+        i, j = np_.floor(x).astype(int), np_.floor(y).astype(int)
+        a, b = x - i, y - j
+        i0, j0, i1, j1 = i % n, j % n, (i + 1) % n, (j + 1) % n
+        out = ((1 - a) * ((1 - b) * f[i0, j0] + b * f[i0, j1])
+               + a * ((1 - b) * f[i1, j0] + b * f[i1, j1]))
+        return np_.reshape(out, (n, n))
+
+    vx, vy = carried(vx, vx, vy), carried(vy, vx, vy)
+    div = -0.5 * (shift(vx, -1, 0) - shift(vx, 1, 0) + shift(vy, -1, 1) - shift(vy, 1, 1))
+    p = np_.zeros((n, n))
+    for _ in range(10):
+        p = 0.25 * (div + shift(p, 1, 0) + shift(p, -1, 0) + shift(p, 1, 1) + shift(p, -1, 1))
+    vx = vx - 0.5 * (shift(p, -1, 0) - shift(p, 1, 0))
+    vy = vy - 0.5 * (shift(p, -1, 1) - shift(p, 1, 1))
+    return vx, vy, carried(smoke, vx, vy)
+
+
+def _fluid(np_, vx, vy, smoke, steps=30):
+    for _ in range(steps):
+        vx, vy, smoke = _fluid_step(np_, vx, vy, smoke)
+    return np_.mean(smoke ** 2) + np_.mean(vx * vy)
+
+
+def _top_level_runs(fn, runs: dict) -> list[int]:
+    """The counts of ``runs`` (:func:`_loop_runs`) of the loop functions ``fn``'s own code
+    calls (not those a loop calls inside its steps)."""
+    src = fn.source
+    driver = src[src.rindex("\ndef "):]
+    names = set(re.findall(r"= (_sg_loop\d+)\(", driver))
+    return sorted(runs.get(("driver", name), 0) for name in names)
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "numpy", "numba"])
+def test_a_rolled_python_loop_runs_its_forward_and_reverse_scans_once(backend, monkeypatch):
+    """A Python loop of 30 stable-fluids steps, rolled: value and gradient run the time
+    loop forward once and backward once, evaluated and compiled, and every other loop the
+    function calls (the pressure sweeps of the step left outside the time loop) once too.
+    A value every step shares, the first sweep's ``roll(zeros)``, stays outside the loops
+    that read it: the time loop is not built twice."""
+    from symgrad.passes.pipeline import loop_stage
+
+    if backend == "numba":
+        pytest.importorskip("numba")
+    n = 6
+    names = ["vx", "vy", "smoke"]
+    xs = [sg.var(name, (n, n)) for name in names]
+    (f,) = loop_stage([_fluid(sg.numpy, *xs)])
+    outs = [f, *sg.grad(f, xs)]
+    steps = {call.attrs["length"] for call in _scans([f])}
+    assert 29 in steps or 30 in steps  # the time loop, rolled
+    values = {name: RNG.normal(size=(n, n)) * 0.3 for name in names}
+    if backend == "interpreter":
+        runs = _interpreter_runs(monkeypatch)
+        got = sg.evaluate(outs, values)
+        time_loops = [b for b in runs if len(b.graph) > 100]  # the time loop's bodies
+        assert len(time_loops) == 2 and len(set(time_loops)) == 2  # forward, reverse
+    else:
+        fn = sg.compile(outs, names, backend=backend)
+        runs = _loop_runs(fn)
+        got = fn(*values.values())
+        assert set(_top_level_runs(fn, runs)) == {1}, runs  # each loop the driver calls: once
+    want = _fluid(np, *values.values())
+    np.testing.assert_allclose(got[0], want, rtol=1e-12)
+    h = 1e-6
+    for k in range(len(names)):
+        e = np.zeros((n, n))
+        e[1, 2] = h
+        args = list(values.values())
+        fd = (_fluid(np, *[a + e if m == k else a for m, a in enumerate(args)])
+              - _fluid(np, *[a - e if m == k else a for m, a in enumerate(args)])) / (2 * h)
+        np.testing.assert_allclose(got[1 + k][1, 2], fd, rtol=1e-5, atol=1e-8)
+
+
+def test_evaluating_a_final_carry_keeps_no_stack_of_the_carries():
+    """The final carry of a 10^4-step loop over 10^3 values: the interpreter keeps one
+    carry, not every step's (80 MB stacked)."""
+    import tracemalloc
+
+    x = sg.var("x", (1000,))
+    c, _ = sg.scan(lambda c, _: (sg.sin(c) * 0.5 + c * 0.25, None), x, length=10_000)
+    v = RNG.normal(size=1000)
+    tracemalloc.start()
+    try:
+        got = sg.evaluate(c, {"x": v})
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    stacked = 10_000 * v.nbytes
+    assert peak < stacked / 100, peak
+    want = v
+    for _ in range(10_000):
+        want = np.sin(want) * 0.5 + want * 0.25
+    np.testing.assert_allclose(got, want, rtol=1e-12)

@@ -125,7 +125,9 @@ def test_multi_output_functions_give_numpys_results_bit_for_bit(rng, dtype):
 
 def test_named_results_and_their_text():
     a = sg.var("A", (3, 3))
-    assert sg.slogdet(a).logabsdet.op == "slogdet" and sg.eigh(a).eigenvectors.shape == (3, 3)
+    logdet = sg.slogdet(a).logabsdet  # result 1 of one slogdet call
+    assert logdet.op == "result" and logdet.graph.nodes[logdet.data.args[0]].op == "slogdet"
+    assert sg.eigh(a).eigenvectors.shape == (3, 3)
     assert sg.svd(a).Vh.shape == (3, 3) and sg.qr(a).Q.shape == (3, 3)
     assert str(sg.eigh(a, UPLO="U").eigenvectors) == 'eigh(A, UPLO="U")[1]'
     assert str(sg.svd(a, compute_uv=False)) == "svd(A, compute_uv=False)"
@@ -489,12 +491,23 @@ def test_errors_say_what_to_do():
     assert sg.grad(sg.sum(sg.svd(t)[1]), t).shape == (4, 3)  # S alone is fine
     with pytest.raises(EvaluationError, match="not positive definite"):
         sg.evaluate(sg.cholesky(a), {"A": -np.eye(3)})
-    x, res, _, _ = sg.lstsq(t, sg.var("b", (4,)))
-    with pytest.raises(EvaluationError, match="rank 1 < 3"):
-        sg.evaluate(res, {"T": np.ones((4, 3)), "b": np.ones(4)})
-    fn = sg.compile(res, inputs=["T", "b"])
-    with pytest.raises(np.linalg.LinAlgError, match="rank 1 < 3"):
-        fn(np.ones((4, 3)), np.ones(4))
+
+
+def test_lstsq_residuals_of_a_rank_deficient_matrix_are_computed():
+    """NumPy gives no residuals for a rank-deficient tall ``a`` (an empty array, a shape
+    no one can know before the values): they are the sum of squares of ``b - a @ x`` at
+    NumPy's ``x``, evaluated and compiled."""
+    t, b = sg.var("T", (4, 3)), sg.var("b", (4,))
+    x, res, rank, _ = sg.lstsq(t, b)
+    t0, b0 = np.ones((4, 3)), np.arange(4.0)
+    x0, res0, rank0, _ = np.linalg.lstsq(t0, b0)
+    assert res0.size == 0 and rank0 == 1
+    want = np.sum((b0 - t0 @ x0) ** 2, keepdims=True)
+    for got in (sg.evaluate([x, res, rank], {"T": t0, "b": b0}),
+                sg.compile([x, res, rank], inputs=[t, b])(t0, b0)):
+        _same_bits(got[0], x0)
+        np.testing.assert_allclose(got[1], want, rtol=1e-14)
+        assert got[2] == 1
 
 
 # -- emitted code --------------------------------------------------------------------------------
@@ -580,18 +593,22 @@ def test_one_decomposition_is_computed_once_per_call(monkeypatch, rng):
     a = sg.var("A", (4, 3))
     u, s, vh = sg.svd(a, full_matrices=False)
     f = sg.sum(u ** 2 * rng.standard_normal((4, 3))) + sg.sum(s) + sg.sum(vh ** 3)
-    fn = sg.compile([u, f, sg.grad(f, a)], inputs=[a])
+    outs = [u, f, sg.grad(f, a)]
+    assert sum(n.op == "svd" for n in a.graph.nodes) == 1  # one call node, three results
+    fn = sg.compile(outs, inputs=[a])
+    code = [line.split("  #")[0] for line in fn.source.splitlines()]
+    assert sum("np.linalg.svd(" in line for line in code) == 1
     a0 = rng.standard_normal((4, 3))
     first = fn(a0)
     assert len(calls) == 1  # U, S, Vh and the rules' factors: one LAPACK call
-    first[0][...] = 0.0  # the caller's arrays are its own
-    again = fn(a0.copy())
-    assert len(calls) == 1
+    again = fn(a0)
+    assert len(calls) == 2  # one per call of the function: nothing is remembered
     np.testing.assert_array_equal(again[0], real(a0, full_matrices=False)[0])
-    fn(a0 + 1.0)
-    assert len(calls) == 2
-    values = sg.evaluate([u, s, vh], {"A": a0 + 2.0})  # the interpreter shares the kernel
-    assert len(calls) == 3 and values[1].shape == (3,)
+    np.testing.assert_array_equal(first[2], again[2])
+    values = sg.evaluate(outs, {"A": a0})  # the interpreter: one run too
+    assert len(calls) == 3
+    for v, w in zip(values, first):
+        np.testing.assert_array_equal(v, w)
 
 
 def test_docs_linear_algebra_example_runs():
@@ -727,3 +744,27 @@ def test_pinv_hermitian_differentiates_the_triangle_it_reads(rng):
         want = sg.evaluate([sg.grad(fi, a), sg.jvp(fi, a, t), sg.hessian(fi, a)], {"A": a0})
         for g, w in zip(got, want):
             np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-10 * np.max(np.abs(w)))
+
+
+@pytest.mark.parametrize("name", ["eigh", "svd", "qr", "slogdet"])
+def test_a_decomposition_is_one_node_with_numpys_values_and_gradients(name, rng):
+    """Every result of ``eigh``, ``svd``, ``qr`` and ``slogdet`` is a projection of ONE
+    call node; the values are NumPy's bit for bit, evaluated and compiled, and the
+    gradient of a loss reading every result matches finite differences to second order."""
+    s0 = rng.standard_normal((4, 4))
+    a0 = s0 @ s0.T + 4.0 * np.eye(4) if name in ("eigh", "slogdet") else s0
+    a = sg.var("A", (4, 4))
+    call = {"eigh": lambda m: sg.eigh(m), "svd": lambda m: sg.svd(m),
+            "qr": lambda m: sg.qr(m), "slogdet": lambda m: sg.slogdet(m)}[name]
+    results = list(call(a))
+    nodes = a.graph.nodes
+    assert sum(n.op == name for n in nodes) == 1
+    assert {r.op for r in results} == {"result"}
+    want = getattr(np.linalg, name)(a0)
+    for got in (sg.evaluate(results, {"A": a0}), sg.compile(results, inputs=[a])(a0)):
+        for g, w in zip(got, want):
+            _same_bits(g, w)
+    weights = [rng.standard_normal(r.shape) for r in results]
+    f = sum(sg.sum(w * r ** 2) for w, r in zip(weights, results))
+    check_grads(f, a, {"A": a0}, order=2, eps=1e-6)
+    assert sum(n.op == name for n in nodes) == 1  # the rules read the same call

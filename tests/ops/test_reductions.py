@@ -406,3 +406,20 @@ def test_signature_errors(make, match):
     with pytest.raises(SignatureError, match=match):
         make()
     assert issubclass(SignatureError, sg.SymgradError)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba", "jax"])
+def test_logsumexp_gradient_is_the_softmax_at_huge_magnitudes(backend):
+    """A row masked with -1e30 (and one near 1e15): logsumexp(x) rounds to max(x), so
+    exp(x - logsumexp(x)) would be [1, 1, 1, 1]; the gradient is the softmax, [.25, ...],
+    on every backend (JAX's jax.nn.logsumexp gradient is the same)."""
+    if backend == "jax":
+        pytest.importorskip("jax").config.update("jax_enable_x64", True)
+    X = np.array([[-1e30, -1e30, -1e30, -1e30], [1e15, 1e15, 1e15 + 1.0, 1e15],
+                  [0.0, 1.0, 2.0, 3.0], [-np.inf] * 4])
+    g = sg.grad(lambda x: np.sum(sg.logsumexp(x, axis=1)), backend=backend)(X)
+    e = np.exp(X[:3] - X[:3].max(axis=1, keepdims=True))
+    np.testing.assert_allclose(np.asarray(g)[:3], e / e.sum(axis=1, keepdims=True),
+                               rtol=1e-14)
+    np.testing.assert_array_equal(np.asarray(g)[3], 0.0)  # an all -inf row: zeros
+    np.testing.assert_array_equal(np.asarray(g)[0], 0.25)

@@ -29,6 +29,7 @@ from symgrad.backends import TABLES
 from symgrad.backends.targets.numpy.math_table import MATH, fallback_names
 from symgrad.backends.targets.numpy.table import NUMPY
 from symgrad.ir.body import Body
+from symgrad.ir.op import RESULT
 from symgrad.ir.shapes import fmt, is_float
 from symgrad.ops import REGISTRY, Op, register
 from symgrad.testing import check_grads, check_jvps
@@ -43,6 +44,8 @@ DIFFERENTIABLE = [c for c in CASES if c.values[0].op.differentiable]
 
 def test_every_op_with_operands_is_covered():
     covered = {c.values[0].op.name for c in CASES}
+    if any(c.values[0].result is not None for c in CASES):  # calls: read by projections
+        covered.add("result")
     missing = sorted(n for n, op in REGISTRY.items() if op.arity != 0 and n not in covered)
     assert not missing, f"ops with neither examples nor an elementwise domain: {missing}"
 
@@ -76,7 +79,8 @@ def test_every_backend_has_an_entry_for_every_op(backend):
 @pytest.mark.parametrize("case", CASES)
 def test_source_template_matches_impl(case):
     if is_loop(case):
-        pytest.skip("a loop's text is written by backends/loops.py (test_loops.py)")
+        pytest.skip("a loop's or callback's text is written by backends/loops.py and "
+                    "backends/callbacks.py (test_loops.py, test_callbacks.py)")
     _, inputs = case.build()[1:]
     attrs, ref = _impl(case)
     names = [f"a{k}" for k in range(len(case.arrays))]
@@ -84,6 +88,8 @@ def test_source_template_matches_impl(case):
     text = template.render(names, attrs)
     with np.errstate(all="ignore"):
         got = eval(text, {**template.namespace(), **inputs})  # noqa: S307 - our own template
+    if case.result is not None:  # a call's template gives the tuple of its results
+        got = got[case.result]
     got = np.asarray(got)
     assert got.shape == np.shape(ref) and got.dtype == np.asarray(ref).dtype, text
     np.testing.assert_array_equal(got, ref, err_msg=f"source: {text}")
@@ -181,8 +187,9 @@ def test_vjp_is_linear_in_the_cotangent(case, rng):
 
 
 def test_every_differentiable_op_has_a_forward_rule_and_register_checks_it():
-    missing = sorted(n for n, op in REGISTRY.items()
-                     if op.differentiable and op.arity != 0 and op.forward is None)
+    missing = sorted(n for n, op in REGISTRY.items()  # a projection's tangent: its call's
+                     if op.differentiable and op.arity != 0 and op.forward is None
+                     and n != RESULT)
     assert not missing, f"differentiable ops without a forward (JVP) rule: {missing}"
     op = Op(name="no_forward_rule", infer=lambda s, d, a: (s[0], d[0]), impl=np.negative,
             backprop=lambda n, g: (-g,))
@@ -234,5 +241,23 @@ def test_jacfwd_equals_the_reverse_jacobian(case):
 
 
 def is_loop(case) -> bool:
-    """Whether the case is a loop (a node holding a traced body)."""
-    return isinstance(case.attrs.get("body"), Body)
+    """Whether the case holds a traced body (a loop's step, a solver's callbacks): its text
+    names functions the module writes (tests/backends/test_loops.py, test_callbacks.py)."""
+    return any(isinstance(v, Body) for v in case.attrs.values())
+
+
+def test_rules_set_from_the_transforms_are_there_after_import_symgrad():
+    """scan's and the custom calls' rules live in symgrad/transforms and are set on the
+    ops from there: ``import symgrad`` alone installs them (no op reaches up for them)."""
+    import subprocess
+    import sys
+
+    code = ("import symgrad\nsymgrad.grad  # the public names: every module loaded\n"
+            "from symgrad.ir.op import REGISTRY, RESULT\n"
+            "print(sorted(n for n, op in REGISTRY.items() if op.rules and n != RESULT\n"
+            "             and (op.backprop is None or op.forward is None)))\n"
+            "print(sorted(n for n, op in REGISTRY.items() if op.rules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    assert out[0] == "[]"
+    assert {"scan", "custom_vjp_call", "custom_jvp_call"} <= set(eval(out[1]))  # noqa: S307

@@ -15,10 +15,11 @@ import symgrad as sg
 from symgrad.ir.expr import Expr
 from symgrad.passes import pipeline
 from symgrad.passes.cost import cost
+from symgrad.passes.registry import query
 from symgrad.passes.simplify import rebuild
 from symgrad.testing import random_expressions
 
-EXACT = [*pipeline.COMPILE, pipeline.COMPILE]  # each exact pass, and all of them in order
+EXACT = [*query("compile"), query("compile")]  # each exact pass, and all of them in order
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 

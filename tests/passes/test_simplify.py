@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import symgrad as sg
-from symgrad.passes import simplify
+from symgrad.passes.simplify import simplify
 
 
 def _ops(e: sg.Expr) -> list[str]:

@@ -59,6 +59,14 @@ def test_binary_ufuncs_and_keywords_dispatch():
 
 # -- derivatives against SciPy's own formulas ---------------------------------------------
 
+def _erfcx_derivative_50_digits(x):
+    import mpmath
+
+    with mpmath.workdps(50):
+        t = mpmath.mpf(float(x))
+        return 2 * t * mpmath.exp(t * t) * mpmath.erfc(t) - 2 / mpmath.sqrt(mpmath.pi)
+
+
 FORMULAS = {
     "erf": (np.linspace(-6, 6, 25), lambda x: 2 / np.sqrt(np.pi) * np.exp(-x * x)),
     "erfc": (np.linspace(-6, 6, 25), lambda x: -2 / np.sqrt(np.pi) * np.exp(-x * x)),
@@ -76,8 +84,9 @@ FORMULAS = {
             lambda x: sp.ivp(0, x) * np.exp(-abs(x)) - np.sign(x) * sp.i0e(x)),
     "i1e": (np.array([-30.0, -2.0, 0.0, 0.5, 3.0, 700.0]),
             lambda x: sp.ivp(1, x) * np.exp(-abs(x)) - np.sign(x) * sp.i1e(x)),
-    "erfcx": (np.array([-3.0, 0.0, 2.0, 30.0, 1e4]),
-              lambda x: 2 * x * sp.erfcx(x) - 2 / np.sqrt(np.pi)),
+    # 2x erfcx(x) - 2/sqrt(pi) cancels for large x (to 0 at 1e8): the formula at 50 digits
+    "erfcx": (np.array([-3.0, 0.0, 2.0, 30.0, 1e4, 1e8]), lambda x: np.array(
+        [float(_erfcx_derivative_50_digits(v)) for v in x])),
     "logit": (np.array([1e-6, 0.3, 0.5, 0.999]), lambda p: 1 / (p * (1 - p))),
 }
 
@@ -272,3 +281,71 @@ def test_rgamma_gammasgn_multigammaln_against_scipy():
     assert np.isnan(sg.evaluate(ssp.multigammaln(x, 3), at)).tolist() == [True] * 4 + [False] * 2
     with pytest.raises(sg.UnsupportedError, match="d must be one int"):
         ssp.multigammaln(x, 2.5)
+
+
+def test_logsumexp_weight_zero_drops_an_infinite_term():
+    """SciPy: a weight b = 0 drops its term, even an infinite one (not inf * 0 = NaN)."""
+    a, b = np.array([np.inf, 1.0, 2.0]), np.array([0.0, 1.0, 2.0])
+    assert sg.jit(lambda a: ssp.logsumexp(a, b=b))(a) == sp.logsumexp(a, b=b)
+    g = sg.grad(lambda a: ssp.logsumexp(a, b=b))(a)
+    w = b[1:] * np.exp(a[1:])
+    np.testing.assert_allclose(g, [0.0, *(w / w.sum())], rtol=1e-15)
+
+
+def _mp_derivative(f, x: float, k: int) -> float:
+    import mpmath
+
+    with mpmath.workdps(60):
+        return float(mpmath.diff(f, mpmath.mpf(x), k))
+
+
+def test_higher_derivatives_of_j1_and_i1_near_zero_equal_mpmath():
+    """j1' = (j0 - jv(2, x))/2 and i1' = (i0 + iv(2, x))/2: no division by x, so the second
+    and third derivatives hold at 1e-12 and 1e-300 (-3/8 and 3/8 at 0)."""
+    import mpmath
+
+    x = sg.var("x")
+    for fn, ref in ((ssp.j1, lambda t: mpmath.besselj(1, t)),
+                    (ssp.i1, lambda t: mpmath.besseli(1, t))):
+        orders = [fn(x)]
+        for _ in range(3):
+            orders.append(sg.grad(orders[-1], x))
+        for at in (1e-300, 1e-12, 0.0, 0.7, -2.5):
+            for k in (1, 2, 3):
+                got = sg.evaluate(orders[k], {"x": at})
+                want = _mp_derivative(ref, at, k)
+                assert got == pytest.approx(want, rel=1e-13, abs=1e-300), (fn, at, k)
+
+
+def test_log_ndtr_and_norm_logcdf_derivatives_far_in_the_lower_tail_equal_mpmath():
+    import mpmath
+
+    from symgrad.scipy.stats import norm
+
+    x = sg.var("x")
+    for f in (ssp.log_ndtr(x), norm.logcdf(x)):
+        first = sg.grad(f, x)
+        second = sg.grad(first, x)
+        for at in (-1e5, -1e4, -300.0, -3.0, 0.0, 5.0, 40.0):
+            ref = lambda t: mpmath.log(mpmath.ncdf(t))  # noqa: E731
+            assert sg.evaluate(first, {"x": at}) == pytest.approx(
+                _mp_derivative(ref, at, 1), rel=1e-13, abs=1e-300)
+            assert sg.evaluate(second, {"x": at}) == pytest.approx(
+                _mp_derivative(ref, at, 2), rel=1e-10, abs=1e-300)
+
+
+def test_erfcx_derivatives_for_large_x_equal_mpmath():
+    import mpmath
+
+    x = sg.var("x")
+    orders = [ssp.erfcx(x)]
+    for _ in range(3):
+        orders.append(sg.grad(orders[-1], x))
+    for at in (1e8, 1e4, 2e3, 10.0, 3.0, -3.0):
+        for k in (1, 2, 3):
+            want = _mp_derivative(lambda t: mpmath.exp(t * t) * mpmath.erfc(t), at, k)
+            assert sg.evaluate(orders[k], {"x": at}) == pytest.approx(want, rel=1e-10), (at, k)
+    # below x = 1000 the first derivative is the formula, 2x erfcx(x) - 2/sqrt(pi): it loses
+    # about 2 x^2 eps to cancellation
+    want = _mp_derivative(lambda t: mpmath.exp(t * t) * mpmath.erfc(t), 999.0, 1)
+    assert sg.evaluate(orders[1], {"x": 999.0}) == pytest.approx(want, rel=1e-9)

@@ -141,3 +141,35 @@ def test_black_scholes_with_scipy_stats_as_written_names_the_fix():
     S = sg.var("S")
     with pytest.raises(sg.UnsupportedError, match=r"use symgrad\.scipy\.stats\.norm\.cdf"):
         black_scholes_call(S, 95.0, 0.5, 0.03, 0.2, st.norm.cdf)
+
+
+def test_distributions_import_as_modules_as_in_jax(rng):
+    """``import symgrad.scipy.stats.multivariate_normal as mvn`` (JAX's spelling)."""
+    import scipy.stats
+    import symgrad.scipy.stats.multivariate_normal as mvn
+    import symgrad.scipy.stats.norm as norm
+
+    x, mean = rng.standard_normal(3), rng.standard_normal(3)
+    A = rng.standard_normal((3, 3))
+    cov = A @ A.T + np.eye(3)
+    got = sg.evaluate(mvn.logpdf(sg.const(x), mean, cov))
+    assert got == pytest.approx(scipy.stats.multivariate_normal.logpdf(x, mean, cov), rel=1e-13)
+    assert norm is sg.scipy.stats.norm
+
+
+def test_dirichlet_on_the_simplex_boundary_as_scipy():
+    """A component 0 where alpha_i >= 1 is on the support (SciPy's value: the term is 0 at
+    alpha_i = 1, -inf above); 0 where alpha_i < 1 is off it (SciPy raises: NaN)."""
+    for x, a in (([0.0, 0.5, 0.5], [2.0, 2.0, 2.0]), ([0.0, 0.5, 0.5], [1.0, 2.0, 2.0]),
+                 ([1.0, 0.0, 0.0], [1.0, 1.0, 1.0])):
+        got = sg.evaluate(ss.dirichlet.logpdf(sg.const(np.array(x)), np.array(a)))
+        assert got == st.dirichlet.logpdf(x, a)
+    with pytest.raises(ValueError):
+        st.dirichlet.logpdf([0.0, 0.5, 0.5], [0.5, 2.0, 2.0])
+    assert np.isnan(sg.evaluate(ss.dirichlet.logpdf(sg.const(np.array([0.0, 0.5, 0.5])),
+                                                    np.array([0.5, 2.0, 2.0]))))
+
+
+def test_multivariate_normal_with_a_singular_covariance_says_so():
+    with pytest.raises(sg.UnsupportedError, match="cov is not positive definite.*allow_singular"):
+        ss.multivariate_normal.logpdf(sg.var("x", shape=(2,)), np.zeros(2), np.ones((2, 2)))

@@ -131,6 +131,32 @@ def _custom_jvp(k, scale, at):
     return sg.evaluate(sg.grad(f(scale, x), x), {"x": at})
 
 
+def _custom_root(x0, steps, has_aux):
+    """A square root by ``steps`` Newton steps, differentiated implicitly."""
+    import symgrad as sg
+
+    a = sg.var("a")
+
+    def solve(f, x):
+        x = sg.fori_loop(0, steps, lambda i, v: v - f(v) / (2.0 * v), x)
+        return (x, None) if has_aux else x
+
+    x = sg.custom_root(lambda v: v * v - a, x0, solve, lambda g, y: y / g(1.0),
+                       has_aux=has_aux)
+    x = x[0] if has_aux else x
+    return sg.evaluate(sg.grad(x, a), {"a": 2.0})
+
+
+def _custom_linear_solve(b, symmetric):
+    """A 2x2 solve, differentiated implicitly with respect to ``b``."""
+    import symgrad as sg
+
+    m = sg.const([[3.0, 1.0], [1.0, 2.0]])
+    x = sg.custom_linear_solve(lambda v: m @ v, b, lambda mv, r: sg.solve(m, r),
+                               symmetric=symmetric)
+    return sg.evaluate(x)
+
+
 def _custom_vjp(k, scale, at):
     """A custom_vjp with nondiff_argnums=(k,), differentiated at ``at``."""
     import symgrad as sg
@@ -166,6 +192,8 @@ def public_calls() -> list[tuple[str, Callable, tuple, dict]]:
         ("vmap", lambda ax: sg.vmap(lambda p: p * 2.0, in_axes=ax)([[1.0], [2.0]]), (0,), {}),
         ("custom_jvp", _custom_jvp, (0, 2.0, 1.5), {}),
         ("custom_vjp", _custom_vjp, (0, 2.0, 1.5), {}),
+        ("custom_root", _custom_root, (1.0, 6, False), {}),
+        ("custom_linear_solve", _custom_linear_solve, ([1.0, 2.0], True), {}),
         ("to_html", sg.to_html, ([f],), {}), ("latex", sg.latex, (f,), {}),
         ("to_sympy", sg.to_sympy, (f,), {}),
         ("from_sympy", sg.from_sympy, (__import__("sympy").sympify("u*v + 1"),

@@ -13,6 +13,7 @@ import pytest
 
 import symgrad as sg
 from symgrad.ir.body import Body
+from symgrad.ops.loops import ScanParts
 
 jax = pytest.importorskip("jax")
 pytestmark = pytest.mark.usefixtures("x64")  # float64 in JAX, restored after the module
@@ -56,14 +57,19 @@ def _lstm_vars():
             sg.var("xs", (T, NI)), sg.var("h0", (H,)))
 
 
+def _reads_a_scan(nodes, i: int) -> bool:
+    """Whether scan call ``i`` reads a result of another scan call."""
+    return any(nodes[a].op == "result" and nodes[nodes[a].args[0]].op == "scan"
+               for a in nodes[i].args)
+
+
 def _reverse_bodies(outs) -> list[Body]:
     """The bodies of the backward loops among the ancestors of ``outs`` (the scans that
     scan results of another)."""
     graph = outs[0].graph
     nodes = graph.nodes
     return list({nodes[i].attrs["body"] for i in graph.ancestors([o.node for o in outs])
-                 if nodes[i].op == "scan" and any(nodes[a].op == "scan"
-                                                  for a in nodes[i].args)})
+                 if nodes[i].op == "scan" and _reads_a_scan(nodes, i)})
 
 
 def _ops(body: Body) -> list[str]:
@@ -148,7 +154,7 @@ def test_hessian_and_hvp_through_residuals_and_products_match_jax():
 def test_a_large_stack_keeps_the_sum_in_the_carry(monkeypatch):
     """Over STACK_ELEMENTS the per-step products are summed in the backward loop's carry
     (an outer product per step), and the gradient is the same."""
-    loops = importlib.import_module("symgrad.transforms.loops")
+    loops = importlib.import_module("symgrad.transforms.loop_steps")
     values = _values()
     want = jax.grad(lambda u: _lstm(jnp, jax.lax.scan, u, *list(values.values())[1:]))(
         values["U"])
@@ -170,10 +176,9 @@ def test_a_checkpointed_scan_saves_no_inner_loop_results():
     for i in graph.ancestors([g.node]):
         n = nodes[i]
         if n.op == "scan":
-            body, nc = n.attrs["body"], n.attrs["carries"]
-            base = nc + len(body.outputs)
-            if n.attrs["out"] >= base:
-                assert body.graph.nodes[n.attrs["out"] - base].op != "scan"
+            inner = n.attrs["body"].graph.nodes
+            for s in n.attrs["stacked"]:  # no result of a loop inside the step
+                assert inner[s].op != "result" or inner[inner[s].args[0]].op != "scan"
     w0 = RNG.normal(size=3)
 
     def fun(v):
@@ -250,16 +255,20 @@ def _rnn(np_, scan, U, V, xs, h0, reverse=False):
     return np_.sum(h ** 2) + np_.sum(ys)
 
 
-def _stacks(outs, shape: tuple) -> list[tuple[Body, int]]:
-    """The results of shape ``shape`` of the forward scans (those scanning no scan's
-    results) among the ancestors of ``outs``: ``(body, out)``."""
+def _stacks(outs, shape: tuple) -> list[tuple[str, int]]:
+    """The results of shape ``shape`` the gradient reads of the forward scans (those
+    scanning no scan's results) among the ancestors of ``outs``: what each is
+    (:meth:`~symgrad.ops.loops.ScanParts.kind`)."""
     graph = outs[0].graph
     nodes = graph.nodes
-    return sorted({(nodes[i].attrs["body"], nodes[i].attrs["out"])
-                   for i in graph.ancestors([o.node for o in outs])
-                   if nodes[i].op == "scan" and nodes[i].shape == shape
-                   and not any(nodes[a].op == "scan" for a in nodes[i].args)},
-                  key=lambda p: p[1])
+    found = set()
+    for i in graph.ancestors([o.node for o in outs]):
+        n = nodes[i]
+        if n.op == "result" and n.shape == shape:
+            call = nodes[n.args[0]]
+            if call.op == "scan" and not _reads_a_scan(nodes, call.id):
+                found.add(ScanParts.of(call.attrs).kind(n.attrs["index"]))
+    return sorted(found)
 
 
 @pytest.mark.parametrize("length", [T, 1])
@@ -276,8 +285,7 @@ def test_a_residual_that_is_the_next_carry_is_read_from_the_stored_carries(rever
     xs = sg.var("xs", (length, H))
     f = _rnn(sg.numpy, sg.scan, U, V, xs, h0, reverse)
     grads = sg.grad(f, [U, V, xs, h0])
-    ((body, out),) = _stacks(grads, (length, H))
-    assert out == len(body.outputs)  # the stored carries (nc + ny + 0), no residual part
+    assert _stacks(grads, (length, H)) == [("stored", 0)]  # no residual stack beside them
     want = jax.grad(lambda *v: _rnn(jnp, jax.lax.scan, *v, reverse), argnums=(0, 1, 2, 3))(
         *values.values())
     results = [sg.evaluate(grads, values)]
@@ -315,7 +323,7 @@ def test_a_residual_that_is_a_per_step_result_is_read_from_its_stack():
               "h0": RNG.normal(size=H)}
     V, xs, h0 = sg.var("V", (2, H)), sg.var("xs", (T, H)), sg.var("h0", (H,))
     grads = sg.grad(loss(sg.numpy, sg.scan, V, xs, h0), [V, xs, h0])
-    assert [out for _, out in _stacks(grads, (T, 2))] == [1]  # the ys: nc + 0
+    assert _stacks(grads, (T, 2)) == [("y", 0)]  # the ys, not a residual stack
     want = jax.grad(lambda *v: loss(jnp, jax.lax.scan, *v), argnums=(0, 1, 2))(
         *values.values())
     for got in (sg.evaluate(grads, values), sg.compile(grads, list(values))(*values.values())):

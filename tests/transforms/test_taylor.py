@@ -217,7 +217,7 @@ def test_the_rule_driver_answers_a_repeated_proposal_once_and_forgets_after_a_ro
     """Repeated reverse mode proposes many nodes again (hash-consing finds them): the
     driver answers each proposal once; a rollback's freed ids may name other nodes later,
     so it forgets its answers then."""
-    from symgrad.passes import Pass, Rule, rewriter
+    from symgrad.passes.pattern import Pass, Rule, rewriter
 
     x = sg.var("x")
     graph = x.graph

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from ....ops.indexing import key_source
 from ...template import Template
-from .table import ARRAY_API, SPECIAL_BINARY, SPECIAL_TERNARY, SPECIAL_UNARY
+from .sparse import UNSUPPORTED as SPARSE_UNSUPPORTED
+from .table import ARRAY_API, SOLVER_UNSUPPORTED, SPECIAL_BINARY, SPECIAL_TERNARY, SPECIAL_UNARY
 
-UNSUPPORTED: dict[str, str] = {}
-"""Ops this backend cannot write, with the reason (none)."""
+UNSUPPORTED: dict[str, str] = {**SPARSE_UNSUPPORTED, **SOLVER_UNSUPPORTED}
+"""Ops this backend cannot write, with the reason (the sparse solves, SciPy's solvers)."""
 
 
 def _index(names: list[str], attrs: dict) -> str:

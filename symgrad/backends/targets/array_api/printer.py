@@ -74,7 +74,7 @@ class ArrayApiPrinter(Printer):
         for i in self.hoisted():
             out += ["", f"{state.consts[i]} = {const_spec(nodes[i].attrs['value'])}"]
         return out + [line for name, value in state.constants
-                      for line in ("", f"{name} = {value!r}")]
+                      for line in ("", f"{name} = {value!r}")] + self.data_lines()
 
     def helpers(self) -> list[Callable]:
         more = [_sg_xp_const] if self.state.consts else []

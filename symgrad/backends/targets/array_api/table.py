@@ -20,11 +20,25 @@ from ....ops.indexing import split_parts
 from ...template import Template
 from ..numpy.table import scalar_source
 from . import helpers as h
+from .sparse import SPARSE
+from .sparse import UNSUPPORTED as SPARSE_UNSUPPORTED
 
 T = Template
 
-UNSUPPORTED: dict[str, str] = {}
-"""Ops this backend cannot write, with the reason (none)."""
+
+
+def _custom_results(names: list[str], attrs: dict) -> str:
+    """A custom rule's call: the tuple of its results, its first operands."""
+    return "(" + ", ".join(names[:attrs["rule"].n_out]) + ",)"
+
+
+
+SOLVERS = ("optimize", "solver_info", "ivp", "ivp_adjoint")
+SOLVER_UNSUPPORTED: dict[str, str] = dict.fromkeys(
+    SOLVERS, "a SciPy solver's call (symgrad.scipy.optimize / integrate) runs SciPy on NumPy "
+    "arrays")
+UNSUPPORTED: dict[str, str] = {**SPARSE_UNSUPPORTED, **SOLVER_UNSUPPORTED}
+"""Ops this backend cannot write, with the reason (the sparse solves, SciPy's solvers)."""
 
 DEVICE = "dev"
 """The name the emitted functions bind to their inputs' device (``_sg_xp_device`` of them;
@@ -105,33 +119,23 @@ def _with(fn, attrs_text: str, *more) -> Template:
     return T(text, (fn, *more))
 
 
-def _part(fn: str, index: int, rest: str = "") -> Template:
-    tail = f", {rest}" if rest else ""
-    return T(f"xp.linalg.{fn}({{0}}{tail})[{index}]")
-
-
-def _eigh(index: int | None) -> Template:
+def _eigh(values_only: bool) -> Template:
     def text(names: list[str], attrs: dict) -> str:
         sym = f"_sg_xp_sym(xp, {names[0]}, {attrs['UPLO']!r})"
-        return f"xp.linalg.eigvalsh({sym})" if index is None else \
-            f"xp.linalg.eigh({sym})[{index}]"
+        return f"xp.linalg.eigvalsh({sym})" if values_only else f"xp.linalg.eigh({sym})"
     return T(text, (h._sg_xp_sym,))
 
 
-def _svd_values(names: list[str], attrs: dict) -> str:
+def _svd(names: list[str], attrs: dict) -> str:
     if attrs["compute_uv"]:
-        return f"xp.linalg.svd({names[0]}, full_matrices={attrs['full_matrices']!r})[1]"
-    return f"xp.linalg.svdvals({names[0]})"
-
-
-def _lstsq(index: int) -> Template:
-    return T(lambda names, attrs: f"_sg_xp_lstsq(xp, {names[0]}, {names[1]}, "
-                                  f"{number_source(attrs['rcond'])})[{index}]", (h._sg_xp_lstsq,))
+        return f"xp.linalg.svd({names[0]}, full_matrices={attrs['full_matrices']!r})"
+    return f"(xp.linalg.svdvals({names[0]}),)"
 
 
 def _qr(names: list[str], attrs: dict) -> str:
-    mode = "reduced" if attrs["mode"] == "r" else attrs["mode"]
-    return f"xp.linalg.qr({names[0]}, mode={mode!r})[1]"
+    if attrs["mode"] == "r":
+        return f"(xp.linalg.qr({names[0]}, mode='reduced')[1],)"
+    return f"xp.linalg.qr({names[0]}, mode={attrs['mode']!r})"
 
 
 def _norm(names: list[str], attrs: dict) -> str:
@@ -221,9 +225,11 @@ ARRAY_API: dict[str, Template | None] = {
         "logical_xor")},
     "arctan2": T("xp.atan2({0}, {1})"), "mod": T("xp.remainder({0}, {1})"),
     "stop_gradient": T("{0}"),
-    # a custom derivative's call: its value is its result operand (ops/custom.py)
-    "custom_vjp_call": T(lambda names, attrs: names[attrs["out"]]),
-    "custom_jvp_call": T(lambda names, attrs: names[attrs["out"]]),
+    # a custom derivative's call: its results are its first operands (ops/custom.py)
+    "custom_vjp_call": T(_custom_results),
+    "custom_jvp_call": T(_custom_results),
+    # a projection: written as the name its call's statement assigns (never this text)
+    "result": T("{0}[{index}]"),
     "sigmoid": T("1.0 / (1.0 + xp.exp(-{0}))"),
     "softplus": T("xp.logaddexp(xp.zeros_like({0}), {0})"),
     "relu": T("xp.maximum({0}, xp.zeros_like({0}))"),
@@ -285,18 +291,15 @@ ARRAY_API: dict[str, Template | None] = {
     # linalg (the standard's extension)
     "band": _with(h._sg_xp_band, "{lo!r}, {hi!r}, {diagonal!r}", h._sg_xp_device),
     "inv": T("xp.linalg.inv({0})"), "det": T("xp.linalg.det({0})"),
-    "slogdet": _part("slogdet", 1), "slogdet_sign": _part("slogdet", 0),
+    "slogdet": T("xp.linalg.slogdet({0})"),
     "solve": T("_sg_xp_solve(xp, {0}, {1})", (h._sg_xp_solve,)),
     "cholesky": T("xp.linalg.cholesky({0}, upper={upper!r})"),
-    "eigh": _eigh(0), "eigh_vectors": _eigh(1), "eigvalsh": _eigh(None),
-    "svd": T(_svd_values),
-    "svd_u": _part("svd", 0, "full_matrices={full_matrices!r}"),
-    "svd_vh": _part("svd", 2, "full_matrices={full_matrices!r}"),
+    "eigh": _eigh(False), "eigvalsh": _eigh(True), "svd": T(_svd),
     "svdvals": T("xp.linalg.svdvals({0})"),
     "pinv": T("xp.linalg.pinv({0}, rtol={rcond!r})"),
-    "lstsq": _lstsq(0), "lstsq_residuals": _lstsq(1), "lstsq_rank": _lstsq(2),
-    "lstsq_sv": _lstsq(3),
-    "qr": T(_qr), "qr_q": T("xp.linalg.qr({0}, mode={mode!r})[0]"),
+    "lstsq": T(lambda names, attrs: f"_sg_xp_lstsq(xp, {names[0]}, {names[1]}, "
+                                    f"{number_source(attrs['rcond'])})", (h._sg_xp_lstsq,)),
+    "qr": T(_qr),
     "matrix_power": T("xp.linalg.matrix_power({0}, {n!r})"),
     "multi_dot": T(lambda names, attrs: "(" + " @ ".join(names) + ")"),
     "trace": _with(h._sg_xp_trace, "{offset!r}, {axis1!r}, {axis2!r}"),
@@ -321,5 +324,9 @@ ARRAY_API: dict[str, Template | None] = {
     "convolution": T("_sg_xp_convolution(xp, {0}, {1}, {modes!r})",
                      (h._sg_xp_convolution, h._sg_xp_device)),
     # loops: the call of the loop function that backends/loops.py writes
-    "scan": T(lambda names, attrs: f"_sg_loop({', '.join(names)})[{attrs['out']}]"),
+    "scan": T(lambda names, attrs: f"_sg_loop({', '.join(names)})"),
+    # sparse matrices (ops/sparse.py): gathers and a scatter-add; no sparse solves
+    **SPARSE,
+    **dict.fromkeys(SOLVERS),  # see UNSUPPORTED
+    "custom_root": T("{0}"), "custom_linear_solve": T("{0}"),
 }

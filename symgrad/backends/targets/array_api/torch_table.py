@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from ...template import Template
 from .helpers import _sg_xp_lu
-from .table import ARRAY_API
+from .sparse import UNSUPPORTED as SPARSE_UNSUPPORTED
+from .table import ARRAY_API, SOLVER_UNSUPPORTED
 
-UNSUPPORTED: dict[str, str] = {}
-"""Ops this backend cannot write, with the reason (none)."""
+UNSUPPORTED: dict[str, str] = {**SPARSE_UNSUPPORTED, **SOLVER_UNSUPPORTED}
+"""Ops this backend cannot write, with the reason (the sparse solves, SciPy's solvers)."""
 
 _NATIVE = ("erf", "erfc", "erfinv", "erfcx", "ndtr", "ndtri", "log_ndtr", "logit", "gammaln",
            "digamma", "i0", "i1", "i0e", "i1e", "sinc")

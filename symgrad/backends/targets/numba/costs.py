@@ -27,7 +27,8 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["NUMPY_CALL", "compiled_cost", "numpy_better", "numpy_cost", "pays", "simd_here"]
+__all__ = ["CHOICES", "NUMPY_CALL", "chosen", "compiled_cost", "numpy_better", "numpy_cost",
+           "pays", "simd_here"]
 
 NUMPY_CALL = 400.0  # one NumPy call on a small array
 KERNEL_CALL, KERNEL_ARG = 250.0, 40.0  # one compiled call, and each array it takes/returns
@@ -86,6 +87,17 @@ def _flops(n: Any, nodes: Any) -> int:
     shapes = [nodes[a].shape for a in n.args]
     inner = max((s[-1] for s in shapes if s), default=1)
     return _size(n) * inner * max(1, len(shapes) - 1)
+
+
+# how the reasons for a NumPy call the cost model chose begin (:func:`numpy_better`, and
+# fusion.segments' kernel that does not pay)
+CHOICES = ("BLAS-bound", "NumPy's SIMD loop", "a kernel does not pay")
+
+
+def chosen(why: str) -> bool:
+    """Whether ``why`` (a reason for a NumPy call) is the cost model's choice, not the want
+    of a compiled form."""
+    return why.startswith(CHOICES)
 
 
 def numpy_better(n: Any, nodes: Any) -> str | None:

@@ -35,10 +35,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ....ir.shapes import DTYPES, FLOATS
 from . import costs
 
 MAX_OPS = 32  # ops per compiled loop: Numba's compile time is superlinear in function size
-DTYPES = frozenset({"float64", "float32", "int64", "int32", "bool"})
 REDUCTIONS = frozenset({"sum"})  # reductions a region may end with (accumulated in its loop)
 
 
@@ -64,20 +64,22 @@ class Region:
 
 def elementwise(n: Any, nodes: Sequence, table: dict) -> bool:
     """Whether node ``n`` is an elementwise op with a scalar form, of dtypes a loop holds
-    (an entry of ``table`` that is a function of the node says whether it has one)."""
+    (an entry of ``table`` that is a function of the node says whether it has one; a form
+    exact for some result dtypes only is one for those)."""
     if n.is_var or n.is_const or n.dtype not in DTYPES:
         return False
     form = table.get(n.op)
     if callable(form):
         form = form(n, nodes)
-    return form is not None and all(nodes[a].dtype in DTYPES for a in n.args)
+    return (form is not None and n.dtype in getattr(form, "dtypes", DTYPES)
+            and all(nodes[a].dtype in DTYPES for a in n.args))
 
 
 def _reduction(n: Any, nodes: Sequence, table: dict) -> bool:
     """A ``sum`` of an elementwise node, in floating point: a region may end with it."""
     if n.is_var or n.is_const or n.op not in REDUCTIONS or len(n.args) != 1:
         return False
-    return n.dtype in ("float64", "float32") and elementwise(nodes[n.args[0]], nodes, table)
+    return n.dtype in FLOATS and elementwise(nodes[n.args[0]], nodes, table)
 
 
 def _axes(n: Any, ndim: int) -> tuple[int, ...]:

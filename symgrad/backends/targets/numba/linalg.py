@@ -394,12 +394,11 @@ def _svd_norm(site: Site, r: int, c: int, keep: bool, op: str) -> list[str]:
 
 LINALG_FORMS: dict[str, Callable[[Site], list[str]]] = {
     "inv": _call("np.linalg.inv({a})"), "det": _call("np.linalg.det({a})", 0),
-    "slogdet": _slogdet(1), "slogdet_sign": _slogdet(0), "solve": _solve,
-    "cholesky": _cholesky, "eigh": _eigh("[0]"), "eigh_vectors": _eigh("[1]"),
-    "eigvalsh": _eigh("[0]"), "svd": _svd(1), "svd_u": _svd(0), "svd_vh": _svd(2),
-    "svdvals": _svd(1), "pinv": _pinv, "lstsq": _lstsq(0), "lstsq_residuals": _lstsq(1),
-    "lstsq_rank": _lstsq(2), "lstsq_sv": _lstsq(3), "qr": _qr(1), "qr_q": _qr(0),
-    "matrix_rank": _matrix_rank, "band": _band, "norm": _norm,
+    "solve": _solve, "cholesky": _cholesky, "eigvalsh": _eigh("[0]"), "svdvals": _svd(1),
+    "pinv": _pinv, "matrix_rank": _matrix_rank, "band": _band, "norm": _norm,
+    # calls with several results, the driver's for now (table.CALL_WHY): one result each
+    "slogdet": _slogdet(1), "eigh": _eigh("[0]"), "svd": _svd(1), "lstsq": _lstsq(0),
+    "qr": _qr(1),
 }
 
 
@@ -416,17 +415,9 @@ def _complete(n: Any) -> str | None:
     return None
 
 
-def _upper(n: Any) -> str | None:
-    if n.attrs.get("UPLO") == "U":
-        return ("eigh's vectors with UPLO='U': LAPACK's reduction of the upper triangle picks "
-                "other signs than Numba's eigh (which reads the lower one)")
-    return None
-
-
 # op -> why a node of it (by its attributes) has no compiled form, or None
-LINALG_CASES = {"svd": _hermitian, "svd_u": _hermitian, "svd_vh": _hermitian,
-                "pinv": _hermitian, "matrix_rank": _hermitian, "qr": _complete,
-                "qr_q": _complete, "eigh_vectors": _upper}
+LINALG_CASES = {"svd": _hermitian, "pinv": _hermitian, "matrix_rank": _hermitian,
+                "qr": _complete}
 
 
 def linalg_form_missing(n: Any) -> str | None:

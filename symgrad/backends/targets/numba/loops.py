@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from ....base.errors import SymgradError
 from ....ir.body import Body
+from ....ir.op import RESULT
 from ...lines import call
 from ...loops import LoopSpec, carry_moves, is_loop
 from ..numpy.printer import NumpyPrinter
@@ -52,7 +53,7 @@ from ..numpy.table import NUMPY_TYPE
 from . import fusion
 from . import source as nb
 from .nests import Site, is_view
-from .table import NUMBA, array_form, scalar_form, why_not
+from .table import NUMBA, array_form, loop_form, scalar_form, why_not
 
 if TYPE_CHECKING:
     from ...loops import LoopEmitter
@@ -86,14 +87,14 @@ def lacking(body: Body, lowered: Lowered) -> list[tuple[str, str]]:
         if any(nd.is_const and nd.shape != () for nd in nodes):
             out.append(("const", "a folded array constant: no place in a step"))
         for n in nodes:
-            if n.dtype not in nb.NUMBA_TYPE:
-                out.append((n.op, f"dtype {n.dtype}: not compiled"))
-            elif is_loop(n):
+            if is_loop(n):
                 stack.append(lowered.optimized(n.attrs["body"]))
-            elif not (n.is_var or n.is_const):
-                why = why_not(n, nodes)
-                if why is not None:
-                    out.append((n.op, why))
+            elif n.op == RESULT or n.is_var and n.dtype in nb.NUMBA_TYPE:
+                continue  # a name its call assigns; an input
+            elif not n.is_call and n.dtype not in nb.NUMBA_TYPE:
+                out.append((n.op, f"dtype {n.dtype}: not compiled"))
+            elif not n.is_const and loop_form(n, nodes) is None:
+                out.append((n.op, why_not(n, nodes) or "no form inside compiled code"))
     return out
 
 
@@ -107,7 +108,7 @@ def loop_ops(body: Body, lowered: Lowered) -> list[str]:
         for n in b.graph.nodes:
             if is_loop(n):
                 stack.append(lowered.optimized(n.attrs["body"]))
-            elif not (n.is_var or n.is_const):
+            elif not (n.is_var or n.is_const or n.op == RESULT):
                 out.append(n.op)
     return out
 
@@ -170,7 +171,8 @@ class StepPrinter(NumpyPrinter):
                 if i in hidden:
                     continue
                 n = nodes[i]
-                if n.is_var or n.is_const or is_loop(n) or not _arrays(n, nodes):
+                if (n.is_var or n.is_const or is_loop(n) or n.op == RESULT
+                        or not _arrays(n, nodes)):
                     run.append(i)
                     continue
                 form = array_form(n, nodes)

@@ -23,9 +23,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ....ir.body import Body
+from ....ir.op import RESULT
 from ... import layout
 from ...lines import call, del_lines
-from ...loops import LoopSpec, is_loop
+from ...loops import LoopSpec, is_loop, results_in
 from ...plan import Plan
 from ...printer import ModuleState, Printer
 from ..numpy.printer import NumpyPrinter
@@ -129,14 +130,14 @@ class NumbaPrinter(NumpyPrinter):
         for i, seg in order:
             if seg is not None:
                 lines += self._kernel(seg, names)
-            else:
+            elif nodes[i].op != RESULT:  # a projection: named by its call's statement
                 self._count(i, reasons.get(i))
-                # a scan's results: one call at the first (the loop runs once)
-                group = self.loops.members(i, lines_of) if is_loop(nodes[i]) else [i]
-                if group[0] == i:
-                    keep = outputs | {*group, *(a for j in group for a in nodes[j].args)}
-                    lines += super().statements(group, names, keep, comments)
-            lines += del_lines([names[a] for a in dead_after.get(i, ()) if names[a] != names[i]])
+                group = [i, *results_in(nodes, i, lines_of).values()] if nodes[i].is_call \
+                    else [i]
+                keep = outputs | {*group, *(a for j in group for a in nodes[j].args)}
+                lines += super().statements(group, names, keep, comments)
+            lines += del_lines([names[a] for a in dead_after.get(i, ())
+                                if names[a] != names.get(i)])
         return lines
 
     def _why_numpy(self, n: Any) -> str | None:
@@ -146,6 +147,8 @@ class NumbaPrinter(NumpyPrinter):
             return "a leaf"
         if is_loop(n):
             return "a loop: a compiled function of its own"
+        if n.is_call or n.op == RESULT:
+            return why_not(n, nodes) or "a call of several results: the driver's"
         bad = [d for d in (n.dtype, *(nodes[a].dtype for a in n.args)) if d not in nb.NUMBA_TYPE]
         if bad:
             return f"dtype {bad[0]}: not compiled"
@@ -158,8 +161,8 @@ class NumbaPrinter(NumpyPrinter):
 
     def _count(self, i: int, why: str | None) -> None:
         n = self.graph.nodes[i]
-        if not (n.is_var or n.is_const or is_loop(n)):  # a loop: counted by render_loop
-            self._numpy(n.op, why)
+        if not (n.is_var or n.is_const or is_loop(n) or n.op == RESULT):  # a loop: counted
+            self._numpy(n.op, why)  # by render_loop; a projection is a name
 
     def _kernel(self, seg: fusion.Segment, names: dict[int, str]) -> list[str]:
         """Segment ``seg`` as a kernel (kept in :attr:`kernels`, its body printed by

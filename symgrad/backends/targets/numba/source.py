@@ -17,6 +17,8 @@ cached on disk (``cache=True``). ``compile`` writes the module into a folder of 
 ``$SYMGRAD_CACHE_DIR``, else ``$XDG_CACHE_HOME/symgrad``, else ``~/.cache/symgrad``, then
 ``numba/`` — named by the hash of its text, so a second process finds Numba's cache for
 the same text (Numba honours ``NUMBA_CACHE_DIR`` for where it keeps the machine code).
+Only a folder nobody else can write is used, and Numba's files there only once verified
+against the hashes recorded when they were written (:mod:`symgrad.backends.disk_cache`).
 
 Order of operations: a fused elementwise chain computes each element with the same
 operations in the same order as NumPy's calls (the same values, to the last bit, for
@@ -35,11 +37,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.util
 import math
 import os
 import sys
-import tempfile
+import types
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,6 +48,7 @@ from typing import Any
 
 from ....base.errors import BackendError
 from ....base.progress import step
+from ... import disk_cache
 from ..numpy.table import NUMPY_TYPE, scalar_source
 from . import fusion
 from .table import scalar_form
@@ -197,39 +199,44 @@ def require_numba() -> Any:
 
 def cache_dir() -> Path:
     """Where compiled modules are written: ``$SYMGRAD_CACHE_DIR``, else
-    ``$XDG_CACHE_HOME/symgrad``, else ``~/.cache/symgrad``; then ``numba/``."""
-    root = os.environ.get("SYMGRAD_CACHE_DIR")
-    if not root:
-        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        root = os.path.join(xdg, "symgrad")
-    return Path(root) / "numba"
+    ``$XDG_CACHE_HOME/symgrad``, else ``~/.cache/symgrad``; then ``numba/`` (a private
+    temporary folder where that is not safe: :mod:`symgrad.backends.disk_cache`)."""
+    return disk_cache.folder("numba")
 
 
 def load(source: str, tag: str) -> tuple[dict, str]:
     """Write ``source`` (our own generated text) to the cache folder under the hash of its
-    text and import it: Numba compiles its kernels, or loads them from its disk cache."""
+    text and run it: Numba compiles its kernels, or loads them from its disk cache once
+    the files it finds there are verified as the ones it wrote (else they are deleted and
+    compiled again). The text run is ``source`` itself, never what the file holds."""
     numba = require_numba()
-    digest = hashlib.sha256(source.encode()).hexdigest()[:20]
-    try:
-        folder = cache_dir()
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError:  # a read-only home: a private folder for this process
-        folder = Path(tempfile.mkdtemp(prefix="symgrad-numba-"))
-    path = folder / f"sg_{tag}_{digest}.py"
-    if not path.exists() or path.read_text() != source:
-        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-        with os.fdopen(fd, "w") as fh:
-            fh.write(source)
-        os.replace(tmp, path)
-    spec = importlib.util.spec_from_file_location(f"symgrad_numba_{tag}_{digest}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # Numba's disk cache finds the module by its name
+    data = source.encode()
+    full = hashlib.sha256(data).hexdigest()
+    folder = cache_dir()
+    stem = f"sg_{tag}_{full[:20]}"
+    path = folder / f"{stem}.py"
+    if disk_cache.digest(path) != full:  # missing, truncated or changed: written again
+        disk_cache.write(path, data)
+    caches = _numba_caches(numba, path)
+    manifest = None if caches is None else disk_cache.Manifest(
+        caches, stem, folder / f"{stem}.numba.json")
+    text = source
+    if manifest is None:  # no safe place for Numba's cache: compile without it
+        text = source.replace("cache=True", "cache=False", 1)
+    else:
+        manifest.verify()
+    name = f"symgrad_numba_{stem[3:]}"
+    module = types.ModuleType(name)
+    module.__file__ = str(path)
+    sys.modules[name] = module  # Numba's disk cache finds the module by its name
+    code = compile(text, str(path), "exec")
     with step("compile (Numba)", total=source.count("@_jit("), unit="kernel"), \
             warnings.catch_warnings(), _optimisation(numba):
         # "np.dot() is faster on contiguous arrays": a slice in a loop's step is a view
         warnings.simplefilter("ignore", numba.NumbaPerformanceWarning)
-        spec.loader.exec_module(module)  # our own generated text: names, literals checked
+        exec(code, module.__dict__)  # our own generated text: names, literals checked
+    if manifest is not None:
+        manifest.save()
     return module.__dict__, str(path)
 
 
@@ -257,3 +264,26 @@ def _optimisation(numba: Any) -> Iterator[None]:
             yield
         finally:
             config.OPT = before
+
+
+def _numba_caches(numba: Any, path: Path) -> Path | None:
+    """The folder Numba keeps the index and data of module ``path`` in (``__pycache__``
+    beside it, or under ``NUMBA_CACHE_DIR``), made private if missing; None where it is
+    not safe (see :func:`symgrad.backends.disk_cache.insecure`)."""
+    given = getattr(numba.config, "CACHE_DIR", "")
+    if given:
+        parent = os.path.dirname(os.path.abspath(path))
+        top = Path(given)
+        where = top / "_".join([os.path.basename(parent),
+                                hashlib.sha1(parent.encode()).hexdigest()])
+    else:
+        top = where = path.parent / "__pycache__"
+    try:
+        for p in (top, where):
+            if not p.exists():
+                p.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if disk_cache.insecure(where) is not None or disk_cache.insecure(top) is not None:
+            return None
+    except OSError:
+        return None
+    return where

@@ -14,14 +14,20 @@ kernels of straight-line code and whole loops — are ``numba.njit`` functions. 
 
 What has neither is the short list :data:`NOT_COMPILED` (op -> why), and a few attribute
 cases :func:`why_not` names; such a node runs as NumPy's call in the driver, and a loop
-whose step holds one runs as the NumPy target's loop. Tests pin the list.
+whose step holds one runs as the NumPy target's loop. Tests pin the list. An
+:class:`Exact` scalar form is NumPy's value for results of its dtypes only (integer
+remainders and powers trap or wrap in compiled code where NumPy gives 0 or raises): for
+other results the op stays NumPy's call.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from ....ir.op import RESULT
+from ....ir.shapes import FLOATS
 from ...template import Template
 from ..numpy.table import NUMPY, NUMPY_TYPE, scalar_source
 from . import special
@@ -30,6 +36,13 @@ from .nests import FORMS, Site
 
 T = Template
 
+
+@dataclass(frozen=True)
+class Exact(Template):
+    """A scalar form that gives NumPy's values for results of ``dtypes`` only."""
+
+    dtypes: frozenset[str] = frozenset(FLOATS)
+
 # elementwise ops whose element is NumPy's own ufunc on a scalar (Numba implements those
 # ufuncs for scalars with NumPy's semantics: NaN propagation, signed zeros, inf)
 _UFUNC = (
@@ -37,9 +50,9 @@ _UFUNC = (
     "tan", "tanh", "sinh", "cosh", "abs", "sign", "arcsin", "arccos", "arctan", "arcsinh",
     "arccosh", "arctanh", "exp2", "log2", "log10", "cbrt", "reciprocal", "deg2rad", "rad2deg",
     "floor", "ceil", "rint", "trunc", "isnan", "isinf", "isfinite", "signbit", "logical_not",
-    "arctan2", "hypot", "logaddexp", "logaddexp2", "fmod", "floor_divide", "fmax", "fmin",
-    "copysign", "float_power", "heaviside", "logical_and", "logical_or", "logical_xor", "mod",
-    "add", "subtract", "multiply", "divide", "power", "negative", "less", "less_equal",
+    "arctan2", "hypot", "logaddexp", "logaddexp2", "fmax", "fmin",
+    "copysign", "float_power", "heaviside", "logical_and", "logical_or", "logical_xor",
+    "add", "subtract", "multiply", "divide", "negative", "less", "less_equal",
     "greater", "greater_equal", "equal", "not_equal", "sigmoid", "softplus", "relu",
 )
 
@@ -52,8 +65,20 @@ NOT_COMPILED: dict[str, str] = {
                     "SciPy's LAPACK getrf (its pivots) has no Numba form"),
     "scan": "a loop: compiled whole as one function of its own (loops.py), not inside a "
             "kernel of straight-line code",
+    "floor_divide": "NumPy's call: Numba's floor division rounds otherwise at an infinite "
+                    "divisor (floor_divide(-1.0, inf) is -1.0) and traps at INT64_MIN // -1",
+    RESULT: "a projection: the name its call's statement assigns (no line of its own)",
+    **dict.fromkeys(("optimize", "solver_info", "ivp", "ivp_adjoint"),
+                    "a SciPy solver's call in the driver (its callbacks are NumPy functions)"),
+    **dict.fromkeys(("custom_root", "custom_linear_solve"),
+                    "an implicit function's call: the driver's (its solver runs there)"),
+    **dict.fromkeys(("sparse_matmul", "sparse_sample", "sparse_gather", "sparse_scatter",
+                     "sparse_solve", "sparse_iterative", "sparse_iterative_info"),
+                    "a sparse matrix: SciPy's sparse call in the driver (compiled sparse "
+                    "kernels, SuperLU and the Krylov solvers)"),
 }
 """The ops without a compiled form, and why: their nodes are NumPy's (SciPy's) calls."""
+NOT_FUSED = NOT_COMPILED  # the name the benchmarks' census of NumPy calls reads
 
 NUMBA: dict[str, Template | Callable[[Any, Any], Template | None] | None] = {
     **{name: NUMPY[name] for name in _UFUNC},
@@ -64,7 +89,12 @@ NUMBA: dict[str, Template | Callable[[Any, Any], Template | None] | None] = {
     "where": T("({1} if {0} else {2})"),
     # Numba has no np.heaviside: NumPy's definition (NaN stays NaN; 0 below, h at zero)
     "heaviside": T("(np.nan if np.isnan({0}) else 0.0 if {0} < 0 else {1} if {0} == 0 else 1.0)"),
-    "mod": T("np.remainder({0}, {1})"),
+    # integer remainders trap at INT_MIN % -1 and wrap where NumPy gives 0 (x % 0), integer
+    # powers give garbage for negative exponents where NumPy raises: floats only
+    "mod": Exact("np.remainder({0}, {1})"),
+    "power": Exact(NUMPY["power"].text),
+    # C's fmod keeps the dividend's sign (fmod(-0.0, inf) is -0.0), Numba's loses it
+    "fmod": Exact("(np.fmod({0}, {1}) if np.fmod({0}, {1}) != 0 else np.copysign(0.0, {0}))"),
     "stop_gradient": T("{0}"),
 }
 
@@ -125,7 +155,15 @@ def scalar_form(n: Any, nodes: Any) -> Template | None:
     'np.rint(v * 100.0) / 100.0'
     """
     form = NUMBA.get(n.op)
+    if isinstance(form, Exact):
+        return form if n.dtype in form.dtypes else None
     return form(n, nodes) if callable(form) else form
+
+
+def fuses(n: Any) -> bool:
+    """Whether op node ``n``'s scalar form computes NumPy's value for its result dtype."""
+    form = NUMBA.get(n.op)
+    return form is not None and (not isinstance(form, Exact) or n.dtype in form.dtypes)
 
 
 # -- everything else: array forms ------------------------------------------------------------
@@ -133,10 +171,16 @@ def scalar_form(n: Any, nodes: Any) -> Template | None:
 ARRAY_FORMS: dict[str, Callable[[Site], list[str]]] = {**FORMS, **LINALG_FORMS}
 
 
+CALL_WHY = ("a call with several results (eigh, svd, qr, lstsq, slogdet, a custom rule): "
+            "the driver's call; compiled code assigns one name per line")
+
+
 def why_not(n: Any, nodes: Any) -> str | None:
     """Why node ``n`` has no compiled form (None: it has one)."""
     if n.op in NOT_COMPILED:
         return NOT_COMPILED[n.op]
+    if n.is_call:  # (a loop is a call too: NOT_COMPILED's "scan")
+        return CALL_WHY
     if n.op in NUMBA:
         return None if scalar_form(n, nodes) is not None else _SCALAR_WHY.get(
             n.op, "no scalar form for these dtypes")
@@ -146,6 +190,9 @@ def why_not(n: Any, nodes: Any) -> str | None:
 
 
 _SCALAR_WHY = {
+    **dict.fromkeys(("mod", "power", "fmod"),
+                    "integer remainders and powers: NumPy's call (compiled ones trap at "
+                    "INT64_MIN % -1, wrap at x % 0, give garbage for negative exponents)"),
     "round": "round of integers to negative decimals: NumPy's own integer rounding",
     "astype": "a float-to-int conversion off x86-64 (NumPy's result is the platform's)",
 }
@@ -156,3 +203,18 @@ def array_form(n: Any, nodes: Any) -> Callable[[Site], list[str]] | None:
     if why_not(n, nodes) is not None:
         return None
     return ARRAY_FORMS.get(n.op)
+
+
+def loop_form(n: Any, nodes: Any) -> Template | Callable[[Site], list[str]] | None:
+    """How node ``n`` is written inside compiled code (a loop's step, a kernel): its scalar
+    form, else its array form; None where it has neither (:func:`why_not` says why).
+
+    >>> import symgrad as sg
+    >>> k = sg.var("k", dtype="int64")
+    >>> e = k % 3
+    >>> loop_form(e.graph.nodes[e.node], e.graph.nodes) is None
+    True
+    """
+    if why_not(n, nodes) is not None:
+        return None
+    return scalar_form(n, nodes) or ARRAY_FORMS.get(n.op)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from ....ir.op import RESULT
 from ...lines import call
 from ...loops import LoopSpec, carry_moves, indent, set_item
 from .table import NUMPY_TYPE
@@ -130,7 +131,12 @@ def fused(pr: Printer, order: list[int], names: dict[int, str], outputs: set[int
             user[a] = i if a not in user else None
     lines = []
     for i in order:
+        if nodes[i].op == RESULT:  # a name its call's statement assigns
+            continue
         expr = pr.expr(i, names)
+        if nodes[i].is_call:  # never written into a line: its statement names its results
+            lines.append(f"    {pr.targets(i, names)} = {expr}")
+            continue
         j = user.get(i)
         if (j is not None and i not in outputs and i not in pr.state.inlined
                 and len(expr) <= INLINE and _mentions_once(pr, nodes[j], i)):

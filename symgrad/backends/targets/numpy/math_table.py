@@ -29,6 +29,11 @@ def _fn(name: str) -> Template:
 
 
 T = Template
+
+
+def _custom_results(names: list[str], attrs: dict) -> str:
+    """A custom rule's call: the tuple of its results, its first operands."""
+    return "(" + ", ".join(names[:attrs["rule"].n_out]) + ",)"
 MATH: dict[str, Template | None] = {
     # elementwise
     "add": T("{0} + {1}"), "subtract": T("{0} - {1}"), "multiply": T("{0} * {1}"),
@@ -46,9 +51,11 @@ MATH: dict[str, Template | None] = {
     "relu": T("(0.0 if {0} <= 0.0 else {0})"), "abs": T("abs({0})"),
     "sign": T("(1.0 if {0} > 0 else -1.0 if {0} < 0 else abs({0}))"),
     "stop_gradient": T("{0}"),
-    # a custom derivative's call: its value is its result operand (ops/custom.py)
-    "custom_vjp_call": T(lambda names, attrs: names[attrs["out"]]),
-    "custom_jvp_call": T(lambda names, attrs: names[attrs["out"]]),
+    # a custom derivative's call: its results are its first operands (ops/custom.py)
+    "custom_vjp_call": T(_custom_results),
+    "custom_jvp_call": T(_custom_results),
+    # a projection: written as the name its call's statement assigns (never this text)
+    "result": T("{0}[{index}]"),
     "less": T("{0} < {1}"), "less_equal": T("{0} <= {1}"), "greater": T("{0} > {1}"),
     "greater_equal": T("{0} >= {1}"), "equal": T("{0} == {1}"), "not_equal": T("{0} != {1}"),
     "where": T("({1} if {0} else {2})"),
@@ -94,12 +101,19 @@ MATH: dict[str, Template | None] = {
     )),
     # -- numpy.linalg (ops/numpy_linalg.py): no scalar forms --
     **dict.fromkeys((
-        "band", "inv", "det", "slogdet", "slogdet_sign", "solve", "cholesky", "eigh",
-        "eigh_vectors", "eigvalsh", "svd", "svd_u", "svd_vh", "svdvals", "pinv", "lstsq",
-        "lstsq_residuals", "lstsq_rank", "lstsq_sv", "qr", "qr_q", "matrix_power", "multi_dot",
+        "band", "inv", "det", "slogdet", "solve", "cholesky", "eigh",
+        "eigvalsh", "svd", "svdvals", "pinv", "lstsq",
+        "qr", "matrix_power", "multi_dot",
         "trace", "norm", "matrix_rank",
     )),
     "scan": None,  # a loop is array code (backends/loops.py)
+    # sparse matrices (ops/sparse.py): arrays only
+    **dict.fromkeys(("sparse_matmul", "sparse_sample", "sparse_gather", "sparse_scatter",
+                     "sparse_solve", "sparse_iterative", "sparse_iterative_info")),
+    # solvers (ops/solvers.py): SciPy's calls on arrays; an implicit function's value is its
+    # first operand
+    **dict.fromkeys(("optimize", "solver_info", "ivp", "ivp_adjoint")),
+    "custom_root": T("{0}"), "custom_linear_solve": T("{0}"),
 }
 
 

@@ -100,7 +100,7 @@ class NumpyPrinter(Printer):
                         f"{name}.flags.writeable = False"]
             else:
                 out += ["", f"{name} = {value!r}"]
-        return out
+        return out + self.data_lines()
 
     def hoists(self) -> bool:
         return True
@@ -182,7 +182,10 @@ class ScalarMathPrinter(NumpyPrinter):
         for i in [*p.params, *p.order]:
             n = self.graph.nodes[i]
             kinds = ("float64", "bool", "int64") if n.is_const else ("float64", "bool")
-            if n.shape != () or n.dtype not in kinds:
+            if n.is_call:  # a call with several results: each result is one such value
+                if any(s != () or d not in kinds for s, d in n.dtype):
+                    return False
+            elif n.shape != () or n.dtype not in kinds:
                 return False
             if not (n.is_var or n.is_const) and self.table.get(n.op) is None:
                 return False

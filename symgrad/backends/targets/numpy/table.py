@@ -20,11 +20,13 @@ import numpy as np
 
 from ....ops.indexing import _sg_index_add, _sg_scatter_sum, key_source, split_parts
 from ....ops.matrix_functions import _sg_lu_permutation
-from ....ops.numpy_linalg import _sg_band, _sg_lstsq_residuals, _sg_part
+from ....ops.numpy_linalg import _sg_band, _sg_lstsq
 from ....ops.reductions import _sg_log_softmax, _sg_logsumexp, _sg_softmax
 from ....ops.signal import _sg_convolution
+from ....ops.solvers import _sg_integrate, _sg_ivp_adjoint, _sg_optimize, literal
 from ....ops.sorting import _sg_partition
 from ...template import Template
+from .sparse import SPARSE
 
 NUMPY_TYPE = {"float64": "np.float64", "float32": "np.float32", "int64": "np.int64",
               "int32": "np.int32", "bool": "np.bool_"}
@@ -115,18 +117,17 @@ def _scatter_sum(names: list[str], attrs: dict) -> str:
     return f"_sg_scatter_sum({size}, ({items},))"
 
 
-def _part(fn: str, index: int, rest: str = "") -> Template:
-    """Result ``index`` of ``np.linalg.<fn>``, through the kernel that calls it once for
-    all the nodes of one decomposition."""
-    tail = f", {rest}" if rest else ""
-    return Template(f"_sg_part(np.linalg.{fn}, {index}, {{0}}{tail})", (_sg_part,))
-
-
-def _svd_values(names: list[str], attrs: dict) -> str:
+def _svd(names: list[str], attrs: dict) -> str:
     a, full, herm = names[0], attrs["full_matrices"], attrs["hermitian"]
     if attrs["compute_uv"]:
-        return f"_sg_part(np.linalg.svd, 1, {a}, {full!r}, True, {herm!r})"
-    return f"np.linalg.svd({a}, {full!r}, False, {herm!r})"
+        return f"np.linalg.svd({a}, {full!r}, True, {herm!r})"
+    return f"(np.linalg.svd({a}, {full!r}, False, {herm!r}),)"
+
+
+def _qr(names: list[str], attrs: dict) -> str:
+    if attrs["mode"] == "r":
+        return f"(np.linalg.qr({names[0]}, 'r'),)"
+    return f"np.linalg.qr({names[0]}, {attrs['mode']!r})"
 
 
 def _norm(names: list[str], attrs: dict) -> str:
@@ -146,7 +147,50 @@ def _special(name: str, arity: int = 1) -> Template:
     return Template(f"scipy.special.{name}({args})", imports=("scipy.special",))
 
 
+def _callback(value) -> str:
+    """A solver's callback as the printer names it (None: SciPy is not given one)."""
+    return "None" if value is None else value if isinstance(value, str) else "_sg_fn"
+
+
+def _group(names: list[str]) -> str:
+    return "(" + ", ".join(names) + ("," if len(names) == 1 else "") + ")"
+
+
+def _optimize_call(names: list[str], attrs: dict) -> str:
+    call = attrs["call"]
+    k = 1 + len(call.arrays)
+    fns = ", ".join(_callback(attrs[f]) for f in ("fun", "jac", "hess"))
+    return (f"_sg_optimize({literal(call.spec())}, {fns}, {names[0]}, {_group(names[1:k])}, "
+            f"{_group(names[k:])})")
+
+
+def _integrate_call(names: list[str], attrs: dict) -> str:
+    call = attrs["call"]
+    fns = ", ".join(_callback(attrs[f]) for f in ("fun", "jac"))
+    return (f"_sg_integrate({literal(call.spec())}, {fns}, {names[0]}, {names[1]}, "
+            f"{_group(names[2:])})")
+
+
+def _solver_info(names: list[str], attrs: dict) -> str:
+    ivp = attrs["call"].function in ("solve_ivp", "odeint")
+    call = _integrate_call(names, attrs) if ivp else _optimize_call(names, attrs)
+    return (f"np.reshape(np.array({call}[{attrs['field']!r}], dtype=np.{attrs['dtype']}), "
+            f"{tuple(attrs['shape'])!r})[()]")
+
+
+def _adjoint(names: list[str], attrs: dict) -> str:
+    call = attrs["call"]
+    fns = ", ".join(_callback(attrs[f]) for f in ("fun", "jac", "adj", "adj_jac"))
+    return (f"_sg_ivp_adjoint({literal(call.spec())}, {fns}, {attrs['size']!r}, "
+            f"{', '.join(names[:4])}, {_group(names[4:])})")
+
+
 T = Template
+
+
+def _custom_results(names: list[str], attrs: dict) -> str:
+    """A custom rule's call: the tuple of its results, its first operands."""
+    return "(" + ", ".join(names[:attrs["rule"].n_out]) + ",)"
 NUMPY: dict[str, Template] = {
     # elementwise
     "add": T("{0} + {1}"), "subtract": T("{0} - {1}"), "multiply": T("{0} * {1}"),
@@ -161,9 +205,11 @@ NUMPY: dict[str, Template] = {
     "sigmoid": T("1.0 / (1.0 + np.exp(-{0}))"),
     "softplus": T("np.logaddexp(0.0, {0})"), "relu": T("np.maximum({0}, 0)"),
     "abs": T("np.abs({0})"), "sign": T("np.sign({0})"), "stop_gradient": T("{0}"),
-    # a custom derivative's call: its value is its result operand (ops/custom.py)
-    "custom_vjp_call": T(lambda names, attrs: names[attrs["out"]]),
-    "custom_jvp_call": T(lambda names, attrs: names[attrs["out"]]),
+    # a custom derivative's call: its results are its first operands (ops/custom.py)
+    "custom_vjp_call": T(_custom_results),
+    "custom_jvp_call": T(_custom_results),
+    # a projection: written as the name its call's statement assigns (never this text)
+    "result": T("{0}[{index}]"),
     "less": T("{0} < {1}"), "less_equal": T("{0} <= {1}"), "greater": T("{0} > {1}"),
     "greater_equal": T("{0} >= {1}"), "equal": T("{0} == {1}"), "not_equal": T("{0} != {1}"),
     "where": T("np.where({0}, {1}, {2})"),
@@ -221,24 +267,16 @@ NUMPY: dict[str, Template] = {
     # -- numpy.linalg (ops/numpy_linalg.py) --
     "band": T("_sg_band({0}, {lo!r}, {hi!r}, {diagonal!r})", (_sg_band,)),
     "inv": T("np.linalg.inv({0})"), "det": T("np.linalg.det({0})"),
-    "slogdet": _part("slogdet", 1), "slogdet_sign": _part("slogdet", 0),
+    "slogdet": T("np.linalg.slogdet({0})"),
     "solve": T("np.linalg.solve({0}, {1})"),
     "cholesky": T("np.linalg.cholesky({0}, upper={upper!r})"),
-    "eigh": _part("eigh", 0, "{UPLO!r}"), "eigh_vectors": _part("eigh", 1, "{UPLO!r}"),
+    "eigh": T("np.linalg.eigh({0}, {UPLO!r})"),
     "eigvalsh": T("np.linalg.eigvalsh({0}, {UPLO!r})"),
-    "svd": T(_svd_values, (_sg_part,)),
-    "svd_u": _part("svd", 0, "{full_matrices!r}, True, {hermitian!r}"),
-    "svd_vh": _part("svd", 2, "{full_matrices!r}, True, {hermitian!r}"),
+    "svd": T(_svd),
     "svdvals": T("np.linalg.svdvals({0})"),
     "pinv": T("np.linalg.pinv({0}, rcond={rcond!r}, hermitian={hermitian!r})"),
-    "lstsq": _part("lstsq", 0, "{1}, {rcond!r}"),
-    "lstsq_residuals": T("_sg_lstsq_residuals({0}, {1}, {rcond!r})",
-                         (_sg_lstsq_residuals, _sg_part)),
-    "lstsq_rank": _part("lstsq", 2, "{1}, {rcond!r}"),
-    "lstsq_sv": _part("lstsq", 3, "{1}, {rcond!r}"),
-    "qr": T(lambda names, attrs: f"np.linalg.qr({names[0]}, 'r')" if attrs["mode"] == "r"
-            else f"_sg_part(np.linalg.qr, 1, {names[0]}, {attrs['mode']!r})", (_sg_part,)),
-    "qr_q": _part("qr", 0, "{mode!r}"),
+    "lstsq": T("_sg_lstsq({0}, {1}, {rcond!r})", (_sg_lstsq,)),
+    "qr": T(_qr),
     "matrix_power": T("np.linalg.matrix_power({0}, {n!r})"),
     "multi_dot": T(lambda names, attrs: f"np.linalg.multi_dot([{', '.join(names)}])"),
     "trace": T("np.trace({0}, {offset!r}, {axis1!r}, {axis2!r})"),
@@ -264,6 +302,17 @@ NUMPY: dict[str, Template] = {
     "lu_permutation": T("_sg_lu_permutation({0})", (_sg_lu_permutation,), ("scipy.linalg",)),
     # -- scipy.signal (ops/signal.py) --
     "convolution": T("_sg_convolution({0}, {1}, {modes!r})", (_sg_convolution,)),
+    # -- solvers (ops/solvers.py): SciPy's call on the callbacks backends/callbacks.py writes --
+    "optimize": T(lambda names, attrs: f"np.reshape(np.array({_optimize_call(names, attrs)}"
+                  f"['x'], dtype=np.float64), {tuple(attrs['call'].shape)!r})[()]",
+                  (_sg_optimize,)),
+    "solver_info": T(_solver_info, (_sg_integrate, _sg_optimize)),
+    "ivp": T(lambda names, attrs: f"{_integrate_call(names, attrs)}['y'].copy()",
+             (_sg_integrate,)),
+    "ivp_adjoint": T(_adjoint, (_sg_ivp_adjoint,)),
+    "custom_root": T("{0}"), "custom_linear_solve": T("{0}"),
     # loops: the call of the loop function that backends/loops.py writes
-    "scan": T(lambda names, attrs: f"_sg_loop({', '.join(names)})[{attrs['out']}]"),
+    "scan": T(lambda names, attrs: f"_sg_loop({', '.join(names)})"),
+    # -- sparse matrices (ops/sparse.py): SciPy's sparse arrays --
+    **SPARSE,
 }

@@ -1,7 +1,7 @@
-"""NumPy's type promotion made explicit for the array API targets (``array_api``, ``jax``,
-``torch``): an op whose operands have different dtypes, or another dtype than NumPy
-computes in (``int / int``), gets ``astype`` casts to that dtype, so every library gives
-``evaluate``'s result.
+"""The ``promote`` stage: NumPy's type promotion made explicit for the array API targets
+(``array_api``, ``jax``, ``torch``), last before they emit: an op whose operands have
+different dtypes, or another dtype than NumPy computes in (``int / int``), gets ``astype``
+casts to that dtype, so every library gives ``evaluate``'s result.
 
 The standard leaves mixed int/float promotion undefined (array-api-strict refuses
 ``float64 + int64``), PyTorch computes ``int64 + float32`` in float32 where NumPy gives
@@ -11,9 +11,11 @@ pass casts the others to it. A 0-d constant is left as it is: the emitter writes
 literal typed for its neighbours.
 
 >>> import numpy as np, symgrad as sg
+>>> from symgrad.passes.context import Context
+>>> from symgrad.passes.pipeline import run_stage
 >>> i, x = sg.var("i", dtype="int64"), sg.var("x", dtype="float32")
 >>> e = i + x
->>> g, ((k,),) = promoted(e.graph, [[e.node]])
+>>> g, (k,) = run_stage("promote", e.graph, [e.node], Context())
 >>> [g.nodes[a].op for a in g.nodes[k].args], g.nodes[k].dtype
 (['astype', 'astype'], 'float64')
 """
@@ -22,10 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....ir.expr import F, build
-from ....ir.graph import Graph
-from ....passes.pattern import Pass, Rule
-from ....passes.pipeline import rebuilt
+from ..ir.expr import F, build
+from .pattern import Pass, Rule
 
 COMMON: dict[str, tuple[int, ...] | None] = {
     **dict.fromkeys((
@@ -60,11 +60,5 @@ PROMOTE = Pass(
     "promote",
     "array API targets: operands of mixed dtypes cast to the dtype NumPy computes in",
     rules=tuple(Rule((name, ...), _cast) for name in COMMON),
-    stages=("compile(backend=array_api|jax|torch)",),
+    stages=("promote",),
 )
-
-
-def promoted(graph: Graph, groups: list[list[int]]) -> tuple[Graph, list[list[int]]]:
-    """The graph of ``groups`` rebuilt through :data:`PROMOTE`; the new graph and the
-    outputs' new ids, group by group."""
-    return rebuilt(graph, groups, (PROMOTE,))

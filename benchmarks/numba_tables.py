@@ -1,0 +1,209 @@
+"""The printed tables of :mod:`.numba_backend`'s results (Markdown): run times, ratios,
+builds, issue 32's targets (met / not met / failed) and what stayed NumPy, worst first.
+
+>>> rec = {"row": "w3_rosenbrock", "label": "W3", "spelling": "ours", "family": "w3",
+...        "systems": {"numba": {"median_s": 8e-6, "min_s": 7e-6, "max_s": 9e-6,
+...                              "build_s": 1.0}},
+...        "ratios": {"hand": {"median": 0.5, "min": 0.4, "max": 0.7}}, "targets": []}
+>>> one_line(rec)
+'  w3_rosenbrock: numba 8 us; / hand 0.50x; build 1.0 s'
+"""
+
+from __future__ import annotations
+
+SYSTEM_NAMES = {"numba": "symgrad-numba", "numpy": "symgrad NumPy backend",
+                "hand": "hand NumPy", "jax": "jax.jit(grad)", "pytensor": "PyTensor-numba",
+                "casadi": "CasADi"}
+ORDER = ("numba", "numpy", "hand", "jax", "pytensor", "casadi")
+THREADS_FLAG = 1.3  # CPU time over wall time above which a cell says it used threads
+
+
+def seconds(t: float | None) -> str:
+    """A duration for a table cell."""
+    if t is None:
+        return "-"
+    if t >= 1.0:
+        return f"{t:.1f} s"
+    if t >= 1e-4:
+        return f"{t * 1e3:.3g} ms"
+    return f"{t * 1e6:.3g} us"
+
+
+def _ratio(r: dict | None, spread: bool = True) -> str:
+    if not r:
+        return "-"
+    text = f"{r['median']:.2f}x"
+    return f"{text} [{r['min']:.2f}-{r['max']:.2f}]" if spread else text
+
+
+def _cell(entry: dict | None) -> str:
+    """A system's run time cell: median [min-max], or why there is none."""
+    if not entry:
+        return "-"
+    if "median_s" in entry:
+        threads = entry.get("cpu_over_wall", 0.0)
+        flag = f" (CPU/wall {threads:.1f})" if threads > THREADS_FLAG else ""
+        return f"{seconds(entry['median_s'])} [{seconds(entry['min_s'])}-" \
+               f"{seconds(entry['max_s'])}]{flag}"
+    if "skipped" in entry:
+        return "skipped"
+    if "error" in entry:
+        return "FAILED"
+    return "-"
+
+
+def one_line(rec: dict) -> str:
+    """A progress line for one row."""
+    nb = rec["systems"].get("numba", {})
+    parts = [f"numba {seconds(nb.get('median_s'))}" if "median_s" in nb
+             else f"numba FAILED ({nb.get('error', '?')})"]
+    parts += [f"/ {k} {_ratio(v, False)}" for k, v in rec.get("ratios", {}).items()
+              if k != "fastest_peer"]
+    if "build_s" in nb:
+        parts.append(f"build {seconds(nb['build_s'])}")
+    return f"  {rec['row']}: " + "; ".join(parts)
+
+
+def _name(rec: dict) -> list[str]:
+    return [rec["label"], rec["spelling"]]
+
+
+def _table(caption: str, columns: list[str], rows: list[list[str]]) -> dict:
+    return {"caption": caption, "columns": columns, "rows": rows}
+
+
+def tables(results: dict) -> list[dict]:
+    """The tables (``caption``, ``columns``, ``rows`` of strings) of the results."""
+    rows = results["rows"]
+    return [
+        _table("Run time per gradient: median [min-max]",
+               ["workload", "spelling", *(SYSTEM_NAMES[s] for s in ORDER)],
+               [[*_name(r), *(_cell(r["systems"].get(s)) for s in ORDER)] for r in rows]),
+        _table("symgrad-numba's time over each system's: paired median [min-max]",
+               ["workload", "spelling", "fastest peer", "/ fastest peer", "/ hand NumPy",
+                "/ JAX", "/ PyTensor", "/ CasADi", "/ NumPy backend"],
+               [_ratios(r) for r in rows]),
+        _table("Builds (cold: empty disk caches; Numba, JAX, PyTensor warmed up first)",
+               ["workload", "spelling", "symgrad-numba cold", "warm", "of it Numba's compile",
+                "NumPy backend", "JAX cold jit", "PyTensor-numba cold", "CasADi",
+                "numba / JAX"], [_builds(r) for r in rows]),
+        _table("Issue 32's targets (symgrad-numba, paired medians)",
+               ["workload", "spelling", "target", "limit", "measured", "status"],
+               [[*_name(r), *_target(t)] for r in rows for t in r.get("targets", [])]),
+    ]
+
+
+def _ratios(rec: dict) -> list[str]:
+    rt = rec.get("ratios", {})
+    fastest = rt.get("fastest_peer", {}).get("peer", "-")
+    return [*_name(rec), SYSTEM_NAMES.get(fastest, fastest),
+            *(_ratio(rt.get(k)) for k in ("fastest_peer", "hand", "jax", "pytensor", "casadi",
+                                          "numpy"))]
+
+
+def _build(entry: dict | None, key: str = "build_s") -> str:
+    if not entry:
+        return "-"
+    if "skipped" in entry:
+        return "skipped"
+    if key == "build_s" and "error" in entry and key not in entry:
+        return "FAILED"
+    return seconds(entry.get(key))
+
+
+def _builds(rec: dict) -> list[str]:
+    s = rec["systems"]
+    nb, jx = s.get("numba", {}), s.get("jax", {})
+    native = nb.get("build_seconds", {}).get("native compile")
+    ratio = f"{nb['build_s'] / jx['build_s']:.2f}x" if "build_s" in nb and "build_s" in jx \
+        else "-"
+    return [*_name(rec), _build(nb), _build(nb, "warm_build_s"), seconds(native),
+            _build(s.get("numpy")), _build(jx), _build(s.get("pytensor")),
+            _build(s.get("casadi")), ratio]
+
+
+def _target(t: dict) -> list[str]:
+    measured = f"{t['measured']:.2f}x" if t["measured"] is not None else "-"
+    status = t["status"] if t["status"] != "failed" else f"failed ({t['why']})"
+    return [t["target"], f"<= {t['limit']:.1f}x", measured, status]
+
+
+def _markdown(table: dict) -> list[str]:
+    return ["", f"## {table['caption']}", "", "| " + " | ".join(table["columns"]) + " |",
+            "|" + "---|" * len(table["columns"]),
+            *("| " + " | ".join(row) + " |" for row in table["rows"])]
+
+
+def header(results: dict) -> str:
+    """One paragraph: command, machine, load, versions."""
+    m = results["machine"]
+    quick = " (quick: smoke sizes)" if results["quick"] else ""
+    return (f"`{results['command'].strip()}`{quick}; {m['cpu']}, {m['cores']} cores, load "
+            f"average {m['loadavg_start'][0]:.1f} at the start, {m['loadavg_end'][0]:.1f} at "
+            f"the end; speed probe {seconds(m['probe_start_s'])} / "
+            f"{seconds(m['probe_end_s'])}; one thread each; {results['budget_s']} s of paired "
+            f"samples per row; wall {results['wall_s']:.0f} s. Versions: "
+            + ", ".join(f"{k} {v}" for k, v in results["versions"].items() if v) + ".")
+
+
+def render(results: dict) -> list[str]:
+    """All tables, as Markdown lines."""
+    out = [f"# backend='numba' against its peers ({results['date']})", "", header(results)]
+    out += [f"Skipped {peer}: {note}" for peer, note in results.get("skipped_peers", {}).items()]
+    for table in tables(results):
+        out += _markdown(table)
+    failures = [(r, k, e["error"]) for r in results["rows"] for k, e in r["systems"].items()
+                if "error" in e]
+    if failures:
+        out += ["", "Failed cells:", ""]
+        out += [f"- {', '.join(_name(r))}, {SYSTEM_NAMES[k]}: {err}" for r, k, err in failures]
+    counts: dict[str, int] = {}
+    for t in (t for r in results["rows"] for t in r.get("targets", [])):
+        counts[t["status"]] = counts.get(t["status"], 0) + 1
+    out += ["", "Targets: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))]
+    return out + fallbacks(results["rows"])
+
+
+def measured(results: dict, title: str) -> dict:
+    """The results in the form of ``benchmarks/measured/*.json`` (``benchmarks.tables``)."""
+    m = results["machine"]
+    return {
+        "title": title, "command": results["command"].strip(), "date": results["date"],
+        "machine": f"{m['cpu']}, {m['cores']} cores shared with other work (load average "
+                   f"{m['loadavg_start'][0]:.1f} at the start, {m['loadavg_end'][0]:.1f} at "
+                   "the end): absolute times are inflated and noisy, the paired ratios are "
+                   "the figures to read",
+        "method": header(results),
+        "tables": tables(results),
+        "notes": ["What stayed NumPy (`sg.stats(..., backend=\"numba\")`), worst first:",
+                  "\n".join(fallbacks(results["rows"])[3:])],
+    }
+
+
+def _badness(rec: dict) -> float:
+    """How far symgrad-numba is from its fastest peer (a failed build: worst)."""
+    if "error" in rec["systems"].get("numba", {}):
+        return float("inf")
+    return rec.get("ratios", {}).get("fastest_peer", {}).get("median", 0.0)
+
+
+def fallbacks(rows: list[dict]) -> list[str]:
+    """What stayed NumPy, per row, worst row (against its fastest peer) first."""
+    out = ["", "## What stayed NumPy (sg.stats(..., backend='numba')), worst first", ""]
+    for r in sorted(rows, key=_badness, reverse=True):
+        acc = r.get("numba")
+        ratio = r.get("ratios", {}).get("fastest_peer")
+        head = f"- **{', '.join(_name(r))}**" + (
+            f" ({_ratio(ratio, False)} its fastest peer)" if ratio else "")
+        if not acc or "error" in acc:
+            out.append(f"{head}: no account ({(acc or {}).get('error', 'not built')})")
+            continue
+        out.append(f"{head}: {acc['kernels']} compiled loops holding {acc['fused_ops']} ops, "
+                   f"{acc['compiled_scans']} scans compiled, {len(acc['scans'])} left to NumPy")
+        for s in acc["scans"]:
+            ops = "; ".join(f"`{m['op']}` {m['detail']}: {m['reason']}" for m in s["missing"])
+            kind = "reverse" if s["reverse"] else "forward"
+            out.append(f"  - {kind} scan of {s['length']} steps runs as a NumPy loop: {ops}")
+        driver = ", ".join(f"{op} {v['count']}" for op, v in acc["driver"].items())
+        out.append(f"  - NumPy calls in the driver: {driver or 'none'}")
+    return out

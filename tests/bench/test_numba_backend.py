@@ -1,0 +1,116 @@
+"""Smoke version of ``python -m benchmarks.numba_backend``: two rows at smoke sizes with a
+tiny budget, no timing assertions. Every system's gradient is checked by the harness
+itself; the row records builds, run times and ratios, judges the issue's targets, accounts
+for what stayed NumPy, serialises to JSON and renders as tables. The targets' verdicts and
+the NumPy account are checked on rows built by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:  # benchmarks/ is not part of the installed package
+    sys.path.insert(0, str(ROOT))
+
+import symgrad as sg  # noqa: E402
+from benchmarks import numba_backend as nb  # noqa: E402
+from benchmarks import numba_fallbacks, numba_tables  # noqa: E402
+
+pytest.importorskip("numba")
+
+
+def test_quick_run_of_two_rows_records_checks_and_renders(x64, tmp_path):
+    systems = ("numba", "numpy", "hand", "jax", "casadi")
+    res = nb.run(["w3_rosenbrock_public", "w4_python"], budget=0.01, quick=True,
+                 log=lambda *a: None, systems=systems)
+    json.dumps(res)  # plain data
+    assert res["quick"] and res["machine"]["cores"] >= 1 and res["versions"]["numpy"]
+    for row in res["rows"]:
+        s = row["systems"]
+        for name in ("numba", "numpy", "hand"):
+            assert "error" not in s[name], (row["row"], name, s[name])
+            assert s[name]["median_s"] > 0 and s[name]["min_s"] <= s[name]["max_s"]
+        assert "pytensor" not in s  # not asked for
+        assert s["numba"]["err"] < 1e-12 and s["numba"]["warm_build_s"] > 0
+        assert s["numba"]["build_s"] > 0 and "native compile" in s["numba"]["build_seconds"]
+        assert row["ratios"]["numpy"]["median"] > 0
+        assert row["ratios"]["fastest_peer"]["peer"] in nb.PEERS
+        statuses = {t["status"] for t in row["targets"]}
+        assert statuses <= {"met", "not met"} and row["targets"]
+        assert row["numba"]["kernels"] >= 1
+    w4 = res["rows"][1]
+    assert w4["config"] == {"L": nb.QUICK_W4_L} and w4["numba"]["compiled_scans"] >= 1
+    text = "\n".join(numba_tables.render(res))
+    for part in ("W3 Rosenbrock n1000 | public", "W4 chain L1e4 (Python loop) | public",
+                 "## Issue 32's targets", "What stayed NumPy", "CasADi"):
+        assert part in text
+    from benchmarks import tables  # the documentation's form of the same tables
+
+    path = tmp_path / "numba_spellings.json"
+    path.write_text(json.dumps(numba_tables.measured(res, nb.MEASURED_TITLE)))
+    doc = tables.markdown(tables.load(path))
+    assert "| W4 chain L1e4 (Python loop) | public |" in doc and "worst first" in doc
+
+
+def _row(**ratios):
+    systems = {"numba": {"build_s": 3.0}, "jax": {"build_s": 4.0}}
+    return {"row": "r", "family": "w5", "systems": systems,
+            "ratios": {k: {"median": v, "min": v, "max": v} for k, v in ratios.items()}}
+
+
+def test_targets_are_judged_met_not_met_or_failed():
+    got = {t["target"]: t for t in nb.targets(_row(jax=0.9, hand=1.2, numpy=1.0))}
+    assert got["run time / jax.jit(grad)"]["status"] == "met"
+    assert got["run time / hand NumPy"]["status"] == "not met"
+    assert got["run time / symgrad NumPy backend"]["status"] == "met"
+    build = got["cold build / JAX cold jit"]  # W5: at most half of JAX's
+    assert build["measured"] == pytest.approx(0.75) and build["status"] == "not met"
+    failed = _row(numpy=0.5)
+    failed["systems"]["jax"] = {"error": "ImportError: no"}
+    got = {t["target"]: t for t in nb.targets(failed)}
+    assert got["run time / jax.jit(grad)"]["status"] == "failed"
+    assert "ImportError" in got["cold build / JAX cold jit"]["why"]
+
+
+def test_account_splits_numpy_calls_between_scans_and_driver(monkeypatch):
+    """A scan whose step holds an op without a loop form is reported with that op and a
+    reason, and its NumPy calls are not counted again as the driver's."""
+    from symgrad.backends.targets.numba import loops, table
+
+    real = table.loop_form
+
+    def no_cos(n, nodes):  # pretend cos had no form inside a compiled loop
+        return None if n.op == "cos" else real(n, nodes)
+
+    monkeypatch.setattr(table, "loop_form", no_cos)
+    monkeypatch.setattr(loops, "loop_form", no_cos)
+    x = sg.var("x", shape=(5,))
+    h, _ = sg.scan(lambda c, _: (sg.cos(c) * c + 1.0, None), x, length=6)
+    out = [sg.sum(h) * sg.sum(x)]
+    acc = numba_fallbacks.account(out)
+    (scan,) = acc["scans"]
+    assert scan["length"] == 6 and [m["op"] for m in scan["missing"]] == ["cos"]
+    assert scan["missing"][0]["reason"] == "no form inside a compiled loop"
+    assert acc["numpy_ops"]["scan"] == 1 and "scan" not in acc["driver"]
+    assert "cos" not in acc["driver"]
+    counted = sum(v["count"] for v in acc["driver"].values()) + 1 + len(scan["missing"])
+    assert counted == sum(acc["numpy_ops"].values())
+    lines = numba_tables.fallbacks([{"label": "toy", "spelling": "ours", "row": "toy",
+                                     "systems": {"numba": {}}, "numba": acc}])
+    assert any("scan of 6 steps runs as a NumPy loop: `cos`" in ln for ln in lines)
+
+
+def test_command_line_rows_and_options():
+    args = nb.parse(["--quick", "w5_lstm_public", "--systems", "numba,hand"])
+    assert args.rows == ["w5_lstm_public"] and args.systems == ("numba", "hand")
+    assert args.budget == 0.05 and args.out.name == "numba_backend_quick.json"
+    args = nb.parse(["1.5", "w1_mlp"])  # the older form: BUDGET ROW ...
+    assert args.budget == 1.5 and args.rows == ["w1_mlp"] and not args.quick
+    assert nb.parse([]).rows == [r.name for r in nb.ROWS if r.default]
+    with pytest.raises(SystemExit):
+        nb.parse(["no_such_row"])
