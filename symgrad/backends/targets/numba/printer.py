@@ -31,7 +31,7 @@ from ...plan import Plan
 from ...printer import ModuleState, Printer
 from ..numpy.printer import NumpyPrinter
 from ..numpy.table import NUMPY_TYPE
-from . import fusion, special
+from . import fusion, special, table
 from . import source as nb
 from .costs import numpy_better
 from .loops import StepPrinter, compiled_loop, lacking, loop_ops, missing
@@ -89,7 +89,7 @@ class NumbaPrinter(NumpyPrinter):
         kernels = [line for kernel in self.kernels for line in ("", "", *kernel.split("\n"))]
         # SciPy's special functions the compiled code calls, bound before it compiles
         text = "\n".join(kernels + out)
-        bound = special.binding_lines(text)
+        bound = special.binding_lines(text) + table.binding_lines(text)
         out[k:k] = bound + kernels
         return super().finish(out, code)
 

@@ -26,6 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ....ir.op import RESULT
 from ....ir.shapes import FLOATS
 from ...template import Template
@@ -65,8 +67,6 @@ NOT_COMPILED: dict[str, str] = {
                     "SciPy's LAPACK getrf (its pivots) has no Numba form"),
     "scan": "a loop: compiled whole as one function of its own (loops.py), not inside a "
             "kernel of straight-line code",
-    "floor_divide": "NumPy's call: Numba's floor division rounds otherwise at an infinite "
-                    "divisor (floor_divide(-1.0, inf) is -1.0) and traps at INT64_MIN // -1",
     RESULT: "a projection: the name its call's statement assigns (no line of its own)",
     **dict.fromkeys(("optimize", "solver_info", "ivp", "ivp_adjoint"),
                     "a SciPy solver's call in the driver (its callbacks are NumPy functions)"),
@@ -95,6 +95,9 @@ NUMBA: dict[str, Template | Callable[[Any, Any], Template | None] | None] = {
     "power": Exact(NUMPY["power"].text),
     # C's fmod keeps the dividend's sign (fmod(-0.0, inf) is -0.0), Numba's loses it
     "fmod": Exact("(np.fmod({0}, {1}) if np.fmod({0}, {1}) != 0 else np.copysign(0.0, {0}))"),
+    # Numba's floor division rounds otherwise at an infinite divisor (floor_divide(-1.0,
+    # inf) is -1.0) and traps at INT64_MIN // -1: NumPy's algorithm (_sg_floordiv), float64
+    "floor_divide": Exact("_sg_floordiv({0}, {1})", dtypes=frozenset({"float64"})),
     "stop_gradient": T("{0}"),
 }
 
@@ -193,6 +196,8 @@ _SCALAR_WHY = {
     **dict.fromkeys(("mod", "power", "fmod"),
                     "integer remainders and powers: NumPy's call (compiled ones trap at "
                     "INT64_MIN % -1, wrap at x % 0, give garbage for negative exponents)"),
+    "floor_divide": "integer or float32 floor division: NumPy's call (compiled code traps at "
+                    "INT64_MIN // -1; NumPy rounds float32 in float32)",
     "round": "round of integers to negative decimals: NumPy's own integer rounding",
     "astype": "a float-to-int conversion off x86-64 (NumPy's result is the platform's)",
 }
@@ -218,3 +223,30 @@ def loop_form(n: Any, nodes: Any) -> Template | Callable[[Site], list[str]] | No
     if why_not(n, nodes) is not None:
         return None
     return scalar_form(n, nodes) or ARRAY_FORMS.get(n.op)
+
+
+def _sg_floordiv(a, b):  # (copied into modules and compiled there: no annotations)
+    """NumPy's floor division of two float64 (npy_divmod): fmod's remainder moved to the
+    divisor's sign, the quotient rounded to the nearest integer below, zero signed."""
+    mod = np.fmod(a, b)
+    if b == 0:
+        return a / b
+    div = (a - mod) / b
+    if mod != 0:
+        if (b < 0) != (mod < 0):
+            div -= 1.0
+    if div != 0:
+        fl = np.floor(div)
+        if div - fl > 0.5:
+            fl += 1.0
+        return fl
+    return np.copysign(0.0, a / b)
+
+
+def binding_lines(source: str) -> list[str]:
+    """The module-level lines defining the helpers of the table's forms ``source`` calls."""
+    if "_sg_floordiv(" not in source:
+        return []
+    from ...printer import helper_source
+
+    return ["", "", "@_jit", *helper_source(_sg_floordiv)]

@@ -63,14 +63,14 @@ def test_every_op_has_a_form_or_a_reason():
     is on the short list that says why not."""
     assert TARGETS["numba"].printer.loop_table is NUMBA
     elementwise = {n for n in BUILTIN if REGISTRY[n].elementwise}
-    assert elementwise - {"floor_divide"} == set(NUMBA)
+    assert elementwise == set(NUMBA)
     assert BUILTIN - elementwise <= set(ARRAY_FORMS) | set(NOT_COMPILED)
     assert not set(ARRAY_FORMS) & set(NOT_COMPILED)
     solvers = {"optimize", "solver_info", "ivp", "ivp_adjoint", "custom_root",
                "custom_linear_solve"}
     sparse = {n for n in BUILTIN if n.startswith("sparse_")}
     assert set(NOT_COMPILED) == {"partition", "argpartition", "expm", "lu_factor", "lu_pivots",
-                                 "lu_permutation", "scan", "floor_divide", "result",
+                                 "lu_permutation", "scan", "result",
                                  *solvers, *sparse}
     assert all(len(why) > 20 for why in NOT_COMPILED.values())
 
@@ -98,8 +98,7 @@ def _first_cases(ops, dtype):
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_registry_sample_equals_evaluate(dtype, every_region):
-    """Every op of the sample and of its gradient compiled, but for the short list's
-    (``mod``'s gradient holds a ``floor_divide``)."""
+    """Every op of the sample and of its gradient compiled (but for the short list's)."""
     cases = _first_cases(SAMPLE, dtype)
     outs, values = battery.straight(cases, dtype, gradients=dtype == "float64")
     fn = sg.compile(outs, backend="numba")

@@ -16,16 +16,17 @@ pytest.importorskip("numba")
 
 
 def test_a_scan_left_to_numpy_warns_with_the_reason():
-    c = sg.var("c")
-    out, _ = sg.scan(lambda c, _: (c + (c // 3.0) * 0.1, c), c, None, length=5)
+    c = sg.var("c", dtype="float32")  # float32 floor division: NumPy's call
+    out, _ = sg.scan(lambda c, _: (c + (c // np.float32(3)) * np.float32(0.1), c), c, None,
+                     length=5)
     with pytest.warns(sg.SymgradWarning,
                       match=r"1 scan stays a NumPy loop.*floor_divide.*sg\.stats"):
         fn = sg.compile(out, backend="numba")
     assert fn.numpy_ops["scan"] == 1
-    want = 5.0
+    want = np.float32(5)
     for _ in range(5):
-        want = want + (want // 3.0) * 0.1
-    assert fn(5.0) == pytest.approx(want, rel=1e-15)
+        want = want + (want // np.float32(3)) * np.float32(0.1)
+    assert fn(np.float32(5)) == want
 
 
 def test_few_compiled_ops_warn_once_and_a_fused_function_does_not():
