@@ -14,25 +14,12 @@ import symgrad as sg
 import symgrad.numpy as snp
 from symgrad.errors import UnsupportedError
 from symgrad.frontend.sparse import SparseArray, SparseMatrix
+from tests.support.sparse_matrices import fd_grad, operands
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
 
-RNG = np.random.default_rng(34)
-A_ARR = scipy.sparse.csr_array(scipy.sparse.random(6, 5, density=0.4, random_state=RNG))
-A_MAT = scipy.sparse.csr_matrix(A_ARR)
-X0 = RNG.standard_normal(5)
-Y0 = RNG.standard_normal(6)
-
-
-def _fd_grad(f, x, h=1e-6):
-    """Central differences of a scalar function of a vector."""
-    out = np.zeros_like(x)
-    for k in range(x.size):
-        e = np.zeros_like(x)
-        e[k] = h
-        out[k] = (f(x + e) - f(x - e)) / (2 * h)
-    return out
+RNG, A_ARR, A_MAT, X0, Y0 = operands(34)
 
 
 @pytest.mark.parametrize("A", [A_ARR, A_MAT, A_ARR.tocsc(), A_ARR.tocoo(), A_ARR.todia()],
@@ -138,7 +125,7 @@ def test_a_gradient_with_respect_to_a_sparse_argument_is_a_matrix_on_its_pattern
         B = scipy.sparse.coo_array((v, (coo.row, coo.col)), shape=A.shape)
         return float(np.sum(np.tanh(B @ X0) * np.arange(6.0)))
 
-    fd = _fd_grad(by_values, coo.data.astype(float))
+    fd = fd_grad(by_values, coo.data.astype(float))
     np.testing.assert_allclose(gA.tocoo().data, fd, rtol=1e-7, atol=1e-9)
     dense = A.toarray()
     want = dense.T @ ((1 - np.tanh(dense @ X0) ** 2) * np.arange(6.0))

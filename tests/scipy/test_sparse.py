@@ -16,25 +16,12 @@ import symgrad as sg
 from symgrad.errors import ShapeError, UnsupportedError
 from symgrad.scipy import sparse as sps
 from symgrad.scipy.sparse import linalg as spl
+from tests.support.sparse_matrices import fd_grad, operands
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
 
-RNG = np.random.default_rng(34)
-A_ARR = scipy.sparse.csr_array(scipy.sparse.random(6, 5, density=0.4, random_state=RNG))
-A_MAT = scipy.sparse.csr_matrix(A_ARR)
-X0 = RNG.standard_normal(5)
-Y0 = RNG.standard_normal(6)
-
-
-def _fd_grad(f, x, h=1e-6):
-    """Central differences of a scalar function of a vector."""
-    out = np.zeros_like(x)
-    for k in range(x.size):
-        e = np.zeros_like(x)
-        e[k] = h
-        out[k] = (f(x + e) - f(x - e)) / (2 * h)
-    return out
+RNG, A_ARR, A_MAT, X0, Y0 = operands(34)
 
 
 # -- a sparse operator's Hessian (operands: tests/frontend/test_sparse_calls.py) ----------
@@ -285,9 +272,9 @@ def test_poisson_inverse_problem_gradient_against_finite_differences():
         return 0.5 * np.sum((scipy.sparse.linalg.spsolve(A.tocsc(), f) - observed) ** 2)
 
     np.testing.assert_allclose(value, plain(s0), rtol=1e-12)
-    np.testing.assert_allclose(grad, _fd_grad(plain, s0), rtol=1e-6, atol=1e-12)
+    np.testing.assert_allclose(grad, fd_grad(plain, s0), rtol=1e-6, atol=1e-12)
     hvp = sg.hvp(misfit, (s0,), (np.ones(n * n),))
-    fd = (_fd_grad(plain, s0 + 1e-4) - _fd_grad(plain, s0 - 1e-4)) / 2e-4
+    fd = (fd_grad(plain, s0 + 1e-4) - fd_grad(plain, s0 - 1e-4)) / 2e-4
     np.testing.assert_allclose(hvp, fd, rtol=1e-4, atol=1e-10)
 
 
@@ -313,7 +300,7 @@ def test_implicit_time_steps_in_a_scan_emit_one_loop_with_the_pattern_held_once(
 
     u0 = np.sin(np.linspace(0.0, 3.0, n))
     grad = sg.grad(heat)
-    np.testing.assert_allclose(grad(u0), _fd_grad(plain, u0), rtol=1e-7)
+    np.testing.assert_allclose(grad(u0), fd_grad(plain, u0), rtol=1e-7)
     assert "for " in grad.source and grad.source.count("'csr', (20, 20)") == 1
 
 
