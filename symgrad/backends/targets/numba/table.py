@@ -91,6 +91,8 @@ NOT_FUSED: dict[str, str] = {
                     "a custom rule's call: its value is its first operand (no arithmetic)"),
     **dict.fromkeys(("optimize", "solver_info", "ivp", "ivp_adjoint"),
                     "a SciPy solver's call in the driver (its callbacks are NumPy functions)"),
+    **dict.fromkeys(("while_loop", "while_vjp"),
+                    "a while loop's run-time loop in the driver (its step is a NumPy function)"),
     **dict.fromkeys(("custom_root", "custom_linear_solve"),
                     "an implicit function's value: its first operand (no arithmetic)"),
     "round": "np.round's decimals= has no scalar form in Numba that rounds like NumPy's",
