@@ -81,12 +81,12 @@ def _sg_while_vjp(step, vjp, snapshots, count, carries, ks, seeds, avals):
             c = (np.array(out) if type(out) is list else out,) if one else out
         return c
 
-    def split(length, free):  # Revolve: where to store the next carry
+    def split(length, free):  # Revolve: how far ahead to store the next carry
         t, beta = 0, 1  # beta = C(free + t, t): the most steps `free` snapshots reverse
         while beta < length:
             t += 1
             beta = beta * (free + t) // t
-        right = beta * t // (free + t)  # C(free - 1 + t, t)
+        right = beta * free // (free + t)  # C(free - 1 + t, t): what one fewer reverses
         return max(1, length - right)
 
     outs = [np.zeros(s, dtype=d) for s, d in avals]
@@ -95,16 +95,18 @@ def _sg_while_vjp(step, vjp, snapshots, count, carries, ks, seeds, avals):
     while end > 0:
         at, c = stack[-1]
         if end - at > 1:
-            m = at + split(end - at, snapshots - len(stack) + 1)
-            stack.append((m, ahead(c, m - at)))
-            continue
+            if len(stack) <= snapshots:
+                m = at + split(end - at, snapshots - len(stack) + 1)
+                stack.append((m, ahead(c, m - at)))
+                continue
+            c = ahead(c, end - 1 - at)  # no snapshot left (the schedule never gets here)
         got = vjp(*c, *ks, *outs[:nf])
         got = got if type(got) is tuple else (got,)
         outs[:nf] = got[:nf]
         for j in range(nf, len(outs)):
             outs[j] = outs[j] + got[j]
-        end = at
-        if at > 0:
+        end -= 1
+        if at == end and at > 0:
             stack.pop()
     return tuple(np.asarray(v, dtype=d) for v, (_, d) in zip(outs, avals))
 
