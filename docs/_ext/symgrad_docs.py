@@ -89,7 +89,7 @@ def _numpy_groups(name: str) -> str:
 _NUMPY_OWN = {"pi", "e", "inf", "nan", "newaxis", "euler_gamma", "float64", "float32", "int64",
               "int32", "bool_", "bool", "double", "single", "int_", "intp", "floating",
               "integer", "dtype", "finfo", "iinfo", "errstate", "ndarray", "broadcast_shapes",
-              "result_type", "can_cast", "r_", "c_"}
+              "result_type", "can_cast", "r_", "c_", "random"}
 
 
 @functools.cache

@@ -34,7 +34,7 @@ def _ints(name: str, what: str, value: Any) -> tuple[int, ...]:
     return tuple(int(v) for v in items)
 
 
-def _slice_along(a: Expr, axis: int, item: Any) -> Expr:
+def slice_along(a: Expr, axis: int, item: Any) -> Expr:
     key = [slice(None)] * a.ndim
     key[axis] = item
     return a[tuple(key)]
@@ -227,7 +227,7 @@ def _split(name: str, ary: Any, spec: Any, axis: int, even: bool) -> list[Expr]:
     n = a.shape[axis]
     cuts = [0, *(min(max(c, 0), n) if c >= 0 else max(n + c, 0)
                  for c in _split_points(name, n, spec, even)), n]
-    return [_slice_along(a, axis, slice(lo, max(lo, hi))) for lo, hi in zip(cuts, cuts[1:])]
+    return [slice_along(a, axis, slice(lo, max(lo, hi))) for lo, hi in zip(cuts, cuts[1:])]
 
 
 @define("split", "ary", "=indices_or_sections", "=axis", indices_or_sections=None, axis=0)
@@ -269,7 +269,7 @@ def delete(arr, obj, axis=None):
     n = a.shape[axis]
     drop = np.arange(n)[obj] if isinstance(obj, slice) else np.asarray(obj, dtype=np.int64)
     keep = np.setdiff1d(np.arange(n), np.asarray(drop) % n if n else drop)
-    return _slice_along(a, axis, keep)
+    return slice_along(a, axis, keep)
 
 
 # -- repeating, padding, rolling, flipping -------------------------------------------------------
@@ -291,7 +291,7 @@ def tile(A, reps):
 def repeat(a, repeats, axis=None):
     a, axis = _along("repeat", a, axis)
     counts = np.broadcast_to(np.asarray(_ints("repeat", "repeats", repeats)), (a.shape[axis],))
-    return _slice_along(a, axis, np.repeat(np.arange(a.shape[axis]), counts))
+    return slice_along(a, axis, np.repeat(np.arange(a.shape[axis]), counts))
 
 
 def _pad_index(n: int, before: int, after: int, mode: str) -> np.ndarray:
@@ -332,7 +332,7 @@ def pad(array, pad_width, mode="constant", *, constant_values=0, **kwargs):
         else:
             if n == 0:
                 raise ShapeError(f"pad: mode {mode!r} cannot pad an empty axis")
-            a = _slice_along(a, axis, _pad_index(n, before, after, mode))
+            a = slice_along(a, axis, _pad_index(n, before, after, mode))
     return a
 
 
@@ -347,7 +347,7 @@ def roll(a, shift, axis=None):
         ax = axis_int("roll", ax, a.ndim)
         n = a.shape[ax]
         if n:
-            a = _slice_along(a, ax, (np.arange(n) - s) % n)
+            a = slice_along(a, ax, (np.arange(n) - s) % n)
     return a
 
 

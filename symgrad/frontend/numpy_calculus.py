@@ -14,7 +14,7 @@ import numpy as np
 
 from ..base.errors import ShapeError, UnsupportedError
 from ..ir.expr import F
-from .numpy_arrays import _slice_along, concatenate, flip
+from .numpy_arrays import concatenate, flip, slice_along
 from .numpy_define import as_expr, axes_tuple, axis_int, define
 
 
@@ -32,7 +32,7 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
         pieces.append(F.broadcast_to(p, edge) if p.ndim == 0 else p)
     a = concatenate(pieces, axis=axis)
     for _ in range(n):
-        a = _slice_along(a, axis, slice(1, None)) - _slice_along(a, axis, slice(None, -1))
+        a = slice_along(a, axis, slice(1, None)) - slice_along(a, axis, slice(None, -1))
     return a
 
 
@@ -54,7 +54,7 @@ def gradient(f, *varargs, axis=None, edge_order=1):
         if n < edge_order + 1:
             raise ShapeError(f"gradient: an axis of size {n} is too short for "
                              f"edge_order={edge_order}")
-        s = lambda i, j=None, ax=ax: _slice_along(f, ax, slice(i, j))  # noqa: E731
+        s = lambda i, j=None, ax=ax: slice_along(f, ax, slice(i, j))  # noqa: E731
         mid = (s(2, None) - s(None, -2)) / (2.0 * h)
         if edge_order == 1:
             first, last = (s(1, 2) - s(0, 1)) / h, (s(-1, None) - s(-2, -1)) / h
@@ -72,7 +72,7 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
     d = diff(x, axis=-1 if as_expr(x).ndim == 1 else ax) if x is not None else dx
     if x is not None and as_expr(x).ndim == 1 and y.ndim > 1:
         d = F.reshape(d, (-1,) + (1,) * (y.ndim - 1 - ax))
-    avg = (_slice_along(y, ax, slice(1, None)) + _slice_along(y, ax, slice(None, -1))) / 2.0
+    avg = (slice_along(y, ax, slice(1, None)) + slice_along(y, ax, slice(None, -1))) / 2.0
     return F.sum(avg * d, axis=ax)
 
 

@@ -35,7 +35,8 @@ _STATE: dict[str, Any] = {}  # the table, built once SciPy is imported
 
 
 def register(name: str, module: types.ModuleType) -> None:
-    """Make ``module`` (``symgrad.scipy.<name>``) the counterpart of ``scipy.<name>``."""
+    """Make ``module`` (``symgrad.scipy.<name>``) the counterpart of ``scipy.<name>``
+    (``name`` dotted for a submodule: ``"sparse.linalg"``)."""
     _MODULES[name] = module
     _STATE.clear()
 
@@ -65,8 +66,7 @@ def _module(real: types.ModuleType) -> Any:
     table = _table()
     found = table["modules"].get(id(real))
     if found is None:
-        parts = real.__name__.split(".")
-        ours = _MODULES.get(parts[1]) if len(parts) == 2 else None
+        ours = _MODULES.get(real.__name__.partition(".")[2])  # "sparse.linalg"
         found = table["modules"][id(real)] = _SciPyModule(real, ours)
     return found
 

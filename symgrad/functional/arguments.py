@@ -18,13 +18,13 @@ from ..ir.expr import Expr
 from ..ir.shapes import DTYPES
 from ..ir.values import exact
 
-_OK = frozenset(DTYPES)
+DTYPES_OK = frozenset(DTYPES)
 
 
-_CHARS = frozenset(np.dtype(n).char for n in _OK)
+CHARS = frozenset(np.dtype(n).char for n in DTYPES_OK)
 
 
-def _parameter_names(fun: Callable) -> list[str]:
+def parameter_names(fun: Callable) -> list[str]:
     try:
         params = inspect.signature(fun).parameters.values()
     except (TypeError, ValueError):
@@ -42,7 +42,7 @@ def _parameter_names(fun: Callable) -> list[str]:
     return names
 
 
-def _leaf_names(treedef: Any, params: list[str]) -> list[str]:
+def leaf_names(treedef: Any, params: list[str]) -> list[str]:
     """Variable names for the leaves of the argument tuple: the parameter's name, with the
     dict key or position inside a container (``model_W1``)."""
     out: list[str] = []
@@ -66,7 +66,7 @@ def _name_leaves(t: Any, base: str, out: list[str]) -> None:
         _name_leaves(child, name if name.isidentifier() else f"{base}_{k}", out)
 
 
-def _unique(names: list[str]) -> list[str]:
+def unique(names: list[str]) -> list[str]:
     seen: set[str] = set()
     out = []
     for k, n in enumerate(names):
@@ -76,12 +76,12 @@ def _unique(names: list[str]) -> list[str]:
     return out
 
 
-def _flat_args(args: tuple, name: Callable[[int], str]) -> tuple[list, Any]:
+def flat_args(args: tuple, name: Callable[[int], str]) -> tuple[list, Any]:
     leaves, treedef = tree_flatten(exact(args))
-    return [_as_array(a, name(k)) for k, a in enumerate(leaves)], treedef
+    return [as_array(a, name(k)) for k, a in enumerate(leaves)], treedef
 
 
-def _as_array(value: Any, name: str) -> np.ndarray:
+def as_array(value: Any, name: str) -> np.ndarray:
     if isinstance(value, Expr):
         raise InputError(f"argument '{name}' is a symgrad expression; this function takes "
                          "arrays (for expressions use sg.grad(expr, wrt))")
@@ -94,7 +94,7 @@ def _as_array(value: Any, name: str) -> np.ndarray:
     if a.dtype.kind not in "biuf":
         raise InputError(f"argument '{name}' has dtype {a.dtype}; pass numbers or arrays of "
                          "numbers (pytrees of them: dicts, lists, tuples, dataclasses)")
-    if a.dtype.name not in _OK:
+    if a.dtype.name not in DTYPES_OK:
         wide = np.float64 if a.dtype.kind == "f" else np.int64
         with np.errstate(over="ignore"):
             wraps = a.dtype.kind == "u" and a.size and a.max() > np.iinfo(np.int64).max or \
@@ -107,7 +107,7 @@ def _as_array(value: Any, name: str) -> np.ndarray:
     return a
 
 
-def _declared(params: list[str], shapes: Any, dtypes: Any) -> list[tuple]:
+def declared(params: list[str], shapes: Any, dtypes: Any) -> list[tuple]:
     """Argument specs from ``shapes``/``dtypes`` given per position or by parameter name."""
     shapes, dtypes = exact(shapes), exact(dtypes)
     count = None
@@ -134,7 +134,7 @@ def _pick(given: Any, k: int, name: str | None, default: Any) -> Any:
                      f"parameter name, got {type(given).__name__}")
 
 
-def _static_key(static: Mapping[str, Any]) -> tuple:
+def static_key(static: Mapping[str, Any]) -> tuple:
     items = []
     for k, v in sorted(static.items()):
         if not isinstance(v, Hashable):

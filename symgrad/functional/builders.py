@@ -11,19 +11,19 @@ from ..base.tree_util import tree_flatten, tree_unflatten
 from ..ir.expr import Expr, F
 from ..ir.shapes import fmt, is_float
 from ..transforms import derivatives
-from .checks import _as_output, _check_scalar, _fun_name, _split, _wrt
+from .checks import as_output, check_scalar, fun_name, split_aux, wrt_variables
 from .traced import Make
 
 
-def _call_make(fun: Callable, args: tuple, static: dict) -> Any:
+def call_make(fun: Callable, args: tuple, static: dict) -> Any:
     return fun(*args, **static)
 
 
-def _grad_make(argnums: Any, has_aux: bool, with_value: bool, cleanup: bool) -> Make:
+def grad_make(argnums: Any, has_aux: bool, with_value: bool, cleanup: bool) -> Make:
     def make(fun: Callable, args: tuple, static: dict) -> Any:
-        value, aux = _split(fun, fun(*args, **static), has_aux)
-        value = _check_scalar(fun, value, "grad")
-        wrt, tree = _wrt(fun, args, argnums)
+        value, aux = split_aux(fun, fun(*args, **static), has_aux)
+        value = check_scalar(fun, value, "grad")
+        wrt, tree = wrt_variables(fun, args, argnums)
         grads = derivatives.grad(value, wrt, cleanup=cleanup) if wrt else []
         g = tree_unflatten(tree, list(grads))
         if with_value:
@@ -33,14 +33,14 @@ def _grad_make(argnums: Any, has_aux: bool, with_value: bool, cleanup: bool) -> 
     return make
 
 
-def _jac_make(argnums: Any, has_aux: bool, mode: str) -> Make:
+def jac_make(argnums: Any, has_aux: bool, mode: str) -> Make:
     def make(fun: Callable, args: tuple, static: dict) -> Any:
-        out, aux = _split(fun, fun(*args, **static), has_aux)
-        wrt, tree = _wrt(fun, args, argnums)
+        out, aux = split_aux(fun, fun(*args, **static), has_aux)
+        wrt, tree = wrt_variables(fun, args, argnums)
         leaves, out_def = tree_flatten(out)
         blocks = []
         for leaf in leaves:
-            e = _as_output(fun, leaf, wrt)
+            e = as_output(fun, leaf, wrt)
             jac = derivatives.jacobian(e, wrt, mode=mode) if wrt else ()
             blocks.append(tree_unflatten(tree, list(jac)))
         jac = tree_unflatten(out_def, blocks)
@@ -49,16 +49,16 @@ def _jac_make(argnums: Any, has_aux: bool, mode: str) -> Make:
     return make
 
 
-def _hessian_make(argnums: Any, has_aux: bool) -> Make:
+def hessian_make(argnums: Any, has_aux: bool) -> Make:
     def make(fun: Callable, args: tuple, static: dict) -> Any:
-        value, aux = _split(fun, fun(*args, **static), has_aux)
-        wrt, tree = _wrt(fun, args, argnums)
+        value, aux = split_aux(fun, fun(*args, **static), has_aux)
+        wrt, tree = wrt_variables(fun, args, argnums)
         if isinstance(value, Expr) and value.shape and is_float(value.dtype):
             # a vector-valued function: jacfwd(jacrev(fun)), out.shape + a.shape + b.shape
             firsts = derivatives.jacobian(value, wrt, mode="reverse") if wrt else ()
             rows = [derivatives.jacobian(j, wrt, mode="forward") for j in firsts]
         else:
-            value = _check_scalar(fun, value, "hessian")
+            value = check_scalar(fun, value, "hessian")
             rows = derivatives.hessian(value, wrt, sparse=False) if wrt else ()
         h = tree_unflatten(tree, [tree_unflatten(tree, list(r)) for r in rows])
         return (h, aux) if has_aux else h
@@ -66,18 +66,18 @@ def _hessian_make(argnums: Any, has_aux: bool) -> Make:
     return make
 
 
-def _jvp_make(has_aux: bool) -> Make:
+def jvp_make(has_aux: bool) -> Make:
     def make(fun: Callable, args: tuple, static: dict) -> Any:
         primals, tangents = args
-        out, aux = _split(fun, fun(*primals, **static), has_aux)
+        out, aux = split_aux(fun, fun(*primals, **static), has_aux)
         p_leaves, p_def = tree_flatten(primals)
         t_leaves, t_def = tree_flatten(tangents)
         if p_def != t_def:
-            raise DifferentiationError(f"jvp of {_fun_name(fun)}: primals and tangents "
+            raise DifferentiationError(f"jvp of {fun_name(fun)}: primals and tangents "
                                        f"differ in structure ({p_def!r} and {t_def!r})")
         pairs = [(p, t) for p, t in zip(p_leaves, t_leaves) if is_float(p.dtype)]
         leaves, out_def = tree_flatten(out)
-        outs = [_as_output(fun, e, p_leaves) for e in leaves]
+        outs = [as_output(fun, e, p_leaves) for e in leaves]
         if pairs and outs:
             tan = derivatives.jvp(outs, [p for p, _ in pairs], [t for _, t in pairs])
         else:
@@ -88,22 +88,22 @@ def _jvp_make(has_aux: bool) -> Make:
     return make
 
 
-def _vjp_make(has_aux: bool) -> Make:
+def vjp_make(has_aux: bool) -> Make:
     def make(fun: Callable, args: tuple, static: dict) -> Any:
         primals, cotangent = args
-        out, _ = _split(fun, fun(*primals, **static), has_aux)
+        out, _ = split_aux(fun, fun(*primals, **static), has_aux)
         leaves, out_def = tree_flatten(out)
         c_leaves, c_def = tree_flatten(cotangent)
         if c_def != out_def:
-            raise DifferentiationError(f"vjp of {_fun_name(fun)}: the cotangent's structure "
+            raise DifferentiationError(f"vjp of {fun_name(fun)}: the cotangent's structure "
                                        f"{c_def!r} is not the output's {out_def!r}")
         p_leaves, p_def = tree_flatten(tuple(primals))
         wrt = [p for p in p_leaves if is_float(p.dtype)]
         total = [None] * len(wrt)
         for leaf, ct in zip(leaves, c_leaves):
-            e = _as_output(fun, leaf, p_leaves)
+            e = as_output(fun, leaf, p_leaves)
             if ct.shape != e.shape:
-                raise DifferentiationError(f"vjp of {_fun_name(fun)}: a cotangent has shape "
+                raise DifferentiationError(f"vjp of {fun_name(fun)}: a cotangent has shape "
                                            f"{fmt(ct.shape)}, its output {fmt(e.shape)}")
             if not wrt:
                 break

@@ -24,21 +24,21 @@ from ..ir.expr import Expr, const, var
 from ..ir.values import exact
 from ..transforms.substitute import substitute
 from .arguments import (
-    _CHARS,
-    _OK,
-    _as_array,
-    _declared,
-    _flat_args,
-    _leaf_names,
-    _parameter_names,
-    _static_key,
-    _unique,
+    CHARS,
+    DTYPES_OK,
+    as_array,
+    declared,
+    flat_args,
+    leaf_names,
+    parameter_names,
+    static_key,
+    unique,
 )
 
 Make = Callable[[Callable, tuple, dict], Any]
 
 
-_FRESH = itertools.count()
+FRESH = itertools.count()
 
 
 _CACHE_SIZE = 256  # traced specialisations kept per transformed function
@@ -61,7 +61,7 @@ class Transformed:
         self._make = make
         self.backend = backend
         self.argnums = argnums
-        self.params = _parameter_names(fun)
+        self.params = parameter_names(fun)
         self._cache: dict[tuple, _Entry] = {}
         self._fast: dict[tuple, _Entry] = {}  # arrays as arguments: (specs, state) -> entry
         self._capture = Capture()
@@ -75,9 +75,9 @@ class Transformed:
         except (TypeError, ValueError):
             pass
         if shapes is not None or dtypes is not None:
-            specs = _declared(self.params, shapes, dtypes)
+            specs = declared(self.params, shapes, dtypes)
             variables = [np.zeros(s, d) for s, d in specs]
-            self._entry(*_flat_args(tuple(variables), self._name), {})
+            self._entry(*flat_args(tuple(variables), self._name), {})
 
     def __repr__(self) -> str:
         return f"<symgrad {self.__name__}>"
@@ -97,14 +97,14 @@ class Transformed:
     def compiled(self, *args: Any, **static: Any) -> Callable:
         """The compiled function (with input checks) for arguments like ``args``: its
         inputs are the array leaves ``fun`` uses, then the arrays it reads elsewhere."""
-        leaves, treedef = _flat_args(args, self._name)
+        leaves, treedef = flat_args(args, self._name)
         return self._entry(leaves, treedef, exact(static))[0].checked
 
     def __call__(self, *args: Any, **static: Any) -> Any:
         if not static:  # the common case, keyed without flattening: arrays as arguments
             specs = []
             for a in args:
-                if type(a) is not np.ndarray or a.dtype.char not in _CHARS:
+                if type(a) is not np.ndarray or a.dtype.char not in CHARS:
                     break
                 specs.append((a.shape, a.dtype.char))
             else:
@@ -122,8 +122,8 @@ class Transformed:
         leaves, treedef = tree_flatten(args)
         if any(type(a) is Expr for a in leaves):
             return self._symbolic(leaves, treedef, static)
-        arrays = [a if type(a) is np.ndarray and a.dtype.name in _OK else
-                  _as_array(a, self._name(k)) for k, a in enumerate(leaves)]
+        arrays = [a if type(a) is np.ndarray and a.dtype.name in DTYPES_OK else
+                  as_array(a, self._name(k)) for k, a in enumerate(leaves)]
         try:
             entry, hidden = self._entry(arrays, treedef, static)
         except _ClosesOverATrace:  # fun reads another trace's values: build expressions
@@ -139,7 +139,7 @@ class Transformed:
     def _entry(self, arrays: list, treedef: Any, static: Mapping[str, Any]) -> Any:
         parts, hidden, _ = state(self._capture.watches)
         key = (treedef, tuple([(a.shape, a.dtype.char) for a in arrays]),
-               _static_key(static) if static else (), parts)
+               static_key(static) if static else (), parts)
         entry = self._cache.get(key)
         if entry is None:
             entry = self._trace(arrays, treedef, dict(exact(static)))
@@ -158,9 +158,9 @@ class Transformed:
         return entry, hidden
 
     def _trace(self, arrays: list, treedef: Any, static: dict) -> _Entry:
-        names = _unique(_leaf_names(treedef, self.params))
+        names = unique(leaf_names(treedef, self.params))
         if current() is not None:  # inside another trace: names its variables cannot have
-            tag = next(_FRESH)
+            tag = next(FRESH)
             names = [f"_t{tag}_{k}" for k in range(len(names))]
         variables = [var(n, a.shape, a.dtype.name) for n, a in zip(names, arrays)]
         args = tree_unflatten(treedef, variables)
@@ -194,7 +194,7 @@ class Transformed:
     def _symbolic(self, leaves: list, treedef: Any, static: dict) -> Any:
         """Called on expressions: trace on fresh variables, then substitute the arguments."""
         given = [a if isinstance(a, Expr) else const(np.asarray(a)) for a in leaves]
-        tag = next(_FRESH)
+        tag = next(FRESH)
         names = [f"_t{tag}_{k}" for k in range(len(given))]
         variables = [var(n, e.shape, e.dtype) for n, e in zip(names, given)]
         cap = current()

@@ -47,14 +47,14 @@ from typing import Any
 from ..base.errors import DifferentiationError
 from ..transforms import derivatives
 from .builders import (
-    _call_make,
-    _grad_make,
-    _hessian_make,
-    _jac_make,
-    _jvp_make,
-    _vjp_make,
+    call_make,
+    grad_make,
+    hessian_make,
+    jac_make,
+    jvp_make,
+    vjp_make,
 )
-from .checks import _argnums, _check_function, _fun_name, _is_expr, _one_argnums, _tuple_args
+from .checks import check_function, checked_argnums, fun_name, is_expr, one_argnums, tuple_args
 from .traced import Transformed, cached
 from .vmap import vmap
 
@@ -85,7 +85,7 @@ def grad(f: Any, wrt: Any = None, *, cleanup: bool = True, argnums: Any = None,
     >>> float(sg.grad(lambda x: sg.sin(x) * x)(0.5))  # a function of arrays
     0.9182168195493894
     """
-    if _is_expr(f):
+    if is_expr(f):
         if wrt is None:
             raise DifferentiationError("grad(f, wrt) needs the variables to differentiate "
                                        "with respect to, e.g. sg.grad(f, x) or sg.grad(f, "
@@ -94,9 +94,9 @@ def grad(f: Any, wrt: Any = None, *, cleanup: bool = True, argnums: Any = None,
             raise DifferentiationError("argnums, has_aux, shapes and dtypes are for grad of "
                                        "a Python function; for an expression pass wrt")
         return derivatives.grad(f, wrt, cleanup=cleanup)
-    argnums = _one_argnums("grad", f, wrt, argnums)
+    argnums = one_argnums("grad", f, wrt, argnums)
     return _shared(f, ("grad", argnums, has_aux, cleanup, backend), shapes, dtypes,
-                   lambda: Transformed(f, _grad_make(argnums, has_aux, False, cleanup), "grad",
+                   lambda: Transformed(f, grad_make(argnums, has_aux, False, cleanup), "grad",
                                        backend=backend, shapes=shapes, dtypes=dtypes,
                                        argnums=argnums))
 
@@ -116,12 +116,12 @@ def value_and_grad(f: Any, argnums: Any = 0, *, has_aux: bool = False, shapes: A
     >>> [line for line in vg.source.splitlines() if line.startswith("def ")]
     ['def value_and_grad_lambda(w):']
     """
-    if _is_expr(f):
+    if is_expr(f):
         return f, derivatives.grad(f, argnums, cleanup=cleanup)
-    _check_function("value_and_grad", f, "sg.value_and_grad(expr, wrt)")
-    argnums = _argnums(argnums)
+    check_function("value_and_grad", f, "sg.value_and_grad(expr, wrt)")
+    argnums = checked_argnums(argnums)
     return _shared(f, ("value_and_grad", argnums, has_aux, cleanup, backend), shapes, dtypes,
-                   lambda: Transformed(f, _grad_make(argnums, has_aux, True, cleanup),
+                   lambda: Transformed(f, grad_make(argnums, has_aux, True, cleanup),
                                        "value_and_grad", backend=backend, shapes=shapes,
                                        dtypes=dtypes, argnums=argnums))
 
@@ -137,10 +137,10 @@ def jacrev(fun: Callable, argnums: Any = 0, *, has_aux: bool = False,
     array([[2., 0.],
            [0., 6.]])
     """
-    _check_function("jacrev", fun, "sg.jacobian(expr, wrt, mode='reverse')")
-    argnums = _argnums(argnums)
+    check_function("jacrev", fun, "sg.jacobian(expr, wrt, mode='reverse')")
+    argnums = checked_argnums(argnums)
     return cached(fun, ("jacrev", argnums, has_aux, backend),
-                  lambda: Transformed(fun, _jac_make(argnums, has_aux, "reverse"), "jacrev",
+                  lambda: Transformed(fun, jac_make(argnums, has_aux, "reverse"), "jacrev",
                                       backend=backend, argnums=argnums))
 
 
@@ -154,11 +154,11 @@ def jacfwd(f: Any, wrt: Any = None, *, argnums: Any = None, has_aux: bool = Fals
     array([[3., 2.],
            [0., 1.]])
     """
-    if _is_expr(f):
+    if is_expr(f):
         return derivatives.jacfwd(f, wrt, cleanup=cleanup)
-    argnums = _one_argnums("jacfwd", f, wrt, argnums)
+    argnums = one_argnums("jacfwd", f, wrt, argnums)
     return cached(f, ("jacfwd", argnums, has_aux, backend),
-                  lambda: Transformed(f, _jac_make(argnums, has_aux, "forward"), "jacfwd",
+                  lambda: Transformed(f, jac_make(argnums, has_aux, "forward"), "jacfwd",
                                       backend=backend, argnums=argnums))
 
 
@@ -178,14 +178,14 @@ def jacobian(f: Any, wrt: Any = None, *, mode: str | None = None, cleanup: bool 
     array([[0., 2.],
            [2., 0.]])
     """
-    if isinstance(f, (list, tuple)) and f and all(_is_expr(e) for e in f):
+    if isinstance(f, (list, tuple)) and f and all(is_expr(e) for e in f):
         return tuple(jacobian(e, wrt, mode=mode, cleanup=cleanup, sparse=sparse) for e in f)
-    if _is_expr(f):
+    if is_expr(f):
         return derivatives.jacobian(f, wrt, mode=mode, cleanup=cleanup, sparse=sparse)
-    argnums = _one_argnums("jacobian", f, wrt, argnums)
+    argnums = one_argnums("jacobian", f, wrt, argnums)
     how = "forward" if mode == "forward" else "reverse"
     return cached(f, ("jacobian", argnums, has_aux, how, backend),
-                  lambda: Transformed(f, _jac_make(argnums, has_aux, how), "jacobian",
+                  lambda: Transformed(f, jac_make(argnums, has_aux, how), "jacobian",
                                       backend=backend, argnums=argnums))
 
 
@@ -202,11 +202,11 @@ def hessian(f: Any, wrt: Any = None, *, sparse: bool | None = None, method: str 
     array([[ 802., -400.],
            [-400.,  200.]])
     """
-    if _is_expr(f):
+    if is_expr(f):
         return derivatives.hessian(f, wrt, sparse=sparse, method=method)
-    argnums = _one_argnums("hessian", f, wrt, argnums)
+    argnums = one_argnums("hessian", f, wrt, argnums)
     return cached(f, ("hessian", argnums, has_aux, backend),
-                  lambda: Transformed(f, _hessian_make(argnums, has_aux), "hessian",
+                  lambda: Transformed(f, hessian_make(argnums, has_aux), "hessian",
                                       backend=backend, argnums=argnums))
 
 
@@ -220,9 +220,9 @@ def jit(fun: Callable, *, backend: str = "numpy", shapes: Any = None,
     >>> f({"a": np.ones(2), "b": 1.0})
     {'y': array([3., 3.])}
     """
-    _check_function("jit", fun, "sg.compile(expr)")
+    check_function("jit", fun, "sg.compile(expr)")
     return _shared(fun, ("jit", backend), shapes, dtypes,
-                   lambda: Transformed(fun, _call_make, "jit", backend=backend, shapes=shapes,
+                   lambda: Transformed(fun, call_make, "jit", backend=backend, shapes=shapes,
                                        dtypes=dtypes))
 
 
@@ -238,12 +238,12 @@ def jvp(f: Any, primals: Any, tangents: Any, *, cleanup: bool = True,
     >>> [round(float(v), 6) for v in t]
     [0.0, 1.381773]
     """
-    if _is_expr(f) or (isinstance(f, (list, tuple)) and f and all(map(_is_expr, f))):
+    if is_expr(f) or (isinstance(f, (list, tuple)) and f and all(map(is_expr, f))):
         return derivatives.jvp(f, primals, tangents, cleanup=cleanup)
-    _check_function("jvp", f, "sg.jvp(expr, wrt, tangents)")
-    primals, tangents = _tuple_args("jvp", primals, "primals"), \
-        _tuple_args("jvp", tangents, "tangents")
-    t = cached(f, f"jvp{has_aux}", lambda: Transformed(f, _jvp_make(has_aux), "jvp"))
+    check_function("jvp", f, "sg.jvp(expr, wrt, tangents)")
+    primals, tangents = tuple_args("jvp", primals, "primals"), \
+        tuple_args("jvp", tangents, "tangents")
+    t = cached(f, f"jvp{has_aux}", lambda: Transformed(f, jvp_make(has_aux), "jvp"))
     return t(primals, tangents)
 
 
@@ -257,18 +257,18 @@ def vjp(f: Any, *primals: Any, has_aux: bool = False, cleanup: bool = True) -> A
     >>> pullback(np.array([1.0, 1.0]))
     (array([2., 4.]),)
     """
-    if _is_expr(f):
+    if is_expr(f):
         if len(primals) != 2:
             raise DifferentiationError("vjp(f, wrt, g) on an expression takes wrt and the "
                                        "cotangent g")
         return derivatives.vjp(f, primals[0], primals[1], cleanup=cleanup)
-    _check_function("vjp", f, "sg.vjp(expr, wrt, g)")
-    value = cached(f, f"call{has_aux}", lambda: Transformed(f, _call_make, "jit"))
-    pull = cached(f, f"vjp{has_aux}", lambda: Transformed(f, _vjp_make(has_aux), "vjp"))
+    check_function("vjp", f, "sg.vjp(expr, wrt, g)")
+    value = cached(f, f"call{has_aux}", lambda: Transformed(f, call_make, "jit"))
+    pull = cached(f, f"vjp{has_aux}", lambda: Transformed(f, vjp_make(has_aux), "vjp"))
     out = value(*primals)
     if has_aux:
         if not (isinstance(out, tuple) and len(out) == 2):
-            raise DifferentiationError(f"vjp of {_fun_name(f)}: with has_aux=True the "
+            raise DifferentiationError(f"vjp of {fun_name(f)}: with has_aux=True the "
                                        "function must return a pair (value, aux)")
         out, aux = out
 
@@ -287,9 +287,9 @@ def hvp(f: Any, primals: Any, tangents: Any) -> Any:
     >>> sg.hvp(lambda x: x[0] ** 2 * x[1], (np.array([1.0, 2.0]),), (np.array([1.0, 0.0]),))
     array([4., 2.])
     """
-    if _is_expr(f):
+    if is_expr(f):
         return derivatives.hvp(f, primals, tangents)
-    _check_function("hvp", f, "sg.hvp(expr, wrt, v)")
+    check_function("hvp", f, "sg.hvp(expr, wrt, v)")
     g = cached(f, "grad", lambda: grad(f))
     return jvp(g, primals, tangents)[1]
 
@@ -315,10 +315,10 @@ def linearize(f: Any, *args: Any) -> Any:
     """
     from ..backends.linearized import linearize as linearize_expr
 
-    if _is_expr(f):
+    if is_expr(f):
         return linearize_expr(f, *args)
-    _check_function("linearize", f, "sg.linearize(expr, wrt, at)")
-    out = cached(f, "callFalse", lambda: Transformed(f, _call_make, "jit"))(*args)
+    check_function("linearize", f, "sg.linearize(expr, wrt, at)")
+    out = cached(f, "callFalse", lambda: Transformed(f, call_make, "jit"))(*args)
 
     def f_jvp(*tangents: Any) -> Any:
         return jvp(f, args, tangents)[1]

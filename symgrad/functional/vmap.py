@@ -15,9 +15,9 @@ from ..frontend.capture import rebound
 from ..ir.expr import Expr, F, const, var
 from ..ir.values import exact
 from ..transforms.batching import Unbatchable, batched
-from .builders import _call_make
-from .checks import _check_function
-from .traced import _FRESH, Make, Transformed, cached
+from .builders import call_make
+from .checks import check_function
+from .traced import FRESH, Make, Transformed, cached
 
 
 def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
@@ -39,14 +39,14 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
     >>> per_row.vectorised(np.array([0.5, -1.0]), np.eye(2))
     True
     """
-    _check_function("vmap", fun, "an expression with a leading batch axis")
+    check_function("vmap", fun, "an expression with a leading batch axis")
     if any(a is None or isinstance(a, bool) or not isinstance(a, (int, np.integer))
            for a in (out_axes if isinstance(out_axes, (list, tuple)) else [out_axes])):
         raise ArgumentError(f"vmap: out_axes must be an int or one int per output, got "
                             f"{describe(out_axes)} (an unmapped output, out_axes=None, is "
                             "not supported: return it from outside the mapped function)")
     inner = fun if isinstance(fun, Transformed) else cached(
-        fun, "callFalse", lambda: Transformed(fun, _call_make, "jit"))
+        fun, "callFalse", lambda: Transformed(fun, call_make, "jit"))
     whole = Transformed(fun, _vmap_make(in_axes, out_axes), "vmap")
     rows: set = set()  # argument specs whose trace could not be batched
     by_keywords: dict = {}  # (keyword names, argument count) -> the mapped function
@@ -118,7 +118,7 @@ def _vectorised(fun: Callable, args: tuple, in_axes: Any, out_axes: Any) -> Any:
     :class:`~symgrad.transforms.batching.Unbatchable`)."""
     axes = _axes_per_arg(in_axes, len(args))
     size = _batch_size(args, axes)
-    tag = next(_FRESH)
+    tag = next(FRESH)
     pairs: list[tuple[Expr, Expr]] = []
     one = []
     for a, ax in zip(args, axes):

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..base.errors import ShapeError, SymgradError
-from .expr import TRACES, Expr, _operand, projections
+from .expr import TRACES, Expr, operand_id, projections
 from .graph import Graph
 from .op import REGISTRY
 from .values import freeze
@@ -147,7 +147,7 @@ def trace(fn: Callable[..., Sequence[Any]], avals: Sequence[Aval]) -> tuple[Body
     TRACES.graphs.append(tg)
     try:
         results = fn(*args)
-        outs = [_operand(tg, r) for r in results]
+        outs = [operand_id(tg, r) for r in results]
     finally:
         TRACES.graphs.pop()
     return _canonical(tg, [a.node for a in args], outs)

@@ -2,7 +2,9 @@
 instead: the line of user code (the first frame outside symgrad, NumPy and SciPy), the
 SciPy function it went through, and the fix for the common cases.
 
->>> "np.where" in advice("float()", "    y = float(x) * 2", None)
+>>> advice("float()", "    y = float(x) * 2", None)[:44]
+'an expression has no value until it is evalu'
+>>> "np.sin" in advice("float()", "    y = math.sin(x)", None)
 True
 """
 

@@ -475,7 +475,7 @@ def _home(operands: Sequence[Any]) -> Graph:
     return max(graphs, key=len) if len(graphs) > 1 else graphs[0]
 
 
-def _operand(graph: Graph, o: Any, strong: list[str] | None = None) -> int:
+def operand_id(graph: Graph, o: Any, strong: list[str] | None = None) -> int:
     if isinstance(o, Expr):
         return o.node if o.graph is graph else graph.import_node(o.graph, o.node)
     if isinstance(o, (int, float)) and type(o) not in (int, float, bool):
@@ -551,7 +551,7 @@ def stacked(seq: Any) -> Expr:
     exprs = [i for i in items if isinstance(i, Expr)]
     strong = _strong_dtypes(exprs)
     like = exprs[0]
-    parts = [i if isinstance(i, Expr) else Expr(like.graph, _operand(like.graph, i, strong))
+    parts = [i if isinstance(i, Expr) else Expr(like.graph, operand_id(like.graph, i, strong))
              for i in items]
     shapes = {p.shape for p in parts}
     if len(shapes) > 1:
@@ -583,7 +583,7 @@ def build(op: Op, operands: Sequence[Any], attrs: dict) -> Expr:
         if SPARSE and any(SPARSE["is"](o) for o in operands):
             return SPARSE["call"](op.name, operands, attrs)
         strong = _strong_dtypes(operands) if op.elementwise else None
-        args = [_operand(graph, o, strong) if a is None else a for a, o in zip(args, operands)]
+        args = [operand_id(graph, o, strong) if a is None else a for a, o in zip(args, operands)]
     return Expr(graph, graph.add(op, tuple(args), attrs))
 
 

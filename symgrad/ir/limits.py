@@ -39,9 +39,9 @@ DEFAULTS: dict[str, tuple[int, str]] = {
     "parse_array_elements": (10_000, "numbers in one list literal in expression text"),
     "parse_string_chars": (200, "characters of a string argument in text (einsum's spec)"),
     "transform_nodes": (1_000_000, "nodes one call of grad, vjp, jacobian, hessian, hvp or "
-                                   "derivative may add to a graph, checked as it grows (about "
-                                   "0.55 KB and 30-70 us of CPU a node: reaching 1,000,000 "
-                                   "nodes takes some 550 MB and under a minute)"),
+                                   "derivative may add to a graph, checked as it grows (each "
+                                   "node costs memory and build time: the bound keeps a "
+                                   "runaway transform to some hundreds of MB)"),
     "dense_elements": (100_000_000, "elements of a dense Jacobian, Hessian or derivative "
                                     "tensor (and of its identity seed), and fori_loop's "
                                     "index array, checked before anything is built"),

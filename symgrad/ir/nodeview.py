@@ -34,7 +34,8 @@ class NodeView:
     def wants(self, k: int) -> bool:
         """For a call with several results: whether forward mode reads result ``k``'s
         tangent (a rule gives None for one it does not, and never refuses it: the gradient
-        of ``svd``'s ``U`` of a wide matrix is not defined, ``S``'s is)."""
+        of ``svd``'s ``U`` of a wide matrix is not defined, ``S``'s is), or the sparsity
+        propagation its pattern."""
         return self._wanted is None or self._wanted[k]
 
     @property

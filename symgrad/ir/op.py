@@ -51,7 +51,8 @@ Fields of a stanza
     element)`` (flat indices, two int arrays) of its local Jacobian that may be non-zero, or
     None where there are none. Left out: elementwise ops get their broadcasting map, other
     ops the dense one (every output element depends on every operand element). A call with
-    several results gives one such tuple per result.
+    several results gives one such tuple per result (``n.wants(k)`` false: result ``k`` is
+    not read, and its maps may be all None).
 ``sympy``
     For elementwise ops: the sympy function's name (translated both ways), or
     ``lambda sp, *args: ...`` building the sympy expression (one way).

@@ -22,7 +22,7 @@ from ..ir.expr import F
 from ..ir.op import Op, register, sig
 from ..ir.shapes import norm_axis
 from .indexing import index_along
-from .reductions import _prepare_axes, _reduce_examples, _reduce_infer, _sum_dtype, weighted
+from .reductions import prepare_axes, reduce_examples, reduce_infer, sum_dtype, weighted
 from .structure import lane_map, reduce_map
 from .tangent import first, flatten
 
@@ -38,7 +38,7 @@ def _scan_prepare(name: str):
 def _scan_infer(shapes, dtypes, attrs):
     shape = shapes[0]
     out = (int(np.prod(shape, dtype=np.int64)),) if attrs["axis"] is None else shape
-    return out, _sum_dtype(dtypes[0])
+    return out, sum_dtype(dtypes[0])
 
 
 def _flat(x, n):
@@ -171,9 +171,9 @@ _prod_rule, _prod_forward = weighted(_prod_others)
 
 register(Op(
     name="prod", signature=sig("x", "=axis", "=keepdims", axis=None, keepdims=False),
-    prepare=_prepare_axes("prod"), infer=_reduce_infer("prod", _sum_dtype), impl=np.prod,
+    prepare=prepare_axes("prod"), infer=reduce_infer("prod", sum_dtype), impl=np.prod,
     backprop=_prod_rule, forward=_prod_forward, sparsity=lambda n: (reduce_map(n),),
-    examples=lambda rng: [*_reduce_examples(rng),
+    examples=lambda rng: [*reduce_examples(rng),
                           ([np.array([[2.0, 0.0, 3.0], [0.0, 0.0, 1.5]])],
                            {"axis": -1, "keepdims": False})],
     doc="product over axis (all axes when None); its gradient never divides by x",
@@ -182,7 +182,7 @@ register(Op(
 for _name, _fn in (("all", np.all), ("any", np.any)):
     register(Op(
         name=_name, signature=sig("x", "=axis", "=keepdims", axis=None, keepdims=False),
-        prepare=_prepare_axes(_name), infer=_reduce_infer(_name, lambda d: "bool"), impl=_fn,
+        prepare=prepare_axes(_name), infer=reduce_infer(_name, lambda d: "bool"), impl=_fn,
         differentiable=False,
         examples=lambda rng: [([rng.random((3, 4)) < 0.5], {"axis": -1, "keepdims": False}),
                               ([rng.random(5) < 0.9], {"axis": None, "keepdims": False})],

@@ -44,7 +44,7 @@ def _true_div(shapes, dtypes, attrs):
     return broadcast("divide", *shapes), float_dtype(result_dtype(*dtypes))
 
 
-def _compare(name: str) -> Callable:
+def compare(name: str) -> Callable:
     def infer(shapes, dtypes, attrs):
         return broadcast(name, *shapes), "bool"
 
@@ -85,10 +85,10 @@ def _zero_at_origin(x, y, value):
 
     Nested so that a constant exponent folds the guard away (``x**2`` gets no ``where``).
     """
-    return F.where(y == 0, _where_zero(x == 0, value), value)
+    return F.where(y == 0, where_zero(x == 0, value), value)
 
 
-def _where_zero(cond, value):
+def where_zero(cond, value):
     """``value`` where ``cond`` is false, exact zero where it is true (for kinks/poles)."""
     return F.where(cond, 0.0, value)
 
@@ -139,7 +139,7 @@ binary("divide", np.true_divide,
 binary("power", np.power,
        lambda n, g: (
            g * _zero_at_origin(n.args[0], n.args[1], n.args[1] * n.args[0] ** (n.args[1] - 1)),
-           g * _where_zero(n.args[0] == 0, n.out * F.log(n.args[0])),
+           g * where_zero(n.args[0] == 0, n.out * F.log(n.args[0])),
        ),
        infix=("**", 14), sympy="Pow", domain=(0.5, 2.0), aliases=("pow",),
        taylor=series.power)
@@ -150,14 +150,14 @@ unary("square", np.square, lambda n, g: (g * (2.0 * n.args[0]),), keep_dtype=Tru
       taylor=lambda n, s, K: [n.out] + [series.square_term(s[0], k) for k in range(1, K + 1)],
       ieee=NAN_IN_NAN_OUT)
 binary("maximum", np.maximum,
-       lambda n, g: _split(g, n.args[0] > n.args[1], n.args[0] == n.args[1]), sympy="Max",
+       lambda n, g: split_ties(g, n.args[0] > n.args[1], n.args[0] == n.args[1]), sympy="Max",
        taylor=series.piecewise_linear)
 binary("minimum", np.minimum,
-       lambda n, g: _split(g, n.args[0] < n.args[1], n.args[0] == n.args[1]), sympy="Min",
+       lambda n, g: split_ties(g, n.args[0] < n.args[1], n.args[0] == n.args[1]), sympy="Min",
        taylor=series.piecewise_linear)
 
 
-def _split(g, wins, ties):
+def split_ties(g, wins, ties):
     """Gradient of max/min of two operands: ties split the adjoint equally."""
     one = typed(1.0, g)
     w = F.where(wins, one, F.where(ties, typed(0.5, g), typed(0.0, g)))
@@ -244,7 +244,7 @@ for _name, _fn, _sym in (
     ("greater", np.greater, ">"), ("greater_equal", np.greater_equal, ">="),
     ("equal", np.equal, "=="), ("not_equal", np.not_equal, "!="),
 ):
-    binary(_name, _fn, None, infer=_compare(_name), infix=(_sym, 6), differentiable=False)
+    binary(_name, _fn, None, infer=compare(_name), infix=(_sym, 6), differentiable=False)
 
 
 def _where_infer(shapes, dtypes, attrs):

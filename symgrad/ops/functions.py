@@ -26,7 +26,7 @@ from ..ir.expr import F
 from ..ir.op import Op, register, sig
 from ..ir.shapes import DTYPES, FLOATS, broadcast, result_dtype
 from . import series
-from .elementwise import _compare, _split, binary, unary
+from .elementwise import binary, compare, split_ties, unary
 from .tangent import first
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
@@ -174,12 +174,12 @@ binary("fmod", np.fmod, lambda n, g: (g, -(g * F.trunc(n.args[0] / n.args[1]))),
 binary("floor_divide", np.floor_divide, None, differentiable=False, domain=(0.5, 2.0),
        doc="floor(x1 / x2); its derivative is 0")
 binary("fmax", np.fmax,
-       lambda n, g: _split(g, (n.args[0] > n.args[1]) | F.isnan(n.args[1]),
+       lambda n, g: split_ties(g, (n.args[0] > n.args[1]) | F.isnan(n.args[1]),
                            n.args[0] == n.args[1]),
        doc="maximum that ignores NaN; ties split the gradient equally",
        taylor=series.piecewise_linear)
 binary("fmin", np.fmin,
-       lambda n, g: _split(g, (n.args[0] < n.args[1]) | F.isnan(n.args[1]),
+       lambda n, g: split_ties(g, (n.args[0] < n.args[1]) | F.isnan(n.args[1]),
                            n.args[0] == n.args[1]),
        doc="minimum that ignores NaN; ties split the gradient equally",
        taylor=series.piecewise_linear)
@@ -228,4 +228,4 @@ register(Op(
     doc="x converted to dtype; gradients flow between float dtypes only",
 ))
 
-del _name, _fn, _sym, _compare
+del _name, _fn, _sym, compare

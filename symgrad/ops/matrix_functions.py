@@ -25,7 +25,7 @@ from ..base.errors import ShapeError, UnsupportedError
 from ..ir.expr import Expr, F
 from ..ir.op import Op, register
 from ..ir.shapes import float_dtype, fmt
-from .numpy_linalg import _mT, _on_squares
+from .numpy_linalg import mT, on_squares
 from .tangent import first
 
 
@@ -52,8 +52,8 @@ def _frechet(a, e):
 
 
 register(Op(
-    name="expm", infer=_on_squares("expm"), impl=_expm,
-    backprop=lambda n, g: (_frechet(_mT(n.args[0]), g),),
+    name="expm", infer=on_squares("expm"), impl=_expm,
+    backprop=lambda n, g: (_frechet(mT(n.args[0]), g),),
     forward=lambda n, t: None if t[0] is None else _frechet(n.args[0], t[0]),
     examples=lambda rng: [([0.5 * rng.standard_normal((3, 3))], {}),
                           ([0.5 * rng.standard_normal((2, 2, 2))], {})],
@@ -101,16 +101,16 @@ def _lu_rule(n, g):
     """A = P L U: A_bar = P L^-T (tril_-1(L^T L_bar) + triu(U_bar U^T)) U^-T, with L_bar and
     U_bar the strictly lower and upper parts of the packed adjoint (Murray 2016, sec. 3)."""
     lower, upper, perm = lu_parts(n.args[0], n.out)
-    inner = F.band(_mT(lower) @ F.band(g, None, -1), None, -1) \
-        + F.band(F.band(g, 0, None) @ _mT(upper), 0, None)
-    m = _mT(F.solve(upper, _mT(F.solve(_mT(lower), inner))))
-    return (_mT(perm) @ m,)
+    inner = F.band(mT(lower) @ F.band(g, None, -1), None, -1) \
+        + F.band(F.band(g, 0, None) @ mT(upper), 0, None)
+    m = mT(F.solve(upper, mT(F.solve(mT(lower), inner))))
+    return (mT(perm) @ m,)
 
 
 def _lu_forward(n, t):
     """dL = L tril_-1(X), dU = triu(X) U with X = L^-1 (P^T dA) U^-1: the packed tangent."""
     lower, upper, perm = lu_parts(n.args[0], n.out)
-    x = _mT(F.solve(_mT(upper), _mT(F.solve(lower, perm @ t))))
+    x = mT(F.solve(mT(upper), mT(F.solve(lower, perm @ t))))
     return lower @ F.band(x, None, -1) + F.band(x, 0, None) @ upper
 
 

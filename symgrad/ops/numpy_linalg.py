@@ -118,7 +118,7 @@ def _plain_matrix(name: str, shape: tuple) -> tuple[int, int]:
     return shape
 
 
-def _on_squares(name: str, drop: int = 0):
+def on_squares(name: str, drop: int = 0):
     """The rule of a function of square matrices whose result drops ``drop`` trailing axes
     (0: a matrix, 1: a vector such as eigenvalues, 2: a number per matrix)."""
     def infer(shapes, dtypes, attrs):
@@ -145,7 +145,7 @@ def _check_static(name: str, attrs: dict, **checks) -> dict:
 # -- graph helpers used by the rules (trailing axes only: cotangents carry batch axes) --------
 
 
-def _mT(x: Expr) -> Expr:
+def mT(x: Expr) -> Expr:
     return F.matrix_transpose(x)
 
 
@@ -184,7 +184,7 @@ def _fold(g: Expr, uplo: str) -> Expr:
     ``g`` is ``f``'s gradient valid against symmetric perturbations: an off-diagonal entry
     of the triangle stands for both mirror entries, so the result is the triangle of
     ``g + g^T`` with its diagonal halved."""
-    return _half_triangle(g + _mT(g), uplo)
+    return _half_triangle(g + mT(g), uplo)
 
 
 def _gap_inverse(w: Expr) -> Expr:
@@ -201,12 +201,12 @@ def _from_triangle(t: Expr, uplo: str) -> Expr:
     """The symmetric tangent a function reading the ``uplo`` triangle sees:
     ``tril(t) + tril(t, -1)^T`` for ``"L"`` (the diagonal halved, then mirrored: exact)."""
     half = _half_triangle(t, uplo)
-    return half + _mT(half)
+    return half + mT(half)
 
 
 def _right_solve(x: Expr, r: Expr) -> Expr:
     """``x @ inv(r)`` as a solve: ``solve(r.T, x.T).T``."""
-    return _mT(F.solve(_mT(r), _mT(x)))
+    return mT(F.solve(mT(r), mT(x)))
 
 
 def _squares(drop: int = 0, operands: int = 1):
@@ -223,7 +223,7 @@ def _results_squares(*drops: int):
 
 def _right_solve_transposed(x: Expr, r: Expr) -> Expr:
     """``x @ inv(r).T`` as a solve: ``solve(r, x.T).T``."""
-    return _mT(F.solve(r, _mT(x)))
+    return mT(F.solve(r, mT(x)))
 
 
 # -- band: the triangles and diagonal the rules need (internal) --------------------------------
@@ -325,11 +325,11 @@ def _with_graph(*operands):
 def _inv_rule(n, g):
     """Giles (2008) 2.2.3: C = inv(A): A_bar = -C^T C_bar C^T."""
     c = n.out
-    return (-(_mT(c) @ g @ _mT(c)),)
+    return (-(mT(c) @ g @ mT(c)),)
 
 
 register(Op(
-    name="inv", infer=_on_squares("inv"), impl=np.linalg.inv, backprop=_inv_rule,
+    name="inv", infer=on_squares("inv"), impl=np.linalg.inv, backprop=_inv_rule,
     forward=first(lambda n, t: -(n.out @ t @ n.out)), sparsity=_squares(),
     aliases=("linalg.inv",),
     examples=lambda rng: [([_well_conditioned(rng, (3, 3))], {}),
@@ -340,11 +340,11 @@ register(Op(
 
 def _det_rule(n, g):
     """Giles (2008) 2.2.4: A_bar = d_bar * det(A) * inv(A)^T (no value at a singular A)."""
-    return (_as_matrix_entry(g * n.out) * _mT(F.inv(n.args[0])),)
+    return (_as_matrix_entry(g * n.out) * mT(F.inv(n.args[0])),)
 
 
 register(Op(
-    name="det", infer=_on_squares("det", 2), impl=np.linalg.det, backprop=_det_rule,
+    name="det", infer=on_squares("det", 2), impl=np.linalg.det, backprop=_det_rule,
     forward=first(lambda n, t: n.out * _trace_of_solve(n, t)), sparsity=_squares(2),
     aliases=("linalg.det",),
     examples=lambda rng: [([_well_conditioned(rng, (3, 3))], {}),
@@ -356,14 +356,14 @@ register(Op(
 
 def _trace_of_solve(n, t):
     """Giles (2008) 2.2.4: d log|det A| = tr(inv(A) dA) = sum(inv(A)^T * dA)."""
-    return F.sum(_mT(F.inv(n.args[0])) * t, axis=(-2, -1))
+    return F.sum(mT(F.inv(n.args[0])) * t, axis=(-2, -1))
 
 
 def _slogdet_rule(n, g):
     """d log|det A| = tr(inv(A) dA): A_bar = g * inv(A)^T (the sign is piecewise constant:
     no term)."""
     g_log = g[1]
-    return (None if g_log is None else _as_matrix_entry(g_log) * _mT(F.inv(n.args[0])),)
+    return (None if g_log is None else _as_matrix_entry(g_log) * mT(F.inv(n.args[0])),)
 
 
 def _slogdet_forward(n, t):
@@ -371,7 +371,7 @@ def _slogdet_forward(n, t):
 
 
 def _slogdet_infer(shapes, dtypes, attrs):
-    one = _on_squares("slogdet", 2)(shapes, dtypes, attrs)
+    one = on_squares("slogdet", 2)(shapes, dtypes, attrs)
     return results_of([one, one])
 
 
@@ -425,10 +425,10 @@ def _solve_rule(n, g):
     a, b = n.args
     x = n.out
     if b.ndim == 1:  # columns, so that g's batch axes stay batch axes of the solve
-        col = F.solve(_mT(a), _reshape(g, g.shape + (1,)))
+        col = F.solve(mT(a), _reshape(g, g.shape + (1,)))
         return -(col * _reshape(x, x.shape[:-1] + (1, x.shape[-1]))), _reshape(col, g.shape)
-    gb = F.solve(_mT(a), g)
-    return -(gb @ _mT(x)), gb
+    gb = F.solve(mT(a), g)
+    return -(gb @ mT(x)), gb
 
 
 def _solve_forward(n, t):
@@ -473,11 +473,11 @@ def _cholesky_rule(n, g):
     factor = n.out
     inverse = F.inv(factor)
     if n.attrs["upper"]:  # U = L^T: L^T L_bar = U U_bar^T, and L^-1 = U^-T
-        inner = factor @ _mT(g)
-        left, right = inverse, _mT(inverse)
+        inner = factor @ mT(g)
+        left, right = inverse, mT(inverse)
     else:
-        inner = _mT(factor) @ g
-        left, right = _mT(inverse), inverse
+        inner = mT(factor) @ g
+        left, right = mT(inverse), inverse
     return (_fold(left @ _half_triangle(inner) @ right, "U" if n.attrs["upper"] else "L"),)
 
 
@@ -485,18 +485,18 @@ def _cholesky_forward(n, t):
     """Murray (2016), eq. 8: dL = L Phi(L^-1 dA L^-T), dA read from the triangle LAPACK
     reads; for ``upper=True``, U = L^T and dU = dL^T."""
     upper = n.attrs["upper"]
-    low = _mT(n.out) if upper else n.out
+    low = mT(n.out) if upper else n.out
     inverse = F.inv(low)
-    inner = inverse @ _from_triangle(t, "U" if upper else "L") @ _mT(inverse)
+    inner = inverse @ _from_triangle(t, "U" if upper else "L") @ mT(inverse)
     d = low @ _half_triangle(inner)
-    return _mT(d) if upper else d
+    return mT(d) if upper else d
 
 
 register(Op(
     name="cholesky", signature=sig("a", upper=False), forward=first(_cholesky_forward),
     sparsity=_squares(),
     prepare=lambda s, d, attrs: _check_static("cholesky", attrs, upper="upper"),
-    infer=_on_squares("cholesky"), impl=lambda a, upper: np.linalg.cholesky(a, upper=upper),
+    infer=on_squares("cholesky"), impl=lambda a, upper: np.linalg.cholesky(a, upper=upper),
     backprop=_cholesky_rule, aliases=("linalg.cholesky",),
     examples=lambda rng: [([_spd(rng, 3)], {"upper": False}),
                           ([_spd(rng, 3)], {"upper": True}),
@@ -521,12 +521,12 @@ def _uplo_prepare(name: str):
 
 def _eigenvalues_term(v: Expr, g: Expr, uplo: str) -> Expr:
     """Giles (2008) 3.1: w_bar -> V diag(w_bar) V^T, folded onto the triangle read."""
-    return _fold(_scale_columns(v, g) @ _mT(v), uplo)
+    return _fold(_scale_columns(v, g) @ mT(v), uplo)
 
 
 def _eigenvectors_term(w: Expr, v: Expr, g: Expr, uplo: str) -> Expr:
     """Giles (2008) 3.1: V_bar -> V (E o (V^T V_bar)) V^T, E_ij = 1 / (w_j - w_i)."""
-    return _fold(v @ (_gap_inverse(w) * (_mT(v) @ g)) @ _mT(v), uplo)
+    return _fold(v @ (_gap_inverse(w) * (mT(v) @ g)) @ mT(v), uplo)
 
 
 def _eigh_rule(n, g):
@@ -551,7 +551,7 @@ def _eigh_forward(n, t):
     uplo = n.attrs["UPLO"]
     w, v = n.results
     dw = _eigenvalues_forward(v, t[0], uplo)
-    return dw, v @ (_gap_inverse(w) * (_mT(v) @ _from_triangle(t[0], uplo) @ v))
+    return dw, v @ (_gap_inverse(w) * (mT(v) @ _from_triangle(t[0], uplo) @ v))
 
 
 def _eigvalsh_rule(n, g):
@@ -565,8 +565,8 @@ def _eigvalsh_forward(n, t):
 
 
 def _eigh_infer(shapes, dtypes, attrs):
-    return results_of([_on_squares("eigh", 1)(shapes, dtypes, attrs),
-                       _on_squares("eigh")(shapes, dtypes, attrs)])
+    return results_of([on_squares("eigh", 1)(shapes, dtypes, attrs),
+                       on_squares("eigh")(shapes, dtypes, attrs)])
 
 
 def _sg_eigh(a, UPLO):  # noqa: N803 - NumPy's keyword
@@ -605,7 +605,7 @@ register(Op(
 ))
 register(Op(
     name="eigvalsh", signature=_UPLO, prepare=_uplo_prepare("eigvalsh"),
-    infer=_on_squares("eigvalsh", 1), impl=lambda a, UPLO: np.linalg.eigvalsh(a, UPLO),
+    infer=on_squares("eigvalsh", 1), impl=lambda a, UPLO: np.linalg.eigvalsh(a, UPLO),
     backprop=_eigvalsh_rule, aliases=("linalg.eigvalsh",), examples=_eigh_examples,
     forward=first(_eigvalsh_forward), sparsity=_squares(1),
     doc="the eigenvalues of a symmetric matrix, ascending (reads the UPLO triangle)",
@@ -659,17 +659,17 @@ def _townsend(a: Expr, attrs: dict, which: str, g: Expr) -> Expr:
         out = _scale_columns(u, g) @ vh
         return _fold(out, "L") if attrs["hermitian"] else out
     if which == "u":
-        inner = _mT(u) @ g
-        core = _gap_inverse(s * s) * (inner - _mT(inner))
+        inner = mT(u) @ g
+        core = _gap_inverse(s * s) * (inner - mT(inner))
         out = _scale_columns(u @ core, s) @ vh
         if m > n:  # (I - U U^T) U_bar S^-1 Vh: zero for a square U
             out = out + (g - u @ inner) @ _scale_rows(vh, 1.0 / s)
     else:
-        inner = vh @ _mT(g)
-        core = _gap_inverse(s * s) * (inner - _mT(inner))
+        inner = vh @ mT(g)
+        core = _gap_inverse(s * s) * (inner - mT(inner))
         out = _scale_columns(u, s) @ core @ vh
         if n > m:  # U S^-1 Vh_bar (I - V V^T)
-            out = out + _scale_columns(u, 1.0 / s) @ (g - _mT(inner) @ vh)
+            out = out + _scale_columns(u, 1.0 / s) @ (g - mT(inner) @ vh)
     return _fold(out, "L") if attrs["hermitian"] else out
 
 
@@ -680,23 +680,23 @@ def _townsend_forward(a: Expr, attrs: dict, which: str, t: Expr) -> Expr:
     u, s, vh = _reduced_factors(a, attrs, need_uv=which != "s")
     if attrs["hermitian"]:
         t = _from_triangle(t, "L")
-    v = _mT(vh)
+    v = mT(vh)
     tv = t @ v
     if which == "s":
         return F.sum(u * tv, axis=-2)
     m, n = a.shape[-2:]
-    dp = _mT(u) @ tv
+    dp = mT(u) @ tv
     gaps = _gap_inverse(s * s)
     if which == "u":
-        du = u @ (gaps * (_scale_columns(dp, s) + _scale_rows(_mT(dp), s)))
+        du = u @ (gaps * (_scale_columns(dp, s) + _scale_rows(mT(dp), s)))
         if m > n:
-            du = du + _scale_columns(tv - u @ (_mT(u) @ tv), 1.0 / s)
+            du = du + _scale_columns(tv - u @ (mT(u) @ tv), 1.0 / s)
         return du
-    tu = _mT(t) @ u
-    dv = v @ (gaps * (_scale_rows(dp, s) + _scale_columns(_mT(dp), s)))
+    tu = mT(t) @ u
+    dv = v @ (gaps * (_scale_rows(dp, s) + _scale_columns(mT(dp), s)))
     if n > m:
         dv = dv + _scale_columns(tu - v @ (vh @ tu), 1.0 / s)
-    return _mT(dv)
+    return mT(dv)
 
 
 def _svd_infer(shapes, dtypes, attrs):
@@ -828,7 +828,7 @@ def _pinv_infer(shapes, dtypes, attrs):
 def _pinv_vjp(a: Expr, p: Expr, g: Expr, full: Expr) -> Expr:
     """Golub & Pereyra (1973), as reverse mode: P = pinv(A) of locally constant rank,
     A_bar = -P^T G P^T + (I - A P) G^T P P^T + P^T P G^T (I - P A)."""
-    pt, gt = _mT(p), _mT(g)
+    pt, gt = mT(p), mT(g)
     z = gt @ (p @ pt)
     w = (pt @ p) @ gt
     rows, cols = _full_rank_zero(a, full, z - a @ (p @ z), w - (w @ p) @ a)
@@ -837,9 +837,9 @@ def _pinv_vjp(a: Expr, p: Expr, g: Expr, full: Expr) -> Expr:
 
 def _pinv_jvp(a: Expr, p: Expr, t: Expr, full: Expr) -> Expr:
     """Golub & Pereyra (1973): dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P."""
-    tt = _mT(t)
-    left = (p @ _mT(p)) @ tt
-    right = tt @ (_mT(p) @ p)
+    tt = mT(t)
+    left = (p @ mT(p)) @ tt
+    right = tt @ (mT(p) @ p)
     rows, cols = _full_rank_zero(a, full, left - (left @ a) @ p, right - p @ (a @ right))
     return -(p @ t @ p) + rows + cols
 
@@ -957,7 +957,7 @@ def _x_term(n, g):
     if b.ndim == 1:
         p_bar = _reshape(g, g.shape + (1,)) * _reshape(b, (1, b.shape[0]))
         return _pinv_vjp(a, p, p_bar, full), g @ p
-    return _pinv_vjp(a, p, g @ _mT(b), full), _mT(p) @ g
+    return _pinv_vjp(a, p, g @ mT(b), full), mT(p) @ g
 
 
 def _residuals_term(n, g):
@@ -970,7 +970,7 @@ def _residuals_term(n, g):
         r_bar = 2.0 * r * g
         return -(_reshape(r_bar, r_bar.shape + (1,)) * _reshape(x, (1, x.shape[0]))), r_bar
     r_bar = 2.0 * r * _reshape(g, g.shape[:-1] + (1, g.shape[-1]))
-    return -(r_bar @ _mT(x)), r_bar
+    return -(r_bar @ mT(x)), r_bar
 
 
 def _lstsq_rule(n, g):
@@ -1082,15 +1082,15 @@ def _qr_prepare(shapes, dtypes, attrs):
 def _copyltu(m: Expr) -> Expr:
     """The lower triangle of ``m`` mirrored to the upper one."""
     half = _half_triangle(m)
-    return half + _mT(half)
+    return half + mT(half)
 
 
 def _qr_square_vjp(q: Expr, r: Expr, q_bar: Expr | None, r_bar: Expr | None) -> Expr:
     """Seeger et al. (2017), Walter & Lehmann (2013): A = QR with m >= n,
     M = R R_bar^T - Q_bar^T Q, A_bar = (Q_bar + Q copyltu(M)) R^-T."""
-    m = r @ _mT(r_bar) if r_bar is not None else None
+    m = r @ mT(r_bar) if r_bar is not None else None
     if q_bar is not None:
-        m = -(_mT(q_bar) @ q) if m is None else m - _mT(q_bar) @ q
+        m = -(mT(q_bar) @ q) if m is None else m - mT(q_bar) @ q
     top = q @ _copyltu(m)
     return _right_solve_transposed(top if q_bar is None else q_bar + top, r)
 
@@ -1114,7 +1114,7 @@ def _qr_vjp(a: Expr, which: str, g: Expr, mode: str) -> Expr:
         y_bar = F.zeros(shape=x_bar.shape[:-1] + (cols - rows,), dtype=x_bar.dtype)
         return F.concatenate([x_bar, y_bar], axis=-1)
     u_bar, v_bar = r_bar[..., :, :rows], r_bar[..., :, rows:]
-    x_bar = _qr_square_vjp(q, u, y @ _mT(v_bar), u_bar)
+    x_bar = _qr_square_vjp(q, u, y @ mT(v_bar), u_bar)
     return F.concatenate([x_bar, q @ v_bar], axis=-1)
 
 
@@ -1122,9 +1122,9 @@ def _qr_square_jvp(q: Expr, r: Expr, t: Expr) -> tuple[Expr, Expr]:
     """Walter & Lehmann (2013): A = QR with m >= n, X = Q^T dA R^-1, Omega = L - L^T with L
     the strictly lower part of X: dQ = dA R^-1 - Q (X - Omega), dR = (X - Omega) R."""
     y = _right_solve(t, r)
-    x = _mT(q) @ y
+    x = mT(q) @ y
     low = F.band(x, lo=None, hi=-1)
-    core = x - (low - _mT(low))
+    core = x - (low - mT(low))
     return y - q @ core, core @ r
 
 
@@ -1145,7 +1145,7 @@ def _qr_jvp(a: Expr, which: str, t: Expr, mode: str) -> Expr:
     dq, du = _qr_square_jvp(q, r[..., :, :rows], t[..., :, :rows])
     if which == "q":
         return dq
-    dv = _mT(dq) @ a[..., :, rows:] + _mT(q) @ t[..., :, rows:]
+    dv = mT(dq) @ a[..., :, rows:] + mT(q) @ t[..., :, rows:]
     return F.concatenate([du, dv], axis=-1)
 
 
@@ -1235,12 +1235,12 @@ def _power_vjp(b: Expr, k: int, g: Expr) -> Expr:
     adj = g
     while k > 1:
         if k % 2:
-            direct.append(_mT(F.matrix_power(b, k - 1)) @ adj)
-            adj = adj @ _mT(b)
+            direct.append(mT(F.matrix_power(b, k - 1)) @ adj)
+            adj = adj @ mT(b)
             k -= 1
         else:
             h = F.matrix_power(b, k // 2)
-            adj = adj @ _mT(h) + _mT(h) @ adj
+            adj = adj @ mT(h) + mT(h) @ adj
             k //= 2
     for d in direct:
         adj = adj + d
@@ -1254,7 +1254,7 @@ def _power_rule(n, g):
     if k > 0:
         return (_power_vjp(a, k, g),)
     b = F.inv(a)
-    return (-(_mT(b) @ _power_vjp(b, -k, g) @ _mT(b)),)
+    return (-(mT(b) @ _power_vjp(b, -k, g) @ mT(b)),)
 
 
 def _power_jvp(b: Expr, k: int, db: Expr) -> Expr:
@@ -1327,9 +1327,9 @@ def _multi_dot_rule(n, g):
         suffix[k] = nxt if suffix[k + 1] is None else nxt @ suffix[k + 1]
     out, left = [], g
     for k, x in enumerate(arrays):
-        adj = left if suffix[k] is None else left @ _mT(suffix[k])
+        adj = left if suffix[k] is None else left @ mT(suffix[k])
         out.append(_reshape(adj, batch + n.args[k].shape))
-        left = _mT(x) @ left
+        left = mT(x) @ left
     return tuple(out)
 
 

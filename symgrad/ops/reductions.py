@@ -47,7 +47,7 @@ def _check_keepdims(name: str, keepdims) -> bool:
     return bool(keepdims)
 
 
-def _prepare_axes(name: str) -> Callable:
+def prepare_axes(name: str) -> Callable:
     def prepare(shapes, dtypes, attrs):
         axes = norm_axes(name, attrs["axis"], len(shapes[0]))
         return {"axis": axes, "keepdims": _check_keepdims(name, attrs["keepdims"])}
@@ -62,11 +62,11 @@ def _prepare_one_axis(name: str) -> Callable:
     return prepare
 
 
-def _sum_dtype(dtype: str) -> str:
+def sum_dtype(dtype: str) -> str:
     return dtype if dtype in FLOATS else "int64"
 
 
-def _reduce_infer(name: str, dtype_rule: Callable[[str], str], nonempty: bool = False):
+def reduce_infer(name: str, dtype_rule: Callable[[str], str], nonempty: bool = False):
     def infer(shapes, dtypes, attrs):
         shape, axes = shapes[0], attrs["axis"]
         if nonempty and any(shape[a] == 0 for a in axes):
@@ -105,7 +105,7 @@ def _count(shape, axes) -> int:
     return int(np.prod([shape[a] for a in axes], dtype=np.int64))
 
 
-def _reduce_examples(rng) -> list:
+def reduce_examples(rng) -> list:
     x3 = rng.standard_normal((2, 3, 4))
     return [
         ([rng.standard_normal(5)], {"axis": None, "keepdims": False}),
@@ -133,9 +133,9 @@ def _reduction(name, impl, backprop, dtype_rule, *, forward, nonempty=False, ali
                doc=""):
     """Register a reduction with NumPy's ``(x, axis=None, keepdims=False)`` signature."""
     return register(Op(
-        name=name, signature=_AXES, prepare=_prepare_axes(name),
-        infer=_reduce_infer(name, dtype_rule, nonempty), impl=impl, backprop=backprop,
-        forward=forward, sparsity=lambda n: (reduce_map(n),), examples=_reduce_examples,
+        name=name, signature=_AXES, prepare=prepare_axes(name),
+        infer=reduce_infer(name, dtype_rule, nonempty), impl=impl, backprop=backprop,
+        forward=forward, sparsity=lambda n: (reduce_map(n),), examples=reduce_examples,
         aliases=aliases, doc=doc,
     ))
 
@@ -216,7 +216,7 @@ def _extreme_share(largest: bool) -> Callable:
 _max_rule, _max_forward = weighted(_extreme_share(True))
 _min_rule, _min_forward = weighted(_extreme_share(False))
 
-_reduction("sum", np.sum, lambda n, g: (_spread(g, n),), _sum_dtype, forward=linear,
+_reduction("sum", np.sum, lambda n, g: (_spread(g, n),), sum_dtype, forward=linear,
            doc="sum over axis (all axes when None)")
 _reduction("mean", np.mean, _mean_rule, float_dtype, forward=linear,
            doc="arithmetic mean over axis (all axes when None)")
@@ -279,10 +279,10 @@ def _log_softmax_forward(n, t):
 
 
 register(Op(
-    name="logsumexp", signature=_AXES, prepare=_prepare_axes("logsumexp"),
-    infer=_reduce_infer("logsumexp", float_dtype), impl=_sg_logsumexp,
+    name="logsumexp", signature=_AXES, prepare=prepare_axes("logsumexp"),
+    infer=reduce_infer("logsumexp", float_dtype), impl=_sg_logsumexp,
     backprop=_logsumexp_rule, forward=_logsumexp_forward,
-    sparsity=lambda n: (reduce_map(n),), examples=_reduce_examples,
+    sparsity=lambda n: (reduce_map(n),), examples=reduce_examples,
     doc="log(sum(exp(x), axis)) computed stably; -inf for an all -inf slice",
 ))
 register(Op(

@@ -50,7 +50,7 @@ from ..ir.expr import F
 from ..ir.op import Op, register, sig
 from ..ir.shapes import broadcast, float_dtype, is_float, result_dtype
 from . import series
-from .elementwise import _where_zero, binary, unary
+from .elementwise import binary, unary, where_zero
 from .tangent import elementwise
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -213,7 +213,7 @@ def _xlog_rule(log_of, shift: float):
     def rule(n, g):
         x, y = n.args
         # 0 where x == 0; the divisor there is 1, so no 0/0 reaches a higher derivative
-        dy = _where_zero(x == 0, x / F.where(x == 0, 1.0, y + shift)) if n.needs(1) else None
+        dy = where_zero(x == 0, x / F.where(x == 0, 1.0, y + shift)) if n.needs(1) else None
         return (g * log_of(y) if n.needs(0) else None, None if dy is None else g * dy)
 
     return rule

@@ -125,7 +125,7 @@ def stats(exprs: Expr | Sequence[Expr], fast_math: bool = False,
     graph = max((e.graph for e in outs), key=len)
     ids = [graph.find(e) for e in outs]
     rows = [_stage("as built", graph, ids)]
-    loops, rewrites = compile_stages(True, fast_math)
+    loops, rewrites = compile_stages(True, fast_math)[:2]
     graph, rolled = run_stage(loops, graph, ids, Context())
     if rolled != ids:
         ids = rolled

@@ -26,6 +26,7 @@ __all__ = ["integrate", "linalg", "optimize", "signal", "sparse", "special", "st
 
 for _name in __all__:  # scipy.<name> read by a traced function means this module's
     _names.register(_name, globals()[_name])
+_names.register("sparse.linalg", sparse.linalg)
 
 
 def support_markdown() -> str:

@@ -253,7 +253,7 @@ def _residuals(body: Body, per_step: int, memo: dict[int, int], outs: list[Expr]
     again from its operands, chosen by the same rule. A loop inside the step is computed
     again (never stored: what ``checkpoint=`` asks of its segments). A step of 0-d values
     takes none: over Python floats a libm call costs about what storing and reading back
-    a value does (W4's chain was 5% slower with them)."""
+    a value does."""
     bnodes = body.graph.nodes
     if all(n.shape == () for n in bnodes):
         return ()

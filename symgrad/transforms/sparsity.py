@@ -45,7 +45,9 @@ NNZ_LIMIT = 20_000_000  # entries a node's pattern may have
 _PAIRS: ContextVar[int | None] = ContextVar("symgrad_sparsity_pairs", default=None)
 
 
-def _limit() -> int:
+def pair_budget() -> int:
+    """The most dependency pairs one pattern may have here (``NNZ_LIMIT``, or the tighter
+    :func:`pair_limit` in force)."""
     tighter = _PAIRS.get()
     return NNZ_LIMIT if tighter is None else min(tighter, NNZ_LIMIT)
 
@@ -55,7 +57,7 @@ def pair_limit(n: int) -> Iterator[None]:
     """At most ``n`` dependency pairs at one node inside (and never over ``NNZ_LIMIT``):
     ``hessian`` decides against the sparse path as soon as a node is that dense, instead
     of finishing a pattern that costs seconds and gigabytes on a dense problem."""
-    token = _PAIRS.set(min(int(n), _limit()))
+    token = _PAIRS.set(min(int(n), pair_budget()))
     try:
         yield
     finally:
@@ -78,10 +80,12 @@ class Pattern:
     def from_pairs(cls, shape: tuple[int, int], rows: np.ndarray, cols: np.ndarray) -> Pattern:
         """The pattern of the pairs ``(rows[k], cols[k])`` (duplicates merged)."""
         m, n = shape
-        if rows.size > _limit():
+        if rows.size > pair_budget():
             raise LimitError(f"sparsity: a pattern with {rows.size:,} entries is over the limit "
-                             f"of {_limit():,}; the derivative is too dense for a sparse one")
-        keys = np.unique(rows.astype(np.int64) * max(n, 1) + cols)
+                             f"of {pair_budget():,}; the derivative is too dense for a sparse one")
+        keys = np.sort(rows.astype(np.int64) * max(n, 1) + cols)
+        if keys.size > 1:  # unique (np.unique's hashing costs more on the many small ones)
+            keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]
         r, c = np.divmod(keys, max(n, 1))
         indptr = np.zeros(m + 1, dtype=np.int64)
         np.cumsum(np.bincount(r, minlength=m), out=indptr[1:])
@@ -143,9 +147,9 @@ def compose(rows: np.ndarray, cols: np.ndarray, p: Pattern) -> tuple[np.ndarray,
     starts = p.indptr[cols]
     lens = p.indptr[cols + 1] - starts
     total = int(lens.sum())
-    if total > _limit():
+    if total > pair_budget():
         raise LimitError(f"sparsity: {total:,} dependency pairs at one node, over the limit of "
-                         f"{_limit():,}; the derivative is too dense for a sparse one")
+                         f"{pair_budget():,}; the derivative is too dense for a sparse one")
     out_rows = np.repeat(rows, lens)
     first = np.repeat(starts - (np.cumsum(lens) - lens), lens)
     return out_rows, p.indices[first + np.arange(total, dtype=np.int64)]
@@ -174,6 +178,10 @@ def jacobian_pattern(outputs: Sequence[Expr], wrt: Sequence[Expr]) -> Pattern:
     nodes = graph.nodes
     progress = start("sparsity pattern", total=len(order))
     calls: dict[int, list[Pattern | None]] = {}  # a call -> the pattern of each result
+    read: dict[int, set[int]] = {}  # a call -> the results its projections here read
+    for i in order:
+        if nodes[i].op == RESULT:
+            read.setdefault(nodes[i].args[0], set()).add(nodes[i].attrs["index"])
     for i in order:
         progress.update()
         node = nodes[i]
@@ -191,7 +199,7 @@ def jacobian_pattern(outputs: Sequence[Expr], wrt: Sequence[Expr]) -> Pattern:
         if not any(a in patterns for a in node.args):
             continue
         if node.is_call:
-            calls[i] = _call_patterns(graph, node, patterns, total)
+            calls[i] = _call_patterns(graph, node, patterns, total, read.get(i, set()))
         else:
             patterns[i] = _node_pattern(graph, node, patterns, total)
     progress.close()
@@ -214,19 +222,21 @@ def _node_pattern(graph: Graph, node: Any, patterns: dict[int, Pattern], total: 
     return _composed(node, local_maps(view), patterns, view.out.size, total)
 
 
-def _call_patterns(graph: Graph, node: Any, patterns: dict[int, Pattern], total: int
-                   ) -> list[Pattern | None]:
-    """The pattern of each result of a call with several results (None for one that is
-    not float): its op's rule gives the maps of each result, else they are dense."""
-    view = NodeView(graph, node)
+def _call_patterns(graph: Graph, node: Any, patterns: dict[int, Pattern], total: int,
+                   read: set[int]) -> list[Pattern | None]:
+    """The pattern of each result of a call with several results that is ``read`` (None
+    for another, or one that is not float): its op's rule gives the maps of each result
+    (``wants(k)`` says which are read), else they are dense."""
+    wanted = tuple(k in read and is_float(d) for k, (_, d) in enumerate(node.dtype))
+    view = NodeView(graph, node, wanted=wanted)
     op = REGISTRY[node.op]
     if op.sparsity is not None:
         per_result = op.sparsity(view)
     else:
-        per_result = [tuple(dense_map(a.shape, s) if is_float(a.data.dtype) else None
-                            for a in view.args) for s, _ in node.dtype]
-    return [_composed(node, maps, patterns, math.prod(s), total) if is_float(d) else None
-            for maps, (s, d) in zip(per_result, node.dtype)]
+        per_result = [tuple(dense_map(a.shape, s) if is_float(a.data.dtype) and w else None
+                            for a in view.args) for (s, _), w in zip(node.dtype, wanted)]
+    return [_composed(node, maps, patterns, math.prod(s), total) if w else None
+            for maps, (s, _), w in zip(per_result, node.dtype, wanted)]
 
 
 def _composed(node: Any, maps: Sequence, patterns: dict[int, Pattern], size: int, total: int
@@ -253,4 +263,4 @@ def hessian_pattern(wrt: Expr, g: Expr) -> Pattern:
 
 
 __all__ = ["NNZ_LIMIT", "Pattern", "compose", "hessian_pattern", "jacobian_pattern",
-           "local_maps", "pair_limit"]
+           "local_maps", "pair_budget", "pair_limit"]

@@ -1,4 +1,4 @@
-"""Smoke tests of the forward-mode and sparsity benchmarks (issue 12): each measured
+"""Smoke tests of the forward-mode and sparsity benchmarks: each measured
 function is checked against its reference on a small size, and the colouring families
 reach their known optimum (the benchmarks themselves run with ``python -m benchmarks.*``)."""
 

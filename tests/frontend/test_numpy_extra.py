@@ -1,4 +1,4 @@
-"""The HIPS-autograd-suite items of issue 24, each against NumPy: lists of expressions where
+"""Cases from HIPS autograd's NumPy test suite, each against NumPy: lists of expressions where
 NumPy takes an array, the stack family given one array, r_/c_, angle and real_if_close on
 real values, N-d dot, sinc, a zero (not NaN) derivative where a function is locally
 constant; and Expr.__array_namespace__."""

@@ -1,6 +1,6 @@
-"""sg.to_sympy, sg.from_sympy and sg.latex: every elementwise op of the registry translates
-to sympy with the same values, ops named by a sympy class come back, the rest is refused
-with a message; LaTeX uses matrix notation where sympy has none."""
+"""sg.to_sympy and sg.from_sympy: every elementwise op of the registry translates to sympy
+with the same values, ops named by a sympy class come back, the rest is refused with a
+message (LaTeX: ``tests/printing/test_latex.py``)."""
 
 from __future__ import annotations
 
@@ -101,23 +101,3 @@ def test_deep_graphs_translate_without_recursion():
         sg.evaluate(f, {"x": 0.0}), rel=1e-12)
 
 
-def test_latex_elementwise_and_matrix_notation():
-    a = sg.var("a")
-    assert sg.latex(a ** 2 / 2.0) == r"\frac{a^{2}}{2}"
-    W, x = sg.var("W", shape=(4, 3)), sg.var("x", shape=(3,))
-    assert sg.latex((W @ x) ** 2) == r"\left(W x\right)^{2}"
-    assert sg.latex(sg.sum(sg.tanh(W @ x))) == r"\textstyle\sum \tanh{\left(W x \right)}"
-    assert sg.latex(W.T) == r"W^{\top}"
-    v = sg.var("v", shape=(3,))
-    assert sg.latex(v * x) == r"v \odot x"
-    y = sg.var("y", dtype="int64")
-    assert sg.latex(sg.log_softmax(v)[y]) == r"\operatorname{log\_softmax}\left(v\right)_{y}"
-
-
-def test_latex_of_a_huge_expression_is_refused():
-    x = sg.var("x")
-    f = x
-    for _ in range(6_000):
-        f = sg.sin(f)
-    with pytest.raises(sg.LimitError, match="latex"):
-        sg.latex(f)

@@ -204,17 +204,6 @@ def test_what_cannot_be_traced_says_why_and_what_to_use(call, match):
         call(x)
 
 
-def test_reductions_take_numpys_where_and_initial():
-    x = sg.var("x", (3,))
-    at = {"x": [1.0, 2.0, 4.0]}
-    mask = np.array([True, False, True])
-    assert sg.evaluate(np.sum(x, where=mask), at) == 5.0
-    assert sg.evaluate(np.max(x, where=mask, initial=0.0), at) == 4.0
-    assert sg.evaluate(np.mean(x, where=mask), at) == 2.5
-    with pytest.raises(sg.SymgradError, match="needs initial="):
-        np.max(x, where=mask)
-
-
 def test_ndarray_methods_iteration_and_functional_updates():
     x = sg.var("x", (3, 4))
     at = {"x": A}
@@ -288,7 +277,6 @@ def test_the_docs_list_what_is_covered_as_the_registry_says():
 
     assert docs.marked("guide/numpy", "numpy-support") == snp.support_markdown(), (
         "regenerate: python -c 'import symgrad.numpy as s; print(s.support_markdown())'")
-
 
 
 def test_numpy_2_spellings_and_numpys_random():

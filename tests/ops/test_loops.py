@@ -362,7 +362,7 @@ def test_a_scan_with_two_carries_and_two_results_is_one_node(monkeypatch):
     fn = sg.compile(outs, ["w", "xs"])
     calls = _loop_runs(fn)
     compiled = fn(*values.values())
-    assert sorted(calls.values()) == [1, 1]
+    assert sorted(v for k, v in calls.items() if isinstance(k, str)) == [1, 1]
     for result in (got, compiled):
         np.testing.assert_allclose(result[0], want_f, rtol=1e-12)
         for g, r in zip(result[1:], want):

@@ -1,6 +1,7 @@
 """Pictures that teach: the scene (numbering as in explain, mirrored rows, folded constants,
-shared adjoints, collapsed chains), the matplotlib drawing, valid DOT (pydot's grammar
-always, Graphviz when installed) and the HTML page (a real headless Chromium when installed).
+shared adjoints, collapsed chains), valid DOT (pydot's grammar always, Graphviz when
+installed) and the committed figures (the drawing and the page: ``test_draw.py``,
+``test_html.py``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 
 import symgrad as sg
 from symgrad.printing.scene import SCENE_LIMIT, build_scene
+from tests.support.pictures import EXAMPLES, collins, network, neuron, sin_times_y
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # benchmarks/ is not part of the installed package
@@ -24,43 +26,6 @@ from benchmarks.pictures import chain, wide  # noqa: E402  (~300-node graphs, ti
 
 pydot = pytest.importorskip("pydot")
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # pyparsing, in pydot
-
-SHAPES = {"W": (4, 3), "x": (3,), "b": (4,), "V": (2, 4), "g": (2,)}
-NETWORK = "-log_softmax(V @ tanh(W @ x + b) + g)[y]"
-
-
-def collins():
-    u1, u2 = sg.var("u1"), sg.var("u2")
-    u4 = u2 * (u1 + u2)
-    return [u4, *sg.grad(u4, [u1, u2])]
-
-
-def network():
-    f = sg.parse(NETWORK, shapes=SHAPES, dtypes={"y": "int64"})
-    return [f, *sg.grad(f, ["W", "b", "V", "g"])]
-
-
-def goodfellow():  # Fig. 6.9: z = f(f(f(w))), with f = sin as in the notebook
-    w = sg.var("w")
-    z = sg.sin(sg.sin(sg.sin(w)))
-    return [z, sg.grad(z, w)]
-
-
-def sin_times_y():
-    x, y = sg.var("x"), sg.var("y")
-    f = sg.sin(x) * y
-    return [f, *sg.grad(f, [x, y])]
-
-
-def tomassoli():  # four paths from a to e, the notebook's functions
-    a = sg.var("a")
-    c = a**2 - (a + 2)
-    e = (3 - c) * sg.sqrt(c)
-    return [e, sg.grad(e, a)]
-
-
-EXAMPLES = {"collins": collins, "network": network, "goodfellow": goodfellow,
-            "sin_times_y": sin_times_y, "tomassoli": tomassoli}
 
 
 # -- the scene ------------------------------------------------------------------------------
@@ -164,27 +129,6 @@ def test_a_300_node_graph_is_laid_out_without_overlaps():
             assert b.x - a.x >= (a.width + b.width) / 2 - 1e-9
 
 
-# -- matplotlib ---------------------------------------------------------------------------
-
-
-def test_draw_writes_a_png_with_title_and_legend(tmp_path):
-    from matplotlib.image import imread
-
-    out = sg.draw(network(), str(tmp_path / "net.png"))
-    image = imread(out)
-    height, width = image.shape[:2]
-    assert 600 < width < 3000 and 600 < height < 3000
-    big = sg.draw(chain(300), str(tmp_path / "chain.png"))
-    h, w = imread(big).shape[:2]
-    assert h < 2000 and w < 3000  # a summary, not a 4651 px strip
-
-
-def test_draw_300_boxes_and_svg(tmp_path):
-    out = sg.draw(wide(300), str(tmp_path / "wide.svg"), collapse=False)
-    text = Path(out).read_text()
-    assert text.startswith("<?xml") and text.count("<path") > 300
-
-
 # -- DOT ----------------------------------------------------------------------------------
 
 DOT_CASES = {**EXAMPLES, "chain": lambda: chain(300), "hessian": lambda: [
@@ -217,76 +161,7 @@ def test_graphviz_renders_the_dot(name, tmp_path):
     assert (tmp_path / "g.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-# -- the HTML page --------------------------------------------------------------------------
-
-
-def test_html_page_is_self_contained_with_the_backprop_rows(tmp_path):
-    u1, u2 = sg.var("u1"), sg.var("u2")
-    f = u2 * (u1 + u2)
-    n = len(f.graph)
-    page = sg.to_html(f, at={"u1": 2.0, "u2": 3.0}, path=str(tmp_path / "p.html"))
-    assert len(f.graph) == n  # B was built on a private copy
-    assert (tmp_path / "p.html").read_text(encoding="utf-8") == page
-    assert not re.search(r"https?://|\bsrc=|\bhref=|@import|url\((?!#)", page)
-    assert "default-src 'none'" in page  # the browser may fetch nothing at all
-    assert "P2 = P3·J(2→3) + P4·J(2→4) = 3·1 + 1·5 = 8" in page
-    assert '"value", "15"' in page  # u4's forward value
-
-
-def test_html_escapes_what_it_shows():
-    x = sg.var("x")
-    page = sg.to_html(sg.exp(x), title="</script><script>alert(1)</script>")
-    assert "<script>alert" not in page and "&lt;/script&gt;" in page
-
-
-def _browser():
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    driver = shutil.which("chromedriver")
-    if not (chromium and driver):
-        pytest.skip("no headless Chromium and chromedriver (.ci/run installs Debian's "
-                    "chromium and chromium-driver)")
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--no-first-run", "--disable-background-networking", "--disable-sync",
-                 "--disable-component-update", "--window-size=1400,900"):
-        options.add_argument(flag)
-    try:
-        return webdriver.Chrome(service=Service(driver), options=options)
-    except Exception as e:  # a browser that cannot start here: say why
-        pytest.skip(f"Chromium did not start: {str(e).splitlines()[0]}")
-
-
-def test_html_page_in_a_real_browser(tmp_path):
-    u1, u2 = sg.var("u1"), sg.var("u2")
-    path = tmp_path / "collins.html"
-    sg.to_html(u2 * (u1 + u2), at={"u1": 2.0, "u2": 3.0}, path=str(path))
-    browser = _browser()
-    try:
-        from selenium.webdriver.common.by import By
-
-        browser.get(path.as_uri())
-        panel = browser.find_element(By.ID, "panel")
-        assert "Point at a node" in panel.text
-        boxes = {b.find_element(By.TAG_NAME, "text").text: b
-                 for b in browser.find_elements(By.CSS_SELECTOR, "g.box")}
-        p2 = next(b for t, b in boxes.items() if t.startswith("P2 = "))
-        p2.click()
-        assert "P2 = P3·J(2→3) + P4·J(2→4) = 3·1 + 1·5 = 8" in panel.text
-        assert "value\n8" in panel.text or "value 8" in panel.text
-        assert "picked" in p2.get_attribute("class")
-        u3 = next(b for t, b in boxes.items() if t.startswith("u3 = "))
-        u3.click()  # another node: its forward value and its adjoint's row
-        assert "5" in panel.text and "P3 = P4·J(3→4) = 1·3 = 3" in panel.text
-        assert browser.get_screenshot_as_png()[:8] == b"\x89PNG\r\n\x1a\n"
-        logs = browser.get_log("browser") if hasattr(browser, "get_log") else []
-        assert not [entry for entry in logs if entry.get("level") == "SEVERE"], logs
-    finally:
-        browser.quit()
-
+# -- the committed figures ------------------------------------------------------------------
 
 FIGURES = Path(__file__).resolve().parents[2] / "notebooks" / "figures"
 
@@ -300,13 +175,7 @@ def test_the_committed_figures_are_there(name):
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
 
 
-# -- what the pictures said wrong or left out (issue 19, item 9) ----------------------------
-
-
-def neuron(cleanup: bool = True):  # the logistic neuron: the sigmoid idiom covers u6..u8
-    w, x, b = sg.var("w", shape=(3,)), sg.var("x", shape=(3,)), sg.var("b")
-    s = 1 / (1 + sg.exp(-(w @ x + b)))
-    return [s, *sg.grad(s, [w, b], cleanup=cleanup)]
+# -- the chain rule drawn: seeds, constant adjoints, idiom notes, links -----------------------
 
 
 def _reached_from_the_seed(scene) -> set[str]:
@@ -365,17 +234,6 @@ def test_rows_an_idiom_covered_carry_a_note():
     assert {"P6", "P7", "P8"} <= {p for b in plain.boxes.values() for p in b.label.split(" = ")}
 
 
-@pytest.mark.parametrize("name", ["network", "neuron", "collins"])
-def test_the_drawing_fits_its_legend_and_title(name, tmp_path):
-    from matplotlib.image import imread
-
-    exprs = neuron() if name == "neuron" else EXAMPLES[name]()
-    image = imread(sg.draw(exprs, str(tmp_path / "g.png")))[..., :3]
-    blank = np.all(image > 0.99, axis=2)
-    assert blank[:, -4:].all() and blank[-4:, :].all()  # nothing cut at the right or bottom
-    assert blank[:, :4].all() and blank[:4, :].all()
-
-
 def test_the_bold_border_of_an_output_is_in_every_legend():
     exprs = collins()
     scene = build_scene(exprs)
@@ -393,39 +251,6 @@ def test_links_are_named_as_the_boxes_are():
     t = sg.jvp(f, [x, y], [1.0, 0.0])
     links = [e.label for e in build_scene([f, t]).edges if e.kind == "link"]
     assert links and all(re.fullmatch("u\u0307\\d+", t) for t in links), links
-
-
-def test_the_page_says_sizes_not_reprs_and_fits_its_pane():
-    x, W = sg.var("x", shape=(3,)), sg.var("W", shape=(4, 3))
-    f = sg.sum(sg.tanh(W @ x))
-    page = sg.to_html(f, at={"W": np.ones((4, 3)), "x": np.arange(3.0)})
-    subtitle = re.search(r'<p class="sub">([^<]*)</p>', page).group(1)
-    assert "W: 4×3 array" in subtitle and "x=[0., 1., 2.]" in subtitle
-    assert "array(" not in page
-    assert '<div id="canvas" class="fit">' in page and "min-width: 0" in page
-    assert re.search(r'<svg id="graph" width="\d+" height="\d+" style="max-width: \d+px" '
-                     r'viewBox=', page)
-
-
-def test_the_graph_fits_the_pane_at_1400_by_900(tmp_path):
-    path = tmp_path / "network.html"
-    exprs = network()
-    sg.to_html(exprs, path=str(path))
-    browser = _browser()  # --window-size=1400,900
-    try:
-        browser.get(path.as_uri())
-        shown, pane, page, window = browser.execute_script(
-            "const c = document.getElementById('canvas');"
-            "return [document.getElementById('graph').getBoundingClientRect().width, "
-            "c.clientWidth, document.documentElement.scrollWidth, window.innerWidth];")
-        assert shown <= pane and page <= window, (shown, pane, page, window)
-        browser.find_element("id", "zoom").click()  # actual size: the pane scrolls instead
-        scroll, pane = browser.execute_script(
-            "const c = document.getElementById('canvas'); return [c.scrollWidth, c.clientWidth];")
-        assert scroll >= pane and browser.execute_script(
-            "return document.documentElement.scrollWidth <= window.innerWidth;")
-    finally:
-        browser.quit()
 
 
 def test_no_chain_rule_step_through_an_op_that_passes_no_gradient():

@@ -192,7 +192,7 @@ def test_malformed_arguments_to_public_functions(data):
         fn(*args, **kwargs)
 
 
-# -- dtypes x backends, and special points (issue 25) ---------------------------------------
+# -- dtypes x backends, and special points -------------------------------------------------
 
 SMALL = settings(  # each example compiles for several backends: a smaller slice in make test
     max_examples=EXAMPLES or 12, deadline=None, derandomize=not EXAMPLES,

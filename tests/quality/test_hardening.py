@@ -1,5 +1,5 @@
-"""Issue 25 (and issue 19 item 7): user ops that cannot inject, results that are never
-silently wrong, budgets that leave the graph as it was. Checks that define ops run in a
+"""Hardening: user ops that cannot inject, results that are never silently wrong, budgets
+that leave the graph as it was. Checks that define ops run in a
 fresh interpreter (``run_script``) so the registry of this process stays as collected."""
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ def run_script(code: str, tmp_path: Path | None = None) -> dict:
 
 
 def test_user_op_attributes_are_plain_data_and_never_run(tmp_path):
-    """Item 1: an attribute object's ``__repr__``/``__hash__`` never runs nor reaches source;
-    item 2: an ``inf``/``nan`` attribute is emitted as valid source."""
+    """An attribute object's ``__repr__``/``__hash__`` never runs nor reaches source; an
+    ``inf``/``nan`` attribute is emitted as valid source."""
     report = run_script("""
         import json, numpy as np, symgrad as sg
         from symgrad.extend import defop
@@ -102,7 +102,7 @@ def test_plain_is_what_the_attribute_check_reads():
 
 
 def test_defop_without_a_rule_helpers_and_math_templates(tmp_path):
-    """Issue 19 item 7: no rule is an error naming the op (never a zero); a ``math=``
+    """No rule is an error naming the op (never a zero); a ``math=``
     template may call what NumPy lacks; an unreadable or non-self-contained helper is
     refused at ``defop``; a helper importing SciPy is named in the module's header."""
     (tmp_path / "ops_erfc.py").write_text(textwrap.dedent('''
@@ -171,7 +171,7 @@ def test_defop_without_a_rule_helpers_and_math_templates(tmp_path):
 
 
 def test_grad_of_a_function_traces_again_for_static_values_that_differ():
-    """Item 6: static keywords equal under ``==`` but not alike (0.0 and -0.0, 1 and 1.0)
+    """Static keywords equal under ``==`` but not alike (0.0 and -0.0, 1 and 1.0)
     get their own trace; a static NaN is found again (the cache does not grow)."""
     df = sg.grad(lambda x, *, c: np.sum(x / c))
     x = np.array([1.0, 2.0])
@@ -200,8 +200,8 @@ def _eval_and_compiled(e, names):
     ("int32", 2**32 + 1), ("int32", np.int64(-(2**31) - 1)),
 ])
 def test_integer_inputs_that_do_not_fit_are_refused(dtype, value):
-    """Item 7: ``w[i]`` with ``i`` out of the variable's range would wrap to another
-    element; refused like an out-of-range constant."""
+    """An integer input ``i`` whose values do not fit its variable's dtype is refused
+    like an out-of-range constant (``w[i]`` would otherwise wrap to another element)."""
     shape = np.shape(value)
     w, i = sg.var("w", shape=(3,)), sg.var("i", shape=shape, dtype=dtype)
     for fn in _eval_and_compiled(w[i], ["w", "i"]):
@@ -221,7 +221,7 @@ def test_float32_inputs_that_would_overflow_are_refused():
 
 
 def test_a_failed_transform_leaves_the_graph_as_it_was():
-    """Item 14: a LimitError (or any error) inside grad/derivative/hessian removes what it
+    """A LimitError (or any error) inside grad/derivative/hessian removes what it
     built: retries neither grow the graph nor succeed by reusing a failed try's nodes."""
     x, y = sg.var("x"), sg.var("y")
     f = sg.sin(x) * sg.exp(x) + y
@@ -265,8 +265,8 @@ def _float32_expr(name, x, y):
 
 @pytest.mark.parametrize("name", list(_float32_cases()))
 def test_float32_gradients_stay_float32_in_the_graph_evaluate_and_emitted_code(name):
-    """Item 8: the gradient of a float32 function is float32 everywhere (the tie weights
-    of maximum/max, the literals of where in emitted code were float64)."""
+    """The gradient of a float32 function is float32 everywhere: the tie weights of
+    maximum/max and the literals of where in emitted code included."""
     op = sg.ops.REGISTRY.get(name)
     lo, hi = op.domain if op is not None else (-1.0, 1.0)
     x, y = sg.var("x", shape=(3,), dtype="float32"), sg.var("y", shape=(3,), dtype="float32")
@@ -301,7 +301,7 @@ def _scalar_cases():
 
 @pytest.mark.parametrize("name", _scalar_cases())
 def test_scalar_math_code_equals_evaluate_at_special_points(name):
-    """Item 10: ``scalars="math"`` values and first derivatives equal ``evaluate``'s at
+    """``scalars="math"`` values and first derivatives equal ``evaluate``'s at
     signed zeros, infinities and NaN, the sign of a zero included (floor/ceil/trunc of
     -0.0, x ** 0.5 at -inf, fmod's gradient, logical_xor of two non-zero floats)."""
     op = sg.ops.REGISTRY[name]
@@ -336,7 +336,8 @@ def test_scalar_power_takes_numpys_square_root_path_at_one_half():
 
 
 def test_from_sympy_refuses_two_symbols_of_one_name_and_numbers_beyond_float64():
-    """Item 11: ``a - Dummy("a")`` is not 0, and ``Integer(10**400)`` is not inf."""
+    """``a - Dummy("a")`` is not 0 (two symbols of one name are refused), and
+    ``Integer(10**400)`` is not inf (numbers beyond float64 are refused)."""
     sympy = pytest.importorskip("sympy")
     a = sympy.Symbol("a")
     for e in (a - sympy.Dummy("a"), a * sympy.Symbol("a", positive=True)):
@@ -350,7 +351,7 @@ def test_from_sympy_refuses_two_symbols_of_one_name_and_numbers_beyond_float64()
 
 
 def test_page_title_and_path_are_exact_and_the_script_is_allowed_by_its_hash(tmp_path):
-    """Items 3 and 4: a title is an exact string (a subclass's methods never run, other
+    """A title is an exact string (a subclass's methods never run, other
     types are refused), the page's one script runs by its hash (no 'unsafe-inline'), and
     a file descriptor is not a path."""
     import base64
@@ -391,8 +392,8 @@ def test_page_title_and_path_are_exact_and_the_script_is_allowed_by_its_hash(tmp
 
 
 def test_explain_of_a_constant_and_unknown_at_names_on_the_command_line(capsys):
-    """Item 21: ``explain(const(3.0))`` is an error that says why (was ``KeyError: 0``);
-    item 23: ``symgrad html``/``explain`` refuse an ``--at`` name that is no variable."""
+    """``explain(const(3.0))`` is an error that says why; ``symgrad html``/``explain``
+    refuse an ``--at`` name that is no variable."""
     from symgrad.cli import main
 
     for c in (sg.const(3.0), sg.const([1.0, 2.0])):
@@ -433,9 +434,9 @@ def _mutated_while_running(fn, table, *args):
 
 
 def test_tables_read_while_another_thread_defines_an_op():
-    """Item 22: what compile/simplify/from_sympy read of the registry and tables is a
-    snapshot; a defop in another thread during the read no longer raises "dictionary
-    changed size during iteration"."""
+    """What compile/simplify/from_sympy read of the registry and tables is a snapshot: a
+    defop in another thread during the read does not raise "dictionary changed size
+    during iteration"."""
     sympy = pytest.importorskip("sympy")
     from symgrad.backends.targets.numpy.math_table import MATH, fallback_names
     from symgrad.frontend import sympy_io
@@ -447,7 +448,7 @@ def test_tables_read_while_another_thread_defines_an_op():
 
 
 def test_flags_take_booleans_and_choices_are_compared_as_exact_values():
-    """Item 23: ``sparse="no"`` is not True, an array as ``sparse=``/``mode=``/``method=``
+    """``sparse="no"`` is not True, an array as ``sparse=``/``mode=``/``method=``
     is refused by name (not NumPy's "truth value is ambiguous"); a function's parameter
     named ``np`` is traced (the user chose no variable name)."""
     x = sg.var("x", shape=(3,))
@@ -465,7 +466,7 @@ def test_flags_take_booleans_and_choices_are_compared_as_exact_values():
 
 
 def test_dask_workers_keep_a_bounded_number_of_compiled_chunk_functions():
-    """Item 23: the per-process cache of compiled chunk sources is bounded (LRU)."""
+    """The per-process cache of compiled chunk sources is bounded (LRU)."""
     from symgrad.backends import dask as sgd
 
     sources = [f"def chunk():\n    return {k}\n" for k in range(sgd._MAX_LOADED + 10)]
@@ -480,8 +481,9 @@ def test_dask_workers_keep_a_bounded_number_of_compiled_chunk_functions():
 
 @pytest.mark.parametrize("backend", ["array_api", "torch"])
 def test_order_statistic_gradients_on_the_array_backends(backend):
-    """Item 12: the gradients of median, quantile and percentile ran into
-    ``xp.where(t, 0.0, 0.0)`` (two scalars: refused by array-api-strict, float32 in torch)."""
+    """The gradients of median, quantile and percentile run on the array backends with
+    their dtypes (no ``xp.where`` of two scalars, which array-api-strict refuses and torch
+    computes in float32)."""
     module = pytest.importorskip("array_api_strict" if backend == "array_api" else "torch")
     for n in (5, 6):  # an odd count takes the middle element, an even one two
         x = sg.var("x", shape=(n,))
@@ -494,8 +496,8 @@ def test_order_statistic_gradients_on_the_array_backends(backend):
 
 
 def test_torch_backend_takes_a_reversed_numpy_view():
-    """Item 13: a NumPy view with negative strides is copied for torch (it raised torch's
-    bare ValueError)."""
+    """A NumPy view with negative strides is copied for torch (torch refuses such views
+    with a bare ValueError)."""
     pytest.importorskip("torch")
     x = sg.var("x", shape=(2, 3))
     f = sg.sum(sg.sin(x) * x)
@@ -511,8 +513,9 @@ MIXED = ["float64", "float32", "int64", "int32"]
 
 @pytest.mark.parametrize("backend", ["array_api", "torch", "jax"])
 def test_mixed_dtypes_follow_numpys_promotion_on_the_array_backends(backend):
-    """Item 9: int/float operand pairs were refused by array-api-strict, computed in
-    float32 by torch (NumPy: float64); the emitted code casts where NumPy promotes."""
+    """Int/float operand pairs give NumPy's float64 on the array backends: the emitted code
+    casts where NumPy promotes (array-api-strict refuses mixed kinds; torch would compute
+    in float32)."""
     if backend == "jax":
         jax = pytest.importorskip("jax")
         before = jax.config.jax_enable_x64
@@ -544,8 +547,8 @@ def _mixed_dtypes(backend, module):
 
 
 def test_default_hessian_of_a_dense_problem_stops_the_pattern_early(monkeypatch):
-    """Item 17: deciding whether to go sparse built the whole n x n pattern of a dense
-    problem (21 s and GBs at n = 2000); a node past n^2 / 4 pairs now decides "dense"."""
+    """Deciding whether to go sparse stops early on a dense problem: a node past n^2 / 4
+    pairs decides "dense" without building the whole n x n pattern."""
     from symgrad.transforms import sparsity
 
     biggest = [0]
@@ -571,8 +574,8 @@ def test_default_hessian_of_a_dense_problem_stops_the_pattern_early(monkeypatch)
 
 
 def test_latex_and_to_sympy_of_a_small_dag_with_a_huge_tree_are_bounded():
-    """Item 18: ``e = e * sin(e) + e`` twelve times is 37 nodes but about 10^6 in a formula
-    (71 s of LaTeX); the tree's size is counted first, against sg.limits.print_tree_nodes."""
+    """``e = e * sin(e) + e`` twelve times is 37 nodes but about 10^6 in a formula: the
+    tree's size is counted first, against sg.limits.print_tree_nodes."""
     x = sg.var("x")
     e = x
     for _ in range(12):
@@ -587,8 +590,9 @@ def test_latex_and_to_sympy_of_a_small_dag_with_a_huge_tree_are_bounded():
 
 
 def test_impossible_intermediates_and_deep_chains_are_symgrad_errors():
-    """Item 20: NumPy's bare ``_ArrayMemoryError`` from evaluate and compiled functions,
-    and sympy's RecursionError from to_sympy/latex/from_sympy on a 4,900-deep chain."""
+    """Impossible intermediates and deep chains raise SymgradErrors: never NumPy's bare
+    ``_ArrayMemoryError`` from evaluate and compiled functions, nor sympy's RecursionError
+    from to_sympy/latex/from_sympy on a 4,900-deep chain."""
     sympy = pytest.importorskip("sympy")
     x = sg.var("x")
     e = sg.sum(sg.zeros((10**6, 10**6)) + x)  # 7.3 TiB
@@ -610,7 +614,7 @@ def test_impossible_intermediates_and_deep_chains_are_symgrad_errors():
 
 
 def test_error_messages_never_call_a_user_objects_repr():
-    """Item 23: messages quoted user objects through their ``__repr__``."""
+    """Error messages describe user objects without calling their ``__repr__``."""
     ran = []
 
     class Evil:
@@ -630,7 +634,7 @@ def test_error_messages_never_call_a_user_objects_repr():
     assert ran == []
 
 
-# -- the emitter: names, width, large constants (items 5, 16, 19) ---------------------------
+# -- the emitter: names, width, large constants ------------------------------------------------
 
 _BACKENDS = ["numpy", "array_api", "jax", "torch", "numba"]
 
@@ -651,7 +655,7 @@ def _module_names_case(name: str):
                                   "array_namespace", "_sg_loop1", "_sg_loop1_math", "scipy",
                                   "jax", "torch", "_sg_softmax", "_c1", "_numpy_math"])
 def test_a_variable_may_take_any_name_the_module_uses(backend, name, x64):
-    """Item 5: a variable named like a helper, an import, a constant or a loop function is
+    """A variable named like a helper, an import, a constant or a loop function is
     renamed in the emitted code, never shadows it."""
     pytest.importorskip({"jax": "jax", "torch": "torch", "numba": "numba"}.get(backend, "numpy"))
     x, f = _module_names_case(name)
@@ -688,19 +692,16 @@ def _lines_to_emit(n: int) -> int:
 
 
 def test_emitting_a_wide_node_is_linear_in_its_width():
-    """Item 16: the merged scatter of a wide indexed sum's gradient is written in work
-    linear in its operands (it was quadratic: every operand's dtype read for every
-    literal, one regex compiled per operand). Linear work grows 4x from 400 to 1,600
-    terms; quadratic, 16x."""
+    """The merged scatter of a wide indexed sum's gradient is written in work linear in
+    its operands: 4x the work from 400 to 1,600 terms (quadratic work would grow 16x)."""
     small, large = _lines_to_emit(400), _lines_to_emit(1600)
     assert large / small < 5, (small, large)  # 3.9 now; 7.0 before
 
 
 @pytest.mark.parametrize("backend", ["numpy", "array_api"])
 def test_large_constants_are_bytes_not_lists_and_exact(backend):
-    """Item 19: an array constant of DATA_FROM elements or more is written as its base64
-    bytes (a 10^6-element list was 21 MB of source and 1.1 GB to compile); the value comes
-    back bit for bit, non-finite numbers and -0.0 included."""
+    """An array constant of DATA_FROM elements or more is written as its base64 bytes, not
+    a list; the value comes back bit for bit, non-finite numbers and -0.0 included."""
     from symgrad.backends.literals import DATA_FROM
 
     rng = np.random.default_rng(0)

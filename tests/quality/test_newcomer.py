@@ -3,7 +3,6 @@ and the command line's version, --inputs, html, and one-paragraph errors (exit 2
 
 from __future__ import annotations
 
-import logging
 import os
 import subprocess
 import sys
@@ -13,7 +12,6 @@ import numpy as np
 import pytest
 
 import symgrad as sg
-from symgrad.base import progress
 from symgrad.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -64,53 +62,6 @@ def test_scipy_wrappers_check_their_inputs_like_compile():
 
 
 # -- progress -----------------------------------------------------------------------------
-
-
-def test_steps_log_their_time(caplog):
-    caplog.set_level(logging.DEBUG, logger="symgrad")
-    x = sg.var("x")
-    f = x
-    for k in range(200):  # sin or tanh by the Thue-Morse sequence: not rolled into a loop
-        f = (sg.tanh if bin(k).count("1") % 2 else sg.sin)(f) * (1.0 + k / 256)
-    sg.grad(f, x)
-    assert any(r.getMessage().startswith("reverse mode: 601 nodes in ") for r in caplog.records)
-    sg.compile(f)
-    assert any(r.getMessage().startswith("compile (CPython):") for r in caplog.records)
-
-
-def test_a_step_predicted_to_take_long_shows_a_bar(monkeypatch):
-    pytest.importorskip("tqdm")
-    clock = [0.0]
-    monkeypatch.setattr(progress.time, "perf_counter", lambda: clock[0])
-    monkeypatch.setattr(progress, "_bars", True)
-    s = progress.start("slow", total=1_000)
-    for _ in range(100):
-        clock[0] += 0.01  # 10 ms per unit: 10 s predicted
-        s.update()
-    assert s._bar is not None and s._bar.n >= 64
-    s.close()
-    assert s._bar is None
-    quick = progress.start("quick", total=1_000)
-    for _ in range(1_000):
-        clock[0] += 1e-5  # 10 ms in all: no bar
-        quick.update()
-    assert quick._bar is None
-
-
-def test_without_tqdm_a_slow_step_logs_lines(monkeypatch, caplog):
-    caplog.set_level(logging.INFO, logger="symgrad")
-    clock = [0.0]
-    monkeypatch.setattr(progress.time, "perf_counter", lambda: clock[0])
-    monkeypatch.setattr(progress, "_bars", False)
-    s = progress.start("slow", total=10_000)
-    for _ in range(2_000):
-        clock[0] += 0.01
-        s.update()
-    s.close()
-    lines = [r.getMessage() for r in caplog.records]
-    assert any(line.startswith("slow: ") and " of 10,000 nodes after " in line
-               for line in lines)
-    assert lines[-1].startswith("slow: 2,000 nodes in 20.00 s")
 
 
 def test_the_library_is_quiet_and_the_command_reports(capfd):

@@ -1,4 +1,5 @@
-"""Helpers shared by the test files: graph comparison, the current stack depth."""
+"""Helpers shared by the test files: graph comparison, the current stack depth, the column an
+error's caret points at."""
 
 from __future__ import annotations
 
@@ -26,6 +27,14 @@ def canonical(e: sg.Expr) -> list:
     return [row(g.nodes[i], seen) for i in order]
 
 
+def structure(e: sg.Expr) -> list:
+    """The expression's ancestors in creation order, ids renumbered: the exact graph."""
+    g = e.graph
+    ids = g.ancestors([e.node])
+    pos = {i: k for k, i in enumerate(ids)}
+    return [row(g.nodes[i], pos) for i in ids]
+
+
 def row(n, pos) -> tuple:
     """A node as a comparable tuple, operands renumbered by ``pos``."""
     return (n.op, tuple(pos[a] for a in n.args), freeze(n.attrs), n.shape, n.dtype, n.name)
@@ -37,3 +46,9 @@ def stack_depth() -> int:
     while frame is not None:
         frame, n = frame.f_back, n + 1
     return n
+
+
+def caret(err: Exception) -> tuple[str, int]:
+    """The text line a ParseError shows and the column of the caret under it."""
+    lines = str(err).splitlines()
+    return lines[-2][4:], lines[-1].index("^") - 4

@@ -17,6 +17,8 @@ import pytest
 import symgrad as sg
 from symgrad.ir.graph import Graph
 from tests.support.graphs import stack_depth
+from tests.support.pictures import SHAPES, hand_gradients
+from tests.support.pictures import network_loss as network
 
 # B (the nodes one transform adds) is at most this many nodes per forward node + edge.
 # Rules build O(1) nodes per operand; the largest (power) builds ~10 for 2 edges.
@@ -53,27 +55,6 @@ def test_collins_example_4_adjoints():
 
 
 # -- the network of Collins Fig. 1.4 / Goodfellow Alg. 6.3-6.4 --------------------------------
-
-SHAPES = {"W": (4, 3), "x": (3,), "b": (4,), "V": (2, 4), "g": (2,)}
-
-
-def network():
-    v = {k: sg.var(k, s) for k, s in SHAPES.items()}
-    y = sg.var("y", dtype="int64")
-    return -sg.log_softmax(v["V"] @ sg.tanh(v["W"] @ v["x"] + v["b"]) + v["g"])[y]
-
-
-def hand_gradients(at):
-    """Backprop by hand (Goodfellow Alg. 6.4, Collins Fig. 1.4), in NumPy."""
-    W, x, b, V, g, y = (at[k] for k in ("W", "x", "b", "V", "g", "y"))
-    h = np.tanh(W @ x + b)
-    logits = V @ h + g
-    p = np.exp(logits - logits.max())
-    p /= p.sum()
-    onehot = np.eye(len(logits))[y]
-    dl = -(onehot - p)          # d o / d l = -(d q / d l)[y] = softmax(l) - onehot(y)
-    dz = (V.T @ dl) * (1 - h * h)
-    return {"g": dl, "V": np.outer(dl, h), "b": dz, "W": np.outer(dz, x), "x": W.T @ dz}
 
 
 @pytest.mark.parametrize("y", [0, 1])
@@ -472,40 +453,3 @@ def test_transform_works_on_a_graph_built_directly():
     assert sg.evaluate(sg.grad(f, x), {"x": 2.0}) == 12.0
 
 
-# -- the backprop table (sg.explain) -------------------------------------------------------
-
-
-def test_explain_collins_example_table():
-    u1, u2 = sg.var("u1"), sg.var("u2")
-    u4 = u2 * (u1 + u2)
-    n = len(u4.graph)
-    table = sg.explain(u4, at={"u1": 2.0, "u2": 3.0})
-    assert len(u4.graph) == n  # explaining does not add nodes to the caller's graph
-    values = {r["label"]: r["value"] for r in table.rows}
-    assert values == {"u1": 2.0, "u2": 3.0, "u3": 5.0, "u4": 15.0,
-                      "P4": 1.0, "P3": 3.0, "P2": 8.0, "P1": 3.0}
-    adjoints = [r["label"] for r in table.rows if r["section"] == "adjoint"]
-    assert adjoints == ["P4", "P3", "P2", "P1"]  # reverse topological order
-    p2 = next(r for r in table.rows if r["label"] == "P2")
-    assert [(t["consumer"], t["local"], t["contribution"]) for t in p2["terms"]] == [
-        ("u3", 1.0, 3.0), ("u4", 5.0, 5.0)]      # P3 J(2->3) + P4 J(2->4) = 3*1 + 1*5
-    text = str(table)
-    assert "u1 + u2" in text and "3*1 + 1*5" in text
-    html = table._repr_html_()
-    assert html.count("<table>") == 2 and "P2" in html
-
-
-def test_explain_network_shapes_and_symbolic_table(rng):
-    f = network()
-    at = {k: rng.standard_normal(s) for k, s in SHAPES.items()}
-    at["y"] = np.int64(1)
-    table = sg.explain(f, wrt=["W", "b"], at=at)
-    want = hand_gradients(at)
-    rows = {r.get("of"): r for r in table.rows if r["section"] == "adjoint"}
-    labels = {r["definition"]: r["label"] for r in table.rows if r["section"] == "forward"}
-    np.testing.assert_allclose(rows[labels["W"]]["value"], want["W"], rtol=1e-12)
-    np.testing.assert_allclose(rows[labels["b"]]["value"], want["b"], rtol=1e-12)
-    assert labels["V"] not in rows  # not on a path to W or b
-    symbolic = sg.explain(f)
-    assert all(r["value"] is None for r in symbolic.rows)
-    assert "Backward pass" in str(symbolic)

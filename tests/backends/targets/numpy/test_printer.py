@@ -137,35 +137,6 @@ def test_golden_flat_hessian_from_the_command_line(tmp_path):
     check_golden("hessian_flat.py", out.read_text(encoding="utf-8"))
 
 
-def test_emitted_names_and_docstrings_say_what_each_output_is():
-    """Names from the role (``hess_a_b``, ``jac_x``, ``vjp_x``, ``jvp``; ``dx`` only for a
-    gradient) and docstrings naming the derivative each output is."""
-    a, b = sg.var("a"), sg.var("b")
-    x = sg.var("x", shape=(3,))
-    f = a * a * b + sg.sum(sg.sin(x) * a)
-    (hab,), = [sg.jacobian(sg.grad(f, a), [b])]
-    outs = [sg.grad(f, a), hab, sg.jacobian(sg.sin(x), x), sg.vjp(sg.sin(x), x, x),
-            sg.jvp(sg.sin(x) * a, x, x), sg.hvp(sg.sum(x * x * a), x, x)]
-    src = sg.to_source(outs, name="every_kind", inputs=[a, b, x])
-    doc = src.split('"' * 3)[1]
-    for line in ["da: float64 () = gradient of a * a * b + sum(sin(x) * a) w.r.t. a",
-                 "hess_a_b: float64 () = Hessian of a * a * b + sum(sin(x) * a) w.r.t. a and b",
-                 "jac_x: float64 (3, 3) = Jacobian of sin(x) w.r.t. x",
-                 "vjp_x: float64 (3,) = VJP (adjoint) of sin(x) w.r.t. x",
-                 "jvp: float64 (3,) = JVP: tangent of sin(x) * a w.r.t. x",
-                 "hvp_x: float64 (3,) = Hessian-vector product of sum(x * x * a) w.r.t. x"]:
-        assert line in doc, (line, doc)
-    fn = sg.compile(outs, inputs=[a, b, x])
-    x0 = np.array([0.3, -1.2, 2.0])
-    got = fn(0.7, 1.9, x0)
-    np.testing.assert_allclose(got[0], 2 * 0.7 * 1.9 + np.sum(np.sin(x0)), rtol=1e-14)
-    np.testing.assert_allclose(got[1], 2 * 0.7, rtol=1e-14)
-    np.testing.assert_allclose(got[2], np.diag(np.cos(x0)), rtol=1e-14)
-    np.testing.assert_allclose(got[3], np.cos(x0) * x0, rtol=1e-14)
-    np.testing.assert_allclose(got[4], np.cos(x0) * 0.7 * x0, rtol=1e-14)
-    np.testing.assert_allclose(got[5], 2 * 0.7 * x0, rtol=1e-14)
-
-
 def test_comments_cite_only_lines_of_the_function():
     """An adjoint line's comment names its forward line only where the function has it (the
     compile passes may remove it: ``t1 = v * 2.0`` folded into a product of constants)."""
@@ -673,18 +644,3 @@ def test_constant_only_values_are_computed_once_at_module_level():
     assert fn(x0)[2][0, 0] == -2.0
 
 
-def test_the_docstring_of_a_rolled_loop_states_the_emitted_loop():
-    """A traced Python loop is emitted rolled: the docstring gives the built expression's
-    size and the loop it is emitted as, and names a derivative of it by its steps."""
-    x = sg.var("x")
-    h = x
-    for _ in range(100):
-        h = sg.sin(h) * h + sg.cos(h)
-    src = sg.to_source([h, sg.grad(h, x)], [x])
-    doc = " ".join(src.split("def f(")[1].split('"""')[1].split())
-    assert "(an expression of 401 nodes as traced; emitted rolled: 3 nodes with 1 loop: 100 " \
-           "steps of 5 nodes)" in doc  # x, the loop's call, its final carry
-    assert "dx: float64 () = gradient of a loop of 100 steps w.r.t. x" in doc
-    f = sg.compile([h, sg.grad(h, x)], [x])
-    v, d = f(0.3)
-    assert v == sg.evaluate(h, {"x": 0.3})
