@@ -94,7 +94,7 @@ def _leaf_aval(leaf: Any) -> tuple[tuple[int, ...], str]:
 
 def scan(f: Callable[[Tree, Tree], tuple[Tree, Tree]], init: Tree, xs: Tree = None,
          length: int | None = None, reverse: bool = False,
-         checkpoint: int | None = None) -> tuple[Tree, Tree]:
+         checkpoint: int | str | None = None, snapshots: int = 32) -> tuple[Tree, Tree]:
     """Loop ``f(carry, x) -> (carry, y)`` over the leading axis of ``xs``: returns the final
     carry and the per-step ``y`` stacked (``jax.lax.scan``'s meaning).
 
@@ -111,6 +111,13 @@ def scan(f: Callable[[Tree, Tree], tuple[Tree, Tree]], init: Tree, xs: Tree = No
     Values are the same bit for bit (derivatives too, as ``sg.evaluate`` runs them; compiled
     code may round them differently in the last bit); ``k`` near ``sqrt(T)`` is the usual
     choice.
+
+    ``checkpoint="binomial"`` (with ``snapshots=s``): the loop is an ``sg.while_loop`` over
+    the step index, reversed by binomial checkpointing (Revolve): memory ``s + 1`` carries
+    whatever the length, each step run forward at most ``t`` times where ``C(s + t, t) >=
+    length``; the gradient equals the plain scan's to rounding. ``f`` must return ``y=None``
+    (stacked per-step results would be ``length`` values kept anyway), a second reverse
+    sweep is refused (``sg.while_loop``'s rules) and the NumPy target runs it.
 
     >>> import symgrad as sg
     >>> x = sg.var("x", shape=(3,))
@@ -129,6 +136,8 @@ def scan(f: Callable[[Tree, Tree], tuple[Tree, Tree]], init: Tree, xs: Tree = No
     c_leaves = [_value(v) for v in c_leaves]
     x_leaves = [_value(v) for v in x_leaves]
     steps = _length(x_leaves, length)
+    if isinstance(checkpoint, str):
+        return _binomial(f, init, x_leaves, x_tree, steps, reverse, checkpoint, snapshots)
     if checkpoint is not None and _segment(checkpoint) < steps:
         return _checkpointed(f, init, x_leaves, x_tree, steps, reverse, _segment(checkpoint))
     c_avals = [_leaf_aval(v) for v in c_leaves]
@@ -159,6 +168,33 @@ def scan(f: Callable[[Tree, Tree], tuple[Tree, Tree]], init: Tree, xs: Tree = No
     nc = len(c_leaves)
     nodes = scan_call(graph, body, nc, len(x_leaves), steps, reverse, operands)
     return unflatten(c_tree, nodes[:nc]), unflatten(y_tree[0], nodes[nc:])
+
+
+def _binomial(f: Callable, init: Tree, x_leaves: list[Any], x_tree: Any, steps: int,
+              reverse: bool, kind: str, snapshots: int) -> tuple[Tree, None]:
+    """``scan`` with ``checkpoint="binomial"``: a ``while_loop`` over ``(t, carry)``."""
+    from .control import while_loop
+
+    if kind != "binomial":
+        raise LoopError(f"scan: checkpoint must be an int or 'binomial', got {kind!r}")
+    xs = [_as_expr(x) for x in x_leaves]
+
+    def step(c: tuple) -> tuple:
+        t, carry = c
+        at = steps - 1 - t if reverse else t
+        x = unflatten(x_tree, [v[at] for v in xs]) if xs else None
+        result = f(carry, x)
+        if not isinstance(result, (tuple, list)) or len(result) != 2:
+            raise LoopError("scan: f must return a pair (new carry, y), got "
+                            f"{type_name(result)}")
+        if flatten(result[1], "scan: y")[0]:
+            raise LoopError("scan: checkpoint='binomial' needs f to return y=None (per-step "
+                            "results are kept for every step anyway); use checkpoint=k")
+        return t + 1, result[0]
+
+    _, carry = while_loop(lambda c: c[0] < steps, step, (np.int64(0), init),
+                          snapshots=snapshots)
+    return carry, None
 
 
 def _segment(k: Any) -> int:

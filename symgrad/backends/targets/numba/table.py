@@ -70,6 +70,8 @@ NOT_COMPILED: dict[str, str] = {
     RESULT: "a projection: the name its call's statement assigns (no line of its own)",
     **dict.fromkeys(("optimize", "solver_info", "ivp", "ivp_adjoint"),
                     "a SciPy solver's call in the driver (its callbacks are NumPy functions)"),
+    **dict.fromkeys(("while_loop", "while_vjp"),
+                    "a while loop's run-time loop in the driver (its step is a NumPy function)"),
     **dict.fromkeys(("custom_root", "custom_linear_solve"),
                     "an implicit function's call: the driver's (its solver runs there)"),
     **dict.fromkeys(("sparse_matmul", "sparse_sample", "sparse_gather", "sparse_scatter",
