@@ -4,9 +4,8 @@
 A graph has no branches: every branch is built and ``where`` picks each result, element by
 element, so a branch that is not taken costs its work but never its values: its gradient is
 an exact 0 even where it is inf or NaN (``where``'s rule). Where the predicate or index is a
-Python value the branch is chosen while tracing and only it is built. A loop whose trip
-count depends on values (``jax.lax.while_loop``) is one ``while_loop`` call whose two functions the
-emitted code runs in a Python loop (:mod:`symgrad.ops.while_loop`).
+Python value the branch is chosen while tracing and only it is built. (A loop whose trip
+count depends on values, ``jax.lax.while_loop``: :mod:`.while_loops`.)
 """
 
 from __future__ import annotations
@@ -19,12 +18,8 @@ import numpy as np
 from ..base.describe import describe, type_name
 from ..base.errors import ArgumentError, ShapeError
 from ..base.tree_util import tree_flatten, tree_unflatten
-from ..ir.body import trace
 from ..ir.expr import Expr, F, const
-from ..ir.values import as_constant, exact, exact_int
-from ..ops.while_loop import DEFAULT_SNAPSHOTS, while_call
-from .loops import _fit as fit
-from .loops import flatten, home_graph, unflatten
+from ..ir.values import exact, exact_int
 
 
 def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> Any:
@@ -44,7 +39,7 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> 
     [3.0, -1.0]
     """
     for f, name in ((true_fun, "true_fun"), (false_fun, "false_fun")):
-        _callable(f, f"cond: {name}")
+        check_callable(f, f"cond: {name}")
     if not isinstance(pred, Expr):
         return (true_fun if _concrete_bool(exact(pred)) else false_fun)(*operands)
     p = _predicate(pred)
@@ -72,7 +67,7 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any) -> Any:
     if not branches:
         raise ArgumentError("switch: branches is empty; give at least one function")
     for k, f in enumerate(branches):
-        _callable(f, f"switch: branches[{k}]")
+        check_callable(f, f"switch: branches[{k}]")
     last = len(branches) - 1
     if not isinstance(index, Expr):
         return branches[min(max(_concrete_int(exact(index)), 0), last)](*operands)
@@ -91,105 +86,11 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any) -> Any:
     return _select(outs, pick, "switch", tuple(f"branches[{k}]" for k in range(last + 1)))
 
 
-def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], init_val: Any,
-               *, snapshots: int = DEFAULT_SNAPSHOTS, max_steps: int | None = None) -> Any:
-    """``val = body_fun(val)`` while ``cond_fun(val)`` holds, from ``init_val``
-    (``jax.lax.while_loop``): the final ``val``.
-
-    ``init_val`` is a pytree (arrays, or tuples/lists/dicts of them); ``body_fun`` must
-    return one of its structure, shapes and dtypes, ``cond_fun`` a boolean scalar. Both are
-    traced once; the values they use from outside are inputs of the loop. The number of
-    steps is a run-time value: the loop runs in Python on the NumPy target (and the
-    interpreter), calling the two as functions.
-
-    Derivatives, unlike JAX's: forward mode (``sg.jvp``, ``sg.jacfwd``) carries tangents
-    alongside; reverse mode (``sg.grad``, ``sg.vjp``) runs the forward loop again and
-    reverses it by binomial checkpointing (Revolve) with at most ``snapshots`` carries
-    stored, the others recomputed: memory ``snapshots + 1`` carries for any trip count, about
-    ``t`` extra forward passes where ``t`` is the smallest with ``C(snapshots + t, t) >=``
-    the trip count (``t = 6`` for 10^5 steps and 20 snapshots). A second derivative in
-    reverse mode is refused. The trip count has no derivative: it is piecewise constant.
-
-    ``max_steps=N`` writes the loop as a scan of ``N`` steps that stop changing the carry
-    once ``cond_fun`` fails (every target, JAX and PyTorch included, and derivatives of any
-    order); float leaves of the result are NaN where ``cond_fun`` still holds after ``N``
-    steps, never a silently truncated value.
-
-    >>> import symgrad as sg
-    >>> x = sg.var("x")
-    >>> def newton(c):                        # sqrt(x) by Newton's iteration
-    ...     return 0.5 * (c + x / c)
-    >>> r = sg.while_loop(lambda c: sg.abs(c * c - x) > 1e-12 * x, newton, x)
-    >>> [round(float(v), 10) for v in sg.evaluate([r, sg.grad(r, x)], {"x": 2.0})]
-    [1.4142135624, 0.3535533906]
-    """
-    _callable(cond_fun, "while_loop: cond_fun")
-    _callable(body_fun, "while_loop: body_fun")
-    snapshots = _count(snapshots, "snapshots")
-    if max_steps is not None:
-        return _bounded(cond_fun, body_fun, init_val, _count(max_steps, "max_steps", 0))
-    leaves, tree = flatten(init_val, "while_loop: init_val")
-    leaves = [v if isinstance(v, Expr) else as_constant(v) for v in leaves]
-    if not leaves:
-        raise ArgumentError("while_loop: init_val holds no array; give the loop a carry")
-    avals = [(v.shape, v.dtype) if isinstance(v, Expr) else (v.shape, v.dtype.name)
-             for v in leaves]
-
-    def step(*v: Expr) -> list[Any]:
-        new_leaves, new_tree = flatten(body_fun(unflatten(tree, list(v))),
-                                       "while_loop: body_fun's result")
-        if new_tree != tree:
-            raise ShapeError("while_loop: body_fun must return a value of init_val's "
-                             "structure, shapes and dtypes")
-        try:
-            return [fit(a, b, k) for k, (a, b) in enumerate(zip(new_leaves, avals))]
-        except ShapeError as e:
-            raise ShapeError(str(e).replace("scan:", "while_loop: body_fun:", 1)) from None
-
-    def test(*v: Expr) -> list[Any]:
-        p = cond_fun(unflatten(tree, list(v)))
-        p = p if isinstance(p, Expr) else as_constant(exact(p))
-        if p.shape != () or p.dtype != "bool":
-            raise ArgumentError(f"while_loop: cond_fun must return a boolean scalar, got "
-                                f"{describe(p)}; compare it (c < 10)")
-        return [p]
-
-    body, body_captured = trace(step, avals)
-    cond, cond_captured = trace(test, avals)
-    graph = home_graph(leaves, body_captured + cond_captured)
-    operands = [v if isinstance(v, Expr) else Expr(graph, graph.const(v))
-                for v in [*leaves, *body_captured, *cond_captured]]
-    results = while_call(graph, cond, body, len(leaves), operands, snapshots)
-    return unflatten(tree, list(results[:len(leaves)]))
-
-
-def _count(value: Any, name: str, least: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
-        raise ArgumentError(f"while_loop: {name} must be an int >= {least}, got "
-                            f"{describe(value)}")
-    return exact_int(value, f"while_loop: {name}")
-
-
-def _bounded(cond_fun: Callable, body_fun: Callable, init_val: Any, max_steps: int) -> Any:
-    """``while_loop`` with ``max_steps``: a ``fori_loop`` whose step keeps the carry once
-    ``cond_fun`` fails; float leaves NaN where it still holds at the end."""
-    from .loops import fori_loop
-
-    out = fori_loop(0, max_steps, lambda i, c: cond(cond_fun(c), body_fun, lambda v: v, c),
-                    init_val)
-    still = cond_fun(out)
-    leaves, tree = flatten(out, "while_loop: the result")
-    nan = const(np.float64(np.nan))
-    leaves = [F.where(still, F.astype(nan, v.dtype), v)
-              if isinstance(v, Expr) and np.dtype(v.dtype).kind in "fc" else v for v in leaves]
-    return unflatten(tree, leaves)
-
-
 def _is_int(dtype: str) -> bool:
     return np.dtype(dtype).kind in "iu"
 
 
-def _callable(f: Any, what: str) -> None:
+def check_callable(f: Any, what: str) -> None:
     if not callable(f):
         raise ArgumentError(f"{what} must be a function, got {type_name(f)}")
 
@@ -240,4 +141,4 @@ def _select(outs: list, pick: Callable[[list], Expr], what: str, names: tuple) -
     return tree_unflatten(structure, picked)
 
 
-__all__ = ["cond", "switch", "while_loop"]
+__all__ = ["check_callable", "cond", "switch"]

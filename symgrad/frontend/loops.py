@@ -25,6 +25,10 @@ from ..ir.graph import Graph
 from ..ir.limits import exceeded, limits
 from ..ir.values import as_constant, exact, exact_int
 
+CHECKPOINTS: dict[str, Callable[..., Any]] = {}
+"""``scan``'s ``checkpoint=`` schedules given by name ("binomial"), each set by the module that
+builds it (:mod:`.while_loops`), which loops imports none of."""
+
 Tree = Any
 
 
@@ -137,7 +141,8 @@ def scan(f: Callable[[Tree, Tree], tuple[Tree, Tree]], init: Tree, xs: Tree = No
     x_leaves = [_value(v) for v in x_leaves]
     steps = _length(x_leaves, length)
     if isinstance(checkpoint, str):
-        return _binomial(f, init, x_leaves, x_tree, steps, reverse, checkpoint, snapshots)
+        return CHECKPOINTS["binomial"](f, init, x_leaves, x_tree, steps, reverse, checkpoint,
+                                         snapshots)
     if checkpoint is not None and _segment(checkpoint) < steps:
         return _checkpointed(f, init, x_leaves, x_tree, steps, reverse, _segment(checkpoint))
     c_avals = [_leaf_aval(v) for v in c_leaves]
@@ -156,7 +161,7 @@ def scan(f: Callable[[Tree, Tree], tuple[Tree, Tree]], init: Tree, xs: Tree = No
         if n_tree != c_tree:
             raise LoopError("scan: the new carry must have the structure of init "
                             f"({_tree_text(c_tree)}), got {_tree_text(n_tree)}")
-        n_leaves = [_fit(a, b, k) for k, (a, b) in enumerate(zip(n_leaves, c_avals))]
+        n_leaves = [fit(a, b, k) for k, (a, b) in enumerate(zip(n_leaves, c_avals))]
         y_leaves, tree = flatten(y, "scan: y")
         y_tree.append(tree)
         return [*n_leaves, *y_leaves]
@@ -168,33 +173,6 @@ def scan(f: Callable[[Tree, Tree], tuple[Tree, Tree]], init: Tree, xs: Tree = No
     nc = len(c_leaves)
     nodes = scan_call(graph, body, nc, len(x_leaves), steps, reverse, operands)
     return unflatten(c_tree, nodes[:nc]), unflatten(y_tree[0], nodes[nc:])
-
-
-def _binomial(f: Callable, init: Tree, x_leaves: list[Any], x_tree: Any, steps: int,
-              reverse: bool, kind: str, snapshots: int) -> tuple[Tree, None]:
-    """``scan`` with ``checkpoint="binomial"``: a ``while_loop`` over ``(t, carry)``."""
-    from .control import while_loop
-
-    if kind != "binomial":
-        raise LoopError(f"scan: checkpoint must be an int or 'binomial', got {kind!r}")
-    xs = [_as_expr(x) for x in x_leaves]
-
-    def step(c: tuple) -> tuple:
-        t, carry = c
-        at = steps - 1 - t if reverse else t
-        x = unflatten(x_tree, [v[at] for v in xs]) if xs else None
-        result = f(carry, x)
-        if not isinstance(result, (tuple, list)) or len(result) != 2:
-            raise LoopError("scan: f must return a pair (new carry, y), got "
-                            f"{type_name(result)}")
-        if flatten(result[1], "scan: y")[0]:
-            raise LoopError("scan: checkpoint='binomial' needs f to return y=None (per-step "
-                            "results are kept for every step anyway); use checkpoint=k")
-        return t + 1, result[0]
-
-    _, carry = while_loop(lambda c: c[0] < steps, step, (np.int64(0), init),
-                          snapshots=snapshots)
-    return carry, None
 
 
 def _segment(k: Any) -> int:
@@ -277,7 +255,7 @@ def _length(x_leaves: list[Any], length: Any) -> int:
     return length if length is not None else found.pop()
 
 
-def _fit(new: Any, aval: tuple, k: int) -> Any:
+def fit(new: Any, aval: tuple, k: int) -> Any:
     """The new carry leaf ``k``, checked against its init (Python numbers take its dtype)."""
     shape, dtype = aval
     if isinstance(new, Expr):

@@ -36,15 +36,14 @@ from typing import Any
 import numpy as np
 
 from ..base.errors import ShapeError
-from ..ir.body import Body
-from ..ir.expr import Expr, projections
-from ..ir.op import REGISTRY, Op, register, results_of, sig
+from ..ir.body import DEFAULT_SNAPSHOTS, Body, call_results, while_call
+from ..ir.expr import Expr
+from ..ir.op import Op, register, results_of, sig
 from ..ir.shapes import fmt
 
 __all__ = ["DEFAULT_SNAPSHOTS", "WHILE_LOOP", "WHILE_VJP", "revolve_repeats", "run_while",
            "run_while_vjp", "while_call", "while_vjp_call"]
 
-DEFAULT_SNAPSHOTS = 32
 
 
 # -- run time (emitted as they are by the NumPy target) ------------------------------------------
@@ -165,17 +164,6 @@ def run_while_vjp(*arrays: Any, body_fun: Body, vjp_fun: Body, carries: int, bod
 
 # -- building the calls ------------------------------------------------------------------------
 
-def while_call(graph: Any, cond: Body, body: Body, nc: int, operands: Sequence[Expr],
-               snapshots: int = DEFAULT_SNAPSHOTS) -> tuple[Expr, ...]:
-    """The results of the ``while_loop`` call of ``cond`` and ``body`` over ``operands``
-    (the ``nc`` initial carries, ``body``'s captured values, ``cond``'s), built in
-    ``graph``: the final carries, then the trip count."""
-    attrs = {"cond_fun": cond, "body_fun": body, "carries": nc,
-             "body_args": len(body.inputs) - nc,
-             "dtypes": tuple(d for _, d in body.avals()[:nc]), "snapshots": snapshots}
-    return _call(graph, "while_loop", operands, attrs)
-
-
 def while_vjp_call(graph: Any, body: Body, vjp: Body, nc: int, operands: Sequence[Expr],
                    snapshots: int) -> tuple[Expr, ...]:
     """The results of the reverse sweep of ``body`` by its backward step ``vjp`` over
@@ -184,12 +172,7 @@ def while_vjp_call(graph: Any, body: Body, vjp: Body, nc: int, operands: Sequenc
     attrs = {"body_fun": body, "vjp_fun": vjp, "carries": nc,
              "body_args": len(body.inputs) - nc, "snapshots": snapshots,
              "avals": tuple((tuple(s), d) for s, d in vjp.avals(vjp.outputs))}
-    return _call(graph, "while_vjp", operands, attrs)
-
-
-def _call(graph: Any, name: str, operands: Sequence[Expr], attrs: dict) -> tuple[Expr, ...]:
-    ids = tuple(graph.find(e) for e in operands)
-    return projections(Expr(graph, graph.add(REGISTRY[name], ids, attrs)))
+    return call_results(graph, "while_vjp", operands, attrs)
 
 
 # -- the stanzas --------------------------------------------------------------------------------

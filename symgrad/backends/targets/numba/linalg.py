@@ -8,7 +8,7 @@ stacked (leading) axes, the call on one matrix, the result stored. Numba's funct
 one dtype: an operand of another is converted first, as NumPy's would be.
 
 >>> import symgrad as sg
->>> from .nests import Site
+>>> from .nest_base import Site
 >>> a = sg.var("a", shape=(2, 3, 3))
 >>> e = sg.linalg.inv(a)
 >>> nodes = e.graph.nodes
@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..numpy.table import NUMPY_TYPE, scalar_source
-from .nests import Site, Writer, aligned, at
+from .nest_base import Site, Writer, aligned, at
 
 __all__ = ["LINALG_FORMS", "linalg_form_missing"]
 

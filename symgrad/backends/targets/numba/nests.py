@@ -36,120 +36,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ....ops.indexing import split_parts
-from ....ops.products import parse_spec
-from ....ops.structure import matmul_spec
-from ..numpy.table import NUMPY_TYPE, scalar_source
+from ..numpy.table import scalar_source
+from .nest_base import Site, Writer, affine, aligned, at, axes_of, cast, copy_map, shape_of
+from .nest_products import FORMS as PRODUCT_FORMS
 
 __all__ = ["FORMS", "Site", "Writer", "VIEWS", "at", "is_view", "view_key"]
-
-FLOATS = frozenset({"float64", "float32"})
-
-
-@dataclass
-class Site:
-    """One node as compiled code writes it: ``ins`` (its operands' texts: names, or
-    literals for 0-d constants), ``out`` (the name its lines assign) and ``fresh`` (a new
-    local name for a prefix)."""
-
-    node: Any
-    nodes: Any
-    ins: list[str]
-    out: str
-    fresh: Callable[[str], str]
-
-    @property
-    def args(self) -> list[Any]:
-        return [self.nodes[a] for a in self.node.args]
-
-    @property
-    def attrs(self) -> dict:
-        return self.node.attrs
-
-    @property
-    def ctor(self) -> str:
-        """The NumPy scalar type of the result (``np.float64``)."""
-        return NUMPY_TYPE[self.node.dtype]
-
-
-class Writer:
-    """Lines at a nesting depth, with fresh names for loop indices and locals."""
-
-    def __init__(self, site: Site) -> None:
-        self.site, self.lines, self.depth = site, [], 0
-
-    def __call__(self, line: str) -> None:
-        self.lines.append("    " * self.depth + line)
-
-    def new(self, prefix: str = "v") -> str:
-        return self.site.fresh(prefix)
-
-    def loop(self, n: int | str, start: int | str = 0) -> str:
-        """Open ``for i in range(start, n):``; the index's name."""
-        i = self.new("i")
-        self(f"for {i} in range({n}):" if start == 0 else f"for {i} in range({start}, {n}):")
-        self.depth += 1
-        return i
-
-    def loops(self, shape: Sequence[int]) -> list[str]:
-        return [self.loop(d) for d in shape]
-
-    def end(self, k: int = 1) -> None:
-        self.depth -= k
-
-    def alloc(self, name: str, shape: tuple, dtype: str, fill: str = "empty") -> None:
-        self(f"{name} = np.{fill}({shape!r}, dtype={NUMPY_TYPE[dtype]})")
-
-    def set(self, name: str, shape: tuple, idx: Sequence[str], value: str) -> None:
-        """``name[idx] = value``, or ``name = value`` for a 0-d result."""
-        self(f"{at(name, shape, idx)} = {value}")
-
-    def put(self, dst: str, lead: Sequence[str], src: str, shape: Sequence[int],
-            offsets: dict[int, int] | None = None) -> None:
-        """``dst[lead..., i...] = src[i...]`` over ``src``'s ``shape``, element by element
-        (an axis ``d`` in ``offsets`` shifted by it): Numba compiles an array assigned to a
-        slice with a shape check whose error message alone takes seconds to compile."""
-        idx = self.loops(shape)
-        key = [_affine((offsets or {}).get(d, 0), 1, i) for d, i in enumerate(idx)]
-        self(f"{dst}[{', '.join([*lead, *key])}] = {at(src, shape, idx)}"
-             if [*lead, *key] else f"{dst} = {src}")
-        self.end(len(shape))
-
-
-def at(text: str, shape: Sequence[int], idx: Sequence[str]) -> str:
-    """The element of operand ``text`` (of ``shape``) at ``idx`` (one text per axis; a 0-d
-    operand is its own element)."""
-    return f"{text}[{', '.join(idx)}]" if len(shape) else text
-
-
-def aligned(shape: Sequence[int], full: Sequence[int], idx: Sequence[str]) -> list[str]:
-    """The index of an operand of ``shape`` broadcast against ``full`` (indices ``idx``):
-    aligned to the right, ``0`` along its axes of length 1."""
-    off = len(full) - len(shape)
-    return ["0" if s == 1 and full[off + d] != 1 else idx[off + d] for d, s in enumerate(shape)]
-
-
-def cast(dtype: str, text: str, source: str) -> str:
-    """``text`` (of dtype ``source``) as ``dtype``: unchanged when they agree."""
-    return text if dtype == source else f"{NUMPY_TYPE[dtype]}({text})"
-
-
-def _axes(axis: Any, ndim: int) -> list[int]:
-    """Non-negative, sorted axes of an ``axis`` attribute (all when None)."""
-    if axis is None:
-        return list(range(ndim))
-    seq = (axis,) if isinstance(axis, (int, np.integer)) else axis
-    return sorted({int(a) % ndim for a in seq}) if ndim else []
-
-
-def _shape(n: Any) -> tuple[int, ...]:
-    return tuple(n.shape)
-
 
 # -- reductions --------------------------------------------------------------------------------
 
@@ -174,13 +70,13 @@ _REDUCE = {
 def _reduce(site: Site) -> list[str]:
     """sum, mean, prod, max, min, all, any over any axes, with or without keepdims."""
     n, (x,) = site.node, site.args
-    xs, w = _shape(x), Writer(site)
-    axes = _axes(n.attrs.get("axis"), len(xs))
+    xs, w = shape_of(x), Writer(site)
+    axes = axes_of(n.attrs.get("axis"), len(xs))
     keep = bool(n.attrs.get("keepdims"))
     init, update, finish, held = _REDUCE[n.op]
     T = site.ctor
     count = math.prod(xs[a] for a in axes)
-    out = _shape(n)
+    out = shape_of(n)
     if out:
         w.alloc(site.out, out, n.dtype)
     idx = ["0"] * len(xs)
@@ -212,11 +108,11 @@ def _arg_lines(site: Site, cmp: str) -> list[str]:
     """argmax (``cmp`` ">") / argmin ("<"): the first extreme (the first NaN, if any)
     along an axis, or of the flattened array (``axis=None``)."""
     n, (x,) = site.node, site.args
-    xs, w = _shape(x), Writer(site)
+    xs, w = shape_of(x), Writer(site)
     axis = n.attrs.get("axis")
     axes = list(range(len(xs))) if axis is None else [int(axis) % len(xs)]
     keep = bool(n.attrs.get("keepdims"))
-    out = _shape(n)
+    out = shape_of(n)
     if out:
         w.alloc(site.out, out, "int64")
     idx = ["0"] * len(xs)
@@ -251,10 +147,10 @@ def _flat(idx: Sequence[str], shape: Sequence[int], axes: Sequence[int]) -> str:
 def _logsumexp(site: Site) -> list[str]:
     """log(sum(exp(x - m))) + m with m the slice's maximum (0 where it is not finite)."""
     n, (x,) = site.node, site.args
-    xs, w, T = _shape(x), Writer(site), site.ctor
-    axes = _axes(n.attrs.get("axis"), len(xs))
+    xs, w, T = shape_of(x), Writer(site), site.ctor
+    axes = axes_of(n.attrs.get("axis"), len(xs))
     keep = bool(n.attrs.get("keepdims"))
-    out = _shape(n)
+    out = shape_of(n)
     if out:
         w.alloc(site.out, out, n.dtype)
     idx = ["0"] * len(xs)
@@ -295,7 +191,7 @@ def _softmax_lines(site: Site, log: bool) -> list[str]:
     """softmax / log_softmax (``log``) along one axis: x minus the lane's maximum
     (``-inf`` start, NaN propagated), then NumPy's expression."""
     n, (x,) = site.node, site.args
-    xs, w, T = _shape(x), Writer(site), site.ctor
+    xs, w, T = shape_of(x), Writer(site), site.ctor
     axis = int(n.attrs["axis"]) % len(xs)
     w.alloc(site.out, xs, n.dtype)
     idx = ["0"] * len(xs)
@@ -327,10 +223,10 @@ def _cumulative_lines(site: Site, step: str, start: int) -> list[str]:
     """cumsum (``step`` "+=", ``start`` 0) / cumprod ("*=", 1) along an axis, or of the
     flattened array (``axis=None``)."""
     n, (x,) = site.node, site.args
-    xs, w = _shape(x), Writer(site)
+    xs, w = shape_of(x), Writer(site)
     axis = n.attrs.get("axis")
     axes = list(range(len(xs))) if axis is None else [int(axis) % len(xs)]
-    w.alloc(site.out, _shape(n), n.dtype)
+    w.alloc(site.out, shape_of(n), n.dtype)
     idx = ["0"] * len(xs)
     for a in range(len(xs)):
         if a not in axes:
@@ -348,12 +244,6 @@ def _cumulative_lines(site: Site, step: str, start: int) -> list[str]:
 
 
 # -- indexing ----------------------------------------------------------------------------------
-
-
-def _affine(start: int, step: int, i: str) -> str:
-    if step == 1:
-        return i if start == 0 else f"{start} + {i}"
-    return f"{start} + {step} * {i}" if start else f"{step} * {i}"
 
 
 def _broadcast(shapes: Sequence[Sequence[int]]) -> tuple[int, ...]:
@@ -376,7 +266,7 @@ def key_index(w: Writer, xshape: Sequence[int], key: tuple, batch: int,
         size = xshape[axis]
         if isinstance(e, slice):
             r = range(*e.indices(size))
-            xi.append(_affine(r.start, r.step, oidx[o]))
+            xi.append(affine(r.start, r.step, oidx[o]))
             o += 1
         else:
             if group is not None and not placed:
@@ -398,9 +288,14 @@ def key_index(w: Writer, xshape: Sequence[int], key: tuple, batch: int,
 
 
 def view_key(n: Any, nodes: Any) -> str | None:
-    """The subscript text of an ``index`` node that is a view of its operand (constant ints
-    and forward slices only: Numba's basic indexing, no copy), else None."""
-    if n.op != "index" or len(n.args) != 1 or n.attrs.get("batch") or not n.shape:
+    """The subscript text of a node that is a view of its operand (an ``index`` with
+    constant ints and forward slices only: Numba's basic indexing, no copy), else None."""
+    form = _VIEW_KEYS.get(n.op)
+    return None if form is None else form(n, nodes)
+
+
+def _index_view(n: Any, nodes: Any) -> str | None:
+    if len(n.args) != 1 or n.attrs.get("batch") or not n.shape:
         return None
     xshape, parts, axis = nodes[n.args[0]].shape, [], 0
     for e in n.attrs["key"]:
@@ -417,6 +312,9 @@ def view_key(n: Any, nodes: Any) -> str | None:
     return ", ".join(parts) if parts else None
 
 
+_VIEW_KEYS: dict[str, Callable[[Any, Any], str | None]] = {"index": _index_view}
+
+
 def is_view(n: Any, nodes: Any) -> bool:
     """Whether node ``n``'s form may share memory with an operand (:data:`VIEWS`)."""
     return n.op in VIEWS or view_key(n, nodes) is not None
@@ -430,21 +328,21 @@ def _index(site: Site) -> list[str]:
     if key is not None:
         return [f"{site.out} = {site.ins[0]}[{key}]"]
     x, w = args[0], Writer(site)
-    out = _shape(n)
-    dyns = [(t, _shape(a)) for t, a in zip(site.ins[1:], args[1:])]
+    out = shape_of(n)
+    dyns = [(t, shape_of(a)) for t, a in zip(site.ins[1:], args[1:])]
     if out:
         w.alloc(site.out, out, n.dtype)
     oidx = w.loops(out)
-    xi = key_index(w, _shape(x), n.attrs["key"], n.attrs["batch"], dyns, oidx)
-    w.set(site.out, out, oidx, at(site.ins[0], _shape(x), xi))
+    xi = key_index(w, shape_of(x), n.attrs["key"], n.attrs["batch"], dyns, oidx)
+    w.set(site.out, out, oidx, at(site.ins[0], shape_of(x), xi))
     return w.lines
 
 
 def _scatter(w: Writer, site: Site, g: int, dyn: Sequence[int], key: tuple, batch: int,
              full: tuple, add: bool) -> None:
     """One part of a scatter: ``out[key] (+)= operand g`` over g's elements."""
-    gs = _shape(site.args[g])
-    dyns = [(site.ins[k], _shape(site.args[k])) for k in dyn]
+    gs = shape_of(site.args[g])
+    dyns = [(site.ins[k], shape_of(site.args[k])) for k in dyn]
     gidx = w.loops(gs)
     xi = key_index(w, full, key, batch, dyns, gidx)
     w(f"{site.out}[{', '.join(xi)}] {'+=' if add else '='} {at(site.ins[g], gs, gidx)}")
@@ -454,7 +352,7 @@ def _scatter(w: Writer, site: Site, g: int, dyn: Sequence[int], key: tuple, batc
 def _index_add(site: Site) -> list[str]:
     """zeros of the result's shape, g added at [key] (duplicates accumulate)."""
     n, w = site.node, Writer(site)
-    full = _shape(n)
+    full = shape_of(n)
     w.alloc(site.out, full, n.dtype, "zeros")
     _scatter(w, site, 0, range(1, len(n.args)), n.attrs["key"], n.attrs["batch"], full,
              n.attrs["accumulate"])
@@ -464,7 +362,7 @@ def _index_add(site: Site) -> list[str]:
 def _scatter_sum(site: Site) -> list[str]:
     """zeros, then each part added at its key."""
     n, w = site.node, Writer(site)
-    full = _shape(n)
+    full = shape_of(n)
     w.alloc(site.out, full, n.dtype, "zeros")
     positions = list(range(len(n.args)))
     for (g, dyn), (key, _, _) in zip(split_parts(positions, n.attrs["parts"]), n.attrs["parts"]):
@@ -475,19 +373,19 @@ def _scatter_sum(site: Site) -> list[str]:
 def _take(site: Site) -> list[str]:
     """np.take: along an axis, or from the flattened array (``axis=None``)."""
     n, (x, ind) = site.node, site.args
-    w, xs, out = Writer(site), _shape(x), _shape(n)
+    w, xs, out = Writer(site), shape_of(x), shape_of(n)
     axis = n.attrs.get("axis")
     if out:
         w.alloc(site.out, out, n.dtype)
     oidx = w.loops(out)
     if axis is None:
         size = math.prod(xs)
-        (j,) = key_index(w, (size,), ("@",), 0, [(site.ins[1], _shape(ind))], oidx)
+        (j,) = key_index(w, (size,), ("@",), 0, [(site.ins[1], shape_of(ind))], oidx)
         xi = _unflat(w, j, xs)
     else:
         a = int(axis) % len(xs)
         key = ("@",) + (slice(None),) * (len(xs) - a - 1)
-        xi = key_index(w, xs, key, a, [(site.ins[1], _shape(ind))], oidx)
+        xi = key_index(w, xs, key, a, [(site.ins[1], shape_of(ind))], oidx)
     w.set(site.out, out, oidx, at(site.ins[0], xs, xi))
     return w.lines
 
@@ -510,17 +408,6 @@ def _unflat(w: Writer, j: str, shape: Sequence[int]) -> list[str]:
 
 
 # -- shaping -------------------------------------------------------------------------------------
-
-
-def _copy_map(site: Site, read: Callable[[list[str]], str]) -> list[str]:
-    """The result filled element by element: ``out[i] = read(i)``."""
-    n, w = site.node, Writer(site)
-    out = _shape(n)
-    if out:
-        w.alloc(site.out, out, n.dtype)
-    idx = w.loops(out)
-    w.set(site.out, out, idx, read(idx))
-    return w.lines
 
 
 def _matrix_transpose(site: Site) -> list[str]:
@@ -546,9 +433,9 @@ def _permuted(site: Site, perm: list[int]) -> list[str]:
 def _reshape(site: Site) -> list[str]:
     """reshape, squeeze, expand_dims: the same elements in C order, another shape."""
     n, (x,) = site.node, site.args
-    out, xs = _shape(n), _shape(x)
+    out, xs = shape_of(n), shape_of(x)
     if not xs:
-        return _copy_map(site, lambda idx: site.ins[0])
+        return copy_map(site, lambda idx: site.ins[0])
     if not out:
         return [f"{site.out} = {site.ins[0]}[{', '.join(['0'] * len(xs))}]"]
     return [f"{site.out} = np.ascontiguousarray({site.ins[0]}).reshape({out!r})"]
@@ -556,7 +443,7 @@ def _reshape(site: Site) -> list[str]:
 
 def _broadcast_to(site: Site) -> list[str]:
     n, (x,) = site.node, site.args
-    out, xs = _shape(n), _shape(x)
+    out, xs = shape_of(n), shape_of(x)
     if not xs:
         return [f"{site.out} = np.full({out!r}, {site.ins[0]}, dtype={site.ctor})"]
     return [f"{site.out} = np.broadcast_to({site.ins[0]}, {out!r})"]
@@ -565,12 +452,12 @@ def _broadcast_to(site: Site) -> list[str]:
 def _concatenate(site: Site) -> list[str]:
     """Operands copied into their slices of the result along an axis."""
     n, w = site.node, Writer(site)
-    out = _shape(n)
+    out = shape_of(n)
     axis = int(n.attrs["axis"]) % len(out)
     w.alloc(site.out, out, n.dtype)
     start = 0
     for text, a in zip(site.ins, site.args):
-        w.put(site.out, [], text, _shape(a), {axis: start})
+        w.put(site.out, [], text, shape_of(a), {axis: start})
         start += a.shape[axis]
     return w.lines
 
@@ -578,11 +465,11 @@ def _concatenate(site: Site) -> list[str]:
 def _stack(site: Site) -> list[str]:
     """Operands copied into the result along a new axis."""
     n, w = site.node, Writer(site)
-    out = _shape(n)
+    out = shape_of(n)
     axis = int(n.attrs["axis"]) % len(out)
     w.alloc(site.out, out, n.dtype)
     for k, (text, a) in enumerate(zip(site.ins, site.args)):
-        shape = _shape(a)
+        shape = shape_of(a)
         idx = w.loops(shape)
         key = [*idx[:axis], str(k), *idx[axis:]]
         w(f"{site.out}[{', '.join(key)}] = {at(text, shape, idx)}")
@@ -594,298 +481,6 @@ def _pass(site: Site) -> list[str]:
     """stop_gradient and custom rules' calls: the value is an operand (``out``'s, else the
     first)."""
     return [f"{site.out} = {site.ins[int(site.attrs.get('out', 0))]}"]
-
-
-# -- products ------------------------------------------------------------------------------------
-
-
-def _blas(site: Site) -> bool:
-    """Operands BLAS takes: vectors or matrices of the result's floating dtype."""
-    return (site.node.dtype in FLOATS and all(a.dtype == site.node.dtype for a in site.args)
-            and all(1 <= len(a.shape) <= 2 for a in site.args))
-
-
-def einsum_lines(w: Writer, site: Site, spec: str, ins: Sequence[str],
-                 shapes: Sequence[Sequence[int]], dtypes: Sequence[str]) -> None:
-    """``out = einsum(spec, *ins)`` as loops: the output's letters outside, the summed
-    ones inside, each term the product of the operands in order (an operand's axis of
-    length 1 against a longer one is broadcast)."""
-    n = site.node
-    terms, right, sizes = parse_spec(spec, [tuple(s) for s in shapes])
-    out = _shape(n)
-    T = site.ctor
-    if out:
-        w.alloc(site.out, out, n.dtype)
-    index = {c: w.loop(sizes[c]) for c in right}
-    summed = [c for c in dict.fromkeys("".join(terms)) if c not in index]
-    acc = w.new("acc")
-    w(f"{acc} = {T}(0)")
-    for c in summed:
-        index[c] = w.loop(sizes[c])
-    factors = []
-    for text, term, shape, dt in zip(ins, terms, shapes, dtypes):
-        idx = ["0" if s == 1 and sizes[c] != 1 else index[c] for c, s in zip(term, shape)]
-        factors.append(cast(n.dtype, at(text, shape, idx), dt))
-    w(f"{acc} += {' * '.join(factors)}")
-    w.end(len(summed))
-    w.set(site.out, out, [index[c] for c in right], acc)
-    w.end(len(right))
-
-
-def _einsum(site: Site) -> list[str]:
-    w = Writer(site)
-    einsum_lines(w, site, site.attrs["spec"], site.ins, [_shape(a) for a in site.args],
-                 [a.dtype for a in site.args])
-    return w.lines
-
-
-def _matmul(site: Site) -> list[str]:
-    """matmul and dot: BLAS (``np.dot``) for vectors and matrices of one floating dtype, a
-    loop over the stacked matrices around it when batched, else the loops of the einsum
-    it equals (integers, mixed dtypes, broadcast stacks)."""
-    n, (a, b) = site.node, site.args
-    if not a.shape or not b.shape:  # dot with a scalar: a product
-        return _copy_map(site, lambda idx: " * ".join(
-            cast(n.dtype, at(t, _shape(x), aligned(_shape(x), _shape(n), idx)), x.dtype)
-            for t, x in zip(site.ins, site.args)))
-    if _blas(site):
-        return [f"{site.out} = np.dot({site.ins[0]}, {site.ins[1]})"]
-    w = Writer(site)
-    if (n.dtype in FLOATS and a.dtype == b.dtype == n.dtype and len(a.shape) >= 2
-            and len(b.shape) >= 2 and a.shape[:-2] == b.shape[:-2]):
-        w.alloc(site.out, _shape(n), n.dtype)
-        idx = w.loops(a.shape[:-2])
-        key, t = ", ".join(idx), w.new("p")
-        w(f"{t} = np.dot({site.ins[0]}[{key}], {site.ins[1]}[{key}])")
-        w.put(site.out, idx, t, _shape(n)[len(idx):])
-        w.end(len(idx))
-        return w.lines
-    spec = matmul_spec(_shape(a), _shape(b), _shape(n))
-    einsum_lines(w, site, spec, site.ins, [_shape(a), _shape(b)], [a.dtype, b.dtype])
-    return w.lines
-
-
-def _outer(site: Site) -> list[str]:
-    n = site.node
-    (a, b) = site.args
-    return _copy_map(site, lambda idx: f"{cast(n.dtype, f'{site.ins[0]}[{idx[0]}]', a.dtype)} * "
-                                       f"{cast(n.dtype, f'{site.ins[1]}[{idx[1]}]', b.dtype)}")
-
-
-def _multi_dot(site: Site) -> list[str]:
-    """np.linalg.multi_dot: NumPy's order of the products (the cheapest, from the static
-    shapes), each one ``np.dot``; a first (last) vector is a row (column)."""
-    shapes = [_shape(a) for a in site.args]
-    mats = [(1, s[0]) if len(s) == 1 and k == 0 else (s[0], 1) if len(s) == 1 else s
-            for k, s in enumerate(shapes)]
-    w = Writer(site)
-    names = []
-    for text, s, m in zip(site.ins, shapes, mats):
-        if len(s) == 1:
-            t = w.new("m")
-            w(f"{t} = np.ascontiguousarray({text}).reshape({m!r})")
-            names.append(t)
-        else:
-            names.append(text)
-    order = _chain_order(mats)
-
-    def product(i: int, j: int) -> str:
-        if i == j:
-            return names[i]
-        k = order[i][j]
-        left, right = product(i, k), product(k + 1, j)
-        t = w.new("p")
-        w(f"{t} = np.dot({left}, {right})")
-        return t
-
-    result = product(0, len(names) - 1)
-    out = _shape(site.node)
-    w(f"{site.out} = {result}.reshape({out!r})" if out else f"{site.out} = {result}[0, 0]")
-    return w.lines
-
-
-def _chain_order(mats: Sequence[Sequence[int]]) -> list[list[int]]:
-    """NumPy's multi_dot parenthesisation: for three matrices the cheaper of (AB)C and
-    A(BC) (ties: (AB)C), else the matrix-chain dynamic programme (``s[i][j]``: the split)."""
-    n = len(mats)
-    dims = [m[0] for m in mats] + [mats[-1][1]]
-    split = [[0] * n for _ in range(n)]
-    if n == 3:
-        a0, a1b0, b1c0, c1 = dims
-        cost1 = a0 * b1c0 * (a1b0 + c1)
-        cost2 = a1b0 * c1 * (a0 + b1c0)
-        split[0][2] = 1 if cost1 < cost2 else 0
-        split[0][1], split[1][2] = 0, 1
-        return split
-    cost = [[0] * n for _ in range(n)]
-    for length in range(1, n):
-        for i in range(n - length):
-            j = i + length
-            cost[i][j] = math.inf
-            for k in range(i, j):
-                c = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
-                if c < cost[i][j]:
-                    cost[i][j], split[i][j] = c, k
-    return split
-
-
-def _matrix_power(site: Site) -> list[str]:
-    """NumPy's binary powering (n static): products of squares, ``inv`` first for n < 0,
-    the identity for n = 0; a stack of matrices one at a time."""
-    n, (a,) = site.node, site.args
-    p = int(site.attrs["n"])
-    w = Writer(site)
-    lead = _shape(a)[:-2]
-    m = a.shape[-1]
-    if lead:
-        w.alloc(site.out, _shape(n), n.dtype)
-        idx = w.loops(lead)
-        src, dst = f"{site.ins[0]}[{', '.join(idx)}]", w.new("mp")
-    else:
-        src, dst = site.ins[0], site.out
-
-    def mul(x: str, y: str) -> str:
-        t = w.new("z")
-        if n.dtype in FLOATS:
-            w(f"{t} = np.dot({x}, {y})")
-            return t
-        w.alloc(t, (m, m), n.dtype, "zeros")
-        i, j, k = w.loop(m), w.loop(m), w.loop(m)
-        w(f"{t}[{i}, {j}] += {x}[{i}, {k}] * {y}[{k}, {j}]")
-        w.end(3)
-        return t
-
-    if p == 0:
-        w(f"{dst} = np.eye({m}, dtype={site.ctor})")
-    else:
-        base = src
-        if p < 0:
-            base = w.new("ai")
-            w(f"{base} = np.linalg.inv({src})")
-            p = -p
-        if p <= 3:
-            result = base if p == 1 else mul(base, base) if p == 2 else mul(mul(base, base),
-                                                                             base)
-        else:
-            z = result = None
-            while p > 0:
-                z = base if z is None else mul(z, z)
-                p, bit = divmod(p, 2)
-                if bit:
-                    result = z if result is None else mul(result, z)
-        w(f"{dst} = np.ascontiguousarray({result}).copy()" if result in (src, base)
-          else f"{dst} = {result}")
-    if lead:
-        w.put(site.out, idx, dst, (m, m))
-        w.end(len(lead))
-    return w.lines
-
-
-def _trace(site: Site) -> list[str]:
-    """The sum of a diagonal (offset, axes) for every position of the other axes."""
-    n, (x,) = site.node, site.args
-    xs, w = _shape(x), Writer(site)
-    a1, a2 = int(site.attrs["axis1"]) % len(xs), int(site.attrs["axis2"]) % len(xs)
-    off = int(site.attrs["offset"])
-    out = _shape(n)
-    if out:
-        w.alloc(site.out, out, n.dtype)
-    idx = ["0"] * len(xs)
-    rest = [d for d in range(len(xs)) if d not in (a1, a2)]
-    for d in rest:
-        idx[d] = w.loop(xs[d])
-    acc = w.new("acc")
-    w(f"{acc} = {site.ctor}(0)")
-    lo, hi = max(0, -off), min(xs[a1], xs[a2] - off)
-    if hi > lo:
-        k = w.loop(hi, lo)
-        idx[a1], idx[a2] = k, _affine(off, 1, k)
-        w(f"{acc} += {at(site.ins[0], xs, idx)}")
-        w.end()
-    w.set(site.out, out, [idx[d] for d in rest], acc)
-    w.end(len(rest))
-    return w.lines
-
-
-def _convolution(site: Site) -> list[str]:
-    """``out[k] = sum_j a[k - j] b[j]`` over every axis at once, ``full`` or ``valid`` per
-    axis (the overlaps of the two operands)."""
-    n, (a, b) = site.node, site.args
-    A, B = _shape(a), _shape(b)
-    out, w = _shape(n), Writer(site)
-    if not A:
-        return _copy_map(site, lambda idx: f"{cast(n.dtype, site.ins[0], a.dtype)} * "
-                                           f"{cast(n.dtype, site.ins[1], b.dtype)}")
-    modes = (site.attrs["modes"] or "").split(",")
-    w.alloc(site.out, out, n.dtype)
-    k = w.loops(out)
-    acc = w.new("acc")
-    w(f"{acc} = {site.ctor}(0)")
-    js = []
-    for d, (na, nb) in enumerate(zip(A, B)):
-        pos = k[d] if modes[d] == "full" else _affine(min(na, nb) - 1, 1, k[d])
-        kk = w.new("k")
-        w(f"{kk} = {pos}")
-        js.append(w.loop(f"min({nb}, {kk} + 1)", f"max(0, {kk} - {na - 1})"))
-        js[-1] = (js[-1], kk)
-    ai = [f"{kk} - {j}" for j, kk in js]
-    bi = [j for j, _ in js]
-    w(f"{acc} += {cast(n.dtype, at(site.ins[0], A, ai), a.dtype)} * "
-      f"{cast(n.dtype, at(site.ins[1], B, bi), b.dtype)}")
-    w.end(len(js))
-    w(f"{site.out}[{', '.join(k)}] = {acc}")
-    w.end(len(out))
-    return w.lines
-
-
-# -- sorting -------------------------------------------------------------------------------------
-
-
-def _lanes(site: Site, body: Callable[[Writer, str, str], None], out_dtype: str) -> list[str]:
-    """A sort-like op along one axis (or of the flattened array): each lane copied into
-    a contiguous buffer, ``body(w, buffer, result)`` writes the lane's result, which is
-    copied back."""
-    n, (x,) = site.node, site.args
-    xs, w = _shape(x), Writer(site)
-    axis = site.attrs.get("axis")
-    if axis is None:
-        buf = w.new("b")
-        w(f"{buf} = np.ascontiguousarray({site.ins[0]}).reshape({math.prod(xs)})" if xs
-          else f"{buf} = np.full(1, {site.ins[0]})")
-        body(w, buf, site.out)
-        return w.lines
-    a = int(axis) % len(xs)
-    w.alloc(site.out, _shape(n), out_dtype)
-    idx = ["0"] * len(xs)
-    for d in range(len(xs)):
-        if d != a:
-            idx[d] = w.loop(xs[d])
-    lane = ", ".join(":" if d == a else idx[d] for d in range(len(xs)))
-    buf, res = w.new("b"), w.new("s")
-    w(f"{buf} = {site.ins[0]}[{lane}].copy()")
-    body(w, buf, res)
-    k = w.loop(xs[a])
-    w(f"{site.out}[{', '.join(k if d == a else idx[d] for d in range(len(xs)))}] = {res}[{k}]")
-    w.end(len(xs))
-    return w.lines
-
-
-def _sort(site: Site) -> list[str]:
-    """np.sort (NaN last)."""
-    return _lanes(site, lambda w, b, r: w(f"{r} = np.sort({b})"), site.node.dtype)
-
-
-def _argsort(site: Site) -> list[str]:
-    """np.argsort: a stable sort (equal elements keep their order; NumPy's quicksort leaves
-    ties in an order of its own)."""
-    return _lanes(site, lambda w, b, r: w(f"{r} = np.argsort({b}, kind='mergesort')"), "int64")
-
-
-def _searchsorted(site: Site) -> list[str]:
-    side = site.attrs["side"]
-    v = site.args[1]
-    text = f"np.searchsorted({site.ins[0]}, {site.ins[1]}, side={side!r})"
-    return [f"{site.out} = np.int64({text})" if not v.shape else f"{site.out} = {text}"]
 
 
 # -- constants -----------------------------------------------------------------------------------
@@ -902,7 +497,7 @@ def _filled_lines(site: Site, value: str | None) -> list[str]:
         value = scalar_source(site.attrs["fill_value"])
     if not n.shape:
         return [f"{site.out} = {site.ctor}({value})"]
-    return [f"{site.out} = np.full({_shape(n)!r}, {value}, dtype={site.ctor})"]
+    return [f"{site.out} = np.full({shape_of(n)!r}, {value}, dtype={site.ctor})"]
 
 
 def _constant_of(site: Site) -> list[str]:
@@ -932,10 +527,7 @@ FORMS: dict[str, Callable[[Site], list[str]]] = {
     **dict.fromkeys(("reshape", "squeeze", "expand_dims"), _reshape),
     "broadcast_to": _broadcast_to, "concatenate": _concatenate, "stack": _stack,
     **dict.fromkeys(("stop_gradient", "custom_vjp_call", "custom_jvp_call"), _pass),
-    **dict.fromkeys(("matmul", "dot"), _matmul), "outer": _outer, "einsum": _einsum,
-    "multi_dot": _multi_dot, "matrix_power": _matrix_power, "trace": _trace,
-    "convolution": _convolution,
-    "sort": _sort, "argsort": _argsort, "searchsorted": _searchsorted,
+    **PRODUCT_FORMS,
     **dict.fromkeys(("zeros", "zeros_like"), _filled("0")),
     **dict.fromkeys(("ones", "ones_like"), _filled("1")), "full": _filled(None),
     **dict.fromkeys(("eye", "arange", "linspace"), _constant_of),
