@@ -1,4 +1,4 @@
-"""``backend="numba"`` against its peers, per workload and spelling (issue 32's yardstick).
+"""``backend="numba"`` against its peers, per workload and spelling.
 
 ``python -m benchmarks.numba_backend [--quick] [--budget S] [--out PATH] [ROW ...]``
 
@@ -27,7 +27,7 @@ before anything imports NumPy, Numba or JAX, float64 everywhere):
   each system's process CPU time over wall time (above 1: it used more than one thread);
 * **what stayed NumPy**: :func:`.numba_fallbacks.account` of the module (scans run as NumPy
   loops with the ops that pushed them there, and the driver's NumPy calls, with reasons);
-* **targets** (issue 32): run time <= 1.0x ``jax.jit(grad)`` and <= 1.0x hand NumPy on
+* **targets**: run time <= 1.0x ``jax.jit(grad)`` and <= 1.0x hand NumPy on
   W1, W2 (both sizes) and W5; <= 0.8x hand NumPy on W3; <= 0.4x the hand ``math`` loop on
   W4; never above 1.0x the NumPy backend; cold build <= 1.0x JAX's on W1-W3, <= 0.5x on W5
   — each spelling judged on its own: met / not met / failed.
@@ -350,7 +350,7 @@ def _cpu_over_wall(call: Callable[[], Any], budget: float) -> float:
 
 
 def targets(rec: dict) -> list[dict]:
-    """Issue 32's targets for one row: measured value, limit, and met / not met / failed."""
+    """The compiled target's goals for one row: measured, limit, met / not met / failed."""
     out = []
     ratios, systems = rec.get("ratios", {}), rec["systems"]
     checks = [(f"run time / {numba_tables.SYSTEM_NAMES[s]}", s, lim)

@@ -41,7 +41,7 @@ def account(outputs: list, fast_math: bool = False) -> dict:
     low = lower(request(outputs, backend="numba", fast_math=fast_math))
     printer = low.request.target.printer(low)
     printer.module()
-    kernels, numpy_ops = printer.stats() or ([], {})
+    kernels, numpy_ops, *_ = printer.stats() or ([], {})
     scans, seen, compiled = [], set(), 0
     for node in low.graph.nodes:
         if not is_loop(node) or id(node.attrs["body"]) in seen:

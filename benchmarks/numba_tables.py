@@ -1,5 +1,5 @@
 """The printed tables of :mod:`.numba_backend`'s results (Markdown): run times, ratios,
-builds, issue 32's targets (met / not met / failed) and what stayed NumPy, worst first.
+builds, the compiled target's goals (met / not met / failed) and what stayed NumPy, worst first.
 
 >>> rec = {"row": "w3_rosenbrock", "label": "W3", "spelling": "ours", "family": "w3",
 ...        "systems": {"numba": {"median_s": 8e-6, "min_s": 7e-6, "max_s": 9e-6,
@@ -87,7 +87,7 @@ def tables(results: dict) -> list[dict]:
                ["workload", "spelling", "symgrad-numba cold", "warm", "of it Numba's compile",
                 "NumPy backend", "JAX cold jit", "PyTensor-numba cold", "CasADi",
                 "numba / JAX"], [_builds(r) for r in rows]),
-        _table("Issue 32's targets (symgrad-numba, paired medians)",
+        _table("The compiled target's goals (symgrad-numba, paired medians)",
                ["workload", "spelling", "target", "limit", "measured", "status"],
                [[*_name(r), *_target(t)] for r in rows for t in r.get("targets", [])]),
     ]

@@ -1,4 +1,4 @@
-"""W3 with forward mode and sparsity: the extended Rosenbrock Hessian and HVP (issue 12).
+"""W3 with forward mode and sparsity: the extended Rosenbrock Hessian and HVP.
 
 ``python -m benchmarks.w3_sparse [--quick]`` prints one row per size and writes
 ``benchmarks/results/w3_sparse.json``. Measured in one process, one thread, paired and

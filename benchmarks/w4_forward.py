@@ -1,4 +1,4 @@
-"""W4 in forward mode: the deep scalar chain ``h <- sin(h) * h + cos(h)`` (issue 12).
+"""W4 in forward mode: the deep scalar chain ``h <- sin(h) * h + cos(h)``.
 
 ``python -m benchmarks.w4_forward [--quick]`` builds ``[h, sg.jvp(h, x, 1.0)]`` (the value
 and its derivative by forward mode: one tangent line per forward line, no tape), emits it

@@ -39,12 +39,13 @@ from .base.errors import (
 )
 from .frontend import function_for as _function_for
 from .frontend import parse
-from .frontend.control import cond, switch, while_loop
+from .frontend.control import cond, switch
 from .frontend.custom import custom_jvp, custom_vjp
 from .frontend.functions import traced_names as _traced_names
 from .frontend.loops import fori_loop, scan
 from .frontend.solvers import custom_linear_solve, custom_root
 from .frontend.sympy_io import from_sympy, to_sympy
+from .frontend.while_loops import while_loop
 from .functional import (
     grad,
     hessian,

@@ -78,6 +78,8 @@ def _render(pr: Any, root: Any, name: str, body: Body) -> list[str]:
     (plan,) = sub.state.plans
     names = plan.names
     nodes = body.graph.nodes
+    if len(body.outputs) > 1:  # a loop's step (ops/while_loop.py): the tuple of its results
+        return _render_tuple(sub, name, body)
     (out,) = body.outputs
     listed = _scalars_stacked(nodes, nodes[out])
     outputs = set() if listed else {out}
@@ -93,6 +95,20 @@ def _render(pr: Any, root: Any, name: str, body: Body) -> list[str]:
     params = [names[v] for v in body.inputs]
     return [f"def {name}({', '.join(params)}):", '    """A solver\'s callback (symgrad)."""',
             *stmts, f"    return {result}"]
+
+
+def _render_tuple(sub: Any, name: str, body: Body) -> list[str]:
+    (plan,) = sub.state.plans
+    names = plan.names
+    nodes = body.graph.nodes
+    outputs = set(body.outputs)
+    order = [i for i in plan.order if not (nodes[i].is_var or (
+        (nodes[i].is_const or i in sub.state.consts) and i not in outputs))]
+    stmts = sub.statements(order, names, outputs, comments=False)
+    results = [names.get(o) or sub.expr(o, names) for o in body.outputs]
+    params = [names[v] for v in body.inputs]
+    return [f"def {name}({', '.join(params)}):", '    """A loop\'s step (symgrad)."""',
+            *stmts, f"    return ({', '.join(results)})"]
 
 
 def _scalars_stacked(nodes: Any, n: Any) -> bool:

@@ -59,7 +59,7 @@ def compile(outputs: Expr | Sequence[Expr], inputs: Sequence[Expr | str] | None 
     stats = printer.stats()
     if stats is not None:  # what was compiled, what NumPy runs, the phases
         clock.append(time.perf_counter())
-        fn.kernels, fn.numpy_ops = stats
+        fn.kernels, fn.numpy_ops, fn.numpy_why = stats
         fn.build_seconds = dict(zip(("passes", "emit", "native compile"),
                                     (b - a for a, b in zip(clock, clock[1:]))))
         tgt.review(fn)

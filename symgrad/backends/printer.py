@@ -227,10 +227,10 @@ class Printer:
         floats with ``math`` (NumPy with ``scalars="math"``)."""
         return False
 
-    def stats(self) -> tuple[list[tuple[str, list[str]]], dict[str, int]] | None:
+    def stats(self) -> tuple[list[tuple[str, list[str]]], dict[str, int], dict[str, str]] | None:
         """After :meth:`module`: what the module compiled into code of its own (each
-        function and its ops) and what it left to NumPy (op -> lines); None where the
-        target compiles nothing (every target but Numba)."""
+        function and its ops), what it left to NumPy (op -> lines) and why (op -> reason);
+        None where the target compiles nothing (every target but Numba)."""
         return None
 
     # -- hooks for loops (see symgrad.backends.loops) -------------------------------------

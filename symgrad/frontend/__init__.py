@@ -13,6 +13,7 @@ from . import (  # noqa: F401  (registration)
     numpy_fft,
     numpy_functions,
     sparse_calls,
+    while_loops,
 )
 from .functions import function_for
 from .parse import parse

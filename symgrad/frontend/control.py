@@ -4,9 +4,8 @@
 A graph has no branches: every branch is built and ``where`` picks each result, element by
 element, so a branch that is not taken costs its work but never its values: its gradient is
 an exact 0 even where it is inf or NaN (``where``'s rule). Where the predicate or index is a
-Python value the branch is chosen while tracing and only it is built. A loop whose trip
-count depends on values (``jax.lax.while_loop``) cannot be a graph built before the values
-are known: write ``sg.fori_loop`` with a bound and ``sg.cond`` inside (see ``while_loop``).
+Python value the branch is chosen while tracing and only it is built. (A loop whose trip
+count depends on values, ``jax.lax.while_loop``: :mod:`.while_loops`.)
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..base.describe import describe, type_name
-from ..base.errors import ArgumentError, ShapeError, UnsupportedError
+from ..base.errors import ArgumentError, ShapeError
 from ..base.tree_util import tree_flatten, tree_unflatten
 from ..ir.expr import Expr, F, const
 from ..ir.values import exact, exact_int
@@ -40,7 +39,7 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> 
     [3.0, -1.0]
     """
     for f, name in ((true_fun, "true_fun"), (false_fun, "false_fun")):
-        _callable(f, f"cond: {name}")
+        check_callable(f, f"cond: {name}")
     if not isinstance(pred, Expr):
         return (true_fun if _concrete_bool(exact(pred)) else false_fun)(*operands)
     p = _predicate(pred)
@@ -68,7 +67,7 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any) -> Any:
     if not branches:
         raise ArgumentError("switch: branches is empty; give at least one function")
     for k, f in enumerate(branches):
-        _callable(f, f"switch: branches[{k}]")
+        check_callable(f, f"switch: branches[{k}]")
     last = len(branches) - 1
     if not isinstance(index, Expr):
         return branches[min(max(_concrete_int(exact(index)), 0), last)](*operands)
@@ -87,28 +86,11 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any) -> Any:
     return _select(outs, pick, "switch", tuple(f"branches[{k}]" for k in range(last + 1)))
 
 
-def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
-    """Refused: its trip count depends on values, and symgrad builds the whole graph before
-    any value is known. The raised error names the way to write it.
-
-    >>> import symgrad as sg
-    >>> sg.while_loop(lambda c: c < 10, lambda c: c * 2, 1.0)
-    Traceback (most recent call last):
-    ...
-    symgrad.errors.UnsupportedError: while_loop: the number of steps depends on values, ...
-    """
-    raise UnsupportedError(
-        "while_loop: the number of steps depends on values, and symgrad builds the graph "
-        "before values are known. Bound it: sg.fori_loop(0, max_steps, lambda i, c: "
-        "sg.cond(cond_fun(c), body_fun, lambda c: c, c), init_val) runs body_fun while "
-        "cond_fun holds, at most max_steps times (and is differentiable)")
-
-
 def _is_int(dtype: str) -> bool:
     return np.dtype(dtype).kind in "iu"
 
 
-def _callable(f: Any, what: str) -> None:
+def check_callable(f: Any, what: str) -> None:
     if not callable(f):
         raise ArgumentError(f"{what} must be a function, got {type_name(f)}")
 
@@ -159,4 +141,4 @@ def _select(outs: list, pick: Callable[[list], Expr], what: str, names: tuple) -
     return tree_unflatten(structure, picked)
 
 
-__all__ = ["cond", "switch", "while_loop"]
+__all__ = ["check_callable", "cond", "switch"]

@@ -25,6 +25,10 @@ from ..ir.graph import Graph
 from ..ir.limits import exceeded, limits
 from ..ir.values import as_constant, exact, exact_int
 
+CHECKPOINTS: dict[str, Callable[..., Any]] = {}
+"""``scan``'s ``checkpoint=`` schedules given by name ("binomial"), each set by the module that
+builds it (:mod:`.while_loops`), which loops imports none of."""
+
 Tree = Any
 
 
@@ -94,7 +98,7 @@ def _leaf_aval(leaf: Any) -> tuple[tuple[int, ...], str]:
 
 def scan(f: Callable[[Tree, Tree], tuple[Tree, Tree]], init: Tree, xs: Tree = None,
          length: int | None = None, reverse: bool = False,
-         checkpoint: int | None = None) -> tuple[Tree, Tree]:
+         checkpoint: int | str | None = None, snapshots: int = 32) -> tuple[Tree, Tree]:
     """Loop ``f(carry, x) -> (carry, y)`` over the leading axis of ``xs``: returns the final
     carry and the per-step ``y`` stacked (``jax.lax.scan``'s meaning).
 
@@ -111,6 +115,13 @@ def scan(f: Callable[[Tree, Tree], tuple[Tree, Tree]], init: Tree, xs: Tree = No
     Values are the same bit for bit (derivatives too, as ``sg.evaluate`` runs them; compiled
     code may round them differently in the last bit); ``k`` near ``sqrt(T)`` is the usual
     choice.
+
+    ``checkpoint="binomial"`` (with ``snapshots=s``): the loop is an ``sg.while_loop`` over
+    the step index, reversed by binomial checkpointing (Revolve): memory ``s + 1`` carries
+    whatever the length, each step run forward at most ``t`` times where ``C(s + t, t) >=
+    length``; the gradient equals the plain scan's to rounding. ``f`` must return ``y=None``
+    (stacked per-step results would be ``length`` values kept anyway), a second reverse
+    sweep is refused (``sg.while_loop``'s rules) and the NumPy target runs it.
 
     >>> import symgrad as sg
     >>> x = sg.var("x", shape=(3,))
@@ -129,6 +140,9 @@ def scan(f: Callable[[Tree, Tree], tuple[Tree, Tree]], init: Tree, xs: Tree = No
     c_leaves = [_value(v) for v in c_leaves]
     x_leaves = [_value(v) for v in x_leaves]
     steps = _length(x_leaves, length)
+    if isinstance(checkpoint, str):
+        return CHECKPOINTS["binomial"](f, init, x_leaves, x_tree, steps, reverse, checkpoint,
+                                         snapshots)
     if checkpoint is not None and _segment(checkpoint) < steps:
         return _checkpointed(f, init, x_leaves, x_tree, steps, reverse, _segment(checkpoint))
     c_avals = [_leaf_aval(v) for v in c_leaves]
@@ -147,7 +161,7 @@ def scan(f: Callable[[Tree, Tree], tuple[Tree, Tree]], init: Tree, xs: Tree = No
         if n_tree != c_tree:
             raise LoopError("scan: the new carry must have the structure of init "
                             f"({_tree_text(c_tree)}), got {_tree_text(n_tree)}")
-        n_leaves = [_fit(a, b, k) for k, (a, b) in enumerate(zip(n_leaves, c_avals))]
+        n_leaves = [fit(a, b, k) for k, (a, b) in enumerate(zip(n_leaves, c_avals))]
         y_leaves, tree = flatten(y, "scan: y")
         y_tree.append(tree)
         return [*n_leaves, *y_leaves]
@@ -241,7 +255,7 @@ def _length(x_leaves: list[Any], length: Any) -> int:
     return length if length is not None else found.pop()
 
 
-def _fit(new: Any, aval: tuple, k: int) -> Any:
+def fit(new: Any, aval: tuple, k: int) -> Any:
     """The new carry leaf ``k``, checked against its init (Python numbers take its dtype)."""
     shape, dtype = aval
     if isinstance(new, Expr):

@@ -200,3 +200,24 @@ def scan_call(graph: Any, body: Body, nc: int, nx: int, length: int, reverse: bo
              "stacked": tuple(sorted(set(stacked)))}
     ids = tuple(graph.find(e) for e in operands)
     return projections(Expr(graph, graph.add(REGISTRY["scan"], ids, attrs)))
+
+
+DEFAULT_SNAPSHOTS = 32  # a while_loop's stored carries for its reverse sweep
+
+
+def while_call(graph: Any, cond: Body, body: Body, nc: int, operands: Sequence[Expr],
+               snapshots: int = DEFAULT_SNAPSHOTS) -> tuple[Expr, ...]:
+    """The results of the ``while_loop`` call of ``cond`` and ``body`` over ``operands``
+    (the ``nc`` initial carries, ``body``'s captured values, ``cond``'s), built in
+    ``graph``: the final carries, then the trip count."""
+    attrs = {"cond_fun": cond, "body_fun": body, "carries": nc,
+             "body_args": len(body.inputs) - nc,
+             "dtypes": tuple(d for _, d in body.avals()[:nc]), "snapshots": snapshots}
+    return call_results(graph, "while_loop", operands, attrs)
+
+
+def call_results(graph: Any, name: str, operands: Sequence[Expr], attrs: dict
+                 ) -> tuple[Expr, ...]:
+    """The results of one call of op ``name`` over ``operands`` built in ``graph``."""
+    ids = tuple(graph.find(e) for e in operands)
+    return projections(Expr(graph, graph.add(REGISTRY[name], ids, attrs)))

@@ -37,6 +37,7 @@ from . import (  # noqa: F401
     sparse_solve,
     special,
     stop_gradient,
+    while_loop,
 )
 
 __all__ = ["ALIASES", "REGISTRY", "F", "Op", "Signature", "SignatureError", "call", "lookup",

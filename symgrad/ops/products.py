@@ -303,7 +303,7 @@ register(Op(
 _LETTERS = string.ascii_letters
 
 
-def _parse_spec(spec, shapes) -> tuple[list[str], str, dict[str, int]]:
+def parse_spec(spec, shapes) -> tuple[list[str], str, dict[str, int]]:
     """Validate an einsum subscripts string against operand shapes.
 
     Returns the input terms, the explicit output term (NumPy's implicit rule when there is
@@ -348,12 +348,12 @@ def _parse_spec(spec, shapes) -> tuple[list[str], str, dict[str, int]]:
 def _einsum_prepare(shapes, dtypes, attrs):
     if not shapes:
         raise SignatureError("einsum() needs at least one operand after the subscripts")
-    terms, out, _ = _parse_spec(attrs["spec"], shapes)
+    terms, out, _ = parse_spec(attrs["spec"], shapes)
     return {"spec": ",".join(terms) + "->" + out}
 
 
 def _einsum_infer(shapes, dtypes, attrs):
-    _, out, sizes = _parse_spec(attrs["spec"], shapes)
+    _, out, sizes = parse_spec(attrs["spec"], shapes)
     return tuple(sizes[c] for c in out), result_dtype(*dtypes)
 
 
@@ -368,7 +368,7 @@ def _einsum_rule(n, g):
     gets a fresh letter plus an identity matrix; a letter summed only inside operand k is
     left size-1 (the reverse pass broadcasts it back).
     """
-    terms, out, sizes = _parse_spec(n.attrs["spec"], [a.shape for a in n.args])
+    terms, out, sizes = parse_spec(n.attrs["spec"], [a.shape for a in n.args])
     fresh = [c for c in _LETTERS if c not in sizes]
     nbatch = g.ndim - len(out)
     if nbatch > len(fresh):
@@ -409,7 +409,7 @@ def _einsum_adjoint(k, terms, lead, out, g, args, sizes, fresh):
 def _einsum_forward(n, t):
     """The sum over operands of the einsum with that operand's tangent in its place (the
     tangent's batch axes get fresh letters, kept in front)."""
-    terms, out, sizes = _parse_spec(n.attrs["spec"], [a.shape for a in n.args])
+    terms, out, sizes = parse_spec(n.attrs["spec"], [a.shape for a in n.args])
     terms_out = []
     for k, tk in enumerate(t):
         if tk is None:

@@ -46,11 +46,13 @@ class Stats:
 
     def __init__(self, rows: list[Stage], backend: str | None = None,
                  kernels: list[tuple[str, list[str]]] | None = None,
-                 numpy_ops: dict[str, int] | None = None) -> None:
+                 numpy_ops: dict[str, int] | None = None,
+                 numpy_why: dict[str, str] | None = None) -> None:
         self.rows = rows
         self.backend = backend
         self.kernels = kernels or []  # compiled loops and their ops (backend="numba")
         self.numpy_ops = numpy_ops or {}  # op -> lines the NumPy driver runs (numba)
+        self.numpy_why = numpy_why or {}  # op -> why NumPy runs it (numba)
 
     @property
     def before(self) -> Stage:
@@ -73,10 +75,12 @@ class Stats:
         lines.append("ops after: " + ", ".join(f"{op} {n}" for op, n in top))
         if self.backend == "numba":
             fused = sum(len(ops) for _, ops in self.kernels)
-            calls = ", ".join(f"{op} {n}" for op, n in self.numpy_ops.items()) or "none"
+            calls = ", ".join(f"{op} {n}" + (f" ({self.numpy_why[op]})" if op in self.numpy_why
+                                              else "")
+                              for op, n in self.numpy_ops.items()) or "none"
             k = len(self.kernels)
-            lines.append(f"numba: {k} compiled loop{'' if k == 1 else 's'} holding {fused} "
-                         f"ops; NumPy calls in the driver: {calls}")
+            lines.append(f"numba: {k} compiled function{'' if k == 1 else 's'} holding "
+                         f"{fused} ops; NumPy calls in the driver: {calls}")
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -115,7 +119,7 @@ def stats(exprs: Expr | Sequence[Expr], fast_math: bool = False,
     ([('as built', 0), ('loops rolled', 1)], True)
     >>> W = sg.var("W", shape=(3, 3))
     >>> print(str(sg.stats(sg.sum(sg.tanh(W @ x[:3]) * 2.0), backend="numba")).splitlines()[-1])
-    numba: 1 compiled loop holding 3 ops; NumPy calls in the driver: index 1, matmul 1
+    numba: 1 compiled function holding 5 ops; NumPy calls in the driver: none
     """
     outs = [exprs] if isinstance(exprs, Expr) else \
         list(exprs) if isinstance(exprs, (list, tuple)) else []
@@ -140,15 +144,15 @@ def stats(exprs: Expr | Sequence[Expr], fast_math: bool = False,
 
 
 def _backend_plan(outs: list[Expr], fast_math: bool, backend: Any) -> tuple:
-    """``(name, kernels, numpy_ops)`` of the module ``backend`` would print for ``outs``
-    (empty for a backend that compiles no loops of its own)."""
+    """``(name, kernels, numpy_ops, numpy_why)`` of the module ``backend`` would print for
+    ``outs`` (empty for a backend that compiles no code of its own)."""
     from ..backends.stages import lower, request
 
     low = lower(request(outs, backend=backend, fast_math=fast_math))
     printer = low.request.target.printer(low)
     printer.module()
-    kernels, numpy_ops = printer.stats() or ([], {})
-    return low.request.target.name, kernels, numpy_ops
+    kernels, numpy_ops, numpy_why = printer.stats() or ([], {}, {})
+    return low.request.target.name, kernels, numpy_ops, numpy_why
 
 
 def summary(exprs: Any) -> str:

@@ -5,7 +5,7 @@ builds grad, vjp, jvp, jacobian, hessian, hvp and n-th derivatives on them; :mod
 Jacobians and Hessians from a few batched passes."""
 
 # the rules of loop steps, custom derivatives and solver calls
-from . import custom, implicit, loop_sparsity, loops, sensitivity  # noqa: F401
+from . import custom, implicit, loop_sparsity, loops, sensitivity, while_loop  # noqa: F401
 from .derivatives import (
     derivative,
     grad,

@@ -1,6 +1,6 @@
 """Smoke version of ``python -m benchmarks.numba_backend``: two rows at smoke sizes with a
 tiny budget, no timing assertions. Every system's gradient is checked by the harness
-itself; the row records builds, run times and ratios, judges the issue's targets, accounts
+itself; the row records builds, run times and ratios, judges the compiled target's goals, accounts
 for what stayed NumPy, serialises to JSON and renders as tables. The targets' verdicts and
 the NumPy account are checked on rows built by hand.
 """
@@ -47,7 +47,7 @@ def test_quick_run_of_two_rows_records_checks_and_renders(x64, tmp_path):
     assert w4["config"] == {"L": nb.QUICK_W4_L} and w4["numba"]["compiled_scans"] >= 1
     text = "\n".join(numba_tables.render(res))
     for part in ("W3 Rosenbrock n1000 | public", "W4 chain L1e4 (Python loop) | public",
-                 "## Issue 32's targets", "What stayed NumPy", "CasADi"):
+                 "## The compiled target's goals", "What stayed NumPy", "CasADi"):
         assert part in text
     from benchmarks import tables  # the documentation's form of the same tables
 

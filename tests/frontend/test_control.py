@@ -1,6 +1,7 @@
 """``sg.cond`` / ``sg.switch`` against ``jax.lax.cond`` / ``jax.lax.switch`` (values and
-gradients), and the bounded ``while_loop`` the refusal's message names, against a Python
-``while`` loop and the closed form."""
+gradients), and ``sg.while_loop`` (unbounded and with ``max_steps=``) against a Python
+``while`` loop, the closed form and ``jax.grad`` of the fixed-length scan of the same trip
+count."""
 
 from __future__ import annotations
 
@@ -70,10 +71,8 @@ def test_an_integer_predicate_means_nonzero():
     assert [float(sg.evaluate(y, {"n": m, "x": 2.0})) for m in (0, 3, -1)] == [-2.0, 2.0, 2.0]
 
 
-def test_bounded_while_loop_as_the_refusal_writes_it():
+def test_bounded_while_loop_written_with_fori_loop_and_cond():
     """Newton's square root: ``c <- (c + a / c) / 2`` while ``|c*c - a| > tol``."""
-    with pytest.raises(sg.UnsupportedError, match="fori_loop"):
-        sg.while_loop(lambda c: c > 0, lambda c: c, 1.0)
 
     def newton(a, max_steps=60):
         def keep_going(c):
@@ -112,3 +111,112 @@ def test_bounded_while_loop_as_the_refusal_writes_it():
 def test_mismatched_or_wrong_arguments_say_what_to_fix(call, match):
     with pytest.raises(sg.SymgradError, match=match):
         call(sg.var("x"))
+
+
+# -- while_loop ----------------------------------------------------------------------------
+
+def _python_newton(a: float) -> tuple[float, int]:
+    c, steps = a, 0
+    while abs(c * c - a) > 1e-12 * a:
+        c, steps = 0.5 * (c + a / c), steps + 1
+    return c, steps
+
+
+@pytest.mark.parametrize("max_steps", [None, 60])
+def test_while_loop_newton_square_root_value_and_gradient(max_steps):
+    """A Newton iteration run to a tolerance: the value is the Python loop's bit for bit,
+    the gradient the closed form ``1 / (2 sqrt(a))``, on the interpreter and the NumPy
+    target, unbounded and with ``max_steps``."""
+    a = sg.var("a")
+    r = sg.while_loop(lambda c: sg.abs(c * c - a) > 1e-12 * a, lambda c: 0.5 * (c + a / c), a,
+                      max_steps=max_steps)
+    g = sg.grad(r, a)
+    fn = sg.compile([r, g])
+    for av in (2.0, 9.0, 1e4, 0.03):
+        c, steps = _python_newton(av)
+        assert 0 < steps < 60
+        for value, grad in (sg.evaluate([r, g], {"a": av}), fn(a=av)):
+            assert float(value) == c
+            assert float(grad) == pytest.approx(0.5 / math.sqrt(av), rel=1e-9)
+
+
+def test_while_loop_pytree_carry_with_a_counter_matches_a_python_loop():
+    """A dict carry with an int64 counter and a vector: the final value and the number of
+    steps equal a Python ``while`` loop's."""
+    v = sg.var("v", shape=(3,))
+
+    def body(c):
+        return {"n": c["n"] + 1, "x": 0.5 * c["x"] + v}
+
+    out = sg.while_loop(lambda c: sg.sum(c["x"] * c["x"]) < 20.0, body,
+                        {"n": np.int64(0), "x": v})
+    vv = np.array([0.5, -1.0, 2.0])
+    n, x = 0, vv.copy()
+    while np.sum(x * x) < 20.0:
+        n, x = n + 1, 0.5 * x + vv
+    got = sg.evaluate([out["n"], out["x"]], {"v": vv})
+    assert int(got[0]) == n and n >= 2
+    np.testing.assert_array_equal(got[1], x)
+
+
+def test_while_loop_gradient_equals_jax_grad_of_the_scan_with_its_trip_count():
+    """JAX has no reverse-mode while_loop: the reference is ``jax.grad`` of a
+    ``jax.lax.scan`` of the same step run the trip count the loop took."""
+    w = sg.var("w", shape=(3, 3))
+    x0 = sg.var("x0", shape=(3,))
+
+    def step(c):
+        k, x = c
+        return k + 1, 1.1 * x + 0.1 * sg.tanh(w @ x) + 0.05
+
+    k, x = sg.while_loop(lambda c: sg.sum(c[1] * c[1]) < 4.0, step, (0, x0), snapshots=2)
+    loss = sg.sum(sg.sin(x))
+    grads = sg.grad(loss, [w, x0])
+    rng = np.random.default_rng(3)
+    wv, xv = rng.normal(size=(3, 3)), rng.uniform(0.1, 0.2, 3)
+    inputs = {"w": wv, "x0": xv}
+    steps = int(sg.evaluate(k, inputs))
+    assert steps > 5
+
+    def ref(wj, xj):
+        xs, _ = jax.lax.scan(lambda c, _: (1.1 * c + 0.1 * jnp.tanh(wj @ c) + 0.05, None),
+                             xj, None, length=steps)
+        return jnp.sum(jnp.sin(xs))
+
+    want = jax.grad(ref, argnums=(0, 1))(wv, xv)
+    for got_fn in (lambda: sg.evaluate(list(grads), inputs), lambda: sg.compile(
+            list(grads))(**inputs)):
+        for got, ref_ in zip(got_fn(), want):
+            np.testing.assert_allclose(got, np.asarray(ref_), rtol=1e-12, atol=1e-14)
+
+
+def test_while_loop_with_max_steps_runs_on_jax_and_marks_an_unfinished_loop_nan():
+    """``max_steps`` makes a scan every target writes; where the condition still holds after
+    ``max_steps`` steps the float result is NaN, not a truncated value."""
+    x = sg.var("x")
+    y = sg.while_loop(lambda c: c < 10.0, lambda c: c * x, 1.0, max_steps=8)
+    fn = sg.compile([y, sg.grad(y, x)], backend="jax")
+    assert [float(v) for v in fn(x=3.0)] == [27.0, 27.0]
+    assert np.isnan(float(sg.evaluate(y, {"x": 1.2})))  # 1.2**8 < 10: unfinished
+    assert float(sg.evaluate(y, {"x": 1.5})) == 1.5 ** 6
+
+
+def test_while_loop_without_max_steps_is_refused_on_jax_naming_the_fix():
+    x = sg.var("x")
+    y = sg.while_loop(lambda c: c < 10.0, lambda c: c * x, 1.0)
+    with pytest.raises(sg.BackendError, match="max_steps="):
+        sg.to_source(y, [x], backend="jax")
+    with pytest.raises(sg.BackendError, match="max_steps="):
+        sg.to_source(sg.grad(y, x), [x], backend="torch")
+
+
+def test_while_loop_bad_input_gets_clear_errors():
+    x = sg.var("x")
+    with pytest.raises(sg.ArgumentError, match="cond_fun must return a boolean scalar"):
+        sg.while_loop(lambda c: c, lambda c: c * x, 1.0)
+    with pytest.raises(sg.ShapeError, match="while_loop: body_fun"):
+        sg.while_loop(lambda c: c < 1.0, lambda c: sg.stack([c, c]), x)
+    with pytest.raises(sg.ArgumentError, match="snapshots must be an int >= 1"):
+        sg.while_loop(lambda c: c < 1.0, lambda c: c * x, x, snapshots=0)
+    with pytest.raises(sg.ArgumentError, match="body_fun must be a function"):
+        sg.while_loop(lambda c: c < 1.0, 3.0, x)

@@ -69,7 +69,10 @@ def test_the_helper_maps_are_what_their_docstrings_say():
     rows, cols = S.dense_map((2,), (3,))
     assert sorted(zip(rows.tolist(), cols.tolist())) == [(i, j) for i in range(3)
                                                          for j in range(2)]
-    assert S.matmul_spec((2, 3), (3,), (2,)).replace(" ", "").count("->") == 1
+    for a, b in [((2, 3), (3,)), ((5, 2, 3), (3, 4)), ((3,), (3, 4)), ((1, 2, 3), (4, 3, 2))]:
+        u, w = np.arange(1.0, np.prod(a) + 1).reshape(a), np.arange(1.0, np.prod(b) + 1).reshape(b)
+        spec = S.matmul_spec(a, b, np.matmul(u, w).shape)  # matmul as an einsum
+        np.testing.assert_array_equal(np.einsum(spec, u, w), np.matmul(u, w))
 
 
 def test_a_map_too_large_stops_at_a_limit(monkeypatch):

@@ -37,6 +37,11 @@ SOLVERS = ("optimize", "solver_info", "ivp", "ivp_adjoint")
 SOLVER_UNSUPPORTED: dict[str, str] = dict.fromkeys(
     SOLVERS, "a SciPy solver's call (symgrad.scipy.optimize / integrate) runs SciPy on NumPy "
     "arrays")
+SOLVER_UNSUPPORTED.update(dict.fromkeys(
+    ("while_loop", "while_vjp"), "sg.while_loop's trip count is a run-time value, run by a "
+    "Python loop on NumPy arrays (JAX and PyTorch need a static bound for reverse mode): "
+    "pass max_steps= to sg.while_loop (a bounded loop every target writes) or compile for "
+    "the NumPy target"))
 UNSUPPORTED: dict[str, str] = {**SPARSE_UNSUPPORTED, **SOLVER_UNSUPPORTED}
 """Ops this backend cannot write, with the reason (the sparse solves, SciPy's solvers)."""
 
@@ -340,6 +345,6 @@ ARRAY_API: dict[str, Template | None] = {
     "scan": T(lambda names, attrs: f"_sg_loop({', '.join(names)})"),
     # sparse matrices (ops/sparse.py): gathers and a scatter-add; no sparse solves
     **SPARSE,
-    **dict.fromkeys(SOLVERS),  # see UNSUPPORTED
+    **dict.fromkeys((*SOLVERS, "while_loop", "while_vjp")),  # see UNSUPPORTED
     "custom_root": T("{0}"), "custom_linear_solve": T("{0}"),
 }

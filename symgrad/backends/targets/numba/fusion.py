@@ -31,19 +31,15 @@ function's size.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ....ir.shapes import DTYPES, FLOATS
+from . import costs
 
 MAX_OPS = 32  # ops per compiled loop: Numba's compile time is superlinear in function size
 REDUCTIONS = frozenset({"sum"})  # reductions a region may end with (accumulated in its loop)
-
-# The cost model, in nanoseconds: one NumPy call vs one compiled call, and per element.
-_NUMPY_CALL, _NUMPY_ELEMENT = 700.0, 1.0  # each op: a call and a pass over memory
-_KERNEL_CALL, _KERNEL_ARG, _KERNEL_ELEMENT = 1000.0, 150.0, 0.5  # one call for the region
 
 
 @dataclass
@@ -68,11 +64,15 @@ class Region:
 
 def elementwise(n: Any, nodes: Sequence, table: dict) -> bool:
     """Whether node ``n`` is an elementwise op with a scalar form, of dtypes a loop holds
-    (and, for a form exact for some result dtypes only, of one of those)."""
+    (an entry of ``table`` that is a function of the node says whether it has one; a form
+    exact for some result dtypes only is one for those)."""
+    if n.is_var or n.is_const or n.dtype not in DTYPES:
+        return False
     form = table.get(n.op)
-    return (not (n.is_var or n.is_const) and form is not None
-            and n.dtype in getattr(form, "dtypes", DTYPES)
-            and n.dtype in DTYPES and all(nodes[a].dtype in DTYPES for a in n.args))
+    if callable(form):
+        form = form(n, nodes)
+    return (form is not None and n.dtype in getattr(form, "dtypes", DTYPES)
+            and all(nodes[a].dtype in DTYPES for a in n.args))
 
 
 def _reduction(n: Any, nodes: Sequence, table: dict) -> bool:
@@ -98,8 +98,7 @@ def plan(nodes: Sequence, body: Sequence[int], escapes: set[int], table: dict,
     ``escapes``: nodes used outside ``body`` (the function's outputs): always roots.
     ``contiguous``: members must be consecutive lines of ``body`` (long functions name
     their values like registers, reused once dead: nothing may run between a region's
-    first member and its root). ``keep``: which regions are worth a loop (default: the
-    cost model, :func:`pays`).
+    first member and its root). ``keep``: which regions are worth a loop (default: all).
     """
     pos = {i: k for k, i in enumerate(body)}
     consumers: dict[int, list[int]] = {}
@@ -136,7 +135,7 @@ def plan(nodes: Sequence, body: Sequence[int], escapes: set[int], table: dict,
         r.members.reverse()
         r.extras.reverse()
         r.inputs = _inputs(nodes, r)
-        if (keep or pays)(nodes, r):
+        if keep is None or keep(nodes, r):
             kept.append(r)
     return kept
 
@@ -157,6 +156,25 @@ def _home(i: int, n: Any, users: Sequence[int], region_of: dict[int, Region],
     return None, False
 
 
+def mergeable(a: Region, b: Region) -> bool:
+    """Whether region ``b``, printed right after ``a``, can share ``a``'s loop nest: both
+    elementwise over one shape (``b`` reads ``a``'s results at the index it computes them
+    at; ``a`` never reads ``b``'s members, which come after ``a``'s root)."""
+    return a.shape == b.shape and not (a.reduces or b.reduces) and a.shape != ()
+
+
+def merge(nodes: Sequence, group: Sequence[Region], used: Callable[[int], bool]) -> Region:
+    """One region computing the regions of ``group`` (consecutive, :func:`mergeable`) in one
+    loop nest: their members in order; their roots and extras that ``used`` (read after the
+    nest, or an output) are its results, the last root first."""
+    last = group[-1]
+    members = [m for r in group for m in r.members]
+    held = [m for r in group for m in (r.root, *r.extras) if m != last.root and used(m)]
+    merged = Region(last.root, last.shape, members, held)
+    merged.inputs = _inputs(nodes, merged)
+    return merged
+
+
 def _inputs(nodes: Sequence, r: Region) -> list[int]:
     inside = set(r.members)
     out: dict[int, None] = {}
@@ -167,13 +185,63 @@ def _inputs(nodes: Sequence, r: Region) -> list[int]:
     return list(out)
 
 
-def pays(nodes: Sequence, r: Region) -> bool:
-    """Whether one compiled loop is estimated faster than NumPy's calls, one per op (each
-    a call and a pass over memory) — a region of one op never is."""
-    k = len(r.members)
-    if k < 2:
-        return False
-    size = math.prod(r.shape)
-    numpy = k * (_NUMPY_CALL + _NUMPY_ELEMENT * size)
-    fused = _KERNEL_CALL + _KERNEL_ARG * (len(r.inputs) + 1) + _KERNEL_ELEMENT * k * size
-    return fused < numpy
+@dataclass
+class Segment:
+    """Consecutive lines of a function computed by one compiled call (a kernel):
+    ``members`` in order, ``inputs`` (the values it reads, first use first, 0-d constants
+    left out: they are inlined) and ``outputs`` (the members read after it or returned)."""
+
+    members: list[int]
+    inputs: list[int] = field(default_factory=list)
+    outputs: list[int] = field(default_factory=list)
+
+
+def segments(nodes: Sequence, body: Sequence[int], escapes: set[int],
+             why: Callable[[Any], str | None]) -> tuple[list[Segment], dict[int, str]]:
+    """The kernels of ``body`` (node ids in the order the function computes them): each
+    maximal run of consecutive nodes that compile (``why(node)`` None) is one, if one
+    call pays (:func:`pays`); and why each other node is NumPy's call (node -> reason).
+    A run of consecutive lines is convex: one call at its place computes it."""
+    last_use: dict[int, int] = {}
+    for k, i in enumerate(body):
+        for a in nodes[i].args:
+            last_use[a] = k
+    kept: list[Segment] = []
+    reasons: dict[int, str] = {}
+    run: list[int] = []
+    for k, i in enumerate([*body, None]):
+        reason = None if i is None else why(nodes[i])
+        if i is not None and reason is None:
+            run.append(i)
+            continue
+        if i is not None:
+            reasons[i] = reason
+        if run:
+            seg = _segment(nodes, run, escapes, last_use, k)
+            if pays(nodes, seg):
+                kept.append(seg)
+            else:
+                reasons.update(dict.fromkeys(run, "a kernel does not pay: NumPy's calls are "
+                                                  "estimated as fast"))
+            run = []
+    return kept, reasons
+
+
+def _segment(nodes: Sequence, run: list[int], escapes: set[int], last_use: dict[int, int],
+             end: int) -> Segment:
+    """The segment of ``run`` (its lines end before position ``end``)."""
+    inside = set(run)
+    inputs: dict[int, None] = {}
+    for i in run:
+        for a in nodes[i].args:
+            if a not in inside and not (nodes[a].is_const and nodes[a].shape == ()):
+                inputs[a] = None
+    outputs = [i for i in run if i in escapes or last_use.get(i, -1) >= end]
+    return Segment(run, list(inputs), outputs)
+
+
+def pays(nodes: Sequence, seg: Segment) -> bool:
+    """Whether one compiled call of segment ``seg`` is estimated faster than its nodes'
+    NumPy calls (:func:`.costs.pays`: a kernel of one op never is)."""
+    arrays = sum(1 for a in (*seg.inputs, *seg.outputs) if nodes[a].shape)
+    return costs.pays([nodes[m] for m in seg.members], nodes, arrays)

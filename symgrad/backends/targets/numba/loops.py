@@ -40,37 +40,43 @@ def _sg_loop1(c0, k1):
 
 from __future__ import annotations
 
-import re
+import copy
 from typing import TYPE_CHECKING, Any
 
 from ....base.errors import SymgradError
 from ....ir.body import Body
 from ....ir.op import RESULT
 from ...lines import call
-from ...loops import LoopSpec, is_loop
-from ..numpy.loops import numpy_loop
+from ...loops import LoopSpec, carry_moves, is_loop
 from ..numpy.printer import NumpyPrinter
 from ..numpy.table import NUMPY_TYPE
 from . import fusion
 from . import source as nb
-from .table import NUMBA, loop_form
+from .nests import Site, is_view
+from .table import NUMBA, array_form, loop_form, scalar_form, why_not
 
 if TYPE_CHECKING:
     from ...loops import LoopEmitter
     from ...printer import ModuleState, Printer
     from ...stages import Lowered
 
-__all__ = ["StepPrinter", "compiled_loop", "loop_ops", "missing"]
+__all__ = ["StepPrinter", "compiled_loop", "lacking", "loop_ops", "missing"]
 
 _CAST = frozenset({"float32", "int32"})  # Numba promotes these beside a float64 literal
-_NUMBER = re.compile(r"(?<![\w.])\d")  # a number in a form's own text (sigmoid's 1.0)
 
 
 def missing(body: Body, lowered: Lowered) -> list[str]:
     """The ops of ``body`` (a step as the module prints it) and of the loops nested in it
     (as ``lowered`` emits them) that have no form inside a compiled loop, one entry per
-    node; a dtype Numba is not given here counts as its node's op too."""
-    out: list[str] = []
+    node (:func:`.table.why_not`); a dtype Numba is not given here counts as its node's op
+    too."""
+    return [op for op, _ in lacking(body, lowered)]
+
+
+def lacking(body: Body, lowered: Lowered) -> list[tuple[str, str]]:
+    """``(op, why)`` of each node of ``body`` and its nested loops' bodies without a form
+    inside a compiled loop."""
+    out: list[tuple[str, str]] = []
     stack, seen = [body], set()
     while stack:
         b = stack.pop()
@@ -79,18 +85,16 @@ def missing(body: Body, lowered: Lowered) -> list[str]:
         seen.add(id(b))
         nodes = b.graph.nodes
         if any(nd.is_const and nd.shape != () for nd in nodes):
-            out.append("const")  # a folded array constant: no place in a step
+            out.append(("const", "a folded array constant: no place in a step"))
         for n in nodes:
             if is_loop(n):
                 stack.append(lowered.optimized(n.attrs["body"]))
-            elif n.op == RESULT:  # a name its call assigns
-                continue
-            elif n.is_call and loop_form(n, nodes) is None:
-                out.append(n.op)
+            elif n.op == RESULT or n.is_var and n.dtype in nb.NUMBA_TYPE:
+                continue  # a name its call assigns; an input
             elif not n.is_call and n.dtype not in nb.NUMBA_TYPE:
-                out.append(n.op)
-            elif not (n.is_var or n.is_const) and loop_form(n, nodes) is None:
-                out.append(n.op)
+                out.append((n.op, f"dtype {n.dtype}: not compiled"))
+            elif not n.is_const and loop_form(n, nodes) is None:
+                out.append((n.op, why_not(n, nodes) or "no form inside compiled code"))
     return out
 
 
@@ -110,13 +114,16 @@ def loop_ops(body: Body, lowered: Lowered) -> list[str]:
 
 
 class StepPrinter(NumpyPrinter):
-    """The step of a compiled loop: each op in its :func:`.table.loop_form`, no ``del``
-    (Numba frees arrays itself), nested scans compiled too."""
+    """The body of a compiled function: a scan's step, or a kernel of straight-line code.
+    Each chain of elementwise ops on arrays is one loop nest (:mod:`.fusion`, inline), a
+    0-d value a scalar expression, every other op the lines of its array form
+    (:func:`.table.array_form`); no ``del`` (Numba frees arrays itself); nested scans
+    compiled too."""
 
     def __init__(self, lowered: Lowered, state: ModuleState | None = None,
                  loops: LoopEmitter | None = None) -> None:
         super().__init__(lowered, state, loops)
-        self._regions = 0  # inline loops so far (their names: _l1i0, _l1v0, ...)
+        self._locals = 0  # fresh local names so far (loop indices, accumulators)
 
     def scalar_loops(self) -> bool:
         return False
@@ -130,48 +137,83 @@ class StepPrinter(NumpyPrinter):
             raise SymgradError(f"a loop nested in a compiled loop has no Numba form ({name})")
         return compiled_loop(name, spec, stmts, wrapper=False)
 
+    def fresh(self, prefix: str) -> str:
+        """A local name no plan name takes (``_sg3i``)."""
+        self._locals += 1
+        return f"_sg{self._locals}{prefix}"
+
     def statements(self, body: list[int], names: dict[int, str], outputs: set[int],
                    comments: bool = True) -> list[str]:
-        """The step's lines; each chain of elementwise ops on arrays (a fused region,
-        :mod:`.fusion`) one loop nest over its elements, inline: Numba compiles a scalar
-        loop much faster than one array expression per op, and allocates once."""
+        """The lines of ``body``: fused loops, scalar lines, array forms, loop calls."""
         nodes = self.graph.nodes
-        regions = {r.root: r for r in fusion.plan(nodes, body, outputs, NUMBA, keep=_worth)}
+        regions = {r.root: r for r in fusion.plan(nodes, body, outputs, NUMBA, keep=_on_arrays)}
         hidden = {m for r in regions.values() for m in r.members if m != r.root}
+        readers: dict[int, list[int]] = {}
+        for i in body:
+            for a in nodes[i].args:
+                readers.setdefault(a, []).append(i)
         lines: list[str] = []
-        run: list[int] = []  # consecutive lines without a region (a scan's results together)
+        run: list[int] = []  # consecutive scalar lines and loop calls (a scan's results)
+        group: list[fusion.Region] = []  # consecutive regions sharing one loop nest
+
+        def flush() -> None:
+            if len(group) == 1:
+                lines.extend(self._region(group[0], names))
+            elif group:
+                inside = {m for r in group for m in r.members}
+                lines.extend(self._region(fusion.merge(nodes, group, lambda m: m in outputs or any(
+                    u not in inside for u in readers.get(m, ()))), names))
+            group.clear()
+
         for i in [*body, None]:
+            form = None
             if i is not None and i not in regions:
-                if i not in hidden:
+                if i in hidden:
+                    continue
+                n = nodes[i]
+                if (n.is_var or n.is_const or is_loop(n) or n.op == RESULT
+                        or not _arrays(n, nodes)):
                     run.append(i)
+                    continue
+                form = array_form(n, nodes)
+                if form is None:
+                    raise SymgradError(f"op {n.op!r} has no form inside compiled code: "
+                                       f"{why_not(n, nodes)}")
+            if i is not None and form is None and not run and group and fusion.mergeable(
+                    group[-1], regions[i]):
+                group.append(regions[i])  # the same nest as the regions before it
                 continue
+            flush()
             lines += super().statements(run, names, outputs, comments)
             run = []
-            if i is not None:
-                lines += self._region(regions[i], names)
+            if i is None:
+                break
+            if form is not None:
+                n = nodes[i]
+                site = Site(n, nodes, [self.operand(a, n, names) for a in n.args], names[i],
+                            self.fresh)
+                lines += ["    " + line for line in form(site)]
+            else:
+                group.append(regions[i])
         return [ln for ln in lines if not ln.lstrip().startswith("del ")]
 
     def _region(self, r: fusion.Region, names: dict[int, str]) -> list[str]:
         nodes = self.graph.nodes
-        self._regions += 1
         ins = [self.operand(a, nodes[r.root], names) for a in r.inputs]
-        return nb.loop(nodes, r, ins, [names[m] for m in (r.root, *r.extras)],
-                       tag=f"_l{self._regions}")
+        return ["    " + line for line in nb.loop(
+            nodes, r, ins, [names[m] for m in (r.root, *r.extras)])]
 
     def op_text(self, n: Any, names: dict[int, str]) -> str:
+        """A 0-d value of 0-d operands: its scalar form."""
         nodes = self.graph.nodes
-        src = loop_form(n, nodes)
+        src = scalar_form(n, nodes)
         if src is None:
-            raise SymgradError(f"op {n.op!r} has no form inside a compiled loop")
+            raise SymgradError(f"op {n.op!r} has no form inside compiled code: "
+                               f"{why_not(n, nodes)}")
         text = src.render([self.operand(a, n, names) for a in n.args], n.attrs)
         if n.dtype not in _CAST:
             return text
-        if n.shape == ():  # 2.0 beside a float32 is a float64 in Numba
-            return f"{NUMPY_TYPE[n.dtype]}({text})"
-        probe = src.render([f"_a{k}_" for k in range(len(n.args))], n.attrs)
-        if _NUMBER.search(probe) or any(nodes[a].dtype != n.dtype for a in n.args):
-            return f"({text}).astype({NUMPY_TYPE[n.dtype]})"  # a literal of the form's own
-        return text
+        return f"{NUMPY_TYPE[n.dtype]}({text})"  # 2.0 beside a float32 is a float64 in Numba
 
     def literal(self, value: Any, others: list[str], strong: bool) -> str:
         text = super().literal(value, others, strong)
@@ -180,9 +222,15 @@ class StepPrinter(NumpyPrinter):
         return text
 
 
-def _worth(nodes: Any, r: fusion.Region) -> bool:
-    """Inside a compiled loop every chain of two or more ops on arrays is worth a loop."""
-    return len(r.members) >= 2 and r.shape != ()
+def _arrays(n: Any, nodes: Any) -> bool:
+    """Whether node ``n`` or an operand of it is an array (else it is a scalar line)."""
+    return n.shape != () or any(nodes[a].shape != () for a in n.args) or n.op not in NUMBA
+
+
+def _on_arrays(nodes: Any, r: fusion.Region) -> bool:
+    """Inside compiled code every elementwise op on arrays is a loop (Numba compiles a
+    scalar loop faster than an array expression, and allocates once per chain)."""
+    return r.shape != ()
 
 
 def _param_type(shape: tuple, dtype: str, layout: str) -> str:
@@ -202,6 +250,7 @@ def compiled_loop(name: str, spec: LoopSpec, stmts: list[str], wrapper: bool) ->
     types += [_param_type(s, d, lay) for s, d in avals[nc + nx:]]
     signature = spec.signature
     jit = f"{name}_jit" if wrapper else name
+    spec = _own_carries(spec)
     lines = [*call("@_jit((", types, ",))" if len(types) == 1 else "))", ""),
              *call(f"def {jit}(", signature, "):", ""),
              f'    """scan: {spec.length} steps of the body below, compiled by Numba '
@@ -209,10 +258,64 @@ def compiled_loop(name: str, spec: LoopSpec, stmts: list[str], wrapper: bool) ->
              # an array carry comes back to the caller: a writable array of its own (the
              # read-only input type would make every carry read-only)
              *(f"    {c} = {c}.copy()" for c, (s, _) in zip(spec.carries, avals) if s),
-             *numpy_loop(spec, stmts)]
+             *_loop(spec, stmts)]
     if wrapper:
         lines += ["", "", *_wrapper(name, jit, spec, signature, types)]
     return lines
+
+
+def _loop(s: LoopSpec, stmts: list[str]) -> list[str]:
+    """The loop over the steps (as the NumPy target's, :func:`..numpy.loops.numpy_loop`),
+    each stacked value stored element by element: Numba compiles an array assigned to a
+    slice with a shape check whose error message alone takes seconds to compile."""
+    def make(p: int) -> str:
+        shape, dtype = s.aval(p)
+        return f"np.empty({(s.length, *shape)!r}, dtype={NUMPY_TYPE[dtype]})"
+
+    lines, ys, stored = s.buffers(make)
+    shapes = {}
+    for p in s.parts:
+        kind, j = s.kind(p)
+        if kind != "carry":
+            shapes[(ys if kind == "y" else stored)[j]] = s.aval(p)[0]
+    loop: list[str] = []
+    for j, name in stored.items():
+        loop += put(name, "_t", s.carries[j], shapes[name], "        ")
+    loop += [f"        {x} = {xs}[_t]" for x, xs in zip(s.x_names, s.xs)]
+    loop += ["    " + line if line else line for line in stmts]
+    for j, name in ys.items():
+        loop += put(name, "_t", s.results[s.nc + j], shapes[name], "        ")
+    loop += carry_moves(s.carries, s.results[:s.nc], "        ")
+    return [*lines, f"    for _t in {s.steps()}:", *(loop or ["        pass"]),
+            s.returned(ys, stored)]
+
+
+def put(buffer: str, at: str, value: str, shape: tuple, lead: str) -> list[str]:
+    """``buffer[at] = value`` (``value`` of ``shape``), element by element."""
+    if not shape:
+        return [f"{lead}{buffer}[{at}] = {value}"]
+    idx = [f"_sgp{d}" for d in range(len(shape))]
+    out = [f"{lead}{'    ' * d}for {i} in range({n}):" for d, (i, n) in enumerate(zip(idx, shape))]
+    key = ", ".join(idx)
+    return out + [f"{lead}{'    ' * len(shape)}{buffer}[{at}, {key}] = {value}[{key}]"]
+
+
+def _own_carries(spec: LoopSpec) -> LoopSpec:
+    """``spec`` whose array carries are each step's own arrays: a new carry that is an
+    input of the step (read only) or a view (of another layout, or read only) is copied,
+    so the carry keeps one type across the steps."""
+    nodes = spec.body.graph.nodes
+    inputs = set(spec.body.inputs)
+    results = list(spec.results)
+    for k, o in enumerate(spec.body.outputs[:spec.nc]):
+        n = nodes[o]
+        if n.shape and (o in inputs and results[k] != spec.carries[k] or is_view(n, nodes)):
+            results[k] = f"{results[k]}.copy()"
+    if results == spec.results:
+        return spec
+    out = copy.copy(spec)
+    out.results = results
+    return out
 
 
 def _wrapper(name: str, jit: str, s: LoopSpec, signature: list[str], types: list[str]

@@ -1,37 +1,41 @@
-"""The Numba printer: the NumPy function, each fused region one call to a compiled loop.
+"""The Numba printer: the NumPy function, each kernel one call to a compiled function.
 
 :class:`NumbaPrinter` prints what :class:`~.numpy.NumpyPrinter` prints (one line per
-node, the same names), except that the regions the fusion planner (:mod:`.fusion`) picks
-in each function's body are one line each, calling a kernel printed before the functions
-(:mod:`.source`: the loop nest, the module header, loading and the disk cache).
-The driver's table is NumPy's; the loops' is :data:`.table.NUMBA`. A scan is one
-compiled function of its own (:mod:`.loops`), or the NumPy target's loop where its
-step has an op Numba cannot run there.
+node, the same names), except that each *kernel* — a run of consecutive lines that all
+have a compiled form, where the cost model (:mod:`.costs`) says one call beats their
+NumPy calls (:func:`.fusion.segments`) — is one line calling a ``numba.njit`` function
+printed before the functions, its body printed by :class:`.loops.StepPrinter` (fused
+loop nests, reductions, indexing, products, linalg: the forms of a compiled loop step).
+The driver's table is NumPy's; the kernels' is :data:`.table.NUMBA`. A scan is one
+compiled function of its own (:mod:`.loops`), or the NumPy target's loop where its step
+has an op Numba cannot run there. Each NumPy call left is counted with its reason
+(:meth:`NumbaPrinter.stats`).
 
 >>> import symgrad as sg
 >>> x = sg.var("x", shape=(8,))
 >>> src = sg.to_source(sg.sum(sg.tanh(x) * x), backend="numba")
->>> [ln.strip() for ln in src.splitlines() if "_f_loop(" in ln]
-['def _f_loop(a0):', 't3 = np.float64(_f_loop(x))  # fused loop: 3 ops']
+>>> [ln.strip() for ln in src.splitlines() if "_f_kernel(" in ln]
+['def _f_kernel(x):', 't3 = _f_kernel(x)  # compiled: 3 ops']
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ....ir.body import Body
 from ....ir.op import RESULT
 from ... import layout
-from ...lines import del_lines
+from ...lines import call, del_lines
 from ...loops import LoopSpec, is_loop, results_in
 from ...plan import Plan
 from ...printer import ModuleState, Printer
 from ..numpy.printer import NumpyPrinter
 from ..numpy.table import NUMPY_TYPE
-from . import fusion
+from . import fusion, special, table
 from . import source as nb
-from .loops import StepPrinter, compiled_loop, loop_ops, missing
-from .table import NUMBA
+from .costs import numpy_better
+from .loops import StepPrinter, compiled_loop, lacking, loop_ops, missing
+from .table import NUMBA, why_not
 
 if TYPE_CHECKING:
     from ...loops import LoopEmitter
@@ -41,7 +45,7 @@ __all__ = ["NumbaPrinter"]
 
 
 class NumbaPrinter(NumpyPrinter):
-    """NumPy source whose fused regions call ``numba.njit`` kernels (see the module)."""
+    """NumPy source whose compiled parts call ``numba.njit`` kernels (see the module)."""
 
     loop_table = NUMBA
 
@@ -51,9 +55,10 @@ class NumbaPrinter(NumpyPrinter):
         self.kernels: list[str] = []
         self.fused: list[tuple[str, list[str]]] = []  # (kernel, its ops)
         self.numpy_counts: dict[str, int] = {}  # op -> lines the driver runs with NumPy
+        self.numpy_why: dict[str, str] = {}  # op -> why NumPy runs it (the first reason)
         self._current: Plan | None = None
-        self._contiguous = False
         self._fuse = True
+        self._body: StepPrinter | None = None  # prints the kernels' bodies
 
     def scalar_functions(self) -> bool:
         return False  # scalar code is compiled loops too
@@ -68,56 +73,66 @@ class NumbaPrinter(NumpyPrinter):
     def render_loop(self, name: str, spec: LoopSpec, stmts: list[str], step: Printer,
                     lists: tuple = ()) -> list[str]:
         """A scan compiled whole by Numba (:mod:`.loops`), or the NumPy loop where an op of
-        its step has no form there: counted among the NumPy calls."""
-        lacking = missing(spec.body, self.lowered)
-        if lacking:
-            for op in ["scan", *lacking]:
-                self.numpy_counts[op] = self.numpy_counts.get(op, 0) + 1
+        its step has no form there: counted among the NumPy calls, with the reason."""
+        lacks = lacking(spec.body, self.lowered)
+        if lacks:
+            op, why = lacks[0]
+            self._numpy("scan", f"its step holds {op}: {why}")
+            for op, why in lacks:
+                self._numpy(op, why)
             return super().render_loop(name, spec, stmts, step, lists)
         self.fused.append((name, loop_ops(spec.body, self.lowered)))
         return compiled_loop(name, spec, stmts, wrapper=True)
 
     def finish(self, out: list[str], code: list[str]) -> str:
         k = len(self.header())
-        out[k:k] = [line for kernel in self.kernels for line in ("", "", *kernel.split("\n"))]
+        kernels = [line for kernel in self.kernels for line in ("", "", *kernel.split("\n"))]
+        # SciPy's special functions the compiled code calls, bound before it compiles
+        text = "\n".join(kernels + out)
+        bound = special.binding_lines(text) + table.binding_lines(text)
+        out[k:k] = bound + kernels
         return super().finish(out, code)
 
     def function(self, p: Plan) -> tuple[list[str], list[str]]:
-        nodes, outputs = self.graph.nodes, set(p.outputs)
-        body = [i for i in p.order if not (nodes[i].is_var or (nodes[i].is_const
-                                                                and i not in outputs))]
-        # long functions: registers (a region's members must be consecutive lines) and
-        # parts (values cross parts by name: no fusion across them)
-        self._contiguous = len(body) > layout.REGISTERS_FROM
-        self._fuse = len(body) <= layout.PART_LINES
+        nodes = self.graph.nodes
+        body = [i for i in p.order if not (nodes[i].is_var or nodes[i].is_const)]
+        self._fuse = len(body) <= layout.PART_LINES  # parts: values cross them by name
         self._current = p
         return super().function(p)
 
     def statements(self, body: list[int], names: dict[int, str], outputs: set[int],
                     comments: bool = True) -> list[str]:
+        """The function's lines: each kernel (a run of lines that compile, where one call
+        pays) one call, the others NumPy's lines."""
         nodes = self.graph.nodes
-        regions = (fusion.plan(nodes, body, outputs, self.loop_table, self._contiguous)
-                   if self._fuse else [])
-        if not regions:
-            for i in body:
-                self._count(i)
-            return super().statements(body, names, outputs, comments)
-        roots = {r.root: r for r in regions}
-        hidden = {m for r in regions for m in r.members if m != r.root}
-        reads = {i: roots[i].inputs if i in roots else nodes[i].args for i in body
-                 if i not in hidden}
-        made = {*reads, *(m for r in regions for m in r.extras)}
+        kernels: list[fusion.Segment] = []
+        reasons: dict[int, str] = {}
+        if self._fuse:
+            kernels, reasons = fusion.segments(nodes, body, outputs, self._why_numpy)
+        first = {seg.members[0]: seg for seg in kernels}
+        inside = {m for seg in kernels for m in seg.members}
+        reads: dict[int, Any] = {}  # line (its last node) -> what it reads
+        made: set[int] = set()
+        order: list[tuple[int, fusion.Segment | None]] = []
+        for i in body:
+            if i in first:
+                seg = first[i]
+                reads[seg.members[-1]] = seg.inputs
+                made.update(seg.outputs)
+                order.append((seg.members[-1], seg))
+            elif i not in inside:
+                reads[i] = nodes[i].args
+                made.add(i)
+                order.append((i, None))
         dead_after = nb.releases(nodes, reads, made, outputs)
-        lines = []
-        for i in reads:
-            if i in roots:
-                code, note = self._kernel(roots[i], names)
-                first, *rest = f"    {code}".split("\n")
-                lines.append(f"{first}  # {note}" if len(first) + len(note) < 96 else first)
-                lines += rest
+        lines: list[str] = []
+        lines_of = list(reads)
+        for i, seg in order:
+            if seg is not None:
+                lines += self._kernel(seg, names)
             elif nodes[i].op != RESULT:  # a projection: named by its call's statement
-                self._count(i)
-                group = [i, *results_in(nodes, i, list(reads)).values()] if nodes[i].is_call \
+                self._count(i, reasons.get(i))
+                group = [i, *results_in(nodes, i, lines_of).values()] if nodes[i].is_call \
                     else [i]
                 keep = outputs | {*group, *(a for j in group for a in nodes[j].args)}
                 lines += super().statements(group, names, keep, comments)
@@ -125,45 +140,67 @@ class NumbaPrinter(NumpyPrinter):
                                 if names[a] != names.get(i)])
         return lines
 
-    def _count(self, i: int) -> None:
+    def _why_numpy(self, n: Any) -> str | None:
+        """Why node ``n`` is NumPy's call rather than compiled code (None: it compiles)."""
+        nodes = self.graph.nodes
+        if n.is_var or n.is_const:
+            return "a leaf"
+        if is_loop(n):
+            return "a loop: a compiled function of its own"
+        if n.is_call or n.op == RESULT:
+            return why_not(n, nodes) or "a call of several results: the driver's"
+        bad = [d for d in (n.dtype, *(nodes[a].dtype for a in n.args)) if d not in nb.NUMBA_TYPE]
+        if bad:
+            return f"dtype {bad[0]}: not compiled"
+        return why_not(n, nodes) or numpy_better(n, nodes)
+
+    def _numpy(self, op: str, why: str | None) -> None:
+        self.numpy_counts[op] = self.numpy_counts.get(op, 0) + 1
+        if why is not None:
+            self.numpy_why.setdefault(op, why)
+
+    def _count(self, i: int, why: str | None) -> None:
         n = self.graph.nodes[i]
         if not (n.is_var or n.is_const or is_loop(n) or n.op == RESULT):  # a loop: counted
-            # by render_loop; a projection is a name
-            self.numpy_counts[n.op] = self.numpy_counts.get(n.op, 0) + 1
+            self._numpy(n.op, why)  # by render_loop; a projection is a name
 
-    def _kernel(self, r: fusion.Region, names: dict[int, str]) -> tuple[str, str]:
-        """The kernel of region ``r`` (kept in :attr:`kernels`) and the driver's call."""
+    def _kernel(self, seg: fusion.Segment, names: dict[int, str]) -> list[str]:
+        """Segment ``seg`` as a kernel (kept in :attr:`kernels`, its body printed by
+        :class:`.loops.StepPrinter` under the function's own names) and the driver's
+        call of it."""
         nodes = self.graph.nodes
         assert self._current is not None
-        kname = self.helper_name(self._current, "loop")
-        args, params = [], []
-        for a in r.inputs:
+        if self._body is None:
+            self._body = StepPrinter(self.lowered, self.state, self.loops.root)
+        kname = self.helper_name(self._current, "kernel")
+        local = dict(self._current.names)
+        local.update({a: self.state.consts[a] for a in seg.inputs if a in self.state.consts})
+        params, args, types = [], [], []
+        for a in seg.inputs:
             n = nodes[a]
-            text = self.operand(a, nodes[r.root], names)
+            params.append(local[a])
+            text = self.operand(a, n, names)
             args.append(text if n.shape else f"{NUMPY_TYPE[n.dtype]}({text})")
-            params.append(f"_A({nb.NUMBA_TYPE[n.dtype]}, {len(n.shape)})" if n.shape
-                          else nb.NUMBA_TYPE[n.dtype])
-        root = nodes[r.root]
-        held_ids = [r.root, *r.extras]
-        rets = [nb.result_type(nodes[m]) for m in held_ids]
-        head = [f"@_jit(_sig(({', '.join(rets)},), ({''.join(t + ', ' for t in params)})))"]
-        if len(head[0]) > 100:
-            head = ["@_jit(_sig((", *(f"    {t}," for t in rets), "), (",
-                    *(f"    {t}," for t in params), ")))"]
-        self.kernels.append("\n".join([*head, f"def {kname}({nb.names(len(params))}):",
-                                       *nb.loop(nodes, r)]))
-        ops = [nodes[m].op for m in r.members]
+            types.append(f"_A({nb.NUMBA_TYPE[n.dtype]}, {len(n.shape)})" if n.shape
+                         else nb.NUMBA_TYPE[n.dtype])
+        body = self._body.statements(seg.members, local, set(seg.outputs), comments=False)
+        rets = [local[m] for m in seg.outputs]
+        ret = [f"    return {rets[0]}"] if len(rets) == 1 else call("return (", rets, ")")
+        head = call("@_jit((", types, ",))" if len(types) == 1 else "))", "")
+        self.kernels.append("\n".join([*head, *call(f"def {kname}(", params, "):", ""),
+                                       *body, *ret]))
+        ops = [nodes[m].op for m in seg.members]
         self.fused.append((kname, ops))
-        note = f"fused loop: {len(ops)} ops"
-        call = f"{kname}({', '.join(args)})"
-        held = [names[m] for m in held_ids]
-        if len(held) == 1 and not root.shape:
-            return f"{held[0]} = {NUMPY_TYPE[root.dtype]}({call})", note
-        typed = [f"\n    {h} = {NUMPY_TYPE[nodes[m].dtype]}({h})"
-                 for h, m in zip(held, held_ids) if not nodes[m].shape]
-        return f"{', '.join(held)} = {call}" + "".join(typed), note
+        held = [names[m] for m in seg.outputs]
+        out = call(f"{', '.join(held)} = {kname}(", args, ")")
+        out[0] += f"  # compiled: {len(ops)} ops" if len(out[0]) < 80 else ""
+        out += [f"    {h} = {NUMPY_TYPE[nodes[m].dtype]}({h})"
+                for h, m in zip(held, seg.outputs) if not nodes[m].shape]
+        return out
 
-    def stats(self) -> tuple[list[tuple[str, list[str]]], dict[str, int]]:
-        """What :meth:`module` compiled (each kernel and its ops) and what it left to NumPy
-        (op -> lines)."""
-        return self.fused, dict(sorted(self.numpy_counts.items()))
+    def stats(self) -> tuple[list[tuple[str, list[str]]], dict[str, int], dict[str, str]]:
+        """What :meth:`module` compiled (each kernel and its ops), what it left to NumPy
+        (op -> lines) and why (op -> the first reason)."""
+        counts = dict(sorted(self.numpy_counts.items()))
+        return self.fused, counts, {op: self.numpy_why[op] for op in counts
+                                    if op in self.numpy_why}

@@ -1,14 +1,21 @@
-"""The Numba backend's table: how each op is written inside a fused, compiled loop.
+"""The Numba backend's tables: how each op is written inside compiled code.
 
-``backend="numba"`` emits a NumPy driver (the NumPy target's code) in which fused regions
-(:mod:`.fusion`) are calls to small ``numba.njit`` kernels: explicit loops over the region's
-static shape whose body computes one element of every op of the region. An entry here is a
-:class:`~symgrad.backends.targets.numpy.table.Template` over **scalars** (the element of each
-operand, already typed as the graph says), or ``None``: the op has no scalar form and is
-written by the driver with NumPy's call (matrix products and decompositions are BLAS/LAPACK
-either way; reductions other than the ``sum`` a region ends with, shaping and indexing move
-data rather than compute it). :data:`NOT_FUSED` says why for each ``None``; a test pins the
-set. An :class:`Exact` entry is NumPy's value for results of its dtypes only (integer
+``backend="numba"`` emits a NumPy driver (the NumPy target's code) whose compiled parts —
+kernels of straight-line code and whole loops — are ``numba.njit`` functions. Inside one:
+
+* an elementwise op has a **scalar form** (:data:`NUMBA`, :func:`scalar_form`): a
+  :class:`~symgrad.backends.template.Template` over scalars (the element of each operand,
+  typed as the graph says), or a function of the node giving one (a SciPy special
+  function's C kernel for the node's dtypes, ``round``'s decimals, ``astype``'s pair of
+  dtypes). It is one line of a fused loop (:mod:`.source`), or of a 0-d value;
+* every other op has an **array form** (:func:`array_form`): the lines of loop nests,
+  BLAS/LAPACK calls or Numba's own NumPy functions that compute it (:mod:`.nests`,
+  :mod:`.linalg`).
+
+What has neither is the short list :data:`NOT_COMPILED` (op -> why), and a few attribute
+cases :func:`why_not` names; such a node runs as NumPy's call in the driver, and a loop
+whose step holds one runs as the NumPy target's loop. Tests pin the list. An
+:class:`Exact` scalar form is NumPy's value for results of its dtypes only (integer
 remainders and powers trap or wrap in compiled code where NumPy gives 0 or raises): for
 other results the op stays NumPy's call.
 """
@@ -19,25 +26,24 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from ....ir.op import RESULT
 from ....ir.shapes import FLOATS
 from ...template import Template
-from ..numpy.table import NUMPY
+from ..numpy.table import NUMPY, NUMPY_TYPE, scalar_source
+from . import special
+from .linalg import LINALG_FORMS, linalg_form_missing
+from .nests import FORMS, Site
 
 T = Template
-_FLOAT_RESULTS = frozenset({"float64", "float32"})
 
 
 @dataclass(frozen=True)
 class Exact(Template):
     """A scalar form that gives NumPy's values for results of ``dtypes`` only."""
 
-    dtypes: frozenset[str] = _FLOAT_RESULTS
-
-
-def fuses(n: Any) -> bool:
-    """Whether op node ``n``'s entry computes NumPy's value for its result dtype."""
-    form = NUMBA.get(n.op)
-    return form is not None and (not isinstance(form, Exact) or n.dtype in form.dtypes)
+    dtypes: frozenset[str] = frozenset(FLOATS)
 
 # elementwise ops whose element is NumPy's own ufunc on a scalar (Numba implements those
 # ufuncs for scalars with NumPy's semantics: NaN propagation, signed zeros, inf)
@@ -52,59 +58,31 @@ _UFUNC = (
     "greater", "greater_equal", "equal", "not_equal", "sigmoid", "softplus", "relu",
 )
 
-NOT_FUSED: dict[str, str] = {
-    **dict.fromkeys((
-        "sum", "mean", "max", "min", "prod", "all", "any", "logsumexp", "softmax",
-        "log_softmax", "cumsum", "cumprod", "argmax", "argmin"),
-        "a reduction: NumPy's call (a region ending in a full or partial sum fuses it)"),
-    **dict.fromkeys(("sort", "argsort", "partition", "argpartition", "searchsorted"),
-                    "sorting: NumPy's call"),
-    **dict.fromkeys(("matmul", "dot", "outer", "einsum", "multi_dot", "matrix_power", "trace"),
-                    "a product: BLAS through NumPy's call"),
-    **dict.fromkeys((
-        "transpose", "matrix_transpose", "reshape", "broadcast_to", "expand_dims", "squeeze",
-        "concatenate", "stack", "index", "index_add", "scatter_sum", "take"),
-        "shaping or indexing: NumPy's call (views, no arithmetic)"),
-    **dict.fromkeys(("zeros_like", "ones_like", "eye", "zeros", "ones", "full", "arange",
-                     "linspace"), "a constant-maker: NumPy's call"),
-    **dict.fromkeys((
-        "band", "inv", "det", "slogdet", "solve", "cholesky", "eigh", "eig", "eigvals",
-        "eigvalsh", "svd", "svdvals", "pinv", "lstsq",
-        "qr", "norm", "matrix_rank"),
-        "a decomposition: LAPACK through NumPy's call"),
-    **dict.fromkeys((
-        "erf", "erfc", "erfcinv", "erfcx", "erfinv", "ndtr", "ndtri", "log_ndtr", "logit",
-        "gamma", "gammaln", "digamma", "polygamma", "betaln", "xlogy", "xlog1py", "i0", "i0e",
-        "i1", "i1e", "gammainc", "gammaincc", "betainc", "stdtr", "j0", "j1", "y0", "y1",
-        "k0", "k1", "k0e", "k1e", "jv", "yv", "yn", "iv", "ive", "kv", "kve"),
-        "a SciPy special function: scipy.special's call in the driver (Numba cannot call "
-        "SciPy's ufuncs)"),
-    "convolution": "a convolution: SciPy's (or JAX's) call in the driver",
-    **dict.fromkeys(("expm", "lu_factor", "lu_permutation", "lu_pivots"),
-                    "a matrix function: SciPy's (LAPACK) call in the driver"),
-    "sinc": "np.sinc's call in the driver (its value at 0 has no one-line scalar form here)",
-    "scan": "a loop: compiled whole as one function of its own where every op of its step "
-            "has a loop_form (backends/targets/numba/loops.py), else the NumPy target's loop",
-    "stop_gradient": "no arithmetic: the driver passes its operand on",
-    **dict.fromkeys(("fftn", "rfftn", "irfft"), "a Fourier transform: NumPy's FFT in the driver"),
-    "result": "a projection: the name its call's statement assigns (no line of its own)",
-    **dict.fromkeys(("custom_vjp_call", "custom_jvp_call"),
-                    "a custom rule's call: its value is its first operand (no arithmetic)"),
+NOT_COMPILED: dict[str, str] = {
+    **dict.fromkeys(("partition", "argpartition"),
+                    "the order NumPy's introselect leaves the other elements in is its own "
+                    "(Numba's quickselect leaves another)"),
+    "expm": "SciPy's expm (scaling and squaring with Pade approximants) has no Numba form",
+    **dict.fromkeys(("lu_factor", "lu_pivots", "lu_permutation"),
+                    "SciPy's LAPACK getrf (its pivots) has no Numba form"),
+    "scan": "a loop: compiled whole as one function of its own (loops.py), not inside a "
+            "kernel of straight-line code",
+    RESULT: "a projection: the name its call's statement assigns (no line of its own)",
     **dict.fromkeys(("optimize", "solver_info", "ivp", "ivp_adjoint"),
                     "a SciPy solver's call in the driver (its callbacks are NumPy functions)"),
+    **dict.fromkeys(("while_loop", "while_vjp"),
+                    "a while loop's run-time loop in the driver (its step is a NumPy function)"),
     **dict.fromkeys(("custom_root", "custom_linear_solve"),
-                    "an implicit function's value: its first operand (no arithmetic)"),
-    "round": "np.round's decimals= has no scalar form in Numba that rounds like NumPy's",
-    "floor_divide": "NumPy's call: Numba's floor division rounds otherwise at an infinite "
-                    "divisor (floor_divide(-1.0, inf) is -1.0) and traps at INT64_MIN // -1",
-    "astype": "a conversion: NumPy's call (float-to-int casts of NaN/inf are undefined in LLVM)",
+                    "an implicit function's call: the driver's (its solver runs there)"),
     **dict.fromkeys(("sparse_matmul", "sparse_sample", "sparse_gather", "sparse_scatter",
                      "sparse_solve", "sparse_iterative", "sparse_iterative_info"),
                     "a sparse matrix: SciPy's sparse call in the driver (compiled sparse "
                     "kernels, SuperLU and the Krylov solvers)"),
 }
+"""The ops without a compiled form, and why: their nodes are NumPy's (SciPy's) calls."""
+NOT_FUSED = NOT_COMPILED  # the name the benchmarks' census of NumPy calls reads
 
-NUMBA: dict[str, Template | None] = {
+NUMBA: dict[str, Template | Callable[[Any, Any], Template | None] | None] = {
     **{name: NUMPY[name] for name in _UFUNC},
     # the scalar forms where NumPy's array template does not read as a scalar expression
     "sigmoid": T("1.0 / (1.0 + np.exp(-{0}))"),
@@ -122,102 +100,158 @@ NUMBA: dict[str, Template | None] = {
     # complex numbers (ops/complex.py): Numba's complex scalars
     "real": T("{0}.real"), "imag": T("{0}.imag"), "conj": T("np.conjugate({0})"),
     "angle": T("np.angle({0})"),
-    **dict.fromkeys(NOT_FUSED),
+    # Numba's floor division rounds otherwise at an infinite divisor (floor_divide(-1.0,
+    # inf) is -1.0) and traps at INT64_MIN // -1: NumPy's algorithm (_sg_floordiv), float64
+    "floor_divide": Exact("_sg_floordiv({0}, {1})", dtypes=frozenset({"float64"})),
+    "stop_gradient": T("{0}"),
 }
 
 
-# -- inside a compiled loop ------------------------------------------------------------------
-# A scan's step compiled as one numba.njit function (backends/targets/numba/loops.py) runs every op
-# on the step's own values: a 0-d value is a Numba scalar (the scalar forms above), an array
-# a Numba array (NumPy's call where Numba implements it with NumPy's semantics).
-
-_ARRAY_ELEMENTWISE = frozenset(_UFUNC) - {"heaviside", "floor_divide"}  # see NOT_FUSED
-_PASS = frozenset({"stop_gradient", "custom_vjp_call", "custom_jvp_call"})  # no arithmetic
-_FULL = {"sum": "np.sum", "mean": "np.mean", "max": "np.max", "min": "np.min"}
-_ONE_AXIS = {"sum": "np.sum"}  # of these, Numba's takes axis=
+def _sinc(n: Any, nodes: Any) -> Template:
+    """NumPy's sinc: sin(y) / y with y = pi * x (x = 0 taken as 1e-20), in x's dtype."""
+    pi = "np.pi" if n.dtype == "float64" else f"{NUMPY_TYPE[n.dtype]}(np.pi)"
+    y = f"({pi} * ({{0}} if {{0}} != 0 else {NUMPY_TYPE[n.dtype]}(1e-20)))"
+    return T(f"np.sin({y}) / {y}")
 
 
-def _index_form(n: Any, nodes: Any) -> Template | None:
-    """Basic indexing by literal ints and slices (always in bounds: the key was checked
-    against the static shape); a traced index or ``None`` has no form (Numba does not
-    check bounds)."""
-    key = n.attrs["key"]
-    if len(n.args) != 1 or any(e is None or isinstance(e, str) for e in key):
-        return None
-    return NUMPY["index"]
+def _round(n: Any, nodes: Any) -> Template | None:
+    """NumPy's round: rint(x * 10**d) / 10**d (d >= 0), rint(x / 10**-d) * 10**-d, the
+    factor a float of x's dtype; integers are their own round for d >= 0."""
+    d = int(n.attrs["decimals"])
+    if n.dtype not in _FLOATS:
+        return T("{0}") if d >= 0 else None
+    f = scalar_source(10.0 ** abs(d))
+    f = f if n.dtype == "float64" else f"{NUMPY_TYPE[n.dtype]}({f})"
+    return T(f"np.rint({{0}} * {f}) / {f}" if d >= 0 else f"np.rint({{0}} / {f}) * {f}")
 
 
-def _reduction_form(n: Any, nodes: Any) -> Template | None:
-    x = nodes[n.args[0]]
-    axis, keep = n.attrs.get("axis"), n.attrs.get("keepdims")
-    if keep or x.dtype not in FLOATS:
-        return None
-    if n.shape == ():
-        return T(f"{_FULL[n.op]}({{0}})")
-    one = _ONE_AXIS.get(n.op)
-    if one is not None and axis is not None and len(axis) == 1:
-        return T(f"{one}({{0}}, axis={axis[0] % len(x.shape)})")
-    return None
+_INT_BOUNDS = {"int64": 2 ** 63, "int32": 2 ** 31}
 
 
-def _blas(n: Any, nodes: Any) -> bool:
-    """Operands BLAS takes: vectors or matrices of one floating dtype."""
-    a, b = (nodes[k] for k in n.args)
-    return (a.dtype == b.dtype and a.dtype in FLOATS and 1 <= len(a.shape) <= 2
-            and 1 <= len(b.shape) <= 2)
+def _astype(n: Any, nodes: Any) -> Template | None:
+    """A conversion, as NumPy's on x86-64: float to int truncates, NaN, inf and values out
+    of range give the most negative int (LLVM leaves those undefined, so they are tested);
+    to bool is ``!= 0``; int to int wraps."""
+    src, dst = nodes[n.args[0]].dtype, n.dtype
+    if src == dst:
+        return T("{0}")
+    if dst == "bool":
+        return T("({0} != 0)")
+    if src in _FLOATS and dst in _INT_BOUNDS:
+        if not _X86:
+            return None
+        b = _INT_BOUNDS[dst]
+        return T(f"({NUMPY_TYPE[dst]}({{0}}) if {-float(b)!r} <= {{0}} < {float(b)!r} "
+                 f"else {NUMPY_TYPE[dst]}({-b}))")
+    return T(f"{NUMPY_TYPE[dst]}({{0}})")
 
 
-def _dot_form(n: Any, nodes: Any) -> Template | None:
-    return T("np.dot({0}, {1})") if _blas(n, nodes) else None
+_X86 = __import__("platform").machine().lower() in ("x86_64", "amd64")
+_FLOATS = frozenset({"float64", "float32"})
+
+NUMBA.update({"sinc": _sinc, "round": _round, "astype": _astype,
+              **dict.fromkeys(special.SPECIAL, special.scalar_form)})
 
 
-def _outer_form(n: Any, nodes: Any) -> Template | None:
-    vectors = _blas(n, nodes) and all(len(nodes[k].shape) == 1 for k in n.args)
-    # a broadcast product: Numba compiles np.outer much more slowly
-    return T("{0}[:, None] * {1}") if vectors else None
-
-
-def _transpose_form(n: Any, nodes: Any) -> Template | None:
-    return T("{0}.T") if len(n.shape) == 2 else None
-
-
-def _where_form(n: Any, nodes: Any) -> Template | None:
-    return NUMPY["where"] if all(nodes[a].shape == n.shape for a in n.args) else None
-
-
-def _concatenate_form(n: Any, nodes: Any) -> Template | None:
-    axis = int(n.attrs["axis"]) % len(n.shape)
-    return T(lambda names, attrs: f"np.concatenate(({', '.join(names)},), axis={axis})")
-
-
-_ARRAY_FORMS: dict[str, Callable[[Any, Any], Template | None]] = {
-    "index": _index_form, "where": _where_form, "concatenate": _concatenate_form,
-    **dict.fromkeys(_FULL, _reduction_form),
-    **dict.fromkeys(("matmul", "dot"), _dot_form), "outer": _outer_form,
-    **dict.fromkeys(("transpose", "matrix_transpose"), _transpose_form),
-}
-
-
-def loop_form(n: Any, nodes: Any) -> Template | None:
-    """How op node ``n`` (of graph ``nodes``) is written in a compiled loop's step: the
-    scalar form where it and its operands are 0-d, else its array form; ``None`` where it
-    has none there (the loop then runs on NumPy).
+def scalar_form(n: Any, nodes: Any) -> Template | None:
+    """The scalar form of elementwise node ``n`` (of graph ``nodes``), or None.
 
     >>> import symgrad as sg
     >>> x = sg.var("x", shape=(3,))
-    >>> e = sg.sum(sg.sin(x))
-    >>> nodes = e.graph.nodes
-    >>> loop_form(nodes[e.node], nodes).render(["t1"], nodes[e.node].attrs)
-    'np.sum(t1)'
+    >>> e = sg.round(x, 2)
+    >>> scalar_form(e.graph.nodes[e.node], e.graph.nodes).render(["v"], {})
+    'np.rint(v * 100.0) / 100.0'
     """
-    if n.op in _PASS:
-        return NUMPY[n.op]
     form = NUMBA.get(n.op)
     if isinstance(form, Exact):
-        return form if n.dtype in form.dtypes else None  # arrays too: Numba's own ufunc
-    if n.shape == () and all(nodes[a].shape == () for a in n.args):
-        return form
-    if n.op in _ARRAY_ELEMENTWISE:
-        return NUMPY[n.op]
-    make = _ARRAY_FORMS.get(n.op)
-    return make(n, nodes) if make is not None else None
+        return form if n.dtype in form.dtypes else None
+    return form(n, nodes) if callable(form) else form
+
+
+def fuses(n: Any) -> bool:
+    """Whether op node ``n``'s scalar form computes NumPy's value for its result dtype."""
+    form = NUMBA.get(n.op)
+    return form is not None and (not isinstance(form, Exact) or n.dtype in form.dtypes)
+
+
+# -- everything else: array forms ------------------------------------------------------------
+
+ARRAY_FORMS: dict[str, Callable[[Site], list[str]]] = {**FORMS, **LINALG_FORMS}
+
+
+CALL_WHY = ("a call with several results (eigh, svd, qr, lstsq, slogdet, a custom rule): "
+            "the driver's call; compiled code assigns one name per line")
+
+
+def why_not(n: Any, nodes: Any) -> str | None:
+    """Why node ``n`` has no compiled form (None: it has one)."""
+    if n.op in NOT_COMPILED:
+        return NOT_COMPILED[n.op]
+    if n.is_call:  # (a loop is a call too: NOT_COMPILED's "scan")
+        return CALL_WHY
+    if n.op in NUMBA:
+        return None if scalar_form(n, nodes) is not None else _SCALAR_WHY.get(
+            n.op, "no scalar form for these dtypes")
+    if n.op not in ARRAY_FORMS:
+        return "a user op (symgrad.extend): its NumPy implementation runs in the driver"
+    return linalg_form_missing(n) if n.op in LINALG_FORMS else None
+
+
+_SCALAR_WHY = {
+    **dict.fromkeys(("mod", "power", "fmod"),
+                    "integer remainders and powers: NumPy's call (compiled ones trap at "
+                    "INT64_MIN % -1, wrap at x % 0, give garbage for negative exponents)"),
+    "floor_divide": "integer or float32 floor division: NumPy's call (compiled code traps at "
+                    "INT64_MIN // -1; NumPy rounds float32 in float32)",
+    "round": "round of integers to negative decimals: NumPy's own integer rounding",
+    "astype": "a float-to-int conversion off x86-64 (NumPy's result is the platform's)",
+}
+
+
+def array_form(n: Any, nodes: Any) -> Callable[[Site], list[str]] | None:
+    """The array form of node ``n`` (its lines inside compiled code), or None."""
+    if why_not(n, nodes) is not None:
+        return None
+    return ARRAY_FORMS.get(n.op)
+
+
+def loop_form(n: Any, nodes: Any) -> Template | Callable[[Site], list[str]] | None:
+    """How node ``n`` is written inside compiled code (a loop's step, a kernel): its scalar
+    form, else its array form; None where it has neither (:func:`why_not` says why).
+
+    >>> import symgrad as sg
+    >>> k = sg.var("k", dtype="int64")
+    >>> e = k % 3
+    >>> loop_form(e.graph.nodes[e.node], e.graph.nodes) is None
+    True
+    """
+    if why_not(n, nodes) is not None:
+        return None
+    return scalar_form(n, nodes) or ARRAY_FORMS.get(n.op)
+
+
+def _sg_floordiv(a, b):  # (copied into modules and compiled there: no annotations)
+    """NumPy's floor division of two float64 (npy_divmod): fmod's remainder moved to the
+    divisor's sign, the quotient rounded to the nearest integer below, zero signed."""
+    mod = np.fmod(a, b)
+    if b == 0:
+        return a / b
+    div = (a - mod) / b
+    if mod != 0:
+        if (b < 0) != (mod < 0):
+            div -= 1.0
+    if div != 0:
+        fl = np.floor(div)
+        if div - fl > 0.5:
+            fl += 1.0
+        return fl
+    return np.copysign(0.0, a / b)
+
+
+def binding_lines(source: str) -> list[str]:
+    """The module-level lines defining the helpers of the table's forms ``source`` calls."""
+    if "_sg_floordiv(" not in source:
+        return []
+    from ...printer import helper_source
+
+    return ["", "", "@_jit", *helper_source(_sg_floordiv)]

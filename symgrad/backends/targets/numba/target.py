@@ -11,8 +11,9 @@ from typing import Any
 from ....base.errors import SymgradWarning
 from ...target import Target
 from . import source as numba_source
+from .costs import chosen
 from .printer import NumbaPrinter
-from .table import NOT_FUSED
+from .table import NOT_COMPILED
 
 __all__ = ["NUMBA", "NumbaTarget"]
 
@@ -25,9 +26,10 @@ class NumbaTarget(Target):
         return numba_source.load(source, tag)
 
     def review(self, fn: Any) -> None:
-        """Warn (once per reason) where Numba compiles little of ``fn``: a scan left a NumPy
-        loop, or fewer than half its ops in compiled loops; with what sg.stats says."""
-        message = numba_review(fn.kernels, fn.numpy_ops)
+        """Warn (once per reason) where Numba compiles little of ``fn`` for want of compiled
+        forms: a scan left a NumPy loop, or fewer than half its ops in compiled code
+        (NumPy's calls the cost model chose do not count); with what sg.stats says."""
+        message = numba_review(fn.kernels, fn.numpy_ops, getattr(fn, "numpy_why", {}))
         if message is not None and message not in _WARNED:
             _WARNED.add(message)
             warnings.warn(message, SymgradWarning, stacklevel=4)
@@ -36,19 +38,23 @@ class NumbaTarget(Target):
 _WARNED: set[str] = set()
 
 
-def numba_review(kernels: list, numpy_ops: dict[str, int]) -> str | None:
-    """The warning for a function Numba compiles little of (None: it compiles enough)."""
+def numba_review(kernels: list, numpy_ops: dict[str, int],
+                 numpy_why: dict[str, str] | None = None) -> str | None:
+    """The warning for a function Numba compiles little of (None: it compiles enough);
+    ``numpy_why``: op -> why NumPy runs it (the cost model's choices are not counted)."""
+    why = numpy_why or {}
+    lacking = {op: n for op, n in numpy_ops.items() if not chosen(why.get(op, ""))}
     fused = sum(len(ops) for _, ops in kernels)
-    total = fused + sum(numpy_ops.values())
+    total = fused + sum(lacking.values())
     loops = numpy_ops.get("scan", 0)
     if not loops and 2 * fused >= total:
         return None
-    top = sorted(numpy_ops.items(), key=lambda kv: (-kv[1], kv[0]))[:4]
-    why = "; ".join(f"{op} ({n}): {NOT_FUSED.get(op, 'no form in a compiled loop')}"
-                    for op, n in top)
+    top = sorted(lacking.items(), key=lambda kv: (-kv[1], kv[0]))[:4]
+    said = "; ".join(f"{op} ({n}): {why.get(op) or NOT_COMPILED.get(op, 'no compiled form')}"
+                     for op, n in top)
     what = (f"{loops} scan{'' if loops == 1 else 's'} stay{'s' if loops == 1 else ''} a "
-            "NumPy loop" if loops else f"only {fused} of {total} ops run in compiled loops")
-    return (f"compile(backend='numba'): {what}; NumPy runs {why}. sg.stats(exprs, "
+            "NumPy loop" if loops else f"only {fused} of {total} ops run in compiled code")
+    return (f"compile(backend='numba'): {what}; NumPy runs {said}. sg.stats(exprs, "
             "backend='numba') lists what is compiled")
 
 

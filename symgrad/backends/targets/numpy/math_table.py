@@ -114,7 +114,8 @@ MATH: dict[str, Template | None] = {
                      "sparse_solve", "sparse_iterative", "sparse_iterative_info")),
     # solvers (ops/solvers.py): SciPy's calls on arrays; an implicit function's value is its
     # first operand
-    **dict.fromkeys(("optimize", "solver_info", "ivp", "ivp_adjoint")),
+    **dict.fromkeys(("optimize", "solver_info", "ivp", "ivp_adjoint", "while_loop",
+                     "while_vjp")),
     "custom_root": T("{0}"), "custom_linear_solve": T("{0}"),
 }
 

@@ -25,6 +25,7 @@ from ....ops.reductions import _sg_log_softmax, _sg_logsumexp, _sg_softmax
 from ....ops.signal import _sg_convolution
 from ....ops.solvers import _sg_integrate, _sg_ivp_adjoint, _sg_optimize, literal
 from ....ops.sorting import _sg_partition
+from ....ops.while_loop import _sg_while, _sg_while_vjp
 from ...template import Template
 from .sparse import SPARSE
 
@@ -206,6 +207,21 @@ def _adjoint(names: list[str], attrs: dict) -> str:
             f"{', '.join(names[:4])}, {_group(names[4:])})")
 
 
+def _while_call(names: list[str], attrs: dict) -> str:
+    nc, kb = attrs["carries"], attrs["carries"] + attrs["body_args"]
+    return (f"_sg_while({_callback(attrs['cond_fun'])}, {_callback(attrs['body_fun'])}, "
+            f"{_group(names[:nc])}, {_group(names[nc:kb])}, {_group(names[kb:])}, "
+            f"{literal(attrs['dtypes'])})")
+
+
+def _while_vjp_call(names: list[str], attrs: dict) -> str:
+    nc = attrs["carries"]
+    kb = 1 + nc + attrs["body_args"]
+    return (f"_sg_while_vjp({_callback(attrs['body_fun'])}, {_callback(attrs['vjp_fun'])}, "
+            f"{attrs['snapshots']!r}, {names[0]}, {_group(names[1:1 + nc])}, "
+            f"{_group(names[1 + nc:kb])}, {_group(names[kb:])}, {literal(attrs['avals'])})")
+
+
 T = Template
 
 
@@ -344,6 +360,9 @@ NUMPY: dict[str, Template] = {
              (_sg_integrate,)),
     "ivp_adjoint": T(_adjoint, (_sg_ivp_adjoint,)),
     "custom_root": T("{0}"), "custom_linear_solve": T("{0}"),
+    # -- while loops (ops/while_loop.py): the run-time loop on the callbacks --
+    "while_loop": T(_while_call, (_sg_while,)),
+    "while_vjp": T(_while_vjp_call, (_sg_while_vjp,)),
     # loops: the call of the loop function that backends/loops.py writes
     "scan": T(lambda names, attrs: f"_sg_loop({', '.join(names)})"),
     # -- sparse matrices (ops/sparse.py): SciPy's sparse arrays --

@@ -11,10 +11,15 @@ NumPy loop, and says so.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
 import symgrad as sg
+from symgrad.backends.targets.numba.table import NOT_COMPILED, why_not
+from symgrad.ops import REGISTRY
+from tests.support import numba_battery as battery
 
 pytest.importorskip("numba")
 
@@ -88,17 +93,18 @@ def test_float32_carries():
         _close(g, r, 4 * float(np.finfo(np.float32).eps))
 
 
-def test_a_step_without_a_numba_form_runs_on_numpy_and_says_so():
+def test_a_step_with_an_op_of_the_short_list_runs_on_numpy_and_says_so():
+    """partition has no compiled form (NumPy's introselect order): its loop is NumPy's."""
     x = sg.var("x", shape=(4,))
-    c, _ = sg.scan(lambda c, _: (sg.sort(c * 1.5 - 0.5), None), x, length=3)
+    c, _ = sg.scan(lambda c, _: (sg.partition(c * 1.5 - 0.5, 1), None), x, length=3)
     outs = [c, sg.grad(sg.sum(c * c), x)]
     fn = sg.compile(outs, [x], backend="numba")
     env = {"x": np.array([0.3, -1.0, 2.0, 0.1])}
     for g, r in zip(fn(**env), sg.evaluate(outs, env)):
         _close(g, r)
-    assert fn.numpy_ops["scan"] >= 1 and fn.numpy_ops["sort"] >= 1, fn.numpy_ops
+    assert fn.numpy_ops["scan"] >= 1 and fn.numpy_ops["partition"] >= 1, fn.numpy_ops
     line = str(sg.stats(outs, backend="numba")).splitlines()[-1]
-    assert "scan" in line and "sort" in line, line
+    assert "scan" in line and "partition" in line, line
 
 
 def test_docs_lstm_example_compiles_its_loops_and_prints_what_it_says():
@@ -115,3 +121,103 @@ def test_docs_lstm_example_compiles_its_loops_and_prints_what_it_says():
     out = subprocess.run([sys.executable, "-c", textwrap.dedent(block)], capture_output=True,
                          text=True, check=True, timeout=900, env={**os.environ}).stdout
     assert out.strip() == "0 True"
+
+
+# -- the op registry's battery inside a compiled step ------------------------------------------
+
+FULL = os.environ.get("SYMGRAD_NUMBA_FULL") == "1"
+# a case of each family: reductions over any axes (keepdims), arg reductions, logsumexp and
+# softmax, cumulative ops, indexing by traced indices, scatters, take, shaping, joins,
+# products, LAPACK, sorting, SciPy's special functions, conversions, rounding
+SAMPLE = ("sum", "max", "argmax", "logsumexp", "log_softmax", "cumsum", "index", "index_add",
+          "take", "concatenate", "stack", "transpose", "broadcast_to", "reshape", "matmul",
+          "einsum", "solve", "cholesky", "det", "sort", "argsort", "erf", "gammaln",
+          "where", "astype", "round", "sinc", "trace", "convolution", "norm")
+
+
+def _first_cases(ops):
+    found = {}
+    for case in battery.cases_of(ops):
+        if case.op.name not in found and battery.has_form(case):
+            found[case.op.name] = case
+    return [found[op] for op in sorted(found)]
+
+
+def test_registry_sample_in_a_compiled_step_and_its_reverse():
+    """One case of each family in the step of one scan: the forward and the reverse scan
+    are each one compiled loop, and equal sg.evaluate."""
+    cases = _first_cases(SAMPLE)
+    assert len(cases) == len(SAMPLE)
+    outs, values = battery.in_scan(cases)
+    fn = sg.compile(outs, backend="numba")
+    assert "scan" not in fn.numpy_ops, fn.numpy_ops
+    assert sum(k.startswith("_sg_loop") for k, _ in fn.kernels) == 2
+    battery.check(fn(**values), sg.evaluate(outs, values), "float64", "sample")
+
+
+def _groups(size=8):
+    ops = sorted({c.op.name for c in battery.cases_of(REGISTRY)})
+    return [ops[k:k + size] for k in range(0, len(ops), size)]
+
+
+@pytest.mark.skipif(not FULL, reason="the whole battery: SYMGRAD_NUMBA_FULL=1 (make fuzz)")
+@pytest.mark.parametrize("ops", _groups(), ids=lambda ops: f"{ops[0]}-{ops[-1]}")
+def test_registry_full_in_a_compiled_step(ops):
+    """Every case of every op, a group of ops per scan: nothing falls back (the cases on
+    the short list are checked below)."""
+    cases = [c for c in battery.cases_of(ops) if battery.has_form(c)]
+    outs, values = battery.in_scan(cases)
+    fn = sg.compile(outs, backend="numba")
+    assert "scan" not in fn.numpy_ops, fn.numpy_ops
+    battery.check(fn(**values), sg.evaluate(outs, values), "float64", ",".join(ops))
+
+
+def test_the_cases_without_a_form_are_the_short_list():
+    """The registry cases whose node has no compiled form are the ops of NOT_COMPILED, the
+    calls with several results and a few attribute cases, each with its reason."""
+    lacking = {}
+    for case in battery.cases_of(REGISTRY):
+        out, _, _ = case.build()
+        why = why_not(out.graph.nodes[out.node], out.graph.nodes)
+        if why is not None:
+            lacking.setdefault(case.op.name, why)
+    calls = {"eigh", "svd", "qr", "lstsq", "slogdet", "custom_jvp_call", "custom_vjp_call"}
+    assert set(lacking) - set(NOT_COMPILED) == {"pinv", "matrix_rank", *calls}
+    assert all(len(why) > 30 for why in lacking.values())
+
+
+def test_elementwise_regions_of_one_shape_share_one_nest_in_a_step():
+    """Two regions of a step over the same shape (a value two of them read) are one loop
+    nest; the value read only inside the nest is no array; the results equal evaluate's."""
+    xs = sg.var("xs", shape=(5, 3))
+
+    def step(h, xt):
+        a = sg.sin(h + xt)
+        return a * 2.0 + h, sg.cos(a) * 3.0
+
+    h, ys = sg.scan(step, sg.cos(xs[0]), xs)
+    outs = [h, ys, sg.grad(sg.sum(h) + sg.sum(ys * ys), xs)]
+    fn = sg.compile(outs, [xs], backend="numba")
+    forward = fn.source.split("def _sg_loop1_jit(")[1].split("\ndef ")[0]
+    assert forward.count("for _t") == 1 + 1  # the steps, and one nest over (3,)
+    for g, r in zip(fn(XS0), sg.evaluate(outs, {"xs": XS0})):
+        _close(g, r)
+
+
+def test_constant_slices_in_a_step_are_views_and_a_carried_view_is_copied():
+    """x[a:b] with constant bounds is Numba's view (no copy loop); a carry that is such a
+    view is copied before the next step; values and gradients equal evaluate's."""
+    W, xs = sg.var("W", shape=(3, 3)), sg.var("xs", shape=(5, 3))
+
+    def step(h, xt):
+        z = sg.concatenate([sg.sin(W @ h + xt), h * 0.5])
+        return z[0:3], z[3:6] * 2.0 + z[1, ...]
+
+    h, ys = sg.scan(step, sg.cos(xs[0]), xs)
+    outs = [h, ys, *sg.grad(sg.sum(h) + sg.sum(ys * ys), [W, xs])]
+    fn = sg.compile(outs, [W, xs], backend="numba")
+    assert "scan" not in fn.numpy_ops, fn.numpy_ops
+    forward = fn.source.split("def _sg_loop1_jit(")[1].split("\ndef ")[0]
+    assert "[0:3]" in forward and "[3:6]" in forward and ".copy()" in forward
+    for g, r in zip(fn(W0, XS0), sg.evaluate(outs, {"W": W0, "xs": XS0})):
+        _close(g, r)

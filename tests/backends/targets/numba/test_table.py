@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 pytest.importorskip("numba")
@@ -61,9 +62,11 @@ def test_exact_forms_are_fused_only_for_their_result_dtypes():
     import symgrad as sg
     from symgrad.backends.targets.numba.table import NOT_FUSED, NUMBA, Exact, loop_form
 
-    assert isinstance(NUMBA["mod"], Exact) and "floor_divide" in NOT_FUSED
+    assert isinstance(NUMBA["mod"], Exact) and "floor_divide" not in NOT_FUSED
     x, k = sg.var("x"), sg.var("k", dtype="int64")
+    y = sg.var("y", dtype="float32")
     for e, fused in ((sg.remainder(x, 3.0), True), (sg.remainder(k, 3), False),
-                     (k ** 2, False), (x ** 2, True)):
+                     (k ** 2, False), (x ** 2, True), (x // 3.0, True), (k // 3, False),
+                     (y // np.float32(3), False)):
         n = e.graph.nodes[e.node]
         assert (loop_form(n, e.graph.nodes) is not None) == fused, e

@@ -1,0 +1,141 @@
+"""The cost model of ``backend="numba"``: where compiled code beats NumPy's calls.
+
+Two estimates for a set of nodes, in nanoseconds: NumPy's (one call per node, a fixed
+cost and a cost per element of the op's loop) and a compiled function's (one call, a cost
+per argument, and per element of each op inside the function). An op whose NumPy loop is
+much faster per element than a compiled scalar loop — NumPy's SIMD kernels of ``exp``,
+``log``, ``tanh``, ... — stays NumPy's call on large arrays; a matrix product large enough
+to be BLAS-bound stays NumPy's call (the same BLAS, without splitting a kernel's work);
+a kernel of one op never pays (NumPy's call does the same pass). :func:`numpy_better`
+says which nodes and why; :func:`pays` whether a kernel beats its nodes' calls.
+
+The figures are medians measured on an AVX-512 x86-64 machine, one thread; where NumPy
+has no SIMD kernel for an op on the machine it runs on (no AVX-512), its loop costs what
+the compiled one does.
+
+>>> import symgrad as sg
+>>> x = sg.var("x", shape=(100_000,))
+>>> e = sg.exp(x)
+>>> numpy_better(e.graph.nodes[e.node], e.graph.nodes) is not None
+True
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = ["CHOICES", "NUMPY_CALL", "chosen", "compiled_cost", "numpy_better", "numpy_cost",
+           "pays", "simd_here"]
+
+NUMPY_CALL = 400.0  # one NumPy call on a small array
+KERNEL_CALL, KERNEL_ARG = 250.0, 40.0  # one compiled call, and each array it takes/returns
+BLAS_FLOPS = 1 << 15  # a product at least this large is BLAS-bound
+
+# ns per element: (NumPy's loop, a compiled scalar loop); ops not listed: _PLAIN
+_PLAIN = (0.3, 0.3)
+_SIMD = {  # NumPy's SIMD kernels (AVX-512: SVML, and its own exp/log)
+    "exp": (0.8, 4.3), "log": (0.8, 5.4), "tanh": (1.7, 11.6), "log1p": (1.2, 9.6),
+    "expm1": (1.2, 12.2), "power": (3.2, 16.0), "arctan": (1.2, 9.1), "exp2": (0.9, 5.0),
+    "log2": (0.9, 6.0), "log10": (0.9, 6.0), "cbrt": (1.0, 8.0), "arcsin": (1.3, 9.0),
+    "arccos": (1.3, 9.0), "sinh": (1.5, 10.0), "cosh": (1.5, 10.0), "arcsinh": (2.0, 14.0),
+    "arccosh": (2.0, 14.0), "arctanh": (2.0, 12.0), "tan": (2.5, 12.0), "arctan2": (3.0, 15.0),
+    "sigmoid": (2.0, 5.0), "softplus": (17.0, 25.0), "logaddexp": (17.0, 25.0),
+}
+_OTHER = {"sin": (8.2, 8.8), "cos": (9.5, 8.6), "sqrt": (1.2, 0.6), "divide": (0.4, 0.4),
+          "where": (1.4, 0.3)}
+_REDUCE = (0.3, 0.8)  # a sum: NumPy's pairwise SIMD sum, a compiled sequential one
+_SORT = (3.0, 30.0)  # per element: NumPy's AVX-512 sort, Numba's quicksort
+
+
+@functools.cache
+def simd_here() -> bool:
+    """Whether NumPy runs SIMD transcendental kernels on this machine (AVX-512: SVML)."""
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__ as found
+    except ImportError:  # pragma: no cover - NumPy < 2
+        from numpy.core._multiarray_umath import __cpu_features__ as found
+    return bool(found.get("AVX512_SKX"))
+
+
+_HAS_SIMD = simd_here()
+
+
+def _size(n: Any) -> int:
+    return math.prod(n.shape)
+
+
+_COSTS = {**{op: (c if _HAS_SIMD else (c[1], c[1])) for op, c in _SIMD.items()}, **_OTHER,
+          "sort": _SORT, "argsort": _SORT,
+          **dict.fromkeys(("sum", "mean", "prod", "max", "min", "logsumexp"), _REDUCE)}
+_PRODUCTS = frozenset({"matmul", "dot", "einsum", "multi_dot", "matrix_power", "outer"})
+
+
+def _per_element(n: Any, nodes: Any) -> tuple[float, float, int]:
+    """(NumPy ns, compiled ns) per element of node ``n``, and its number of elements."""
+    size = max(_size(n), *(_size(nodes[a]) for a in n.args)) if n.args else _size(n)
+    numpy, compiled = _COSTS.get(n.op, _PLAIN)
+    return numpy, compiled, size
+
+
+def _flops(n: Any, nodes: Any) -> int:
+    """The multiply-adds of a product node (0 for any other)."""
+    if n.op not in _PRODUCTS:
+        return 0
+    shapes = [nodes[a].shape for a in n.args]
+    inner = max((s[-1] for s in shapes if s), default=1)
+    return _size(n) * inner * max(1, len(shapes) - 1)
+
+
+# how the reasons for a NumPy call the cost model chose begin (:func:`numpy_better`, and
+# fusion.segments' kernel that does not pay)
+CHOICES = ("BLAS-bound", "NumPy's SIMD loop", "a kernel does not pay")
+
+
+def chosen(why: str) -> bool:
+    """Whether ``why`` (a reason for a NumPy call) is the cost model's choice, not the want
+    of a compiled form."""
+    return why.startswith(CHOICES)
+
+
+def numpy_better(n: Any, nodes: Any) -> str | None:
+    """Why node ``n`` (which has a compiled form) runs faster as NumPy's call, or None."""
+    flops = _flops(n, nodes)
+    if flops >= BLAS_FLOPS:
+        return f"BLAS-bound ({flops:,} multiply-adds): NumPy's call is the same BLAS"
+    numpy, compiled, size = _per_element(n, nodes)
+    # (a kernel cut in two by the NumPy call costs a call, and arrays handed over)
+    if size * (compiled - numpy) > 2 * (NUMPY_CALL + KERNEL_CALL):
+        return (f"NumPy's SIMD loop is faster on {size:,} elements "
+                f"({numpy:g} vs {compiled:g} ns each)")
+    return None
+
+
+def numpy_cost(members: Iterable[Any], nodes: Any) -> float:
+    """ns of NumPy's calls, one per node."""
+    total = 0.0
+    for n in members:
+        numpy, _, size = _per_element(n, nodes)
+        total += NUMPY_CALL + size * numpy + _flops(n, nodes) * 0.1
+    return total
+
+
+def compiled_cost(members: Iterable[Any], nodes: Any, arrays: int) -> float:
+    """ns of one compiled call computing ``members``, taking and returning ``arrays``
+    arrays."""
+    total = KERNEL_CALL + KERNEL_ARG * arrays
+    for n in members:
+        _, compiled, size = _per_element(n, nodes)
+        total += size * compiled + _flops(n, nodes) * 0.1
+    return total
+
+
+def pays(members: list[Any], nodes: Any, arrays: int) -> bool:
+    """Whether one compiled call of ``members`` is estimated faster than their NumPy
+    calls (a kernel of one op never is)."""
+    if len(members) < 2:
+        return False
+    return compiled_cost(members, nodes, arrays) < numpy_cost(members, nodes)
+

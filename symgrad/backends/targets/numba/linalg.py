@@ -1,0 +1,426 @@
+"""Linear algebra inside compiled code: Numba's ``np.linalg`` (LAPACK, the routines NumPy
+calls: ``gesv``, ``potrf``, ``syevd``, ``gesdd``, ``geqrf``/``orgqr``, ``gelsd``) on each
+matrix of a stack, and NumPy's own formulas around them where NumPy computes more than one
+LAPACK call (``pinv``, ``norm``, ``matrix_rank``, ``slogdet``'s parts, ``band``).
+
+Each form writes the lines that assign one node (see :mod:`.nests`): a loop over the
+stacked (leading) axes, the call on one matrix, the result stored. Numba's functions take
+one dtype: an operand of another is converted first, as NumPy's would be.
+
+>>> import symgrad as sg
+>>> from .nest_base import Site
+>>> a = sg.var("a", shape=(2, 3, 3))
+>>> e = sg.linalg.inv(a)
+>>> nodes = e.graph.nodes
+>>> names = iter(f"_k{j}" for j in range(99))
+>>> site = Site(nodes[e.node], nodes, ["a"], "ai", lambda p: next(names))
+>>> print("\\n".join(LINALG_FORMS["inv"](site)))
+ai = np.empty((2, 3, 3), dtype=np.float64)
+for _k0 in range(2):
+    _k1 = np.linalg.inv(a[_k0])
+    for _k2 in range(3):
+        for _k3 in range(3):
+            ai[_k0, _k2, _k3] = _k1[_k2, _k3]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..numpy.table import NUMPY_TYPE, scalar_source
+from .nest_base import Site, Writer, aligned, at
+
+__all__ = ["LINALG_FORMS", "linalg_form_missing"]
+
+
+def _shape(n: Any) -> tuple[int, ...]:
+    return tuple(n.shape)
+
+
+def _operand(site: Site, k: int, idx: Sequence[str], core: int = 2) -> str:
+    """Operand ``k`` at stack position ``idx`` (its leading axes aligned to the result's
+    stack, broadcast), converted to the result's dtype."""
+    a, text = site.args[k], site.ins[k]
+    lead = _shape(a)[:len(a.shape) - core]
+    stack = _stack_of(site)
+    key = aligned(lead, stack, idx) if lead else []
+    value = f"{text}[{', '.join(key)}]" if key else text
+    dtype = _work_dtype(site)
+    return value if a.dtype == dtype else f"{value}.astype({NUMPY_TYPE[dtype]})"
+
+
+def _work_dtype(site: Site) -> str:
+    """The floating dtype the LAPACK call works in (NumPy converts integers to float64)."""
+    d = site.node.dtype
+    return d if d in ("float64", "float32") else "float64"
+
+
+def _stack_of(site: Site) -> tuple[int, ...]:
+    """The stacked axes of the result (the leading axes of the first operand's matrices,
+    broadcast with the others')."""
+    core = _CORE.get(site.node.op, (2, 2))
+    leads = [_shape(a)[:len(a.shape) - c] for a, c in zip(site.args, core) if len(a.shape) >= c]
+    return tuple(np.broadcast_shapes(*leads)) if leads else ()
+
+
+# the axes of one call's operands (the rest are stacked): a matrix, or solve's b
+_CORE = {"solve": (2, 2)}
+
+
+def _stacked(site: Site, one: Callable[[Writer, list[str]], str], out_core: int) -> list[str]:
+    """``out[idx] = one(w, idx)`` for every position ``idx`` of the stack; ``one`` writes
+    any lines it needs and returns the text of one matrix's result."""
+    n, w = site.node, Writer(site)
+    stack = _stack_of(site)
+    if not stack:
+        w(f"{site.out} = {one(w, [])}")
+        return w.lines
+    w.alloc(site.out, _shape(n), n.dtype)
+    idx = w.loops(stack)
+    t = w.new("m")
+    w(f"{t} = {one(w, idx)}")
+    w.put(site.out, idx, t, _shape(n)[len(stack):])
+    w.end(len(stack))
+    return w.lines
+
+
+def _call(text: str, out_core: int = 2) -> Callable[[Site], list[str]]:
+    """A form calling ``text`` (``{a}``: the one matrix) on each matrix."""
+    def form(site: Site) -> list[str]:
+        return _stacked(site, lambda w, idx: text.format(a=_operand(site, 0, idx)), out_core)
+
+    return form
+
+
+def _cast(site: Site, text: str) -> str:
+    n = site.node
+    return text if n.dtype == _work_dtype(site) else f"{NUMPY_TYPE[n.dtype]}({text})"
+
+
+def _solve(site: Site) -> list[str]:
+    n, (a, b) = site.node, site.args
+    if len(b.shape) == 1:  # one vector for every matrix of the stack
+        stack = _shape(a)[:-2]
+        w = Writer(site)
+        rhs = site.ins[1] if b.dtype == _work_dtype(site) else \
+            f"{site.ins[1]}.astype({NUMPY_TYPE[_work_dtype(site)]})"
+        if not stack:
+            return [f"{site.out} = np.linalg.solve({_operand(site, 0, [])}, {rhs})"]
+        w.alloc(site.out, _shape(n), n.dtype)
+        idx = w.loops(stack)
+        t = w.new("m")
+        w(f"{t} = np.linalg.solve({_operand(site, 0, idx)}, {rhs})")
+        w.put(site.out, idx, t, _shape(n)[len(stack):])
+        w.end(len(stack))
+        return w.lines
+    return _stacked(site, lambda w, idx: f"np.linalg.solve({_operand(site, 0, idx)}, "
+                                         f"{_operand(site, 1, idx)})", 2)
+
+
+def _uplo(site: Site, idx: list[str]) -> str:
+    """The matrix whose lower triangle Numba's ``eigh`` reads (``UPLO="U"``: the upper
+    triangle of the operand, as the lower one of its transpose)."""
+    a = _operand(site, 0, idx)
+    return a if site.attrs.get("UPLO", "L") == "L" else f"np.ascontiguousarray({a}.T)"
+
+
+def _eigh(part: str) -> Callable[[Site], list[str]]:
+    def form(site: Site) -> list[str]:
+        return _stacked(site, lambda w, idx: f"np.linalg.eigh({_uplo(site, idx)}){part}", 1)
+
+    return form
+
+
+def _svd(part: int) -> Callable[[Site], list[str]]:
+    def form(site: Site) -> list[str]:
+        full = bool(site.attrs.get("full_matrices", False)) and part != 1
+        return _stacked(site, lambda w, idx: f"np.linalg.svd({_operand(site, 0, idx)}, "
+                                             f"{full})[{part}]", 2)
+
+    return form
+
+
+def _cholesky(site: Site) -> list[str]:
+    tail = ".T.copy()" if site.attrs.get("upper") else ""
+    return _stacked(site, lambda w, idx: f"np.linalg.cholesky({_operand(site, 0, idx)}){tail}",
+                    2)
+
+
+def _qr(part: int) -> Callable[[Site], list[str]]:
+    def form(site: Site) -> list[str]:
+        return _stacked(site, lambda w, idx: f"np.linalg.qr({_operand(site, 0, idx)})[{part}]",
+                        2)
+
+    return form
+
+
+def _slogdet(part: int) -> Callable[[Site], list[str]]:
+    def form(site: Site) -> list[str]:
+        return _stacked(site, lambda w, idx: _cast(
+            site, f"np.linalg.slogdet({_operand(site, 0, idx)})[{part}]"), 0)
+
+    return form
+
+
+def _pinv(site: Site) -> list[str]:
+    """NumPy's pinv: the reduced SVD, 1/s where s > rcond * max(s) (0 elsewhere), then
+    vt.T @ (s[:, None] * u.T)."""
+    rcond = scalar_source(site.attrs["rcond"])
+
+    def one(w: Writer, idx: list[str]) -> str:
+        u, s, vt, cut, k = (w.new(p) for p in ("u", "s", "vt", "cut", "k"))
+        w(f"{u}, {s}, {vt} = np.linalg.svd({_operand(site, 0, idx)}, False)")
+        w(f"{cut} = {rcond} * np.max({s})")
+        w(f"for {k} in range({s}.shape[0]):")
+        w(f"    {s}[{k}] = 1.0 / {s}[{k}] if {s}[{k}] > {cut} else 0.0")
+        return f"np.dot({vt}.T, {s}.reshape(({s}.shape[0], 1)) * {u}.T)"
+
+    return _stacked(site, one, 2)
+
+
+def _lstsq(part: int) -> Callable[[Site], list[str]]:
+    """np.linalg.lstsq (``gelsd``) with NumPy's default ``rcond`` (eps * max(m, n))."""
+    def form(site: Site) -> list[str]:
+        a = site.args[0]
+        rcond = site.attrs.get("rcond")
+        if rcond is None:
+            rcond = float(np.finfo(_work_dtype(site)).eps) * max(a.shape)
+        m, n = a.shape
+        w = Writer(site)
+        x, res, rank, sv = (w.new(p) for p in ("x", "res", "rank", "sv"))
+        b = _operand(site, 1, [], core=len(site.args[1].shape))
+        w(f"{x}, {res}, {rank}, {sv} = np.linalg.lstsq({_operand(site, 0, [])}, {b}, "
+          f"{scalar_source(rcond)})")
+        if part == 1 and m > n:
+            w(f"if {rank} < {n}:")
+            w("    raise np.linalg.LinAlgError('lstsq: a is rank-deficient, so NumPy returns "
+              "no residuals')")
+            out = f"{res}.copy()"
+        elif part == 1:  # NumPy returns no residuals for m <= n
+            out = f"np.zeros(0, dtype={NUMPY_TYPE[site.node.dtype]})"
+        else:
+            out = {0: x, 2: f"np.int32({rank})", 3: sv}[part]
+        w(f"{site.out} = {out}")
+        return w.lines
+
+    return form
+
+
+def _matrix_rank(site: Site) -> list[str]:
+    """NumPy's matrix_rank: the singular values above tol (rtol * max(s) by default)."""
+    a = site.args[0]
+    if len(a.shape) < 2:  # int(not all(A == 0))
+        w = Writer(site)
+        k = w.new("nz")
+        w(f"{k} = np.int64(0)")
+        idx = w.loops(_shape(a))
+        w(f"if {at(site.ins[0], _shape(a), idx)} != 0:")
+        w(f"    {k} = np.int64(1)")
+        w.end(len(idx))
+        w(f"{site.out} = {k}")
+        return w.lines
+    tol, rtol = site.attrs.get("tol"), site.attrs.get("rtol")
+    eps = float(np.finfo(_work_dtype(site)).eps)
+
+    def one(w: Writer, idx: list[str]) -> str:
+        s, t, r, k = (w.new(p) for p in ("s", "tol", "r", "k"))
+        w(f"{s} = np.linalg.svd({_operand(site, 0, idx)}, False)[1]")
+        if tol is not None:
+            w(f"{t} = {scalar_source(tol)}")
+        else:
+            rel = rtol if rtol is not None else max(a.shape[-2:]) * eps
+            w(f"{t} = np.max({s}) * {scalar_source(rel)}")
+        w(f"{r} = np.int64(0)")
+        w(f"for {k} in range({s}.shape[0]):")
+        w(f"    if {s}[{k}] > {t}:")
+        w(f"        {r} += 1")
+        return r
+
+    return _stacked(site, one, 0)
+
+
+def _band(site: Site) -> list[str]:
+    """Entries outside lo <= j - i <= hi set to 0, the diagonal times ``diagonal``."""
+    n, (x,) = site.node, site.args
+    xs, w = _shape(x), Writer(site)
+    lo, hi, d = site.attrs.get("lo"), site.attrs.get("hi"), float(site.attrs["diagonal"])
+    w.alloc(site.out, xs, n.dtype)
+    idx = w.loops(xs)
+    i, j = idx[-2], idx[-1]
+    tests = ([f"{j} - {i} >= {lo}"] if lo is not None else []) + \
+            ([f"{j} - {i} <= {hi}"] if hi is not None else [])
+    value = at(site.ins[0], xs, idx)
+    if d != 1.0 and (lo is None or lo <= 0) and (hi is None or hi >= 0):
+        # NumPy's weak float: the factor in x's dtype
+        factor = scalar_source(d) if n.dtype == "float64" else \
+            f"{NUMPY_TYPE[n.dtype]}({scalar_source(d)})"
+        value = f"({value} * {factor} if {i} == {j} else {value})"
+    zero = f"{NUMPY_TYPE[n.dtype]}(0)"
+    cond = " and ".join(tests)
+    w(f"{at(site.out, xs, idx)} = {value if not cond else f'{value} if {cond} else {zero}'}")
+    w.end(len(xs))
+    return w.lines
+
+
+# -- norm ----------------------------------------------------------------------------------------
+
+
+def _norm(site: Site) -> list[str]:
+    """NumPy's norm: the same cases, each its loops (the SVD for 2, -2 and 'nuc')."""
+    n, (x,) = site.node, site.args
+    xs, nd = _shape(x), len(x.shape)
+    order, axis, keep = site.attrs["ord"], site.attrs["axis"], bool(site.attrs["keepdims"])
+    T = NUMPY_TYPE[n.dtype]
+    if axis is None and (order is None or (order == "fro" and nd == 2)
+                         or (order == 2 and nd == 1)):
+        return _vector(site, list(range(nd)), keep, "sq")
+    axes = [a % nd for a in (axis if axis is not None else
+                             ((-2, -1) if nd == 2 and order is not None else (-1,)))]
+    if len(axes) == 1:
+        kind = {np.inf: "max", -np.inf: "min", 0: "nonzero", 1: "abs"}.get(order)
+        if order is None or order == 2:
+            kind = "sq"
+        return _vector(site, axes, keep, kind or "p")
+    r, c = axes
+    if order in (None, "fro"):
+        return _vector(site, sorted(axes), keep, "sq")
+    if order in (2, -2, "nuc"):
+        return _svd_norm(site, r, c, keep, {2: "max", -2: "min", "nuc": "sum"}[order])
+    outer, inner = (c, r) if order in (1, -1) else (r, c)
+    w = Writer(site)
+    out = _shape(n)
+    if out:
+        w.alloc(site.out, out, n.dtype)
+    idx = ["0"] * nd
+    rest = [a for a in range(nd) if a not in axes]
+    for a in rest:
+        idx[a] = w.loop(xs[a])
+    best = w.new("best")
+    w(f"{best} = {T}({'-np.inf' if order in (1, np.inf) else 'np.inf'})")
+    idx[outer] = w.loop(xs[outer])
+    s = w.new("s")
+    w(f"{s} = {T}(0)")
+    idx[inner] = w.loop(xs[inner])
+    w(f"{s} += abs({_elem(site, idx)})")
+    w.end()
+    cmp = ">" if order in (1, np.inf) else "<"
+    w(f"if {s} {cmp} {best} or {s} != {s}:")
+    w(f"    {best} = {s}")
+    w.end()
+    oidx = [idx[a] if a in rest else "0" for a in range(nd) if a in rest or keep]
+    w.set(site.out, out, oidx, best)
+    w.end(len(rest))
+    return w.lines
+
+
+def _elem(site: Site, idx: list[str]) -> str:
+    x = site.args[0]
+    v = at(site.ins[0], _shape(x), idx)
+    return v if x.dtype == site.node.dtype else f"{NUMPY_TYPE[site.node.dtype]}({v})"
+
+
+def _vector(site: Site, axes: list[int], keep: bool, kind: str) -> list[str]:
+    """A vector norm over ``axes``: ``sq`` sqrt(sum x*x), ``abs`` sum |x|, ``max``/``min``
+    of |x|, ``nonzero`` the count, ``p`` (sum |x|**p)**(1/p)."""
+    n, (x,) = site.node, site.args
+    xs, nd, w = _shape(x), len(x.shape), Writer(site)
+    T = NUMPY_TYPE[n.dtype]
+    out = _shape(n)
+    if out:
+        w.alloc(site.out, out, n.dtype)
+    idx = ["0"] * nd
+    rest = [a for a in range(nd) if a not in axes]
+    for a in rest:
+        idx[a] = w.loop(xs[a])
+    acc = w.new("acc")
+    start = {"max": "-np.inf", "min": "np.inf"}.get(kind, "0")
+    w(f"{acc} = {T}({start})")
+    for a in axes:
+        idx[a] = w.loop(xs[a])
+    v = w.new("x")
+    w(f"{v} = {_elem(site, idx)}")
+    order = site.attrs["ord"]
+    if kind == "sq":
+        w(f"{acc} += {v} * {v}")
+    elif kind == "abs":
+        w(f"{acc} += abs({v})")
+    elif kind == "nonzero":
+        w(f"if {v} != 0:")
+        w(f"    {acc} += 1")
+    elif kind == "p":
+        w(f"{acc} += abs({v}) ** {T}({scalar_source(float(order))})")
+    else:
+        cmp = ">" if kind == "max" else "<"
+        w(f"if abs({v}) {cmp} {acc} or {v} != {v}:")
+        w(f"    {acc} = abs({v})")
+    w.end(len(axes))
+    value = f"np.sqrt({acc})" if kind == "sq" else acc
+    if kind == "p":
+        value = f"{acc} ** {T}(1.0 / {T}({scalar_source(float(order))}))"
+    oidx = [idx[a] if a in rest else "0" for a in range(nd) if a in rest or keep]
+    w.set(site.out, out, oidx, value)
+    w.end(len(rest))
+    return w.lines
+
+
+def _svd_norm(site: Site, r: int, c: int, keep: bool, op: str) -> list[str]:
+    """max, min or sum of the singular values of the (r, c) matrices."""
+    n, (x,) = site.node, site.args
+    xs, nd, w = _shape(x), len(x.shape), Writer(site)
+    out = _shape(n)
+    if out:
+        w.alloc(site.out, out, n.dtype)
+    idx = ["0"] * nd
+    rest = [a for a in range(nd) if a not in (r, c)]
+    for a in rest:
+        idx[a] = w.loop(xs[a])
+    key = [":" if a in (r, c) else idx[a] for a in range(nd)]
+    m = f"{site.ins[0]}[{', '.join(key)}]" if rest else site.ins[0]
+    if r > c:
+        m = f"{m}.T"
+    dtype = _work_dtype(site)
+    if site.args[0].dtype != dtype:
+        m = f"{m}.astype({NUMPY_TYPE[dtype]})"
+    s = w.new("s")
+    w(f"{s} = np.linalg.svd(np.ascontiguousarray({m}), False)[1]")
+    oidx = [idx[a] if a in rest else "0" for a in range(nd) if a in rest or keep]
+    w.set(site.out, out, oidx, f"np.{op}({s})")
+    w.end(len(rest))
+    return w.lines
+
+
+LINALG_FORMS: dict[str, Callable[[Site], list[str]]] = {
+    "inv": _call("np.linalg.inv({a})"), "det": _call("np.linalg.det({a})", 0),
+    "solve": _solve, "cholesky": _cholesky, "eigvalsh": _eigh("[0]"), "svdvals": _svd(1),
+    "pinv": _pinv, "matrix_rank": _matrix_rank, "band": _band, "norm": _norm,
+    # calls with several results, the driver's for now (table.CALL_WHY): one result each
+    "slogdet": _slogdet(1), "eigh": _eigh("[0]"), "svd": _svd(1), "lstsq": _lstsq(0),
+    "qr": _qr(1),
+}
+
+
+def _hermitian(n: Any) -> str | None:
+    if n.attrs.get("hermitian"):
+        return ("hermitian=True: NumPy orders equal singular values by its own quicksort of "
+                "the eigenvalues")
+    return None
+
+
+def _complete(n: Any) -> str | None:
+    if n.attrs.get("mode") == "complete":
+        return "qr mode='complete': Numba's qr computes the reduced factors only"
+    return None
+
+
+# op -> why a node of it (by its attributes) has no compiled form, or None
+LINALG_CASES = {"svd": _hermitian, "pinv": _hermitian, "matrix_rank": _hermitian,
+                "qr": _complete}
+
+
+def linalg_form_missing(n: Any) -> str | None:
+    """Why linalg node ``n`` has no compiled form (None: it has one)."""
+    check = LINALG_CASES.get(n.op)
+    return None if check is None else check(n)
