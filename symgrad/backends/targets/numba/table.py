@@ -63,6 +63,9 @@ NOT_COMPILED: dict[str, str] = {
                     "the order NumPy's introselect leaves the other elements in is its own "
                     "(Numba's quickselect leaves another)"),
     "expm": "SciPy's expm (scaling and squaring with Pade approximants) has no Numba form",
+    **dict.fromkeys(("fftn", "rfftn", "irfft"), "Numba has no FFT: NumPy's in the driver"),
+    **dict.fromkeys(("eig", "eigvals"), "Numba's eig refuses a real matrix with complex "
+                    "eigenvalues: NumPy's in the driver"),
     **dict.fromkeys(("lu_factor", "lu_pivots", "lu_permutation"),
                     "SciPy's LAPACK getrf (its pivots) has no Numba form"),
     "scan": "a loop: compiled whole as one function of its own (loops.py), not inside a "
