@@ -253,8 +253,10 @@ def public_calls() -> list[tuple[str, Callable, tuple, dict]]:
         ("switch", lambda k, c: sg.switch(k, [lambda v: v * c, lambda v: v], a), (1, 2.5), {}),
         ("switch symbolic", lambda c: sg.switch(sg.var("k", dtype="int64"),
                                                 [lambda v: v * c, lambda v: v], a), (2.5,), {}),
-        ("while_loop", lambda c: sg.while_loop(lambda v: v < c, lambda v: v * 2.0, c), (1.5,),
-         {}),
+        # the step and the test take any pytree of the init's structure (as a user's would)
+        ("while_loop", lambda c: sg.while_loop(
+            lambda v: sg.tree_util.tree_leaves(v)[0] < 100.0,
+            lambda v: sg.tree_util.tree_map(lambda leaf: leaf * 2.0, v), c), (1.5,), {}),
         ("defop", _defop_and_forget, ("hostile_walk_op",), {}),
     ]
     calls.append(("draw", sg.draw, ([f], os.path.join(SANDBOX, "g.png")), {}))

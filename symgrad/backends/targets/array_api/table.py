@@ -237,7 +237,9 @@ ARRAY_API: dict[str, Template | None] = {
     "fftn": T(lambda names, attrs: f"xp.fft.{'i' if attrs['inverse'] else ''}fftn("
               f"{names[0]}, axes={attrs['axes']!r}, norm={attrs['norm']!r})"),
     "rfftn": T("xp.fft.rfftn({0}, axes={axes!r}, norm={norm!r})"),
-    "irfft": T("xp.fft.irfft({0}, n={n!r}, axis={axis!r}, norm={norm!r})"),
+    # NumPy's irfft takes a real operand as complex; the standard's takes complex only
+    "irfft": T("xp.fft.irfft(xp.astype({0}, xp.result_type({0}, xp.complex64)), n={n!r}, "
+               "axis={axis!r}, norm={norm!r})"),
     # a custom derivative's call: its results are its first operands (ops/custom.py)
     "custom_vjp_call": T(_custom_results),
     "custom_jvp_call": T(_custom_results),
