@@ -382,3 +382,18 @@ def _jvp_build(body: Body, nc: int, nx: int, batch: tuple, live: tuple
 
 
 __all__ = ["STACK_ELEMENTS", "VjpPlan", "jvp_step", "multi_vjp", "vjp_step", "zeros"]
+
+
+def tangent_closure(body: Body, nc: int, given: set[int]) -> set[int]:
+    """Body inputs with a tangent: ``given``, and every carry whose new value depends on
+    one (repeated: a carry can feed another)."""
+    graph = body.graph
+    order = graph.ancestors(body.outputs)
+    live = set(given)
+    while True:
+        reached = graph.descendants([body.inputs[i] for i in live], order)
+        more = {j for j in range(nc) if body.outputs[j] in reached
+                and is_float(graph.nodes[body.inputs[j]].dtype)} - live
+        if not more:
+            return live
+        live |= more

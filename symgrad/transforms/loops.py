@@ -23,12 +23,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ir.body import Body, scan_call
+from ..ir.body import scan_call
 from ..ir.expr import Expr, F
 from ..ir.op import define_rules
 from ..ir.shapes import is_float
 from ..ops.loops import ScanParts
-from .loop_steps import jvp_step, vjp_step, zeros
+from .loop_steps import jvp_step, tangent_closure, vjp_step, zeros
 
 
 def _to_front(x: Expr, axis: int) -> Expr:
@@ -172,21 +172,6 @@ def _right(s: Expr, transposed: bool) -> Expr:
 
 # -- forward mode -------------------------------------------------------------------------
 
-def _closure(body: Body, nc: int, given: set[int]) -> set[int]:
-    """Body inputs with a tangent: ``given``, and every carry whose new value depends on
-    one (repeated: a carry can feed another)."""
-    graph = body.graph
-    order = graph.ancestors(body.outputs)
-    live = set(given)
-    while True:
-        reached = graph.descendants([body.inputs[i] for i in live], order)
-        more = {j for j in range(nc) if body.outputs[j] in reached
-                and is_float(graph.nodes[body.inputs[j]].dtype)} - live
-        if not more:
-            return live
-        live |= more
-
-
 def scan_forward(n, t: tuple) -> tuple | None:
     """The tangents of every result of scan call ``n`` (None where zero) for tangents
     ``t`` of its operands: one scan of primal and tangent, whose body has the stacked
@@ -203,7 +188,7 @@ def scan_forward(n, t: tuple) -> tuple | None:
     i0 = min(given)
     nb = t[i0].ndim - args[i0].ndim
     batch = t[i0].shape[:nb]
-    live = tuple(sorted(_closure(body, nc, given)))
+    live = tuple(sorted(tangent_closure(body, nc, given)))
     jbody, captured, tc, ty = jvp_step(body, nc, nx, batch, live)
     avals = body.avals()
 

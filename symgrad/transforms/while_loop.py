@@ -31,7 +31,7 @@ from ..ir.op import define_rules
 from ..ir.shapes import is_float
 from ..ops.while_loop import while_call, while_vjp_call
 from .implicit import closed, zeros
-from .loop_steps import jvp_step, multi_vjp
+from .loop_steps import jvp_step, multi_vjp, tangent_closure
 
 
 def vjp_body(body: Body, nc: int, batch: tuple, wrt_k: tuple[int, ...]) -> Body:
@@ -87,18 +87,7 @@ def while_backprop(n: Any, g: tuple) -> tuple:
 
 
 def _live(body: Body, nc: int, given: set[int]) -> tuple[int, ...]:
-    """Body inputs with a tangent: ``given``, and every float carry whose new value depends
-    on one (repeated: a carry can feed another)."""
-    graph = body.graph
-    order = graph.ancestors(body.outputs)
-    live = set(given)
-    while True:
-        reached = graph.descendants([body.inputs[i] for i in live], order)
-        more = {j for j in range(nc) if body.outputs[j] in reached
-                and is_float(graph.nodes[body.inputs[j]].dtype)} - live
-        if not more:
-            return tuple(sorted(live))
-        live |= more
+    return tuple(sorted(tangent_closure(body, nc, given)))
 
 
 def while_forward(n: Any, t: tuple) -> tuple | None:
