@@ -52,11 +52,13 @@ def _frechet(a, e):
 
 
 register(Op(
-    name="expm", infer=on_squares("expm"), impl=_expm,
+    name="expm", complex=True, infer=on_squares("expm"), impl=_expm,
     backprop=lambda n, g: (_frechet(mT(n.args[0]), g),),
     forward=lambda n, t: None if t[0] is None else _frechet(n.args[0], t[0]),
     examples=lambda rng: [([0.5 * rng.standard_normal((3, 3))], {}),
-                          ([0.5 * rng.standard_normal((2, 2, 2))], {})],
+                          ([0.5 * rng.standard_normal((2, 2, 2))], {}),
+                          ([0.5 * (rng.standard_normal((3, 3))
+                                   + 1j * rng.standard_normal((3, 3)))], {})],
     doc="the matrix exponential (stacked over leading axes), as scipy.linalg.expm",
 ))
 

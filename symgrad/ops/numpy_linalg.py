@@ -89,6 +89,7 @@ from ..ir.shapes import (
     reduced,
     result_dtype,
 )
+from .complex import conjugated, real_part
 from .products import matmul_jvp
 from .reductions import extreme_share
 from .structure import batched_map, dense_maps, gather_map, reduce_map
@@ -159,6 +160,24 @@ def mT(x: Expr) -> Expr:
     return F.matrix_transpose(x)
 
 
+def mH(x: Expr) -> Expr:
+    """The conjugate transpose (the transpose of a real ``x``: no conj node)."""
+    return conjugated(mT(x))
+
+
+def _adjoint_pairing(rule):
+    """A backprop rule written for the textbook pairing ``Re tr(G^H dA)`` (the real rule
+    with ``^H`` for ``^T``) as a rule of JAX's pairing ``Re sum(G * dA)``: its adjoint is
+    ``conj(rule(conj(G)))`` (the same rule on real values, with no conj node)."""
+    def jax_rule(n, g):
+        g = tuple(None if x is None else conjugated(x) for x in g) \
+            if isinstance(g, (tuple, list)) else conjugated(g)
+        return tuple(None if x is None else conjugated(x) for x in rule(n, g))
+
+    jax_rule.__doc__ = rule.__doc__
+    return jax_rule
+
+
 def _reshape(x: Expr, shape: tuple) -> Expr:
     return x if x.shape == tuple(shape) else F.reshape(x, tuple(shape))
 
@@ -193,8 +212,9 @@ def _fold(g: Expr, uplo: str) -> Expr:
     """The gradient of ``f(A)`` where ``f`` reads only the ``uplo`` triangle of ``A`` and
     ``g`` is ``f``'s gradient valid against symmetric perturbations: an off-diagonal entry
     of the triangle stands for both mirror entries, so the result is the triangle of
-    ``g + g^T`` with its diagonal halved."""
-    return _half_triangle(g + mT(g), uplo)
+    ``g + g^H`` with its diagonal halved (for a complex matrix, the Hermitian one whose
+    diagonal is real, as LAPACK reads it)."""
+    return _half_triangle(g + mH(g), uplo)
 
 
 def _gap_inverse(w: Expr) -> Expr:
@@ -208,10 +228,11 @@ def _gap_inverse(w: Expr) -> Expr:
 
 
 def _from_triangle(t: Expr, uplo: str) -> Expr:
-    """The symmetric tangent a function reading the ``uplo`` triangle sees:
-    ``tril(t) + tril(t, -1)^T`` for ``"L"`` (the diagonal halved, then mirrored: exact)."""
+    """The symmetric (Hermitian) tangent a function reading the ``uplo`` triangle sees:
+    ``tril(t) + tril(t, -1)^H`` for ``"L"`` (the diagonal halved, then mirrored: exact;
+    a complex diagonal keeps its real part, as LAPACK reads it)."""
     half = _half_triangle(t, uplo)
-    return half + mT(half)
+    return half + mH(half)
 
 
 def _right_solve(x: Expr, r: Expr) -> Expr:
@@ -496,12 +517,12 @@ def _cholesky_rule(n, g):
     LAPACK reads (the upper one for ``upper=True``, where U = L^T)."""
     factor = n.out
     inverse = F.inv(factor)
-    if n.attrs["upper"]:  # U = L^T: L^T L_bar = U U_bar^T, and L^-1 = U^-T
-        inner = factor @ mT(g)
-        left, right = inverse, mT(inverse)
+    if n.attrs["upper"]:  # U = L^H: L^H L_bar = U U_bar^H, and L^-1 = U^-H
+        inner = factor @ mH(g)
+        left, right = inverse, mH(inverse)
     else:
-        inner = mT(factor) @ g
-        left, right = mT(inverse), inverse
+        inner = mH(factor) @ g
+        left, right = mH(inverse), inverse
     return (_fold(left @ _half_triangle(inner) @ right, "U" if n.attrs["upper"] else "L"),)
 
 
@@ -509,24 +530,28 @@ def _cholesky_forward(n, t):
     """Murray (2016), eq. 8: dL = L Phi(L^-1 dA L^-T), dA read from the triangle LAPACK
     reads; for ``upper=True``, U = L^T and dU = dL^T."""
     upper = n.attrs["upper"]
-    low = mT(n.out) if upper else n.out
+    low = mH(n.out) if upper else n.out
     inverse = F.inv(low)
-    inner = inverse @ _from_triangle(t, "U" if upper else "L") @ mT(inverse)
+    inner = inverse @ _from_triangle(t, "U" if upper else "L") @ mH(inverse)
     d = low @ _half_triangle(inner)
-    return mT(d) if upper else d
+    return mH(d) if upper else d
 
 
 register(Op(
-    name="cholesky", signature=sig("a", upper=False), forward=first(_cholesky_forward),
+    name="cholesky", complex=True, signature=sig("a", upper=False),
+    forward=first(_cholesky_forward),
     sparsity=_squares(),
     prepare=lambda s, d, attrs: _check_static("cholesky", attrs, upper="upper"),
     infer=on_squares("cholesky"), impl=lambda a, upper: np.linalg.cholesky(a, upper=upper),
-    backprop=_cholesky_rule, aliases=("linalg.cholesky",),
+    backprop=_adjoint_pairing(_cholesky_rule), aliases=("linalg.cholesky",),
     examples=lambda rng: [([_spd(rng, 3)], {"upper": False}),
                           ([_spd(rng, 3)], {"upper": True}),
-                          ([np.stack([_spd(rng, 2), _spd(rng, 2)])], {"upper": False})],
-    doc="the Cholesky factor of a symmetric positive-definite matrix (lower, or upper "
-        "with upper=True); reads one triangle",
+                          ([np.stack([_spd(rng, 2), _spd(rng, 2)])], {"upper": False}),
+                          ([_hpd(rng, 3)], {"upper": False}),
+                          ([_hpd(rng, 3)], {"upper": True}),
+                          ([np.stack([_hpd(rng, 2), _hpd(rng, 2)])], {"upper": False})],
+    doc="the Cholesky factor of a symmetric (Hermitian) positive-definite matrix (lower, or "
+        "upper with upper=True); reads one triangle",
 ))
 
 
@@ -544,13 +569,14 @@ def _uplo_prepare(name: str):
 
 
 def _eigenvalues_term(v: Expr, g: Expr, uplo: str) -> Expr:
-    """Giles (2008) 3.1: w_bar -> V diag(w_bar) V^T, folded onto the triangle read."""
-    return _fold(_scale_columns(v, g) @ mT(v), uplo)
+    """Giles (2008) 3.1: w_bar -> V diag(w_bar) V^H, folded onto the triangle read."""
+    return _fold(_scale_columns(v, g) @ mH(v), uplo)
 
 
 def _eigenvectors_term(w: Expr, v: Expr, g: Expr, uplo: str) -> Expr:
-    """Giles (2008) 3.1: V_bar -> V (E o (V^T V_bar)) V^T, E_ij = 1 / (w_j - w_i)."""
-    return _fold(v @ (_gap_inverse(w) * (mT(v) @ g)) @ mT(v), uplo)
+    """Giles (2008) 3.1: V_bar -> V (E o (V^H V_bar)) V^H, E_ij = 1 / (w_j - w_i) (JAX's
+    gauge for a complex V: the diagonal of V^H dV is 0)."""
+    return _fold(v @ (_gap_inverse(w) * (mH(v) @ g)) @ mH(v), uplo)
 
 
 def _eigh_rule(n, g):
@@ -564,18 +590,18 @@ def _eigh_rule(n, g):
 
 
 def _eigenvalues_forward(v: Expr, t: Expr, uplo: str) -> Expr:
-    """Giles (2008) 3.1: dw_i = v_i^T dA v_i."""
-    return F.sum(v * (_from_triangle(t, uplo) @ v), axis=-2)
+    """Giles (2008) 3.1: dw_i = v_i^H dA v_i (real: dA is Hermitian)."""
+    return real_part(F.sum(conjugated(v) * (_from_triangle(t, uplo) @ v), axis=-2))
 
 
 def _eigh_forward(n, t):
-    """Giles (2008) 3.1: dw_i = v_i^T dA v_i, dV = V (E o (V^T dA V)), E_ij = 1/(w_j - w_i)."""
+    """Giles (2008) 3.1: dw_i = v_i^H dA v_i, dV = V (E o (V^H dA V)), E_ij = 1/(w_j - w_i)."""
     if t[0] is None:
         return None
     uplo = n.attrs["UPLO"]
     w, v = n.results
     dw = _eigenvalues_forward(v, t[0], uplo)
-    return dw, v @ (_gap_inverse(w) * (mT(v) @ _from_triangle(t[0], uplo) @ v))
+    return dw, v @ (_gap_inverse(w) * (mH(v) @ _from_triangle(t[0], uplo) @ v))
 
 
 def _eigvalsh_rule(n, g):
@@ -588,8 +614,13 @@ def _eigvalsh_forward(n, t):
     return _eigenvalues_forward(F.eigh(n.args[0], UPLO=uplo)[1], t, uplo)
 
 
+def _eigvalsh_infer(shapes, dtypes, attrs):
+    shape, dtype = on_squares("eigvalsh", 1)(shapes, dtypes, attrs)
+    return shape, real_dtype(dtype)
+
+
 def _eigh_infer(shapes, dtypes, attrs):
-    return results_of([on_squares("eigh", 1)(shapes, dtypes, attrs),
+    return results_of([_eigvalsh_infer(shapes, dtypes, attrs),
                        on_squares("eigh")(shapes, dtypes, attrs)])
 
 
@@ -614,25 +645,36 @@ def eigh(a, UPLO: str = "L") -> EighResult:  # noqa: N803 - NumPy's keyword
     return EighResult(*call("eigh", a, UPLO=UPLO))
 
 
-def _eigh_examples(rng) -> list:
+def _eigh_examples(rng, vectors: bool = False) -> list:
+    """Symmetric and Hermitian cases (with ``vectors``, no complex ``UPLO="U"`` one: the
+    phases of its eigenvectors are LAPACK's for the upper triangle, which the other targets,
+    reading a Hermitian matrix whole, need not share)."""
     return [([_symmetric(rng, 3)], {"UPLO": "L"}), ([_symmetric(rng, 3)], {"UPLO": "U"}),
-            ([np.stack([_symmetric(rng, 2), _symmetric(rng, 2)])], {"UPLO": "L"})]
+            ([np.stack([_symmetric(rng, 2), _symmetric(rng, 2)])], {"UPLO": "L"}),
+            ([_hermitian(rng, 3)], {"UPLO": "L"}),
+            ([np.stack([_hermitian(rng, 2), _hermitian(rng, 2)])], {"UPLO": "L"})] + (
+        [] if vectors else [([_hermitian(rng, 3)], {"UPLO": "U"})])
 
 
 _UPLO = sig("a", "=UPLO:str", UPLO="L")
 register(Op(
-    name="eigh", signature=_UPLO, prepare=_uplo_prepare("eigh"), infer=_eigh_infer,
-    impl=_sg_eigh, backprop=_eigh_rule, aliases=("linalg.eigh",), front=eigh,
+    name="eigh", complex=True, signature=_UPLO, prepare=_uplo_prepare("eigh"),
+    infer=_eigh_infer, impl=_sg_eigh, backprop=_adjoint_pairing(_eigh_rule),
+    aliases=("linalg.eigh",), front=eigh,
     forward=_eigh_forward, sparsity=_results_squares(1, 0),
-    write=_item_writer("eigh", None, {"UPLO": "L"}), examples=_eigh_examples,
-    doc="(eigenvalues ascending, eigenvectors in columns) of a symmetric matrix, one call",
+    write=_item_writer("eigh", None, {"UPLO": "L"}),
+    examples=lambda rng: _eigh_examples(rng, vectors=True),
+    doc="(eigenvalues ascending, eigenvectors in columns) of a symmetric (Hermitian) matrix, "
+        "one call",
 ))
 register(Op(
-    name="eigvalsh", signature=_UPLO, prepare=_uplo_prepare("eigvalsh"),
-    infer=on_squares("eigvalsh", 1), impl=lambda a, UPLO: np.linalg.eigvalsh(a, UPLO),
-    backprop=_eigvalsh_rule, aliases=("linalg.eigvalsh",), examples=_eigh_examples,
+    name="eigvalsh", complex=True, signature=_UPLO, prepare=_uplo_prepare("eigvalsh"),
+    infer=_eigvalsh_infer, impl=lambda a, UPLO: np.linalg.eigvalsh(a, UPLO),
+    backprop=_adjoint_pairing(_eigvalsh_rule), aliases=("linalg.eigvalsh",),
+    examples=_eigh_examples,
     forward=first(_eigvalsh_forward), sparsity=_squares(1),
-    doc="the eigenvalues of a symmetric matrix, ascending (reads the UPLO triangle)",
+    doc="the eigenvalues of a symmetric (Hermitian) matrix, ascending (reads the UPLO "
+        "triangle)",
 ))
 
 
@@ -653,7 +695,7 @@ def _svd_factor_infer(which: str):
         k = min(m, n)
         lead = shapes[0][:-2]
         if which == "s":
-            return lead + (k,), float_dtype(dtypes[0])
+            return lead + (k,), real_dtype(float_dtype(dtypes[0]))
         full = attrs.get("full_matrices", False)
         if which == "u":
             return lead + (m, m if full else k), float_dtype(dtypes[0])
@@ -676,51 +718,60 @@ def _reduced_factors(a: Expr, attrs: dict, need_uv: bool) -> tuple[Expr, Expr, E
 
 
 def _townsend(a: Expr, attrs: dict, which: str, g: Expr) -> Expr:
-    """Townsend (2016), one result's term: A_bar for the adjoint ``g`` of U, S or Vh."""
+    """Townsend (2016), one result's term: A_bar for the adjoint ``g`` of U, S or Vh (for
+    the pairing Re tr(G^H dA): ^H for ^T; JAX's gauge for complex factors puts the phase
+    term i Im(diag(U^H U_bar)) / S into U's)."""
     u, s, vh = _reduced_factors(a, attrs, need_uv=which != "s")
     m, n = a.shape[-2:]
     if which == "s":
         out = _scale_columns(u, g) @ vh
         return _fold(out, "L") if attrs["hermitian"] else out
     if which == "u":
-        inner = mT(u) @ g
-        core = _gap_inverse(s * s) * (inner - mT(inner))
+        inner = mH(u) @ g
+        core = _gap_inverse(s * s) * (inner - mH(inner))
         out = _scale_columns(u @ core, s) @ vh
-        if m > n:  # (I - U U^T) U_bar S^-1 Vh: zero for a square U
+        if is_complex(u.dtype):
+            phase = F.imag(F.sum(conjugated(u) * g, axis=-2)) / s * 1j
+            out = out + _scale_columns(u, phase) @ vh
+        if m > n:  # (I - U U^H) U_bar S^-1 Vh: zero for a square U
             out = out + (g - u @ inner) @ _scale_rows(vh, 1.0 / s)
     else:
-        inner = vh @ mT(g)
-        core = _gap_inverse(s * s) * (inner - mT(inner))
+        inner = vh @ mH(g)
+        core = _gap_inverse(s * s) * (inner - mH(inner))
         out = _scale_columns(u, s) @ core @ vh
-        if n > m:  # U S^-1 Vh_bar (I - V V^T)
-            out = out + _scale_columns(u, 1.0 / s) @ (g - mT(inner) @ vh)
+        if n > m:  # U S^-1 Vh_bar (I - V V^H)
+            out = out + _scale_columns(u, 1.0 / s) @ (g - mH(inner) @ vh)
     return _fold(out, "L") if attrs["hermitian"] else out
 
 
 def _townsend_forward(a: Expr, attrs: dict, which: str, t: Expr) -> Expr:
-    """Townsend (2016), forward: with dP = U^T dA V, dS = diag(dP),
-    dU = U (F o (dP S + S dP^T)) + (I - U U^T) dA V S^-1,
-    dV = V (F o (S dP + dP^T S)) + (I - V V^T) dA^T U S^-1, F_ij = 1 / (s_j^2 - s_i^2)."""
+    """Townsend (2016), forward: with dP = U^H dA V, dS = Re diag(dP),
+    dU = U (F o (dP S + S dP^H)) + (I - U U^H) dA V S^-1,
+    dV = V (F o (S dP + dP^H S)) + (I - V V^H) dA^H U S^-1, F_ij = 1 / (s_j^2 - s_i^2);
+    complex factors take JAX's gauge: dU gains U diag(i Im(diag(dP)) / S)."""
     u, s, vh = _reduced_factors(a, attrs, need_uv=which != "s")
     if attrs["hermitian"]:
         t = _from_triangle(t, "L")
-    v = mT(vh)
+    v = mH(vh)
     tv = t @ v
+    diagonal = F.sum(conjugated(u) * tv, axis=-2)
     if which == "s":
-        return F.sum(u * tv, axis=-2)
+        return real_part(diagonal)
     m, n = a.shape[-2:]
-    dp = mT(u) @ tv
+    dp = mH(u) @ tv
     gaps = _gap_inverse(s * s)
     if which == "u":
-        du = u @ (gaps * (_scale_columns(dp, s) + _scale_rows(mT(dp), s)))
+        du = u @ (gaps * (_scale_columns(dp, s) + _scale_rows(mH(dp), s)))
+        if is_complex(du.dtype):
+            du = du + _scale_columns(u, F.imag(diagonal) / s * 1j)
         if m > n:
-            du = du + _scale_columns(tv - u @ (mT(u) @ tv), 1.0 / s)
+            du = du + _scale_columns(tv - u @ (mH(u) @ tv), 1.0 / s)
         return du
-    tu = mT(t) @ u
-    dv = v @ (gaps * (_scale_rows(dp, s) + _scale_columns(mT(dp), s)))
+    tu = mH(t) @ u
+    dv = v @ (gaps * (_scale_rows(dp, s) + _scale_columns(mH(dp), s)))
     if n > m:
         dv = dv + _scale_columns(tu - v @ (vh @ tu), 1.0 / s)
-    return mT(dv)
+    return mH(dv)
 
 
 def _svd_infer(shapes, dtypes, attrs):
@@ -740,6 +791,7 @@ def _svd_parts(attrs: dict) -> tuple[str, ...]:
     return ("u", "s", "vh") if attrs["compute_uv"] else ("s",)
 
 
+@_adjoint_pairing
 def _svd_rule(n, g):
     """Townsend (2016): the terms of the adjoints of the results that have one."""
     terms = [_townsend(n.args[0], n.attrs, which, gk)
@@ -782,32 +834,38 @@ def _svd_examples(rng) -> list:
     r = rng.standard_normal
     return [([r((3, 2))], {"full_matrices": False}), ([r((2, 3))], {"full_matrices": False}),
             ([r((3, 3))], {}), ([r((2, 3, 2))], {"full_matrices": False}),
-            ([_symmetric(rng, 3)], {"hermitian": True})]
+            ([_symmetric(rng, 3)], {"hermitian": True}),
+            ([_complex(rng, (3, 2))], {"full_matrices": False}),
+            ([_complex(rng, (2, 3))], {"full_matrices": False}),
+            ([_complex(rng, (3, 3))], {}),
+            ([_complex(rng, (2, 3, 2))], {"full_matrices": False})]
 
 
 _SVD_DEFAULTS = {"full_matrices": True, "compute_uv": True, "hermitian": False}
 _PLAIN = {"full_matrices": False, "hermitian": False}
 register(Op(
-    name="svd", signature=sig("a", "=full_matrices", "=compute_uv", "=hermitian",
+    name="svd", complex=True, signature=sig("a", "=full_matrices", "=compute_uv", "=hermitian",
                               **_SVD_DEFAULTS),
     prepare=_svd_prepare, infer=_svd_infer, impl=_sg_svd, backprop=_svd_rule,
     forward=_svd_forward, sparsity=_svd_sparsity, aliases=("linalg.svd",), front=svd,
     write=_item_writer("svd", None, _SVD_DEFAULTS),
     examples=lambda rng: _svd_examples(rng) + [
         ([rng.standard_normal((3, 2))], {"compute_uv": False}),
-        ([rng.standard_normal((2, 4))], {"full_matrices": True, "compute_uv": False})],
+        ([rng.standard_normal((2, 4))], {"full_matrices": True, "compute_uv": False}),
+        ([_complex(rng, (2, 4))], {"full_matrices": True, "compute_uv": False})],
     doc="(U, S, Vh) of the singular value decomposition, one call (S alone with "
         "compute_uv=False)",
 ))
 
 register(Op(
-    name="svdvals", infer=_svd_factor_infer("s"), impl=np.linalg.svdvals,
+    name="svdvals", complex=True, infer=_svd_factor_infer("s"), impl=np.linalg.svdvals,
     aliases=("linalg.svdvals",),
-    backprop=lambda n, g: (_townsend(n.args[0], _PLAIN, "s", g),),
+    backprop=_adjoint_pairing(lambda n, g: (_townsend(n.args[0], _PLAIN, "s", g),)),
     forward=first(lambda n, t: _townsend_forward(n.args[0], _PLAIN, "s", t)),
     sparsity=_squares(1),
     examples=lambda rng: [([rng.standard_normal((3, 2))], {}),
-                          ([rng.standard_normal((2, 2, 3))], {})],
+                          ([rng.standard_normal((2, 2, 3))], {}),
+                          ([_complex(rng, (3, 2))], {}), ([_complex(rng, (2, 2, 3))], {})],
     doc="the singular values, descending (svd with compute_uv=False)",
 ))
 
@@ -851,8 +909,9 @@ def _pinv_infer(shapes, dtypes, attrs):
 
 def _pinv_vjp(a: Expr, p: Expr, g: Expr, full: Expr) -> Expr:
     """Golub & Pereyra (1973), as reverse mode: P = pinv(A) of locally constant rank,
-    A_bar = -P^T G P^T + (I - A P) G^T P P^T + P^T P G^T (I - P A)."""
-    pt, gt = mT(p), mT(g)
+    A_bar = -P^H G P^H + (I - A P) G^H P P^H + P^H P G^H (I - P A) (the pairing
+    Re tr(G^H dA))."""
+    pt, gt = mH(p), mH(g)
     z = gt @ (p @ pt)
     w = (pt @ p) @ gt
     rows, cols = _full_rank_zero(a, full, z - a @ (p @ z), w - (w @ p) @ a)
@@ -860,10 +919,10 @@ def _pinv_vjp(a: Expr, p: Expr, g: Expr, full: Expr) -> Expr:
 
 
 def _pinv_jvp(a: Expr, p: Expr, t: Expr, full: Expr) -> Expr:
-    """Golub & Pereyra (1973): dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P."""
-    tt = mT(t)
-    left = (p @ mT(p)) @ tt
-    right = tt @ (mT(p) @ p)
+    """Golub & Pereyra (1973): dP = -P dA P + P P^H dA^H (I - A P) + (I - P A) dA^H P^H P."""
+    tt = mH(t)
+    left = (p @ mH(p)) @ tt
+    right = tt @ (mH(p) @ p)
     rows, cols = _full_rank_zero(a, full, left - (left @ a) @ p, right - p @ (a @ right))
     return -(p @ t @ p) + rows + cols
 
@@ -900,6 +959,7 @@ def _pinv_parts(n) -> tuple[Expr, Expr]:
     return (_from_triangle(a, "L") if hermitian else a), full
 
 
+@_adjoint_pairing
 def _pinv_rule(n, g):
     a, full = _pinv_parts(n)
     out = _pinv_vjp(a, n.out, g, full)
@@ -917,11 +977,15 @@ register(Op(
     prepare=_pinv_prepare, infer=_pinv_infer,
     impl=lambda a, rcond, hermitian: np.linalg.pinv(a, rcond=rcond, hermitian=hermitian),
     backprop=_pinv_rule, aliases=("linalg.pinv",), sparsity=_squares(),
-    forward=first(_pinv_forward),
+    forward=first(_pinv_forward), complex=True,
     examples=lambda rng: [([rng.standard_normal((3, 2))], {}),
                           ([rng.standard_normal((2, 3))], {"rtol": None}),
                           ([rng.standard_normal((2, 3, 3))], {"rcond": 1e-10}),
-                          ([_symmetric(rng, 3)], {"hermitian": True})],
+                          ([_symmetric(rng, 3)], {"hermitian": True}),
+                          ([_complex(rng, (3, 2))], {}),
+                          ([_complex(rng, (2, 3))], {"rtol": None}),
+                          ([_complex(rng, (2, 3, 3))], {"rcond": 1e-10}),
+                          ([_hermitian(rng, 3)], {"hermitian": True})],
     doc="the Moore-Penrose pseudo-inverse (singular values at most rcond * the largest "
         "count as zero)",
 ))
@@ -951,8 +1015,9 @@ def _lstsq_infer(shapes, dtypes, attrs):
     m, n, cols = _lstsq_shapes(shapes)
     dtype = float_dtype(result_dtype(*dtypes))
     residuals = ((cols[0] if cols else 1),) if m > n else (0,)
-    return results_of([((n,) + cols, dtype), (residuals, dtype), ((), "int32"),
-                       ((min(m, n),), dtype)])
+    real = real_dtype(dtype)
+    return results_of([((n,) + cols, dtype), (residuals, real), ((), "int32"),
+                       ((min(m, n),), real)])
 
 
 def _sg_lstsq(a, b, rcond):
@@ -963,7 +1028,7 @@ def _sg_lstsq(a, b, rcond):
     m, n = np.shape(a)
     if m > n and rank < n:
         r = np.asarray(b) - np.asarray(a) @ x
-        residuals = np.atleast_1d(np.sum(r * r, axis=0))
+        residuals = np.atleast_1d(np.sum(np.abs(r) ** 2, axis=0))
     return x, residuals, rank, sv
 
 
@@ -973,30 +1038,32 @@ def _effective_rcond(a: Expr, rcond: float | None) -> float:
 
 
 def _x_term(n, g):
-    """x = pinv(A) b (the minimum-norm solution, with lstsq's cut-off): b_bar = P^T x_bar,
-    and A_bar is pinv's rule for P_bar = x_bar b^T."""
+    """x = pinv(A) b (the minimum-norm solution, with lstsq's cut-off): b_bar = P^H x_bar,
+    and A_bar is pinv's rule for P_bar = x_bar b^H."""
     a, b = n.args
     rcond = _effective_rcond(a, n.attrs["rcond"])
     p, full = F.pinv(a, rcond=rcond), _has_full_rank(a, rcond)
     if b.ndim == 1:
-        p_bar = _reshape(g, g.shape + (1,)) * _reshape(b, (1, b.shape[0]))
-        return _pinv_vjp(a, p, p_bar, full), g @ p
-    return _pinv_vjp(a, p, g @ mT(b), full), mT(p) @ g
+        p_bar = _reshape(g, g.shape + (1,)) * _reshape(conjugated(b), (1, b.shape[0]))
+        return _pinv_vjp(a, p, p_bar, full), g @ conjugated(p)
+    return _pinv_vjp(a, p, g @ mH(b), full), mH(p) @ g
 
 
 def _residuals_term(n, g):
-    """Sum of squares of r = b - A x at the least-squares x, where dr/dx is orthogonal to r:
-    A_bar = -2 r x^T g, b_bar = 2 r g."""
+    """Sum of |r|^2 of r = b - A x at the least-squares x, where dr/dx is orthogonal to r:
+    A_bar = -2 r x^H g, b_bar = 2 r g."""
     a, b = n.args
     x = n.results[0]
     r = b - a @ x
     if b.ndim == 1:
         r_bar = 2.0 * r * g
-        return -(_reshape(r_bar, r_bar.shape + (1,)) * _reshape(x, (1, x.shape[0]))), r_bar
+        return (-(_reshape(r_bar, r_bar.shape + (1,)) * _reshape(conjugated(x), (1, x.shape[0]))),
+                r_bar)
     r_bar = 2.0 * r * _reshape(g, g.shape[:-1] + (1, g.shape[-1]))
-    return -(r_bar @ mT(x)), r_bar
+    return -(r_bar @ mH(x)), r_bar
 
 
+@_adjoint_pairing
 def _lstsq_rule(n, g):
     """The terms of the adjoints of x, the residuals and the singular values (the rank has
     no derivative)."""
@@ -1023,7 +1090,7 @@ def _x_forward(n, t):
 
 
 def _residuals_forward(n, t):
-    """d sum(r^2) = 2 sum(r * (db - dA x)) at the least-squares x (A^T r = 0)."""
+    """d sum(|r|^2) = 2 Re sum(conj(r) * (db - dA x)) at the least-squares x (A^H r = 0)."""
     a, b = n.args
     ta, tb = t
     if 0 in n.dtype[1][0]:
@@ -1032,7 +1099,7 @@ def _residuals_forward(n, t):
     r = b - a @ x
     d = total(tb, None if ta is None else -matmul_jvp(a, x, ta, None))
     axis = -1 if b.ndim == 1 else -2
-    return 2.0 * F.sum(r * d, axis=axis, keepdims=b.ndim == 1)
+    return 2.0 * real_part(F.sum(conjugated(r) * d, axis=axis, keepdims=b.ndim == 1))
 
 
 def _lstsq_forward(n, t):
@@ -1074,13 +1141,16 @@ def lstsq(a, b, rcond=None) -> tuple:
 
 def _lstsq_examples(rng) -> list:
     r = rng.standard_normal
+    c = lambda shape: _complex(rng, shape)  # noqa: E731
     return [([r((4, 2)), r(4)], {}), ([r((4, 3)), r((4, 2))], {"rcond": 1e-12}),
-            ([r((2, 3)), r(2)], {})]
+            ([r((2, 3)), r(2)], {}), ([c((4, 2)), c(4)], {}),
+            ([c((4, 3)), c((4, 2))], {"rcond": 1e-12}), ([c((2, 3)), c(2)], {}),
+            ([c((4, 2)), r(4)], {})]
 
 
 _LSTSQ = sig("a", "b", "=rcond", rcond=None)
 register(Op(
-    name="lstsq", signature=_LSTSQ, prepare=_lstsq_prepare, infer=_lstsq_infer,
+    name="lstsq", complex=True, signature=_LSTSQ, prepare=_lstsq_prepare, infer=_lstsq_infer,
     impl=_sg_lstsq, backprop=_lstsq_rule, forward=_lstsq_forward, sparsity=_lstsq_sparsity,
     aliases=("linalg.lstsq",), front=lstsq, write=_item_writer("lstsq", None, {"rcond": None}),
     examples=_lstsq_examples,
@@ -1104,19 +1174,20 @@ def _qr_prepare(shapes, dtypes, attrs):
 
 
 def _copyltu(m: Expr) -> Expr:
-    """The lower triangle of ``m`` mirrored to the upper one."""
+    """The lower triangle of ``m`` mirrored to the upper one (conjugated: Hermitian)."""
     half = _half_triangle(m)
-    return half + mT(half)
+    return half + mH(half)
 
 
 def _qr_square_vjp(q: Expr, r: Expr, q_bar: Expr | None, r_bar: Expr | None) -> Expr:
     """Seeger et al. (2017), Walter & Lehmann (2013): A = QR with m >= n,
-    M = R R_bar^T - Q_bar^T Q, A_bar = (Q_bar + Q copyltu(M)) R^-T."""
-    m = r @ mT(r_bar) if r_bar is not None else None
+    M = R R_bar^H - Q_bar^H Q, A_bar = (Q_bar + Q copyltu(M)) R^-H (the pairing
+    Re tr(G^H dA))."""
+    m = r @ mH(r_bar) if r_bar is not None else None
     if q_bar is not None:
-        m = -(mT(q_bar) @ q) if m is None else m - mT(q_bar) @ q
+        m = -(mH(q_bar) @ q) if m is None else m - mH(q_bar) @ q
     top = q @ _copyltu(m)
-    return _right_solve_transposed(top if q_bar is None else q_bar + top, r)
+    return _right_solve_transposed(top if q_bar is None else q_bar + top, conjugated(r))
 
 
 def _qr_vjp(a: Expr, which: str, g: Expr, mode: str) -> Expr:
@@ -1138,17 +1209,20 @@ def _qr_vjp(a: Expr, which: str, g: Expr, mode: str) -> Expr:
         y_bar = F.zeros(shape=x_bar.shape[:-1] + (cols - rows,), dtype=x_bar.dtype)
         return F.concatenate([x_bar, y_bar], axis=-1)
     u_bar, v_bar = r_bar[..., :, :rows], r_bar[..., :, rows:]
-    x_bar = _qr_square_vjp(q, u, y @ mT(v_bar), u_bar)
+    x_bar = _qr_square_vjp(q, u, y @ mH(v_bar), u_bar)
     return F.concatenate([x_bar, q @ v_bar], axis=-1)
 
 
 def _qr_square_jvp(q: Expr, r: Expr, t: Expr) -> tuple[Expr, Expr]:
-    """Walter & Lehmann (2013): A = QR with m >= n, X = Q^T dA R^-1, Omega = L - L^T with L
-    the strictly lower part of X: dQ = dA R^-1 - Q (X - Omega), dR = (X - Omega) R."""
+    """Walter & Lehmann (2013): A = QR with m >= n, X = Q^H dA R^-1, Omega = L - L^H with L
+    the strictly lower part of X: dQ = dA R^-1 - Q (X - Omega), dR = (X - Omega) R; a
+    complex X adds i Im(diag(X)) to Omega (JAX's gauge: R's diagonal stays real)."""
     y = _right_solve(t, r)
-    x = mT(q) @ y
+    x = mH(q) @ y
     low = F.band(x, lo=None, hi=-1)
-    core = x - (low - mT(low))
+    core = x - (low - mH(low))
+    if is_complex(x.dtype):
+        core = core - F.imag(_diagonal_matrix(x)) * 1j
     return y - q @ core, core @ r
 
 
@@ -1169,7 +1243,7 @@ def _qr_jvp(a: Expr, which: str, t: Expr, mode: str) -> Expr:
     dq, du = _qr_square_jvp(q, r[..., :, :rows], t[..., :, :rows])
     if which == "q":
         return dq
-    dv = mT(dq) @ a[..., :, rows:] + mT(q) @ t[..., :, rows:]
+    dv = mH(dq) @ a[..., :, rows:] + mH(q) @ t[..., :, rows:]
     return F.concatenate([du, dv], axis=-1)
 
 
@@ -1190,6 +1264,7 @@ def _qr_parts(attrs: dict) -> tuple[str, ...]:
     return ("r",) if attrs["mode"] == "r" else ("q", "r")
 
 
+@_adjoint_pairing
 def _qr_rule(n, g):
     """Seeger et al. (2017), Walter & Lehmann (2013), Liao et al. (2019): the terms of the
     adjoints of Q and R."""
@@ -1224,11 +1299,13 @@ def qr(a, mode: str = "reduced"):
 def _qr_examples(rng) -> list:
     r = rng.standard_normal
     return [([r((3, 2))], {}), ([r((3, 3))], {"mode": "complete"}), ([r((2, 3))], {}),
-            ([r((2, 3, 2))], {}), ([r((3, 2))], {"mode": "r"})]
+            ([r((2, 3, 2))], {}), ([r((3, 2))], {"mode": "r"}),
+            ([_complex(rng, (3, 2))], {}), ([_complex(rng, (3, 3))], {"mode": "complete"}),
+            ([_complex(rng, (2, 3, 2))], {}), ([_complex(rng, (3, 2))], {"mode": "r"})]
 
 
 register(Op(
-    name="qr", signature=sig("a", "=mode:str", mode="reduced"), prepare=_qr_prepare,
+    name="qr", complex=True, signature=sig("a", "=mode:str", mode="reduced"), prepare=_qr_prepare,
     infer=_qr_infer, impl=_sg_qr, backprop=_qr_rule, forward=_qr_forward,
     sparsity=lambda n: tuple(batched_map(n, (2,), 2, shape) for shape, _ in n.dtype),
     aliases=("linalg.qr",), front=qr, write=_item_writer("qr", None, {"mode": "reduced"}),
@@ -1490,7 +1567,8 @@ def _norm_axes(ndim: int, attrs: dict) -> tuple[int, ...]:
 
 def _norm_infer(shapes, dtypes, attrs):
     axes = _norm_axes(len(shapes[0]), attrs)
-    return reduced(shapes[0], tuple(sorted(axes)), attrs["keepdims"]), float_dtype(dtypes[0])
+    return (reduced(shapes[0], tuple(sorted(axes)), attrs["keepdims"]),
+            real_dtype(float_dtype(dtypes[0])))
 
 
 def _norm_rule(n, g):
@@ -1501,18 +1579,21 @@ def _norm_rule(n, g):
 
 
 def _norm_forward(n, t):
-    """The norm is a reduction: its tangent is the sum over the reduced axes of t times the
-    local derivative, which is the backprop rule's term with t in place of g."""
+    """The norm is a reduction: its tangent is the (real part of the) sum over the reduced
+    axes of t times the local derivative, which is the backprop rule's term with t in place
+    of g."""
     x = n.args[0]
     terms = _norm_terms(n, t)
     if terms is None:
         return None
     axes = tuple(sorted(_norm_axes(x.ndim, n.attrs)))
-    return F.sum(terms, axis=axes, keepdims=n.attrs["keepdims"])
+    return real_part(F.sum(terms, axis=axes, keepdims=n.attrs["keepdims"]))
 
 
 def _norm_terms(n, gk):
-    """``gk`` (the adjoint with the reduced axes kept, or a tangent) times d(norm)/dx."""
+    """``gk`` (the adjoint with the reduced axes kept, or a tangent) times d(norm)/dx (of a
+    complex x, JAX's: the conjugate of the real formula with x / |x| for sign(x), so that
+    d(norm) = Re(sum(t * term)))."""
     x = n.args[0]
     order = n.attrs["ord"]
     axes = _norm_axes(x.ndim, n.attrs)
@@ -1520,12 +1601,12 @@ def _norm_terms(n, gk):
     matrix = len(axes) == 2 and not (n.attrs["axis"] is None and order is None)
     if order is None or order == "fro" or (order == 2 and not matrix):
         r = _reshape(n.out, kept)
-        return gk * x / F.where(r == 0.0, F.ones_like(r), r)
+        return gk * conjugated(x) / F.where(r == 0.0, F.ones_like(r), r)
     if order == 0:
         return None
     if matrix and order in ("nuc", 2, -2):
-        return gk * _spectral(x, axes, order)
-    sign = F.sign(x)
+        return gk * conjugated(_spectral(x, axes, order))
+    sign = _conj_sign(x)
     if not matrix:
         if order in (_INF, -_INF):
             return gk * extreme_share(F.abs(x), axes, order > 0) * sign
@@ -1536,6 +1617,14 @@ def _norm_terms(n, gk):
     summed, across = (row, col) if order in (1, -1) else (col, row)
     sums = F.sum(F.abs(x), axis=summed, keepdims=True)
     return gk * extreme_share(sums, (across,), order > 0) * sign
+
+
+def _conj_sign(x: Expr) -> Expr:
+    """``sign(x)``, or of a complex x ``conj(x) / |x|`` (0 at 0, as ``abs'(0)``)."""
+    if not is_complex(x.dtype):
+        return F.sign(x)
+    size = F.abs(x)
+    return F.where(size == 0.0, 0.0, conjugated(x) / F.where(size == 0.0, 1.0, size))
 
 
 def _spectral(x: Expr, axes: tuple[int, int], order) -> Expr:
@@ -1581,6 +1670,7 @@ register(Op(
     backprop=_norm_rule, aliases=("linalg.norm",), examples=_norm_examples,
     forward=first(_norm_forward),
     sparsity=lambda n: (reduce_map(n, _norm_axes(n.args[0].ndim, n.attrs)),),
+    complex=True,
     doc="a vector norm (ord None/2, 1, inf, -inf, 0, p) or a matrix norm (ord None/'fro', "
         "'nuc', 1, -1, 2, -2, inf, -inf) over axis",
 ))
@@ -1607,11 +1697,13 @@ register(Op(
                                          "int64"),
     impl=lambda A, tol, hermitian, rtol: np.asarray(
         np.linalg.matrix_rank(A, tol, hermitian, rtol=rtol), dtype=np.int64),
-    differentiable=False, aliases=("linalg.matrix_rank",),
+    differentiable=False, aliases=("linalg.matrix_rank",), complex=True,
     examples=lambda rng: [([rng.standard_normal((4, 2)) @ rng.standard_normal((2, 3))], {}),
                           ([np.stack([np.eye(3), np.diag([1.0, 1e-9, 0.0])])], {"tol": 1e-6}),
                           ([np.zeros(3)], {}), ([_symmetric(rng, 3)], {"hermitian": True}),
-                          ([np.diag([1.0, 1e-3, 1e-12])], {"rtol": 1e-6})],
+                          ([np.diag([1.0, 1e-3, 1e-12])], {"rtol": 1e-6}),
+                          ([_complex(rng, (4, 2)) @ _complex(rng, (2, 3))], {}),
+                          ([_hermitian(rng, 3)], {"hermitian": True})],
     doc="the number of singular values above tol (an integer: no gradient)",
 ))
 
@@ -1634,3 +1726,21 @@ def _symmetric(rng, n: int) -> np.ndarray:
     q, _ = np.linalg.qr(rng.standard_normal((n, n)))
     w = np.arange(1, n + 1) * 1.5 - 0.7 + 0.2 * rng.random(n)
     return (q * w) @ q.T
+
+
+def _hpd(rng, n: int) -> np.ndarray:
+    """A Hermitian positive-definite complex matrix."""
+    x = rng.standard_normal((n, n)) + 1j * rng.standard_normal((n, n))
+    return x @ x.conj().T + n * np.eye(n)
+
+
+def _hermitian(rng, n: int) -> np.ndarray:
+    """A Hermitian complex matrix with well-separated eigenvalues."""
+    x = rng.standard_normal((n, n)) + 1j * rng.standard_normal((n, n))
+    q, _ = np.linalg.qr(x)
+    w = np.arange(1, n + 1) * 1.5 - 0.7 + 0.2 * rng.random(n)
+    return (q * w) @ q.conj().T
+
+
+def _complex(rng, shape: tuple) -> np.ndarray:
+    return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)

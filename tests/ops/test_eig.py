@@ -51,11 +51,29 @@ def test_eigenvalue_gradients_and_jvps_are_jaxs(name, which, x64):
     want = jax.jvp(jnp.linalg.eigvals, (jnp.asarray(a),), (jnp.asarray(t),))[1]
     np.testing.assert_allclose(sg.evaluate(sg.jvp(w, A, t), {"A": a}), want, rtol=1e-9,
                                atol=1e-12)
-    for backend in ("jax", "torch"):  # numba: its array forms fail to type this gradient
+    for backend in ("jax", "torch"):  # numba: test_eigenvalue_gradients_run_on_numba
         pytest.importorskip(backend)
         got = sg.compile(g, inputs=[A], backend=backend)(a)
         np.testing.assert_allclose(np.asarray(got), jax.grad(jax_loss)(a), rtol=1e-9,
                                    atol=1e-12, err_msg=backend)
+
+
+@pytest.mark.parametrize("name", ["real-complex-pairs", "complex"])
+def test_eigenvalue_gradients_run_on_numba(name, x64):
+    """The gradient of eigenvalues compiles on Numba (its complex matrix nodes run as
+    NumPy's calls in the driver) and equals JAX's."""
+    jax = pytest.importorskip("jax")
+    pytest.importorskip("numba")
+    jnp = jax.numpy
+    a = MATRICES[name]
+    A = sg.var("A", shape=a.shape, dtype=a.dtype.name)
+    c = RNG.standard_normal(a.shape[-1]) + 1j * RNG.standard_normal(a.shape[-1])
+    loss = sg.sum(sg.real(np.linalg.eigvals(A) * c))
+    fn = sg.compile([loss, sg.grad(loss, A)], inputs=[A], backend="numba")
+    value, grad = fn(a)
+    want = jax.value_and_grad(lambda m: jnp.sum(jnp.real(jnp.linalg.eigvals(m) * c)))(a)
+    np.testing.assert_allclose(value, want[0], rtol=1e-9)
+    np.testing.assert_allclose(grad, want[1], rtol=1e-9, atol=1e-12)
 
 
 def test_eigenvector_derivatives_are_refused():

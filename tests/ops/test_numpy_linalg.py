@@ -640,8 +640,6 @@ def test_matrix_rank_and_what_is_not_traced(rng):
     a = sg.var("A", a0.shape)
     _same_bits(sg.evaluate(np.linalg.matrix_rank(a), {"A": a0}), np.linalg.matrix_rank(a0))
     assert sg.grad(sg.sum(sg.svdvals(a) * np.linalg.matrix_rank(a)[:, None]), a).shape == a0.shape
-    with pytest.raises(sg.SymgradError, match="complex value.*real values only"):
-        np.linalg.cholesky(sg.var("S", (3, 3), "complex128"))
 
 
 # -- pinv: second derivatives at ill-conditioned points ----------------------------------------
@@ -768,3 +766,104 @@ def test_a_decomposition_is_one_node_with_numpys_values_and_gradients(name, rng)
     f = sum(sg.sum(w * r ** 2) for w, r in zip(weights, results))
     check_grads(f, a, {"A": a0}, order=2, eps=1e-6)
     assert sum(n.op == name for n in nodes) == 1  # the rules read the same call
+
+
+# -- complex matrices: values NumPy's, derivatives JAX's (beyond the registry battery) -------
+
+
+def _complex_matrix(rng, shape):
+    return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+
+
+def _complex_gradient_by_differences(f, z0: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    """JAX's gradient of a real ``f`` at complex ``z0``, df/dx - i df/dy, by central
+    differences."""
+    out = np.zeros_like(z0)
+    for k in np.ndindex(z0.shape):
+        for step, part in ((eps, 1.0), (1j * eps, -1j)):
+            hi, lo = z0.copy(), z0.copy()
+            hi[k] += step
+            lo[k] -= step
+            out[k] += part * (f(hi) - f(lo)) / (2 * eps)
+    return out
+
+
+def test_complex_linalg_values_are_numpys(rng):
+    """cholesky, eigh, svd, qr, norm, pinv, lstsq and expm of complex matrices evaluate to
+    NumPy's (SciPy's) results, in complex dtypes with real eigenvalues, singular values,
+    norms and residuals."""
+    import scipy.linalg
+
+    z0 = _complex_matrix(rng, (4, 3))
+    h0 = z0.conj().T @ z0 + np.eye(3)
+    z, h = sg.var("Z", (4, 3), "complex128"), sg.var("H", (3, 3), "complex128")
+    at = {"Z": z0, "H": h0}
+    w, v = np.linalg.eigh(h)
+    u, s, vh = np.linalg.svd(z, full_matrices=False)
+    q, r = np.linalg.qr(z)
+    x, res, _, sv = np.linalg.lstsq(z, z[:, 0])
+    pairs = [(np.linalg.cholesky(h), np.linalg.cholesky(h0)),
+             (w, np.linalg.eigh(h0)[0]), (v, np.linalg.eigh(h0)[1]),
+             (s, np.linalg.svd(z0)[1]), (u @ vh, np.linalg.svd(z0, full_matrices=False)[0]
+                                         @ np.linalg.svd(z0, full_matrices=False)[2]),
+             (q, np.linalg.qr(z0)[0]), (r, np.linalg.qr(z0)[1]),
+             (np.linalg.norm(z, "nuc"), np.linalg.norm(z0, "nuc")),
+             (np.linalg.norm(z[:, 0], 3), np.linalg.norm(z0[:, 0], 3)),
+             (np.linalg.pinv(z), np.linalg.pinv(z0)),
+             (x, np.linalg.lstsq(z0, z0[:, 0])[0]), (res, np.linalg.lstsq(z0, z0[:, 0])[1]),
+             (sv, np.linalg.lstsq(z0, z0[:, 0])[3]),
+             (sg.expm(h * 0.1j), scipy.linalg.expm(h0 * 0.1j))]
+    for got, want in pairs:
+        value, want = np.asarray(sg.evaluate(got, at)), np.asarray(want)
+        assert value.dtype == want.dtype, (got, value.dtype, want.dtype)
+        np.testing.assert_allclose(value, want, rtol=1e-12, atol=1e-12)
+
+
+def test_complex_eigh_of_the_upper_triangle_matches_jax(rng, x64):
+    """eigh with UPLO="U" reads the upper triangle of a complex matrix (a Hermitian one, the
+    diagonal's real part): its gradient of a phase-free loss (eigenvalues, |V|^2) is JAX's
+    through that Hermitian matrix, to second order."""
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    a0 = _complex_matrix(rng, (3, 3))
+    c, d = rng.standard_normal(3), rng.standard_normal((3, 3))
+    a = sg.var("A", (3, 3), "complex128")
+    w, v = np.linalg.eigh(a, UPLO="U")
+    loss = sg.sum(w * c) + sg.sum(sg.abs(v) ** 2 * d) + sg.sum(w ** 2)
+
+    def jax_loss(x):
+        upper = jnp.triu(x, 1)
+        hermitian = upper + jnp.conj(upper.T) + jnp.diag(jnp.real(jnp.diag(x)))
+        jw, jv = jnp.linalg.eigh(hermitian)
+        return jnp.sum(jw * c) + jnp.sum(jnp.abs(jv) ** 2 * d) + jnp.sum(jw ** 2)
+
+    g = sg.grad(loss, a)
+    np.testing.assert_allclose(sg.evaluate(g, {"A": a0}), jax.grad(jax_loss)(a0), atol=1e-9)
+    e = _complex_matrix(rng, (3, 3))
+    second = sg.grad(sg.sum(sg.real(g * e)), a)
+    want = jax.grad(lambda x: jnp.sum(jnp.real(jax.grad(jax_loss)(x) * e)))(a0)
+    np.testing.assert_allclose(sg.evaluate(second, {"A": a0}), want, atol=1e-8)
+
+
+@pytest.mark.parametrize("mode", ["reduced", "r"])
+def test_complex_qr_of_a_wide_matrix_against_differences(rng, mode):
+    """qr of a wide complex matrix (a case JAX does not differentiate): the gradient of a
+    real loss of Q and R is the central difference quotient's, in JAX's convention."""
+    a0 = _complex_matrix(rng, (2, 4))
+    wq, wr = _complex_matrix(rng, (2, 2)), _complex_matrix(rng, (2, 4))
+    a = sg.var("A", (2, 4), "complex128")
+    if mode == "r":
+        loss = sg.sum(sg.real(np.linalg.qr(a, mode="r") * wr))
+    else:
+        q, r = np.linalg.qr(a)
+        loss = sg.sum(sg.real(q * wq)) + sg.sum(sg.real(r * wr))
+
+    def numeric(x):
+        if mode == "r":
+            return np.sum(np.real(np.linalg.qr(x, mode="r") * wr))
+        q0, r0 = np.linalg.qr(x)
+        return np.sum(np.real(q0 * wq)) + np.sum(np.real(r0 * wr))
+
+    got = sg.evaluate(sg.grad(loss, a), {"A": a0})
+    np.testing.assert_allclose(got, _complex_gradient_by_differences(numeric, a0), atol=1e-7)
+

@@ -294,12 +294,14 @@ def _sg_xp_band(xp, x, lo, hi, diagonal):
 
 
 def _sg_xp_sym(xp, x, uplo):
-    """The symmetric matrix ``eigh`` reads from the ``uplo`` triangle of ``x``."""
-    if uplo == "U":
-        t = xp.triu(x)
-        return t + xp.matrix_transpose(xp.triu(x, k=1))
-    t = xp.tril(x)
-    return t + xp.matrix_transpose(xp.tril(x, k=-1))
+    """The symmetric (Hermitian) matrix ``eigh`` and ``cholesky`` read from the ``uplo``
+    triangle of ``x`` (a complex diagonal: its real part, as LAPACK reads it)."""
+    t, rest = (xp.triu(x), xp.triu(x, k=1)) if uplo == "U" else (xp.tril(x), xp.tril(x, k=-1))
+    if xp.isdtype(x.dtype, "complex floating"):
+        diagonal = xp.real(t) - xp.real(rest)
+        return (rest + xp.conj(xp.matrix_transpose(rest))
+                + xp.astype(diagonal, x.dtype))
+    return t + xp.matrix_transpose(rest)
 
 
 def _sg_xp_solve(xp, a, b):
@@ -328,10 +330,16 @@ def _sg_xp_lstsq(xp, a, b, rcond):
     inv = xp.where(big, 1.0 / xp.where(big, s, xp.ones_like(s)), xp.zeros_like(s))
     vec = b.ndim == 1
     bb = xp.reshape(b, (-1, 1)) if vec else b
-    x = xp.matrix_transpose(vh) @ (xp.reshape(inv, (-1, 1)) * (xp.matrix_transpose(u) @ bb))
+    complex_ = xp.isdtype(a.dtype, "complex floating") or xp.isdtype(b.dtype, "complex floating")
+    if complex_:
+        def adjoint(m):
+            return xp.conj(xp.matrix_transpose(m))
+    else:
+        adjoint = xp.matrix_transpose
+    x = adjoint(vh) @ (xp.reshape(inv, (-1, 1)) * (adjoint(u) @ bb))
     rank = xp.astype(xp.sum(xp.astype(big, xp.int32)), xp.int32)  # NumPy's dtype
     r = bb - a @ x
-    res = xp.sum(r * r, axis=0)
+    res = xp.sum(xp.real(r * xp.conj(r)) if complex_ else r * r, axis=0)
     return (xp.reshape(x, (-1,)) if vec else x), res, rank, s
 
 

@@ -308,7 +308,9 @@ ARRAY_API: dict[str, Template | None] = {
     "inv": T("xp.linalg.inv({0})"), "det": T("xp.linalg.det({0})"),
     "slogdet": T("xp.linalg.slogdet({0})"),
     "solve": T("_sg_xp_solve(xp, {0}, {1})", (h._sg_xp_solve,)),
-    "cholesky": T("xp.linalg.cholesky({0}, upper={upper!r})"),
+    "cholesky": T(lambda names, attrs: f"xp.linalg.cholesky(_sg_xp_sym(xp, {names[0]}, "
+                                       f"{'U' if attrs['upper'] else 'L'!r}), "
+                                       f"upper={attrs['upper']!r})", (h._sg_xp_sym,)),
     "eigh": _eigh(False), "eigvalsh": _eigh(True), "svd": T(_svd),
     # eig (ops/eig.py): not in the standard; the library's own (jnp, torch), made complex
     "eig": T("tuple(xp.astype(r, xp.result_type(r.dtype, xp.complex64)) "
@@ -316,7 +318,9 @@ ARRAY_API: dict[str, Template | None] = {
     "eigvals": T("(lambda w: xp.astype(w, xp.result_type(w.dtype, xp.complex64)))("
                  "xp.linalg.eigvals({0}))"),
     "svdvals": T("xp.linalg.svdvals({0})"),
-    "pinv": T("xp.linalg.pinv({0}, rtol={rcond!r})"),
+    "pinv": T(lambda names, attrs: "xp.linalg.pinv({}, rtol={!r})".format(
+        f"_sg_xp_sym(xp, {names[0]}, 'L')" if attrs["hermitian"] else names[0], attrs["rcond"]),
+        (h._sg_xp_sym,)),
     "lstsq": T(lambda names, attrs: f"_sg_xp_lstsq(xp, {names[0]}, {names[1]}, "
                                     f"{number_source(attrs['rcond'])})", (h._sg_xp_lstsq,)),
     "qr": T(_qr),

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from ....ir.shapes import is_complex
 from ..numpy.table import NUMPY_TYPE, scalar_source
 from .nest_base import Site, Writer, aligned, at
 
@@ -415,12 +416,23 @@ def _complete(n: Any) -> str | None:
     return None
 
 
-# op -> why a node of it (by its attributes) has no compiled form, or None
-LINALG_CASES = {"svd": _hermitian, "pinv": _hermitian, "matrix_rank": _hermitian,
-                "qr": _complete}
+def _real(check: Callable[[Any], str | None] | None = None) -> Callable[[Any, Any], str | None]:
+    """``check``, after refusing complex operands (these forms work in float64/float32)."""
+    def missing(n: Any, nodes: Any) -> str | None:
+        if any(is_complex(str(nodes[a].dtype)) for a in n.args):
+            return "a complex matrix: the compiled forms work in float64/float32"
+        return None if check is None else check(n)
+
+    return missing
 
 
-def linalg_form_missing(n: Any) -> str | None:
-    """Why linalg node ``n`` has no compiled form (None: it has one)."""
+# op -> why a node of it (by its attributes or dtypes) has no compiled form, or None
+LINALG_CASES = {**{name: _real() for name in LINALG_FORMS},
+                "svd": _real(_hermitian), "pinv": _real(_hermitian),
+                "matrix_rank": _real(_hermitian), "qr": _real(_complete)}
+
+
+def linalg_form_missing(n: Any, nodes: Any) -> str | None:
+    """Why linalg node ``n`` (of graph ``nodes``) has no compiled form (None: it has one)."""
     check = LINALG_CASES.get(n.op)
-    return None if check is None else check(n)
+    return None if check is None else check(n, nodes)

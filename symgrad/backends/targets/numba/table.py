@@ -197,7 +197,7 @@ def why_not(n: Any, nodes: Any) -> str | None:
             n.op, "no scalar form for these dtypes")
     if n.op not in ARRAY_FORMS:
         return "a user op (symgrad.extend): its NumPy implementation runs in the driver"
-    return linalg_form_missing(n) if n.op in LINALG_FORMS else None
+    return linalg_form_missing(n, nodes) if n.op in LINALG_FORMS else None
 
 
 _SCALAR_WHY = {
