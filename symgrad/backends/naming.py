@@ -21,7 +21,7 @@ __all__ = ["Namer", "check_function_name", "is_safe_name", "sanitize"]
 
 _BUILTINS = frozenset(dir(builtins))
 _SOFT_KEYWORDS = frozenset(getattr(keyword, "softkwlist", ())) | {"_", "case", "match", "type"}
-_RESERVED = frozenset({"np", "numpy", "math", "_numpy_math"})
+_RESERVED = frozenset({"np", "numpy", "math", "_numpy_math", "cmath", "_numpy_cmath"})
 
 
 def is_safe_name(name: Any) -> bool:

@@ -32,6 +32,14 @@ for Cholesky; Townsend 2016 for the SVD; Walter & Lehmann 2013 for QR); function
 one triangle see ``tril(dA) + tril(dA, -1)^T`` (for ``UPLO="L"``). Sparsity: dense per
 matrix, leading axes batched.
 
+Complex matrices (every function here; :mod:`symgrad.ops.complex` states the conventions,
+JAX's): a holomorphic function (``inv det solve matrix_power``) keeps its real rule; the
+others' rules are written once for the pairing ``Re tr(G^H dA)`` (the papers' formulas with
+``^H`` for ``^T``) and conjugated in and out into JAX's (:func:`_adjoint_pairing`); a
+function reading one triangle reads a Hermitian matrix (the diagonal's real part, as
+LAPACK), and eigenvector, QR and SVD factors take JAX's gauges (``diag(V^H dV) = 0``,
+``R``'s diagonal real, the phase term ``i Im(diag(U^H dA V)) / S`` in ``dU``).
+
 Conditions (where the derivative exists, and what symgrad gives where it does not):
 
 * ``cholesky`` and ``eigh``/``eigvalsh`` (and ``hermitian=True`` in ``svd``/``pinv``) read

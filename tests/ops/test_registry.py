@@ -23,6 +23,7 @@ case we check
 
 from __future__ import annotations
 
+import cmath
 import math
 
 import numpy as np
@@ -30,7 +31,12 @@ import pytest
 
 import symgrad as sg
 from symgrad.backends import TABLES
-from symgrad.backends.targets.numpy.math_table import MATH, fallback_names
+from symgrad.backends.targets.numpy.math_table import (
+    CMATH,
+    MATH,
+    cmath_fallback_names,
+    fallback_names,
+)
 from symgrad.backends.targets.numpy.table import NUMPY
 from symgrad.ir.body import Body
 from symgrad.ir.op import RESULT
@@ -141,6 +147,28 @@ def test_scalar_template_matches_impl(case):
     with np.errstate(all="ignore"):
         got = eval(text, {"math": fallback, **numpy_scalars})  # noqa: S307
     np.testing.assert_allclose(got, ref, rtol=1e-15, atol=0, err_msg=text)
+
+
+COMPLEX_SCALAR = [c for c in COMPLEX if CMATH.get(c.values[0].op.name) is not None
+                  and all(np.ndim(a) == 0 for a in c.values[0].arrays)]
+
+
+@pytest.mark.parametrize("case", COMPLEX_SCALAR)
+def test_complex_scalar_template_matches_impl(case):
+    """The ``cmath`` form over Python complex numbers equals NumPy's to rounding, and over
+    NumPy scalars with the derived fallback too."""
+    attrs, ref = _impl(case)
+    names = [f"a{k}" for k in range(len(case.arrays))]
+    text = CMATH[case.op.name].render(names, attrs)
+    scalars = {n: a.item() for n, a in zip(names, case.arrays)}
+    got = eval(text, {"cmath": cmath, "math": math, **scalars})  # noqa: S307 - our own
+    np.testing.assert_allclose(got, ref, rtol=1e-13, atol=1e-15, err_msg=text)
+    numpy_scalars = {n: np.asarray(a)[()] for n, a in zip(names, case.arrays)}
+    fallback = type("numpy_cmath", (), {m: eval(n, {"np": np})  # noqa: S307
+                                        for m, n in cmath_fallback_names().items()})
+    with np.errstate(all="ignore"):
+        got = eval(text, {"cmath": fallback, "math": math, **numpy_scalars})  # noqa: S307
+    np.testing.assert_allclose(got, ref, rtol=1e-13, atol=1e-15, err_msg=text)
 
 
 def test_scalar_fallback_names_exist_in_math_and_numpy():

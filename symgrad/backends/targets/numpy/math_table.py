@@ -120,6 +120,51 @@ MATH: dict[str, Template | None] = {
 }
 
 
+def _cfn(name: str) -> Template:
+    return Template(f"cmath.{name}({{0}})")
+
+
+CMATH: dict[str, Template | None] = {
+    # arithmetic, comparisons and selection: Python's complex operators
+    **{name: MATH[name] for name in (
+        "add", "subtract", "multiply", "divide", "negative", "square", "stop_gradient",
+        "equal", "not_equal", "where", "reciprocal", "result", "custom_vjp_call",
+        "custom_jvp_call")},
+    "power": T("{0} ** {1}"), "exp2": T("2.0 ** {0}"),
+    **{name: _cfn(name) for name in ("exp", "log", "sqrt", "sin", "cos", "tan", "sinh",
+                                     "cosh", "tanh", "log10")},
+    "arcsin": _cfn("asin"), "arccos": _cfn("acos"), "arctan": _cfn("atan"),
+    "arcsinh": _cfn("asinh"), "arccosh": _cfn("acosh"), "arctanh": _cfn("atanh"),
+    "sigmoid": T("1.0 / (1.0 + cmath.exp(-{0}))"),
+    # the parts (of a real operand too): Python's own, and cmath.phase for np.angle
+    "abs": T("abs({0})"), "real": T("{0}.real"), "imag": T("{0}.imag"),
+    "conj": T("{0}.conjugate()"), "angle": _cfn("phase"),
+    "isnan": _cfn("isnan"), "isinf": _cfn("isinf"), "isfinite": _cfn("isfinite"),
+}
+"""The scalar forms over Python complex numbers with ``cmath``, for a node with a complex
+operand or result (``scalars="math"``); an op missing here leaves the function NumPy's."""
+
+_CMATH_NUMPY = {"phase": "np.angle"}
+
+
+def cmath_fallback_names() -> dict[str, str]:
+    """``{cmath name: NumPy's function}`` for every ``cmath.<name>(`` :data:`CMATH` calls
+    (the fallback where ``cmath`` raises, as :func:`fallback_names` for ``math``).
+
+    >>> cmath_fallback_names()["phase"], cmath_fallback_names()["asin"]
+    ('np.angle', 'np.arcsin')
+    """
+    names: set[str] = set()
+    for entry in CMATH.values():
+        if entry is not None and isinstance(entry.text, str):
+            names.update(_CMATH_CALL.findall(entry.text))
+    return {n: _CMATH_NUMPY.get(n) or _fallback(_ARC.get(n, n)) for n in sorted(names)}
+
+
+_CMATH_CALL = re.compile(r"\bcmath\.([a-z0-9_]+)\(")
+_ARC = {f"a{f}": f"arc{f}" for f in ("sin", "cos", "tan", "sinh", "cosh", "tanh")}
+
+
 def fallback_names(table: dict[str, Template | None] = MATH) -> dict[str, str]:
     """``{math name: source of its fallback}`` for every ``math.<name>(`` the table's
     templates call: NumPy's ufunc of the same meaning, or ``math``'s own function where
