@@ -156,10 +156,74 @@ def test_scipys_errors_and_unsupported_arguments():
     with pytest.raises(sg.ArgumentError, match="boundary='wrap'"):
         sgs.convolve2d(A, np.ones((2, 2)), boundary="wrap")
     with pytest.raises(sg.ArgumentError, match="axes="):
-        sgs.fftconvolve(A, np.ones((2, 2)), axes=0)
+        sgs.oaconvolve(A, np.ones((2, 2)), axes=0)
+    with pytest.raises(sg.ArgumentError, match="unique"):
+        sgs.fftconvolve(A, np.ones((2, 2)), axes=(0, -2))
+    with pytest.raises(sg.ShapeError, match="incompatible shapes"):
+        sgs.fftconvolve(A, np.ones((2, 2)), axes=1)
     # SciPy's own function cannot take an Expr: the message names the function here
     with pytest.raises(sg.UnsupportedError, match=r"use symgrad\.scipy\.signal\.convolve"):
         ss.convolve(A, np.ones((2, 2)))
     # scalars: the product, as SciPy's
     x = sg.var("x")
     assert sg.evaluate(sgs.convolve(x, 3.0), {"x": 2.0}) == 6.0
+
+
+FFT_CASES = [((7,), (3,), None), ((5, 4), (2, 3), None), ((5, 4), (5, 3), [1]),
+             ((3, 6), (1, 4), -1), ((4, 2, 5), (2, 2, 3), (0, 2)), ((3,), (6,), None)]
+
+
+def _operand(rng, shape, complex_):
+    x = rng.standard_normal(shape)
+    return x + 1j * rng.standard_normal(shape) if complex_ else x
+
+
+@pytest.mark.parametrize("kinds", ["rr", "cr", "rc", "cc"])
+@pytest.mark.parametrize("sa,sb,axes", FFT_CASES)
+def test_fftconvolve_is_scipys_through_the_fft(sa, sb, axes, kinds):
+    """fftconvolve of real and complex operands, every mode, along some axes (the others
+    broadcast): SciPy's values, shapes and dtypes, computed by the FFT ops."""
+    rng = np.random.default_rng(len(sa) * 7 + len(kinds))
+    a, b = _operand(rng, sa, kinds[0] == "c"), _operand(rng, sb, kinds[1] == "c")
+    A = sg.var("A", sa, a.dtype.name)
+    for mode in MODES:
+        out = sgs.fftconvolve(A, b, mode=mode, axes=axes)
+        assert {"rfftn", "fftn"} & {n.op for n in out.graph.nodes}
+        got = sg.evaluate(out, {"A": a})
+        want = ss.fftconvolve(a, b, mode=mode, axes=axes)
+        assert got.shape == want.shape and got.dtype == want.dtype, (mode, got.shape)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=mode)
+
+
+@pytest.mark.parametrize("kinds", ["rr", "cr", "cc"])
+# (JAX's fftconvolve does not broadcast the axes it does not convolve: no (1, 4) operand)
+@pytest.mark.parametrize("sa,sb,axes", [c for c in FFT_CASES[:5] if c[1] != (1, 4)])
+def test_fftconvolve_gradients_are_jaxs(sa, sb, axes, kinds, x64):
+    """The gradient of a real loss of fftconvolve in both operands (JAX's convention for
+    complex ones) equals jax.scipy.signal.fftconvolve's, and to second order."""
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    from jax.scipy.signal import fftconvolve as jax_fftconvolve
+
+    rng = np.random.default_rng(len(sa) + 3 * len(kinds))
+    a, b = _operand(rng, sa, kinds[0] == "c"), _operand(rng, sb, kinds[1] == "c")
+    A, B = sg.var("A", sa, a.dtype.name), sg.var("B", sb, b.dtype.name)
+    for mode in MODES:
+        out = sgs.fftconvolve(A, B, mode=mode, axes=axes)
+        w = _operand(rng, out.shape, True)
+        loss = sg.sum(sg.real(out * w) ** 2)
+
+        def jax_loss(x, y, mode=mode, w=w):
+            return jnp.sum(jnp.real(jax_fftconvolve(x, y, mode=mode, axes=axes) * w) ** 2)
+
+        grads = sg.grad(loss, [A, B])
+        want = jax.grad(jax_loss, argnums=(0, 1))(a, b)
+        for g, ref in zip(sg.evaluate(grads, {"A": a, "B": b}), want):
+            np.testing.assert_allclose(g, ref, rtol=1e-9, atol=1e-9, err_msg=mode)
+        if mode == "same":
+            c = _operand(rng, sa, kinds[0] == "c")
+            second = sg.grad(sg.sum(sg.real(grads[0] * c)), B)
+            ref = jax.grad(lambda y, c=c: jnp.sum(jnp.real(jax.grad(jax_loss)(a, y) * c)))(b)
+            np.testing.assert_allclose(sg.evaluate(second, {"A": a, "B": b}), ref, rtol=1e-9,
+                                       atol=1e-9)
+
