@@ -1,0 +1,126 @@
+"""Compiling a Numba module's functions in worker processes: the same functions as one
+process compiles, read by the parent from the disk cache the workers wrote."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+
+import symgrad as sg
+from symgrad.backends.targets.numba import workers
+
+_COMPILE_PARALLEL = workers.compile_parallel
+_MODULE = """@_jit((numba.float64,))
+def _f_kernel(x):
+    return np.dot(a, b)
+@_jit((
+    numba.float64,
+))
+def _sg_loop1_jit(c0):
+    for _t in range(3):
+        c0 = _sg_loop2_jit(c0)
+    return c0
+@_jit((numba.float64,))
+def _sg_loop2_jit(c0):
+    return c0 + 1.0
+def _sg_loop1(c0):
+    return _f_kernel(c0)
+@_jit
+def _sg_floordiv(a, b):
+    return a // b
+@_jit((numba.float64,))
+def _f_kernel_1(x):
+    return x
+""".splitlines()
+
+
+def test_groups_keep_a_loop_with_what_it_calls_and_balance_the_rest(monkeypatch):
+    monkeypatch.setattr(workers, "WORKER_LINES", 0)
+    plan = workers.groups(_MODULE, 3)
+    assert sorted(map(sorted, plan)) == [["_f_kernel"], ["_f_kernel_1"],
+                                         ["_sg_loop1_jit", "_sg_loop2_jit"]]
+    assert workers.groups(_MODULE, 1) == [["_f_kernel", "_sg_loop1_jit", "_sg_loop2_jit",
+                                           "_f_kernel_1"]]
+
+
+def test_workers_respect_the_cores_and_the_cap(monkeypatch):
+    monkeypatch.setattr(workers, "_cores", lambda: 1)
+    assert workers.workers(5) == 0  # one core: the parent alone, as without workers
+    monkeypatch.setattr(workers, "_cores", lambda: 4)
+    assert workers.workers(5) == 4 and workers.workers(1) == 0
+    monkeypatch.setenv("SYMGRAD_NUMBA_WORKERS", "2")
+    assert workers.workers(5) == 2
+    monkeypatch.setenv("SYMGRAD_NUMBA_WORKERS", "1")
+    assert workers.workers(5) == 0
+
+
+def _model():
+    """A gradient whose module has a compiled scan and several kernels."""
+    W, x = sg.var("W", (6, 6)), sg.var("x", (6,))
+    c, _ = sg.scan(lambda c, _: (sg.tanh(W @ c) + x, None), x, length=5)
+    f = sg.sum(sg.exp(c) * x) + sg.sum(sg.sin(W) ** 2)
+    return [f, *sg.grad(f, [W, x])], [W, x]
+
+
+def _build(monkeypatch, tmp_path, processes: int):
+    monkeypatch.setenv("SYMGRAD_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("SYMGRAD_NUMBA_WORKERS", str(processes))
+    ran = []
+
+    def spy(*args, **kwargs):
+        ran.append(_COMPILE_PARALLEL(*args, **kwargs))
+        return ran[-1]
+
+    monkeypatch.setattr(workers, "compile_parallel", spy)
+    outs, ins = _model()
+    fn = sg.compile(outs, ins, backend="numba")
+    return fn, ran
+
+
+def _dispatchers(fn) -> dict:
+    space = fn.raw.__globals__
+    return {k: v for k, v in space.items() if isinstance(v, numba.core.dispatcher.Dispatcher)}
+
+
+def test_a_parallel_build_equals_one_process_and_reads_the_workers_cache(monkeypatch,
+                                                                         tmp_path):
+    monkeypatch.setattr(workers, "_cores", lambda: 2)
+    monkeypatch.setattr(workers, "PARALLEL_LINES", 0)
+    rng = np.random.default_rng(0)
+    args = (rng.normal(size=(6, 6)) * 0.3, rng.normal(size=6))
+    one, ran_one = _build(monkeypatch, tmp_path / "one", 1)
+    two, ran_two = _build(monkeypatch, tmp_path / "two", 2)
+    assert ran_one == [0] and ran_two == [2]  # a worker and the parent compiled
+    assert one.source == two.source
+    assert sorted(_dispatchers(one)) == sorted(_dispatchers(two))
+    ref = sg.compile(*_model(), backend="numpy")(*args)
+    for a, b, r in zip(one(*args), two(*args), ref):
+        assert np.array_equal(a, b)
+        np.testing.assert_allclose(a, r, rtol=1e-12, atol=1e-12)
+    found = _dispatchers(two)
+    assert len(found) >= 3
+    for name, d in found.items():  # every function read from the cache, none compiled
+        assert d.stats.cache_hits and not d.stats.cache_misses, name
+
+
+def test_a_worker_refusing_a_changed_file_leaves_the_parent_to_compile(monkeypatch,
+                                                                       tmp_path):
+    monkeypatch.setattr(workers, "_cores", lambda: 2)
+    monkeypatch.setattr(workers, "PARALLEL_LINES", 0)
+    monkeypatch.setattr(workers, "compile_parallel",
+                        lambda source, path, name, digest, opt:
+                        _COMPILE_PARALLEL(source, path, name, "0" * 64, opt))
+    monkeypatch.setenv("SYMGRAD_CACHE_DIR", str(tmp_path))
+    outs, ins = _model()
+    fn = sg.compile(outs, ins, backend="numba")
+    misses = [n for n, d in _dispatchers(fn).items() if d.stats.cache_misses]
+    assert misses  # the worker's share: compiled by the parent when it ran the module
+    rng = np.random.default_rng(1)
+    args = (rng.normal(size=(6, 6)) * 0.3, rng.normal(size=6))
+    for a, r in zip(fn(*args), sg.compile(outs, ins, backend="numpy")(*args)):
+        np.testing.assert_allclose(a, r, rtol=1e-12, atol=1e-12)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    pytest.main([__file__])
