@@ -4,7 +4,7 @@ A module's compiled functions are independent (a loop's function and the functio
 calls aside), and Numba compiles one at a time under a global lock, so a cold build is
 the sum of their compile times. :func:`compile_parallel` splits the module's eagerly
 compiled functions (``@_jit((signature))``) into groups — a function with the functions
-it calls — one per core this process may run on, balanced by their length in lines; the
+it calls — one per idle core this process may run on, balanced by their length in lines; the
 parent compiles the first group and worker processes the others meanwhile. Each runs
 the module's text (a worker: the file :func:`.source.load` wrote, checked against its
 SHA-256) compiling only its own group, and Numba writes those functions to its disk
@@ -100,17 +100,25 @@ _WORKER = "\n".join([
 
 
 def _cores() -> int:
-    """The cores this process may run on."""
+    """The cores this process may run on that are idle: their count less the system's load
+    (its last minute's average, this process counted as idle), at least 1. On a machine
+    other work keeps busy a worker would only take time from the parent."""
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    try:
+        busy = max(0.0, os.getloadavg()[0] - 1.0)
+    except (AttributeError, OSError):
+        busy = 0.0
+    return max(1, min(cores, int(cores - busy + 0.5)))
 
 
 def workers(count: int) -> int:
     """How many processes (the parent one of them) compile ``count`` groups: at most one
-    per core this process may run on, at most ``$SYMGRAD_NUMBA_WORKERS``; 0 where fewer
-    than two would run (the parent compiles alone)."""
+    per idle core this process may run on (:func:`_cores`), at most
+    ``$SYMGRAD_NUMBA_WORKERS``; 0 where fewer than two would run (the parent compiles
+    alone)."""
     cores = _cores()
     cap = os.environ.get("SYMGRAD_NUMBA_WORKERS", "").strip()
     if cap.isdigit():

@@ -55,6 +55,16 @@ def test_workers_respect_the_cores_and_the_cap(monkeypatch):
     assert workers.workers(5) == 0
 
 
+def test_a_busy_machine_counts_as_fewer_cores(monkeypatch):
+    monkeypatch.setattr(workers.os, "sched_getaffinity", lambda pid: set(range(4)))
+    monkeypatch.setattr(workers.os, "getloadavg", lambda: (1.0, 1.0, 1.0))
+    assert workers._cores() == 4  # only this process runs: every core idle
+    monkeypatch.setattr(workers.os, "getloadavg", lambda: (3.0, 1.0, 1.0))
+    assert workers._cores() == 2
+    monkeypatch.setattr(workers.os, "getloadavg", lambda: (12.0, 1.0, 1.0))
+    assert workers._cores() == 1 and workers.workers(5) == 0
+
+
 def _model():
     """A gradient whose module has a compiled scan and several kernels."""
     W, x = sg.var("W", (6, 6)), sg.var("x", (6,))
