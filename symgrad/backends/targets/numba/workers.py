@@ -31,6 +31,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import types
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,10 @@ JIT_LINE = "_jit = functools.partial(numba.njit, cache=True, nogil=True, error_m
 # again) as much as this many lines; a call of NumPy's (other than an allocation: Numba
 # compiles its implementation for the call's types) as much as this many.
 FUNCTION_LINES, WORKER_LINES, CALL_LINES = 12, 150, 10
+# How long the parent waits for its workers once its own share is compiled: this many
+# times that share's time, plus this many seconds (then a worker is stopped, and what it
+# did not write the parent compiles itself).
+WAIT_FACTOR, WAIT_S = 10.0, 60.0
 # A module costing less than this (:func:`_cost` of all its lines) compiles in one process:
 # a worker would not pay for its start.
 PARALLEL_LINES = 4 * WORKER_LINES
@@ -189,8 +194,8 @@ def compile_parallel(source: str, path: Path, name: str, digest: str,
     many processes compiled, the parent's share counted (0: the parent compiles
     everything itself when it runs the module). The caller holds Numba's compiler lock
     and LLVM's level for the parent's share (:func:`.source.load`)."""
-    if JIT_LINE not in source:
-        return 0
+    if JIT_LINE not in source or not sys.executable or getattr(sys, "frozen", False):
+        return 0  # (no Python to start a worker with: the parent compiles alone)
     lines = source.splitlines()
     n = workers(sum(1 for line in lines if line.startswith("@_jit(")))
     if not n or _cost(lines) < PARALLEL_LINES:
@@ -208,9 +213,15 @@ def compile_parallel(source: str, path: Path, name: str, digest: str,
                                           stderr=subprocess.DEVNULL))
         except OSError:  # no process to be had: the parent compiles what is left
             break
+    start = time.perf_counter()
     try:
         run_share(source, str(path), name, set(plan[0]))  # the parent's own share
     finally:
+        limit = time.perf_counter() + WAIT_FACTOR * (time.perf_counter() - start) + WAIT_S
         for p in procs:
-            p.wait()
+            try:
+                p.wait(timeout=max(0.0, limit - time.perf_counter()))
+            except subprocess.TimeoutExpired:  # stuck: the parent compiles its share
+                p.kill()
+                p.wait()
     return len(procs) + 1

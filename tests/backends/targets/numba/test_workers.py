@@ -114,13 +114,22 @@ def test_a_parallel_build_equals_one_process_and_reads_the_workers_cache(monkeyp
         assert d.stats.cache_hits and not d.stats.cache_misses, name
 
 
-def test_a_worker_refusing_a_changed_file_leaves_the_parent_to_compile(monkeypatch,
-                                                                       tmp_path):
+@pytest.mark.parametrize("failure", ["changed file", "stopped worker"])
+def test_a_failed_worker_leaves_the_parent_to_compile(monkeypatch, tmp_path, failure):
+    """A worker that refuses a file whose hash is not the parent's, or one the parent stops
+    for taking too long, writes nothing: the parent compiles that share itself."""
     monkeypatch.setattr(workers, "_cores", lambda: 2)
     monkeypatch.setattr(workers, "PARALLEL_LINES", 0)
-    monkeypatch.setattr(workers, "compile_parallel",
-                        lambda source, path, name, digest, opt:
-                        _COMPILE_PARALLEL(source, path, name, "0" * 64, opt))
+    if failure == "changed file":
+        monkeypatch.setattr(workers, "compile_parallel",
+                            lambda source, path, name, digest, opt:
+                            _COMPILE_PARALLEL(source, path, name, "0" * 64, opt))
+    else:
+        monkeypatch.setattr(workers, "WAIT_FACTOR", 0.0)
+        monkeypatch.setattr(workers, "WAIT_S", 0.0)
+        # the parent's share done at once: the worker (Python and Numba still starting)
+        # is stopped before it can write anything
+        monkeypatch.setattr(workers, "run_share", lambda *args: None)
     monkeypatch.setenv("SYMGRAD_CACHE_DIR", str(tmp_path))
     outs, ins = _model()
     fn = sg.compile(outs, ins, backend="numba")
