@@ -16,7 +16,7 @@ Nothing here decides a result: a worker that fails (or leaves a function out) le
 the parent to compile what is missing itself, as without workers. With one core, one
 group, a small module (:data:`PARALLEL_LINES`), or ``SYMGRAD_NUMBA_WORKERS=1`` (``0``
 likewise) the parent compiles everything itself, as before; ``SYMGRAD_NUMBA_WORKERS=N``
-caps the processes at ``N``.
+sets the processes to ``N`` (at most one per core, whatever the machine's load).
 
 >>> plan = groups(["@_jit((numba.float64,))", "def _a(x):", "    return x",
 ...                "@_jit((numba.float64,))", "def _b(x):", "    return _a(x) + 1"], 2)
@@ -104,30 +104,28 @@ _WORKER = "\n".join([
     "run_share(data.decode(), path, name, set(wanted))", ""])
 
 
-def _cores() -> int:
-    """The cores this process may run on that are idle: their count less the system's load
-    (its last minute's average, this process counted as idle), at least 1. On a machine
-    other work keeps busy a worker would only take time from the parent."""
+def _cores(idle: bool = True) -> int:
+    """The cores this process may run on; ``idle``: those idle, their count less the
+    system's load (its last minute's average, this process counted as idle), at least 1.
+    On a machine other work keeps busy a worker would only take time from the parent."""
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
     try:
-        busy = max(0.0, os.getloadavg()[0] - 1.0)
+        busy = max(0.0, os.getloadavg()[0] - 1.0) if idle else 0.0
     except (AttributeError, OSError):
         busy = 0.0
     return max(1, min(cores, int(cores - busy + 0.5)))
 
 
 def workers(count: int) -> int:
-    """How many processes (the parent one of them) compile ``count`` groups: at most one
-    per idle core this process may run on (:func:`_cores`), at most
-    ``$SYMGRAD_NUMBA_WORKERS``; 0 where fewer than two would run (the parent compiles
-    alone)."""
-    cores = _cores()
-    cap = os.environ.get("SYMGRAD_NUMBA_WORKERS", "").strip()
-    if cap.isdigit():
-        cores = min(cores, int(cap))
+    """How many processes (the parent one of them) compile ``count`` groups: one per idle
+    core this process may run on (:func:`_cores`), or ``$SYMGRAD_NUMBA_WORKERS`` where set
+    (at most one per core, busy or not); 0 where fewer than two would run (the parent
+    compiles alone)."""
+    given = os.environ.get("SYMGRAD_NUMBA_WORKERS", "").strip()
+    cores = min(_cores(idle=False), int(given)) if given.isdigit() else _cores()
     n = min(cores, count)
     return n if n >= 2 else 0
 

@@ -44,13 +44,16 @@ def test_groups_keep_a_loop_with_what_it_calls_and_balance_the_rest(monkeypatch)
                                            "_f_kernel_1"]]
 
 
-def test_workers_respect_the_cores_and_the_cap(monkeypatch):
-    monkeypatch.setattr(workers, "_cores", lambda: 1)
+def test_workers_respect_the_cores_and_the_setting(monkeypatch):
+    monkeypatch.delenv("SYMGRAD_NUMBA_WORKERS", raising=False)
+    monkeypatch.setattr(workers, "_cores", lambda idle=True: 1)
     assert workers.workers(5) == 0  # one core: the parent alone, as without workers
-    monkeypatch.setattr(workers, "_cores", lambda: 4)
-    assert workers.workers(5) == 4 and workers.workers(1) == 0
+    monkeypatch.setattr(workers, "_cores", lambda idle=True: 4 if not idle else 3)
+    assert workers.workers(5) == 3 and workers.workers(1) == 0
     monkeypatch.setenv("SYMGRAD_NUMBA_WORKERS", "2")
     assert workers.workers(5) == 2
+    monkeypatch.setenv("SYMGRAD_NUMBA_WORKERS", "8")
+    assert workers.workers(5) == 4  # at most one per core
     monkeypatch.setenv("SYMGRAD_NUMBA_WORKERS", "1")
     assert workers.workers(5) == 0
 
@@ -62,7 +65,9 @@ def test_a_busy_machine_counts_as_fewer_cores(monkeypatch):
     monkeypatch.setattr(workers.os, "getloadavg", lambda: (3.0, 1.0, 1.0))
     assert workers._cores() == 2
     monkeypatch.setattr(workers.os, "getloadavg", lambda: (12.0, 1.0, 1.0))
-    assert workers._cores() == 1 and workers.workers(5) == 0
+    assert workers._cores() == 1 and workers._cores(idle=False) == 4
+    monkeypatch.delenv("SYMGRAD_NUMBA_WORKERS", raising=False)
+    assert workers.workers(5) == 0
 
 
 def _model():
@@ -95,7 +100,7 @@ def _dispatchers(fn) -> dict:
 
 def test_a_parallel_build_equals_one_process_and_reads_the_workers_cache(monkeypatch,
                                                                          tmp_path):
-    monkeypatch.setattr(workers, "_cores", lambda: 2)
+    monkeypatch.setattr(workers, "_cores", lambda idle=True: 2)
     monkeypatch.setattr(workers, "PARALLEL_LINES", 0)
     rng = np.random.default_rng(0)
     args = (rng.normal(size=(6, 6)) * 0.3, rng.normal(size=6))
@@ -118,7 +123,7 @@ def test_a_parallel_build_equals_one_process_and_reads_the_workers_cache(monkeyp
 def test_a_failed_worker_leaves_the_parent_to_compile(monkeypatch, tmp_path, failure):
     """A worker that refuses a file whose hash is not the parent's, or one the parent stops
     for taking too long, writes nothing: the parent compiles that share itself."""
-    monkeypatch.setattr(workers, "_cores", lambda: 2)
+    monkeypatch.setattr(workers, "_cores", lambda idle=True: 2)
     monkeypatch.setattr(workers, "PARALLEL_LINES", 0)
     if failure == "changed file":
         monkeypatch.setattr(workers, "compile_parallel",
