@@ -4,11 +4,12 @@ A module's compiled functions are independent (a loop's function and the functio
 calls aside), and Numba compiles one at a time under a global lock, so a cold build is
 the sum of their compile times. :func:`compile_parallel` splits the module's eagerly
 compiled functions (``@_jit((signature))``) into groups — a function with the functions
-it calls — one per idle core this process may run on, balanced by their length in lines; the
-parent compiles the first group and worker processes the others meanwhile. Each runs
-the module's text (a worker: the file :func:`.source.load` wrote, checked against its
-SHA-256) compiling only its own group, and Numba writes those functions to its disk
-cache; the parent then runs the module as always and reads every function from that
+it calls — and runs the module's text (a worker: the file :func:`.source.load` wrote,
+checked against its SHA-256) in the parent and in worker processes, one per idle core
+this process may run on. Each process goes through the functions in text order and
+compiles a group only where it claims it first (creating the group's file in a private
+folder: whoever is free takes the next group), and Numba writes what it compiles to its
+disk cache; the parent then runs the module as always and reads every function from that
 cache. Numba keys a cache entry by the file, the function's bytecode and signature and
 the machine, so a worker's entry is exactly the one the parent would have written.
 
@@ -18,19 +19,21 @@ group, a small module (:data:`PARALLEL_LINES`), or ``SYMGRAD_NUMBA_WORKERS=1`` (
 likewise) the parent compiles everything itself, as before; ``SYMGRAD_NUMBA_WORKERS=N``
 sets the processes to ``N`` (at most one per core, whatever the machine's load).
 
->>> plan = groups(["@_jit((numba.float64,))", "def _a(x):", "    return x",
-...                "@_jit((numba.float64,))", "def _b(x):", "    return _a(x) + 1"], 2)
->>> plan
-[['_a', '_b']]
+>>> groups(["@_jit((numba.float64,))", "def _a(x):", "    return x",
+...         "@_jit((numba.float64,))", "def _b(x):", "    return _a(x) + 1",
+...         "@_jit((numba.float64,))", "def _c(x):", "    return x"])
+[['_a', '_b'], ['_c']]
 """
 
 from __future__ import annotations
 
 import inspect
+import json
 import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 import types
 from pathlib import Path
@@ -39,43 +42,56 @@ from typing import Any
 __all__ = ["compile_parallel", "groups", "workers"]
 
 JIT_LINE = "_jit = functools.partial(numba.njit, cache=True, nogil=True, error_model='numpy')"
-# The cost model balancing the groups, in lines of a function's body: each function costs
-# Numba about as much as this many lines more (its pipeline, its LLVM module), and a worker
-# starting (Python, Numba's import and first compile, the library functions it compiles
-# again) as much as this many lines; a call of NumPy's (other than an allocation: Numba
-# compiles its implementation for the call's types) as much as this many.
-FUNCTION_LINES, WORKER_LINES, CALL_LINES = 12, 150, 10
-# How long the parent waits for its workers once its own share is compiled: this many
-# times that share's time, plus this many seconds (then a worker is stopped, and what it
-# did not write the parent compiles itself).
+# How long the parent waits for its workers once it has compiled what it claimed: this
+# many times that time, plus this many seconds (then a worker is stopped, and what it did
+# not write the parent compiles itself).
 WAIT_FACTOR, WAIT_S = 10.0, 60.0
-# A module costing less than this (:func:`_cost` of all its lines) compiles in one process:
-# a worker would not pay for its start.
-PARALLEL_LINES = 4 * WORKER_LINES
+# A module costing less than this many lines (its lines, and for each NumPy call other
+# than an allocation ten more: Numba compiles its implementation for the call's types)
+# compiles in one process: a worker (Python, Numba's import and first compile, the library
+# functions it compiles again: about the cost of 150 lines) would not pay for its start.
+PARALLEL_LINES = 300
 _CALL = re.compile(r"\bnp\.(?!empty\(|zeros\()[\w.]+\((?!_)")  # not of a loop's scalar
 _DEF = re.compile(r"def (\w+)\(")
 _NAME = re.compile(r"\b\w+\b")
 
-def _only(jit: Any, wanted: set[str]) -> Any:
-    """``_jit`` compiling only the functions named in ``wanted``: the others stay Python
-    functions, and a bare ``@_jit`` helper a lazy Numba function (compiled where a chosen
-    function calls it)."""
+def _only(jit: Any, group: dict[str, str], claims: str) -> Any:
+    """``_jit`` compiling only the functions whose group (``group``: function -> group)
+    this process claims first: it claims a group by creating the file of that name in
+    folder ``claims`` (the first process to create it has it). The others stay Python
+    functions; a bare ``@_jit`` helper stays a lazy Numba function (compiled where a
+    claimed function calls it)."""
+    mine: set[str] = set()
+
+    def claimed(f: Any) -> bool:
+        g = group.get(f.__name__)
+        if g is None or g in mine:
+            return g is not None
+        try:
+            os.close(os.open(os.path.join(claims, g), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return False
+        mine.add(g)
+        return True
+
     def pick(*args: Any, **kwargs: Any) -> Any:
         if len(args) == 1 and callable(args[0]) and not kwargs:
             return jit(args[0])
-        return lambda f: jit(*args, **kwargs)(f) if f.__name__ in wanted else f
+        return lambda f: jit(*args, **kwargs)(f) if claimed(f) else f
     return pick
 
 
-def run_share(text: str, path: str, name: str, wanted: set[str]) -> None:
-    """Run module ``text`` (file ``path``, module ``name``) compiling only ``wanted``: Numba
-    writes them to its disk cache. The module is thrown away; the caller runs it again."""
+def run_share(text: str, path: str, name: str, group: dict[str, str], claims: str) -> None:
+    """Run module ``text`` (file ``path``, module ``name``) compiling the groups it claims
+    (:func:`_only`): Numba writes them to its disk cache. The module is thrown away; the
+    caller runs it again."""
     if text.count(JIT_LINE) != 1:
         return
-    text = text.replace(JIT_LINE, f"_jit = _sg_only({JIT_LINE[len('_jit = '):]}, _sg_wanted)", 1)
+    rest = JIT_LINE[len("_jit = "):]
+    text = text.replace(JIT_LINE, f"_jit = _sg_only({rest}, _sg_group, _sg_claims)", 1)
     module = types.ModuleType(name)
     module.__file__ = path
-    module.__dict__.update(_sg_only=_only, _sg_wanted=wanted)
+    module.__dict__.update(_sg_only=_only, _sg_group=group, _sg_claims=claims)
     before = sys.modules.get(name)
     sys.modules[name] = module  # Numba's cache records the module by its name
     try:
@@ -89,9 +105,9 @@ def run_share(text: str, path: str, name: str, wanted: set[str]) -> None:
 # reads the module file, refuses it unless its SHA-256 is the parent's, and runs it with
 # :func:`run_share`.
 _WORKER = "\n".join([
-    "import functools, hashlib, sys, types",
+    "import functools, hashlib, json, os, sys, types",
     "from typing import Any",
-    "path, name, digest, opt, *wanted = sys.argv[1:]",
+    "path, name, digest, opt, group, claims = sys.argv[1:]",
     "with open(path, 'rb') as fh:",
     "    data = fh.read()",
     "if hashlib.sha256(data).hexdigest() != digest:",
@@ -101,7 +117,7 @@ _WORKER = "\n".join([
     "    numba.config.OPT = numba.core.config._OptLevel(int(opt))",
     f"JIT_LINE = {JIT_LINE!r}",
     inspect.getsource(_only), inspect.getsource(run_share),
-    "run_share(data.decode(), path, name, set(wanted))", ""])
+    "run_share(data.decode(), path, name, json.loads(group), claims)", ""])
 
 
 def _cores(idle: bool = True) -> int:
@@ -130,11 +146,10 @@ def workers(count: int) -> int:
     return n if n >= 2 else 0
 
 
-def groups(lines: list[str], n: int) -> list[list[str]]:
-    """The eagerly compiled functions of module ``lines`` in at most ``n`` groups (each in
-    text order), a function and the compiled functions it calls in the same group,
-    balanced by their length in lines (longest first onto the lightest group; the first
-    group is the parent's, which starts no process: :data:`WORKER_LINES`)."""
+def groups(lines: list[str]) -> list[list[str]]:
+    """The eagerly compiled functions (``@_jit((signature))``) of module ``lines`` in
+    groups, a function with the compiled functions it calls (each group in text order,
+    the groups in the order of their first function)."""
     funcs: dict[str, list[str]] = {}
     current: list[str] | None = None
     eager = False
@@ -148,12 +163,9 @@ def groups(lines: list[str], n: int) -> list[list[str]]:
             eager = False
         elif current is not None and (line.startswith(" ") or not line):
             current.append(line)
-        elif line.startswith("@"):
-            continue
-        else:
+        elif not line.startswith("@"):
             current = None
-    order = list(funcs)
-    parent = {f: f for f in order}
+    parent = {f: f for f in funcs}
 
     def root(f: str) -> str:
         while parent[f] != f:
@@ -165,23 +177,14 @@ def groups(lines: list[str], n: int) -> list[list[str]]:
         for used in set(_NAME.findall("\n".join(body))) & funcs.keys():
             parent[root(used)] = root(f)
     units: dict[str, list[str]] = {}
-    for f in order:
+    for f in funcs:
         units.setdefault(root(f), []).append(f)
-    size = {r: sum(_cost(funcs[f]) for f in fs) for r, fs in units.items()}
-    bins: list[list[str]] = [[] for _ in range(max(1, min(n, len(units))))]
-    load = [0] + [WORKER_LINES] * (len(bins) - 1)  # the first group is the parent's
-    for r in sorted(units, key=lambda r: -size[r]):
-        k = load.index(min(load))
-        bins[k] += units[r]
-        load[k] += size[r]
-    rank = {f: i for i, f in enumerate(order)}
-    return [sorted(b, key=rank.__getitem__) for b in bins if b]
+    return list(units.values())
 
 
-def _cost(body: list[str]) -> int:
-    """A function's compile cost in lines (:data:`FUNCTION_LINES`, :data:`CALL_LINES`)."""
-    calls = sum(len(_CALL.findall(line)) for line in body)
-    return len(body) + FUNCTION_LINES + CALL_LINES * calls
+def _cost(lines: list[str]) -> int:
+    """A module's compile cost in lines (:data:`PARALLEL_LINES`)."""
+    return len(lines) + 10 * sum(len(_CALL.findall(line)) for line in lines)
 
 
 def compile_parallel(source: str, path: Path, name: str, digest: str,
@@ -195,31 +198,31 @@ def compile_parallel(source: str, path: Path, name: str, digest: str,
     if JIT_LINE not in source or not sys.executable or getattr(sys, "frozen", False):
         return 0  # (no Python to start a worker with: the parent compiles alone)
     lines = source.splitlines()
-    n = workers(sum(1 for line in lines if line.startswith("@_jit(")))
+    plan = groups(lines)
+    n = workers(len(plan))
     if not n or _cost(lines) < PARALLEL_LINES:
         return 0
-    plan = groups(lines, n)
-    if len(plan) < 2:
-        return 0
-    head = [sys.executable, "-c", _WORKER, str(path), name, digest,
-            "" if opt is None else str(opt)]
-    procs = []
-    for chosen in plan[1:]:
-        try:
-            procs.append(subprocess.Popen([*head, *chosen], stdin=subprocess.DEVNULL,
-                                          stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.DEVNULL))
-        except OSError:  # no process to be had: the parent compiles what is left
-            break
-    start = time.perf_counter()
-    try:
-        run_share(source, str(path), name, set(plan[0]))  # the parent's own share
-    finally:
-        limit = time.perf_counter() + WAIT_FACTOR * (time.perf_counter() - start) + WAIT_S
-        for p in procs:
+    group = {f: str(k) for k, fs in enumerate(plan) for f in fs}
+    with tempfile.TemporaryDirectory(prefix="sg-numba-claims-") as claims:
+        head = [sys.executable, "-c", _WORKER, str(path), name, digest,
+                "" if opt is None else str(opt), json.dumps(group), claims]
+        procs = []
+        for _ in range(n - 1):
             try:
-                p.wait(timeout=max(0.0, limit - time.perf_counter()))
-            except subprocess.TimeoutExpired:  # stuck: the parent compiles its share
-                p.kill()
-                p.wait()
+                procs.append(subprocess.Popen(head, stdin=subprocess.DEVNULL,
+                                              stdout=subprocess.DEVNULL,
+                                              stderr=subprocess.DEVNULL))
+            except OSError:  # no process to be had: the parent compiles what is left
+                break
+        start = time.perf_counter()
+        try:
+            run_share(source, str(path), name, group, claims)  # the parent claims too
+        finally:
+            limit = time.perf_counter() + WAIT_FACTOR * (time.perf_counter() - start) + WAIT_S
+            for p in procs:
+                try:
+                    p.wait(timeout=max(0.0, limit - time.perf_counter()))
+                except subprocess.TimeoutExpired:  # stuck: the parent compiles its share
+                    p.kill()
+                    p.wait()
     return len(procs) + 1

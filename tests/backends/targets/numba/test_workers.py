@@ -35,13 +35,32 @@ def _f_kernel_1(x):
 """.splitlines()
 
 
-def test_groups_keep_a_loop_with_what_it_calls_and_balance_the_rest(monkeypatch):
-    monkeypatch.setattr(workers, "WORKER_LINES", 0)
-    plan = workers.groups(_MODULE, 3)
-    assert sorted(map(sorted, plan)) == [["_f_kernel"], ["_f_kernel_1"],
-                                         ["_sg_loop1_jit", "_sg_loop2_jit"]]
-    assert workers.groups(_MODULE, 1) == [["_f_kernel", "_sg_loop1_jit", "_sg_loop2_jit",
-                                           "_f_kernel_1"]]
+def test_groups_keep_a_loop_with_what_it_calls():
+    assert workers.groups(_MODULE) == [["_f_kernel"], ["_sg_loop1_jit", "_sg_loop2_jit"],
+                                       ["_f_kernel_1"]]
+
+
+def test_each_group_is_compiled_by_the_process_claiming_it_first(tmp_path):
+    group = {"_a": "0", "_b": "0", "_c": "1"}
+    compiled = []
+
+    def jit(*args, **kwargs):
+        return lambda f: compiled.append(f.__name__) or f
+
+    def named(name):
+        f = lambda: None  # noqa: E731
+        f.__name__ = name
+        return f
+
+    first, second = workers._only(jit, group, str(tmp_path)), \
+        workers._only(jit, group, str(tmp_path))
+    first("sig")(named("_a"))
+    second("sig")(named("_b"))  # group 0 is the first's: the second leaves it
+    second("sig")(named("_c"))
+    first("sig")(named("_b"))
+    first("sig")(named("_c"))
+    assert compiled == ["_a", "_c", "_b"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["0", "1"]
 
 
 def test_workers_respect_the_cores_and_the_setting(monkeypatch):
@@ -98,9 +117,7 @@ def _dispatchers(fn) -> dict:
     return {k: v for k, v in space.items() if isinstance(v, numba.core.dispatcher.Dispatcher)}
 
 
-def test_a_parallel_build_equals_one_process_and_reads_the_workers_cache(monkeypatch,
-                                                                         tmp_path):
-    monkeypatch.setattr(workers, "_cores", lambda idle=True: 2)
+def test_a_parallel_build_equals_one_process(monkeypatch, tmp_path):
     monkeypatch.setattr(workers, "PARALLEL_LINES", 0)
     rng = np.random.default_rng(0)
     args = (rng.normal(size=(6, 6)) * 0.3, rng.normal(size=6))
@@ -119,27 +136,43 @@ def test_a_parallel_build_equals_one_process_and_reads_the_workers_cache(monkeyp
         assert d.stats.cache_hits and not d.stats.cache_misses, name
 
 
+def test_the_parent_reads_what_a_worker_wrote(monkeypatch, tmp_path):
+    """With the parent claiming nothing, the worker compiles every function, and the
+    parent then reads each one from the cache the worker wrote."""
+    monkeypatch.setattr(workers, "PARALLEL_LINES", 0)
+    monkeypatch.setattr(workers, "run_share", lambda *args: None)
+    fn, ran = _build(monkeypatch, tmp_path, 2)
+    assert ran == [2]
+    found = _dispatchers(fn)
+    assert len(found) >= 3
+    for name, d in found.items():
+        assert d.stats.cache_hits and not d.stats.cache_misses, name
+    rng = np.random.default_rng(2)
+    args = (rng.normal(size=(6, 6)) * 0.3, rng.normal(size=6))
+    for a, r in zip(fn(*args), sg.compile(*_model(), backend="numpy")(*args)):
+        np.testing.assert_allclose(a, r, rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("failure", ["changed file", "stopped worker"])
 def test_a_failed_worker_leaves_the_parent_to_compile(monkeypatch, tmp_path, failure):
     """A worker that refuses a file whose hash is not the parent's, or one the parent stops
     for taking too long, writes nothing: the parent compiles that share itself."""
     monkeypatch.setattr(workers, "_cores", lambda idle=True: 2)
     monkeypatch.setattr(workers, "PARALLEL_LINES", 0)
+    monkeypatch.setattr(workers, "run_share", lambda *args: None)  # the parent claims none
     if failure == "changed file":
         monkeypatch.setattr(workers, "compile_parallel",
                             lambda source, path, name, digest, opt:
                             _COMPILE_PARALLEL(source, path, name, "0" * 64, opt))
     else:
         monkeypatch.setattr(workers, "WAIT_FACTOR", 0.0)
-        monkeypatch.setattr(workers, "WAIT_S", 0.0)
-        # the parent's share done at once: the worker (Python and Numba still starting)
-        # is stopped before it can write anything
-        monkeypatch.setattr(workers, "run_share", lambda *args: None)
+        monkeypatch.setattr(workers, "WAIT_S", 0.0)  # the worker (Python and Numba still
+        # starting) is stopped before it can write anything
     monkeypatch.setenv("SYMGRAD_CACHE_DIR", str(tmp_path))
     outs, ins = _model()
     fn = sg.compile(outs, ins, backend="numba")
     misses = [n for n, d in _dispatchers(fn).items() if d.stats.cache_misses]
-    assert misses  # the worker's share: compiled by the parent when it ran the module
+    assert misses  # the worker's: compiled by the parent when it ran the module
     rng = np.random.default_rng(1)
     args = (rng.normal(size=(6, 6)) * 0.3, rng.normal(size=6))
     for a, r in zip(fn(*args), sg.compile(outs, ins, backend="numpy")(*args)):
