@@ -50,7 +50,7 @@ WAIT_FACTOR, WAIT_S = 10.0, 60.0
 # than an allocation ten more: Numba compiles its implementation for the call's types)
 # compiles in one process: a worker (Python, Numba's import and first compile, the library
 # functions it compiles again: about the cost of 150 lines) would not pay for its start.
-PARALLEL_LINES = 300
+PARALLEL_LINES = 400
 _CALL = re.compile(r"\bnp\.(?!empty\(|zeros\()[\w.]+\((?!_)")  # not of a loop's scalar
 _DEF = re.compile(r"def (\w+)\(")
 _NAME = re.compile(r"\b\w+\b")
