@@ -209,7 +209,10 @@ def compile_parallel(source: str, path: Path, name: str, digest: str,
         procs = []
         for _ in range(n - 1):
             try:
-                procs.append(subprocess.Popen(head, stdin=subprocess.DEVNULL,
+                # run in the cache folder: ``-c`` puts the working folder first on the
+                # path, and only symgrad's own modules are there
+                procs.append(subprocess.Popen(head, cwd=Path(path).parent,
+                                              stdin=subprocess.DEVNULL,
                                               stdout=subprocess.DEVNULL,
                                               stderr=subprocess.DEVNULL))
             except OSError:  # no process to be had: the parent compiles what is left

@@ -138,10 +138,16 @@ def test_a_parallel_build_equals_one_process(monkeypatch, tmp_path):
 
 def test_the_parent_reads_what_a_worker_wrote(monkeypatch, tmp_path):
     """With the parent claiming nothing, the worker compiles every function, and the
-    parent then reads each one from the cache the worker wrote."""
+    parent then reads each one from the cache the worker wrote; the worker imports nothing
+    from the folder the parent runs in."""
     monkeypatch.setattr(workers, "PARALLEL_LINES", 0)
     monkeypatch.setattr(workers, "run_share", lambda *args: None)
-    fn, ran = _build(monkeypatch, tmp_path, 2)
+    here = tmp_path / "here"
+    here.mkdir()
+    for planted in ("json.py", "numba.py", "types.py"):
+        (here / planted).write_text("raise SystemExit(5)\n")
+    monkeypatch.chdir(here)
+    fn, ran = _build(monkeypatch, tmp_path / "cache", 2)
     assert ran == [2]
     found = _dispatchers(fn)
     assert len(found) >= 3
