@@ -19,6 +19,8 @@ cached on disk (``cache=True``). ``compile`` writes the module into a folder of 
 the same text (Numba honours ``NUMBA_CACHE_DIR`` for where it keeps the machine code).
 Only a folder nobody else can write is used, and Numba's files there only once verified
 against the hashes recorded when they were written (:mod:`symgrad.backends.disk_cache`).
+A module found in no cache compiles its functions in parallel processes that fill that
+cache first, where idle cores and the module's size make it pay (:mod:`.workers`).
 
 Order of operations: a fused elementwise chain computes each element with the same
 operations in the same order as NumPy's calls (the same values, to the last bit, for
