@@ -108,10 +108,12 @@ def _flat(view: Buffer) -> np.ndarray:
 
 
 def _basic(key: Any) -> bool:
-    """Whether ``key`` is basic indexing (ints, slices, ``...``, ``None``: one position each)."""
+    """Whether ``key`` is basic indexing (ints, traced scalar ints, slices, ``...``,
+    ``None``: one position each)."""
     parts = key if type(key) is tuple else (key,)
     return all(p is None or p is Ellipsis or type(p) in (int, slice) or
-               isinstance(p, np.integer) for p in parts)
+               isinstance(p, np.integer) or (isinstance(p, Expr) and not p.shape)
+               for p in parts)
 
 
 def _last_of_each(positions: np.ndarray, values: Any) -> tuple[np.ndarray, Any]:

@@ -224,6 +224,18 @@ def test_an_ode_right_hand_side_filled_in_place_goes_to_solve_ivp():
     np.testing.assert_allclose(sg.grad(loss)(p), fd, rtol=1e-5)
 
 
+def test_a_store_at_a_traced_position():
+    def f(y):
+        out = np.zeros(4)
+        out[np.argmax(y)] = y[0] * 2.0
+        return np.sum(out * np.arange(1.0, 5.0))
+
+    def fj(y):
+        return jnp.sum(jnp.zeros(4).at[jnp.argmax(y)].set(y[0] * 2.0) * jnp.arange(1.0, 5.0))
+
+    _same(f, fj)
+
+
 def test_what_cannot_be_followed_is_refused():
     with pytest.raises(sg.UnsupportedError, match="int64 array"):
         sg.jit(lambda y: np.zeros(2, dtype=int).__setitem__(0, y[0]))(X)
