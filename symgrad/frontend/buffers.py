@@ -5,8 +5,9 @@ substitution.
 Inside a trace, NumPy's ``zeros``/``ones``/``empty``/``full``, their ``*_like`` forms and
 ``np.copy`` of an expression make a :class:`Buffer`: a NumPy array that holds numbers until
 an expression is stored into it. From then on its value is an expression — each store one
-functional update, JAX's ``x.at[key].set(v)`` written as NumPy's assignment — and every use
-of the array reads the latest one: its operators, NumPy's functions and ufuncs, its methods,
+functional update, JAX's ``x.at[key].set(v)`` written as NumPy's assignment (element stores
+``out[i] = v`` are gathered, read back as stored, and become one update when the array is
+used whole) — and every use of the array reads the latest one: its operators, NumPy's functions and ufuncs, its methods,
 symgrad's functions (through :func:`~symgrad.ir.expr.operand_id`'s ``__sg_value__`` hook),
 and the traced function's results.
 
