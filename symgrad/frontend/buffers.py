@@ -7,9 +7,9 @@ Inside a trace, NumPy's ``zeros``/``ones``/``empty``/``full``, their ``*_like`` 
 an expression is stored into it. From then on its value is an expression — each store one
 functional update, JAX's ``x.at[key].set(v)`` written as NumPy's assignment (element stores
 ``out[i] = v`` are gathered, read back as stored, and become one update when the array is
-used whole) — and every use of the array reads the latest one: its operators, NumPy's functions and ufuncs, its methods,
-symgrad's functions (through :func:`~symgrad.ir.expr.operand_id`'s ``__sg_value__`` hook),
-and the traced function's results.
+used whole) — and every use of the array reads the latest one: its operators, NumPy's
+functions and ufuncs, its methods, symgrad's functions (through the ``__sg_value__`` hook
+that :func:`~symgrad.ir.values.stood_for` reads), and the traced function's results.
 
 NumPy's view semantics hold: a basic slice, ``.T``, ``.reshape(...)`` of a buffer is a view
 whose reads show later stores into the buffer and whose stores land in the buffer (each view
