@@ -1,10 +1,12 @@
 """The derivative rules of ``while_loop`` (:mod:`symgrad.ops.while_loop`), set on the op from
 here (:func:`~symgrad.ir.op.define_rules`).
 
-* Reverse mode: one ``while_vjp`` call, given the forward call's trip count, its initial
+* Reverse mode: the loop's call recording its tape (the value's call with ``tape``: one
+  run for both), and one ``while_vjp`` call given that tape, the trip count, the initial
   carries and captured values and the seeds; its backward step is the step's VJP (traced
   once per batch shape and set of captured values asked, remembered by the step body). The
-  sweep recomputes carries from a bounded number of snapshots (binomial checkpointing).
+  sweep recomputes carries from the snapshots the forward loop stored (online and binomial
+  checkpointing, :mod:`symgrad.ops.while_loop`).
 * Forward mode: a ``while_loop`` of primal and tangent carries (the scan's JVP step, with
   no scanned operands), stopped by the same condition on the primal carries.
 * A ``while_vjp`` is not differentiated again: a second derivative of a ``while_loop`` is
@@ -74,9 +76,12 @@ def while_backprop(n: Any, g: tuple) -> tuple:
     vbody = vjp_body(body, nc, batch, wrt_k)
     seeds = [g[j] if g[j] is not None else zeros(batch + avals[j][0], avals[j][1])
              for j in fc]
-    count = n.results[nc]
-    res = while_vjp_call(n.graph, body, vbody, nc, [count, *args[:nc + kb], *seeds],
-                         attrs["snapshots"])
+    # the same loop recording its tape: one run with the value's (passes/calls.py)
+    taped = while_call(n.graph, attrs["cond_fun"], body, nc, args, attrs["snapshots"],
+                       tape=True)
+    res = while_vjp_call(n.graph, body, vbody, nc,
+                         [taped[nc + 1], taped[nc], *args[:nc + kb], *seeds],
+                         attrs["snapshots"], taped=True)
     contrib: list = [None] * len(args)
     for j, r in zip(fc, res):
         if n.needs(j):
