@@ -106,14 +106,16 @@ def _sg_while(cond, step, carries, ks, kcs, dtypes, record=0):
     return (*(np.asarray(v, dtype=d) for v, d in zip(c, dtypes)), np.int64(n), [snaps])
 
 
-def _sg_while_vjp(step, vjp, snapshots, count, carries, ks, seeds, avals, tape=None):
+def _sg_while_vjp(step, vjp, snapshots, count, carries, ks, seeds, avals, tape=None, rows=(),
+                  batch=0):
     """The reverse sweep of ``count`` steps of ``step`` from ``carries``: ``vjp(*c, *ks,
     *cbar) -> (cbar', kbar)`` run from the last step to the first on the carry entering
     each. Each stretch between two carries of ``tape`` (what the forward loop recorded; it
     is emptied as read, a tape already read or none meaning the first carry only) is
     reversed, last first, by binomial checkpointing (Revolve) in the slots of ``snapshots``
-    the stored ones leave. Returns the cotangents, of ``(shape, dtype)`` ``avals``: the
-    initial float carries' then the captured values'."""
+    the stored ones leave. ``vjp``'s results ``rows`` are one row's cotangent, added at
+    the index its extra results give (after ``batch`` axes). Returns the cotangents, of
+    ``(shape, dtype)`` ``avals``: the initial float carries' then the captured values'."""
     import numpy as np
 
     nf = len(seeds)
@@ -139,6 +141,8 @@ def _sg_while_vjp(step, vjp, snapshots, count, carries, ks, seeds, avals, tape=N
 
     outs = [np.zeros(s, dtype=d) for s, d in avals]
     outs[:nf] = [np.asarray(g, dtype=d) for g, (_, d) in zip(seeds, avals)]
+    sums = [(j, len(outs) + rows.index(j) if j in rows else -1) for j in range(nf, len(outs))]
+    lead = (slice(None),) * batch
     stored = tape.pop() if tape else {}
     points = [(0, tuple(carries)), *stored.items()]
     stored.clear()
@@ -158,8 +162,11 @@ def _sg_while_vjp(step, vjp, snapshots, count, carries, ks, seeds, avals, tape=N
             got = vjp(*c, *ks, *outs[:nf])
             got = got if type(got) is tuple else (got,)
             outs[:nf] = got[:nf]
-            for j in range(nf, len(outs)):
-                outs[j] = outs[j] + got[j]
+            for j, r in sums:  # the sums are this sweep's own arrays: added in place
+                if r < 0:
+                    outs[j] += got[j]
+                else:
+                    outs[j][(*lead, got[r])] += got[j]
             end -= 1
             if at == end:
                 stack.pop()
@@ -208,7 +215,8 @@ def run_while(*arrays: Any, cond_fun: Body, body_fun: Body, carries: int, body_a
 
 
 def run_while_vjp(*arrays: Any, body_fun: Body, vjp_fun: Body, carries: int, body_args: int,
-                  snapshots: int, avals: tuple, taped: bool = False) -> tuple:
+                  snapshots: int, avals: tuple, taped: bool = False, rows: tuple = (),
+                  batch: int = 0) -> tuple:
     """Every result of a ``while_vjp`` call: operands the tape (``taped``), the trip count,
     the initial carries, the values ``body_fun`` captured, then the seeds."""
     tape = arrays[0] if taped else None
@@ -217,20 +225,24 @@ def run_while_vjp(*arrays: Any, body_fun: Body, vjp_fun: Body, carries: int, bod
     with np.errstate(all="ignore"):
         return _sg_while_vjp(_Fn(body_fun), _Fn(vjp_fun), snapshots, arrays[0],
                              arrays[1:1 + carries], arrays[1 + carries:kb], arrays[kb:],
-                             avals, tape)
+                             avals, tape, rows, batch)
 
 
 # -- building the calls ------------------------------------------------------------------------
 
 def while_vjp_call(graph: Any, body: Body, vjp: Body, nc: int, operands: Sequence[Expr],
-                   snapshots: int, taped: bool = False) -> tuple[Expr, ...]:
+                   snapshots: int, taped: bool = False, rows: tuple[int, ...] = (),
+                   batch: tuple = (), avals: Sequence | None = None) -> tuple[Expr, ...]:
     """The results of the reverse sweep of ``body`` by its backward step ``vjp`` over
     ``operands`` (the forward call's tape if ``taped``, the trip count, the initial
-    carries, ``body``'s captured values, the seeds), built in ``graph``."""
+    carries, ``body``'s captured values, the seeds), built in ``graph``; ``vjp`` gives, for
+    its results ``rows``, the cotangent of one row (of the index its last results give,
+    after the ``batch`` axes), the results ``(shape, dtype)`` ``avals``."""
+    avals = vjp.avals(vjp.outputs) if avals is None else avals
     attrs = {"body_fun": body, "vjp_fun": vjp, "carries": nc,
              "body_args": len(body.inputs) - nc, "snapshots": snapshots,
-             "avals": tuple((tuple(s), d) for s, d in vjp.avals(vjp.outputs)),
-             "taped": taped}
+             "avals": tuple((tuple(s), d) for s, d in avals), "taped": taped,
+             "rows": tuple(rows), "batch": len(batch)}
     return call_results(graph, "while_vjp", operands, attrs)
 
 
@@ -239,7 +251,7 @@ def while_vjp_call(graph: Any, body: Body, vjp: Body, nc: int, operands: Sequenc
 _WHILE = sig("*operands", cond_fun=None, body_fun=None, carries=0, body_args=0, dtypes=(),
              snapshots=DEFAULT_SNAPSHOTS, tape=())
 _VJP = sig("*operands", body_fun=None, vjp_fun=None, carries=0, body_args=0,
-           snapshots=DEFAULT_SNAPSHOTS, avals=(), taped=False)
+           snapshots=DEFAULT_SNAPSHOTS, avals=(), taped=False, rows=(), batch=0)
 TAPE = "object"  # the dtype of a while_loop's tape: a Python list only its while_vjp reads
 
 
@@ -288,9 +300,14 @@ def _infer_vjp(shapes, dtypes, attrs):
     _check("while_vjp", got, vjp.avals(), first + 1)
     if attrs["body_args"] != len(body.inputs) - nc or attrs["snapshots"] < 1:
         raise ShapeError("while_vjp: body_args must match body_fun, snapshots be >= 1")
-    avals = attrs["avals"]
-    if vjp.avals(vjp.outputs) != [(tuple(s), d) for s, d in avals]:
-        raise ShapeError("while_vjp: avals must be the reverse step's results")
+    avals, rows, nb = attrs["avals"], tuple(attrs["rows"]), attrs["batch"]
+    want = [(tuple(s[:nb] + s[nb + 1:]) if j in rows else tuple(s), d)
+            for j, (s, d) in enumerate(avals)]
+    got = vjp.avals(vjp.outputs)
+    if (got[:len(avals)] != want or len(got) != len(avals) + len(rows)
+            or any(d not in ("int64", "int32") or s != () for s, d in got[len(avals):])):
+        raise ShapeError("while_vjp: avals must be the reverse step's results (a row's of "
+                         "those in rows, then their indices)")
     return results_of(avals)
 
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from ..base.errors import DifferentiationError
 from ..ir.body import Body
+from ..ir.expr import Expr
 from ..ir.op import define_rules
 from ..ir.shapes import is_float
 from ..ops.while_loop import while_call, while_vjp_call
@@ -40,23 +41,57 @@ def vjp_body(body: Body, nc: int, batch: tuple, wrt_k: tuple[int, ...]) -> Body:
     """The backward step of loop step ``body`` (``nc`` carries): inputs the carries, the
     captured values, then the cotangents (batch axes ``batch`` first) of the new float
     carries; results those of the float carries entering the step, then those of the
-    captured values ``wrt_k`` (indices among them)."""
+    captured values ``wrt_k`` (indices among them), then the index of each of those the step
+    reads one row of (:func:`row_reads`): its result is that row's cotangent."""
+    rows = row_reads(body, nc, wrt_k)
+
     def build() -> Body:
         avals = body.avals()
         fc = [j for j in range(nc) if is_float(avals[j][1])]
         seeds = [(batch + avals[j][0], avals[j][1]) for j in fc]
-        outs = seeds + [(batch + avals[nc + i][0], avals[nc + i][1]) for i in wrt_k]
+        nodes = body.graph.nodes
+        outs = seeds + [(batch + (nodes[rows[i]].shape if i in rows else avals[nc + i][0]),
+                         avals[nc + i][1]) for i in wrt_k]
 
         def fn(*v: Any) -> list:
             c, k, cbar = v[:nc], v[nc:len(avals)], v[len(avals):]
-            res = body.inline([*c, *k])
-            adj = multi_vjp([(res[j], g) for j, g in zip(fc, cbar)],
-                            [c[j] for j in fc] + [k[i] for i in wrt_k])
-            return [zeros(s, d) if a is None else a for a, (s, d) in zip(adj, outs)]
+            graph, memo = body.inline_map([*c, *k])
+            res = [Expr(graph, memo[o]) for o in body.outputs]
+            wrt = [c[j] for j in fc] + [Expr(graph, memo[rows[i]]) if i in rows else k[i]
+                                        for i in wrt_k]
+            adj = multi_vjp([(res[j], g) for j, g in zip(fc, cbar)], wrt)
+            at = [Expr(graph, memo[nodes[rows[i]].args[1]]) for i in wrt_k if i in rows]
+            return [zeros(s, d) if a is None else a for a, (s, d) in zip(adj, outs)] + at
 
         return closed(fn, avals + seeds)
 
     return body.memo(("while_vjp", nc, batch, wrt_k), build)
+
+
+def row_reads(body: Body, nc: int, wrt_k: tuple[int, ...]) -> dict[int, int]:
+    """The captured values among ``wrt_k`` that loop step ``body`` reads only as one row
+    ``k[i]`` at a run-time index (a scan's ``xs``): each one's ``index`` node. Their
+    cotangent per step is that row's, added in place by the sweep (linear in the steps,
+    where a whole array per step would be quadratic)."""
+    nodes = body.graph.nodes
+    uses: dict[int, list[int]] = {}
+    for n in nodes:
+        for a in set(n.args):
+            uses.setdefault(a, []).append(n.id)
+    found = {}
+    for i in wrt_k:
+        users = uses.get(body.inputs[nc + i], [])
+        if len(users) != 1 or body.inputs[nc + i] in body.outputs:
+            continue
+        n = nodes[users[0]]
+        key = (n.attrs or {}).get("key", ())
+        if (n.op == "index" and len(n.args) == 2 and n.args[0] != n.args[1]
+                and n.attrs.get("batch", 0) == 0 and key[:1] == ("@",)
+                and all(k == slice(None) for k in key[1:])
+                and nodes[n.args[1]].shape == () and nodes[n.args[1]].dtype in ("int64",
+                                                                                "int32")):
+            found[i] = n.id
+    return found
 
 
 def while_backprop(n: Any, g: tuple) -> tuple:
@@ -79,9 +114,13 @@ def while_backprop(n: Any, g: tuple) -> tuple:
     # the same loop recording its tape: one run with the value's (passes/calls.py)
     taped = while_call(n.graph, attrs["cond_fun"], body, nc, args, attrs["snapshots"],
                        tape=True)
+    rows = row_reads(body, nc, wrt_k)
     res = while_vjp_call(n.graph, body, vbody, nc,
                          [taped[nc + 1], taped[nc], *args[:nc + kb], *seeds],
-                         attrs["snapshots"], taped=True)
+                         attrs["snapshots"], taped=True,
+                         rows=tuple(len(fc) + wrt_k.index(i) for i in rows), batch=batch,
+                         avals=[(batch + avals[j][0], avals[j][1]) for j in fc]
+                         + [(batch + avals[nc + i][0], avals[nc + i][1]) for i in wrt_k])
     contrib: list = [None] * len(args)
     for j, r in zip(fc, res):
         if n.needs(j):
@@ -146,4 +185,4 @@ def _refuse(n: Any, *_: Any) -> Any:
 define_rules("while_loop", backprop=while_backprop, forward=while_forward)
 define_rules("while_vjp", backprop=_refuse, forward=_refuse)
 
-__all__ = ["vjp_body", "while_backprop", "while_forward"]
+__all__ = ["row_reads", "vjp_body", "while_backprop", "while_forward"]

@@ -193,3 +193,26 @@ def test_two_gradients_through_one_loop_are_each_right():
     np.testing.assert_array_equal(both[0], one[0])
     np.testing.assert_array_equal(both[1], one[1])
     np.testing.assert_allclose(both[3], 2 * value * one[1], rtol=1e-13)
+
+
+@pytest.mark.parametrize("twice", [False, True])
+def test_a_loop_reading_rows_of_a_captured_array_has_its_gradient(twice):
+    """``s += xs[i] * s`` while ``i < 6``: the gradient in ``xs`` against central
+    differences, whether the step reads one row (added per step as a row) or two (the
+    whole array's cotangent per step)."""
+    xs, s0 = sg.var("xs", shape=(8, 2)), sg.var("s0", shape=(2,))
+
+    def step(c):
+        i, s = c
+        row = xs[i] + (0.5 * xs[i + 1] if twice else 0.0)
+        return i + 1, s + sg.sin(row * s)
+
+    _, s = sg.while_loop(lambda c: c[0] < 6, step, (0, s0), snapshots=2)
+    loss = sg.sum(s * s)
+    sweep = [n for n in sg.grad(loss, xs).graph.nodes if n.op == "while_vjp"]
+    assert [n.attrs["rows"] for n in sweep] == [() if twice else (1,)]
+    xv, sv = RNG.uniform(-1.0, 1.0, (8, 2)), np.array([0.3, -0.4])
+    gx = sg.compile(sg.grad(loss, xs))(xs=xv, s0=sv)
+    fd = _fd(lambda v: float(sg.evaluate(loss, {"xs": v, "s0": sv})), xv)
+    np.testing.assert_allclose(gx, fd, rtol=1e-7, atol=1e-9)
+    np.testing.assert_array_equal(gx[6 + int(twice):], 0.0)

@@ -221,7 +221,7 @@ def _while_vjp_call(names: list[str], attrs: dict) -> str:
     return (f"_sg_while_vjp({_callback(attrs['body_fun'])}, {_callback(attrs['vjp_fun'])}, "
             f"{attrs['snapshots']!r}, {names[0]}, {_group(names[1:1 + nc])}, "
             f"{_group(names[1 + nc:kb])}, {_group(names[kb:])}, {literal(attrs['avals'])}, "
-            f"{tape})")
+            f"{tape}, {tuple(attrs.get('rows', ()))!r}, {attrs.get('batch', 0)!r})")
 
 
 T = Template
