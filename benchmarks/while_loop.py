@@ -21,7 +21,9 @@ thread, the NumPy target:
 
 The gradient is checked first against a central difference of the forward loop along a
 random direction. Run ``python -m benchmarks.while_loop`` (``--steps N`` for a shorter loop);
-the figures go to ``benchmarks/measured/while_loop.json``.
+the figures go to ``benchmarks/measured/while_loop.json`` as ``after``; ``before`` there
+are those of the same command at commit ba0fdf9 (the sweep running the loop again from its
+first carry, Revolve's split with one slot unused), kept when the file is rewritten.
 """
 
 from __future__ import annotations
@@ -125,8 +127,9 @@ def main(argv: list[str]) -> None:
     row = measure(steps)
     for k, v in row.items():
         print(f"{k:>22}: {v:.4g}" if isinstance(v, float) else f"{k:>22}: {v}")
-    if steps == STEPS:
-        MEASURED.write_text(json.dumps(row, indent=1) + "\n")
+    if steps == STEPS:  # the figures of the sweep before online checkpointing stay beside
+        before = json.loads(MEASURED.read_text()).get("before") if MEASURED.exists() else None
+        MEASURED.write_text(json.dumps({"after": row, "before": before}, indent=1) + "\n")
 
 
 if __name__ == "__main__":
