@@ -20,7 +20,8 @@ thread, the NumPy target:
   with ``c = s``.
 
 The gradient is checked first against a central difference of the forward loop along a
-random direction. Run ``python -m benchmarks.while_loop`` (``--steps N`` for a shorter loop);
+random direction. Run ``python -m benchmarks.while_loop`` (``--steps N`` for a shorter loop,
+``--snapshots S`` for another memory: neither writes the file);
 the figures go to ``benchmarks/measured/while_loop.json`` as ``after``; ``before`` there
 are those of the same command at commit ba0fdf9 (the sweep running the loop again from its
 first carry, Revolve's split with one slot unused), kept when the file is rewritten.
@@ -124,10 +125,11 @@ def measure(steps: int = STEPS, snapshots: int = SNAPSHOTS, budget: float = 20.0
 
 def main(argv: list[str]) -> None:
     steps = int(argv[argv.index("--steps") + 1]) if "--steps" in argv else STEPS
-    row = measure(steps)
+    snaps = int(argv[argv.index("--snapshots") + 1]) if "--snapshots" in argv else SNAPSHOTS
+    row = measure(steps, snaps)
     for k, v in row.items():
         print(f"{k:>22}: {v:.4g}" if isinstance(v, float) else f"{k:>22}: {v}")
-    if steps == STEPS:  # the figures of the sweep before online checkpointing stay beside
+    if (steps, snaps) == (STEPS, SNAPSHOTS):  # the figures of the sweep before online checkpointing stay beside
         before = json.loads(MEASURED.read_text()).get("before") if MEASURED.exists() else None
         MEASURED.write_text(json.dumps({"after": row, "before": before}, indent=1) + "\n")
 
