@@ -33,6 +33,7 @@ import json
 import math
 import os
 import sys
+import time
 import tracemalloc
 from pathlib import Path
 
@@ -123,15 +124,42 @@ def measure(steps: int = STEPS, snapshots: int = SNAPSHOTS, budget: float = 20.0
             "optimum_per_step": optimum / steps}
 
 
+ROWS = (("forward loop (value alone)", "forward_s", "{:.2f} s", ""),
+        ("value + gradient", "value_grad_s", "{:.2f} s", ""),
+        ("value + gradient / forward (paired median)", "ratio", "{:.2f}x", "<= 5x"),
+        ("peak traced memory", "peak_carries", "{:.1f} carries", "<= 21 carries + a constant"),
+        ("forward steps per step (loop and sweep)", "steps_per_step", "{:.2f}",
+         "Revolve with T known: {optimum_per_step:.2f}"))
+
+
+def results(row: dict, before: dict | None, notes: list) -> dict:
+    """The results file (benchmarks/tables.py's fields) of ``row``, beside ``before``."""
+    old = before or {}
+    rows = [[name, fmt.format(old[key]) if key in old else "", fmt.format(row[key]),
+             target.format(**row)] for name, key, fmt, target in ROWS]
+    return {"title": "A 10^5-step `sg.while_loop` differentiated in reverse mode",
+            "command": "OMP_NUM_THREADS=1 PYTHONPATH=. python -m benchmarks.while_loop",
+            "machine": "2-core machine shared with other jobs (times swing when it is loaded)",
+            "date": time.strftime("%Y-%m-%d"),
+            "method": "one process, one thread, the NumPy target; 1,000-float carry, 20 "
+                      "snapshots; times are medians of interleaved calls, memory by "
+                      "tracemalloc in units of one carry, steps counted on a counting step",
+            "tables": [{"columns": ["figure", "before (ba0fdf9: the sweep runs the loop "
+                                    "again)", "after (online tape)", "target"],
+                        "rows": rows}],
+            "notes": notes, "after": row, "before": before}
+
+
 def main(argv: list[str]) -> None:
     steps = int(argv[argv.index("--steps") + 1]) if "--steps" in argv else STEPS
     snaps = int(argv[argv.index("--snapshots") + 1]) if "--snapshots" in argv else SNAPSHOTS
     row = measure(steps, snaps)
     for k, v in row.items():
         print(f"{k:>22}: {v:.4g}" if isinstance(v, float) else f"{k:>22}: {v}")
-    if (steps, snaps) == (STEPS, SNAPSHOTS):  # the figures of the sweep before online checkpointing stay beside
-        before = json.loads(MEASURED.read_text()).get("before") if MEASURED.exists() else None
-        MEASURED.write_text(json.dumps({"after": row, "before": before}, indent=1) + "\n")
+    if (steps, snaps) == (STEPS, SNAPSHOTS):  # the figures before and the notes stay
+        old = json.loads(MEASURED.read_text()) if MEASURED.exists() else {}
+        data = results(row, old.get("before"), old.get("notes", []))
+        MEASURED.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
 
 
 if __name__ == "__main__":

@@ -56,7 +56,8 @@ from ..ir.expr import Expr
 from ..ir.op import Op, register, results_of, sig
 from ..ir.shapes import fmt
 
-__all__ = ["DEFAULT_SNAPSHOTS", "WHILE_LOOP", "WHILE_VJP", "revolve_repeats", "run_while",
+__all__ = ["DEFAULT_SNAPSHOTS", "WHILE_LOOP", "WHILE_VJP", "revolve_repeats", "row_reads",
+           "run_while",
            "run_while_vjp", "while_call", "while_vjp_call"]
 
 
@@ -226,6 +227,34 @@ def run_while_vjp(*arrays: Any, body_fun: Body, vjp_fun: Body, carries: int, bod
         return _sg_while_vjp(_Fn(body_fun), _Fn(vjp_fun), snapshots, arrays[0],
                              arrays[1:1 + carries], arrays[1 + carries:kb], arrays[kb:],
                              avals, tape, rows, batch)
+
+
+def row_reads(body: Body, nc: int, wrt_k: tuple[int, ...]) -> dict[int, int]:
+    """The captured values among ``wrt_k`` that loop step ``body`` reads only as one row
+    ``k[i]`` at a run-time index (a scan's ``xs``): each one's ``index`` node. Their
+    cotangent per step is that row's (the reverse step of
+    :mod:`symgrad.transforms.while_loop`), added in place by the sweep (linear in the steps,
+    where a whole array per step would be quadratic)."""
+    nodes = body.graph.nodes
+    uses: dict[int, list[int]] = {}
+    for n in nodes:
+        for a in set(n.args):
+            uses.setdefault(a, []).append(n.id)
+    found = {}
+    for i in wrt_k:
+        users = uses.get(body.inputs[nc + i], [])
+        if len(users) != 1 or body.inputs[nc + i] in body.outputs:
+            continue
+        n = nodes[users[0]]
+        attrs = n.attrs or {}
+        key = attrs.get("key", ())
+        if (n.op == "index" and n.args[:1] == (body.inputs[nc + i],) and len(n.args) == 2
+                and n.args[1] != n.args[0] and attrs.get("batch", 0) == 0
+                and key[:1] == ("@",) and all(k == slice(None) for k in key[1:])
+                and nodes[n.args[1]].shape == ()
+                and nodes[n.args[1]].dtype in ("int64", "int32")):
+            found[i] = n.id
+    return found
 
 
 # -- building the calls ------------------------------------------------------------------------

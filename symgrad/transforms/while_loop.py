@@ -32,7 +32,7 @@ from ..ir.body import Body
 from ..ir.expr import Expr
 from ..ir.op import define_rules
 from ..ir.shapes import is_float
-from ..ops.while_loop import while_call, while_vjp_call
+from ..ops.while_loop import row_reads, while_call, while_vjp_call
 from .implicit import closed, zeros
 from .loop_steps import jvp_step, multi_vjp, tangent_closure
 
@@ -66,32 +66,6 @@ def vjp_body(body: Body, nc: int, batch: tuple, wrt_k: tuple[int, ...]) -> Body:
         return closed(fn, avals + seeds)
 
     return body.memo(("while_vjp", nc, batch, wrt_k), build)
-
-
-def row_reads(body: Body, nc: int, wrt_k: tuple[int, ...]) -> dict[int, int]:
-    """The captured values among ``wrt_k`` that loop step ``body`` reads only as one row
-    ``k[i]`` at a run-time index (a scan's ``xs``): each one's ``index`` node. Their
-    cotangent per step is that row's, added in place by the sweep (linear in the steps,
-    where a whole array per step would be quadratic)."""
-    nodes = body.graph.nodes
-    uses: dict[int, list[int]] = {}
-    for n in nodes:
-        for a in set(n.args):
-            uses.setdefault(a, []).append(n.id)
-    found = {}
-    for i in wrt_k:
-        users = uses.get(body.inputs[nc + i], [])
-        if len(users) != 1 or body.inputs[nc + i] in body.outputs:
-            continue
-        n = nodes[users[0]]
-        key = (n.attrs or {}).get("key", ())
-        if (n.op == "index" and len(n.args) == 2 and n.args[0] != n.args[1]
-                and n.attrs.get("batch", 0) == 0 and key[:1] == ("@",)
-                and all(k == slice(None) for k in key[1:])
-                and nodes[n.args[1]].shape == () and nodes[n.args[1]].dtype in ("int64",
-                                                                                "int32")):
-            found[i] = n.id
-    return found
 
 
 def while_backprop(n: Any, g: tuple) -> tuple:
@@ -185,4 +159,4 @@ def _refuse(n: Any, *_: Any) -> Any:
 define_rules("while_loop", backprop=while_backprop, forward=while_forward)
 define_rules("while_vjp", backprop=_refuse, forward=_refuse)
 
-__all__ = ["row_reads", "vjp_body", "while_backprop", "while_forward"]
+__all__ = ["vjp_body", "while_backprop", "while_forward"]
