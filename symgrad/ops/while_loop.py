@@ -141,7 +141,7 @@ def _sg_while_vjp(step, vjp, snapshots, count, carries, ks, seeds, avals, tape=N
         return max(1, length - right, lower)
 
     outs = [np.zeros(s, dtype=d) for s, d in avals]
-    outs[:nf] = [np.asarray(g, dtype=d) for g, (_, d) in zip(seeds, avals)]
+    cbar = tuple(np.asarray(g, dtype=d) for g, (_, d) in zip(seeds, avals))
     sums = [(j, len(outs) + rows.index(j) if j in rows else -1) for j in range(nf, len(outs))]
     lead = (slice(None),) * batch
     stored = tape.pop() if tape else {}
@@ -159,10 +159,10 @@ def _sg_while_vjp(step, vjp, snapshots, count, carries, ks, seeds, avals, tape=N
                     m = at + split(end - at, free - len(stack) + 1)
                     stack.append((m, ahead(c, m - at)))
                     continue
-                c = ahead(c, end - 1 - at)  # no slot left (the schedule never gets here)
-            got = vjp(*c, *ks, *outs[:nf])
+                c = ahead(c, end - 1 - at)  # no slot free: Revolve runs on from here
+            got = vjp(*c, *ks, *cbar)
             got = got if type(got) is tuple else (got,)
-            outs[:nf] = got[:nf]
+            cbar = got[:nf]
             for j, r in sums:  # the sums are this sweep's own arrays: added in place
                 if r < 0:
                     outs[j] += got[j]
@@ -171,6 +171,7 @@ def _sg_while_vjp(step, vjp, snapshots, count, carries, ks, seeds, avals, tape=N
             end -= 1
             if at == end:
                 stack.pop()
+    outs[:nf] = cbar
     return tuple(np.asarray(v, dtype=d) for v, (_, d) in zip(outs, avals))
 
 
