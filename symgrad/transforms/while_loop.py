@@ -134,7 +134,8 @@ def while_forward(n: Any, t: tuple) -> tuple | None:
     operands = [*args[:nc], *(dot(j) for j in tc), *args[nc:nc + kb],
                 *(dot(i) for i in live if i >= nc), *captured, *args[nc + kb:]]
     res = while_call(n.graph, jcond, jbody, m, operands, attrs["snapshots"])
-    return (*(res[nc + tc.index(j)] if j in tc else None for j in range(nc)), None)
+    return (*(res[nc + tc.index(j)] if j in tc else None for j in range(nc)), None,
+            *[None] * len(attrs["tape"]))  # the trip count and the tape have none
 
 
 def _cond_on(cond: Body, nc: int, extra: list) -> Body:
