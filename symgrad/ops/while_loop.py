@@ -84,29 +84,35 @@ def _sg_while(cond, step, carries, ks, kcs, dtypes, record=0):
         return (*(np.asarray(v, dtype=d) for v, d in zip(c, dtypes)), np.int64(n))
     # Wang, Moin & Iaccarino's levels: every carry is stored on arrival, as level 0 while a
     # slot is free or a stored one is dispensable (a later one has a higher level: the most
-    # recent such goes), else in place of the last one with that one's level + 1.
-    snaps = {}  # step index -> carry, in increasing order
-    front = []  # (index, level) of the carries not dispensable: levels non-increasing
-    spare = []  # indices of the dispensable ones, the most recent last
+    # recent such goes), else in place of the last one with that one's level + 1. The last
+    # one (`held`, at `hn`, level `hl`) is only a name until a later one arrives beside it.
+    where, kept = [0] * record, [None] * record  # the slots: step index, carry
+    spots, levels = [], []  # the slots not dispensable, by index: levels non-increasing
+    spare = []  # the dispensable slots, the most recent last
+    held, hn, hl, used = None, 0, 0, 0
     while cond(*c, *kcs):
         if n:
-            if spare:
-                del snaps[spare.pop()]
-                front.append((n, 0))
-            elif len(snaps) < record:
-                front.append((n, 0))
-            else:
-                last, level = front.pop()
-                del snaps[last]
-                while front and front[-1][1] <= level:
-                    spare.append(front.pop()[0])
-                spare.reverse()
-                front.append((n, level + 1))
-            snaps[n] = c
+            if spare or used < record - 1 or not hn:
+                if hn:  # the last one stays: into a dispensable slot, else a free one
+                    j = spare.pop() if spare else used
+                    used += j == used
+                    where[j], kept[j] = hn, held
+                    spots.append(j)
+                    levels.append(hl)
+                hl = 0
+            else:  # replaced: the ones of its level before it become dispensable
+                if levels and levels[-1] == hl:
+                    while levels and levels[-1] == hl:
+                        levels.pop()
+                        spare.append(spots.pop())
+                    spare.reverse()
+                hl += 1
+            held, hn = c, n
         out = step(*c, *ks)
         c = (np.array(out) if type(out) is list else out,) if one else out
         n += 1
-    return (*(np.asarray(v, dtype=d) for v, d in zip(c, dtypes)), np.int64(n), [snaps])
+    kept = dict(sorted([(where[j], kept[j]) for j in range(used)] + [(hn, held)] * (hn > 0)))
+    return (*(np.asarray(v, dtype=d) for v, d in zip(c, dtypes)), np.int64(n), [kept])
 
 
 def _sg_while_vjp(step, vjp, snapshots, count, carries, ks, seeds, avals, tape=None, rows=(),
