@@ -5,10 +5,11 @@ substitution.
 Inside a trace, NumPy's ``zeros``/``ones``/``empty``/``full``, their ``*_like`` forms and
 ``np.copy`` of an expression make a :class:`Buffer`: a NumPy array that holds numbers until
 an expression is stored into it. From then on its value is an expression — each store one
-functional update, JAX's ``x.at[key].set(v)`` written as NumPy's assignment — and every use
-of the array reads the latest one: its operators, NumPy's functions and ufuncs, its methods,
-symgrad's functions (through :func:`~symgrad.ir.expr.operand_id`'s ``__sg_value__`` hook),
-and the traced function's results.
+functional update, JAX's ``x.at[key].set(v)`` written as NumPy's assignment (element stores
+``out[i] = v`` are gathered, read back as stored, and become one update when the array is
+used whole) — and every use of the array reads the latest one: its operators, NumPy's
+functions and ufuncs, its methods, symgrad's functions (through the ``__sg_value__`` hook
+that :func:`~symgrad.ir.values.stood_for` reads), and the traced function's results.
 
 NumPy's view semantics hold: a basic slice, ``.T``, ``.reshape(...)`` of a buffer is a view
 whose reads show later stores into the buffer and whose stores land in the buffer (each view
@@ -36,7 +37,7 @@ import numpy as np
 
 from ..base.errors import UnsupportedError
 from ..ir.callsite import callsite
-from ..ir.expr import Expr, F, const
+from ..ir.expr import Expr, F, const, stacked
 
 __all__ = ["Buffer", "buffer", "like", "resolved"]
 
@@ -64,13 +65,54 @@ def _root(b: Buffer) -> Buffer:
     return b if root is None else root
 
 
+def _live(b: Buffer) -> bool:
+    """Whether buffer (or view) ``b``'s value is symbolic (stored, or stores pending)."""
+    rd = _d(_root(b))
+    return rd.get("_sym") is not None or bool(rd.get("_pending"))
+
+
 def _symbol(b: Buffer) -> Expr | None:
     """The expression of buffer (or view) ``b``'s value; None while it holds numbers."""
     root = _root(b)
+    _flush(root)
     sym = _d(root).get("_sym")
     if sym is None or b is root:
         return sym
     return F.reshape(sym, (-1,))[_flat(b)]
+
+
+def _flush(root: Buffer) -> None:
+    """The scalar stores kept apart (``out[i] = v``, one position each) as one update: a
+    loop storing n elements builds one scatter of n values, not n updates of the array."""
+    rd = _d(root)
+    pending = rd.get("_pending")
+    if not pending:
+        return
+    positions = np.fromiter(pending, dtype=np.int64, count=len(pending))
+    items = list(pending.values())
+    values = (F.astype(stacked(items), root.dtype.name) if any(isinstance(v, Expr) for v in items)
+              else const(np.array(items, dtype=root.dtype)))
+    flat = F.reshape(_current(root), (-1,))
+    rd["_sym"] = F.reshape(flat.at[positions].set(values), root.shape)
+    rd["_pending"] = {}
+
+
+def _current(root: Buffer) -> Expr:
+    """The root's stored expression, or a constant of its numbers."""
+    sym = _d(root).get("_sym")
+    return sym if sym is not None else const(np.array(_plain(root)))
+
+
+def _position(root: Buffer, key: Any) -> int | None:
+    """The flat position of an all-integer ``key`` into ``root`` (None: another key)."""
+    parts = key if type(key) is tuple else (key,)
+    if len(parts) != root.ndim or not all(type(p) is int or isinstance(p, np.integer)
+                                          for p in parts):
+        return None
+    index = tuple(int(p) + n if int(p) < 0 else int(p) for p, n in zip(parts, root.shape))
+    if not all(0 <= i < n for i, n in zip(index, root.shape)):
+        return None  # out of bounds: NumPy's own error, on the general path
+    return int(np.ravel_multi_index(index, root.shape)) if root.ndim else 0
 
 
 def _plain(b: np.ndarray) -> np.ndarray:
@@ -108,10 +150,12 @@ def _flat(view: Buffer) -> np.ndarray:
 
 
 def _basic(key: Any) -> bool:
-    """Whether ``key`` is basic indexing (ints, slices, ``...``, ``None``: one position each)."""
+    """Whether ``key`` is basic indexing (ints, traced scalar ints, slices, ``...``,
+    ``None``: one position each)."""
     parts = key if type(key) is tuple else (key,)
     return all(p is None or p is Ellipsis or type(p) in (int, slice) or
-               isinstance(p, np.integer) for p in parts)
+               isinstance(p, np.integer) or (isinstance(p, Expr) and not p.shape)
+               for p in parts)
 
 
 def _last_of_each(positions: np.ndarray, values: Any) -> tuple[np.ndarray, Any]:
@@ -140,12 +184,16 @@ def _store(b: Buffer, key: Any, value: Any, mode: str = "set") -> None:
             " its numbers would be truncated and its derivative lost; make the array with a "
             "float dtype (np.zeros(n) is float64)")
     value = resolved(value)
+    key = resolved(key)
+    at = _position(root, key) if b is root and mode == "set" else None
+    if at is not None and np.ndim(value) == 0 and type(value) is not np.ndarray:
+        rd.setdefault("_pending", {})[at] = value  # kept apart until the array is read
+        np.ndarray.__setitem__(_plain(root), key, np.nan)
+        return
     if isinstance(value, Expr) and value.dtype != dtype:
         value = F.astype(value, dtype.name)  # NumPy casts what it stores to the array's dtype
-    sym = rd.get("_sym")
-    if sym is None:
-        sym = const(np.array(_plain(root)))
-    key = resolved(key)
+    _flush(root)
+    sym = _current(root)
     if b is root and _basic(key):
         new = getattr(sym.at[key], mode)(value)
     else:
@@ -183,13 +231,21 @@ class Buffer(np.ndarray):
             _d(self)["_root"] = _root(obj)  # a view: it reads and writes its root
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        if _d(_root(self)).get("_sym") is None and not _symbolic(value) and \
-                not _symbolic(key):
+        if not _live(self) and not _symbolic(value) and not _symbolic(key):
             np.ndarray.__setitem__(self, resolved(key), resolved(value))
             return
         _store(self, key, value)
 
     def __getitem__(self, key: Any) -> Any:
+        pending = _d(self).get("_pending")
+        if pending:  # a root with scalar stores kept apart: an element read needs no update
+            key = resolved(key)
+            at = _position(self, key)
+            if at is not None:
+                if at in pending:
+                    return pending[at]
+                sym = _d(self).get("_sym")
+                return np.ndarray.__getitem__(self, key) if sym is None else sym[key]
         sym = _symbol(self)
         if sym is None:
             if _symbolic(key):
@@ -208,7 +264,7 @@ class Buffer(np.ndarray):
             return np.ndarray.__getattribute__(self, name)
         if name in _IN_PLACE:
             return _in_place(self, name)
-        if _d(_root(self)).get("_sym") is None:
+        if not _live(self):
             return np.ndarray.__getattribute__(self, name)
         if name in _VIEWS:
             return _view_attribute(self, name)
@@ -293,8 +349,7 @@ def _symbolic(x: Any) -> bool:
     stack = [x]
     while stack:
         v = stack.pop()
-        if isinstance(v, Expr) or (isinstance(v, Buffer) and _d(_root(v)).get("_sym")
-                                   is not None):
+        if isinstance(v, Expr) or (isinstance(v, Buffer) and _live(v)):
             return True
         if type(v) in (list, tuple):
             stack.extend(v)
@@ -323,7 +378,7 @@ def _in_place(b: Buffer, name: str) -> Callable[..., None]:
     on a symbolic value ``sort`` sorts it, the others are refused)."""
     if name == "fill":
         return lambda value: b.__setitem__(Ellipsis, value)
-    if _d(_root(b)).get("_sym") is None:
+    if not _live(b):
         return np.ndarray.__getattribute__(b, name)
     if name == "sort":
         def sort(axis: int = -1, kind: Any = None, order: Any = None) -> None:

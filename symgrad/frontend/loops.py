@@ -117,9 +117,10 @@ def scan(f: Callable[[Tree, Tree], tuple[Tree, Tree]], init: Tree, xs: Tree = No
     choice.
 
     ``checkpoint="binomial"`` (with ``snapshots=s``): the loop is an ``sg.while_loop`` over
-    the step index, reversed by binomial checkpointing (Revolve): memory ``s + 1`` carries
-    whatever the length, each step run forward at most ``t`` times where ``C(s + t, t) >=
-    length``; the gradient equals the plain scan's to rounding. ``f`` must return ``y=None``
+    the step index, reversed by online and binomial checkpointing (Revolve): memory ``s +
+    1`` carries whatever the length, each step run forward about ``t`` times where ``C(s +
+    1 + t, t) >= length``, each step's row of the ``xs`` cotangent added in place (linear in
+    the length); the gradient equals the plain scan's to rounding. ``f`` must return ``y=None``
     (stacked per-step results would be ``length`` values kept anyway), a second reverse
     sweep is refused (``sg.while_loop``'s rules) and the NumPy target runs it.
 

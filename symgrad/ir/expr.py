@@ -380,7 +380,7 @@ class _Slot:
         values = F.broadcast_to(v, part.shape) if _shape_of(v) != part.shape else v
         if part.node == x.node:
             return values
-        return F.index_add(values, *(Expr(x.graph, a) for a in part.data.args[1:]),
+        return F.index_add(values, *(Expr(part.graph, a) for a in part.data.args[1:]),
                            key=part.data.attrs["key"], shape=x.shape)
 
     def add(self, v: Any) -> Expr:

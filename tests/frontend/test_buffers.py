@@ -224,6 +224,44 @@ def test_an_ode_right_hand_side_filled_in_place_goes_to_solve_ivp():
     np.testing.assert_allclose(sg.grad(loss)(p), fd, rtol=1e-5)
 
 
+def test_element_stores_read_back_before_the_array_is_used_whole():
+    """Element stores and reads in a stencil loop (the last write wins, negative indices,
+    numbers beside expressions): the same values and gradients as JAX's whole-array form."""
+    n = 12
+
+    def heat(p):
+        u = np.zeros(n)
+        u[n // 2] = 1.0
+        for _ in range(6):
+            new = np.empty(n)
+            new[0] = new[-1] = 0.0
+            for i in range(1, n - 1):
+                new[i] = u[i] + p[0] * (u[i - 1] - 2 * u[i] + u[i + 1])
+            new[3] = new[3] * 1.0  # an element read back and stored again
+            u = new
+        return np.sum(u * np.arange(n) ** 2) * p[1]
+
+    def heat_jax(p):
+        u = jnp.zeros(n).at[n // 2].set(1.0)
+        for _ in range(6):
+            u = jnp.zeros(n).at[1:-1].set(u[1:-1] + p[0] * (u[:-2] - 2 * u[1:-1] + u[2:]))
+        return jnp.sum(u * jnp.arange(n) ** 2) * p[1]
+
+    _same(heat, heat_jax, np.array([0.2, 1.3]))
+
+
+def test_a_store_at_a_traced_position():
+    def f(y):
+        out = np.zeros(4)
+        out[np.argmax(y)] = y[0] * 2.0
+        return np.sum(out * np.arange(1.0, 5.0))
+
+    def fj(y):
+        return jnp.sum(jnp.zeros(4).at[jnp.argmax(y)].set(y[0] * 2.0) * jnp.arange(1.0, 5.0))
+
+    _same(f, fj)
+
+
 def test_what_cannot_be_followed_is_refused():
     with pytest.raises(sg.UnsupportedError, match="int64 array"):
         sg.jit(lambda y: np.zeros(2, dtype=int).__setitem__(0, y[0]))(X)
