@@ -41,7 +41,10 @@ if TYPE_CHECKING:
     from ...loops import LoopEmitter
     from ...stages import Lowered
 
-__all__ = ["NumbaPrinter"]
+__all__ = ["CALL_KEPT", "NumbaPrinter"]
+
+CALL_KEPT = ("a kernel does not pay: one LAPACK call of several results, NumPy's in the "
+             "driver (the same LAPACK; compiled inside a loop's step)")
 
 
 class NumbaPrinter(NumpyPrinter):
@@ -148,7 +151,7 @@ class NumbaPrinter(NumpyPrinter):
         if is_loop(n):
             return "a loop: a compiled function of its own"
         if n.is_call or n.op == RESULT:
-            return why_not(n, nodes) or "a call of several results: the driver's"
+            return why_not(n, nodes) or CALL_KEPT
         bad = [d for d in (n.dtype, *(nodes[a].dtype for a in n.args)) if d not in nb.NUMBA_TYPE]
         if bad:
             return f"dtype {bad[0]}: not compiled"
