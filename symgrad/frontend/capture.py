@@ -62,7 +62,7 @@ from ..base.tree_util import LEAF, tree_unflatten
 from ..ir.callsite import callsite
 from ..ir.expr import Expr
 from ..ir.graph import Graph, lifting
-from . import scipy_names
+from . import math_names, scipy_names
 from .capture_key import (
     DTYPES,
     KINDS,
@@ -298,6 +298,9 @@ class Capture:
         if value is np.array or value is np.asarray:
             return getattr(NUMPY, value.__name__)
         ours = scipy_names.counterpart(value)  # SciPy's names: symgrad.scipy's
+        if ours is not None:
+            return ours
+        ours = math_names.counterpart(value)  # math's functions: symbolic scalars too
         if ours is not None:
             return ours
         if isinstance(value, types.ModuleType):
