@@ -78,8 +78,20 @@ _PRODUCTS = frozenset({"matmul", "dot", "einsum", "multi_dot", "matrix_power", "
 def _per_element(n: Any, nodes: Any) -> tuple[float, float, int]:
     """(NumPy ns, compiled ns) per element of node ``n``, and its number of elements."""
     size = max(_size(n), *(_size(nodes[a]) for a in n.args)) if n.args else _size(n)
+    if n.op == "power" and _squares(nodes[n.args[1]]):
+        return (*_PLAIN, size)  # x * x: NumPy's fast path, and LLVM's for pow(x, 2.0)
     numpy, compiled = _COSTS.get(n.op, _PLAIN)
     return numpy, compiled, size
+
+
+def _squares(e: Any) -> bool:
+    """Whether exponent node ``e`` is the constant 2."""
+    if not (e.is_const and e.shape == ()):
+        return False
+    try:
+        return float(e.attrs["value"]) == 2.0
+    except (TypeError, ValueError):
+        return False
 
 
 def _flops(n: Any, nodes: Any) -> int:
