@@ -72,13 +72,15 @@ def _size(n: Any) -> int:
 _COSTS = {**{op: (c if _HAS_SIMD else (c[1], c[1])) for op, c in _SIMD.items()}, **_OTHER,
           "sort": _SORT, "argsort": _SORT,
           **dict.fromkeys(("sum", "mean", "prod", "max", "min", "logsumexp"), _REDUCE)}
+_EXPONENT = {"power": 1}  # op -> its operand that is an exponent
 _PRODUCTS = frozenset({"matmul", "dot", "einsum", "multi_dot", "matrix_power", "outer"})
 
 
 def _per_element(n: Any, nodes: Any) -> tuple[float, float, int]:
     """(NumPy ns, compiled ns) per element of node ``n``, and its number of elements."""
     size = max(_size(n), *(_size(nodes[a]) for a in n.args)) if n.args else _size(n)
-    if n.op == "power" and _squares(nodes[n.args[1]]):
+    k = _EXPONENT.get(n.op)
+    if k is not None and _squares(nodes[n.args[k]]):
         return (*_PLAIN, size)  # x * x: NumPy's fast path, and LLVM's for pow(x, 2.0)
     numpy, compiled = _COSTS.get(n.op, _PLAIN)
     return numpy, compiled, size
