@@ -1,11 +1,13 @@
 """Linear algebra inside compiled code: Numba's ``np.linalg`` (LAPACK, the routines NumPy
 calls: ``gesv``, ``potrf``, ``syevd``, ``gesdd``, ``geqrf``/``orgqr``, ``gelsd``) on each
 matrix of a stack, and NumPy's own formulas around them where NumPy computes more than one
-LAPACK call (``pinv``, ``norm``, ``matrix_rank``, ``slogdet``'s parts, ``band``).
+LAPACK call (``pinv``, ``norm``, ``matrix_rank``, ``band``).
 
 Each form writes the lines that assign one node (see :mod:`.nests`): a loop over the
-stacked (leading) axes, the call on one matrix, the result stored. Numba's functions take
-one dtype: an operand of another is converted first, as NumPy's would be.
+stacked (leading) axes, the call on one matrix, the result stored. A call with several
+results (``eigh``, ``svd``, ``qr``, ``slogdet``, ``lstsq``) is one LAPACK call per matrix
+assigning each result something reads (``Site.outs``). Numba's functions take one dtype:
+an operand of another is converted first, as NumPy's would be.
 
 >>> import symgrad as sg
 >>> from .nest_base import Site
