@@ -23,7 +23,7 @@ from ..ir.body import scan_call, trace
 from ..ir.expr import TRACES, Expr
 from ..ir.graph import Graph
 from ..ir.limits import exceeded, limits
-from ..ir.values import as_constant, exact, exact_int
+from ..ir.values import as_constant, exact, exact_int, stood_for
 
 CHECKPOINTS: dict[str, Callable[..., Any]] = {}
 """``scan``'s ``checkpoint=`` schedules given by name ("binomial"), each set by the module that
@@ -60,7 +60,7 @@ def flatten(tree: Tree, what: str, depth: int = 0) -> tuple[list[Any], Any]:
             subs.append(sub)
         return leaves, (dict, tuple(zip(keys, subs)))
     if isinstance(tree, (Expr, np.ndarray, np.generic, int, float, bool)):
-        return [tree], "leaf"
+        return [stood_for((tree,))[0]], "leaf"  # an array filled with expressions: its value
     raise LoopError(f"{what}: a pytree holds arrays, numbers, tuples, lists, dicts and None; "
                     f"got {type_name(tree)}")
 
@@ -117,9 +117,10 @@ def scan(f: Callable[[Tree, Tree], tuple[Tree, Tree]], init: Tree, xs: Tree = No
     choice.
 
     ``checkpoint="binomial"`` (with ``snapshots=s``): the loop is an ``sg.while_loop`` over
-    the step index, reversed by binomial checkpointing (Revolve): memory ``s + 1`` carries
-    whatever the length, each step run forward at most ``t`` times where ``C(s + t, t) >=
-    length``; the gradient equals the plain scan's to rounding. ``f`` must return ``y=None``
+    the step index, reversed by online and binomial checkpointing (Revolve): memory ``s +
+    1`` carries whatever the length, each step run forward about ``t`` times where ``C(s +
+    1 + t, t) >= length``, each step's row of the ``xs`` cotangent added in place (linear in
+    the length); the gradient equals the plain scan's to rounding. ``f`` must return ``y=None``
     (stacked per-step results would be ``length`` values kept anyway), a second reverse
     sweep is refused (``sg.while_loop``'s rules) and the NumPy target runs it.
 

@@ -34,12 +34,13 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], i
     interpreter), calling the two as functions.
 
     Derivatives, unlike JAX's: forward mode (``sg.jvp``, ``sg.jacfwd``) carries tangents
-    alongside; reverse mode (``sg.grad``, ``sg.vjp``) runs the forward loop again and
-    reverses it by binomial checkpointing (Revolve) with at most ``snapshots`` carries
-    stored, the others recomputed: memory ``snapshots + 1`` carries for any trip count, about
-    ``t`` extra forward passes where ``t`` is the smallest with ``C(snapshots + t, t) >=``
-    the trip count (``t = 6`` for 10^5 steps and 20 snapshots). A second derivative in
-    reverse mode is refused. The trip count has no derivative: it is piecewise constant.
+    alongside; in reverse mode (``sg.grad``, ``sg.vjp``) the forward loop stores at most
+    ``snapshots`` of its carries, placed online (dynamic checkpointing), and the reverse
+    sweep recomputes the others from them by binomial checkpointing (Revolve): memory
+    ``snapshots + 1`` carries for any trip count, each step run forward about ``t`` times
+    where ``t`` is the smallest with ``C(snapshots + 1 + t, t) >=`` the trip count (``t =
+    6`` for 10^5 steps and 20 snapshots). A second derivative in reverse mode is refused.
+    The trip count has no derivative: it is piecewise constant.
 
     ``max_steps=N`` writes the loop as a scan of ``N`` steps that stop changing the carry
     once ``cond_fun`` fails (every target, JAX and PyTorch included, and derivatives of any

@@ -19,6 +19,7 @@ from ..backends.compiled import compile
 from ..base.errors import SymgradError
 from ..base.progress import step
 from ..base.tree_util import tree_flatten, tree_unflatten
+from ..frontend.buffers import resolved
 from ..frontend.capture import Capture, current, state, tracing
 from ..ir.expr import Expr, const, var
 from ..ir.values import exact
@@ -173,8 +174,7 @@ class Transformed:
             out_leaves, out_def = tree_flatten(result, _is_sparse)
             s.update(sum(1 for e in out_leaves if isinstance(e, Expr)))
         cap.warn_random(self.__name__)
-        out_leaves = [e.view(np.ndarray) if isinstance(e, np.ndarray) else e
-                      for e in out_leaves]  # not the traced function's Buffer
+        out_leaves = [resolved(e) for e in out_leaves]  # a filled array: its expression
         patterns = {k: e.pattern for k, e in enumerate(out_leaves) if isinstance(e, SparseExpr)}
         for k in patterns:  # a sparse derivative: its entries computed, its pattern kept
             out_leaves[k] = out_leaves[k].data

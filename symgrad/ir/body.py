@@ -206,13 +206,15 @@ DEFAULT_SNAPSHOTS = 32  # a while_loop's stored carries for its reverse sweep
 
 
 def while_call(graph: Any, cond: Body, body: Body, nc: int, operands: Sequence[Expr],
-               snapshots: int = DEFAULT_SNAPSHOTS) -> tuple[Expr, ...]:
+               snapshots: int = DEFAULT_SNAPSHOTS, tape: bool = False) -> tuple[Expr, ...]:
     """The results of the ``while_loop`` call of ``cond`` and ``body`` over ``operands``
     (the ``nc`` initial carries, ``body``'s captured values, ``cond``'s), built in
-    ``graph``: the final carries, then the trip count."""
+    ``graph``: the final carries, the trip count, then (``tape``) the record of at most
+    ``snapshots`` carries its reverse sweep reads."""
     attrs = {"cond_fun": cond, "body_fun": body, "carries": nc,
              "body_args": len(body.inputs) - nc,
-             "dtypes": tuple(d for _, d in body.avals()[:nc]), "snapshots": snapshots}
+             "dtypes": tuple(d for _, d in body.avals()[:nc]), "snapshots": snapshots,
+             "tape": ("tape",) if tape else ()}
     return call_results(graph, "while_loop", operands, attrs)
 
 

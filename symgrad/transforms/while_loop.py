@@ -1,10 +1,12 @@
 """The derivative rules of ``while_loop`` (:mod:`symgrad.ops.while_loop`), set on the op from
 here (:func:`~symgrad.ir.op.define_rules`).
 
-* Reverse mode: one ``while_vjp`` call, given the forward call's trip count, its initial
+* Reverse mode: the loop's call recording its tape (the value's call with ``tape``: one
+  run for both), and one ``while_vjp`` call given that tape, the trip count, the initial
   carries and captured values and the seeds; its backward step is the step's VJP (traced
   once per batch shape and set of captured values asked, remembered by the step body). The
-  sweep recomputes carries from a bounded number of snapshots (binomial checkpointing).
+  sweep recomputes carries from the snapshots the forward loop stored (online and binomial
+  checkpointing, :mod:`symgrad.ops.while_loop`).
 * Forward mode: a ``while_loop`` of primal and tangent carries (the scan's JVP step, with
   no scanned operands), stopped by the same condition on the primal carries.
 * A ``while_vjp`` is not differentiated again: a second derivative of a ``while_loop`` is
@@ -27,9 +29,10 @@ from typing import Any
 
 from ..base.errors import DifferentiationError
 from ..ir.body import Body
+from ..ir.expr import Expr
 from ..ir.op import define_rules
 from ..ir.shapes import is_float
-from ..ops.while_loop import while_call, while_vjp_call
+from ..ops.while_loop import row_reads, while_call, while_vjp_call
 from .implicit import closed, zeros
 from .loop_steps import jvp_step, multi_vjp, tangent_closure
 
@@ -38,19 +41,27 @@ def vjp_body(body: Body, nc: int, batch: tuple, wrt_k: tuple[int, ...]) -> Body:
     """The backward step of loop step ``body`` (``nc`` carries): inputs the carries, the
     captured values, then the cotangents (batch axes ``batch`` first) of the new float
     carries; results those of the float carries entering the step, then those of the
-    captured values ``wrt_k`` (indices among them)."""
+    captured values ``wrt_k`` (indices among them), then the index of each of those the step
+    reads one row of (:func:`row_reads`): its result is that row's cotangent."""
+    rows = row_reads(body, nc, wrt_k)
+
     def build() -> Body:
         avals = body.avals()
         fc = [j for j in range(nc) if is_float(avals[j][1])]
         seeds = [(batch + avals[j][0], avals[j][1]) for j in fc]
-        outs = seeds + [(batch + avals[nc + i][0], avals[nc + i][1]) for i in wrt_k]
+        nodes = body.graph.nodes
+        outs = seeds + [(batch + (nodes[rows[i]].shape if i in rows else avals[nc + i][0]),
+                         avals[nc + i][1]) for i in wrt_k]
 
         def fn(*v: Any) -> list:
             c, k, cbar = v[:nc], v[nc:len(avals)], v[len(avals):]
-            res = body.inline([*c, *k])
-            adj = multi_vjp([(res[j], g) for j, g in zip(fc, cbar)],
-                            [c[j] for j in fc] + [k[i] for i in wrt_k])
-            return [zeros(s, d) if a is None else a for a, (s, d) in zip(adj, outs)]
+            graph, memo = body.inline_map([*c, *k])
+            res = [Expr(graph, memo[o]) for o in body.outputs]
+            wrt = [c[j] for j in fc] + [Expr(graph, memo[rows[i]]) if i in rows else k[i]
+                                        for i in wrt_k]
+            adj = multi_vjp([(res[j], g) for j, g in zip(fc, cbar)], wrt)
+            at = [Expr(graph, memo[nodes[rows[i]].args[1]]) for i in wrt_k if i in rows]
+            return [zeros(s, d) if a is None else a for a, (s, d) in zip(adj, outs)] + at
 
         return closed(fn, avals + seeds)
 
@@ -74,9 +85,16 @@ def while_backprop(n: Any, g: tuple) -> tuple:
     vbody = vjp_body(body, nc, batch, wrt_k)
     seeds = [g[j] if g[j] is not None else zeros(batch + avals[j][0], avals[j][1])
              for j in fc]
-    count = n.results[nc]
-    res = while_vjp_call(n.graph, body, vbody, nc, [count, *args[:nc + kb], *seeds],
-                         attrs["snapshots"])
+    # the same loop recording its tape: one run with the value's (passes/calls.py)
+    taped = while_call(n.graph, attrs["cond_fun"], body, nc, args, attrs["snapshots"],
+                       tape=True)
+    rows = row_reads(body, nc, wrt_k)
+    res = while_vjp_call(n.graph, body, vbody, nc,
+                         [taped[nc + 1], taped[nc], *args[:nc + kb], *seeds],
+                         attrs["snapshots"], taped=True,
+                         rows=tuple(len(fc) + wrt_k.index(i) for i in rows), batch=batch,
+                         avals=[(batch + avals[j][0], avals[j][1]) for j in fc]
+                         + [(batch + avals[nc + i][0], avals[nc + i][1]) for i in wrt_k])
     contrib: list = [None] * len(args)
     for j, r in zip(fc, res):
         if n.needs(j):
@@ -116,7 +134,8 @@ def while_forward(n: Any, t: tuple) -> tuple | None:
     operands = [*args[:nc], *(dot(j) for j in tc), *args[nc:nc + kb],
                 *(dot(i) for i in live if i >= nc), *captured, *args[nc + kb:]]
     res = while_call(n.graph, jcond, jbody, m, operands, attrs["snapshots"])
-    return (*(res[nc + tc.index(j)] if j in tc else None for j in range(nc)), None)
+    return (*(res[nc + tc.index(j)] if j in tc else None for j in range(nc)), None,
+            *[None] * len(attrs["tape"]))  # the trip count and the tape have none
 
 
 def _cond_on(cond: Body, nc: int, extra: list) -> Body:

@@ -60,3 +60,25 @@ def test_binomial_checkpointing_refuses_per_step_results_and_unknown_kinds():
         sg.scan(lambda c, _: (c * x, c), x, length=4, checkpoint="binomial")
     with pytest.raises(LoopError, match="'binomial'"):
         sg.scan(lambda c, _: (c * x, None), x, length=4, checkpoint="treeverse")
+
+
+def test_binomial_checkpointing_adds_each_steps_row_of_the_scanned_cotangent():
+    """The reverse step gives the cotangent of the one row of ``xs`` a step reads (added
+    in place by the sweep, linear in the steps), batched too: the Jacobian in ``xs`` is the
+    plain scan's."""
+    p, xs = sg.var("p", shape=(2,)), sg.var("xs", shape=(300,))
+    binom, _ = sg.scan(_step(p), p[1], xs, checkpoint="binomial", snapshots=3)
+    plain, _ = sg.scan(_step(p), p[1], xs)
+    g = sg.grad(binom, xs)
+    (sweep,) = [n for n in g.graph.nodes if n.op == "while_vjp" and n.id in
+                g.graph.ancestors([g.node])]
+    vjp = sweep.attrs["vjp_fun"]
+    assert sweep.attrs["rows"] == (1,) and vjp.avals(vjp.outputs)[1:] == [
+        ((), "float64"), ((), "int64")]
+    inputs = {"p": np.array([1.3, 0.7]), "xs": np.linspace(-1.0, 1.0, 300)}
+    pair = sg.stack([binom, binom * binom])
+    want = sg.evaluate(sg.jacobian(sg.stack([plain, plain * plain]), xs, mode="reverse"),
+                       inputs)
+    for got in (sg.evaluate(sg.jacobian(pair, xs, mode="reverse"), inputs),
+                sg.compile(sg.jacobian(pair, xs, mode="reverse"))(**inputs)):
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-16)

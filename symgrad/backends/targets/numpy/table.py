@@ -211,15 +211,17 @@ def _while_call(names: list[str], attrs: dict) -> str:
     nc, kb = attrs["carries"], attrs["carries"] + attrs["body_args"]
     return (f"_sg_while({_callback(attrs['cond_fun'])}, {_callback(attrs['body_fun'])}, "
             f"{_group(names[:nc])}, {_group(names[nc:kb])}, {_group(names[kb:])}, "
-            f"{literal(attrs['dtypes'])})")
+            f"{literal(attrs['dtypes'])}, {attrs['snapshots'] if attrs.get('tape') else 0!r})")
 
 
 def _while_vjp_call(names: list[str], attrs: dict) -> str:
+    tape, names = (names[0], names[1:]) if attrs.get("taped") else ("None", names)
     nc = attrs["carries"]
     kb = 1 + nc + attrs["body_args"]
     return (f"_sg_while_vjp({_callback(attrs['body_fun'])}, {_callback(attrs['vjp_fun'])}, "
             f"{attrs['snapshots']!r}, {names[0]}, {_group(names[1:1 + nc])}, "
-            f"{_group(names[1 + nc:kb])}, {_group(names[kb:])}, {literal(attrs['avals'])})")
+            f"{_group(names[1 + nc:kb])}, {_group(names[kb:])}, {literal(attrs['avals'])}, "
+            f"{tape}, {tuple(attrs.get('rows', ()))!r}, {attrs.get('batch', 0)!r})")
 
 
 T = Template
