@@ -195,14 +195,17 @@ class NumbaPrinter(NumpyPrinter):
             types.append(f"_A({nb.NUMBA_TYPE[n.dtype]}, {len(n.shape)}, 'C')" if n.shape
                          else nb.NUMBA_TYPE[n.dtype])
         body = self._body.statements(seg.members, local, set(seg.outputs), comments=False)
-        rets = [local[m] for m in seg.outputs]
+        # a view is returned as an array of its own: NumPy's products after the kernel read
+        # C-contiguous operands (BLAS), and so does the next kernel
+        rets = [f"np.ascontiguousarray({local[m]})" if nodes[m].shape and is_view(nodes[m], nodes)
+                else local[m] for m in seg.outputs]
         ret = [f"    return {rets[0]}"] if len(rets) == 1 else call("return (", rets, ")")
         head = call("@_jit((", types, ",))" if len(types) == 1 else "))", "")
         self.kernels.append("\n".join([*head, *call(f"def {kname}(", params, "):", ""),
                                        *body, *ret]))
         ops = [nodes[m].op for m in seg.members]
         self.fused.append((kname, ops))
-        self._contiguous.update(m for m in seg.outputs if not is_view(nodes[m], nodes))
+        self._contiguous.update(seg.outputs)
         held = [names[m] for m in seg.outputs]
         out = call(f"{', '.join(held)} = {kname}(", args, ")")
         out[0] += f"  # compiled: {len(ops)} ops" if len(out[0]) < 80 else ""
