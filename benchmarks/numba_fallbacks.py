@@ -29,9 +29,6 @@ from __future__ import annotations
 
 from typing import Any
 
-_REDUCTIONS = frozenset({"sum", "mean", "max", "min", "prod", "all", "any", "logsumexp",
-                         "argmax", "argmin", "var", "std", "cumsum", "cumprod"})
-
 
 def account(outputs: list, fast_math: bool = False) -> dict:
     """The split of the module ``backend="numba"`` prints for ``outputs`` (see the module)."""
@@ -41,7 +38,8 @@ def account(outputs: list, fast_math: bool = False) -> dict:
     low = lower(request(outputs, backend="numba", fast_math=fast_math))
     printer = low.request.target.printer(low)
     printer.module()
-    kernels, numpy_ops, *_ = printer.stats() or ([], {})
+    kernels, numpy_ops, *rest = printer.stats() or ([], {})
+    why = rest[0] if rest else {}
     scans, seen, compiled = [], set(), 0
     for node in low.graph.nodes:
         if not is_loop(node) or id(node.attrs["body"]) in seen:
@@ -57,7 +55,7 @@ def account(outputs: list, fast_math: bool = False) -> dict:
     for s in scans:
         for op in ["scan", *(m["op"] for m in s["missing"])]:
             driver[op] = driver.get(op, 0) - 1
-    driver = {op: {"count": n, "reason": _driver_reason(op)}
+    driver = {op: {"count": n, "reason": _driver_reason(op, why)}
               for op, n in sorted(driver.items(), key=lambda kv: (-kv[1], kv[0])) if n > 0}
     return {"kernels": len(kernels), "fused_ops": sum(len(ops) for _, ops in kernels),
             "compiled_scans": compiled, "numpy_ops": dict(numpy_ops), "scans": scans,
@@ -75,10 +73,13 @@ def _optimizer(low: Any) -> Any:
 
 def _missing(body: Any, optimized: Any) -> list[dict]:
     """The nodes of ``body`` (and of loops nested in it) without a form in a compiled loop,
-    as :func:`symgrad.backends.targets.numba.loops.missing` finds them, with details."""
+    as :func:`symgrad.backends.targets.numba.loops.lacking` finds them, with details: a
+    projection is a name its call assigns (the call is the node checked), and a call's
+    dtypes are its results'."""
     from symgrad.backends.loops import is_loop
     from symgrad.backends.targets.numba import source
-    from symgrad.backends.targets.numba.table import loop_form
+    from symgrad.backends.targets.numba.table import loop_form, why_not
+    from symgrad.ir.op import RESULT
 
     out: list[dict] = []
     stack, seen = [optimized(body)], set()
@@ -92,51 +93,41 @@ def _missing(body: Any, optimized: Any) -> list[dict]:
             out.append({"op": "const", "detail": "",
                         "reason": "an array constant folded into the step"})
         for n in nodes:
-            if n.dtype not in source.NUMBA_TYPE:
-                out.append(_entry(n, nodes, f"dtype {n.dtype} has no Numba type here"))
-            elif is_loop(n):
+            if is_loop(n):
                 stack.append(optimized(n.attrs["body"]))
+            elif n.op == RESULT:
+                continue
+            elif bad := [d for d in _dtypes(n) if d not in source.NUMBA_TYPE]:
+                out.append(_entry(n, nodes, f"dtype {bad[0]} has no Numba type here"))
             elif not (n.is_var or n.is_const) and loop_form(n, nodes) is None:
-                out.append(_entry(n, nodes, _loop_reason(n, nodes)))
+                why = why_not(n, nodes) or "no form inside a compiled loop"
+                out.append(_entry(n, nodes, why))
     return out
 
 
+def _dtypes(n: Any) -> list[str]:
+    """The dtypes of node ``n``'s results: a call's each, else its one."""
+    return [d for _, d in n.dtype] if n.is_call else [n.dtype]
+
+
+def _shape_text(n: Any) -> str:
+    return ", ".join(str(tuple(s)) for s, _ in n.dtype) if n.is_call else str(tuple(n.shape))
+
+
 def _entry(n: Any, nodes: Any, reason: str) -> dict:
-    shapes = ", ".join(str(tuple(nodes[a].shape)) for a in n.args)
+    shapes = ", ".join(_shape_text(nodes[a]) for a in n.args)
     attrs = {k: v for k, v in (n.attrs or {}).items() if k in ("axis", "keepdims", "key")}
-    detail = f"({shapes}) -> {tuple(n.shape)}" + (f" {attrs}" if attrs else "")
+    detail = f"({shapes}) -> {_shape_text(n)}" + (f" {attrs}" if attrs else "")
     return {"op": n.op, "detail": detail, "reason": reason}
 
 
-def _loop_reason(n: Any, nodes: Any) -> str:
-    """Why op node ``n`` has no form inside a compiled loop (the cases the Numba table
-    refuses, most specific first)."""
-    from symgrad.backends.targets.numba.table import NOT_FUSED
-
-    attrs = n.attrs or {}
-    if n.op in _REDUCTIONS:
-        axis = attrs.get("axis")
-        if attrs.get("keepdims"):
-            return "keepdims=True: no keepdims reduction inside a compiled loop"
-        if nodes[n.args[0]].dtype not in ("float64", "float32"):
-            return f"a reduction of {nodes[n.args[0]].dtype}: only floating ones compile"
-        if axis is not None and len(axis) > 1:
-            return f"a reduction over {len(axis)} axes: only full ones and one-axis sums compile"
-        if axis is not None:
-            return f"{n.op} over one axis: only sum takes axis= inside a compiled loop"
-        return f"{n.op}: no form inside a compiled loop"
-    if n.op == "index":
-        key = attrs.get("key", ())
-        if any(e is None for e in key):
-            return "indexing with None (a new axis): no form inside a compiled loop"
-        if any(isinstance(e, str) for e in key) or len(n.args) > 1:
-            return "a traced (array) index: Numba does not check its bounds"
-    return NOT_FUSED.get(n.op, "no form inside a compiled loop")
-
-
-def _driver_reason(op: str) -> str:
+def _driver_reason(op: str, why: dict[str, str]) -> str:
+    """The reason the printer gave for ``op``'s NumPy calls (``why``: the third item of its
+    stats), else the Numba table's."""
     from symgrad.backends.targets.numba.table import NOT_FUSED, NUMBA
 
+    if op in why:
+        return why[op]
     if op in NOT_FUSED:
         return NOT_FUSED[op]
     if NUMBA.get(op) is not None:

@@ -275,8 +275,9 @@ def _residuals(body: Body, per_step: int, memo: dict[int, int], outs: list[Expr]
         n = bnodes[b]
         if n.op == RESULT and _cheap(bgraph, n.args[0]):  # a call's result: its call
             stack.append(n.args[0])  # computed again (a loop always), or else stored
-        elif n.op != RESULT and _cheap(bgraph, b):
-            stack += n.args
+        elif n.op != RESULT and (_cheap(bgraph, b) or n.is_call):
+            stack += n.args  # (a call read whole, for a result the step does not project,
+            # is computed again: a residual is one array)
         else:
             chosen.add(b)
     return tuple(sorted(chosen))

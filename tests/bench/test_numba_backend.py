@@ -105,6 +105,24 @@ def test_account_splits_numpy_calls_between_scans_and_driver(monkeypatch):
     assert any("scan of 6 steps runs as a NumPy loop: `cos`" in ln for ln in lines)
 
 
+def test_account_names_a_call_of_several_results_by_its_op_and_results():
+    """A call with several results and no compiled form (eig) in a step is one entry: its
+    op, its results' shapes and the table's reason (its projections are no entries)."""
+    from symgrad.backends.targets.numba.table import NOT_COMPILED
+
+    a = sg.var("a", shape=(3, 3))
+
+    def step(c, _):
+        w, _v = sg.eig(c)
+        return c * sg.sum(sg.real(w)) * 0.1, None
+
+    h, _ = sg.scan(step, a, length=3)
+    (scan,) = numba_fallbacks.account([sg.sum(h)])["scans"]
+    (entry,) = scan["missing"]
+    assert entry["op"] == "eig" and entry["reason"] == NOT_COMPILED["eig"], entry
+    assert entry["detail"] == "((3, 3)) -> (3,), (3, 3)", entry
+
+
 def test_command_line_rows_and_options():
     args = nb.parse(["--quick", "w5_lstm_public", "--systems", "numba,hand"])
     assert args.rows == ["w5_lstm_public"] and args.systems == ("numba", "hand")

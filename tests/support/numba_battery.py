@@ -14,7 +14,7 @@ import numpy as np
 
 import symgrad as sg
 from symgrad.backends.targets.numba.table import why_not
-from symgrad.ir.expr import build
+from symgrad.ir.expr import build, projections
 from tests.support.registry_cases import registry_cases
 
 FLOATS = ("float64", "float32")
@@ -29,9 +29,12 @@ def cases_of(ops, families=((3, 4), (3, 1))) -> list:
 
 
 def has_form(case) -> bool:
-    """Whether the case's node compiles (its attributes may put it on the short list)."""
+    """Whether the case's node compiles (its attributes may put it on the short list); a
+    result of a call with several results: whether its call does."""
     out, _, _ = case.build()
-    return why_not(out.graph.nodes[out.node], out.graph.nodes) is None
+    nodes = out.graph.nodes
+    n = nodes[out.node]
+    return why_not(nodes[n.args[0]] if case.result is not None else n, nodes) is None
 
 
 def _operands(cases, dtype, stack=None):
@@ -54,7 +57,8 @@ def _operands(cases, dtype, stack=None):
 
 
 def _apply(case, args):
-    return build(case.op, list(args), {**case.op.attrs, **case.attrs})
+    out = build(case.op, list(args), {**case.op.attrs, **case.attrs})
+    return out if case.result is None else projections(out)[case.result]
 
 
 def _weights(rng, shape, dtype):

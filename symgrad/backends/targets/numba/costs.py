@@ -31,7 +31,8 @@ __all__ = ["CHOICES", "NUMPY_CALL", "chosen", "compiled_cost", "numpy_better", "
            "pays", "simd_here"]
 
 NUMPY_CALL = 400.0  # one NumPy call on a small array
-KERNEL_CALL, KERNEL_ARG = 250.0, 40.0  # one compiled call, and each array it takes/returns
+# one compiled call, and each array it takes (np.ascontiguousarray's call) or returns
+KERNEL_CALL, KERNEL_ARG = 250.0, 80.0
 BLAS_FLOPS = 1 << 15  # a product at least this large is BLAS-bound
 
 # ns per element: (NumPy's loop, a compiled scalar loop); ops not listed: _PLAIN
@@ -42,10 +43,11 @@ _SIMD = {  # NumPy's SIMD kernels (AVX-512: SVML, and its own exp/log)
     "log2": (0.9, 6.0), "log10": (0.9, 6.0), "cbrt": (1.0, 8.0), "arcsin": (1.3, 9.0),
     "arccos": (1.3, 9.0), "sinh": (1.5, 10.0), "cosh": (1.5, 10.0), "arcsinh": (2.0, 14.0),
     "arccosh": (2.0, 14.0), "arctanh": (2.0, 12.0), "tan": (2.5, 12.0), "arctan2": (3.0, 15.0),
-    "sigmoid": (2.0, 5.0), "softplus": (17.0, 25.0), "logaddexp": (17.0, 25.0),
+    "softplus": (17.0, 25.0), "logaddexp": (17.0, 25.0),
 }
+# sigmoid: NumPy's four passes (negative, exp, add, divide) and their temporaries
 _OTHER = {"sin": (8.2, 8.8), "cos": (9.5, 8.6), "sqrt": (1.2, 0.6), "divide": (0.4, 0.4),
-          "where": (1.4, 0.3)}
+          "where": (1.4, 0.3), "sigmoid": (9.0, 8.5)}
 _REDUCE = (0.3, 0.8)  # a sum: NumPy's pairwise SIMD sum, a compiled sequential one
 _SORT = (3.0, 30.0)  # per element: NumPy's AVX-512 sort, Numba's quicksort
 
@@ -70,14 +72,28 @@ def _size(n: Any) -> int:
 _COSTS = {**{op: (c if _HAS_SIMD else (c[1], c[1])) for op, c in _SIMD.items()}, **_OTHER,
           "sort": _SORT, "argsort": _SORT,
           **dict.fromkeys(("sum", "mean", "prod", "max", "min", "logsumexp"), _REDUCE)}
+_EXPONENT = {"power": 1}  # op -> its operand that is an exponent
 _PRODUCTS = frozenset({"matmul", "dot", "einsum", "multi_dot", "matrix_power", "outer"})
 
 
 def _per_element(n: Any, nodes: Any) -> tuple[float, float, int]:
     """(NumPy ns, compiled ns) per element of node ``n``, and its number of elements."""
     size = max(_size(n), *(_size(nodes[a]) for a in n.args)) if n.args else _size(n)
+    k = _EXPONENT.get(n.op)
+    if k is not None and _squares(nodes[n.args[k]]):
+        return (*_PLAIN, size)  # x * x: NumPy's fast path, and LLVM's for pow(x, 2.0)
     numpy, compiled = _COSTS.get(n.op, _PLAIN)
     return numpy, compiled, size
+
+
+def _squares(e: Any) -> bool:
+    """Whether exponent node ``e`` is the constant 2."""
+    if not (e.is_const and e.shape == ()):
+        return False
+    try:
+        return float(e.attrs["value"]) == 2.0
+    except (TypeError, ValueError):
+        return False
 
 
 def _flops(n: Any, nodes: Any) -> int:

@@ -1,11 +1,13 @@
 """Linear algebra inside compiled code: Numba's ``np.linalg`` (LAPACK, the routines NumPy
 calls: ``gesv``, ``potrf``, ``syevd``, ``gesdd``, ``geqrf``/``orgqr``, ``gelsd``) on each
 matrix of a stack, and NumPy's own formulas around them where NumPy computes more than one
-LAPACK call (``pinv``, ``norm``, ``matrix_rank``, ``slogdet``'s parts, ``band``).
+LAPACK call (``pinv``, ``norm``, ``matrix_rank``, ``band``).
 
 Each form writes the lines that assign one node (see :mod:`.nests`): a loop over the
-stacked (leading) axes, the call on one matrix, the result stored. Numba's functions take
-one dtype: an operand of another is converted first, as NumPy's would be.
+stacked (leading) axes, the call on one matrix, the result stored. A call with several
+results (``eigh``, ``svd``, ``qr``, ``slogdet``, ``lstsq``) is one LAPACK call per matrix
+assigning each result something reads (``Site.outs``). Numba's functions take one dtype:
+an operand of another is converted first, as NumPy's would be.
 
 >>> import symgrad as sg
 >>> from .nest_base import Site
@@ -53,10 +55,14 @@ def _operand(site: Site, k: int, idx: Sequence[str], core: int = 2) -> str:
     return value if a.dtype == dtype else f"{value}.astype({NUMPY_TYPE[dtype]})"
 
 
+_INEXACT = ("float64", "float32", "complex128", "complex64")
+
+
 def _work_dtype(site: Site) -> str:
-    """The floating dtype the LAPACK call works in (NumPy converts integers to float64)."""
-    d = site.node.dtype
-    return d if d in ("float64", "float32") else "float64"
+    """The dtype the LAPACK call works in (NumPy converts integers to float64): the
+    result's, or for a call with several results its operand's."""
+    d = site.args[0].dtype if site.node.is_call else site.node.dtype
+    return d if d in _INEXACT else "float64"
 
 
 def _stack_of(site: Site) -> tuple[int, ...]:
@@ -96,11 +102,6 @@ def _call(text: str, out_core: int = 2) -> Callable[[Site], list[str]]:
     return form
 
 
-def _cast(site: Site, text: str) -> str:
-    n = site.node
-    return text if n.dtype == _work_dtype(site) else f"{NUMPY_TYPE[n.dtype]}({text})"
-
-
 def _solve(site: Site) -> list[str]:
     n, (a, b) = site.node, site.args
     if len(b.shape) == 1:  # one vector for every matrix of the stack
@@ -128,42 +129,19 @@ def _uplo(site: Site, idx: list[str]) -> str:
     return a if site.attrs.get("UPLO", "L") == "L" else f"np.ascontiguousarray({a}.T)"
 
 
-def _eigh(part: str) -> Callable[[Site], list[str]]:
-    def form(site: Site) -> list[str]:
-        return _stacked(site, lambda w, idx: f"np.linalg.eigh({_uplo(site, idx)}){part}", 1)
-
-    return form
+def _svdvals(site: Site) -> list[str]:
+    return _stacked(site, lambda w, idx: f"np.linalg.svd({_operand(site, 0, idx)}, False)[1]",
+                    1)
 
 
-def _svd(part: int) -> Callable[[Site], list[str]]:
-    def form(site: Site) -> list[str]:
-        full = bool(site.attrs.get("full_matrices", False)) and part != 1
-        return _stacked(site, lambda w, idx: f"np.linalg.svd({_operand(site, 0, idx)}, "
-                                             f"{full})[{part}]", 2)
-
-    return form
+def _eigvalsh(site: Site) -> list[str]:
+    return _stacked(site, lambda w, idx: f"np.linalg.eigh({_uplo(site, idx)})[0]", 1)
 
 
 def _cholesky(site: Site) -> list[str]:
     tail = ".T.copy()" if site.attrs.get("upper") else ""
     return _stacked(site, lambda w, idx: f"np.linalg.cholesky({_operand(site, 0, idx)}){tail}",
                     2)
-
-
-def _qr(part: int) -> Callable[[Site], list[str]]:
-    def form(site: Site) -> list[str]:
-        return _stacked(site, lambda w, idx: f"np.linalg.qr({_operand(site, 0, idx)})[{part}]",
-                        2)
-
-    return form
-
-
-def _slogdet(part: int) -> Callable[[Site], list[str]]:
-    def form(site: Site) -> list[str]:
-        return _stacked(site, lambda w, idx: _cast(
-            site, f"np.linalg.slogdet({_operand(site, 0, idx)})[{part}]"), 0)
-
-    return form
 
 
 def _pinv(site: Site) -> list[str]:
@@ -180,34 +158,6 @@ def _pinv(site: Site) -> list[str]:
         return f"np.dot({vt}.T, {s}.reshape(({s}.shape[0], 1)) * {u}.T)"
 
     return _stacked(site, one, 2)
-
-
-def _lstsq(part: int) -> Callable[[Site], list[str]]:
-    """np.linalg.lstsq (``gelsd``) with NumPy's default ``rcond`` (eps * max(m, n))."""
-    def form(site: Site) -> list[str]:
-        a = site.args[0]
-        rcond = site.attrs.get("rcond")
-        if rcond is None:
-            rcond = float(np.finfo(_work_dtype(site)).eps) * max(a.shape)
-        m, n = a.shape
-        w = Writer(site)
-        x, res, rank, sv = (w.new(p) for p in ("x", "res", "rank", "sv"))
-        b = _operand(site, 1, [], core=len(site.args[1].shape))
-        w(f"{x}, {res}, {rank}, {sv} = np.linalg.lstsq({_operand(site, 0, [])}, {b}, "
-          f"{scalar_source(rcond)})")
-        if part == 1 and m > n:
-            w(f"if {rank} < {n}:")
-            w("    raise np.linalg.LinAlgError('lstsq: a is rank-deficient, so NumPy returns "
-              "no residuals')")
-            out = f"{res}.copy()"
-        elif part == 1:  # NumPy returns no residuals for m <= n
-            out = f"np.zeros(0, dtype={NUMPY_TYPE[site.node.dtype]})"
-        else:
-            out = {0: x, 2: f"np.int32({rank})", 3: sv}[part]
-        w(f"{site.out} = {out}")
-        return w.lines
-
-    return form
 
 
 def _matrix_rank(site: Site) -> list[str]:
@@ -263,6 +213,103 @@ def _band(site: Site) -> list[str]:
     cond = " and ".join(tests)
     w(f"{at(site.out, xs, idx)} = {value if not cond else f'{value} if {cond} else {zero}'}")
     w.end(len(xs))
+    return w.lines
+
+
+# -- calls with several results -------------------------------------------------------------
+
+
+def _results(site: Site, text: Callable[[list[str]], str], size: int,
+             positions: Sequence[int] | None = None) -> list[str]:
+    """The results of one call per matrix of the stack: ``text(idx)`` calls it on the
+    matrices at stack position ``idx`` and gives a tuple of ``size``; result ``k`` of the
+    node is its item ``positions[k]``. Each result something reads (``site.outs``) is
+    assigned: a C-contiguous array (LAPACK's are Fortran's: a carry keeps one layout), or
+    a scalar of the result's dtype."""
+    n, w = site.node, Writer(site)
+    outs = site.outs or [None] * len(n.dtype)
+    positions = list(positions if positions is not None else range(size))
+    parts = [w.new("r") for _ in range(size)]
+    stack = _stack_of(site)
+    avals = [(tuple(s), d) for s, d in n.dtype]
+    if not stack:
+        w(f"{', '.join(parts)} = {text([])}")
+        for out, p, (shape, dtype) in zip(outs, positions, avals):
+            if out is not None:
+                w(f"{out} = {_owned(parts[p], shape, dtype)}")
+        return w.lines
+    for out, (shape, dtype) in zip(outs, avals):
+        if out is not None:
+            w.alloc(out, shape, dtype)
+    idx = w.loops(stack)
+    w(f"{', '.join(parts)} = {text(idx)}")
+    for out, p, (shape, _) in zip(outs, positions, avals):
+        if out is not None:
+            w.put(out, idx, parts[p], shape[len(stack):])
+    w.end(len(stack))
+    return w.lines
+
+
+def _owned(part: str, shape: tuple, dtype: str) -> str:
+    if len(shape) >= 2:
+        return f"np.ascontiguousarray({part})"
+    return part if shape else f"{NUMPY_TYPE[dtype]}({part})"
+
+
+def _eigh(site: Site) -> list[str]:
+    """(w, v) of ``eigh`` (``syevd``)."""
+    return _results(site, lambda idx: f"np.linalg.eigh({_uplo(site, idx)})", 2)
+
+
+def _svd(site: Site) -> list[str]:
+    """(U, S, Vh) of ``svd`` (``gesdd``), or S alone (``compute_uv=False``)."""
+    full = bool(site.attrs.get("full_matrices", False)) and site.attrs.get("compute_uv", True)
+    positions = None if site.attrs.get("compute_uv", True) else [1]
+    return _results(site, lambda idx: f"np.linalg.svd({_operand(site, 0, idx)}, {full})", 3,
+                    positions)
+
+
+def _qr(site: Site) -> list[str]:
+    """(Q, R) of the reduced ``qr`` (``geqrf``/``orgqr``), or R alone (``mode="r"``)."""
+    positions = [1] if site.attrs.get("mode") == "r" else None
+    return _results(site, lambda idx: f"np.linalg.qr({_operand(site, 0, idx)})", 2, positions)
+
+
+def _slogdet(site: Site) -> list[str]:
+    """(sign, logabsdet) of ``slogdet`` (``getrf``)."""
+    return _results(site, lambda idx: f"np.linalg.slogdet({_operand(site, 0, idx)})", 2)
+
+
+def _lstsq(site: Site) -> list[str]:
+    """(x, residuals, rank, s) of ``lstsq`` (``gelsd``) with NumPy's default ``rcond``
+    (eps * max(m, n)); residuals as :func:`symgrad.lstsq` defines them: none for m <= n,
+    ``sum((b - a @ x) ** 2)`` where ``a`` (m > n) is rank-deficient (NumPy gives none)."""
+    a, b = site.args
+    rcond = site.attrs.get("rcond")
+    if rcond is None:
+        rcond = float(np.finfo(_work_dtype(site)).eps) * max(a.shape)
+    m, n = a.shape
+    outs = site.outs or [None] * 4
+    (_, xd), (rs, rd), _, (_, sd) = [(tuple(s), d) for s, d in site.node.dtype]
+    w = Writer(site)
+    x, res, rank, sv = (w.new(p) for p in ("x", "res", "rank", "sv"))
+    am, bm = _operand(site, 0, [], core=2), _operand(site, 1, [], core=len(b.shape))
+    w(f"{x}, {res}, {rank}, {sv} = np.linalg.lstsq({am}, {bm}, {scalar_source(rcond)})")
+    if outs[1] is not None and m > n:
+        w(f"{outs[1]} = {res}.copy()")
+        w(f"if {rank} < {n}:")
+        w.depth += 1
+        r, i = w.new("r"), w.new("i")
+        w(f"{r} = {bm} - np.dot({am}, {x})")
+        w(f"{outs[1]} = np.zeros({rs!r}, dtype={NUMPY_TYPE[rd]})")
+        w(f"for {i} in range({m}):")
+        w(f"    {outs[1]}[:] += {r}[{i}] * {r}[{i}]")
+        w.end()
+    elif outs[1] is not None:  # NumPy returns no residuals for m <= n
+        w(f"{outs[1]} = np.zeros(0, dtype={NUMPY_TYPE[rd]})")
+    for k, text in ((0, f"np.ascontiguousarray({x})"), (2, f"np.int32({rank})"), (3, sv)):
+        if outs[k] is not None:
+            w(f"{outs[k]} = {text}")
     return w.lines
 
 
@@ -395,11 +442,10 @@ def _svd_norm(site: Site, r: int, c: int, keep: bool, op: str) -> list[str]:
 
 LINALG_FORMS: dict[str, Callable[[Site], list[str]]] = {
     "inv": _call("np.linalg.inv({a})"), "det": _call("np.linalg.det({a})", 0),
-    "solve": _solve, "cholesky": _cholesky, "eigvalsh": _eigh("[0]"), "svdvals": _svd(1),
+    "solve": _solve, "cholesky": _cholesky, "eigvalsh": _eigvalsh, "svdvals": _svdvals,
     "pinv": _pinv, "matrix_rank": _matrix_rank, "band": _band, "norm": _norm,
-    # calls with several results, the driver's for now (table.CALL_WHY): one result each
-    "slogdet": _slogdet(1), "eigh": _eigh("[0]"), "svd": _svd(1), "lstsq": _lstsq(0),
-    "qr": _qr(1),
+    # calls with several results: each result the call assigns (Site.outs)
+    "slogdet": _slogdet, "eigh": _eigh, "svd": _svd, "qr": _qr, "lstsq": _lstsq,
 }
 
 
@@ -411,8 +457,19 @@ def _hermitian(n: Any) -> str | None:
 
 
 def _complete(n: Any) -> str | None:
-    if n.attrs.get("mode") == "complete":
-        return "qr mode='complete': Numba's qr computes the reduced factors only"
+    if n.attrs.get("mode") != "complete":
+        return None
+    (q, _), (r, _) = n.dtype
+    if q[-1] > r[-1]:  # a tall matrix: Q is (m, m), R (m, n) with m > n
+        return ("qr mode='complete' of a tall matrix: Numba's qr computes the reduced "
+                "factors only")
+    return None  # a square or wide matrix: the complete factors are the reduced ones
+
+
+def _upper(n: Any) -> str | None:
+    if n.attrs.get("UPLO", "L") == "U":
+        return ("eigh UPLO='U': Numba's eigh reduces the lower triangle (syevd 'L'), whose "
+                "eigenvectors' signs differ from NumPy's reduction of the upper one")
     return None
 
 
@@ -429,7 +486,8 @@ def _real(check: Callable[[Any], str | None] | None = None) -> Callable[[Any, An
 # op -> why a node of it (by its attributes or dtypes) has no compiled form, or None
 LINALG_CASES = {**{name: _real() for name in LINALG_FORMS},
                 "svd": _real(_hermitian), "pinv": _real(_hermitian),
-                "matrix_rank": _real(_hermitian), "qr": _real(_complete)}
+                "matrix_rank": _real(_hermitian), "qr": _real(_complete),
+                "eigh": _real(_upper)}
 
 
 def linalg_form_missing(n: Any, nodes: Any) -> str | None:

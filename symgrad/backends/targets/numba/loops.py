@@ -91,11 +91,16 @@ def lacking(body: Body, lowered: Lowered) -> list[tuple[str, str]]:
                 stack.append(lowered.optimized(n.attrs["body"]))
             elif n.op == RESULT or n.is_var and n.dtype in nb.NUMBA_TYPE:
                 continue  # a name its call assigns; an input
-            elif not n.is_call and n.dtype not in nb.NUMBA_TYPE:
-                out.append((n.op, f"dtype {n.dtype}: not compiled"))
+            elif bad := [d for d in _dtypes(n) if d not in nb.NUMBA_TYPE]:
+                out.append((n.op, f"dtype {bad[0]}: not compiled"))
             elif not n.is_const and loop_form(n, nodes) is None:
                 out.append((n.op, why_not(n, nodes) or "no form inside compiled code"))
     return out
+
+
+def _dtypes(n: Any) -> list[str]:
+    """The dtypes of node ``n``'s results (a call's, or its one)."""
+    return [d for _, d in n.dtype] if n.is_call else [n.dtype]
 
 
 def loop_ops(body: Body, lowered: Lowered) -> list[str]:
@@ -190,12 +195,19 @@ class StepPrinter(NumpyPrinter):
                 break
             if form is not None:
                 n = nodes[i]
-                site = Site(n, nodes, [self.operand(a, n, names) for a in n.args], names[i],
-                            self.fresh)
+                site = Site(n, nodes, [self.operand(a, n, names) for a in n.args],
+                            names.get(i, "_"), self.fresh, self._outs(i, names))
                 lines += ["    " + line for line in form(site)]
             else:
                 group.append(regions[i])
         return [ln for ln in lines if not ln.lstrip().startswith("del ")]
+
+    def _outs(self, i: int, names: dict[int, str]) -> list[str | None] | None:
+        """The names call ``i``'s results get (None: nothing reads it); None for a node
+        that is no call."""
+        if not self.graph.nodes[i].is_call:
+            return None
+        return [None if t == "_" else t for t in self.targets(i, names).rstrip(",").split(", ")]
 
     def _region(self, r: fusion.Region, names: dict[int, str]) -> list[str]:
         nodes = self.graph.nodes

@@ -22,14 +22,16 @@ FLOATS = frozenset({"float64", "float32"})
 @dataclass
 class Site:
     """One node as compiled code writes it: ``ins`` (its operands' texts: names, or
-    literals for 0-d constants), ``out`` (the name its lines assign) and ``fresh`` (a new
-    local name for a prefix)."""
+    literals for 0-d constants), ``out`` (the name its lines assign), ``fresh`` (a new
+    local name for a prefix) and, for a call with several results, ``outs`` (the name of
+    each result, None for one nothing reads)."""
 
     node: Any
     nodes: Any
     ins: list[str]
     out: str
     fresh: Callable[[str], str]
+    outs: list[str | None] | None = None
 
     @property
     def args(self) -> list[Any]:

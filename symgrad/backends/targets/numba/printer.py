@@ -5,7 +5,9 @@ node, the same names), except that each *kernel* — a run of consecutive lines 
 have a compiled form, where the cost model (:mod:`.costs`) says one call beats their
 NumPy calls (:func:`.fusion.segments`) — is one line calling a ``numba.njit`` function
 printed before the functions, its body printed by :class:`.loops.StepPrinter` (fused
-loop nests, reductions, indexing, products, linalg: the forms of a compiled loop step).
+loop nests, reductions, indexing, products, linalg: the forms of a compiled loop step),
+over C-contiguous arrays (LLVM vectorizes unit-stride loops): the driver passes an array
+no kernel made through ``np.ascontiguousarray``.
 The driver's table is NumPy's; the kernels' is :data:`.table.NUMBA`. A scan is one
 compiled function of its own (:mod:`.loops`), or the NumPy target's loop where its step
 has an op Numba cannot run there. Each NumPy call left is counted with its reason
@@ -15,7 +17,7 @@ has an op Numba cannot run there. Each NumPy call left is counted with its reaso
 >>> x = sg.var("x", shape=(8,))
 >>> src = sg.to_source(sg.sum(sg.tanh(x) * x), backend="numba")
 >>> [ln.strip() for ln in src.splitlines() if "_f_kernel(" in ln]
-['def _f_kernel(x):', 't3 = _f_kernel(x)  # compiled: 3 ops']
+['def _f_kernel(x):', 't3 = _f_kernel(np.ascontiguousarray(x))  # compiled: 3 ops']
 """
 
 from __future__ import annotations
@@ -35,13 +37,17 @@ from . import fusion, special, table
 from . import source as nb
 from .costs import numpy_better
 from .loops import StepPrinter, compiled_loop, lacking, loop_ops, missing
+from .nests import is_view
 from .table import NUMBA, why_not
 
 if TYPE_CHECKING:
     from ...loops import LoopEmitter
     from ...stages import Lowered
 
-__all__ = ["NumbaPrinter"]
+__all__ = ["CALL_KEPT", "NumbaPrinter"]
+
+CALL_KEPT = ("a kernel does not pay: one LAPACK call of several results, NumPy's in the "
+             "driver (the same LAPACK; compiled inside a loop's step)")
 
 
 class NumbaPrinter(NumpyPrinter):
@@ -59,6 +65,7 @@ class NumbaPrinter(NumpyPrinter):
         self._current: Plan | None = None
         self._fuse = True
         self._body: StepPrinter | None = None  # prints the kernels' bodies
+        self._contiguous: set[int] = set()  # arrays a kernel made (C-contiguous, its own)
 
     def scalar_functions(self) -> bool:
         return False  # scalar code is compiled loops too
@@ -148,7 +155,7 @@ class NumbaPrinter(NumpyPrinter):
         if is_loop(n):
             return "a loop: a compiled function of its own"
         if n.is_call or n.op == RESULT:
-            return why_not(n, nodes) or "a call of several results: the driver's"
+            return why_not(n, nodes) or CALL_KEPT
         bad = [d for d in (n.dtype, *(nodes[a].dtype for a in n.args)) if d not in nb.NUMBA_TYPE]
         if bad:
             return f"dtype {bad[0]}: not compiled"
@@ -180,17 +187,25 @@ class NumbaPrinter(NumpyPrinter):
             n = nodes[a]
             params.append(local[a])
             text = self.operand(a, n, names)
-            args.append(text if n.shape else f"{NUMPY_TYPE[n.dtype]}({text})")
-            types.append(f"_A({nb.NUMBA_TYPE[n.dtype]}, {len(n.shape)})" if n.shape
+            # C-contiguous arrays: LLVM vectorizes the nests' unit-stride loops (not those
+            # over an array of any layout)
+            args.append(text if a in self._contiguous else
+                        f"np.ascontiguousarray({text})" if n.shape
+                        else f"{NUMPY_TYPE[n.dtype]}({text})")
+            types.append(f"_A({nb.NUMBA_TYPE[n.dtype]}, {len(n.shape)}, 'C')" if n.shape
                          else nb.NUMBA_TYPE[n.dtype])
         body = self._body.statements(seg.members, local, set(seg.outputs), comments=False)
-        rets = [local[m] for m in seg.outputs]
+        # a view is returned as an array of its own: NumPy's products after the kernel read
+        # C-contiguous operands (BLAS), and so does the next kernel
+        rets = [f"np.ascontiguousarray({local[m]})" if nodes[m].shape and is_view(nodes[m], nodes)
+                else local[m] for m in seg.outputs]
         ret = [f"    return {rets[0]}"] if len(rets) == 1 else call("return (", rets, ")")
         head = call("@_jit((", types, ",))" if len(types) == 1 else "))", "")
         self.kernels.append("\n".join([*head, *call(f"def {kname}(", params, "):", ""),
                                        *body, *ret]))
         ops = [nodes[m].op for m in seg.members]
         self.fused.append((kname, ops))
+        self._contiguous.update(seg.outputs)
         held = [names[m] for m in seg.outputs]
         out = call(f"{', '.join(held)} = {kname}(", args, ")")
         out[0] += f"  # compiled: {len(ops)} ops" if len(out[0]) < 80 else ""

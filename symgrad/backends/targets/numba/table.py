@@ -182,15 +182,15 @@ def fuses(n: Any) -> bool:
 ARRAY_FORMS: dict[str, Callable[[Site], list[str]]] = {**FORMS, **LINALG_FORMS}
 
 
-CALL_WHY = ("a call with several results (eigh, svd, qr, lstsq, slogdet, a custom rule): "
-            "the driver's call; compiled code assigns one name per line")
+CALL_WHY = ("a user's call with several results (a custom rule): its NumPy function runs "
+            "in the driver")
 
 
 def why_not(n: Any, nodes: Any) -> str | None:
     """Why node ``n`` has no compiled form (None: it has one)."""
     if n.op in NOT_COMPILED:
         return NOT_COMPILED[n.op]
-    if n.is_call:  # (a loop is a call too: NOT_COMPILED's "scan")
+    if n.is_call and n.op not in LINALG_FORMS:  # (a loop is a call too: NOT_COMPILED's)
         return CALL_WHY
     if n.op in NUMBA:
         return None if scalar_form(n, nodes) is not None else _SCALAR_WHY.get(

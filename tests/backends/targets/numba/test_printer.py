@@ -144,7 +144,7 @@ def test_a_value_and_its_gradient_are_one_kernel():
     x = sg.var("x", (1000,))
     f = sg.sum(sg.sin(x) * x + 1.0)
     src = sg.to_source([f, sg.grad(f, x)], backend="numba")
-    assert src.count("@_jit(") == 1 and "value, dx = _f_kernel(x)" in src
+    assert src.count("@_jit(") == 1 and "value, dx = _f_kernel(np.ascontiguousarray(x))" in src
     fn = sg.compile([f, sg.grad(f, x)], backend="numba")
     a = np.linspace(-1, 1, 1000)
     for g, r in zip(fn(a), sg.evaluate([f, sg.grad(f, x)], {"x": a})):
@@ -192,6 +192,30 @@ def test_views_and_read_only_inputs():
     b.flags.writeable = False
     for arr in (a, b):
         _close(fn(arr), np.exp(arr) * arr + 1.0, "float64", "view")
+
+
+def test_kernels_take_c_contiguous_arrays_and_a_kernels_own_as_they_are():
+    """A kernel's array parameters are C-contiguous (its nests' loops vectorize): the
+    driver passes an input through np.ascontiguousarray, an array a kernel made as it is;
+    a strided input gives evaluate's values."""
+    x = sg.var("x", (3, 4))
+    a = sg.tanh(x) * x + 1.0
+    b = sg.sum(sg.sin(sg.partition(a, 1)) * a * 2.0)  # NumPy's partition between kernels
+    outs = [b, sg.grad(b, x)]
+    src = sg.to_source(outs, backend="numba")
+    lines = src.split("\ndef f(")[1].splitlines()
+    types = [ln for ln in src.splitlines() if ln.startswith("@_jit((")]
+    assert types and all("_A(" not in t or "'C')" in t for t in types), types
+    calls = [k for k, ln in enumerate(lines) if "= _f_kernel" in ln]
+    assert len(calls) >= 2 and "np.ascontiguousarray(x)" in lines[calls[0]], lines
+    made = {name.strip() for name in lines[calls[0]].split("=")[0].split(",")}
+    later = "\n".join(lines[calls[1]:])
+    assert any(name in later for name in made), (made, later)
+    assert not any(f"np.ascontiguousarray({name})" in later for name in made), later
+    fn = sg.compile(outs, backend="numba")
+    v = np.linspace(-1, 1, 12).reshape(4, 3).T
+    for g, r in zip(fn(v), sg.evaluate(outs, {"x": v})):
+        _close(g, r, "float64", "strided")
 
 
 def test_missing_numba_names_the_extra(monkeypatch):
