@@ -59,7 +59,11 @@ def _twice(x: Expr) -> Expr | None:
 def _plus_negative_zero(x: Expr, z: Expr) -> Expr | None:
     """``x + (-0.0) -> x``: exact for every x (``-0.0 + -0.0 = -0.0``); ``x + 0.0`` is not."""
     value = stored_constant(z.graph, z.node)
-    return x if value is not None and bool(np.all(np.signbit(value))) else None
+    if value is None:
+        return None
+    value = np.asarray(value)
+    parts = (value.real, value.imag) if value.dtype.kind == "c" else (value,)  # -0.0-0.0j
+    return x if all(bool(np.all(np.signbit(p))) for p in parts) else None
 
 
 def _strip(shape: tuple) -> tuple:

@@ -92,3 +92,17 @@ def test_the_pass_keeps_bool_and_integer_operands_as_they_are():
     assert "add" in _ops(_passed(b + b))  # True + True is True, 2 * True is 2
     got = sg.evaluate(_passed(i + i), {"i": [1, -2, 2**62 - 1]})
     np.testing.assert_array_equal(got, np.array([1, -2, 2**62 - 1]) * 2)
+
+
+@pytest.mark.parametrize("zero", [complex(-0.0, -0.0), complex(-0.0, 0.0), complex(0.0, -0.0)])
+@pytest.mark.parametrize("dtype", ["float64", "complex128"])
+def test_adding_a_complex_zero_keeps_numpys_value_and_dtype(zero, dtype):
+    """``x + z`` for a complex zero constant ``z``: the value and dtype NumPy gives (the
+    rule for ``x + (-0.0)`` reads both parts of a complex constant's sign)."""
+    x = sg.var("x", dtype=dtype)
+    f = sg.compile(x + sg.const(np.array(zero)))
+    for v in (1.5, -0.0):
+        value = np.array(v, dtype=dtype)
+        got, want = np.asarray(f(value)), value + np.array(zero)
+        assert got.dtype == want.dtype
+        assert got.tobytes() == want.tobytes()
