@@ -381,8 +381,9 @@ class Printer:
         nodes = self.graph.nodes
         pieces, slots = layout.parts(nodes, body, p.params, [i for i in p.outputs
                                                              if i not in p.aliases])
-        codes = [self.statements(part.lines, names, outputs, comments=False)
-                 for part in pieces]
+        # what a part hands on is live to its end: never released before its store
+        codes = [self.statements(part.lines, names, outputs | {i for i, _ in part.stores},
+                                 comments=False) for part in pieces]
         code = [line for c in codes for line in c] + tail
         shared = Namer(list(names.values()) + params).fresh("_v")
         before: list[str] = []

@@ -157,6 +157,9 @@ def _flatten(node: Any, leaves: list, is_leaf: Any, depth: int) -> PyTreeDef:
         return PyTreeDef(cls, names, kids)
     if _FAMILIES and _family(cls) is not None:
         return _flatten(node, leaves, is_leaf, depth)
+    if hasattr(cls, "__sg_value__"):  # an array a traced function filled: its expression
+        value = node.__sg_value__()
+        node = value if value is not None else node
     leaves.append(node)
     return LEAF
 

@@ -59,10 +59,10 @@ import numpy as np
 
 from ..base.errors import SymgradWarning, UnsupportedError
 from ..base.tree_util import LEAF, tree_unflatten
-from ..ir.callsite import callsite
 from ..ir.expr import Expr
 from ..ir.graph import Graph, lifting
-from . import scipy_names
+from . import math_names, scipy_names
+from .buffers import Buffer, buffer, like, resolved
 from .capture_key import (
     DTYPES,
     KINDS,
@@ -298,6 +298,9 @@ class Capture:
         if value is np.array or value is np.asarray:
             return getattr(NUMPY, value.__name__)
         ours = scipy_names.counterpart(value)  # SciPy's names: symgrad.scipy's
+        if ours is not None:
+            return ours
+        ours = math_names.counterpart(value)  # math's functions: symbolic scalars too
         if ours is not None:
             return ours
         if isinstance(value, types.ModuleType):
@@ -559,8 +562,8 @@ def _names(code: types.CodeType) -> dict[str, None]:
 
 
 def _buffer(make: Callable) -> Callable:
-    """NumPy's ``zeros``/``ones``/``empty``/``full``: an array that says what to write
-    when an expression is stored into it (``out[i] = expr``)."""
+    """NumPy's ``zeros``/``ones``/``empty``/``full``: an array that takes stored expressions
+    (``out[i] = expr``: :mod:`symgrad.frontend.buffers`)."""
 
     def fn(*args: Any, **kwargs: Any) -> Any:
         out = make(*args, **kwargs)
@@ -570,19 +573,13 @@ def _buffer(make: Callable) -> Callable:
     return fn
 
 
-class Buffer(np.ndarray):
-    """A NumPy array made inside a traced function (``np.zeros(n)``)."""
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        if _holds_expr(value):
-            line = callsite()[0]
-            at = f" (at {line})" if line else ""
-            raise UnsupportedError(
-                f"storing a symbolic expression into a NumPy array{at}: "
-                "a NumPy array holds numbers only; build the array symbolically: "
-                "out = out.at[i].set(value) on sg.zeros(...) (or collect the values in a "
-                "list and np.stack it)")
-        super().__setitem__(key, value)
+def _copy(a: Any, *args: Any, **kwargs: Any) -> Any:
+    """``np.copy`` inside a trace: a buffer, which takes stored expressions."""
+    value = resolved(a)
+    if isinstance(value, Expr):
+        return buffer(value)
+    out = np.copy(value, *args, **kwargs)
+    return out.view(Buffer) if type(out) is np.ndarray else out
 
 
 class _NumPy(types.ModuleType):
@@ -600,9 +597,17 @@ class _NumPy(types.ModuleType):
     ones = staticmethod(_buffer(np.ones))
     empty = staticmethod(_buffer(np.empty))
     full = staticmethod(_buffer(np.full))
+    zeros_like = staticmethod(like(np.zeros_like))
+    ones_like = staticmethod(like(np.ones_like))
+    empty_like = staticmethod(like(np.empty_like))
+    full_like = staticmethod(like(np.full_like))
+    copy = staticmethod(_copy)
 
     @staticmethod
     def array(obj: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(obj, Buffer) and not args and not kwargs:
+            return _copy(obj)
+        obj = resolved(obj)
         if _holds_expr(obj):
             from .numpy_arrays import array
 
@@ -611,6 +616,9 @@ class _NumPy(types.ModuleType):
 
     @staticmethod
     def asarray(obj: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(obj, Buffer) and not args and not kwargs:
+            return obj
+        obj = resolved(obj)
         if _holds_expr(obj):
             from .numpy_arrays import array
 

@@ -23,7 +23,7 @@ from ..ir.body import scan_call, trace
 from ..ir.expr import TRACES, Expr
 from ..ir.graph import Graph
 from ..ir.limits import exceeded, limits
-from ..ir.values import as_constant, exact, exact_int
+from ..ir.values import as_constant, exact, exact_int, stood_for
 
 CHECKPOINTS: dict[str, Callable[..., Any]] = {}
 """``scan``'s ``checkpoint=`` schedules given by name ("binomial"), each set by the module that
@@ -60,7 +60,7 @@ def flatten(tree: Tree, what: str, depth: int = 0) -> tuple[list[Any], Any]:
             subs.append(sub)
         return leaves, (dict, tuple(zip(keys, subs)))
     if isinstance(tree, (Expr, np.ndarray, np.generic, int, float, bool)):
-        return [tree], "leaf"
+        return [stood_for((tree,))[0]], "leaf"  # an array filled with expressions: its value
     raise LoopError(f"{what}: a pytree holds arrays, numbers, tuples, lists, dicts and None; "
                     f"got {type_name(tree)}")
 

@@ -33,7 +33,7 @@ from ..ir.graph import Graph
 from ..ir.op import REGISTRY
 from ..ir.shapes import fmt
 from ..ir.solvers import Solver
-from ..ir.values import as_constant
+from ..ir.values import as_constant, stood_for
 from .capture import rebound
 from .loops import home_graph
 
@@ -43,7 +43,9 @@ Aval = tuple[tuple[int, ...], str]
 
 
 def value(v: Any, what: str) -> Expr | np.ndarray:
-    """An Expr as it is; anything else as a float64 array constant."""
+    """An Expr as it is (an array filled with expressions: its value); anything else as a
+    float64 array constant."""
+    v = stood_for((v,))[0]
     if isinstance(v, Expr):
         return v
     try:

@@ -35,14 +35,23 @@ def grad_make(argnums: Any, has_aux: bool, with_value: bool, cleanup: bool,
     return make
 
 
-def jac_make(argnums: Any, has_aux: bool, mode: str, holomorphic: bool = False) -> Make:
+def jac_make(argnums: Any, has_aux: bool, mode: str, holomorphic: bool = False,
+             sparse: bool = False) -> Make:
     def make(fun: Callable, args: tuple, static: dict) -> Any:
         out, aux = split_aux(fun, fun(*args, **static), has_aux)
         wrt, tree = wrt_variables(fun, args, argnums)
         leaves, out_def = tree_flatten(out)
+        if sparse and len(wrt) != 1:
+            raise DifferentiationError(
+                f"jacobian of {fun_name(fun)}(sparse=True) takes one array argument "
+                f"({len(wrt)} differentiated here): concatenate them into one vector")
         blocks = []
         for leaf in leaves:
             e = as_output(fun, leaf, wrt)
+            if sparse:  # a scipy.sparse matrix (outputs x inputs, flattened) per output
+                blocks.append(tree_unflatten(tree, [derivatives.jacobian(
+                    e, wrt[0], mode=mode, sparse=True, holomorphic=holomorphic)]))
+                continue
             jac = (derivatives.jacobian(e, wrt, mode=mode, holomorphic=holomorphic)
                    if wrt else ())
             blocks.append(tree_unflatten(tree, list(jac)))
@@ -52,14 +61,29 @@ def jac_make(argnums: Any, has_aux: bool, mode: str, holomorphic: bool = False) 
     return make
 
 
-def hessian_make(argnums: Any, has_aux: bool) -> Make:
+def hessian_make(argnums: Any, has_aux: bool, sparse: bool = False,
+                 method: str | None = None) -> Make:
     def make(fun: Callable, args: tuple, static: dict) -> Any:
         value, aux = split_aux(fun, fun(*args, **static), has_aux)
         wrt, tree = wrt_variables(fun, args, argnums)
         if isinstance(value, Expr) and value.shape and is_float(value.dtype):
+            if sparse:
+                raise DifferentiationError(
+                    f"hessian of {fun_name(fun)}(sparse=True): the function returns shape "
+                    f"{fmt(value.shape)}; a sparse Hessian is of a scalar function (sum the "
+                    "outputs, or use sg.jacobian(..., sparse=True) on its gradient)")
             # a vector-valued function: jacfwd(jacrev(fun)), out.shape + a.shape + b.shape
             firsts = derivatives.jacobian(value, wrt, mode="reverse") if wrt else ()
             rows = [derivatives.jacobian(j, wrt, mode="forward") for j in firsts]
+        elif sparse:
+            value = check_scalar(fun, value, "hessian")
+            if len(wrt) != 1:
+                raise DifferentiationError(
+                    f"hessian of {fun_name(fun)}(sparse=True) takes one array argument "
+                    f"({len(wrt)} differentiated here): concatenate them into one vector")
+            h = tree_unflatten(tree, [derivatives.hessian(value, wrt[0], sparse=True,
+                                                          method=method)])
+            return (h, aux) if has_aux else h
         else:
             value = check_scalar(fun, value, "hessian")
             rows = derivatives.hessian(value, wrt, sparse=False) if wrt else ()

@@ -19,9 +19,11 @@ from ..backends.compiled import compile
 from ..base.errors import SymgradError
 from ..base.progress import step
 from ..base.tree_util import tree_flatten, tree_unflatten
+from ..frontend.buffers import resolved
 from ..frontend.capture import Capture, current, state, tracing
 from ..ir.expr import Expr, const, var
 from ..ir.values import exact
+from ..transforms.sparse import SparseExpr, as_matrix
 from ..transforms.substitute import substitute
 from .arguments import (
     CHARS,
@@ -169,11 +171,13 @@ class Transformed:
                 tracing(self._capture, set(names)) as cap:
             fun = cap.rebind(self.fun)
             result = self._make(fun, args, static)
-            out_leaves, out_def = tree_flatten(result)
+            out_leaves, out_def = tree_flatten(result, _is_sparse)
             s.update(sum(1 for e in out_leaves if isinstance(e, Expr)))
         cap.warn_random(self.__name__)
-        out_leaves = [e.view(np.ndarray) if isinstance(e, np.ndarray) else e
-                      for e in out_leaves]  # not the traced function's Buffer
+        out_leaves = [resolved(e) for e in out_leaves]  # a filled array: its expression
+        patterns = {k: e.pattern for k, e in enumerate(out_leaves) if isinstance(e, SparseExpr)}
+        for k in patterns:  # a sparse derivative: its entries computed, its pattern kept
+            out_leaves[k] = out_leaves[k].data
         exprs = [k for k, e in enumerate(out_leaves) if isinstance(e, Expr)]
         outputs = [out_leaves[k] for k in exprs] or [const(0.0)]
         graph = max((e.graph for e in outputs), key=len)
@@ -189,7 +193,10 @@ class Transformed:
         used = list(range(len(names)))
         fn = compile(outputs, inputs=names + hidden_names, name=self.__name__,
                      backend=self.backend)
-        return _Entry(fn, used, picks, out_def, out_leaves, exprs)
+        entry = _Entry(fn, used, picks, out_def, out_leaves, exprs)
+        entry.patterns = patterns
+        entry.single = entry.single and not patterns
+        return entry
 
     def _symbolic(self, leaves: list, treedef: Any, static: dict) -> Any:
         """Called on expressions: trace on fresh variables, then substitute the arguments."""
@@ -217,11 +224,15 @@ class _ClosesOverATrace(Exception):
 _EMPTY: tuple = ((), [], [])
 
 
+def _is_sparse(node: Any) -> bool:
+    return isinstance(node, SparseExpr)
+
+
 class _Entry:
     """One traced and compiled specialisation."""
 
     __slots__ = ("checked", "fn", "used", "picks", "out_def", "template", "exprs", "single",
-                 "direct", "pins")
+                 "direct", "pins", "patterns")
 
     def __init__(self, checked: Callable, used: list[int], picks: list[int], out_def: Any,
                  template: list, exprs: list[int]) -> None:
@@ -234,6 +245,7 @@ class _Entry:
         self.single = out_def.kind == "leaf" and exprs == [0]
         self.direct = False  # every argument and every hidden array used, in order
         self.pins: list = []  # what the watches read at the trace: objects keyed by id live
+        self.patterns: dict = {}  # output leaf -> the pattern of its sparse matrix
 
     def run(self, values: list, name: str) -> Any:
         """The compiled function on ``values``, its results in the output's structure."""
@@ -250,7 +262,7 @@ class _Entry:
     def unpack(self, out: Any) -> Any:
         leaves = list(self.template)
         for k, v in zip(self.exprs, out):
-            leaves[k] = v
+            leaves[k] = v if k not in self.patterns else as_matrix(v, self.patterns[k])
         return tree_unflatten(self.out_def, leaves)
 
 

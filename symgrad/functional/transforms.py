@@ -45,6 +45,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..base.errors import DifferentiationError
+from ..ir.values import exact_choice
 from ..transforms import derivatives
 from .builders import (
     call_make,
@@ -176,7 +177,8 @@ def jacobian(f: Any, wrt: Any = None, *, mode: str | None = None, cleanup: bool 
     """The Jacobian: of an expression (``sg.jacobian(f, wrt, mode=..., sparse=...)``, see
     :func:`symgrad.transforms.derivatives.jacobian`; a list of expressions gives a tuple),
     or of a Python function (JAX's ``jacobian``, i.e. :func:`jacrev`; ``mode="forward"``
-    is :func:`jacfwd`).
+    is :func:`jacfwd`; ``sparse=True``, one array argument: a ``scipy.sparse`` matrix per
+    output, outputs by inputs flattened).
 
     >>> import numpy as np, symgrad as sg
     >>> x = sg.var("x", shape=(2,))
@@ -194,8 +196,9 @@ def jacobian(f: Any, wrt: Any = None, *, mode: str | None = None, cleanup: bool 
                                     holomorphic=holomorphic)
     argnums = one_argnums("jacobian", f, wrt, argnums)
     how = "forward" if mode == "forward" else "reverse"
-    return cached(f, ("jacobian", argnums, has_aux, how, backend, holomorphic),
-                  lambda: Transformed(f, jac_make(argnums, has_aux, how, holomorphic),
+    sparse = exact_choice(sparse, "jacobian: sparse", (True, False), DifferentiationError)
+    return cached(f, ("jacobian", argnums, has_aux, how, backend, holomorphic, sparse),
+                  lambda: Transformed(f, jac_make(argnums, has_aux, how, holomorphic, sparse),
                                       "jacobian",
                                       backend=backend, argnums=argnums))
 
@@ -205,6 +208,8 @@ def hessian(f: Any, wrt: Any = None, *, sparse: bool | None = None, method: str 
     """The Hessian: of an expression (``sg.hessian(f, wrt)``, see
     :func:`symgrad.transforms.derivatives.hessian`) or of a Python function of arrays
     (JAX's ``hessian(fun, argnums=0)``: ``jacfwd(jacrev(fun))``; nested blocks for pytrees).
+    ``sparse=True`` (a scalar function of one array argument): a ``scipy.sparse`` matrix
+    from a coloured pass (``method=`` the colouring), ready for SciPy's ``hess=``.
 
     >>> import numpy as np, symgrad as sg
     >>> def rosen(x):
@@ -212,13 +217,21 @@ def hessian(f: Any, wrt: Any = None, *, sparse: bool | None = None, method: str 
     >>> sg.hessian(rosen)(np.array([1.0, 1.0]))
     array([[ 802., -400.],
            [-400.,  200.]])
+    >>> sg.hessian(rosen, sparse=True)(np.ones(50)).nnz
+    148
     """
     if is_expr(f):
         return derivatives.hessian(f, wrt, sparse=sparse, method=method)
     argnums = one_argnums("hessian", f, wrt, argnums)
-    return cached(f, ("hessian", argnums, has_aux, backend),
-                  lambda: Transformed(f, hessian_make(argnums, has_aux), "hessian",
-                                      backend=backend, argnums=argnums))
+    sparse = exact_choice(sparse, "hessian: sparse", (None, True, False), DifferentiationError)
+    method = exact_choice(method, "hessian: method", (None, "star", "distance2"),
+                          DifferentiationError)
+    if method is not None and not sparse:
+        raise DifferentiationError(f"hessian(method={method!r}) chooses the colouring of a "
+                                   "sparse Hessian: pass sparse=True as well")
+    return cached(f, ("hessian", argnums, has_aux, backend, bool(sparse), method),
+                  lambda: Transformed(f, hessian_make(argnums, has_aux, bool(sparse), method),
+                                      "hessian", backend=backend, argnums=argnums))
 
 
 def jit(fun: Callable, *, backend: str = "numpy", shapes: Any = None,

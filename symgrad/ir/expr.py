@@ -30,7 +30,7 @@ from .numpy_names import (
 from .op import FUNCTIONS, REGISTRY, RESULT, SPARSE, UNSUPPORTED, Op, public_op
 from .shapes import COMPLEXES, DTYPES, Shape
 from .text import infix
-from .values import exact
+from .values import exact, stood_for
 
 # Jupyter's rich display: printing/ registers the functions that make each form ("latex",
 # "html") here, as ir/ imports nothing above it. Each takes an Expr and returns the text, or
@@ -144,7 +144,9 @@ class Expr:
     def __setitem__(self, key, value):
         raise UnsupportedError(
             "symbolic arrays cannot be assigned in place; build the new array with "
-            "x.at[index].set(value) (or .add(value)), which returns it"
+            "x.at[index].set(value) (or .add(value)), which returns it (inside a function "
+            "given to sg.grad or sg.jit, an array made there with np.zeros, np.zeros_like or "
+            "np.copy takes out[i] = value)"
         )
 
     @property
@@ -378,7 +380,7 @@ class _Slot:
         values = F.broadcast_to(v, part.shape) if _shape_of(v) != part.shape else v
         if part.node == x.node:
             return values
-        return F.index_add(values, *(Expr(x.graph, a) for a in part.data.args[1:]),
+        return F.index_add(values, *(Expr(part.graph, a) for a in part.data.args[1:]),
                            key=part.data.attrs["key"], shape=x.shape)
 
     def add(self, v: Any) -> Expr:
@@ -476,6 +478,8 @@ def _home(operands: Sequence[Any]) -> Graph:
 
 
 def operand_id(graph: Graph, o: Any, strong: list[str] | None = None) -> int:
+    if hasattr(type(o), "__sg_value__"):
+        o = stood_for((o,))[0]
     if isinstance(o, Expr):
         return o.node if o.graph is graph else graph.import_node(o.graph, o.node)
     if isinstance(o, (int, float, complex)) and type(o) not in (int, float, complex, bool):
@@ -567,6 +571,10 @@ def const(value: Any, like: Expr | None = None) -> Expr:
     >>> sg.const([1.0, 2.0]).shape
     (2,)
     """
+    if hasattr(type(value), "__sg_value__"):
+        value = stood_for((value,))[0]
+        if isinstance(value, Expr):
+            return value
     if isinstance(value, (list, tuple)) and _holds_expr(value):
         return stacked(value)
     if SPARSE and SPARSE["is"](value):  # a sparse matrix: symgrad's SparseArray
@@ -577,6 +585,7 @@ def const(value: Any, like: Expr | None = None) -> Expr:
 
 def build(op: Op, operands: Sequence[Any], attrs: dict) -> Expr:
     """Apply ``op`` to operands (Exprs, numbers, arrays), merging graphs as needed."""
+    operands = stood_for(operands)
     graph = _home(operands)
     args = [o.node if type(o) is Expr and o.graph is graph else None for o in operands]
     if None in args:  # numbers, arrays or Exprs of other graphs among the operands

@@ -14,12 +14,19 @@ from __future__ import annotations
 
 import keyword
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ..base.describe import NUMPY_SCALARS, PLAIN, describe
-from ..base.errors import ArgumentError, NameConflictError, ShapeError, SymgradError
+from ..base.errors import (
+    ArgumentError,
+    NameConflictError,
+    ShapeError,
+    SymgradError,
+    UnsupportedError,
+)
 from .shapes import DTYPES, Shape
 
 _RESERVED = {"np", "numpy"}
@@ -233,6 +240,21 @@ def check_dtype(dtype: Any, what: str) -> str:
     return name
 
 
+def stood_for(operands: Sequence[Any]) -> Sequence[Any]:
+    """``operands`` with each that stands for an expression (an object with
+    ``__sg_value__``: an array a traced function filled with expressions) as that
+    expression."""
+    out = None
+    for k, o in enumerate(operands):
+        t = type(o)
+        if t is not float and t is not int and hasattr(t, "__sg_value__"):
+            v = o.__sg_value__()
+            if v is not None:
+                out = list(operands) if out is None else out
+                out[k] = v
+    return operands if out is None else out
+
+
 def as_constant(value: Any) -> np.ndarray:
     """A constant's canonical value: a read-only NumPy array of a supported dtype (float64,
     float32, int64, int32, bool, complex128, complex64; other floats, ints and complex
@@ -241,6 +263,11 @@ def as_constant(value: Any) -> np.ndarray:
     >>> as_constant([1, 2]).dtype, as_constant(2.5).shape
     (dtype('int64'), ())
     """
+    if hasattr(type(value), "__sg_value__") and value.__sg_value__() is not None:
+        raise UnsupportedError(
+            "an array filled with expressions (out[i] = expr) reached a place that takes "
+            "numbers only; pass it through a NumPy operation first (e.g. out * 1.0), or build "
+            "it with out.at[i].set(expr) on sg.zeros")
     value = exact(value)
     try:
         arr = np.array(value)

@@ -30,9 +30,10 @@ from ..ir.op import REGISTRY
 
 __all__ = ["eager", "symbolic"]
 
-# NumPy's array makers: inside a trace, arrays that say what to write when an expression is
-# stored into them (see symgrad.frontend.capture.Buffer)
-_BUFFERS = frozenset({"zeros", "ones", "empty", "full"})
+# NumPy's array makers: inside a trace, arrays that take stored expressions
+# (symgrad.frontend.buffers)
+_BUFFERS = frozenset({"zeros", "ones", "empty", "full", "zeros_like", "ones_like",
+                      "empty_like", "full_like", "copy"})
 _MAX_WALK = 100_000  # list elements looked at for an expression before deciding "data"
 
 
@@ -61,11 +62,11 @@ def eager(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
+        if name in _BUFFERS and numpy_fn is not None and current() is not None:
+            return getattr(NUMPY, name)(*args, **kwargs)
         if symbolic(args, kwargs):
             return fn(*args, **kwargs)
         if numpy_fn is not None:
-            if name in _BUFFERS and current() is not None:
-                return getattr(NUMPY, name)(*args, **kwargs)
             return numpy_fn(*args, **kwargs)
         return _values(fn(*args, **kwargs))
 

@@ -184,7 +184,8 @@ def callback_value(fn: Callable, x: Expr, args: tuple, pick: int | None, what: s
         out = out[pick]
     if isinstance(out, (tuple, list)) and any(isinstance(o, Expr) for o in out):
         out = F.stack([o if isinstance(o, Expr) else const(np.float64(o)) for o in out])
-    out = out if isinstance(out, Expr) else const(np.asarray(value(out, f"{what}'s result")))
+    out = value(out, f"{what}'s result")  # an array filled in place: its expression
+    out = out if isinstance(out, Expr) else const(out)
     return out if str(out.dtype) == "float64" else F.astype(out, "float64")
 
 

@@ -115,3 +115,21 @@ def test_parts_keep_what_crosses_them_linear():
     for p in pieces:  # stores of a part are consecutive slots
         s = [k for _, k in p.stores]
         assert s == list(range(s[0], s[0] + len(s))) if s else True
+
+
+def test_a_big_array_handed_to_the_next_part_is_not_released_before(small_layout):
+    """A big array whose last use in a part comes before the part hands it on (the
+    functional updates of one 4096-element array) stays bound until it is stored."""
+    x = sg.var("x", (2,))
+    out = sg.zeros(4096)
+    for i in range(12):
+        out = out.at[i].set(x[0] * i + x[1])
+    f = sg.sum(out ** 2)
+    fn = sg.compile([f, sg.grad(f, x)], inputs=[x], scalars="numpy")
+    assert sum(d.name.startswith("_f_part") for d in _functions(fn.source)) >= 2
+    v = np.array([1.1, 0.4])
+    value, grad = fn(v)
+    i = np.arange(12)
+    assert value == pytest.approx(np.sum((1.1 * i + 0.4) ** 2), rel=1e-14)
+    np.testing.assert_allclose(grad, [np.sum(2 * (1.1 * i + 0.4) * i),
+                                      np.sum(2 * (1.1 * i + 0.4))], rtol=1e-14)

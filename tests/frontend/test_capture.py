@@ -169,11 +169,11 @@ def test_messages_name_the_line_and_the_fix():
     import scipy.special
 
     def fill(w):
-        out = np.zeros(2)
+        out = np.zeros(2, dtype=np.int64)
         out[0] = w[0]
         return np.sum(out)
 
-    with pytest.raises(sg.UnsupportedError, match=r"out\[0\] = w\[0\].*\.at\[i\]\.set.*np.stack"):
+    with pytest.raises(sg.UnsupportedError, match=r"int64 array .*out\[0\] = w\[0\].*float"):
         sg.grad(fill)(np.ones(2))
     with pytest.raises(sg.UnsupportedError, match=r"test_capture.py:\d+: .*\.dot\(w\).*A @ expr"):
         sg.grad(lambda w: np.sum(np.ones((2, 2)).dot(w)))(np.ones(2))

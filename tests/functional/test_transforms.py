@@ -264,6 +264,50 @@ def test_rosenbrock_hessian_and_hvp_with_trust_ncg():
     np.testing.assert_allclose(sg.grad(rosen)(x0), rosen_der(x0), rtol=1e-13)
 
 
+def test_sparse_hessian_and_jacobian_of_a_function_are_scipy_matrices():
+    """``sparse=True`` on the function forms gives ``scipy.sparse`` matrices equal to SciPy's
+    own Rosenbrock Hessian and to JAX's dense Jacobian, and trust-constr takes the Hessian as
+    SciPy users pass it (``hess=``)."""
+    from scipy import sparse
+    from scipy.optimize import minimize, rosen_hess
+
+    x0 = np.linspace(0.5, 1.5, 60)
+    H = sg.hessian(rosen, sparse=True)
+    for method in (None, "distance2"):
+        Hs = sg.hessian(rosen, sparse=True, method=method)(x0)
+        assert sparse.issparse(Hs) and Hs.nnz == 3 * 60 - 2
+        np.testing.assert_allclose(Hs.toarray(), rosen_hess(x0), rtol=1e-13)
+    np.testing.assert_allclose(H(x0 + 0.1).toarray(), rosen_hess(x0 + 0.1), rtol=1e-13)
+    res = minimize(rosen, x0, method="trust-constr", jac=sg.grad(rosen), hess=H,
+                   options={"gtol": 1e-10, "xtol": 1e-12})
+    np.testing.assert_allclose(res.x, np.ones(60), atol=1e-6)
+
+    def resid(x):
+        return x[1:] ** 2 * x[:-1] - np.sin(x[1:])
+
+    def jresid(x):
+        return x[1:] ** 2 * x[:-1] - jnp.sin(x[1:])
+
+    for mode in ("reverse", "forward"):
+        J = sg.jacobian(resid, sparse=True, mode=mode)(x0)
+        assert sparse.issparse(J) and J.shape == (59, 60) and J.nnz == 2 * 59
+        np.testing.assert_allclose(J.toarray(), jax.jacrev(jresid)(x0), rtol=1e-13)
+
+
+def test_sparse_function_transforms_refuse_what_they_cannot_build():
+    """A sparse Hessian of two arguments or of a vector-valued function, and a colouring
+    method without ``sparse=True``, are refused with the fix."""
+    x = np.ones(4)
+    with pytest.raises(sg.DifferentiationError, match="one array argument"):
+        sg.hessian(lambda a, b: np.sum(a * b), argnums=(0, 1), sparse=True)(x, x)
+    with pytest.raises(sg.DifferentiationError, match="scalar function"):
+        sg.hessian(lambda a: a ** 2, sparse=True)(x)
+    with pytest.raises(sg.DifferentiationError, match="pass sparse=True"):
+        sg.hessian(rosen, method="star")(x)
+    with pytest.raises(sg.DifferentiationError, match="one array argument"):
+        sg.jacobian(lambda a, b: a * b, argnums=(0, 1), sparse=True)(x, x)
+
+
 def test_rk4_with_an_np_array_right_hand_side():
     """An ODE fit as odeint users write it: the right-hand side returns np.array([...])."""
 

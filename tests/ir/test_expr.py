@@ -203,3 +203,19 @@ def test_the_array_namespace_is_the_one_symgrad_numpy_installed(monkeypatch):
     monkeypatch.delitem(expr.NAMESPACE, "numpy")
     with pytest.raises(sg.UnsupportedError, match="import symgrad.numpy"):
         x.__array_namespace__()
+
+
+def test_a_constant_updated_at_a_traced_position():
+    """``c.at[i].set(v)`` / ``.add(v)`` on a constant built apart from the graph of a traced
+    index ``i`` (an argmax) updates the position ``i`` has at run time."""
+    x = sg.var("x", shape=(4,))
+    scaled = x
+    for _ in range(20):  # x's graph: many more nodes than the constant's
+        scaled = scaled * 1.5
+    i = sg.argmax(scaled)
+    c = sg.const(np.zeros(4))
+    v = np.array([1.0, 5.0, 2.0, 0.0])
+    np.testing.assert_array_equal(sg.evaluate(c.at[i].set(x[0] * 2), {"x": v}), [0, 2, 0, 0])
+    np.testing.assert_array_equal(sg.evaluate(c.at[i].add(x[2]), {"x": v}), [0, 2, 0, 0])
+    g = sg.grad(sg.sum(c.at[i].set(x[0] * 2) * np.arange(1.0, 5.0)), x)
+    np.testing.assert_array_equal(sg.evaluate(g, {"x": v}), [4, 0, 0, 0])

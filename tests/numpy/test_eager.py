@@ -79,11 +79,20 @@ def test_messages_outside_a_trace_do_not_speak_of_tracing():
         sg.grad(lambda w: w * float(w))(1.0)  # inside a trace it says so
 
 
-def test_array_makers_inside_a_trace_still_refuse_expressions_with_the_fix():
+def test_array_makers_inside_a_trace_take_stored_expressions():
+    """symgrad.numpy's zeros/zeros_like/copy inside a trace make arrays that take
+    ``out[i] = expr`` as NumPy's do (an expression itself still refuses assignment)."""
     def fill(w):
         out = snp.zeros(2)
-        out[0] = w[0]
-        return snp.sum(out)
+        out[0] = w[0] * w[1]
+        d = snp.zeros_like(w)
+        d[1] = snp.sin(w[0])
+        c = snp.copy(w)
+        c[0] = 2.0
+        return snp.sum(out) + snp.sum(d ** 2) + snp.sum(c * w)
 
+    w = np.array([0.3, 1.7])
+    np.testing.assert_allclose(sg.grad(fill)(w), [w[1] + 2 * np.sin(w[0]) * np.cos(w[0]) + 2.0,
+                                                  w[0] + 2 * w[1]], rtol=1e-14)
     with pytest.raises(sg.UnsupportedError, match=r"\.at\[i(ndex)?\]\.set"):
-        sg.grad(fill)(np.ones(2))
+        sg.grad(lambda v: snp.sum(v.__setitem__(0, 1.0) or v))(w)
