@@ -30,8 +30,11 @@ $(DOCS_STAMP): $(BASE)
 demo: $(BASE)
 	$(PY) -m symgrad demo
 
+# PYTEST_ARGS adds pytest options: `make test PYTEST_ARGS="-n 2 --dist loadfile"` runs the suite
+# on two pytest-xdist workers (in the test extra), one test file per worker at a time
+PYTEST_ARGS ?=
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest $(PYTEST_ARGS)
 
 docs: $(DOCS_STAMP)
 	$(PY) -m sphinx -b html -W --keep-going -q docs docs/_build/html

@@ -1,5 +1,6 @@
-"""Shared test setup: a seeded ``rng`` fixture, the hypothesis profiles, and the ops of
-``user_ops`` (defined through ``symgrad.extend``) registered before any test collects."""
+"""Shared test setup: a seeded ``rng`` fixture, the hypothesis profiles, XLA's cheaper
+compile flags, and the ops of ``user_ops`` (defined through ``symgrad.extend``) registered
+before any test collects."""
 
 from __future__ import annotations
 
@@ -11,6 +12,13 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from tests.support import user_ops  # noqa: F401  (symgrad.extend ops, registered first)
+
+# The tests compile thousands of small XLA programs (the JAX target's functions, the JAX
+# references); compiling them without LLVM's expensive passes takes about a quarter less
+# CPU and leaves the numbers alone. Read when JAX starts its CPU backend (after this);
+# a user's own XLA_FLAGS win.
+os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0 "
+                      "--xla_llvm_disable_expensive_passes=true")
 
 # Modest example counts and no deadline: graph building is Python, and CI has two cores
 # shared with other test files. `HYPOTHESIS_PROFILE=thorough pytest` runs many more.

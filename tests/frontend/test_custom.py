@@ -133,7 +133,7 @@ def x(rng):
 def test_log1pexp_is_stable_where_the_written_form_is_not():
     sgf, jf = log1pexp_for(np, sg), log1pexp_for(jnp, jax)
     for at in (100.0, 0.0, -30.0, 3.0):
-        want = jax.grad(jf)(at)
+        want = jax.jit(jax.grad(jf))(at)
         assert float(sg.grad(sgf)(at)) == pytest.approx(float(want), rel=1e-14)
     assert float(sg.grad(sgf)(100.0)) == 1.0
     with np.errstate(over="ignore"):  # the primal overflows there; its rule does not
@@ -149,13 +149,13 @@ def test_log1pexp_every_transform_matches_jax(x):
     def total_j(v):
         return (v * 0.5 + 1.0) @ jf(v * v)
 
-    close(sg.grad(total)(x), jax.grad(total_j)(x))
-    close(sg.jacfwd(lambda v: sgf(v * v))(x), jax.jacfwd(lambda v: jf(v * v))(x))
-    close(sg.jacrev(lambda v: sgf(v * v))(x), jax.jacrev(lambda v: jf(v * v))(x))
-    close(sg.hessian(total)(x), jax.hessian(total_j)(x))
+    close(sg.grad(total)(x), jax.jit(jax.grad(total_j))(x))
+    close(sg.jacfwd(lambda v: sgf(v * v))(x), jax.jit(jax.jacfwd(lambda v: jf(v * v)))(x))
+    close(sg.jacrev(lambda v: sgf(v * v))(x), jax.jit(jax.jacrev(lambda v: jf(v * v)))(x))
+    close(sg.hessian(total)(x), jax.jit(jax.hessian(total_j))(x))
     close(sg.grad(lambda v: sg.sum(sg.grad(total)(v) ** 2))(x),
-          jax.grad(lambda v: jnp.sum(jax.grad(total_j)(v) ** 2))(x))
-    close(sg.jacrev(sg.jacrev(total))(x), jax.jacrev(jax.jacrev(total_j))(x))
+          jax.jit(jax.grad(lambda v: jnp.sum(jax.grad(total_j)(v) ** 2)))(x))
+    close(sg.jacrev(sg.jacrev(total))(x), jax.jit(jax.jacrev(jax.jacrev(total_j)))(x))
     close(sg.jvp(total, (x,), (x[::-1],)), jax.jvp(total_j, (x,), (x[::-1],)))
     close(sg.vjp(lambda v: sgf(v * v), x)[1](x), jax.vjp(lambda v: jf(v * v), x)[1](x))
 
@@ -173,9 +173,9 @@ def test_symbolic_expressions_and_the_value_off_the_trace(x):
 def test_nondiff_argnums_with_a_function_argument(x):
     sgf, jf = apply_for(np, sg), apply_for(jnp, jax)
     close(sg.grad(lambda v: np.sum(sgf(np.exp, v)))(x),
-          jax.grad(lambda v: jnp.sum(jf(jnp.exp, v)))(x))
+          jax.jit(jax.grad(lambda v: jnp.sum(jf(jnp.exp, v))))(x))
     close(sg.hessian(lambda v: np.sum(sgf(np.exp, v) * v))(x),
-          jax.hessian(lambda v: jnp.sum(jf(jnp.exp, v) * v))(x))
+          jax.jit(jax.hessian(lambda v: jnp.sum(jf(jnp.exp, v) * v)))(x))
 
 
 def test_defjvps_two_arguments_two_results(x):
@@ -188,11 +188,11 @@ def test_defjvps_two_arguments_two_results(x):
             return xp.sum(p * q)
         return g
 
-    close(sg.grad(use(sgf, np), (0, 1))(x, y), jax.grad(use(jf, jnp), (0, 1))(x, y))
-    close(sg.jacfwd(lambda a: sgf(a, y), argnums=0)(x), jax.jacfwd(lambda a: jf(a, y))(x))
-    close(sg.jacrev(lambda a: sgf(a, y))(x), jax.jacrev(lambda a: jf(a, y))(x))
+    close(sg.grad(use(sgf, np), (0, 1))(x, y), jax.jit(jax.grad(use(jf, jnp), (0, 1)))(x, y))
+    close(sg.jacfwd(lambda a: sgf(a, y), argnums=0)(x), jax.jit(jax.jacfwd(lambda a: jf(a, y)))(x))
+    close(sg.jacrev(lambda a: sgf(a, y))(x), jax.jit(jax.jacrev(lambda a: jf(a, y)))(x))
     close(sg.hessian(use(sgf, np), argnums=(0, 1))(x, y),
-          jax.hessian(use(jf, jnp), argnums=(0, 1))(x, y))
+          jax.jit(jax.hessian(use(jf, jnp), argnums=(0, 1)))(x, y))
 
 
 # -- custom_vjp -----------------------------------------------------------------------------
@@ -204,30 +204,30 @@ def test_clip_gradient_matches_jax(x):
     def loss(xp, f):
         return lambda v: xp.sum(f(-0.75, 0.75, xp.sin(v) * 3.0) ** 2)
 
-    close(sg.grad(loss(np, sgf))(x), jax.grad(loss(jnp, jf))(x))
+    close(sg.grad(loss(np, sgf))(x), jax.jit(jax.grad(loss(jnp, jf)))(x))
     inner_sg = lambda v: sgf(-0.75, 0.75, np.sin(v) * 3.0)  # noqa: E731
     inner_j = lambda v: jf(-0.75, 0.75, jnp.sin(v) * 3.0)  # noqa: E731
     # jacrev seeds with an identity: bwd is not linear, so its rows run in a loop
-    close(sg.jacrev(inner_sg)(x), jax.jacrev(inner_j)(x))
+    close(sg.jacrev(inner_sg)(x), jax.jit(jax.jacrev(inner_j))(x))
     close(sg.jacrev(sg.jacrev(lambda v: inner_sg(v) * v))(x),  # the loop, differentiated
-          jax.jacrev(jax.jacrev(lambda v: inner_j(v) * v))(x))
-    second = jax.jacrev(jax.jacrev(loss(jnp, jf)))(x)  # the outer sees fwd's code: x
+          jax.jit(jax.jacrev(jax.jacrev(lambda v: inner_j(v) * v)))(x))
+    second = jax.jit(jax.jacrev(jax.jacrev(loss(jnp, jf))))(x)  # the outer sees fwd's code: x
     close(sg.jacrev(sg.jacrev(loss(np, sgf)))(x), second)
     close(sg.hessian(loss(np, sgf))(x), second)  # reverse over reverse
     close(sg.grad(lambda v: np.sum(sg.grad(loss(np, sgf))(v) * v))(x),
-          jax.grad(lambda v: jnp.sum(jax.grad(loss(jnp, jf))(v) * v))(x))
+          jax.jit(jax.grad(lambda v: jnp.sum(jax.grad(loss(jnp, jf))(v) * v)))(x))
 
 
 def test_forward_mode_through_a_nonlinear_bwd_is_refused_as_in_jax(x):
     sgf, jf = clip_gradient_for(np, sg), clip_gradient_for(jnp, jax)
     with pytest.raises(TypeError):  # JAX: "can't apply forward-mode autodiff (jvp) to a
-        jax.jacfwd(lambda v: jf(-1.0, 1.0, v))(x)  # custom_vjp function"
+        jax.jit(jax.jacfwd(lambda v: jf(-1.0, 1.0, v)))(x)  # custom_vjp function"
     with pytest.raises(sg.DifferentiationError, match=r"clip_gradient .*sg\.jacrev"):
         sg.jacfwd(lambda v: sgf(-1.0, 1.0, v) ** 2)(x)
     # jacfwd of jacrev: the outer transform sees fwd's code (the identity), as JAX's
     # jacrev of jacrev does; JAX itself refuses jacfwd here
     close(sg.jacfwd(sg.jacrev(lambda v: np.sum(sgf(-1.0, 1.0, v) ** 2)))(x),
-          jax.jacrev(jax.jacrev(lambda v: jnp.sum(jf(-1.0, 1.0, v) ** 2)))(x))
+          jax.jit(jax.jacrev(jax.jacrev(lambda v: jnp.sum(jf(-1.0, 1.0, v) ** 2))))(x))
 
 
 def test_a_linear_bwd_gives_forward_mode_by_transposition_and_grad_of_grad(x):
@@ -236,14 +236,14 @@ def test_a_linear_bwd_gives_forward_mode_by_transposition_and_grad_of_grad(x):
     def loss(xp, f):
         return lambda v: xp.sum(f(v) * v[::-1])
 
-    close(sg.grad(loss(np, sgf))(x), jax.grad(loss(jnp, jf))(x))
+    close(sg.grad(loss(np, sgf))(x), jax.jit(jax.grad(loss(jnp, jf)))(x))
     close(sg.grad(loss(np, sgf))(x), 2.0 * np.cos(x) * x[::-1] + np.sin(x)[::-1])
-    rev = jax.jacrev(jax.jacrev(loss(jnp, jf)))(x)  # JAX has no forward mode here
+    rev = jax.jit(jax.jacrev(jax.jacrev(loss(jnp, jf))))(x)  # JAX has no forward mode here
     close(sg.hessian(loss(np, sgf))(x), rev)
     close(sg.jacrev(sg.jacrev(loss(np, sgf)))(x), rev)
     close(sg.jacfwd(sgf)(x), np.diag(2.0 * np.cos(x)))
     close(sg.grad(sg.grad(lambda t: sgf(t) * t))(0.3),
-          jax.grad(jax.grad(lambda t: jf(t) * t))(0.3))
+          jax.jit(jax.grad(jax.grad(lambda t: jf(t) * t)))(0.3))
 
 
 def test_pytrees_in_arguments_results_and_residuals(rng, x):
@@ -256,12 +256,14 @@ def test_pytrees_in_arguments_results_and_residuals(rng, x):
             return xp.sum(h * v) + 0.5 * s
         return g
 
-    close(sg.grad(loss(np, sgf), (0, 1))(params, x), jax.grad(loss(jnp, jf), (0, 1))(params, x))
-    close(sg.jacrev(lambda p: sgf(p, x))(params), jax.jacrev(lambda p: jf(p, x))(params))
+    close(sg.grad(loss(np, sgf), (0, 1))(params, x),
+          jax.jit(jax.grad(loss(jnp, jf), (0, 1)))(params, x))
+    close(sg.jacrev(lambda p: sgf(p, x))(params),
+          jax.jit(jax.jacrev(lambda p: jf(p, x)))(params))
     # bwd is linear in g: forward mode by its transpose (JAX has none: compare jacrev)
-    close(sg.jacfwd(lambda p: sgf(p, x))(params), jax.jacrev(lambda p: jf(p, x))(params))
+    close(sg.jacfwd(lambda p: sgf(p, x))(params), jax.jit(jax.jacrev(lambda p: jf(p, x)))(params))
     close(sg.jacrev(sg.grad(loss(np, sgf)))(params, x),
-          jax.jacrev(jax.grad(loss(jnp, jf)))(params, x))
+          jax.jit(jax.jacrev(jax.grad(loss(jnp, jf))))(params, x))
 
 
 def test_backends_write_the_primal(x):

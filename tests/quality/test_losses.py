@@ -138,11 +138,13 @@ def test_loss_gradients_and_hessians_equal_jax(name):
     first = next(iter(params))
     grads = sg.evaluate(list(sg.grad(f, list(variables))), at)
     args = [jnp.asarray(v) for v in params.values()]
-    jgrads = jax.grad(lambda *a: fn(*a, *data, np=jnp), argnums=tuple(range(len(args))))(*args)
+    # jitted: one XLA compile per derivative instead of one per primitive run eagerly
+    jgrads = jax.jit(jax.grad(lambda *a: fn(*a, *data, np=jnp),
+                              argnums=tuple(range(len(args)))))(*args)
     for g, jg in zip(grads, jgrads):
         np.testing.assert_allclose(g, np.asarray(jg), rtol=1e-9, atol=1e-10)
     H = sg.evaluate(sg.hessian(f, first), at)
-    jH = jax.hessian(lambda a: fn(a, *args[1:], *data, np=jnp))(args[0])
+    jH = jax.jit(jax.hessian(lambda a: fn(a, *args[1:], *data, np=jnp)))(args[0])
     np.testing.assert_allclose(H, np.asarray(jH), rtol=1e-8, atol=1e-9)
 
 

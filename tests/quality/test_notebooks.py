@@ -101,11 +101,13 @@ def _execute(stem: str) -> tuple[dict, list[tuple[list[str], list[dict]]]]:
         pytest.importorskip("distributed", reason="dask[distributed] is not installed")
     namespace: dict = {"__name__": "__main__"}
     cells = []
-    for k, (source, tags) in enumerate(build.code_cells(_notebook(stem))):
-        if build.FIGURE_TAG in tags and not HAVE_MATPLOTLIB:
-            cells.append((tags, []))
-            continue
-        cells.append((tags, build.run_cell(source, namespace, f"<{stem} code cell {k}>")))
+    # the cells set NumPy's print options (as a notebook may); they stay inside this run
+    with np.printoptions():
+        for k, (source, tags) in enumerate(build.code_cells(_notebook(stem))):
+            if build.FIGURE_TAG in tags and not HAVE_MATPLOTLIB:
+                cells.append((tags, []))
+                continue
+            cells.append((tags, build.run_cell(source, namespace, f"<{stem} code cell {k}>")))
     return namespace, cells
 
 
@@ -120,6 +122,16 @@ def test_notebook_prints_the_numbers_of_the_notes(stem):
     printed = "\n".join(_printed(outputs) for _, outputs in cells)
     missing = [line for line in EXPECTED[stem] if line not in printed]
     assert not missing, f"{stem} no longer prints: {missing}"
+
+
+@pytest.mark.parametrize("stem", sorted(EXPECTED))
+def test_running_a_notebook_leaves_numpys_print_options_as_they_were(stem):
+    """A cell's ``np.set_printoptions(precision=4, suppress=True)`` holds for the notebook's
+    own cells: after the run NumPy prints with its defaults again (other tests compare
+    printed arrays, and may run after this one in the same process)."""
+    _execute(stem)
+    options = np.get_printoptions()
+    assert (options["precision"], options["suppress"]) == (8, False)
 
 
 def test_collins_values():

@@ -1,303 +1,119 @@
-"""Sparsity patterns through loops: a ``scan`` (or ``fori_loop``) has the Jacobian and
-Hessian patterns of the same program unrolled in Python, those patterns hold the numerical
-non-zeros (JAX, finite differences), the sparse derivatives equal the dense ones, and long
-loops stay banded and budgeted."""
+"""Sparsity patterns (:mod:`symgrad.transforms.sparsity`): the Jacobian and Hessian
+patterns are supersets of the numerical non-zeros (random sparse-structured functions from
+``symgrad.testing.sparse_functions``, and every op of the registry's sparsity rule), the
+sparse derivatives built on them equal the dense ones, the patterns follow the structure
+(bands, blocks, a constant factor's zeros, zero derivatives), computing one leaves the graph
+alone, and without SciPy they are index arrays. Patterns through loops:
+``test_loop_sparsity.py``."""
 
 from __future__ import annotations
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import given, settings
 
 import symgrad as sg
-from symgrad.errors import LimitError
-from symgrad.transforms.sparsity import pair_limit
+from symgrad.ir.shapes import is_float
+from symgrad.testing import sparse_functions
+from symgrad.transforms.sparsity import jacobian_pattern
+from tests.support.registry_cases import registry_cases
 
-jax.config.update("jax_enable_x64", True)
+pytest.importorskip("scipy")
 
-N = 12
-
-
-def _window(c, v):
-    """A chain: the carry holds the previous element and a running energy."""
-    prev, acc = c
-    return (v, acc + (v - prev) ** 2 + 0.1 * sg.sin(prev) * v), v * sg.cos(prev)
+SPARSE = settings(max_examples=40, deadline=None, derandomize=True)
 
 
-def _heat(c, v):
-    """An explicit heat step on a 4-point rod, forced by the step's slice."""
-    lap = sg.concatenate([c[:1] * 0.0, c[:-2] - 2.0 * c[1:-1] + c[2:], c[:1] * 0.0])
-    new = c + 0.1 * lap + sg.sin(v)
-    return new, sg.sum(new * v)
+def _dense(m) -> np.ndarray:
+    return m.toarray() if hasattr(m, "toarray") else np.asarray(m)
 
 
-def _shift(c, v):
-    """A shift register: the carry's last element leaves, the slice enters."""
-    return sg.concatenate([v[None], c[:-1]]), c[-1] * sg.exp(v)
+def _close(sparse_value, dense, rtol=1e-13):
+    dense = np.asarray(dense)
+    scale = max(float(np.max(np.abs(dense), initial=0.0)), 1e-300)
+    np.testing.assert_allclose(_dense(sparse_value), dense.reshape(_dense(sparse_value).shape),
+                               rtol=0, atol=rtol * scale)
 
 
-def _pairs(c, v):
-    """Two scanned arrays and a captured value (``x[0]``, read through the closure)."""
-    a, b = v
-    return c * sg.tanh(a) + b, sg.sin(c) * _CAPTURED[0]
+@SPARSE
+@given(sparse_functions(n=10))
+def test_jacobian_pattern_is_a_superset_and_the_sparse_jacobian_equals_the_dense(case):
+    r, at = case.expr, case.inputs
+    x = sg.var("x", (10,))
+    dense = np.asarray(sg.evaluate(sg.jacobian(r, x, mode="reverse"), at)).reshape(r.size, 10)
+    pattern = _dense(sg.jacobian_sparsity(r, x))
+    assert not np.any((dense != 0) & ~pattern), case
+    for mode in ("forward", "reverse", None):
+        J = sg.jacobian(r, x, sparse=True, mode=mode)
+        _close(sg.evaluate(J, at), dense)
+    r.graph.verify()
 
 
-def _rotate(c, v):
-    """A carry rotated every step (its pattern a cycle of period 3), read at one end."""
-    return sg.concatenate([c[1:], c[:1]]) * sg.cos(v), c[0] * v
+@SPARSE
+@given(sparse_functions(n=10))
+def test_hessian_pattern_is_a_superset_and_the_sparse_hessian_equals_the_dense(case):
+    x = sg.var("x", (10,))
+    f = sg.sum(case.expr * case.expr)
+    at = case.inputs
+    dense = sg.evaluate(sg.hessian(f, x, sparse=False), at)
+    pattern = _dense(sg.hessian_sparsity(f, x))
+    assert np.array_equal(pattern, pattern.T)
+    assert not np.any((dense != 0) & ~pattern), case
+    for method in ("star", "distance2"):
+        H = sg.hessian(f, x, sparse=True, method=method)
+        _close(sg.evaluate(H, at), dense)
+    f.graph.verify()
 
 
-def _grid(c, v):
-    """A 2-D carry mixed along one axis, two scanned arrays of different shapes."""
-    a, b = v
-    new = c * sg.sum(c, axis=0) * 0.1 + sg.stack([a, a * b[0]])
-    return new.T.T, sg.sum(new, axis=0) * b[1]
+FLOAT_CASES = [c for c in registry_cases([(), (3, 4), (3, 1), (1, 4)])
+               if c.values[0].op.differentiable]
 
 
-_CAPTURED: list = []
-
-CASES = {
-    "window": (_window, lambda x: (x[0], x[0] * 0.0), lambda x: x[1:]),
-    "heat": (_heat, lambda x: x[:4], lambda x: x.reshape((3, 4))),
-    "shift": (_shift, lambda x: x[:3], lambda x: x[3:]),
-    "pairs": (_pairs, lambda x: x[1] * x[2], lambda x: (x[3:8], x[7:])),
-    "rotate": (_rotate, lambda x: x[:3], lambda x: x[2:]),
-    "grid": (_grid, lambda x: x[:6].reshape((2, 3)),
-             lambda x: (x.reshape((4, 3)), sg.concatenate([x[::-1], x]).reshape((4, 2, 3)))),
-}
-
-
-def _leaves(tree) -> list:
-    return list(tree) if isinstance(tree, tuple) else [tree]
+@pytest.mark.parametrize("case", FLOAT_CASES)
+def test_every_sparsity_rule_is_a_superset_of_the_jacobian(case):
+    out, xs, inputs = case.build()
+    wrt = [x for x in xs if is_float(x.dtype)]
+    if not wrt or not is_float(out.dtype):
+        pytest.skip("no float operand")
+    pattern = jacobian_pattern([out], wrt).toarray()
+    blocks = sg.jacobian(out, wrt, mode="reverse")
+    dense = np.concatenate([np.asarray(sg.evaluate(b, inputs)).reshape(out.size, w.size)
+                            for b, w in zip(blocks, wrt)], axis=1)
+    assert not np.any((dense != 0) & ~pattern), np.argwhere((dense != 0) & ~pattern)[:5]
 
 
-def _programs(name: str, reverse: bool):
-    """The rolled and the unrolled program of case ``name``: ``(final carries, ys)`` each,
-    of one variable ``x``."""
-    step, init, xs = CASES[name]
-    x = sg.var("x", shape=(N,))
-    _CAPTURED[:] = [x[0]]
-    rolled = sg.scan(step, init(x), xs(x), reverse=reverse)
-    slices = xs(x)
-    length = (slices[0] if isinstance(slices, tuple) else slices).shape[0]
-    carry, ys = init(x), [None] * length
-    for t in (range(length - 1, -1, -1) if reverse else range(length)):
-        at = tuple(s[t] for s in slices) if isinstance(slices, tuple) else slices[t]
-        carry, ys[t] = step(carry, at)
-    return x, rolled, (carry, sg.stack(ys))
+def test_patterns_follow_the_structure():
+    x = sg.var("x", shape=(6,))
+    band = sg.jacobian_sparsity(x[2:] - 2.0 * x[1:-1] + x[:-2], x)  # a 1-D Laplacian
+    assert band.nnz == 12 and _dense(band)[1, 1:4].all()
+    block = sg.jacobian_sparsity(sg.sum(sg.reshape(x, (3, 2)) ** 2, axis=-1), x)
+    assert _dense(block).astype(int).tolist() == [[1, 1, 0, 0, 0, 0], [0, 0, 1, 1, 0, 0],
+                                                  [0, 0, 0, 0, 1, 1]]
+    D = np.diag([1.0, 2.0, 3.0])  # a constant factor's zeros are skipped by matmul
+    assert _dense(sg.jacobian_sparsity(D @ x[:3], x)).sum() == 3
+    assert sg.jacobian_sparsity(sg.floor(x) * 2.0, x).nnz == 0  # zero derivative
 
 
-def _energy(carry, ys):
-    return sum(sg.sum(c ** 3) for c in _leaves(carry)) + sg.sum(sg.sin(ys) ** 2)
+def test_hessian_sparsity_leaves_the_graph_alone():
+    x = sg.var("x", shape=(5,))
+    f = sg.sum(sg.exp(x[1:] * x[:-1]))
+    before = len(f.graph)
+    sg.hessian_sparsity(f, x)
+    assert len(f.graph) == before and f.graph.transforms == []
 
 
-@pytest.mark.parametrize("reverse", [False, True])
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_scan_patterns_equal_the_unrolled_programs(name, reverse):
-    """Each final carry's and the stacked results' Jacobian patterns, and an energy's
-    Hessian pattern, are those of the program unrolled in Python."""
-    x, (carry, ys), (carry_u, ys_u) = _programs(name, reverse)
-    dense = []
-    for rolled, unrolled in [*zip(_leaves(carry), _leaves(carry_u)), (ys, ys_u)]:
-        got = sg.jacobian_sparsity(rolled, x).toarray()
-        np.testing.assert_array_equal(got, sg.jacobian_sparsity(unrolled, x).toarray())
-        dense.append(got.all())
-    assert not all(dense)
-    got = sg.hessian_sparsity(_energy(carry, ys), x).toarray()
-    np.testing.assert_array_equal(got, sg.hessian_sparsity(_energy(carry_u, ys_u), x).toarray())
+def test_patterns_without_scipy_are_index_arrays(monkeypatch):
+    import builtins
 
+    real = builtins.__import__
 
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_sparse_derivatives_of_a_scan_equal_the_dense_ones(name, rng):
-    """``jacobian(..., sparse=True)`` and ``hessian(..., sparse=True)`` through a scan have
-    the dense derivative's values, and the dense one's non-zeros lie in the pattern."""
-    x, (carry, ys), _ = _programs(name, False)
-    at = {"x": rng.uniform(-1.0, 1.0, N)}
-    J = sg.evaluate(sg.jacobian(ys, x, sparse=True), at).toarray()
-    dense = np.asarray(sg.evaluate(sg.jacobian(ys, x), at)).reshape(J.shape)
-    np.testing.assert_allclose(J, dense, rtol=1e-12, atol=1e-14)
-    pattern = sg.jacobian_sparsity(ys, x).toarray()
-    assert not (np.abs(dense) > 0)[~pattern].any()
-    e = _energy(carry, ys)
-    H = sg.evaluate(sg.hessian(e, x, sparse=True), at).toarray()
-    np.testing.assert_allclose(H, sg.evaluate(sg.hessian(e, x), at), rtol=1e-11, atol=1e-12)
+    def no_scipy(name, *args, **kwargs):
+        if name.startswith("scipy"):
+            raise ImportError("no scipy here")
+        return real(name, *args, **kwargs)
 
-
-def _chain_step(c, v):
-    """A nearest-neighbour chain energy's step (runs on symgrad Exprs and JAX arrays)."""
-    prev, acc = c
-    return (v, acc + (v - prev) ** 2 + 0.1 * prev ** 4), None
-
-
-def test_chain_energy_hessian_pattern_is_jaxs_non_zeros(rng):
-    """The chain energy's Hessian through a scan: its pattern is exactly where JAX's dense
-    Hessian of the same ``lax.scan`` is non-zero, and the sparse Hessian has its values."""
-    n = 40
-    x = sg.var("x", shape=(n,))
-    (_, e), _ = sg.scan(_chain_step, (x[0], 0.0), x[1:])
-
-    def energy(u):
-        (_, total), _ = jax.lax.scan(_chain_step, (u[0], 0.0), u[1:])
-        return total
-
-    v = rng.uniform(-1.0, 1.0, n)
-    want = np.asarray(jax.hessian(energy)(jnp.asarray(v)))
-    np.testing.assert_array_equal(sg.hessian_sparsity(e, x).toarray(), want != 0)
-    H = sg.evaluate(sg.hessian(e, x, sparse=True), {"x": v})
-    np.testing.assert_allclose(H.toarray(), want, rtol=1e-12, atol=1e-12)
-
-
-def test_chain_energy_hessian_through_a_thousand_steps_is_tridiagonal(rng):
-    """The chain energy scanned over 10^3 elements: its Hessian pattern is the tridiagonal
-    one (as the vectorised energy's), and the sparse Hessian is the closed form."""
-    n = 1000
-    x = sg.var("x", shape=(n,))
-    (_, e), _ = sg.scan(_chain_step, (x[0], 0.0), x[1:])
-    pattern = sg.hessian_sparsity(e, x)
-    vectorised = sg.sum((x[1:] - x[:-1]) ** 2 + 0.1 * x[:-1] ** 4)
-    assert (pattern != sg.hessian_sparsity(vectorised, x)).nnz == 0
-    band = np.abs(np.subtract.outer(np.arange(n), np.arange(n))) <= 1
-    np.testing.assert_array_equal(pattern.toarray(), band)
-    v = rng.uniform(-1.0, 1.0, n)
-    H = sg.evaluate(sg.hessian(e, x, sparse=True), {"x": v})
-    diagonal = np.full(n, 4.0)
-    diagonal[[0, -1]] = 2.0
-    diagonal[:-1] += 1.2 * v[:-1] ** 2
-    want = np.diag(diagonal) - 2.0 * (band & ~np.eye(n, dtype=bool))
-    np.testing.assert_allclose(H.toarray(), want, rtol=1e-12, atol=1e-12)
-
-
-def test_heat_stencil_jacobian_through_a_thousand_steps_is_tridiagonal(rng):
-    """A 1-D heat operator applied by a scan along the rod (the carry a window of two
-    points): the Jacobian of its 10^3 results is tridiagonal and the sparse one equals
-    finite differences."""
-    n = 1002
-    x = sg.var("x", shape=(n,))
-
-    def step(c, v):
-        left, mid = c
-        return (mid, v), (left - 2.0 * mid + v) * (1.0 + 0.1 * mid ** 2)
-
-    _, ys = sg.scan(step, (x[0], x[1]), x[2:])
-    pattern = sg.jacobian_sparsity(ys, x).toarray()
-    rows, cols = np.nonzero(pattern)
-    assert pattern.sum() == 3 * (n - 2)
-    assert set((cols - rows).tolist()) == {0, 1, 2}
-    v = rng.uniform(-1.0, 1.0, n)
-    J = sg.evaluate(sg.jacobian(ys, x, sparse=True), {"x": v})
-
-    def f(u):
-        return (u[:-2] - 2.0 * u[1:-1] + u[2:]) * (1.0 + 0.1 * u[1:-1] ** 2)
-
-    h = 1e-6
-    probe = rng.uniform(-1.0, 1.0, n)
-    fd = (f(v + h * probe) - f(v - h * probe)) / (2 * h)
-    np.testing.assert_allclose(J @ probe, fd, rtol=1e-7, atol=1e-8)
-
-
-def test_a_scan_without_scanned_arrays_and_a_nested_scan_have_the_unrolled_patterns():
-    """``length=`` with captured values only, and a scan whose body scans: the patterns
-    are the unrolled loops'."""
-    x = sg.var("x", shape=(N,))
-
-    def captured(c, _):
-        return c * x[3] + sg.sin(c[::-1]) * x[4:7], c[0] * x[10]
-
-    def inner(c, v):
-        return c * 0.5 + sg.sin(v), c * v
-
-    def outer(c, row):
-        c, ys = sg.scan(inner, c, row)
-        return c, sg.sum(ys ** 2)
-
-    rows = x.reshape((3, 4))
-    for step, init, xs, length in [(captured, x[:3], None, 5), (outer, x[0], rows, 3)]:
-        c, ys = sg.scan(step, init, xs, length=None if xs is not None else length)
-        cu, ys_u = init, []
-        for t in range(length):
-            cu, y = step(cu, None if xs is None else xs[t])
-            ys_u.append(y)
-        for rolled, unrolled in ((c, cu), (ys, sg.stack(ys_u))):
-            np.testing.assert_array_equal(sg.jacobian_sparsity(rolled, x).toarray(),
-                                          sg.jacobian_sparsity(unrolled, x).toarray())
-        e, e_u = sg.sum(c ** 3) + sg.sum(sg.sin(ys)), sg.sum(cu ** 3) + sg.sum(sg.sin(ys_u))
-        np.testing.assert_array_equal(sg.hessian_sparsity(e, x).toarray(),
-                                      sg.hessian_sparsity(e_u, x).toarray())
-
-
-def test_fori_loop_indexing_has_the_unrolled_pattern():
-    """``fori_loop`` reading ``x[i]``: each step's pattern is found with its index, so the
-    Hessian and the per-step Jacobian are those of the unrolled loop."""
-    n = 20
-    x = sg.var("x", shape=(n,))
-    e = sg.fori_loop(0, n - 1, lambda i, acc: acc + (x[i + 1] - x[i]) ** 2 * sg.exp(x[i]), 0.0)
-    unrolled = sum((x[i + 1] - x[i]) ** 2 * sg.exp(x[i]) for i in range(n - 1))
-    np.testing.assert_array_equal(sg.hessian_sparsity(e, x).toarray(),
-                                  sg.hessian_sparsity(unrolled, x).toarray())
-    _, ys = sg.scan(lambda c, i: (c + x[i], c * x[(i * 7) % n]), 0.0, np.arange(n))
-    ys_u, c = [], 0.0
-    for i in range(n):
-        ys_u.append(c * x[(i * 7) % n])
-        c = c + x[i]
-    np.testing.assert_array_equal(sg.jacobian_sparsity(ys, x).toarray(),
-                                  sg.jacobian_sparsity(sg.stack(ys_u), x).toarray())
-
-
-def test_a_loop_past_the_step_patterns_gets_a_superset(monkeypatch, rng):
-    """Past ``STEP_PATTERNS`` steps a loop's integers are not bound: its pattern holds the
-    unrolled one's, and the sparse Hessian still equals the dense one."""
-    from symgrad.transforms import loop_sparsity
-
-    monkeypatch.setattr(loop_sparsity, "STEP_PATTERNS", 5)
-    n = 12
-    x = sg.var("x", shape=(n,))
-    e = sg.fori_loop(0, n - 1, lambda i, acc: acc + (x[i + 1] - x[i]) ** 2 * sg.exp(x[i]), 0.0)
-    unrolled = sum((x[i + 1] - x[i]) ** 2 * sg.exp(x[i]) for i in range(n - 1))
-    got = sg.hessian_sparsity(e, x).toarray()
-    want = sg.hessian_sparsity(unrolled, x).toarray()
-    assert got[want].all() and got.sum() > want.sum()
-    at = {"x": rng.uniform(-1.0, 1.0, n)}
-    np.testing.assert_allclose(sg.evaluate(sg.hessian(e, x, sparse=True), at).toarray(),
-                               sg.evaluate(sg.hessian(unrolled, x), at), rtol=1e-12, atol=1e-12)
-
-
-def test_a_captured_index_array_is_read_by_the_pattern():
-    """A body permuting its carry by a captured integer array (``c[perm]``): the pattern
-    follows the permutation, as the unrolled loop's."""
-    x = sg.var("x", shape=(N,))
-    perm = np.array([2, 0, 3, 1])
-    c, ys = sg.scan(lambda c, v: (c[perm] * sg.cos(v) + v, c[perm[0]] * v), x[:4], x[4:])
-    cu, ys_u = x[:4], []
-    for t in range(N - 4):
-        v = x[4 + t]
-        cu, y = cu[perm] * sg.cos(v) + v, cu[perm[0]] * v
-        ys_u.append(y)
-    for rolled, unrolled in ((c, cu), (ys, sg.stack(ys_u))):
-        got = sg.jacobian_sparsity(rolled, x).toarray()
-        np.testing.assert_array_equal(got, sg.jacobian_sparsity(unrolled, x).toarray())
-        assert not got.all()
-
-
-def test_a_long_loop_follows_the_carry_to_its_fixed_point():
-    """A loop of 10^5 steps whose carry accumulates every slice: the final carry depends on
-    every element, each step's result only on its own and the initial value (the carry's
-    pattern repeats after one step, and is not followed further)."""
-    n = 100_000
-    x = sg.var("x", shape=(n,))
-    c, ys = sg.scan(lambda c, v: (c * 0.5 + v, v * x[0]), x[0], x)
-    assert sg.jacobian_sparsity(c, x).nnz == n
-    pattern = sg.jacobian_sparsity(ys, x)
-    assert pattern.nnz == 2 * n - 1
-    np.testing.assert_array_equal(pattern.diagonal(), np.ones(n, dtype=bool))
-
-
-def test_a_loop_too_dense_for_a_sparse_pattern_raises_limit_error():
-    """Per-step results reading an accumulating carry have a triangular pattern: past the
-    budget, ``LimitError`` (never an unbounded pattern)."""
-    n = 400
-    x = sg.var("x", shape=(n,))
-    _, ys = sg.scan(lambda c, v: (c + v, c * v), 0.0, x)
-    assert sg.jacobian_sparsity(ys, x).nnz == n * (n + 1) // 2  # row t: x[0..t]
-    with pair_limit(10_000), pytest.raises(LimitError, match="loop of 400 steps"):
-        sg.jacobian_sparsity(ys, x)
+    monkeypatch.setattr(builtins, "__import__", no_scipy)
+    x = sg.var("x", shape=(4,))
+    rows, cols = sg.jacobian_sparsity(x[1:] * x[:-1], x)
+    assert rows.tolist() == [0, 0, 1, 1, 2, 2] and cols.tolist() == [0, 1, 1, 2, 2, 3]
+    value = sg.evaluate(sg.jacobian(x[1:] * x[:-1], x, sparse=True), {"x": np.arange(4.0)})
+    assert np.array_equal(value.toarray(), np.array([[1, 0, 0, 0], [0, 2, 1, 0], [0, 0, 3, 2]]))
