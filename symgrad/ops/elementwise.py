@@ -246,8 +246,10 @@ def _abs_rule(n, g):
     if not is_complex(z.data.dtype):
         return (g * F.sign(z),)
     # |z|' pairs with conj(z) / |z| (zero at 0, as for real x): z / |z| is not locally
-    # constant, so it is written out rather than as sign(z), which has no derivative
-    return (g * where_zero(n.out == 0, F.conj(z) / n.out),)
+    # constant, so it is written out rather than as sign(z), which has no derivative; the
+    # divisor is 1 at 0 (a compiled complex division by zero raises, NumPy's warns)
+    zero = n.out == 0
+    return (g * where_zero(zero, F.conj(z) / F.where(zero, 1.0, n.out)),)
 
 
 def _abs_forward(n, t):

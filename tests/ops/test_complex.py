@@ -4,6 +4,8 @@ with clear errors where JAX refuses or an op has no complex meaning."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -171,3 +173,18 @@ def test_higher_derivatives_of_complex_variables_are_holomorphic_or_refused(x64)
         sg.derivative(sg.abs(z) ** 2, z, 2)
     with pytest.raises(sg.DifferentiationError, match="holomorphic=True"):
         sg.derivative(sg.exp(z), z, 2)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_the_gradient_of_a_complex_abs_at_zero_is_zero_on_every_backend(backend):
+    """``d|z|`` pairs with ``conj(z)/|z|``, zero at ``z = 0`` (as JAX's), computed without a
+    division by zero: no NumPy warning, no ZeroDivisionError in a compiled kernel."""
+    if backend == "numba":
+        pytest.importorskip("numba")
+    z = sg.var("z", shape=(3,), dtype="complex128")
+    g = sg.grad(sg.sum(sg.abs(z)), z)
+    v = np.array([0j, 3 + 4j, -1j])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = sg.compile(g, backend=backend)(v)
+    np.testing.assert_allclose(got, [0, 0.6 - 0.8j, 1j], rtol=1e-15)
