@@ -31,7 +31,7 @@ rounding, not bit for bit.
 >>> import symgrad as sg
 >>> x = sg.var("x", shape=(1000,))
 >>> src = sg.to_source(sg.sum(sg.sin(x) * x + 1.0), backend="numba")
->>> "for _t4_i0 in range(1000):" in src and "t4 = _f_kernel(x)" in src
+>>> "for _t4_i0 in range(1000):" in src and "t4 = _f_kernel(np.ascontiguousarray(x))" in src
 True
 """
 
