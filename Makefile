@@ -30,9 +30,9 @@ $(DOCS_STAMP): $(BASE)
 demo: $(BASE)
 	$(PY) -m symgrad demo
 
-# PYTEST_ARGS adds pytest options: `make test PYTEST_ARGS="-n 2 --dist loadfile"` runs the suite
-# on two pytest-xdist workers (in the test extra), one test file per worker at a time
-PYTEST_ARGS ?=
+# PYTEST_ARGS: pytest's options; by default two pytest-xdist workers (in the test extra), one
+# test file per worker at a time; `make test PYTEST_ARGS=` runs the suite in one process
+PYTEST_ARGS ?= -n 2 --dist loadfile
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
