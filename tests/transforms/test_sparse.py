@@ -21,19 +21,9 @@ from symgrad.ops import structure
 from symgrad.transforms import sparsity
 from symgrad.transforms.colouring import column_colouring, recovery, seed_rows, star_colouring
 from symgrad.transforms.sparsity import Pattern
+from tests.support.sparse_close import sparse_close
 
 scipy = pytest.importorskip("scipy")
-
-
-def _dense(m) -> np.ndarray:
-    return m.toarray() if hasattr(m, "toarray") else np.asarray(m)
-
-
-def _close(sparse_value, dense, rtol=1e-13):
-    dense = np.asarray(dense)
-    scale = max(float(np.max(np.abs(dense), initial=0.0)), 1e-300)
-    np.testing.assert_allclose(_dense(sparse_value), dense.reshape(_dense(sparse_value).shape),
-                               rtol=0, atol=rtol * scale)
 
 
 # -- colourings -----------------------------------------------------------------------------
@@ -164,7 +154,7 @@ def test_hessian_takes_the_sparse_path_by_itself_when_it_pays(rng):
     assert any(n.op == "index_add" and n.attrs["shape"] == (64 * 64,) for n in f.graph.nodes)
     dense = sg.hessian(f, x, sparse=False)
     at = {"x": rng.uniform(-1, 2, 64)}
-    _close(sg.evaluate(auto, at), sg.evaluate(dense, at))
+    sparse_close(sg.evaluate(auto, at), sg.evaluate(dense, at))
     small, y = _rosenbrock(8)  # few variables: the one dense pass
     assert sg.hessian(small, y).data.role == "adjoint"
     full = sg.var("z", shape=(40,))  # a dense Hessian: colouring does not pay
@@ -182,7 +172,7 @@ def test_sparse_jacobian_picks_rows_or_columns():
     assert J2.method == "forward" and J2.colours <= 3
     at = {"x": np.linspace(-1, 1, 30)}
     for sparse, f in ((J, dense_row), (J2, dense_col)):
-        _close(sg.evaluate(sparse, at), sg.evaluate(sg.jacobian(f, x, mode="reverse"), at))
+        sparse_close(sg.evaluate(sparse, at), sg.evaluate(sg.jacobian(f, x, mode="reverse"), at))
 
 
 def test_emitted_sparse_source_returns_data_and_the_pattern(rng):
@@ -196,7 +186,7 @@ def test_emitted_sparse_source_returns_data_and_the_pattern(rng):
     data = namespace["rosen_hess"](point)
     m = scipy.sparse.csr_matrix((data, (namespace["ROWS"], namespace["COLS"])),
                                 shape=namespace["SHAPE"])
-    _close(m, sg.evaluate(sg.hessian(f, x, sparse=False), {"x": point}))
+    sparse_close(m, sg.evaluate(sg.hessian(f, x, sparse=False), {"x": point}))
     fn = sg.compile(H)
     np.testing.assert_array_equal(fn(point), data)
     assert fn.shape == (40, 40) and np.array_equal(fn.rows, H.rows)

@@ -17,21 +17,12 @@ from symgrad.ir.shapes import is_float
 from symgrad.testing import sparse_functions
 from symgrad.transforms.sparsity import jacobian_pattern
 from tests.support.registry_cases import registry_cases
+from tests.support.sparse_close import dense as as_dense
+from tests.support.sparse_close import sparse_close
 
 pytest.importorskip("scipy")
 
 SPARSE = settings(max_examples=40, deadline=None, derandomize=True)
-
-
-def _dense(m) -> np.ndarray:
-    return m.toarray() if hasattr(m, "toarray") else np.asarray(m)
-
-
-def _close(sparse_value, dense, rtol=1e-13):
-    dense = np.asarray(dense)
-    scale = max(float(np.max(np.abs(dense), initial=0.0)), 1e-300)
-    np.testing.assert_allclose(_dense(sparse_value), dense.reshape(_dense(sparse_value).shape),
-                               rtol=0, atol=rtol * scale)
 
 
 @SPARSE
@@ -40,11 +31,11 @@ def test_jacobian_pattern_is_a_superset_and_the_sparse_jacobian_equals_the_dense
     r, at = case.expr, case.inputs
     x = sg.var("x", (10,))
     dense = np.asarray(sg.evaluate(sg.jacobian(r, x, mode="reverse"), at)).reshape(r.size, 10)
-    pattern = _dense(sg.jacobian_sparsity(r, x))
+    pattern = as_dense(sg.jacobian_sparsity(r, x))
     assert not np.any((dense != 0) & ~pattern), case
     for mode in ("forward", "reverse", None):
         J = sg.jacobian(r, x, sparse=True, mode=mode)
-        _close(sg.evaluate(J, at), dense)
+        sparse_close(sg.evaluate(J, at), dense)
     r.graph.verify()
 
 
@@ -55,12 +46,12 @@ def test_hessian_pattern_is_a_superset_and_the_sparse_hessian_equals_the_dense(c
     f = sg.sum(case.expr * case.expr)
     at = case.inputs
     dense = sg.evaluate(sg.hessian(f, x, sparse=False), at)
-    pattern = _dense(sg.hessian_sparsity(f, x))
+    pattern = as_dense(sg.hessian_sparsity(f, x))
     assert np.array_equal(pattern, pattern.T)
     assert not np.any((dense != 0) & ~pattern), case
     for method in ("star", "distance2"):
         H = sg.hessian(f, x, sparse=True, method=method)
-        _close(sg.evaluate(H, at), dense)
+        sparse_close(sg.evaluate(H, at), dense)
     f.graph.verify()
 
 
@@ -84,12 +75,12 @@ def test_every_sparsity_rule_is_a_superset_of_the_jacobian(case):
 def test_patterns_follow_the_structure():
     x = sg.var("x", shape=(6,))
     band = sg.jacobian_sparsity(x[2:] - 2.0 * x[1:-1] + x[:-2], x)  # a 1-D Laplacian
-    assert band.nnz == 12 and _dense(band)[1, 1:4].all()
+    assert band.nnz == 12 and as_dense(band)[1, 1:4].all()
     block = sg.jacobian_sparsity(sg.sum(sg.reshape(x, (3, 2)) ** 2, axis=-1), x)
-    assert _dense(block).astype(int).tolist() == [[1, 1, 0, 0, 0, 0], [0, 0, 1, 1, 0, 0],
+    assert as_dense(block).astype(int).tolist() == [[1, 1, 0, 0, 0, 0], [0, 0, 1, 1, 0, 0],
                                                   [0, 0, 0, 0, 1, 1]]
     D = np.diag([1.0, 2.0, 3.0])  # a constant factor's zeros are skipped by matmul
-    assert _dense(sg.jacobian_sparsity(D @ x[:3], x)).sum() == 3
+    assert as_dense(sg.jacobian_sparsity(D @ x[:3], x)).sum() == 3
     assert sg.jacobian_sparsity(sg.floor(x) * 2.0, x).nnz == 0  # zero derivative
 
 
