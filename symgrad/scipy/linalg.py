@@ -24,17 +24,14 @@ from typing import Any
 import numpy as np
 
 from .. import numpy as _numpy  # noqa: F401  (the ops and NumPy's names, registered first)
-from ..base.errors import LimitError, ShapeError, UnsupportedError
+from ..base.errors import ShapeError, UnsupportedError
 from ..frontend.numpy_define import as_expr
 from ..ir.expr import Expr, F
-from ..ops.matrix_functions import factored_matrix, lu_parts
+from ..ops.matrix_functions import factored_matrix, lu_parts, sylvester
 
 __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "eigvalsh",
            "expm", "inv", "lu", "lu_factor", "lu_solve", "solve", "solve_banded",
-           "solve_sylvester", "solve_triangular", "svd", "svdvals"]
-
-# solve_sylvester's Kronecker system has (m n)^2 entries: m n above this is refused
-SYLVESTER_LIMIT = 4096
+           "solve_sylvester", "solve_triangular", "sqrtm", "svd", "svdvals"]
 
 _NOT_YET: dict[str, str] = {}
 
@@ -147,8 +144,9 @@ def solve_sylvester(a: Any, b: Any, q: Any) -> Expr:
     of size ``m n`` by ``linalg.solve``, so it runs on every target (JAX and PyTorch have
     no Sylvester solver) and its derivatives are the solve's, any order: ``dX`` solves
     ``a dX + dX b = dq - da X - X db``. The values are SciPy's (Bartels-Stewart) up to
-    rounding. The system has ``(m n)^2`` entries: ``m n`` above ``SYLVESTER_LIMIT`` (4096)
-    raises :class:`~symgrad.errors.LimitError`. Complex matrices work as SciPy's.
+    rounding. The system has ``(m n)^2`` entries: ``m n`` above
+    ``symgrad.ops.matrix_functions.SYLVESTER_LIMIT`` (4096) raises
+    :class:`~symgrad.errors.LimitError`. Complex matrices work as SciPy's.
 
     >>> import numpy as np, symgrad as sg
     >>> A, B, Q = (sg.var(k, shape=(2, 2)) for k in "ABQ")
@@ -167,22 +165,35 @@ def solve_sylvester(a: Any, b: Any, q: Any) -> Expr:
     if q.shape != (m, n):
         raise ShapeError(f"solve_sylvester: q must have shape ({m}, {n}) for a {a.shape} "
                          f"and b {b.shape}, got {q.shape}")
-    if m * n > SYLVESTER_LIMIT:
-        raise LimitError(f"solve_sylvester: the Kronecker system of a {m} x {m} and a "
-                         f"{n} x {n} matrix has {(m * n) ** 2:,} entries (m n = {m * n} > "
-                         f"symgrad.scipy.linalg.SYLVESTER_LIMIT = {SYLVESTER_LIMIT}); raise "
-                         f"the limit if that memory is fine")
-    dtype = _numpy.result_type(a.dtype, b.dtype, q.dtype).name
-    left = F.reshape(F.einsum("ij,kl->ikjl", a, F.eye(n, dtype=dtype)), (m * n, m * n))
-    right = F.reshape(F.einsum("ij,kl->ikjl", F.eye(m, dtype=dtype), F.matrix_transpose(b)),
-                      (m * n, m * n))
-    return F.reshape(F.solve(left + right, F.reshape(q, (m * n,))), (m, n))
+    return sylvester(a, b, q)
 
 
 def expm(A: Any) -> Expr:
     """The matrix exponential (of each matrix of the last two axes): the ``expm`` op, whose
     derivative is the Fréchet derivative (block-matrix formula)."""
     return F.expm(as_expr(A))
+
+
+def sqrtm(A: Any, disp: Any = None, blocksize: Any = None) -> Expr:
+    """The principal square root ``X`` of ``A`` (``X @ X = A``, the eigenvalues of ``X`` in
+    the right half-plane), SciPy's values (its Schur method), of each matrix of the last
+    two axes. The result is complex always, as JAX's (SciPy's is real where the root is,
+    a dtype that depends on the values): take ``.real`` where the root is known to be real.
+
+    Its derivative solves the Sylvester equation ``X dX + dX X = dA`` (the adjoint solves
+    ``X^T G_A + G_A X^T = G``), by :func:`solve_sylvester`'s Kronecker system: every order,
+    every target that evaluates ``sqrtm`` (SciPy on the NumPy target, JAX's own there);
+    ``n^2`` above ``SYLVESTER_LIMIT`` raises :class:`~symgrad.errors.LimitError` when
+    differentiated (the values have no limit). ``disp`` and ``blocksize`` change nothing here.
+
+    >>> import numpy as np, symgrad as sg
+    >>> A = sg.var("A", shape=(2, 2))
+    >>> X = sqrtm(A)
+    >>> np.round(sg.evaluate(X, {"A": [[4.0, 0.0], [0.0, 9.0]]}), 12)
+    array([[2.+0.j, 0.+0.j],
+           [0.+0.j, 3.+0.j]])
+    """
+    return F.sqrtm(as_expr(A))
 
 
 def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> tuple[Expr, Expr]:

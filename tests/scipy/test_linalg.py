@@ -340,5 +340,72 @@ def test_solve_sylvester_derivatives_forward_reverse_and_order_two():
 def test_solve_sylvester_refuses_mismatched_and_huge_systems():
     with pytest.raises(sg.ShapeError, match="q must have shape"):
         sgl.solve_sylvester(np.eye(2), np.eye(3), sg.var("q", shape=(3, 2)))
-    with pytest.raises(sg.LimitError, match="SYLVESTER_LIMIT"):
+    with pytest.raises(sg.LimitError, match="matrix_functions.SYLVESTER_LIMIT"):
         sgl.solve_sylvester(sg.var("a", shape=(65, 65)), np.eye(65), np.zeros((65, 65)))
+
+
+SQRTM = {
+    "positive-definite": SPD,
+    "negative-eigenvalues": A + A.T,
+    "complex": A + 1j * RNG.standard_normal((4, 4)) + 3 * np.eye(4),
+    "stack": RNG.standard_normal((2, 3, 3)) + 3 * np.eye(3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SQRTM))
+def test_sqrtm_values_are_scipys_principal_root(name):
+    """sqrtm: SciPy's principal root (complex always), on the NumPy target too."""
+    a = SQRTM[name]
+    X = sg.var("X", shape=a.shape, dtype=a.dtype.name)
+    root = sgl.sqrtm(X)
+    want = sl.sqrtm(a)
+    got = sg.evaluate(root, {"X": a})
+    assert got.dtype == np.complex128
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(sg.compile(root, inputs=[X])(a), want, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(got @ got, a, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("name", sorted(SQRTM))
+def test_sqrtm_derivatives_forward_reverse_and_order_two(name):
+    """Reverse and forward derivatives of a real loss of sqrtm equal central differences of
+    SciPy's sqrtm; the second order equals central differences of the gradient."""
+    rng = np.random.default_rng(13)
+    a = SQRTM[name]
+    X = sg.var("X", shape=a.shape, dtype=a.dtype.name)
+    c1, c2 = rng.standard_normal(a.shape), rng.standard_normal(a.shape)
+    loss = sg.sum(sg.real(sgl.sqrtm(X)) * c1 + sg.imag(sgl.sqrtm(X)) * c2)
+
+    def scipy_loss(m):
+        r = sl.sqrtm(m)
+        return np.sum(r.real * c1 + r.imag * c2)
+
+    d = rng.standard_normal(a.shape)
+    if np.iscomplexobj(a):
+        d = d + 1j * rng.standard_normal(a.shape)
+    want = _central(scipy_loss, a, d)
+    g = sg.grad(loss, X)
+    assert np.sum((sg.evaluate(g, {"X": a}) * d).real) == pytest.approx(want, rel=1e-6)
+    assert float(sg.evaluate(sg.jvp(loss, X, d), {"X": a})) == pytest.approx(want, rel=1e-6)
+    c = rng.standard_normal(a.shape)
+    second = sg.sum(sg.real(g) * c)
+
+    def at(m):
+        return float(sg.evaluate(second, {"X": m}))
+
+    g2 = sg.evaluate(sg.grad(second, X), {"X": a})
+    assert np.sum((g2 * d).real) == pytest.approx(_central(at, a, d, 1e-5), rel=1e-5, abs=1e-7)
+
+
+def test_sqrtm_on_jax_equals_scipy(x64):
+    """The JAX target computes sqrtm with jax.scipy.linalg.sqrtm (the same root), and the
+    gradient with symgrad's Sylvester rule (JAX's sqrtm has no derivative of its own)."""
+    pytest.importorskip("jax")
+    X = sg.var("X", shape=(4, 4))
+    root = sgl.sqrtm(X)
+    g = sg.grad(sg.sum(sg.real(root) * np.arange(16.0).reshape(4, 4)), X)
+    fn = sg.compile([root, g], inputs=[X], backend="jax")
+    got = fn(SPD)
+    np.testing.assert_allclose(np.asarray(got[0]), sl.sqrtm(SPD), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(got[1]), sg.evaluate(g, {"X": SPD}), rtol=1e-9,
+                               atol=1e-12)
