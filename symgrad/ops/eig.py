@@ -33,7 +33,7 @@ import numpy as np
 from ..ir.expr import Expr, F, call, const
 from ..ir.op import Op, register, results_of
 from ..ir.shapes import complex_dtype
-from .numpy_linalg import _adjoint_pairing, _gap_inverse, mH, mT, on_squares
+from .numpy_linalg import adjoint_pairing, gap_inverse, mH, mT, on_squares
 
 EigResult = namedtuple("EigResult", ["eigenvalues", "eigenvectors"])
 
@@ -87,7 +87,7 @@ def _columns(x: Expr) -> Expr:
 def _vectors_tangent(w: Expr, v: Expr, t: Expr) -> Expr:
     """``dV = dV0 + V diag(a)``, ``dV0 = V (F o V^-1 dA V)``, ``a`` keeping each column's
     norm 1 and its largest component real (LAPACK's gauge)."""
-    dv0 = v @ (_gap_inverse(w) * F.solve(v, t @ v))
+    dv0 = v @ (gap_inverse(w) * F.solve(v, t @ v))
     mask, top = _largest(v)
     along = F.real(F.sum(F.conj(v) * dv0, axis=-2))
     turn = F.imag(F.sum(mask * dv0, axis=-2)) / top
@@ -101,13 +101,13 @@ def _vectors_adjoint_textbook(w: Expr, v: Expr, gw: Expr | None, gv: Expr) -> Ex
     mask, top = _largest(v)
     s = F.sum(F.conj(v) * gv, axis=-2)
     g0 = gv - v * _columns(F.real(s)) - mask * _columns(F.imag(s) / top * 1j)
-    inner = F.conj(_gap_inverse(w)) * (mH(v) @ g0)
+    inner = F.conj(gap_inverse(w)) * (mH(v) @ g0)
     if gw is not None:
         inner = inner + F.expand_dims(gw, axis=-1) * F.eye(w.shape[-1], dtype=v.data.dtype)
     return F.solve(mH(v), inner @ mH(v))
 
 
-_vectors_adjoint = _adjoint_pairing(
+_vectors_adjoint = adjoint_pairing(
     lambda n, g: (_vectors_adjoint_textbook(n.results[0], n.results[1], *g),))
 
 
