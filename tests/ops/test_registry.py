@@ -344,6 +344,9 @@ class _Jax:
         if case.op.name == "eig":
             pytest.skip("JAX refuses any derivative through jnp.linalg.eig: eig's rule is "
                         "checked against jnp.linalg.eigvals' in tests/ops/test_eig.py")
+        if case.op.name in ("erf", "erfc"):
+            pytest.skip("JAX has no complex erf: the derivatives are checked against central "
+                        "differences of SciPy's in tests/ops/test_special.py")
         if case.op.name == "partition":
             pytest.skip("the order within each side of a partition is unspecified: the JAX "
                         "target's is sorted, NumPy's introselect's is its own (the "

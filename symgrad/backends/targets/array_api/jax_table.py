@@ -33,6 +33,8 @@ COMPLEX_UNSUPPORTED: dict[str, str] = {
         "does (NumPy's max and maximum give the NaN, JAX's a number; NumPy's complex < is "
         "False beside a NaN)"),
     **dict.fromkeys(("argmax", "argmin"), "jnp.argmax and jnp.argmin refuse complex values"),
+    **dict.fromkeys(("erf", "erfc"), "jax.scipy.special has no complex erf (SciPy's is "
+                    "Faddeeva's)"),
 }
 """Ops this backend cannot write for complex operands, with the reason."""
 

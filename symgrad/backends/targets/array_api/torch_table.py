@@ -20,6 +20,8 @@ UNSUPPORTED: dict[str, str] = {**SPARSE_UNSUPPORTED, **SOLVER_UNSUPPORTED}
 COMPLEX_UNSUPPORTED: dict[str, str] = dict.fromkeys(
     ORDERING, "PyTorch has no order of complex values (torch.max, torch.sort and < refuse "
     "them; NumPy's is lexicographic)")
+COMPLEX_UNSUPPORTED.update(dict.fromkeys(
+    ("erf", "erfc"), "torch.special has no complex erf (SciPy's is Faddeeva's)"))
 """Ops this backend cannot write for complex operands, with the reason."""
 
 _NATIVE = ("erf", "erfc", "erfinv", "erfcx", "ndtr", "ndtri", "log_ndtr", "logit", "gammaln",
