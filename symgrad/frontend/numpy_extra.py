@@ -99,3 +99,4 @@ def _range(s: slice) -> Any:
 
 r_ = _Concatenator("r_", False)
 c_ = _Concatenator("c_", True)
+
