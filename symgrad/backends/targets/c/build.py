@@ -1,0 +1,150 @@
+"""Compiling a ``backend="c"`` module's C text and loading it with :mod:`ctypes`.
+
+:func:`load_library` is what a generated module calls, once, when it is run: it hashes
+the C text with the compiler's command line, and looks in ``<cache>/c/<hash>/`` (the
+folder rules of :mod:`symgrad.backends.disk_cache`: private, verified) for ``module.so``
+whose SHA-256 is the one recorded in ``module.json`` when this code wrote it; a missing,
+changed or unrecorded library is never loaded: the C text is compiled again. Otherwise
+the system C compiler (``$CC``, else ``cc``, ``gcc`` or ``clang`` on ``PATH``) builds it
+with IEEE arithmetic as NumPy's — ``-O2 -fno-fast-math -ffp-contract=off`` (no fused
+multiply-add: the same roundings as NumPy's separate operations) ``-fno-math-errno``
+(no value changes; ``sqrt`` inlined) — as C99, position-independent, shared, linked
+with ``-lm``. No compiler is a :class:`~symgrad.errors.BackendError` naming the fix; a
+compiler's error is one with the compiler's message; a C text over
+:data:`MAX_SOURCE_BYTES` is a :class:`~symgrad.errors.LimitError` before anything runs.
+
+>>> import ctypes
+>>> lib = load_library("int twice(double x, double *o0) { o0[0] = 2 * x; return 0; }",
+...                    {"twice": ("float64",)})  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from ....base.errors import BackendError, LimitError
+from ....base.progress import step
+from ... import disk_cache
+
+__all__ = ["FLAGS", "MAX_SOURCE_BYTES", "compiler", "failure", "load_library"]
+
+FLAGS = ("-std=c99", "-O2", "-fno-fast-math", "-ffp-contract=off", "-fno-math-errno",
+         "-fPIC", "-shared")
+MAX_SOURCE_BYTES = 64 << 20  # a C text this long would take the compiler minutes
+COMPILE_TIMEOUT_S = 1800.0
+
+_ARG = {"p": ctypes.c_void_p, "float64": ctypes.c_double, "float32": ctypes.c_float,
+        "int64": ctypes.c_int64, "int32": ctypes.c_int32, "bool": ctypes.c_bool}
+_LOADED: dict[str, Any] = {}
+_LOCK = threading.Lock()
+
+
+def compiler() -> str:
+    """The C compiler's command: ``$CC``, else the first of ``cc``, ``gcc``, ``clang`` on
+    ``PATH``; a :class:`BackendError` naming the fix where there is none."""
+    given = os.environ.get("CC", "").strip()
+    if given:
+        found = shutil.which(given)
+        if found is None:
+            raise BackendError(f"backend 'c': the C compiler $CC={given!r} is not found; set "
+                               "CC to an installed compiler (gcc, clang), or use "
+                               "backend='numba' or backend='numpy'")
+        return found
+    for name in ("cc", "gcc", "clang"):
+        found = shutil.which(name)
+        if found is not None:
+            return found
+    raise BackendError("backend 'c' needs a C compiler: none of cc, gcc, clang is on PATH "
+                       "and $CC is not set; install one (e.g. apt install gcc, xcode-select "
+                       "--install), or use backend='numba' or backend='numpy'")
+
+
+def load_library(source: str, signatures: dict[str, tuple[str, ...]]) -> Any:
+    """The loaded library of C text ``source`` (our own generated text), each function of
+    ``signatures`` (name -> its parameters' kinds: ``"p"`` a pointer, else a scalar's
+    dtype) typed for :mod:`ctypes`, returning ``int`` (0: done)."""
+    data = source.encode()
+    if len(data) > MAX_SOURCE_BYTES:
+        raise LimitError(f"backend 'c': the C text is {len(data):,} bytes, over the "
+                         f"{MAX_SOURCE_BYTES:,}-byte budget; compile smaller functions, or "
+                         "use backend='numba' or backend='numpy'")
+    cc = compiler()
+    key = hashlib.sha256(b"\0".join([data, cc.encode(), *(f.encode() for f in FLAGS)]))
+    digest = key.hexdigest()
+    with _LOCK:
+        lib = _LOADED.get(digest)
+        if lib is None:
+            lib = _LOADED[digest] = ctypes.CDLL(str(_shared_object(data, cc, digest)))
+    for name, kinds in signatures.items():
+        f = getattr(lib, name)
+        f.argtypes = [_ARG[k] for k in kinds]
+        f.restype = ctypes.c_int
+    return lib
+
+
+def _shared_object(data: bytes, cc: str, digest: str) -> Path:
+    """The path of the verified library of C text ``data``, compiled where missing."""
+    folder = disk_cache.folder("c") / digest[:32]
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        reason = disk_cache.insecure(folder)
+    except OSError as e:
+        reason = str(e)
+    if reason is not None:  # (the kind folder was checked: only a planted entry lands here)
+        folder = Path(tempfile.mkdtemp(prefix="symgrad-c-"))
+    so, record = folder / "module.so", folder / "module.json"
+    try:
+        want = json.loads(record.read_text()).get("so")
+    except (OSError, ValueError, AttributeError):
+        want = None
+    if want is not None and disk_cache.digest(so) == want:
+        return so
+    _compile(data, cc, folder, so)
+    disk_cache.write(record, json.dumps({"so": disk_cache.digest(so)}).encode())
+    return so
+
+
+def _compile(data: bytes, cc: str, folder: Path, so: Path) -> None:
+    """``data`` written as ``module.c`` and compiled into ``so`` (atomically)."""
+    c_file = folder / "module.c"
+    disk_cache.write(c_file, data)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".module.", suffix=".so.tmp")
+    os.close(fd)
+    cmd = [cc, *FLAGS, "-o", tmp, str(c_file), "-lm"]
+    try:
+        with step("compile (C)", total=1, unit="module"):
+            done = subprocess.run(cmd, capture_output=True, text=True,
+                                  timeout=COMPILE_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        if done.returncode != 0:
+            message = (done.stderr or done.stdout).strip()
+            raise BackendError(f"backend 'c': the C compiler failed ({' '.join(cmd)}):\n"
+                               f"{message[-4000:]}")
+        os.chmod(tmp, 0o700)
+        os.replace(tmp, so)
+    except subprocess.TimeoutExpired:
+        raise LimitError(f"backend 'c': the C compiler ran over {COMPILE_TIMEOUT_S:.0f} s; "
+                         "use backend='numba' or backend='numpy'") from None
+    except OSError as e:
+        raise BackendError(f"backend 'c': the C compiler {cc} could not run ({e}); install "
+                           "gcc or clang, or use backend='numba' or backend='numpy'") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def failure(code: int, name: str) -> Exception:
+    """The exception a C function's nonzero return ``code`` stands for."""
+    if code == 1:
+        return IndexError(f"{name}: index out of range (a traced index, as NumPy raises)")
+    if code == 2:
+        return MemoryError(f"{name}: the C function could not allocate its arrays")
+    return RuntimeError(f"{name}: the C function failed (code {code})")

@@ -1,0 +1,757 @@
+"""A compiled function's body, as the Numba target writes it, in C99.
+
+The Numba target writes each kernel (and each scan) as a small Python function in a fixed
+subset — ``for i in range(n):`` loops over literal ranges, scalar expressions of NumPy
+scalar functions, arrays allocated with ``np.empty``/``np.zeros``/``np.full``, element
+reads and writes, views (``.T``, ``np.transpose``, basic slices, ``reshape`` of a
+contiguous array, ``np.broadcast_to``), ``np.dot`` — over arrays of static shape
+(:mod:`..numba.nests`). :func:`translate` reads that text (:mod:`ast`, never run) and
+writes the same computation as one C function: every shape and stride is a literal, so a
+view is a pointer, an offset and strides known here, an element read one flat subscript,
+and a local array one ``malloc`` made before the first statement (freed after the last).
+Scalar types follow Numba's rules (NumPy's promotion of the operands' types; integer
+arithmetic in 64 bits), NaN-aware ``maximum``/``minimum``/``sign`` and NumPy's
+``logaddexp``/``remainder``/floor division are helpers of :data:`PRELUDE`.
+
+Anything outside the subset — a call with no C form (SciPy's special functions, sorting,
+LAPACK), complex numbers, a construct not listed above — raises :class:`Unsupported`
+naming it: the caller keeps those lines NumPy's (never a guess).
+
+>>> src = '''
+... def k(x, y):
+...     t = np.empty((3,), dtype=np.float64)
+...     for i in range(3):
+...         t[i] = np.exp(x[i]) * y
+...     return t
+... '''
+>>> fn = translate(src, {"x": ("float64", (3,)), "y": ("float64", ())}, ["t"])
+>>> print("\\n".join(fn.lines[-5:]))
+    for (int64_t v1_i = 0; v1_i < 3; v1_i++) {
+        o0[v1_i] = (exp(p_x[v1_i]) * s_y);
+    }
+    return 0;
+}
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ....base.errors import SymgradError
+
+__all__ = ["CFunction", "CTYPE", "PRELUDE", "Unsupported", "translate"]
+
+
+class Unsupported(SymgradError):
+    """A construct of a compiled function with no C form here (its lines stay NumPy's)."""
+
+
+CTYPE = {"float64": "double", "float32": "float", "int64": "int64_t", "int32": "int32_t",
+         "bool": "_Bool"}
+_NP_DTYPE = {"float64": "float64", "float32": "float32", "int64": "int64", "int32": "int32",
+             "bool_": "bool"}
+_FLOAT = ("float64", "float32")
+
+PRELUDE = r"""#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* NumPy's semantics where C's differ: NaN propagates through maximum/minimum, sign(NaN)
+   is NaN, logaddexp and remainder are npy_logaddexp and npy_remainder, floor division
+   is npy_divmod's quotient. */
+#define SG_FLOAT_HELPERS(T, S, F) \
+static inline T sg_maximum##S(T a, T b) { return (a >= b || a != a) ? a : b; } \
+static inline T sg_minimum##S(T a, T b) { return (a <= b || a != a) ? a : b; } \
+static inline T sg_sign##S(T a) { return a > 0 ? (T)1 : a < 0 ? (T)-1 : a == 0 ? (T)0 : a; } \
+static inline T sg_logaddexp##S(T x, T y) { \
+    if (x == y) return x + log##F((T)2); \
+    T d = x - y; \
+    if (d > 0) return x + log1p##F(exp##F(-d)); \
+    if (d <= 0) return y + log1p##F(exp##F(d)); \
+    return d; } \
+static inline T sg_logaddexp2##S(T x, T y) { \
+    if (x == y) return x + 1; \
+    T d = x - y; \
+    if (d > 0) return x + log1p##F(exp2##F(-d)) / log##F((T)2); \
+    if (d <= 0) return y + log1p##F(exp2##F(d)) / log##F((T)2); \
+    return d; } \
+static inline T sg_remainder##S(T a, T b) { \
+    T mod = fmod##F(a, b); \
+    if (b == 0) return mod; \
+    if (mod != 0) { if ((b < 0) != (mod < 0)) mod += b; } \
+    else mod = copysign##F((T)0, b); \
+    return mod; } \
+static inline T sg_floordiv##S(T a, T b) { \
+    T mod = fmod##F(a, b); \
+    if (b == 0) return a / b; \
+    T div = (a - mod) / b; \
+    if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1; \
+    if (div != 0) { T fl = floor##F(div); if (div - fl > (T)0.5) fl += 1; return fl; } \
+    return copysign##F((T)0, a / b); }
+SG_FLOAT_HELPERS(double, _d, )
+SG_FLOAT_HELPERS(float, _f, f)
+#define SG_INT_HELPERS(T, S) \
+static inline T sg_maximum##S(T a, T b) { return a >= b ? a : b; } \
+static inline T sg_minimum##S(T a, T b) { return a <= b ? a : b; } \
+static inline T sg_sign##S(T a) { return (T)((a > 0) - (a < 0)); } \
+static inline T sg_abs##S(T a) { return a < 0 ? -a : a; } \
+static inline T sg_pyfloordiv##S(T a, T b) { T q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; } \
+static inline T sg_pymod##S(T a, T b) { T m = a % b; return (m != 0 && ((m < 0) != (b < 0))) ? m + b : m; }
+SG_INT_HELPERS(int64_t, _l)
+SG_INT_HELPERS(int32_t, _i)
+"""
+
+_SUFFIX = {"float64": "_d", "float32": "_f", "int64": "_l", "int32": "_i"}
+
+# NumPy's scalar function -> C's (a float argument; float32 takes the "f" variant)
+_MATH1 = {"exp": "exp", "log": "log", "log1p": "log1p", "expm1": "expm1", "sqrt": "sqrt",
+          "sin": "sin", "cos": "cos", "tan": "tan", "tanh": "tanh", "sinh": "sinh",
+          "cosh": "cosh", "arcsin": "asin", "arccos": "acos", "arctan": "atan",
+          "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh", "exp2": "exp2",
+          "log2": "log2", "log10": "log10", "cbrt": "cbrt", "floor": "floor", "ceil": "ceil",
+          "rint": "rint", "trunc": "trunc"}
+_MATH2 = {"arctan2": "atan2", "hypot": "hypot", "copysign": "copysign", "fmod": "fmod",
+          "fmax": "fmax", "fmin": "fmin", "power": "pow"}
+_HELPER1 = {"sign"}
+_HELPER2 = {"maximum", "minimum", "logaddexp", "logaddexp2", "remainder"}
+_CONSTS = {"inf": "INFINITY", "nan": "NAN", "pi": "3.141592653589793", "e": "2.718281828459045"}
+
+
+@dataclass
+class Arr:
+    """An array value: ``base`` (a C pointer), element ``offset`` (C text), ``shape`` and
+    ``strides`` (in elements), all static but the offset."""
+
+    base: str
+    dtype: str
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    offset: str = "0"
+    owned: bool = False  # a local allocation (writable)
+
+    def contiguous(self) -> bool:
+        return self.strides == _c_strides(self.shape) or math.prod(self.shape) <= 1
+
+    def at(self, idx: list[str]) -> str:
+        terms = [self.offset] if self.offset != "0" else []
+        for i, s in zip(idx, self.strides):
+            if s and i != "0":
+                terms.append(i if s == 1 else f"{s} * {_paren(i)}")
+        return f"{self.base}[{' + '.join(terms) or '0'}]"
+
+
+def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    out, step = [], 1
+    for d in reversed(shape):
+        out.append(step)
+        step *= d
+    return tuple(reversed(out))
+
+
+def _paren(text: str) -> str:
+    return text if text.replace("_", "").isalnum() else f"({text})"
+
+
+@dataclass
+class CFunction:
+    """One C function: its name, text lines, and per parameter its kind: ``"p"`` (an
+    array's data pointer) or a scalar dtype; outputs are pointers after the inputs."""
+
+    name: str
+    lines: list[str]
+    params: list[str]
+    raises: bool = False  # whether it can report an index out of range (returns 1)
+
+
+@dataclass
+class _Scope:
+    names: dict[str, Any] = field(default_factory=dict)  # name -> Arr | (cname, dtype)
+
+
+class _Translator:
+    def __init__(self, inputs: dict[str, tuple[str, tuple[int, ...]]],
+                 outputs: list[str]) -> None:
+        self.inputs, self.outputs = inputs, outputs
+        self.env: dict[str, Any] = {}
+        self.decls: dict[str, str] = {}  # C local -> its type (hoisted declarations)
+        self.allocs: list[tuple[str, str, int]] = []  # (C pointer, C type, elements)
+        self.body: list[str] = []
+        self.depth = 1
+        self.count = 0
+        self.raises = False
+        self.assigned: dict[str, int] = {}
+        self.out_alias: dict[str, int] = {}  # a returned name bound once -> its output
+
+    # -- names -------------------------------------------------------------------------
+
+    def fresh(self, name: str) -> str:
+        self.count += 1
+        return f"v{self.count}_{name.lstrip('_')}"[:60]
+
+    def emit(self, line: str) -> None:
+        self.body.append("    " * self.depth + line)
+
+    # -- statements ----------------------------------------------------------------------
+
+    def stmt(self, s: ast.stmt) -> None:
+        if isinstance(s, ast.Assign):
+            if len(s.targets) != 1:
+                raise Unsupported("a chained assignment")
+            self.assign(s.targets[0], s.value)
+        elif isinstance(s, ast.AugAssign):
+            op = _BINOP.get(type(s.op))
+            if op is None:
+                raise Unsupported(f"augmented {type(s.op).__name__}")
+            target = ast.BinOp(left=_load(s.target), op=s.op, right=s.value)
+            self.assign(s.target, target)
+        elif isinstance(s, ast.For):
+            self.loop(s)
+        elif isinstance(s, ast.If):
+            cond, _ = self.expr(s.test)
+            self.emit(f"if ({cond}) {{")
+            self.block(s.body)
+            if s.orelse:
+                self.emit("} else {")
+                self.block(s.orelse)
+            self.emit("}")
+        elif isinstance(s, ast.Raise):
+            self.raises = True
+            self.emit("return 1; /* index out of range: IndexError */")
+        elif isinstance(s, ast.Pass):
+            pass
+        elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant):
+            pass  # a docstring
+        else:
+            raise Unsupported(f"statement {type(s).__name__}")
+
+    def block(self, stmts: list[ast.stmt]) -> None:
+        self.depth += 1
+        for s in stmts:
+            self.stmt(s)
+        self.depth -= 1
+
+    def loop(self, s: ast.For) -> None:
+        it = s.iter
+        if (not isinstance(s.target, ast.Name) or not isinstance(it, ast.Call)
+                or not isinstance(it.func, ast.Name) or it.func.id != "range" or s.orelse
+                or not 1 <= len(it.args) <= 2):
+            raise Unsupported("a loop other than for i in range(...)")
+        bounds = [self.expr(a)[0] for a in it.args]
+        start, stop = (["0"] + bounds)[-2:]
+        name = s.target.id
+        c = self.fresh(name)
+        self.env[name] = (c, "int64")
+        self.emit(f"for (int64_t {c} = {start}; {c} < {stop}; {c}++) {{")
+        self.block(s.body)
+        self.emit("}")
+
+    def assign(self, target: ast.expr, value: ast.expr) -> None:
+        if isinstance(target, ast.Subscript):
+            arr = self.array(target.value)
+            idx = self.index(arr, target.slice)
+            if not isinstance(idx, str):
+                raise Unsupported("an array assigned to a slice")
+            text, dtype = self.expr(value)
+            self.emit(f"{idx} = {_cast(text, dtype, arr.dtype)};")
+            return
+        if not isinstance(target, ast.Name):
+            raise Unsupported(f"assignment to {type(target).__name__}")
+        name = target.id
+        arr = self.array_value(value, name)
+        if arr is not None:
+            self.env[name] = arr
+            return
+        text, dtype = self.expr(value)
+        held = self.env.get(name)
+        if isinstance(held, tuple) and (held[1] == dtype or self.depth > 1):
+            c = held[0]
+            if held[1] != dtype and not _widens(held[1], dtype):
+                raise Unsupported(f"{name} changes type inside a loop")
+        else:
+            if self.depth > 1 and name in self.env:
+                raise Unsupported(f"{name} changes kind inside a loop")
+            c = self.fresh(name)
+            self.decls[c] = CTYPE[dtype]
+            self.env[name] = (c, dtype)
+            held = (c, dtype)
+        self.emit(f"{c} = {_cast(text, dtype, held[1])};")
+
+    # -- arrays ----------------------------------------------------------------------------
+
+    def alloc(self, name: str, shape: tuple[int, ...], dtype: str) -> Arr:
+        out = self.out_alias.get(name)
+        if out is not None and self.assigned.get(name) == 1:
+            return Arr(f"o{out}", dtype, shape, _c_strides(shape), owned=True)
+        c = self.fresh(name)
+        self.allocs.append((c, CTYPE[dtype], max(1, math.prod(shape))))
+        return Arr(c, dtype, shape, _c_strides(shape), owned=True)
+
+    def fill(self, arr: Arr, value: str) -> None:
+        n = math.prod(arr.shape)
+        if n == 0:
+            return
+        if value == "0":
+            self.emit(f"memset({arr.base}, 0, {n} * sizeof({CTYPE[arr.dtype]}));")
+        else:
+            i = self.fresh("f")
+            self.emit(f"for (int64_t {i} = 0; {i} < {n}; {i}++) {arr.base}[{i}] = {value};")
+
+    def copy(self, src: Arr, name: str) -> Arr:
+        dst = self.alloc(name, src.shape, src.dtype)
+        self.copy_into(dst, src)
+        return dst
+
+    def copy_into(self, dst: Arr, src: Arr) -> None:
+        idx = []
+        for d in src.shape:
+            i = self.fresh("c")
+            self.emit(f"for (int64_t {i} = 0; {i} < {d}; {i}++) {{")
+            self.depth += 1
+            idx.append(i)
+        self.emit(f"{dst.at(idx)} = {_cast(src.at(idx), src.dtype, dst.dtype)};")
+        for _ in src.shape:
+            self.depth -= 1
+            self.emit("}")
+
+    def array_value(self, v: ast.expr, name: str) -> Arr | None:
+        """The array ``v`` is (a new one, or a view), or None for a scalar."""
+        if isinstance(v, ast.Call):
+            f = _np_name(v.func)
+            if f in ("empty", "zeros", "full"):
+                shape = _literal(v.args[0])
+                shape = tuple(shape) if isinstance(shape, (tuple, list)) else (int(shape),)
+                dtype = _dtype_kw(v)
+                arr = self.alloc(name, shape, dtype)
+                if f == "zeros":
+                    self.fill(arr, "0")
+                elif f == "full":
+                    text, t = self.expr(v.args[1])
+                    self.fill(arr, _cast(text, t, dtype))
+                return arr
+            if f == "array":
+                data = _literal(v.args[0])
+                dtype = _dtype_kw(v)
+                arr = self.alloc(name, (len(data),), dtype)
+                for k, x in enumerate(data):
+                    self.emit(f"{arr.base}[{k}] = {_c_literal(x, dtype)};")
+                return arr
+            if f == "dot":
+                return self.dot(v, name)
+            if f in ("transpose", "broadcast_to", "ascontiguousarray"):
+                src = self.array(v.args[0])
+                if f == "transpose":
+                    perm = tuple(_literal(v.args[1]))
+                    return Arr(src.base, src.dtype, tuple(src.shape[p] for p in perm),
+                               tuple(src.strides[p] for p in perm), src.offset)
+                if f == "ascontiguousarray":
+                    return src if src.contiguous() else self.copy(src, name)
+                shape = tuple(_literal(v.args[1]))
+                lead = len(shape) - len(src.shape)
+                strides = [0] * lead + [0 if s == 1 and shape[lead + d] != 1 else st
+                                        for d, (s, st) in enumerate(zip(src.shape, src.strides))]
+                return Arr(src.base, src.dtype, shape, tuple(strides), src.offset)
+            if isinstance(v.func, ast.Attribute) and v.func.attr in ("reshape", "copy"):
+                src = self.array(v.func.value)
+                if v.func.attr == "copy":
+                    return self.copy(src, name)
+                shape = _literal(v.args[0])
+                shape = tuple(shape) if isinstance(shape, (tuple, list)) else (int(shape),)
+                if not src.contiguous():
+                    src = self.copy(src, name)
+                return Arr(src.base, src.dtype, shape, _c_strides(shape), src.offset,
+                           src.owned)
+            return None
+        if isinstance(v, ast.Attribute) and v.attr == "T":
+            src = self.array(v.value)
+            return Arr(src.base, src.dtype, src.shape[::-1], src.strides[::-1], src.offset)
+        if isinstance(v, ast.Name) and isinstance(self.env.get(v.id), Arr):
+            return self.env[v.id]
+        if isinstance(v, ast.Subscript) and isinstance(self.env.get(_root(v)), Arr):
+            got = self.index(self.array(v.value), v.slice)
+            return got if isinstance(got, Arr) else None
+        return None
+
+    def array(self, v: ast.expr) -> Arr:
+        got = self.array_value(v, "_view") if not isinstance(v, ast.Name) else self.env.get(v.id)
+        if not isinstance(got, Arr):
+            raise Unsupported(f"an array expected: {ast.unparse(v)}")
+        return got
+
+    def index(self, arr: Arr, key: ast.expr) -> Arr | str:
+        """``arr[key]``: an element (C text) or a view."""
+        parts = key.elts if isinstance(key, ast.Tuple) else [key]
+        if len(parts) > len(arr.shape):
+            raise Unsupported("too many indices")
+        offset = [] if arr.offset == "0" else [arr.offset]
+        shape, strides = [], []
+        for d, p in enumerate(parts):
+            size, st = arr.shape[d], arr.strides[d]
+            if isinstance(p, ast.Slice):
+                r = range(*slice(*(None if e is None else _literal(e)
+                                   for e in (p.lower, p.upper, p.step))).indices(size))
+                if r.start and st:
+                    offset.append(f"{r.start * st}")
+                shape.append(len(r))
+                strides.append(st * r.step)
+            else:
+                text, dtype = self.expr(p)
+                if dtype not in ("int64", "int32"):
+                    raise Unsupported("a non-integer index")
+                if st and text != "0":
+                    offset.append(text if st == 1 else f"{st} * {_paren(text)}")
+        shape += arr.shape[len(parts):]
+        strides += arr.strides[len(parts):]
+        off = " + ".join(offset) or "0"
+        if not shape:
+            return f"{arr.base}[{off}]"
+        return Arr(arr.base, arr.dtype, tuple(shape), tuple(strides),
+                   off if len(offset) <= 1 else f"({off})")
+
+    def dot(self, v: ast.Call, name: str) -> Arr | None:
+        a, b = (self.array(x) for x in v.args)
+        dtype = a.dtype
+        if a.dtype != b.dtype or dtype not in _FLOAT or not (1 <= len(a.shape) <= 2
+                                                              and 1 <= len(b.shape) <= 2):
+            raise Unsupported("np.dot of these operands")
+        m = a.shape[0] if len(a.shape) == 2 else 1
+        k = a.shape[-1]
+        n = b.shape[1] if len(b.shape) == 2 else 1
+        if len(a.shape) == 1 and len(b.shape) == 1:
+            acc = self.fresh("dot")
+            self.decls[acc] = CTYPE[dtype]
+            self.emit(f"{acc} = 0;")
+            i = self.fresh("k")
+            self.emit(f"for (int64_t {i} = 0; {i} < {k}; {i}++) "
+                      f"{acc} += {a.at([i])} * {b.at([i])};")
+            self.env[name] = (acc, dtype)
+            return None
+        shape = tuple(s for s, keep in ((m, len(a.shape) == 2), (n, len(b.shape) == 2)) if keep)
+        out = self.alloc(name, shape, dtype)
+        A = a if len(a.shape) == 2 else Arr(a.base, dtype, (1, k), (0, a.strides[0]), a.offset)
+        B = b if len(b.shape) == 2 else Arr(b.base, dtype, (k, 1), (b.strides[0], 0), b.offset)
+        C = Arr(out.base, dtype, (m, n), (n, 1))
+        self.gemm(A, B, C, m, k, n)
+        return out
+
+    def gemm(self, A: Arr, B: Arr, C: Arr, m: int, k: int, n: int) -> None:
+        """C = A @ B by loops (i, p, j: unit stride over j where B's rows are
+        contiguous), summing over p in order."""
+        i, p, j = self.fresh("i"), self.fresh("p"), self.fresh("j")
+        self.emit(f"for (int64_t {i} = 0; {i} < {m}; {i}++) {{")
+        self.emit(f"    for (int64_t {j} = 0; {j} < {n}; {j}++) {C.at([i, j])} = 0;")
+        self.emit(f"    for (int64_t {p} = 0; {p} < {k}; {p}++) {{")
+        a = self.fresh("a")
+        self.decls[a] = CTYPE[C.dtype]
+        self.emit(f"        {a} = {A.at([i, p])};")
+        self.emit(f"        for (int64_t {j} = 0; {j} < {n}; {j}++) "
+                  f"{C.at([i, j])} += {a} * {B.at([p, j])};")
+        self.emit("    }")
+        self.emit("}")
+
+    # -- scalar expressions --------------------------------------------------------------------
+
+    def expr(self, e: ast.expr) -> tuple[str, str]:
+        """(C text, dtype) of scalar expression ``e``."""
+        if isinstance(e, ast.Constant):
+            v = e.value
+            if isinstance(v, bool):
+                return ("1" if v else "0"), "bool"
+            if isinstance(v, int):
+                return _c_literal(v, "int64"), "int64"
+            if isinstance(v, float):
+                return _c_literal(v, "float64"), "float64"
+            raise Unsupported(f"constant {v!r}")
+        if isinstance(e, ast.Name):
+            held = self.env.get(e.id)
+            if isinstance(held, tuple):
+                return held
+            raise Unsupported(f"name {e.id} is not a scalar")
+        if isinstance(e, ast.Attribute):
+            if _np_name(e) in _CONSTS:
+                return _CONSTS[_np_name(e)], "float64"
+            raise Unsupported(f"attribute {ast.unparse(e)}")
+        if isinstance(e, ast.Subscript):
+            got = self.index(self.array(e.value), e.slice)
+            if not isinstance(got, str):
+                raise Unsupported("an array where a scalar is read")
+            return got, self.array(e.value).dtype
+        if isinstance(e, ast.UnaryOp):
+            text, t = self.expr(e.operand)
+            if isinstance(e.op, ast.Not):
+                return f"(!{_paren(text)})", "bool"
+            if isinstance(e.op, ast.USub):
+                t2 = "int64" if t == "bool" else t
+                return f"(-{_paren(_cast(text, t, t2))})", t2
+            if isinstance(e.op, ast.UAdd):
+                return text, t
+            raise Unsupported("unary ~")
+        if isinstance(e, ast.BinOp):
+            return self.binop(e)
+        if isinstance(e, ast.BoolOp):
+            op = " && " if isinstance(e.op, ast.And) else " || "
+            return "(" + op.join(_truth(*self.expr(v)) for v in e.values) + ")", "bool"
+        if isinstance(e, ast.Compare):
+            terms, left = [], self.expr(e.left)
+            for op, right in zip(e.ops, e.comparators):
+                r = self.expr(right)
+                t = _promote(left[1], r[1])
+                sym = _CMP.get(type(op))
+                if sym is None:
+                    raise Unsupported(f"comparison {type(op).__name__}")
+                terms.append(f"{_cast(left[0], left[1], t)} {sym} {_cast(r[0], r[1], t)}")
+                left = r
+            return "(" + " && ".join(terms) + ")", "bool"
+        if isinstance(e, ast.IfExp):
+            c = _truth(*self.expr(e.test))
+            a, b = self.expr(e.body), self.expr(e.orelse)
+            t = _promote(a[1], b[1])
+            return f"({c} ? {_cast(a[0], a[1], t)} : {_cast(b[0], b[1], t)})", t
+        if isinstance(e, ast.Call):
+            return self.call(e)
+        raise Unsupported(f"expression {type(e).__name__}")
+
+    def binop(self, e: ast.BinOp) -> tuple[str, str]:
+        (a, ta), (b, tb) = self.expr(e.left), self.expr(e.right)
+        t = _promote(ta, tb)
+        if isinstance(e.op, ast.Div):
+            t = t if t in _FLOAT else "float64"
+        elif t == "bool" or t == "int32":
+            t = "int64"  # Numba's integer arithmetic: 64 bits
+        a, b = _cast(a, ta, t), _cast(b, tb, t)
+        if isinstance(e.op, ast.Pow):
+            if t not in _FLOAT:
+                raise Unsupported("an integer power")
+            return f"pow{'f' if t == 'float32' else ''}({a}, {b})", t
+        if isinstance(e.op, ast.FloorDiv):
+            return (f"sg_floordiv{_SUFFIX[t]}({a}, {b})" if t in _FLOAT else
+                    f"sg_pyfloordiv{_SUFFIX[t]}({a}, {b})"), t
+        if isinstance(e.op, ast.Mod):
+            return (f"sg_remainder{_SUFFIX[t]}({a}, {b})" if t in _FLOAT else
+                    f"sg_pymod{_SUFFIX[t]}({a}, {b})"), t
+        op = _BINOP.get(type(e.op))
+        if op is None or op in ("//", "%", "**"):
+            raise Unsupported(f"operator {type(e.op).__name__}")
+        return f"({a} {op} {b})", t
+
+    def call(self, e: ast.Call) -> tuple[str, str]:
+        f = _np_name(e.func)
+        if f is None or e.keywords:
+            raise Unsupported(f"call {ast.unparse(e.func)}")
+        args = [self.expr(a) for a in e.args]
+        if f in _NP_DTYPE:  # a NumPy scalar type: a conversion
+            (text, t), = args
+            return _cast(text, t, _NP_DTYPE[f]), _NP_DTYPE[f]
+        if f in ("isnan", "isinf", "isfinite", "signbit"):
+            (text, t), = args
+            if t not in _FLOAT:
+                return ("0" if f != "isfinite" else "1"), "bool"
+            return f"({f}({text}) != 0)", "bool"
+        if f in ("logical_not", "logical_and", "logical_or", "logical_xor"):
+            ts = [_truth(*a) for a in args]
+            op = {"logical_and": " && ", "logical_or": " || ", "logical_xor": " != "}
+            return (f"(!{ts[0]})" if f == "logical_not" else
+                    f"({op[f].join(ts)})"), "bool"
+        t = _promote(*(a[1] for a in args)) if args else "float64"
+        if f in ("square", "negative", "abs", "reciprocal", "deg2rad", "rad2deg"):
+            (text, t0), = args
+            t = "int64" if t0 in ("bool", "int32") and f != "abs" else t0
+            x = _cast(text, t0, t)
+            if f == "square":
+                return f"({_paren(x)} * {_paren(x)})", t
+            if f == "negative":
+                return f"(-{_paren(x)})", t
+            if f == "abs":
+                if t == "bool":
+                    return x, t
+                return (f"fabs{'f' if t == 'float32' else ''}({x})" if t in _FLOAT else
+                        f"sg_abs{_SUFFIX[t]}({x})"), t
+            if t not in _FLOAT:
+                raise Unsupported(f"np.{f} of an integer")
+            k = {"reciprocal": "1", "deg2rad": "(3.141592653589793 / 180.0)",
+                 "rad2deg": "(180.0 / 3.141592653589793)"}[f]
+            k = k if t == "float64" else f"(float){k}"
+            return (f"({k} / {_paren(x)})" if f == "reciprocal" else f"({x} * {k})"), t
+        if f in _HELPER1 or f in _HELPER2:
+            if f in ("logaddexp", "logaddexp2", "remainder") and t not in _FLOAT:
+                t = "float64" if f != "remainder" else t
+                if t not in _FLOAT:
+                    raise Unsupported(f"np.{f} of integers")
+            if t == "bool":
+                raise Unsupported(f"np.{f} of booleans")
+            return f"sg_{f}{_SUFFIX[t]}(" + ", ".join(_cast(a, ta, t) for a, ta in args) + ")", t
+        if f in _MATH1 or f in _MATH2 or f == "float_power":
+            if f == "float_power":
+                t = "float64" if t != "float32" else "float64"
+            elif t not in _FLOAT:
+                t = "float64"
+            name = _MATH1.get(f) or _MATH2.get(f) or "pow"
+            name += "f" if t == "float32" else ""
+            if len(args) != (1 if f in _MATH1 else 2):
+                raise Unsupported(f"np.{f} with {len(args)} arguments")
+            return f"{name}(" + ", ".join(_cast(a, ta, t) for a, ta in args) + ")", t
+        raise Unsupported(f"np.{f}: no C form")
+
+
+_BINOP = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
+          ast.Mod: "%", ast.Pow: "**"}
+_CMP = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+_ORDER = ["bool", "int32", "int64", "float32", "float64"]
+
+
+def _promote(*ts: str) -> str:
+    """Numba's type of an operation on scalars of dtypes ``ts`` (NumPy's promotion)."""
+    out = ts[0]
+    for t in ts[1:]:
+        out = np.promote_types(out if out != "bool" else "?", t if t != "bool" else "?").name
+    return "bool" if out == "bool" else out
+
+
+def _widens(held: str, new: str) -> bool:
+    return _promote(held, new) == held
+
+
+def _truth(text: str, t: str) -> str:
+    return text if t == "bool" else f"({text} != 0)"
+
+
+def _cast(text: str, src: str, dst: str) -> str:
+    if src == dst:
+        return text
+    if dst == "bool":
+        return f"({_paren(text)} != 0)"
+    return f"(({CTYPE[dst]}){_paren(text)})"
+
+
+def _c_literal(x: Any, dtype: str) -> str:
+    if dtype == "bool":
+        return "1" if x else "0"
+    if dtype in ("int64", "int32"):
+        x = int(x)
+        if abs(x) < 2 ** 31:
+            return str(x) if x >= 0 else f"({x})"
+        return f"INT64_C({x})" if x >= 0 else f"(-INT64_C({-x}))"
+    x = float(x)
+    if math.isnan(x):
+        return "NAN"
+    if math.isinf(x):
+        return "INFINITY" if x > 0 else "(-INFINITY)"
+    text = repr(x)
+    text = text if ("e" in text or "." in text) else text + ".0"
+    return (f"({text})" if x < 0 else text) if dtype == "float64" else f"((float){text})"
+
+
+def _np_name(e: ast.expr) -> str | None:
+    if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == "np":
+        return e.attr
+    return None
+
+
+def _dtype_kw(v: ast.Call) -> str:
+    for k in v.keywords:
+        if k.arg == "dtype":
+            name = _np_name(k.value)
+            if name in _NP_DTYPE:
+                return _NP_DTYPE[name]
+    raise Unsupported(f"an array of no C dtype: {ast.unparse(v)}")
+
+
+def _literal(e: ast.expr) -> Any:
+    try:
+        return ast.literal_eval(e)
+    except ValueError:
+        raise Unsupported(f"a non-literal {ast.unparse(e)}") from None
+
+
+def _load(t: ast.expr) -> ast.expr:
+    out = ast.parse(ast.unparse(t), mode="eval").body
+    return out
+
+
+def _root(v: ast.expr) -> str | None:
+    while isinstance(v, (ast.Subscript, ast.Attribute)):
+        v = v.value
+    return v.id if isinstance(v, ast.Name) else None
+
+
+def translate(source: str, inputs: dict[str, tuple[str, tuple[int, ...]]],
+              outputs: list[str], name: str | None = None,
+              out_dtypes: list[str] | None = None) -> CFunction:
+    """The C function computing Python function ``source`` (one ``def``, in the Numba
+    target's subset; its ``return`` is ignored): ``inputs`` gives each parameter's
+    ``(dtype, shape)``; ``outputs`` the local names it hands back, each written to an
+    output pointer ``o<k>`` (a 0-d one: one element) of dtype ``out_dtypes[k]`` (default:
+    the value's). Raises :class:`Unsupported`."""
+    tree = ast.parse(source)
+    fn = tree.body[0]
+    if not isinstance(fn, ast.FunctionDef):
+        raise Unsupported("not a function")
+    t = _Translator(inputs, outputs)
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign):
+            for tg in node.targets:
+                if isinstance(tg, ast.Name):
+                    t.assigned[tg.id] = t.assigned.get(tg.id, 0) + 1
+        elif isinstance(node, ast.For) and isinstance(node.target, ast.Name):
+            t.assigned[node.target.id] = 2
+    params: list[str] = []
+    sig: list[str] = []
+    for p in fn.args.args:
+        dtype, shape = inputs[p.arg]
+        if dtype not in CTYPE:
+            raise Unsupported(f"dtype {dtype}")
+        if shape:
+            c = f"p_{p.arg}"
+            t.env[p.arg] = Arr(c, dtype, tuple(shape), _c_strides(tuple(shape)))
+            sig.append(f"const {CTYPE[dtype]} *{c}")
+            params.append("p")
+        else:
+            c = f"s_{p.arg}".replace("s__", "s_")
+            t.env[p.arg] = (c, dtype)
+            sig.append(f"{CTYPE[dtype]} {c}")
+            params.append(dtype)
+    for k, o in enumerate(outputs):
+        if o not in t.inputs and o not in t.out_alias:
+            t.out_alias[o] = k
+    body = [s for s in fn.body if not isinstance(s, ast.Return)]
+    for s in body:
+        t.stmt(s)
+    out_types = []
+    for k, o in enumerate(outputs):
+        held = t.env.get(o)
+        if held is None:
+            raise Unsupported(f"output {o} is not assigned")
+        dtype = out_dtypes[k] if out_dtypes else _out_type(held)
+        out_types.append(dtype)
+        if isinstance(held, Arr):
+            if held.base != f"o{k}":
+                t.copy_into(Arr(f"o{k}", dtype, held.shape, _c_strides(held.shape)), held)
+        else:
+            t.emit(f"o{k}[0] = {_cast(held[0], held[1], dtype)};")
+    sig += [f"{CTYPE[d]} *o{k}" for k, d in enumerate(out_types)]
+    params += ["p"] * len(outputs)
+    fname = name or fn.name
+    lines = [f"int {fname}(" + ", ".join(sig) + ") {"]
+    lines += [f"    {ty} {c};" for c, ty in t.decls.items()]
+    lines += [f"    {ty} *{c} = ({ty} *)malloc({n} * sizeof({ty}));" for c, ty, n in t.allocs]
+    if t.allocs:
+        lines.append("    if (" + " || ".join(f"!{c}" for c, _, _ in t.allocs) + ") return 2;")
+    body_lines = t.body
+    frees = [f"free({c});" for c, _, _ in t.allocs]
+    if t.allocs:  # every return frees the local arrays
+        lines += [ln.replace("return 1;", "{ " + " ".join(frees) + " return 1; }")
+                  for ln in body_lines]
+        lines += ["    " + f for f in frees]
+    else:
+        lines += body_lines
+    lines += ["    return 0;", "}"]
+    return CFunction(fname, lines, params, t.raises)
+
+
+def _out_type(held: Any) -> str:
+    return held.dtype if isinstance(held, Arr) else held[1]
