@@ -38,7 +38,8 @@ from typing import TYPE_CHECKING, Any
 
 from ...lines import call
 from ...loops import LoopSpec
-from ..numba import fusion
+from ..numba import fusion, special
+from ..numba.linalg import LINALG_FORMS
 from ..numba.loops import StepPrinter
 from ..numba.printer import NumbaPrinter
 from ..numpy.printer import NumpyPrinter
@@ -48,10 +49,25 @@ from .translate import CTYPE, PRELUDE, Unsupported, translate
 if TYPE_CHECKING:
     from ...printer import Printer
 
-__all__ = ["CPrinter", "SCAN_WHY"]
+__all__ = ["CPrinter", "NOT_IN_C", "SCAN_WHY"]
 
 SCAN_WHY = ("a loop: the C target runs scans as the NumPy target's loops (its kernels "
             "are straight-line code)")
+
+
+NOT_IN_C: dict[str, str] = {
+    **dict.fromkeys(special.SPECIAL, "a SciPy special function: SciPy's call in the driver "
+                    "(its C kernels are bound for Numba, not for the C target)"),
+    **dict.fromkeys(LINALG_FORMS, "LAPACK: NumPy's call in the driver (the C target "
+                    "binds no LAPACK)"),
+    **dict.fromkeys(("sort", "argsort", "searchsorted"),
+                    "sorting: NumPy's call in the driver (the C target has no sort of "
+                    "NumPy's order)"),
+    **dict.fromkeys(("real", "imag", "conj", "angle"),
+                    "complex values: NumPy's calls (the C target compiles real, integer and "
+                    "boolean values)"),
+}
+"""The ops the Numba target compiles and the C target leaves to NumPy, and why."""
 
 
 class CPrinter(NumbaPrinter):
@@ -69,6 +85,17 @@ class CPrinter(NumbaPrinter):
                     lists: tuple = ()) -> list[str]:
         self._numpy("scan", SCAN_WHY)
         return NumpyPrinter.render_loop(self, name, spec, stmts, step, lists)
+
+    def _why_numpy(self, n: Any) -> str | None:
+        """Why node ``n`` is NumPy's call (the Numba target's reasons, and
+        :data:`NOT_IN_C`)."""
+        why = super()._why_numpy(n)
+        if why is None and n.op in NOT_IN_C:
+            return NOT_IN_C[n.op]
+        dtypes = [self.graph.nodes[a].dtype for a in n.args] + ([] if n.is_call else [n.dtype])
+        if why is None and any(d not in CTYPE for d in dtypes):
+            return "complex values: NumPy's calls (the C target compiles real values)"
+        return why
 
     def finish(self, out: list[str], code: list[str]) -> str:
         k = len(self.header())

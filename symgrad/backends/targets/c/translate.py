@@ -119,7 +119,7 @@ _MATH1 = {"exp": "exp", "log": "log", "log1p": "log1p", "expm1": "expm1", "sqrt"
 _MATH2 = {"arctan2": "atan2", "hypot": "hypot", "copysign": "copysign", "fmod": "fmod",
           "fmax": "fmax", "fmin": "fmin", "power": "pow"}
 _HELPER1 = {"sign"}
-_HELPER2 = {"maximum", "minimum", "logaddexp", "logaddexp2", "remainder"}
+_HELPER2 = {"maximum", "minimum", "logaddexp", "logaddexp2", "remainder", "floor_divide"}
 _CONSTS = {"inf": "INFINITY", "nan": "NAN", "pi": "3.141592653589793", "e": "2.718281828459045"}
 
 
@@ -263,6 +263,10 @@ class _Translator:
         if not isinstance(target, ast.Name):
             raise Unsupported(f"assignment to {type(target).__name__}")
         name = target.id
+        if (isinstance(value, ast.Call) and _np_name(value.func) == "dot"
+                and all(len(self.array(a).shape) == 1 for a in value.args)):
+            self.vdot(value, name)
+            return
         arr = self.array_value(value, name)
         if arr is not None:
             self.env[name] = arr
@@ -343,6 +347,14 @@ class _Translator:
                 return arr
             if f == "dot":
                 return self.dot(v, name)
+            if f == "eye":
+                n = int(_literal(v.args[0]))
+                dtype = _dtype_kw(v)
+                arr = self.alloc(name, (n, n), dtype)
+                self.fill(arr, "0")
+                i = self.fresh("e")
+                self.emit(f"for (int64_t {i} = 0; {i} < {n}; {i}++) {arr.base}[{i} * {n + 1}] = 1;")
+                return arr
             if f in ("transpose", "broadcast_to", "ascontiguousarray"):
                 src = self.array(v.args[0])
                 if f == "transpose":
@@ -423,14 +435,7 @@ class _Translator:
         k = a.shape[-1]
         n = b.shape[1] if len(b.shape) == 2 else 1
         if len(a.shape) == 1 and len(b.shape) == 1:
-            acc = self.fresh("dot")
-            self.decls[acc] = CTYPE[dtype]
-            self.emit(f"{acc} = 0;")
-            i = self.fresh("k")
-            self.emit(f"for (int64_t {i} = 0; {i} < {k}; {i}++) "
-                      f"{acc} += {a.at([i])} * {b.at([i])};")
-            self.env[name] = (acc, dtype)
-            return None
+            raise Unsupported("np.dot of two vectors in an expression")
         shape = tuple(s for s, keep in ((m, len(a.shape) == 2), (n, len(b.shape) == 2)) if keep)
         out = self.alloc(name, shape, dtype)
         A = a if len(a.shape) == 2 else Arr(a.base, dtype, (1, k), (0, a.strides[0]), a.offset)
@@ -438,6 +443,23 @@ class _Translator:
         C = Arr(out.base, dtype, (m, n), (n, 1))
         self.gemm(A, B, C, m, k, n)
         return out
+
+    def vdot(self, v: ast.Call, name: str) -> None:
+        """``name = np.dot(a, b)`` of two vectors: a scalar summed in order."""
+        a, b = (self.array(x) for x in v.args)
+        if a.dtype != b.dtype or a.dtype not in _FLOAT:
+            raise Unsupported("np.dot of these operands")
+        held = self.env.get(name)
+        if isinstance(held, tuple) and held[1] == a.dtype:
+            acc = held[0]
+        else:
+            acc = self.fresh(name)
+            self.decls[acc] = CTYPE[a.dtype]
+            self.env[name] = (acc, a.dtype)
+        self.emit(f"{acc} = 0;")
+        i = self.fresh("k")
+        self.emit(f"for (int64_t {i} = 0; {i} < {a.shape[0]}; {i}++) "
+                  f"{acc} += {a.at([i])} * {b.at([i])};")
 
     def gemm(self, A: Arr, B: Arr, C: Arr, m: int, k: int, n: int) -> None:
         """C = A @ B by loops (i, p, j: unit stride over j where B's rows are
@@ -541,6 +563,12 @@ class _Translator:
 
     def call(self, e: ast.Call) -> tuple[str, str]:
         f = _np_name(e.func)
+        if isinstance(e.func, ast.Name) and e.func.id == "_sg_floordiv":
+            f = "floor_divide"
+        if isinstance(e.func, ast.Name) and e.func.id in ("max", "min") and not e.keywords:
+            args = [self.expr(a) for a in e.args]
+            if len(args) == 2 and all(t in ("int64", "int32") for _, t in args):
+                return f"sg_{e.func.id}imum_l({args[0][0]}, {args[1][0]})", "int64"
         if f is None or e.keywords:
             raise Unsupported(f"call {ast.unparse(e.func)}")
         args = [self.expr(a) for a in e.args]
@@ -578,12 +606,13 @@ class _Translator:
             k = k if t == "float64" else f"(float){k}"
             return (f"({k} / {_paren(x)})" if f == "reciprocal" else f"({x} * {k})"), t
         if f in _HELPER1 or f in _HELPER2:
-            if f in ("logaddexp", "logaddexp2", "remainder") and t not in _FLOAT:
-                t = "float64" if f != "remainder" else t
+            if f in ("logaddexp", "logaddexp2", "remainder", "floor_divide") and t not in _FLOAT:
+                t = "float64" if f.startswith("log") else t
                 if t not in _FLOAT:
                     raise Unsupported(f"np.{f} of integers")
             if t == "bool":
                 raise Unsupported(f"np.{f} of booleans")
+            f = "floordiv" if f == "floor_divide" else f
             return f"sg_{f}{_SUFFIX[t]}(" + ", ".join(_cast(a, ta, t) for a, ta in args) + ")", t
         if f in _MATH1 or f in _MATH2 or f == "float_power":
             if f == "float_power":
