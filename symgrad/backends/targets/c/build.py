@@ -13,9 +13,12 @@ with ``-lm``. No compiler is a :class:`~symgrad.errors.BackendError` naming the 
 compiler's error is one with the compiler's message; a C text over
 :data:`MAX_SOURCE_BYTES` is a :class:`~symgrad.errors.LimitError` before anything runs.
 
->>> import ctypes
+>>> import numpy as np
 >>> lib = load_library("int twice(double x, double *o0) { o0[0] = 2 * x; return 0; }",
-...                    {"twice": ("float64",)})  # doctest: +SKIP
+...                    {"twice": ("float64", "p")})
+>>> out = np.zeros(1)
+>>> lib.twice(1.25, out.ctypes.data), float(out[0])
+(0, 2.5)
 """
 
 from __future__ import annotations

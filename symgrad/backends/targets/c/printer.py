@@ -44,7 +44,8 @@ from ..numba.loops import StepPrinter
 from ..numba.printer import NumbaPrinter
 from ..numpy.printer import NumpyPrinter
 from ..numpy.table import NUMPY_TYPE
-from .translate import CTYPE, PRELUDE, Unsupported, translate
+from .scalars import CTYPE, PRELUDE, Unsupported
+from .translate import translate
 
 if TYPE_CHECKING:
     from ...printer import Printer

@@ -37,90 +37,26 @@ from __future__ import annotations
 
 import ast
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
+from .scalars import (
+    CONSTS,
+    CTYPE,
+    FLOAT,
+    NP_DTYPE,
+    SUFFIX,
+    Unsupported,
+    c_literal,
+    cast,
+    np_call,
+    paren,
+    promote,
+    truth,
+    widens,
+)
 
-from ....base.errors import SymgradError
-
-__all__ = ["CFunction", "CTYPE", "PRELUDE", "Unsupported", "translate"]
-
-
-class Unsupported(SymgradError):
-    """A construct of a compiled function with no C form here (its lines stay NumPy's)."""
-
-
-CTYPE = {"float64": "double", "float32": "float", "int64": "int64_t", "int32": "int32_t",
-         "bool": "_Bool"}
-_NP_DTYPE = {"float64": "float64", "float32": "float32", "int64": "int64", "int32": "int32",
-             "bool_": "bool"}
-_FLOAT = ("float64", "float32")
-
-PRELUDE = r"""#include <math.h>
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-
-/* NumPy's semantics where C's differ: NaN propagates through maximum/minimum, sign(NaN)
-   is NaN, logaddexp and remainder are npy_logaddexp and npy_remainder, floor division
-   is npy_divmod's quotient. */
-#define SG_FLOAT_HELPERS(T, S, F) \
-static inline T sg_maximum##S(T a, T b) { return (a >= b || a != a) ? a : b; } \
-static inline T sg_minimum##S(T a, T b) { return (a <= b || a != a) ? a : b; } \
-static inline T sg_sign##S(T a) { return a > 0 ? (T)1 : a < 0 ? (T)-1 : a == 0 ? (T)0 : a; } \
-static inline T sg_logaddexp##S(T x, T y) { \
-    if (x == y) return x + log##F((T)2); \
-    T d = x - y; \
-    if (d > 0) return x + log1p##F(exp##F(-d)); \
-    if (d <= 0) return y + log1p##F(exp##F(d)); \
-    return d; } \
-static inline T sg_logaddexp2##S(T x, T y) { \
-    if (x == y) return x + 1; \
-    T d = x - y; \
-    if (d > 0) return x + log1p##F(exp2##F(-d)) / log##F((T)2); \
-    if (d <= 0) return y + log1p##F(exp2##F(d)) / log##F((T)2); \
-    return d; } \
-static inline T sg_remainder##S(T a, T b) { \
-    T mod = fmod##F(a, b); \
-    if (b == 0) return mod; \
-    if (mod != 0) { if ((b < 0) != (mod < 0)) mod += b; } \
-    else mod = copysign##F((T)0, b); \
-    return mod; } \
-static inline T sg_floordiv##S(T a, T b) { \
-    T mod = fmod##F(a, b); \
-    if (b == 0) return a / b; \
-    T div = (a - mod) / b; \
-    if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1; \
-    if (div != 0) { T fl = floor##F(div); if (div - fl > (T)0.5) fl += 1; return fl; } \
-    return copysign##F((T)0, a / b); }
-SG_FLOAT_HELPERS(double, _d, )
-SG_FLOAT_HELPERS(float, _f, f)
-#define SG_INT_HELPERS(T, S) \
-static inline T sg_maximum##S(T a, T b) { return a >= b ? a : b; } \
-static inline T sg_minimum##S(T a, T b) { return a <= b ? a : b; } \
-static inline T sg_sign##S(T a) { return (T)((a > 0) - (a < 0)); } \
-static inline T sg_abs##S(T a) { return a < 0 ? -a : a; } \
-static inline T sg_pyfloordiv##S(T a, T b) { T q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; } \
-static inline T sg_pymod##S(T a, T b) { T m = a % b; return (m != 0 && ((m < 0) != (b < 0))) ? m + b : m; }
-SG_INT_HELPERS(int64_t, _l)
-SG_INT_HELPERS(int32_t, _i)
-"""
-
-_SUFFIX = {"float64": "_d", "float32": "_f", "int64": "_l", "int32": "_i"}
-
-# NumPy's scalar function -> C's (a float argument; float32 takes the "f" variant)
-_MATH1 = {"exp": "exp", "log": "log", "log1p": "log1p", "expm1": "expm1", "sqrt": "sqrt",
-          "sin": "sin", "cos": "cos", "tan": "tan", "tanh": "tanh", "sinh": "sinh",
-          "cosh": "cosh", "arcsin": "asin", "arccos": "acos", "arctan": "atan",
-          "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh", "exp2": "exp2",
-          "log2": "log2", "log10": "log10", "cbrt": "cbrt", "floor": "floor", "ceil": "ceil",
-          "rint": "rint", "trunc": "trunc"}
-_MATH2 = {"arctan2": "atan2", "hypot": "hypot", "copysign": "copysign", "fmod": "fmod",
-          "fmax": "fmax", "fmin": "fmin", "power": "pow"}
-_HELPER1 = {"sign"}
-_HELPER2 = {"maximum", "minimum", "logaddexp", "logaddexp2", "remainder", "floor_divide"}
-_CONSTS = {"inf": "INFINITY", "nan": "NAN", "pi": "3.141592653589793", "e": "2.718281828459045"}
+__all__ = ["CFunction", "Unsupported", "translate"]
 
 
 @dataclass
@@ -142,7 +78,7 @@ class Arr:
         terms = [self.offset] if self.offset != "0" else []
         for i, s in zip(idx, self.strides):
             if s and i != "0":
-                terms.append(i if s == 1 else f"{s} * {_paren(i)}")
+                terms.append(i if s == 1 else f"{s} * {paren(i)}")
         return f"{self.base}[{' + '.join(terms) or '0'}]"
 
 
@@ -154,10 +90,6 @@ def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
-def _paren(text: str) -> str:
-    return text if text.replace("_", "").isalnum() else f"({text})"
-
-
 @dataclass
 class CFunction:
     """One C function: its name, text lines, and per parameter its kind: ``"p"`` (an
@@ -167,11 +99,6 @@ class CFunction:
     lines: list[str]
     params: list[str]
     raises: bool = False  # whether it can report an index out of range (returns 1)
-
-
-@dataclass
-class _Scope:
-    names: dict[str, Any] = field(default_factory=dict)  # name -> Arr | (cname, dtype)
 
 
 class _Translator:
@@ -258,7 +185,7 @@ class _Translator:
             if not isinstance(idx, str):
                 raise Unsupported("an array assigned to a slice")
             text, dtype = self.expr(value)
-            self.emit(f"{idx} = {_cast(text, dtype, arr.dtype)};")
+            self.emit(f"{idx} = {cast(text, dtype, arr.dtype)};")
             return
         if not isinstance(target, ast.Name):
             raise Unsupported(f"assignment to {type(target).__name__}")
@@ -275,7 +202,7 @@ class _Translator:
         held = self.env.get(name)
         if isinstance(held, tuple) and (held[1] == dtype or self.depth > 1):
             c = held[0]
-            if held[1] != dtype and not _widens(held[1], dtype):
+            if held[1] != dtype and not widens(held[1], dtype):
                 raise Unsupported(f"{name} changes type inside a loop")
         else:
             if self.depth > 1 and name in self.env:
@@ -284,7 +211,7 @@ class _Translator:
             self.decls[c] = CTYPE[dtype]
             self.env[name] = (c, dtype)
             held = (c, dtype)
-        self.emit(f"{c} = {_cast(text, dtype, held[1])};")
+        self.emit(f"{c} = {cast(text, dtype, held[1])};")
 
     # -- arrays ----------------------------------------------------------------------------
 
@@ -318,7 +245,7 @@ class _Translator:
             self.emit(f"for (int64_t {i} = 0; {i} < {d}; {i}++) {{")
             self.depth += 1
             idx.append(i)
-        self.emit(f"{dst.at(idx)} = {_cast(src.at(idx), src.dtype, dst.dtype)};")
+        self.emit(f"{dst.at(idx)} = {cast(src.at(idx), src.dtype, dst.dtype)};")
         for _ in src.shape:
             self.depth -= 1
             self.emit("}")
@@ -336,14 +263,14 @@ class _Translator:
                     self.fill(arr, "0")
                 elif f == "full":
                     text, t = self.expr(v.args[1])
-                    self.fill(arr, _cast(text, t, dtype))
+                    self.fill(arr, cast(text, t, dtype))
                 return arr
             if f == "array":
                 data = _literal(v.args[0])
                 dtype = _dtype_kw(v)
                 arr = self.alloc(name, (len(data),), dtype)
                 for k, x in enumerate(data):
-                    self.emit(f"{arr.base}[{k}] = {_c_literal(x, dtype)};")
+                    self.emit(f"{arr.base}[{k}] = {c_literal(x, dtype)};")
                 return arr
             if f == "dot":
                 return self.dot(v, name)
@@ -416,7 +343,7 @@ class _Translator:
                 if dtype not in ("int64", "int32"):
                     raise Unsupported("a non-integer index")
                 if st and text != "0":
-                    offset.append(text if st == 1 else f"{st} * {_paren(text)}")
+                    offset.append(text if st == 1 else f"{st} * {paren(text)}")
         shape += arr.shape[len(parts):]
         strides += arr.strides[len(parts):]
         off = " + ".join(offset) or "0"
@@ -428,7 +355,7 @@ class _Translator:
     def dot(self, v: ast.Call, name: str) -> Arr | None:
         a, b = (self.array(x) for x in v.args)
         dtype = a.dtype
-        if a.dtype != b.dtype or dtype not in _FLOAT or not (1 <= len(a.shape) <= 2
+        if a.dtype != b.dtype or dtype not in FLOAT or not (1 <= len(a.shape) <= 2
                                                               and 1 <= len(b.shape) <= 2):
             raise Unsupported("np.dot of these operands")
         m = a.shape[0] if len(a.shape) == 2 else 1
@@ -447,7 +374,7 @@ class _Translator:
     def vdot(self, v: ast.Call, name: str) -> None:
         """``name = np.dot(a, b)`` of two vectors: a scalar summed in order."""
         a, b = (self.array(x) for x in v.args)
-        if a.dtype != b.dtype or a.dtype not in _FLOAT:
+        if a.dtype != b.dtype or a.dtype not in FLOAT:
             raise Unsupported("np.dot of these operands")
         held = self.env.get(name)
         if isinstance(held, tuple) and held[1] == a.dtype:
@@ -485,9 +412,9 @@ class _Translator:
             if isinstance(v, bool):
                 return ("1" if v else "0"), "bool"
             if isinstance(v, int):
-                return _c_literal(v, "int64"), "int64"
+                return c_literal(v, "int64"), "int64"
             if isinstance(v, float):
-                return _c_literal(v, "float64"), "float64"
+                return c_literal(v, "float64"), "float64"
             raise Unsupported(f"constant {v!r}")
         if isinstance(e, ast.Name):
             held = self.env.get(e.id)
@@ -495,8 +422,8 @@ class _Translator:
                 return held
             raise Unsupported(f"name {e.id} is not a scalar")
         if isinstance(e, ast.Attribute):
-            if _np_name(e) in _CONSTS:
-                return _CONSTS[_np_name(e)], "float64"
+            if _np_name(e) in CONSTS:
+                return CONSTS[_np_name(e)], "float64"
             raise Unsupported(f"attribute {ast.unparse(e)}")
         if isinstance(e, ast.Subscript):
             got = self.index(self.array(e.value), e.slice)
@@ -506,10 +433,10 @@ class _Translator:
         if isinstance(e, ast.UnaryOp):
             text, t = self.expr(e.operand)
             if isinstance(e.op, ast.Not):
-                return f"(!{_paren(text)})", "bool"
+                return f"(!{paren(text)})", "bool"
             if isinstance(e.op, ast.USub):
                 t2 = "int64" if t == "bool" else t
-                return f"(-{_paren(_cast(text, t, t2))})", t2
+                return f"(-{paren(cast(text, t, t2))})", t2
             if isinstance(e.op, ast.UAdd):
                 return text, t
             raise Unsupported("unary ~")
@@ -517,45 +444,45 @@ class _Translator:
             return self.binop(e)
         if isinstance(e, ast.BoolOp):
             op = " && " if isinstance(e.op, ast.And) else " || "
-            return "(" + op.join(_truth(*self.expr(v)) for v in e.values) + ")", "bool"
+            return "(" + op.join(truth(*self.expr(v)) for v in e.values) + ")", "bool"
         if isinstance(e, ast.Compare):
             terms, left = [], self.expr(e.left)
             for op, right in zip(e.ops, e.comparators):
                 r = self.expr(right)
-                t = _promote(left[1], r[1])
+                t = promote(left[1], r[1])
                 sym = _CMP.get(type(op))
                 if sym is None:
                     raise Unsupported(f"comparison {type(op).__name__}")
-                terms.append(f"{_cast(left[0], left[1], t)} {sym} {_cast(r[0], r[1], t)}")
+                terms.append(f"{cast(left[0], left[1], t)} {sym} {cast(r[0], r[1], t)}")
                 left = r
             return "(" + " && ".join(terms) + ")", "bool"
         if isinstance(e, ast.IfExp):
-            c = _truth(*self.expr(e.test))
+            c = truth(*self.expr(e.test))
             a, b = self.expr(e.body), self.expr(e.orelse)
-            t = _promote(a[1], b[1])
-            return f"({c} ? {_cast(a[0], a[1], t)} : {_cast(b[0], b[1], t)})", t
+            t = promote(a[1], b[1])
+            return f"({c} ? {cast(a[0], a[1], t)} : {cast(b[0], b[1], t)})", t
         if isinstance(e, ast.Call):
             return self.call(e)
         raise Unsupported(f"expression {type(e).__name__}")
 
     def binop(self, e: ast.BinOp) -> tuple[str, str]:
         (a, ta), (b, tb) = self.expr(e.left), self.expr(e.right)
-        t = _promote(ta, tb)
+        t = promote(ta, tb)
         if isinstance(e.op, ast.Div):
-            t = t if t in _FLOAT else "float64"
+            t = t if t in FLOAT else "float64"
         elif t == "bool" or t == "int32":
             t = "int64"  # Numba's integer arithmetic: 64 bits
-        a, b = _cast(a, ta, t), _cast(b, tb, t)
+        a, b = cast(a, ta, t), cast(b, tb, t)
         if isinstance(e.op, ast.Pow):
-            if t not in _FLOAT:
+            if t not in FLOAT:
                 raise Unsupported("an integer power")
             return f"pow{'f' if t == 'float32' else ''}({a}, {b})", t
         if isinstance(e.op, ast.FloorDiv):
-            return (f"sg_floordiv{_SUFFIX[t]}({a}, {b})" if t in _FLOAT else
-                    f"sg_pyfloordiv{_SUFFIX[t]}({a}, {b})"), t
+            return (f"sg_floordiv{SUFFIX[t]}({a}, {b})" if t in FLOAT else
+                    f"sg_pyfloordiv{SUFFIX[t]}({a}, {b})"), t
         if isinstance(e.op, ast.Mod):
-            return (f"sg_remainder{_SUFFIX[t]}({a}, {b})" if t in _FLOAT else
-                    f"sg_pymod{_SUFFIX[t]}({a}, {b})"), t
+            return (f"sg_remainder{SUFFIX[t]}({a}, {b})" if t in FLOAT else
+                    f"sg_pymod{SUFFIX[t]}({a}, {b})"), t
         op = _BINOP.get(type(e.op))
         if op is None or op in ("//", "%", "**"):
             raise Unsupported(f"operator {type(e.op).__name__}")
@@ -571,108 +498,12 @@ class _Translator:
                 return f"sg_{e.func.id}imum_l({args[0][0]}, {args[1][0]})", "int64"
         if f is None or e.keywords:
             raise Unsupported(f"call {ast.unparse(e.func)}")
-        args = [self.expr(a) for a in e.args]
-        if f in _NP_DTYPE:  # a NumPy scalar type: a conversion
-            (text, t), = args
-            return _cast(text, t, _NP_DTYPE[f]), _NP_DTYPE[f]
-        if f in ("isnan", "isinf", "isfinite", "signbit"):
-            (text, t), = args
-            if t not in _FLOAT:
-                return ("0" if f != "isfinite" else "1"), "bool"
-            return f"({f}({text}) != 0)", "bool"
-        if f in ("logical_not", "logical_and", "logical_or", "logical_xor"):
-            ts = [_truth(*a) for a in args]
-            op = {"logical_and": " && ", "logical_or": " || ", "logical_xor": " != "}
-            return (f"(!{ts[0]})" if f == "logical_not" else
-                    f"({op[f].join(ts)})"), "bool"
-        t = _promote(*(a[1] for a in args)) if args else "float64"
-        if f in ("square", "negative", "abs", "reciprocal", "deg2rad", "rad2deg"):
-            (text, t0), = args
-            t = "int64" if t0 in ("bool", "int32") and f != "abs" else t0
-            x = _cast(text, t0, t)
-            if f == "square":
-                return f"({_paren(x)} * {_paren(x)})", t
-            if f == "negative":
-                return f"(-{_paren(x)})", t
-            if f == "abs":
-                if t == "bool":
-                    return x, t
-                return (f"fabs{'f' if t == 'float32' else ''}({x})" if t in _FLOAT else
-                        f"sg_abs{_SUFFIX[t]}({x})"), t
-            if t not in _FLOAT:
-                raise Unsupported(f"np.{f} of an integer")
-            k = {"reciprocal": "1", "deg2rad": "(3.141592653589793 / 180.0)",
-                 "rad2deg": "(180.0 / 3.141592653589793)"}[f]
-            k = k if t == "float64" else f"(float){k}"
-            return (f"({k} / {_paren(x)})" if f == "reciprocal" else f"({x} * {k})"), t
-        if f in _HELPER1 or f in _HELPER2:
-            if f in ("logaddexp", "logaddexp2", "remainder", "floor_divide") and t not in _FLOAT:
-                t = "float64" if f.startswith("log") else t
-                if t not in _FLOAT:
-                    raise Unsupported(f"np.{f} of integers")
-            if t == "bool":
-                raise Unsupported(f"np.{f} of booleans")
-            f = "floordiv" if f == "floor_divide" else f
-            return f"sg_{f}{_SUFFIX[t]}(" + ", ".join(_cast(a, ta, t) for a, ta in args) + ")", t
-        if f in _MATH1 or f in _MATH2 or f == "float_power":
-            if f == "float_power":
-                t = "float64" if t != "float32" else "float64"
-            elif t not in _FLOAT:
-                t = "float64"
-            name = _MATH1.get(f) or _MATH2.get(f) or "pow"
-            name += "f" if t == "float32" else ""
-            if len(args) != (1 if f in _MATH1 else 2):
-                raise Unsupported(f"np.{f} with {len(args)} arguments")
-            return f"{name}(" + ", ".join(_cast(a, ta, t) for a, ta in args) + ")", t
-        raise Unsupported(f"np.{f}: no C form")
+        return np_call(f, [self.expr(a) for a in e.args])
 
 
 _BINOP = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
           ast.Mod: "%", ast.Pow: "**"}
 _CMP = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
-_ORDER = ["bool", "int32", "int64", "float32", "float64"]
-
-
-def _promote(*ts: str) -> str:
-    """Numba's type of an operation on scalars of dtypes ``ts`` (NumPy's promotion)."""
-    out = ts[0]
-    for t in ts[1:]:
-        out = np.promote_types(out if out != "bool" else "?", t if t != "bool" else "?").name
-    return "bool" if out == "bool" else out
-
-
-def _widens(held: str, new: str) -> bool:
-    return _promote(held, new) == held
-
-
-def _truth(text: str, t: str) -> str:
-    return text if t == "bool" else f"({text} != 0)"
-
-
-def _cast(text: str, src: str, dst: str) -> str:
-    if src == dst:
-        return text
-    if dst == "bool":
-        return f"({_paren(text)} != 0)"
-    return f"(({CTYPE[dst]}){_paren(text)})"
-
-
-def _c_literal(x: Any, dtype: str) -> str:
-    if dtype == "bool":
-        return "1" if x else "0"
-    if dtype in ("int64", "int32"):
-        x = int(x)
-        if abs(x) < 2 ** 31:
-            return str(x) if x >= 0 else f"({x})"
-        return f"INT64_C({x})" if x >= 0 else f"(-INT64_C({-x}))"
-    x = float(x)
-    if math.isnan(x):
-        return "NAN"
-    if math.isinf(x):
-        return "INFINITY" if x > 0 else "(-INFINITY)"
-    text = repr(x)
-    text = text if ("e" in text or "." in text) else text + ".0"
-    return (f"({text})" if x < 0 else text) if dtype == "float64" else f"((float){text})"
 
 
 def _np_name(e: ast.expr) -> str | None:
@@ -685,8 +516,8 @@ def _dtype_kw(v: ast.Call) -> str:
     for k in v.keywords:
         if k.arg == "dtype":
             name = _np_name(k.value)
-            if name in _NP_DTYPE:
-                return _NP_DTYPE[name]
+            if name in NP_DTYPE:
+                return NP_DTYPE[name]
     raise Unsupported(f"an array of no C dtype: {ast.unparse(v)}")
 
 
@@ -761,7 +592,7 @@ def translate(source: str, inputs: dict[str, tuple[str, tuple[int, ...]]],
             if held.base != f"o{k}":
                 t.copy_into(Arr(f"o{k}", dtype, held.shape, _c_strides(held.shape)), held)
         else:
-            t.emit(f"o{k}[0] = {_cast(held[0], held[1], dtype)};")
+            t.emit(f"o{k}[0] = {cast(held[0], held[1], dtype)};")
     sig += [f"{CTYPE[d]} *o{k}" for k, d in enumerate(out_types)]
     params += ["p"] * len(outputs)
     fname = name or fn.name
