@@ -34,13 +34,14 @@ int _f_kernel(const double *p_x, double *o0) {
 
 from __future__ import annotations
 
+import ast
 from typing import TYPE_CHECKING, Any
 
 from ...lines import call
-from ...loops import LoopSpec
+from ...loops import LoopSpec, is_loop
 from ..numba import fusion, special
 from ..numba.linalg import LINALG_FORMS
-from ..numba.loops import StepPrinter
+from ..numba.loops import StepPrinter, compiled_loop, lacking, loop_ops
 from ..numba.printer import NumbaPrinter
 from ..numpy.printer import NumpyPrinter
 from ..numpy.table import NUMPY_TYPE
@@ -50,17 +51,18 @@ from .translate import translate
 if TYPE_CHECKING:
     from ...printer import Printer
 
-__all__ = ["CPrinter", "NOT_IN_C", "SCAN_WHY"]
+__all__ = ["CPrinter", "NESTED_WHY", "NOT_IN_C"]
 
-SCAN_WHY = ("a loop: the C target runs scans as the NumPy target's loops (its kernels "
-            "are straight-line code)")
+NESTED_WHY = ("a loop nested in a loop's step: the C target compiles a loop whose step "
+              "holds none (the NumPy target's loop runs it)")
+_PY = {"float64": "float", "float32": "float", "int64": "int", "int32": "int", "bool": "bool"}
 
 
 NOT_IN_C: dict[str, str] = {
     **dict.fromkeys(special.SPECIAL, "a SciPy special function: SciPy's call in the driver "
                     "(its C kernels are bound for Numba, not for the C target)"),
-    **dict.fromkeys(LINALG_FORMS, "LAPACK: NumPy's call in the driver (the C target "
-                    "binds no LAPACK)"),
+    **dict.fromkeys(sorted(set(LINALG_FORMS) - {"band"}), "LAPACK: NumPy's call in the driver (the "
+                    "C target binds no LAPACK)"),
     **dict.fromkeys(("sort", "argsort", "searchsorted"),
                     "sorting: NumPy's call in the driver (the C target has no sort of "
                     "NumPy's order)"),
@@ -80,12 +82,62 @@ class CPrinter(NumbaPrinter):
         self.c_signatures: dict[str, tuple[str, ...]] = {}
 
     def step_printer(self, body: Any) -> type[Printer]:
-        return NumpyPrinter
+        # a step the C target cannot compile runs on NumPy
+        return NumpyPrinter if self._step_lacks(body) else StepPrinter
+
+    def _step_lacks(self, body: Any) -> list[tuple[str, str]]:
+        """``(op, why)`` of each node of step ``body`` the C target cannot compile in a
+        loop: the Numba target's (:func:`..numba.loops.lacking`), :data:`NOT_IN_C`'s, and a
+        loop nested in the step."""
+        out = lacking(body, self.lowered)
+        for n in body.graph.nodes:
+            if is_loop(n):
+                out.append(("scan", NESTED_WHY))
+            elif n.op in NOT_IN_C:
+                out.append((n.op, NOT_IN_C[n.op]))
+        return out
 
     def render_loop(self, name: str, spec: LoopSpec, stmts: list[str], step: Printer,
                     lists: tuple = ()) -> list[str]:
-        self._numpy("scan", SCAN_WHY)
+        """A scan as one C function running every step (and a Python function calling
+        it), or the NumPy target's loop where its step has no C form: counted among the
+        NumPy calls, with the reason."""
+        lacks = self._step_lacks(spec.body)
+        if not lacks:
+            try:
+                return self._c_loop(name, spec, stmts)
+            except Unsupported as e:  # the step's lines are still Python: NumPy runs them
+                lacks = [("scan", f"no C form: {e}")]
+        op, why = lacks[0]
+        self._numpy("scan", f"its step holds {op}: {why}" if op != "scan" else why)
+        for op, why in lacks:
+            if op != "scan":
+                self._numpy(op, why)
         return NumpyPrinter.render_loop(self, name, spec, stmts, step, lists)
+
+    def _c_loop(self, name: str, spec: LoopSpec, stmts: list[str]) -> list[str]:
+        """Scan ``spec`` as the C function ``<name>_c`` (the Numba target's loop function,
+        in C) and the Python function ``name`` calling it."""
+        text = compiled_loop(name, spec, stmts, wrapper=False)
+        first = next(k for k, ln in enumerate(text) if ln.startswith("def "))
+        source = "\n".join(text[first:])
+        avals = spec.body.avals()
+        nc, nx = spec.nc, spec.nx
+        shapes = [*avals[:nc], *(((spec.length, *s), d) for s, d in avals[nc:nc + nx]),
+                  *avals[nc + nx:]]
+        inputs = {p: (d, tuple(s)) for p, (s, d) in zip(spec.signature, shapes)}
+        ret = ast.parse(source).body[0].body[-1]
+        if not isinstance(ret, ast.Return) or not isinstance(ret.value, ast.Tuple):
+            raise Unsupported("a loop function's return")
+        outs = [ast.unparse(e) for e in ret.value.elts]
+        cname = f"{name}_c"
+        fn = translate(source, inputs, outs, cname, [spec.aval(p)[1] for p in spec.parts])
+        self.c_functions.append("\n".join([f"/* {name}: {spec.length} steps of a scan */",
+                                           *fn.lines]))
+        self.c_signatures[cname] = tuple(fn.params)
+        self.fused.append((name, loop_ops(spec.body, self.lowered)))
+        return self._wrapper(name, cname, list(spec.signature),
+                             [inputs[p] for p in spec.signature], fn, convert=True)
 
     def _why_numpy(self, n: Any) -> str | None:
         """Why node ``n`` is NumPy's call (the Numba target's reasons, and
@@ -139,7 +191,8 @@ class CPrinter(NumbaPrinter):
                                     for m in seg.members)[:200].replace("*/", "* /") + " */"
         self.c_functions.append("\n".join([comment, *fn.lines]))
         self.c_signatures[kname] = tuple(fn.params)
-        self.kernels.append("\n".join(self._wrapper(kname, params, seg, fn.raises)))
+        types = [(nodes[a].dtype, tuple(nodes[a].shape)) for a in seg.inputs]
+        self.kernels.append("\n".join(self._wrapper(kname, kname, params, types, fn)))
         self.fused.append((kname, ops))
         self._contiguous.update(seg.outputs)
         args = []
@@ -154,36 +207,35 @@ class CPrinter(NumbaPrinter):
         out[0] += f"  # compiled (C): {len(ops)} ops" if len(out[0]) < 76 else ""
         return out
 
-    def _wrapper(self, kname: str, params: list[str], seg: fusion.Segment,
-                 raises: bool) -> list[str]:
-        """The Python function calling C function ``kname``: checks its arrays' shapes
-        and dtypes (a pointer carries neither), allocates the results, calls, and
-        returns them (a 0-d one as a NumPy scalar)."""
-        nodes = self.graph.nodes
-        lines = call(f"def {kname}(", params, "):", "")
-        lines.append(f'    """Calls the C function {kname} (compiled by symgrad\'s C target)."""')
+    def _wrapper(self, name: str, cname: str, params: list[str],
+                 types: list[tuple[str, tuple]], fn: Any, convert: bool = False) -> list[str]:
+        """The Python function ``name`` calling C function ``cname`` over ``params`` (of
+        ``types``: dtype and shape): its arrays checked (a pointer carries neither shape
+        nor dtype) — or, with ``convert``, made C-contiguous of their dtype first —, the
+        results allocated, and returned (a 0-d one as a NumPy scalar)."""
+        lines = call(f"def {name}(", params, "):", "")
+        lines.append(f'    """Calls the C function {cname} (compiled by symgrad\'s C target)."""')
         args = []
-        for p, a in zip(params, seg.inputs):
-            n = nodes[a]
-            if n.shape:
-                lines.append(f"    if {p}.shape != {tuple(n.shape)!r} or {p}.dtype != "
-                             f"{NUMPY_TYPE[n.dtype]} or not {p}.flags.c_contiguous:")
-                lines.append(f"        raise ValueError('{kname}: {p} must be a C-contiguous "
-                             f"{n.dtype} array of shape {tuple(n.shape)!r}')")
+        for p, (dtype, shape) in zip(params, types):
+            if shape:
+                if convert:
+                    lines.append(f"    {p} = np.ascontiguousarray({p}, dtype={NUMPY_TYPE[dtype]})")
+                lines.append(f"    if {p}.shape != {tuple(shape)!r} or {p}.dtype != "
+                             f"{NUMPY_TYPE[dtype]} or not {p}.flags.c_contiguous:")
+                lines.append(f"        raise ValueError('{name}: {p} must be a C-contiguous "
+                             f"{dtype} array of shape {tuple(shape)!r}')")
                 args.append(f"{p}.ctypes.data")
             else:
-                args.append(p)
+                args.append(f"{_PY[dtype]}({p})")
         rets = []
-        for k, m in enumerate(seg.outputs):
-            n = nodes[m]
-            lines.append(f"    _o{k} = np.empty({tuple(n.shape)!r}, dtype={NUMPY_TYPE[n.dtype]})")
+        for k, (dtype, shape) in enumerate(fn.outs):
+            lines.append(f"    _o{k} = np.empty({tuple(shape)!r}, dtype={NUMPY_TYPE[dtype]})")
             args.append(f"_o{k}.ctypes.data")
-            rets.append(f"_o{k}" if n.shape else f"_o{k}[()]")
-        lines += [*call(f"_e = _C.{kname}(", args, ")", "    "),
-                  "    if _e:",
-                  f"        raise _failure(_e, {kname!r})",
-                  f"    return {', '.join(rets)}"]
-        return lines
+            rets.append(f"_o{k}" if shape else f"_o{k}[()]")
+        ret = (f"({', '.join(rets)},)" if len(rets) == 1 else f"({', '.join(rets)})"
+               ) if convert else ", ".join(rets)
+        return [*lines, *call(f"_e = _C.{cname}(", args, ")", "    "), "    if _e:",
+                f"        raise _failure(_e, {name!r})", f"    return {ret}"]
 
     def _numpy_lines(self, seg: fusion.Segment, names: dict[str, Any], why: str) -> list[str]:
         """The segment's nodes as NumPy's lines, each counted with ``why``."""

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import ast
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .scalars import (
@@ -99,6 +99,7 @@ class CFunction:
     lines: list[str]
     params: list[str]
     raises: bool = False  # whether it can report an index out of range (returns 1)
+    outs: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)  # (dtype, shape)
 
 
 class _Translator:
@@ -114,6 +115,7 @@ class _Translator:
         self.raises = False
         self.assigned: dict[str, int] = {}
         self.out_alias: dict[str, int] = {}  # a returned name bound once -> its output
+        self.bound: dict[str, int] = {}  # an array's name -> the depth it was bound at
 
     # -- names -------------------------------------------------------------------------
 
@@ -130,7 +132,10 @@ class _Translator:
         if isinstance(s, ast.Assign):
             if len(s.targets) != 1:
                 raise Unsupported("a chained assignment")
-            self.assign(s.targets[0], s.value)
+            if isinstance(s.targets[0], ast.Tuple):
+                self.moves(s.targets[0], s.value)
+            else:
+                self.assign(s.targets[0], s.value)
         elif isinstance(s, ast.AugAssign):
             op = _BINOP.get(type(s.op))
             if op is None:
@@ -167,16 +172,47 @@ class _Translator:
         it = s.iter
         if (not isinstance(s.target, ast.Name) or not isinstance(it, ast.Call)
                 or not isinstance(it.func, ast.Name) or it.func.id != "range" or s.orelse
-                or not 1 <= len(it.args) <= 2):
+                or not 1 <= len(it.args) <= 3):
             raise Unsupported("a loop other than for i in range(...)")
-        bounds = [self.expr(a)[0] for a in it.args]
+        bounds = [self.expr(a)[0] for a in it.args[:2]]
         start, stop = (["0"] + bounds)[-2:]
+        step = int(_literal(it.args[2])) if len(it.args) == 3 else 1
+        if step == 0:
+            raise Unsupported("a range of step 0")
         name = s.target.id
         c = self.fresh(name)
         self.env[name] = (c, "int64")
-        self.emit(f"for (int64_t {c} = {start}; {c} < {stop}; {c}++) {{")
+        self.bound[name] = self.depth
+        test = f"{c} < {stop}" if step > 0 else f"{c} > {stop}"
+        inc = f"{c}++" if step == 1 else f"{c} += {step}"
+        self.emit(f"for (int64_t {c} = {start}; {test}; {inc}) {{")
         self.block(s.body)
         self.emit("}")
+
+    def moves(self, target: ast.Tuple, value: ast.expr) -> None:
+        """``a, b = x, y`` (a loop's carries): every value read before any is written."""
+        if not isinstance(value, ast.Tuple) or len(value.elts) != len(target.elts) or not all(
+                isinstance(t, ast.Name) for t in target.elts):
+            raise Unsupported("a tuple assignment other than names = values")
+        written = {self.env[t.id].base for t in target.elts
+                   if isinstance(self.env.get(t.id), Arr)}
+        temps: list[ast.expr] = []
+        for v in value.elts:
+            arr = self.array_value(v, "_mv")
+            if arr is not None:
+                if arr.base in written:
+                    arr = self.copy(arr, "_mv")
+                tmp = self.fresh("mv")
+                self.env[tmp] = arr
+            else:
+                text, dtype = self.expr(v)
+                tmp = self.fresh("mv")
+                self.decls[tmp] = CTYPE[dtype]
+                self.env[tmp] = (tmp, dtype)
+                self.emit(f"{tmp} = {text};")
+            temps.append(ast.Name(id=tmp, ctx=ast.Load()))
+        for t, v in zip(target.elts, temps):
+            self.assign(t, v)
 
     def assign(self, target: ast.expr, value: ast.expr) -> None:
         if isinstance(target, ast.Subscript):
@@ -196,7 +232,16 @@ class _Translator:
             return
         arr = self.array_value(value, name)
         if arr is not None:
+            held = self.env.get(name)
+            if isinstance(held, Arr) and self.bound.get(name, 1) < self.depth:
+                # a loop's carry: its buffer takes the new value (later steps read it)
+                if not held.owned or held.shape != arr.shape or held.dtype != arr.dtype:
+                    raise Unsupported(f"{name} changes inside a loop")
+                if held.base != arr.base or held.offset != arr.offset:
+                    self.copy_into(held, arr)
+                return
             self.env[name] = arr
+            self.bound[name] = self.depth
             return
         text, dtype = self.expr(value)
         held = self.env.get(name)
@@ -581,13 +626,14 @@ def translate(source: str, inputs: dict[str, tuple[str, tuple[int, ...]]],
     body = [s for s in fn.body if not isinstance(s, ast.Return)]
     for s in body:
         t.stmt(s)
-    out_types = []
+    out_types, out_shapes = [], []
     for k, o in enumerate(outputs):
         held = t.env.get(o)
         if held is None:
             raise Unsupported(f"output {o} is not assigned")
         dtype = out_dtypes[k] if out_dtypes else _out_type(held)
         out_types.append(dtype)
+        out_shapes.append(held.shape if isinstance(held, Arr) else ())
         if isinstance(held, Arr):
             if held.base != f"o{k}":
                 t.copy_into(Arr(f"o{k}", dtype, held.shape, _c_strides(held.shape)), held)
@@ -610,7 +656,7 @@ def translate(source: str, inputs: dict[str, tuple[str, tuple[int, ...]]],
     else:
         lines += body_lines
     lines += ["    return 0;", "}"]
-    return CFunction(fname, lines, params, t.raises)
+    return CFunction(fname, lines, params, t.raises, list(zip(out_types, out_shapes)))
 
 
 def _out_type(held: Any) -> str:
