@@ -87,6 +87,8 @@ def load_library(source: str, signatures: dict[str, tuple[str, ...]]) -> Any:
         lib = _LOADED.get(digest)
         if lib is None:
             lib = _LOADED[digest] = ctypes.CDLL(str(_shared_object(data, cc, digest)))
+    if signatures:
+        _bind_blas(lib)
     for name, kinds in signatures.items():
         f = getattr(lib, name)
         f.argtypes = [_ARG[k] for k in kinds]
@@ -151,3 +153,26 @@ def failure(code: int, name: str) -> Exception:
     if code == 2:
         return MemoryError(f"{name}: the C function could not allocate its arrays")
     return RuntimeError(f"{name}: the C function failed (code {code})")
+
+
+def _bind_blas(lib: Any) -> None:
+    """Give ``lib`` SciPy's BLAS ``dgemm``/``sgemm`` (the function pointers SciPy exports
+    for Cython, ``scipy.linalg.cython_blas``); without SciPy its products run as loops."""
+    try:
+        from scipy.linalg import cython_blas
+
+        setter = lib.sg_set_blas
+    except (ImportError, AttributeError):  # no SciPy; a library of other C text
+        return
+    api = ctypes.pythonapi
+    api.PyCapsule_GetName.restype = ctypes.c_char_p
+    api.PyCapsule_GetName.argtypes = [ctypes.py_object]
+    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    ptrs = []
+    for name in ("dgemm", "sgemm"):
+        capsule = cython_blas.__pyx_capi__[name]
+        ptrs.append(api.PyCapsule_GetPointer(capsule, api.PyCapsule_GetName(capsule)))
+    setter.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    setter.restype = None
+    setter(*ptrs)

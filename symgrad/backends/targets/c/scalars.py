@@ -81,6 +81,16 @@ static inline T sg_pymod##S(T a, T b) { \
     T m = a % b; return (m != 0 && ((m < 0) != (b < 0))) ? m + b : m; }
 SG_INT_HELPERS(int64_t, _l)
 SG_INT_HELPERS(int32_t, _i)
+
+/* BLAS's gemm (Fortran's, column-major), bound by the loader to SciPy's (sg_set_blas);
+   unbound, products run as loops */
+typedef void (*sg_dgemm_t)(char *, char *, int *, int *, int *, double *, double *, int *,
+                           double *, int *, double *, double *, int *);
+typedef void (*sg_sgemm_t)(char *, char *, int *, int *, int *, float *, float *, int *,
+                           float *, int *, float *, float *, int *);
+static sg_dgemm_t sg_dgemm = 0;
+static sg_sgemm_t sg_sgemm = 0;
+void sg_set_blas(void *d, void *s) { sg_dgemm = (sg_dgemm_t)d; sg_sgemm = (sg_sgemm_t)s; }
 """
 
 SUFFIX = {"float64": "_d", "float32": "_f", "int64": "_l", "int32": "_i"}

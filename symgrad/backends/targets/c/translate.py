@@ -434,8 +434,25 @@ class _Translator:
                   f"{acc} += {a.at([i])} * {b.at([i])};")
 
     def gemm(self, A: Arr, B: Arr, C: Arr, m: int, k: int, n: int) -> None:
-        """C = A @ B by loops (i, p, j: unit stride over j where B's rows are
-        contiguous), summing over p in order."""
+        """C = A @ B (C contiguous): BLAS's gemm where both operands are matrices it
+        reads (rows or columns of unit stride) and it is bound, else loops (i, p, j: unit
+        stride over j where B's rows are contiguous), summing over p in order."""
+        a, b = _blas_layout(A, m, k), _blas_layout(B, k, n)
+        if m * n == 0:
+            return
+        loops = self.depth
+        if a is not None and b is not None and min(m, n, k) >= BLAS_MIN:
+            f = "sg_dgemm" if C.dtype == "float64" else "sg_sgemm"
+            T = CTYPE[C.dtype]
+            v = self.fresh("blas")
+            self.emit(f"if ({f}) {{")
+            self.emit(f"    int {v}[6] = {{{n}, {m}, {k}, {b[1]}, {a[1]}, {n}}};")
+            self.emit(f"    {T} {v}_one = 1, {v}_zero = 0;")
+            self.emit(f"    {f}(\"{b[0]}\", \"{a[0]}\", &{v}[0], &{v}[1], &{v}[2], &{v}_one, "
+                      f"({T} *)&{B.at(['0', '0'])}, &{v}[3], ({T} *)&{A.at(['0', '0'])}, "
+                      f"&{v}[4], &{v}_zero, &{C.at(['0', '0'])}, &{v}[5]);")
+            self.emit("} else {")
+            self.depth += 1
         i, p, j = self.fresh("i"), self.fresh("p"), self.fresh("j")
         self.emit(f"for (int64_t {i} = 0; {i} < {m}; {i}++) {{")
         self.emit(f"    for (int64_t {j} = 0; {j} < {n}; {j}++) {C.at([i, j])} = 0;")
@@ -447,6 +464,9 @@ class _Translator:
                   f"{C.at([i, j])} += {a} * {B.at([p, j])};")
         self.emit("    }")
         self.emit("}")
+        if self.depth > loops:
+            self.depth = loops
+            self.emit("}")
 
     # -- scalar expressions --------------------------------------------------------------------
 
@@ -582,6 +602,21 @@ def _root(v: ast.expr) -> str | None:
     while isinstance(v, (ast.Subscript, ast.Attribute)):
         v = v.value
     return v.id if isinstance(v, ast.Name) else None
+
+
+BLAS_MIN = 8  # a product with a smaller dimension runs as loops (a call costs more)
+
+
+def _blas_layout(X: Arr, rows: int, cols: int) -> tuple[str, int] | None:
+    """How BLAS (column-major) reads matrix ``X`` (``rows`` x ``cols``, row-major
+    indexing) as its transpose: ``("N", ld)`` for rows of unit stride, ``("T", ld)`` for
+    columns of unit stride; None where neither (a broadcast, a strided view)."""
+    s0, s1 = X.strides
+    if (s1 == 1 or cols == 1) and (s0 >= max(cols, 1) or rows == 1):
+        return "N", max(s0 if rows > 1 else cols, cols, 1)
+    if (s0 == 1 or rows == 1) and (s1 >= max(rows, 1) or cols == 1):
+        return "T", max(s1 if cols > 1 else rows, rows, 1)
+    return None
 
 
 def translate(source: str, inputs: dict[str, tuple[str, tuple[int, ...]]],

@@ -106,3 +106,20 @@ def test_registry_sample_inside_a_scan_step_equals_evaluate():
     assert set(fn.numpy_ops) <= set(NOT_COMPILED) | set(NOT_IN_C) | {
         "index", "broadcast_to", "zeros", "multiply", "add", "sum", "stack", "full"}
     battery.check(fn(**values), sg.evaluate(outs, values), "float64", "sample in a scan")
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_products_in_a_step_call_blas_and_equal_numpy(dtype):
+    """Matrix products in a step (a transposed operand, a matrix-vector product) are BLAS
+    calls inside the C function, and equal the NumPy backend's (its BLAS too)."""
+    rng = np.random.default_rng(3)
+    A, B = sg.var("A", (12, 12), dtype), sg.var("B", (12, 12), dtype)
+    h, ys = sg.scan(lambda h, _: (sg.tanh(A @ h @ A.T * 0.1 + B.T @ h.T), h[0] @ A),
+                    sg.var("h0", (12, 12), dtype), length=4)
+    outs = [h, ys, *sg.grad(sg.sum(h) + sg.sum(ys), [A, B])]
+    fn = sg.compile(outs, backend="c")
+    assert not fn.numpy_ops.get("scan")
+    assert ("sg_dgemm(" if dtype == "float64" else "sg_sgemm(") in fn.source
+    env = {k: rng.normal(size=s).astype(dtype) * 0.5
+           for k, s in (("A", (12, 12)), ("B", (12, 12)), ("h0", (12, 12)))}
+    battery.check(fn(**env), sg.compile(outs)(**env), dtype, "products")
