@@ -8,8 +8,8 @@ changed or unrecorded library is never loaded: the C text is compiled again. Oth
 the system C compiler (``$CC``, else ``cc``, ``gcc`` or ``clang`` on ``PATH``) builds it
 with IEEE arithmetic as NumPy's — ``-O2 -fno-fast-math -ffp-contract=off`` (no fused
 multiply-add: the same roundings as NumPy's separate operations) ``-fno-math-errno``
-(no value changes; ``sqrt`` inlined) — as C99, position-independent, shared, linked
-with ``-lm``. No compiler is a :class:`~symgrad.errors.BackendError` naming the fix; a
+(no value changes; ``sqrt`` inlined) ``-fwrapv`` (integer overflow wraps, as NumPy's) —
+as C99, position-independent, shared, linked with ``-lm``. No compiler is a :class:`~symgrad.errors.BackendError` naming the fix; a
 compiler's error is one with the compiler's message; a C text over
 :data:`MAX_SOURCE_BYTES` is a :class:`~symgrad.errors.LimitError` before anything runs.
 
@@ -41,7 +41,7 @@ from ... import disk_cache
 __all__ = ["FLAGS", "MAX_SOURCE_BYTES", "compiler", "failure", "load_library"]
 
 FLAGS = ("-std=c99", "-O2", "-fno-fast-math", "-ffp-contract=off", "-fno-math-errno",
-         "-fPIC", "-shared")
+         "-fwrapv", "-fPIC", "-shared")
 MAX_SOURCE_BYTES = 64 << 20  # a C text this long would take the compiler minutes
 COMPILE_TIMEOUT_S = 1800.0
 
