@@ -9,9 +9,10 @@ the system C compiler (``$CC``, else ``cc``, ``gcc`` or ``clang`` on ``PATH``) b
 with IEEE arithmetic as NumPy's — ``-O2 -fno-fast-math -ffp-contract=off`` (no fused
 multiply-add: the same roundings as NumPy's separate operations) ``-fno-math-errno``
 (no value changes; ``sqrt`` inlined) ``-fwrapv`` (integer overflow wraps, as NumPy's) —
-as C99, position-independent, shared, linked with ``-lm``. No compiler is a :class:`~symgrad.errors.BackendError` naming the fix; a
-compiler's error is one with the compiler's message; a C text over
-:data:`MAX_SOURCE_BYTES` is a :class:`~symgrad.errors.LimitError` before anything runs.
+as C99, position-independent, shared, linked with ``-lm``. No compiler is a
+:class:`~symgrad.errors.BackendError` naming the fix; a compiler's error is one with the
+compiler's message; a C text over :data:`MAX_SOURCE_BYTES` is a
+:class:`~symgrad.errors.LimitError` before anything runs.
 
 >>> import numpy as np
 >>> lib = load_library("int twice(double x, double *o0) { o0[0] = 2 * x; return 0; }",
