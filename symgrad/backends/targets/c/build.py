@@ -42,7 +42,7 @@ from ... import disk_cache
 __all__ = ["FLAGS", "MAX_SOURCE_BYTES", "compiler", "failure", "load_library"]
 
 FLAGS = ("-std=c99", "-O2", "-fno-fast-math", "-ffp-contract=off", "-fno-math-errno",
-         "-fwrapv", "-fPIC", "-shared")
+         "-fwrapv", "-fPIC", "-shared", "-pipe")
 MAX_SOURCE_BYTES = 64 << 20  # a C text this long would take the compiler minutes
 COMPILE_TIMEOUT_S = 1800.0
 

@@ -49,12 +49,11 @@ from .scalars import CTYPE, PRELUDE, Unsupported
 from .translate import translate
 
 if TYPE_CHECKING:
+    from ....ir.body import Body
     from ...printer import Printer
 
-__all__ = ["CPrinter", "NESTED_WHY", "NOT_IN_C"]
+__all__ = ["CPrinter", "CStepPrinter", "NOT_IN_C"]
 
-NESTED_WHY = ("a loop nested in a loop's step: the C target compiles a loop whose step "
-              "holds none (the NumPy target's loop runs it)")
 _PY = {"float64": "float", "float32": "float", "int64": "int", "int32": "int", "bool": "bool"}
 
 
@@ -80,44 +79,35 @@ class CPrinter(NumbaPrinter):
         super().__init__(*args, **kwargs)
         self.c_functions: list[str] = []
         self.c_signatures: dict[str, tuple[str, ...]] = {}
+        self.c_calls: dict[str, Any] = {}  # a loop's C function -> its CFunction
+        self.c_refused: dict[str, str] = {}  # a nested loop without a C form -> why
 
     def step_printer(self, body: Any) -> type[Printer]:
         # a step the C target cannot compile runs on NumPy
-        return NumpyPrinter if self._step_lacks(body) else StepPrinter
+        return NumpyPrinter if self._step_lacks(body) else CStepPrinter
 
     def _step_lacks(self, body: Any) -> list[tuple[str, str]]:
-        """``(op, why)`` of each node of step ``body`` the C target cannot compile in a
-        loop: the Numba target's (:func:`..numba.loops.lacking`), :data:`NOT_IN_C`'s, and a
-        loop nested in the step."""
+        """``(op, why)`` of each node of step ``body`` (and of the loops nested in it) the C
+        target cannot compile in a loop: the Numba target's
+        (:func:`..numba.loops.lacking`) and :data:`NOT_IN_C`'s."""
         out = lacking(body, self.lowered)
-        for n in body.graph.nodes:
-            if is_loop(n):
-                out.append(("scan", NESTED_WHY))
-            elif n.op in NOT_IN_C:
-                out.append((n.op, NOT_IN_C[n.op]))
+        stack, seen = [body], set()
+        while stack:
+            b = stack.pop()
+            if id(b) in seen:
+                continue
+            seen.add(id(b))
+            for n in b.graph.nodes:
+                if is_loop(n):
+                    stack.append(self.lowered.optimized(n.attrs["body"]))
+                elif n.op in NOT_IN_C:
+                    out.append((n.op, NOT_IN_C[n.op]))
         return out
 
-    def render_loop(self, name: str, spec: LoopSpec, stmts: list[str], step: Printer,
-                    lists: tuple = ()) -> list[str]:
-        """A scan as one C function running every step (and a Python function calling
-        it), or the NumPy target's loop where its step has no C form: counted among the
-        NumPy calls, with the reason."""
-        lacks = self._step_lacks(spec.body)
-        if not lacks:
-            try:
-                return self._c_loop(name, spec, stmts)
-            except Unsupported as e:  # the step's lines are still Python: NumPy runs them
-                lacks = [("scan", f"no C form: {e}")]
-        op, why = lacks[0]
-        self._numpy("scan", f"its step holds {op}: {why}" if op != "scan" else why)
-        for op, why in lacks:
-            if op != "scan":
-                self._numpy(op, why)
-        return NumpyPrinter.render_loop(self, name, spec, stmts, step, lists)
-
-    def _c_loop(self, name: str, spec: LoopSpec, stmts: list[str]) -> list[str]:
-        """Scan ``spec`` as the C function ``<name>_c`` (the Numba target's loop function,
-        in C) and the Python function ``name`` calling it."""
+    def c_loop_function(self, name: str, spec: LoopSpec, stmts: list[str]) -> Any:
+        """Scan ``spec`` (its step's lines ``stmts``) as the C function ``name`` (the
+        Numba target's loop function, in C), kept in the module's C text: its
+        :class:`~.translate.CFunction` and its inputs' ``(dtype, shape)``."""
         text = compiled_loop(name, spec, stmts, wrapper=False)
         first = next(k for k, ln in enumerate(text) if ln.startswith("def "))
         source = "\n".join(text[first:])
@@ -130,11 +120,40 @@ class CPrinter(NumbaPrinter):
         if not isinstance(ret, ast.Return) or not isinstance(ret.value, ast.Tuple):
             raise Unsupported("a loop function's return")
         outs = [ast.unparse(e) for e in ret.value.elts]
-        cname = f"{name}_c"
-        fn = translate(source, inputs, outs, cname, [spec.aval(p)[1] for p in spec.parts])
+        fn = translate(source, inputs, outs, name, [spec.aval(p)[1] for p in spec.parts],
+                       self.c_calls)
         self.c_functions.append("\n".join([f"/* {name}: {spec.length} steps of a scan */",
                                            *fn.lines]))
-        self.c_signatures[cname] = tuple(fn.params)
+        self.c_signatures[name] = tuple(fn.params)
+        self.c_calls[name] = fn
+        return fn, inputs
+
+    def render_loop(self, name: str, spec: LoopSpec, stmts: list[str], step: Printer,
+                    lists: tuple = ()) -> list[str]:
+        """A scan as one C function running every step (and a Python function calling
+        it), or the NumPy target's loop where its step has no C form: counted among the
+        NumPy calls, with the reason."""
+        lacks = self._step_lacks(spec.body)
+        if not lacks:
+            try:
+                return self._c_loop(name, spec, stmts)
+            except Unsupported as e:  # the step's lines are still Python: NumPy runs them
+                text = "\n".join(stmts)
+                inner = [f"its nested loop has no C form: {why}"
+                         for n, why in self.c_refused.items() if f"{n}(" in text]
+                lacks = [("scan", (inner or [f"no C form: {e}"])[0])]
+        op, why = lacks[0]
+        self._numpy("scan", f"its step holds {op}: {why}" if op != "scan" else why)
+        for op, why in lacks:
+            if op != "scan":
+                self._numpy(op, why)
+        return NumpyPrinter.render_loop(self, name, spec, stmts, step, lists)
+
+    def _c_loop(self, name: str, spec: LoopSpec, stmts: list[str]) -> list[str]:
+        """Scan ``spec`` as the C function ``<name>_c`` and the Python function ``name``
+        calling it."""
+        cname = f"{name}_c"
+        fn, inputs = self.c_loop_function(cname, spec, stmts)
         self.fused.append((name, loop_ops(spec.body, self.lowered)))
         return self._wrapper(name, cname, list(spec.signature),
                              [inputs[p] for p in spec.signature], fn, convert=True)
@@ -244,6 +263,26 @@ class CPrinter(NumbaPrinter):
             self._numpy(nodes[m].op, why)
         keep = {*seg.outputs, *seg.members, *seg.inputs}
         return NumpyPrinter.statements(self, list(seg.members), names, keep, False)
+
+
+class CStepPrinter(StepPrinter):
+    """The step of a loop compiled in C: a loop nested in it is a C function of its own
+    (kept with the module's C text), which the step's C calls."""
+
+    def step_printer(self, body: Body) -> type[Printer]:
+        return CStepPrinter
+
+    def render_loop(self, name: str, spec: LoopSpec, stmts: list[str], step: Printer,
+                    lists: tuple = ()) -> list[str]:
+        root = self.loops.root.printer
+        assert isinstance(root, CPrinter), "a C step is printed for a C module"
+        try:
+            root.c_loop_function(name, spec, stmts)
+        except Unsupported as e:  # a Python function: the outer loop's C cannot call it,
+            # so that loop is the NumPy target's too (its lines run in Python)
+            root.c_refused[name] = str(e)
+            return NumpyPrinter.render_loop(self, name, spec, stmts, step, lists)
+        return []
 
 
 def _no_c(nodes: Any, seg: fusion.Segment) -> str | None:

@@ -116,6 +116,7 @@ class _Translator:
         self.assigned: dict[str, int] = {}
         self.out_alias: dict[str, int] = {}  # a returned name bound once -> its output
         self.bound: dict[str, int] = {}  # an array's name -> the depth it was bound at
+        self.calls: dict[str, CFunction] = {}
 
     # -- names -------------------------------------------------------------------------
 
@@ -132,7 +133,10 @@ class _Translator:
         if isinstance(s, ast.Assign):
             if len(s.targets) != 1:
                 raise Unsupported("a chained assignment")
-            if isinstance(s.targets[0], ast.Tuple):
+            if isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Name) \
+                    and s.value.func.id in self.calls:
+                self.call_loop(s.targets[0], s.value)
+            elif isinstance(s.targets[0], ast.Tuple):
                 self.moves(s.targets[0], s.value)
             else:
                 self.assign(s.targets[0], s.value)
@@ -188,6 +192,42 @@ class _Translator:
         self.emit(f"for (int64_t {c} = {start}; {test}; {inc}) {{")
         self.block(s.body)
         self.emit("}")
+
+    def call_loop(self, target: ast.expr, value: ast.Call) -> None:
+        """``a, b = loop(x, y)``: a call of another C function (a nested loop), its
+        arrays passed C-contiguous, its results written to local arrays and scalars."""
+        fn = self.calls[value.func.id]
+        if value.keywords or len(value.args) != len(fn.params) - len(fn.outs):
+            raise Unsupported(f"a call of {fn.name}")
+        args = []
+        for a, kind in zip(value.args, fn.params):
+            if kind == "p":
+                arr = self.array(a)
+                if not arr.contiguous():
+                    arr = self.copy(arr, "_arg")
+                args.append(f"&{arr.at(['0'] * len(arr.shape))}")
+            else:
+                text, dtype = self.expr(a)
+                args.append(cast(text, dtype, kind))
+        temps: list[ast.expr] = []
+        for dtype, shape in fn.outs:
+            tmp = self.fresh("r")
+            if shape:
+                arr = self.alloc(tmp, shape, dtype)
+                self.env[tmp] = arr
+                args.append(arr.base)
+            else:
+                self.decls[tmp] = CTYPE[dtype]
+                self.env[tmp] = (tmp, dtype)
+                args.append(f"&{tmp}")
+            temps.append(ast.Name(id=tmp, ctx=ast.Load()))
+        self.emit(f"if ({fn.name}({', '.join(args)})) return 1;")
+        names = target.elts if isinstance(target, ast.Tuple) else [target]
+        if len(names) != len(temps):
+            raise Unsupported(f"the results of {fn.name}")
+        for t, v in zip(names, temps):
+            if isinstance(t, ast.Name) and t.id != "_":
+                self.assign(t, v)
 
     def moves(self, target: ast.Tuple, value: ast.expr) -> None:
         """``a, b = x, y`` (a loop's carries): every value read before any is written."""
@@ -621,17 +661,20 @@ def _blas_layout(X: Arr, rows: int, cols: int) -> tuple[str, int] | None:
 
 def translate(source: str, inputs: dict[str, tuple[str, tuple[int, ...]]],
               outputs: list[str], name: str | None = None,
-              out_dtypes: list[str] | None = None) -> CFunction:
+              out_dtypes: list[str] | None = None,
+              calls: dict[str, CFunction] | None = None) -> CFunction:
     """The C function computing Python function ``source`` (one ``def``, in the Numba
     target's subset; its ``return`` is ignored): ``inputs`` gives each parameter's
     ``(dtype, shape)``; ``outputs`` the local names it hands back, each written to an
     output pointer ``o<k>`` (a 0-d one: one element) of dtype ``out_dtypes[k]`` (default:
-    the value's). Raises :class:`Unsupported`."""
+    the value's); ``calls``: the C functions (loops) it may call, by name. Raises
+    :class:`Unsupported`."""
     tree = ast.parse(source)
     fn = tree.body[0]
     if not isinstance(fn, ast.FunctionDef):
         raise Unsupported("not a function")
     t = _Translator(inputs, outputs)
+    t.calls = calls or {}
     for node in ast.walk(fn):
         if isinstance(node, ast.Assign):
             for tg in node.targets:

@@ -2,10 +2,9 @@
 
 One float64 module holds scans with scalar and array carries, pytrees, xs slices and
 stacked ys, a captured matrix, ``reverse=True``, lengths 0 and 1, a checkpointed scan (a
-scan nested in a scan: the NumPy target's loop, counted with its reason) and a rolled
-Python loop, with their gradients; values and gradients equal ``sg.evaluate`` and the
-NumPy backend to 1e-12. The registry battery's sample runs inside one scan's step,
-forward and reverse.
+scan nested in a scan: a C function the outer one calls) and a rolled Python loop, with
+their gradients; values and gradients equal ``sg.evaluate`` and the NumPy backend to 1e-12.
+The registry battery's sample runs inside one scan's step, forward and reverse.
 """
 
 from __future__ import annotations
@@ -17,8 +16,9 @@ import numpy as np
 import pytest
 
 import symgrad as sg
-from symgrad.backends.targets.c.printer import NESTED_WHY, NOT_IN_C
+from symgrad.backends.targets.c.printer import NOT_IN_C
 from symgrad.backends.targets.numba.table import NOT_COMPILED
+from symgrad.ops import REGISTRY
 from tests.support import numba_battery as battery
 
 pytestmark = pytest.mark.skipif(
@@ -70,8 +70,7 @@ def test_scans_compiled_equal_evaluate_and_numpy():
         _close(g, n)
     names = [k for k, _ in fn.kernels]
     assert sum(k.startswith("_sg_loop") for k in names) >= 9, names
-    # the checkpointed scan (forward and reverse) nests a scan: NumPy's loops, with why
-    assert fn.numpy_ops.get("scan") == 2 and fn.numpy_why["scan"] == NESTED_WHY
+    assert "scan" not in fn.numpy_ops, fn.numpy_why  # a checkpointed scan (nested) too
     src = sg.to_source(outs, inputs, backend="c")
     assert "_sg_loop1_c(" in src and "for (int64_t" in src
 
@@ -123,3 +122,50 @@ def test_products_in_a_step_call_blas_and_equal_numpy(dtype):
     env = {k: rng.normal(size=s).astype(dtype) * 0.5
            for k, s in (("A", (12, 12)), ("B", (12, 12)), ("h0", (12, 12)))}
     battery.check(fn(**env), sg.compile(outs)(**env), dtype, "products")
+
+
+FULL = os.environ.get("SYMGRAD_NUMBA_FULL") == "1"
+
+
+def _groups(size=8):
+    ops = sorted({c.op.name for c in battery.cases_of(REGISTRY)} - set(NOT_IN_C))
+    return [ops[k:k + size] for k in range(0, len(ops), size)]
+
+
+@pytest.mark.skipif(not FULL, reason="the whole battery: SYMGRAD_NUMBA_FULL=1 (make fuzz)")
+@pytest.mark.parametrize("ops", _groups(), ids=lambda ops: f"{ops[0]}-{ops[-1]}")
+def test_registry_full_in_a_c_step(ops):
+    """Every case (with a Numba form) of every op the C target compiles, a group of ops per
+    scan: the forward and reverse scans compile in C and equal sg.evaluate."""
+    cases = [c for c in battery.cases_of(ops) if battery.has_form(c)]
+    if not cases:
+        pytest.skip("no case of these ops with a form")
+    outs, values = battery.in_scan(cases)
+    fn = sg.compile(outs, backend="c")
+    assert "scan" not in fn.numpy_ops, fn.numpy_why
+    battery.check(fn(**values), sg.evaluate(outs, values), "float64", ",".join(ops))
+
+
+def test_a_nested_loop_without_a_c_form_runs_both_loops_in_python(monkeypatch):
+    """Where a loop nested in a step has no C form, it is a Python function and the loop
+    around it the NumPy target's loop (its step's lines run in Python), counted with the
+    reason; the values are the same."""
+    from symgrad.backends.targets.c import printer as cprinter
+    from symgrad.backends.targets.c.scalars import Unsupported
+
+    real = cprinter.translate
+
+    def refuse_inner(source, inputs, outs, name=None, *rest):
+        if name and not name.endswith("_c"):  # a nested loop's C function
+            raise Unsupported("refused by the test")
+        return real(source, inputs, outs, name, *rest)
+
+    monkeypatch.setattr(cprinter, "translate", refuse_inner)
+    x, xs = sg.var("x"), sg.var("xs", shape=(6,))
+    ck, _ = sg.scan(lambda c, xt: (sg.sin(c) + xt * c, None), x, xs, checkpoint=2)
+    outs = [ck, *sg.grad(ck, [x, xs])]
+    fn = sg.compile(outs, backend="c")
+    env = {"x": 0.3, "xs": np.linspace(-1, 1, 6)}
+    assert fn.numpy_ops.get("scan", 0) >= 1 and "refused" in fn.numpy_why["scan"]
+    for g, r in zip(fn(**env), sg.evaluate(outs, env)):
+        _close(g, r)
