@@ -231,17 +231,20 @@ class CPrinter(NumbaPrinter):
         """The Python function ``name`` calling C function ``cname`` over ``params`` (of
         ``types``: dtype and shape): its arrays checked (a pointer carries neither shape
         nor dtype) — or, with ``convert``, made C-contiguous of their dtype first —, the
-        results allocated, and returned (a 0-d one as a NumPy scalar)."""
-        lines = call(f"def {name}(", params, "):", "")
-        lines.append(f'    """Calls the C function {cname} (compiled by symgrad\'s C target)."""')
+        results allocated, and returned (a 0-d one as a NumPy scalar). Its parameters are
+        ``_a0``, ``_a1``...: no variable's name shadows the module's names in it."""
+        own = [f"_a{k}" for k in range(len(params))]
+        lines = call(f"def {name}(", own, "):", "")
+        lines.append(f'    """Calls the C function {cname} (compiled by symgrad\'s C target)'
+                     f' with {", ".join(params)}."""')
         args = []
-        for p, (dtype, shape) in zip(params, types):
+        for shown, p, (dtype, shape) in zip(params, own, types):
             if shape:
                 if convert:
                     lines.append(f"    {p} = np.ascontiguousarray({p}, dtype={NUMPY_TYPE[dtype]})")
                 lines.append(f"    if {p}.shape != {tuple(shape)!r} or {p}.dtype != "
                              f"{NUMPY_TYPE[dtype]} or not {p}.flags.c_contiguous:")
-                lines.append(f"        raise ValueError('{name}: {p} must be a C-contiguous "
+                lines.append(f"        raise ValueError('{name}: {shown} must be a C-contiguous "
                              f"{dtype} array of shape {tuple(shape)!r}')")
                 args.append(f"{p}.ctypes.data")
             else:
@@ -274,8 +277,7 @@ class CStepPrinter(StepPrinter):
 
     def render_loop(self, name: str, spec: LoopSpec, stmts: list[str], step: Printer,
                     lists: tuple = ()) -> list[str]:
-        root = self.loops.root.printer
-        assert isinstance(root, CPrinter), "a C step is printed for a C module"
+        root = self.loops.root.printer  # the module's CPrinter: it keeps the C text
         try:
             root.c_loop_function(name, spec, stmts)
         except Unsupported as e:  # a Python function: the outer loop's C cannot call it,
