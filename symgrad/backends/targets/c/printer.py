@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from ....ir.body import Body
     from ...printer import Printer
 
-__all__ = ["CPrinter", "CStepPrinter", "NOT_IN_C"]
+__all__ = ["CPrinter", "CStepPrinter", "NOT_IN_C", "c_why"]
 
 _PY = {"float64": "float", "float32": "float", "int64": "int", "int32": "int", "bool": "bool"}
 
@@ -70,6 +70,16 @@ NOT_IN_C: dict[str, str] = {
                     "boolean values)"),
 }
 """The ops the Numba target compiles and the C target leaves to NumPy, and why."""
+
+NEGATIVE_POWER = ("matrix_power to a negative exponent: LAPACK's inverse first, NumPy's "
+                  "call (the C target binds no LAPACK)")
+
+
+def c_why(n: Any) -> str | None:
+    """Why node ``n`` (which the Numba target compiles) has no C form (None: it has)."""
+    if n.op == "matrix_power" and int(n.attrs.get("n", 0)) < 0:
+        return NEGATIVE_POWER
+    return NOT_IN_C.get(n.op)
 
 
 class CPrinter(NumbaPrinter):
@@ -100,8 +110,8 @@ class CPrinter(NumbaPrinter):
             for n in b.graph.nodes:
                 if is_loop(n):
                     stack.append(self.lowered.optimized(n.attrs["body"]))
-                elif n.op in NOT_IN_C:
-                    out.append((n.op, NOT_IN_C[n.op]))
+                elif c_why(n) is not None:
+                    out.append((n.op, c_why(n)))
         return out
 
     def c_loop_function(self, name: str, spec: LoopSpec, stmts: list[str]) -> Any:
@@ -162,8 +172,8 @@ class CPrinter(NumbaPrinter):
         """Why node ``n`` is NumPy's call (the Numba target's reasons, and
         :data:`NOT_IN_C`)."""
         why = super()._why_numpy(n)
-        if why is None and n.op in NOT_IN_C:
-            return NOT_IN_C[n.op]
+        if why is None and c_why(n) is not None:
+            return c_why(n)
         dtypes = [self.graph.nodes[a].dtype for a in n.args] + ([] if n.is_call else [n.dtype])
         if why is None and any(d not in CTYPE for d in dtypes):
             return "complex values: NumPy's calls (the C target compiles real values)"
