@@ -14,12 +14,9 @@ as C99, position-independent, shared, linked with ``-lm``. No compiler is a
 compiler's message; a C text over :data:`MAX_SOURCE_BYTES` is a
 :class:`~symgrad.errors.LimitError` before anything runs.
 
->>> import numpy as np
->>> lib = load_library("int twice(double x, double *o0) { o0[0] = 2 * x; return 0; }",
-...                    {"twice": ("float64", "p")})
->>> out = np.zeros(1)
->>> lib.twice(1.25, out.ctypes.data), float(out[0])
-(0, 2.5)
+>>> lib = load_library("int half(long long n) { return (int)(n / 2); }", {"half": ("int64",)})
+>>> lib.half(7)
+3
 """
 
 from __future__ import annotations
@@ -39,14 +36,14 @@ from ....base.errors import BackendError, LimitError
 from ....base.progress import step
 from ... import disk_cache
 
-__all__ = ["FLAGS", "MAX_SOURCE_BYTES", "compiler", "failure", "load_library"]
+__all__ = ["FLAGS", "MAX_SOURCE_BYTES", "compiler", "data_offset", "failure", "load_library"]
 
 FLAGS = ("-std=c99", "-O2", "-fno-fast-math", "-ffp-contract=off", "-fno-math-errno",
          "-fwrapv", "-fPIC", "-shared", "-pipe")
 MAX_SOURCE_BYTES = 64 << 20  # a C text this long would take the compiler minutes
 COMPILE_TIMEOUT_S = 1800.0
 
-_ARG = {"p": ctypes.c_void_p, "float64": ctypes.c_double, "float32": ctypes.c_float,
+_ARG = {"p": ctypes.py_object, "float64": ctypes.c_double, "float32": ctypes.c_float,
         "int64": ctypes.c_int64, "int32": ctypes.c_int32, "bool": ctypes.c_bool}
 _LOADED: dict[str, Any] = {}
 _LOCK = threading.Lock()
@@ -74,8 +71,9 @@ def compiler() -> str:
 
 def load_library(source: str, signatures: dict[str, tuple[str, ...]]) -> Any:
     """The loaded library of C text ``source`` (our own generated text), each function of
-    ``signatures`` (name -> its parameters' kinds: ``"p"`` a pointer, else a scalar's
-    dtype) typed for :mod:`ctypes`, returning ``int`` (0: done)."""
+    ``signatures`` (name -> its parameters' kinds: ``"p"`` a NumPy array, passed as the
+    object, whose data pointer the C reads at :func:`data_offset`; else a scalar's dtype)
+    typed for :mod:`ctypes`, returning ``int`` (0: done)."""
     data = source.encode()
     if len(data) > MAX_SOURCE_BYTES:
         raise LimitError(f"backend 'c': the C text is {len(data):,} bytes, over the "
@@ -90,6 +88,11 @@ def load_library(source: str, signatures: dict[str, tuple[str, ...]]) -> Any:
             lib = _LOADED[digest] = ctypes.CDLL(str(_shared_object(data, cc, digest)))
     if signatures:
         _bind_blas(lib)
+        if "p" in {k for kinds in signatures.values() for k in kinds}:
+            setter = lib.sg_set_data_offset
+            setter.argtypes = [ctypes.c_long]
+            setter.restype = None
+            setter(data_offset())
     for name, kinds in signatures.items():
         f = getattr(lib, name)
         f.argtypes = [_ARG[k] for k in kinds]
@@ -177,3 +180,30 @@ def _bind_blas(lib: Any) -> None:
     setter.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
     setter.restype = None
     setter(*ptrs)
+
+
+_OFFSET: list[int] = []
+
+
+def data_offset() -> int:
+    """Where a NumPy array object holds its data pointer (bytes from the object's start):
+    found once by reading two probe arrays' objects, and checked on both (NumPy's
+    ``PyArrayObject`` keeps it first after the object header); a
+    :class:`BackendError` where it is not found (an interpreter whose ``id`` is no
+    address)."""
+    if _OFFSET:
+        return _OFFSET[0]
+    import numpy as np
+
+    probes = [np.zeros(3), np.ones(5)]
+    found = None
+    for off in range(8, 128, 8):
+        if all(ctypes.c_void_p.from_address(id(a) + off).value == a.ctypes.data
+               for a in probes):
+            found = off
+            break
+    if found is None:
+        raise BackendError("backend 'c': cannot find the data pointer in a NumPy array "
+                           "object on this interpreter; use backend='numba' or 'numpy'")
+    _OFFSET.append(found)
+    return found

@@ -132,9 +132,7 @@ class CPrinter(NumbaPrinter):
         outs = [ast.unparse(e) for e in ret.value.elts]
         fn = translate(source, inputs, outs, name, [spec.aval(p)[1] for p in spec.parts],
                        self.c_calls)
-        self.c_functions.append("\n".join([f"/* {name}: {spec.length} steps of a scan */",
-                                           *fn.lines]))
-        self.c_signatures[name] = tuple(fn.params)
+        self._keep(fn, f"/* {name}: {spec.length} steps of a scan */")
         self.c_calls[name] = fn
         return fn, inputs
 
@@ -218,8 +216,7 @@ class CPrinter(NumbaPrinter):
         ops = [nodes[m].op for m in seg.members]
         comment = "/* " + ", ".join(f"{names.get(m, '?')} = {nodes[m].op}"
                                     for m in seg.members)[:200].replace("*/", "* /") + " */"
-        self.c_functions.append("\n".join([comment, *fn.lines]))
-        self.c_signatures[kname] = tuple(fn.params)
+        self._keep(fn, comment)
         types = [(nodes[a].dtype, tuple(nodes[a].shape)) for a in seg.inputs]
         self.kernels.append("\n".join(self._wrapper(kname, kname, params, types, fn)))
         self.fused.append((kname, ops))
@@ -235,6 +232,19 @@ class CPrinter(NumbaPrinter):
         out = call(f"{', '.join(held)} = {kname}(", args, ")")
         out[0] += f"  # compiled (C): {len(ops)} ops" if len(out[0]) < 76 else ""
         return out
+
+    def _keep(self, fn: Any, comment: str) -> None:
+        """C function ``fn`` in the module's C text, with ``<name>_py``, the entry Python
+        calls: it takes each array as the NumPy array itself and reads its data pointer
+        (:data:`.scalars.PRELUDE`'s ``SG_DATA``: far cheaper than ``ndarray.ctypes``)."""
+        params = [f"void *x{k}" if kind == "p" else f"{CTYPE[kind]} x{k}"
+                  for k, kind in enumerate(fn.params)]
+        args = [f"SG_DATA(x{k})" if kind == "p" else f"x{k}"
+                for k, kind in enumerate(fn.params)]
+        entry = [f"int {fn.name}_py({', '.join(params)}) {{",
+                 f"    return {fn.name}({', '.join(args)});", "}"]
+        self.c_functions.append("\n".join([comment, *fn.lines, "", *entry]))
+        self.c_signatures[f"{fn.name}_py"] = tuple(fn.params)
 
     def _wrapper(self, name: str, cname: str, params: list[str],
                  types: list[tuple[str, tuple]], fn: Any, convert: bool = False) -> list[str]:
@@ -252,21 +262,22 @@ class CPrinter(NumbaPrinter):
             if shape:
                 if convert:
                     lines.append(f"    {p} = np.ascontiguousarray({p}, dtype={NUMPY_TYPE[dtype]})")
-                lines.append(f"    if {p}.shape != {tuple(shape)!r} or {p}.dtype != "
-                             f"{NUMPY_TYPE[dtype]} or not {p}.flags.c_contiguous:")
+                lines.append(f"    if type({p}) is not np.ndarray or {p}.shape != "
+                             f"{tuple(shape)!r} or {p}.dtype != {NUMPY_TYPE[dtype]} or not "
+                             f"{p}.flags.c_contiguous:")
                 lines.append(f"        raise ValueError('{name}: {shown} must be a C-contiguous "
                              f"{dtype} array of shape {tuple(shape)!r}')")
-                args.append(f"{p}.ctypes.data")
+                args.append(p)
             else:
                 args.append(f"{_PY[dtype]}({p})")
         rets = []
         for k, (dtype, shape) in enumerate(fn.outs):
             lines.append(f"    _o{k} = np.empty({tuple(shape)!r}, dtype={NUMPY_TYPE[dtype]})")
-            args.append(f"_o{k}.ctypes.data")
+            args.append(f"_o{k}")
             rets.append(f"_o{k}" if shape else f"_o{k}[()]")
         ret = (f"({', '.join(rets)},)" if len(rets) == 1 else f"({', '.join(rets)})"
                ) if convert else ", ".join(rets)
-        return [*lines, *call(f"_e = _C.{cname}(", args, ")", "    "), "    if _e:",
+        return [*lines, *call(f"_e = _C.{cname}_py(", args, ")", "    "), "    if _e:",
                 f"        raise _failure(_e, {name!r})", f"    return {ret}"]
 
     def _numpy_lines(self, seg: fusion.Segment, names: dict[str, Any], why: str) -> list[str]:

@@ -91,6 +91,12 @@ typedef void (*sg_sgemm_t)(char *, char *, int *, int *, int *, float *, float *
 static sg_dgemm_t sg_dgemm = 0;
 static sg_sgemm_t sg_sgemm = 0;
 void sg_set_blas(void *d, void *s) { sg_dgemm = (sg_dgemm_t)d; sg_sgemm = (sg_sgemm_t)s; }
+
+/* a NumPy array's data pointer, read from the array object (its offset found and set by
+   the loader, sg_set_data_offset): the entries Python calls take the arrays themselves */
+static long sg_data_offset = 16;
+void sg_set_data_offset(long o) { sg_data_offset = o; }
+#define SG_DATA(o) (*(void **)((char *)(o) + sg_data_offset))
 """
 
 SUFFIX = {"float64": "_d", "float32": "_f", "int64": "_l", "int32": "_i"}

@@ -96,7 +96,14 @@ def test_c_text_over_the_budget_is_a_limit_error(monkeypatch, tmp_path):
 
 def test_a_library_loads_and_runs(monkeypatch, tmp_path):
     monkeypatch.setenv("SYMGRAD_CACHE_DIR", str(tmp_path))
-    lib = build.load_library("int twice(double x, double *o0) { o0[0] = 2 * x; return 0; }",
-                             {"twice": ("float64", "p")})
-    out = np.zeros(1)
-    assert lib.twice(1.25, out.ctypes.data) == 0 and out[0] == 2.5
+    lib = build.load_library("int twice(double x) { return (int)(2 * x); }",
+                             {"twice": ("float64",)})
+    assert lib.twice(1.25) == 2 and lib.twice(-3.0) == -6
+
+
+def test_the_array_data_offset_is_where_numpy_keeps_the_pointer():
+    import ctypes
+
+    off = build.data_offset()
+    for a in (np.arange(7.0), np.zeros((3, 4), np.float32)[1:], np.empty(0)):
+        assert ctypes.c_void_p.from_address(id(a) + off).value == a.ctypes.data
