@@ -262,11 +262,11 @@ class CPrinter(NumbaPrinter):
             if shape:
                 if convert:
                     lines.append(f"    {p} = np.ascontiguousarray({p}, dtype={NUMPY_TYPE[dtype]})")
-                lines.append(f"    if type({p}) is not np.ndarray or {p}.shape != "
-                             f"{tuple(shape)!r} or {p}.dtype != {NUMPY_TYPE[dtype]} or not "
-                             f"{p}.flags.c_contiguous:")
-                lines.append(f"        raise ValueError('{name}: {shown} must be a C-contiguous "
-                             f"{dtype} array of shape {tuple(shape)!r}')")
+                lines.append(f"    if (type({p}) is not np.ndarray or {p}.shape != "
+                             f"{tuple(shape)!r} or {p}.dtype != {NUMPY_TYPE[dtype]}")
+                lines.append(f"            or not {p}.flags.c_contiguous):")
+                lines.append(f"        raise ValueError('{name}: {shown} must be a C-contiguous '")
+                lines.append(f"                         '{dtype} array of shape {tuple(shape)!r}')")
                 args.append(p)
             else:
                 args.append(f"{_PY[dtype]}({p})")
