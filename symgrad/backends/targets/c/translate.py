@@ -353,10 +353,12 @@ class _Translator:
             if f == "array":
                 data = _literal(v.args[0])
                 dtype = _dtype_kw(v)
-                arr = self.alloc(name, (len(data),), dtype)
-                for k, x in enumerate(data):
-                    self.emit(f"{arr.base}[{k}] = {c_literal(x, dtype)};")
-                return arr
+                if not data:
+                    return self.alloc(name, (0,), dtype)
+                c = self.fresh(name)  # the values, once, in the library's read-only data
+                self.emit(f"static const {CTYPE[dtype]} {c}[{len(data)}] = {{"
+                          + ", ".join(c_literal(x, dtype) for x in data) + "};")
+                return Arr(c, dtype, (len(data),), (1,))
             if f == "dot":
                 return self.dot(v, name)
             if f == "eye":
