@@ -426,6 +426,11 @@ class _Translator:
                 shape.append(len(r))
                 strides.append(st * r.step)
             else:
+                const = _int_literal(p)
+                if const is not None:  # Python's negative index counts from the end
+                    if not -size <= const < size:
+                        raise Unsupported(f"index {const} out of range for an axis of {size}")
+                    p = ast.Constant(const % size)
                 text, dtype = self.expr(p)
                 if dtype not in ("int64", "int32"):
                     raise Unsupported("a non-integer index")
@@ -605,7 +610,11 @@ class _Translator:
                 return f"sg_{e.func.id}imum_l({args[0][0]}, {args[1][0]})", "int64"
         if f is None or e.keywords:
             raise Unsupported(f"call {ast.unparse(e.func)}")
-        return np_call(f, [self.expr(a) for a in e.args])
+        try:
+            args = [self.expr(a) for a in e.args]
+        except Unsupported as err:  # an array where a scalar function takes scalars
+            raise Unsupported(f"np.{f}: {err}") from None
+        return np_call(f, args)
 
 
 _BINOP = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
@@ -638,6 +647,15 @@ def _literal(e: ast.expr) -> Any:
 def _load(t: ast.expr) -> ast.expr:
     out = ast.parse(ast.unparse(t), mode="eval").body
     return out
+
+
+def _int_literal(e: ast.expr) -> int | None:
+    """The value of an integer literal (``3``, ``-1``), else None."""
+    try:
+        value = ast.literal_eval(e)
+    except ValueError:
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _root(v: ast.expr) -> str | None:
