@@ -2,7 +2,9 @@
 compiled kernel, by the same cost model — with each kernel written in C99, compiled by the
 system C compiler and loaded with :mod:`ctypes`.
 
-* :mod:`.translate` — a kernel's body, as the Numba target writes it, in C;
+* :mod:`.translate` — a kernel's body, as the Numba target writes it, in C; its arrays
+  (views, products) in :mod:`.arrays`, its scalars (types, NumPy's functions) in
+  :mod:`.scalars`;
 * :mod:`.build` — compiling a module's C text (cached on disk by its hash) and loading it;
 * :mod:`.printer` — :class:`~.printer.CPrinter`, the NumPy driver calling the C functions;
 * :mod:`.target` — its :class:`~symgrad.backends.target.Target`.

@@ -35,6 +35,7 @@ int _f_kernel(const double *p_x, double *o0) {
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ...lines import call
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
     from ....ir.body import Body
     from ...printer import Printer
 
-__all__ = ["CPrinter", "CStepPrinter", "NOT_IN_C", "c_why"]
+__all__ = ["BY_ATTRIBUTES", "CPrinter", "CStepPrinter", "NOT_IN_C", "c_why"]
 
 _PY = {"float64": "float", "float32": "float", "int64": "int", "int32": "int", "bool": "bool"}
 
@@ -75,11 +76,16 @@ NEGATIVE_POWER = ("matrix_power to a negative exponent: LAPACK's inverse first, 
                   "call (the C target binds no LAPACK)")
 
 
+# op -> why a node of it has no C form for its attributes (None: it has one)
+BY_ATTRIBUTES: dict[str, Callable[[Any], str | None]] = {
+    "matrix_power": lambda n: NEGATIVE_POWER if int(n.attrs.get("n", 0)) < 0 else None,
+}
+
+
 def c_why(n: Any) -> str | None:
     """Why node ``n`` (which the Numba target compiles) has no C form (None: it has)."""
-    if n.op == "matrix_power" and int(n.attrs.get("n", 0)) < 0:
-        return NEGATIVE_POWER
-    return NOT_IN_C.get(n.op)
+    rule = BY_ATTRIBUTES.get(n.op)
+    return (rule(n) if rule is not None else None) or NOT_IN_C.get(n.op)
 
 
 class CPrinter(NumbaPrinter):

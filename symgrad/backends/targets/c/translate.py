@@ -37,9 +37,9 @@ from __future__ import annotations
 
 import ast
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
+from .arrays import Arr, CFunction, c_strides, gemm_lines
 from .scalars import (
     CONSTS,
     CTYPE,
@@ -57,49 +57,6 @@ from .scalars import (
 )
 
 __all__ = ["CFunction", "Unsupported", "translate"]
-
-
-@dataclass
-class Arr:
-    """An array value: ``base`` (a C pointer), element ``offset`` (C text), ``shape`` and
-    ``strides`` (in elements), all static but the offset."""
-
-    base: str
-    dtype: str
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]
-    offset: str = "0"
-    owned: bool = False  # a local allocation (writable)
-
-    def contiguous(self) -> bool:
-        return self.strides == _c_strides(self.shape) or math.prod(self.shape) <= 1
-
-    def at(self, idx: list[str]) -> str:
-        terms = [self.offset] if self.offset != "0" else []
-        for i, s in zip(idx, self.strides):
-            if s and i != "0":
-                terms.append(i if s == 1 else f"{s} * {paren(i)}")
-        return f"{self.base}[{' + '.join(terms) or '0'}]"
-
-
-def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    out, step = [], 1
-    for d in reversed(shape):
-        out.append(step)
-        step *= d
-    return tuple(reversed(out))
-
-
-@dataclass
-class CFunction:
-    """One C function: its name, text lines, and per parameter its kind: ``"p"`` (an
-    array's data pointer) or a scalar dtype; outputs are pointers after the inputs."""
-
-    name: str
-    lines: list[str]
-    params: list[str]
-    raises: bool = False  # whether it can report an index out of range (returns 1)
-    outs: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)  # (dtype, shape)
 
 
 class _Translator:
@@ -303,10 +260,10 @@ class _Translator:
     def alloc(self, name: str, shape: tuple[int, ...], dtype: str) -> Arr:
         out = self.out_alias.get(name)
         if out is not None and self.assigned.get(name) == 1:
-            return Arr(f"o{out}", dtype, shape, _c_strides(shape), owned=True)
+            return Arr(f"o{out}", dtype, shape, c_strides(shape), owned=True)
         c = self.fresh(name)
         self.allocs.append((c, CTYPE[dtype], max(1, math.prod(shape))))
-        return Arr(c, dtype, shape, _c_strides(shape), owned=True)
+        return Arr(c, dtype, shape, c_strides(shape), owned=True)
 
     def fill(self, arr: Arr, value: str) -> None:
         n = math.prod(arr.shape)
@@ -390,7 +347,7 @@ class _Translator:
                 shape = tuple(shape) if isinstance(shape, (tuple, list)) else (int(shape),)
                 if not src.contiguous():
                     src = self.copy(src, name)
-                return Arr(src.base, src.dtype, shape, _c_strides(shape), src.offset,
+                return Arr(src.base, src.dtype, shape, c_strides(shape), src.offset,
                            src.owned)
             return None
         if isinstance(v, ast.Attribute) and v.attr == "T":
@@ -481,39 +438,11 @@ class _Translator:
                   f"{acc} += {a.at([i])} * {b.at([i])};")
 
     def gemm(self, A: Arr, B: Arr, C: Arr, m: int, k: int, n: int) -> None:
-        """C = A @ B (C contiguous): BLAS's gemm where both operands are matrices it
-        reads (rows or columns of unit stride) and it is bound, else loops (i, p, j: unit
-        stride over j where B's rows are contiguous), summing over p in order."""
-        a, b = _blas_layout(A, m, k), _blas_layout(B, k, n)
-        if m * n == 0:
-            return
-        loops = self.depth
-        if a is not None and b is not None and min(m, n, k) >= BLAS_MIN:
-            f = "sg_dgemm" if C.dtype == "float64" else "sg_sgemm"
-            T = CTYPE[C.dtype]
-            v = self.fresh("blas")
-            self.emit(f"if ({f}) {{")
-            self.emit(f"    int {v}[6] = {{{n}, {m}, {k}, {b[1]}, {a[1]}, {n}}};")
-            self.emit(f"    {T} {v}_one = 1, {v}_zero = 0;")
-            self.emit(f"    {f}(\"{b[0]}\", \"{a[0]}\", &{v}[0], &{v}[1], &{v}[2], &{v}_one, "
-                      f"({T} *)&{B.at(['0', '0'])}, &{v}[3], ({T} *)&{A.at(['0', '0'])}, "
-                      f"&{v}[4], &{v}_zero, &{C.at(['0', '0'])}, &{v}[5]);")
-            self.emit("} else {")
-            self.depth += 1
-        i, p, j = self.fresh("i"), self.fresh("p"), self.fresh("j")
-        self.emit(f"for (int64_t {i} = 0; {i} < {m}; {i}++) {{")
-        self.emit(f"    for (int64_t {j} = 0; {j} < {n}; {j}++) {C.at([i, j])} = 0;")
-        self.emit(f"    for (int64_t {p} = 0; {p} < {k}; {p}++) {{")
-        a = self.fresh("a")
-        self.decls[a] = CTYPE[C.dtype]
-        self.emit(f"        {a} = {A.at([i, p])};")
-        self.emit(f"        for (int64_t {j} = 0; {j} < {n}; {j}++) "
-                  f"{C.at([i, j])} += {a} * {B.at([p, j])};")
-        self.emit("    }")
-        self.emit("}")
-        if self.depth > loops:
-            self.depth = loops
-            self.emit("}")
+        """C = A @ B (:func:`.arrays.gemm_lines`)."""
+        lines, decls = gemm_lines(A, B, C, m, k, n, self.fresh)
+        self.decls.update(decls)
+        for line in lines:
+            self.emit(line)
 
     # -- scalar expressions --------------------------------------------------------------------
 
@@ -664,21 +593,6 @@ def _root(v: ast.expr) -> str | None:
     return v.id if isinstance(v, ast.Name) else None
 
 
-BLAS_MIN = 8  # a product with a smaller dimension runs as loops (a call costs more)
-
-
-def _blas_layout(X: Arr, rows: int, cols: int) -> tuple[str, int] | None:
-    """How BLAS (column-major) reads matrix ``X`` (``rows`` x ``cols``, row-major
-    indexing) as its transpose: ``("N", ld)`` for rows of unit stride, ``("T", ld)`` for
-    columns of unit stride; None where neither (a broadcast, a strided view)."""
-    s0, s1 = X.strides
-    if (s1 == 1 or cols == 1) and (s0 >= max(cols, 1) or rows == 1):
-        return "N", max(s0 if rows > 1 else cols, cols, 1)
-    if (s0 == 1 or rows == 1) and (s1 >= max(rows, 1) or cols == 1):
-        return "T", max(s1 if cols > 1 else rows, rows, 1)
-    return None
-
-
 def translate(source: str, inputs: dict[str, tuple[str, tuple[int, ...]]],
               outputs: list[str], name: str | None = None,
               out_dtypes: list[str] | None = None,
@@ -710,7 +624,7 @@ def translate(source: str, inputs: dict[str, tuple[str, tuple[int, ...]]],
             raise Unsupported(f"dtype {dtype}")
         if shape:
             c = f"p_{p.arg}"
-            t.env[p.arg] = Arr(c, dtype, tuple(shape), _c_strides(tuple(shape)))
+            t.env[p.arg] = Arr(c, dtype, tuple(shape), c_strides(tuple(shape)))
             sig.append(f"const {CTYPE[dtype]} *{c}")
             params.append("p")
         else:
@@ -734,7 +648,7 @@ def translate(source: str, inputs: dict[str, tuple[str, tuple[int, ...]]],
         out_shapes.append(held.shape if isinstance(held, Arr) else ())
         if isinstance(held, Arr):
             if held.base != f"o{k}":
-                t.copy_into(Arr(f"o{k}", dtype, held.shape, _c_strides(held.shape)), held)
+                t.copy_into(Arr(f"o{k}", dtype, held.shape, c_strides(held.shape)), held)
         else:
             t.emit(f"o{k}[0] = {cast(held[0], held[1], dtype)};")
     sig += [f"{CTYPE[d]} *o{k}" for k, d in enumerate(out_types)]
