@@ -24,6 +24,7 @@ import symgrad.scipy.special as ss
 from symgrad.backends.targets.c.printer import NOT_IN_C
 from symgrad.backends.targets.numba import fusion, printer
 from symgrad.backends.targets.numba.table import NOT_COMPILED
+from symgrad.errors import SymgradWarning
 from symgrad.ops import REGISTRY
 from tests.support import numba_battery as battery
 
@@ -109,13 +110,18 @@ def test_registry_full(op, dtype, every_region):
         battery.check(fn(**values)[:keep], sg.evaluate(outs, values)[:keep], dtype, op)
 
 
-def test_what_stays_numpy_is_counted_with_its_reason():
+def test_what_stays_numpy_is_counted_with_its_reason(monkeypatch):
     """A SciPy special function and LAPACK are NumPy's calls, and a scan whose step holds
-    one the NumPy target's loop, each counted with its reason; the rest compiles."""
+    one the NumPy target's loop, each counted with its reason (and a warning says so);
+    the rest compiles."""
+    from symgrad.backends.targets.c import target as ctarget
+
+    monkeypatch.setattr(ctarget, "_WARNED", set())
     x, A = sg.var("x", (4,)), sg.var("A", (3, 3))
     c, _ = sg.scan(lambda c, _: (ss.erf(c) * 0.5, None), x, length=3)
     f = sg.sum(ss.erf(x) * sg.exp(x)) + sg.det(A) + sg.sum(c * x)
-    fn = sg.compile(f, backend="c")
+    with pytest.warns(SymgradWarning, match=r"backend='c'\): 1 scan stays a NumPy loop"):
+        fn = sg.compile(f, backend="c")
     assert {"erf", "det", "scan"} <= set(fn.numpy_ops)
     assert "SciPy" in fn.numpy_why["erf"] and "LAPACK" in fn.numpy_why["det"]
     assert fn.numpy_why["scan"].startswith("its step holds erf")
