@@ -1,6 +1,9 @@
 """Arrays inside a C function of the C target: an :class:`Arr` is a pointer, an element
 offset and static shape and strides (a view costs nothing: its strides are known when the C
-is written), and matrix products are BLAS calls or loops over them (:func:`gemm_lines`).
+is written), and matrix products are BLAS calls or loops over them (:func:`gemm_lines`);
+``inv``, ``solve``, ``det`` and ``cholesky`` of one matrix are LAPACK's calls (SciPy's
+``getrf``/``getri``/``getrs``/``potrf``, bound by the loader: :data:`LAPACK_PRELUDE`) on a
+copy of the row-major matrix, which LAPACK reads as its transpose (:func:`lapack_lines`).
 
 >>> a = Arr("p_x", "float64", (2, 3), c_strides((2, 3)))
 >>> a.at(["i", "j"]), Arr(a.base, a.dtype, (3, 2), (1, 3)).at(["i", "j"])
@@ -17,7 +20,8 @@ from dataclasses import dataclass, field
 
 from .scalars import CTYPE, paren
 
-__all__ = ["Arr", "BLAS_MIN", "CFunction", "blas_layout", "c_strides", "gemm_lines"]
+__all__ = ["Arr", "BLAS_MIN", "CFunction", "LAPACK_OPS", "LAPACK_PRELUDE", "blas_layout",
+           "c_strides", "gemm_lines", "lapack_lines"]
 
 
 @dataclass
@@ -116,3 +120,64 @@ def gemm_lines(A: Arr, B: Arr, C: Arr, m: int, k: int, n: int,
     if pad:
         out.append("}")
     return out, {x: CTYPE[C.dtype]}
+
+
+LAPACK_OPS = frozenset({"inv", "solve", "det", "cholesky"})
+LAPACK_PRELUDE = r"""
+/* LAPACK (Fortran's, column-major), bound by the loader to SciPy's (sg_set_lapack); a
+   matrix is passed as void * (the double and float routines share these types) */
+typedef void (*sg_getrf_t)(int *, int *, void *, int *, int *, int *);
+typedef void (*sg_getri_t)(int *, void *, int *, int *, void *, int *, int *);
+typedef void (*sg_getrs_t)(char *, int *, int *, void *, int *, int *, void *, int *, int *);
+typedef void (*sg_potrf_t)(char *, int *, void *, int *, int *);
+static sg_getrf_t sg_getrf[2];
+static sg_getri_t sg_getri[2];
+static sg_getrs_t sg_getrs[2];
+static sg_potrf_t sg_potrf[2];
+void sg_set_lapack(void **p) {
+    for (int k = 0; k < 2; k++) {
+        sg_getrf[k] = (sg_getrf_t)p[4 * k]; sg_getri[k] = (sg_getri_t)p[4 * k + 1];
+        sg_getrs[k] = (sg_getrs_t)p[4 * k + 2]; sg_potrf[k] = (sg_potrf_t)p[4 * k + 3];
+    }
+}
+"""
+
+
+def lapack_lines(op: str, W: Arr, n: int, piv: str, info: str, X: Arr | None = None,
+                 nrhs: int = 0, work: str = "", result: str = "") -> list[str]:
+    """The lines of LAPACK op ``op`` on ``W`` (an ``n`` x ``n`` row-major copy of the
+    matrix, overwritten; ``piv``: ``n`` ints; ``info``: an int): ``inv`` leaves A's
+    inverse in ``W`` (the inverse of the transpose is the transpose of the inverse);
+    ``solve`` overwrites ``X`` (the right-hand sides as LAPACK's columns) with the
+    solution; ``det`` assigns ``result``; ``cholesky`` leaves the lower factor in ``W``.
+    A singular matrix (not positive definite: ``cholesky``) returns 3, as NumPy raises
+    ``LinAlgError``; unbound LAPACK (no SciPy) returns 4."""
+    k = 0 if W.dtype == "float64" else 1
+    a = f"&{W.at(['0', '0'])}"
+    out = [f"if (!sg_getrf[{k}]) return 4;", f"int {info}_n = {n};"]
+    if op == "cholesky":
+        out += [f"sg_potrf[{k}](\"U\", &{info}_n, {a}, &{info}_n, &{info});",
+                f"if ({info} != 0) return 3;",
+                f"for (int64_t {info}_i = 0; {info}_i < {n}; {info}_i++)",
+                f"    for (int64_t {info}_j = {info}_i + 1; {info}_j < {n}; {info}_j++) "
+                f"{W.at([f'{info}_i', f'{info}_j'])} = 0;"]
+        return out
+    out.append(f"sg_getrf[{k}](&{info}_n, &{info}_n, {a}, &{info}_n, {piv}, &{info});")
+    if op == "det":  # the product of U's diagonal, its sign from the row swaps
+        out += [f"if ({info} < 0) return 3;", f"{result} = 1;",
+                f"for (int64_t {info}_i = 0; {info}_i < {n}; {info}_i++) {{",
+                f"    {result} *= {W.at([f'{info}_i', f'{info}_i'])};",
+                f"    if ({piv}[{info}_i] != {info}_i + 1) {result} = -{result};", "}"]
+        return out
+    out.append(f"if ({info} != 0) return 3;")
+    if op == "inv":
+        out += [f"int {info}_w = {max(1, n * n)};",
+                f"sg_getri[{k}](&{info}_n, {a}, &{info}_n, {piv}, {work}, &{info}_w, &{info});",
+                f"if ({info} != 0) return 3;"]
+        return out
+    assert X is not None
+    out += [f"int {info}_r = {nrhs};",
+            f"sg_getrs[{k}](\"T\", &{info}_n, &{info}_r, {a}, &{info}_n, {piv}, "
+            f"&{X.at(['0'] * len(X.shape))}, &{info}_n, &{info});",
+            f"if ({info} != 0) return 3;"]
+    return out

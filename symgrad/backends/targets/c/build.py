@@ -156,6 +156,14 @@ def failure(code: int, name: str) -> Exception:
         return IndexError(f"{name}: index out of range (a traced index, as NumPy raises)")
     if code == 2:
         return MemoryError(f"{name}: the C function could not allocate its arrays")
+    if code == 3:
+        import numpy as np
+
+        return np.linalg.LinAlgError(f"{name}: singular matrix (or, for cholesky, not "
+                                     "positive definite): LAPACK's info > 0, as NumPy raises")
+    if code == 4:
+        return BackendError(f"{name}: LAPACK is not bound (SciPy's cython_lapack); install "
+                            "scipy, or use backend='numba' or backend='numpy'")
     return RuntimeError(f"{name}: the C function failed (code {code})")
 
 
@@ -173,13 +181,24 @@ def _bind_blas(lib: Any) -> None:
     api.PyCapsule_GetName.argtypes = [ctypes.py_object]
     api.PyCapsule_GetPointer.restype = ctypes.c_void_p
     api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-    ptrs = []
-    for name in ("dgemm", "sgemm"):
-        capsule = cython_blas.__pyx_capi__[name]
-        ptrs.append(api.PyCapsule_GetPointer(capsule, api.PyCapsule_GetName(capsule)))
+    def pointer(module: Any, name: str) -> int:
+        capsule = module.__pyx_capi__[name]
+        return api.PyCapsule_GetPointer(capsule, api.PyCapsule_GetName(capsule))
+
     setter.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
     setter.restype = None
-    setter(*ptrs)
+    setter(pointer(cython_blas, "dgemm"), pointer(cython_blas, "sgemm"))
+    from scipy.linalg import cython_lapack
+
+    try:
+        lapack = lib.sg_set_lapack
+    except AttributeError:  # C text without the LAPACK prelude
+        return
+    names = [p + r for p in "ds" for r in ("getrf", "getri", "getrs", "potrf")]
+    table = (ctypes.c_void_p * len(names))(*(pointer(cython_lapack, n) for n in names))
+    lapack.argtypes = [ctypes.c_void_p]
+    lapack.restype = None
+    lapack(table)
 
 
 _OFFSET: list[int] = []

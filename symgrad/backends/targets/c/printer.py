@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
+from importlib.util import find_spec
 from typing import TYPE_CHECKING, Any
 
 from ...lines import call
@@ -46,6 +47,7 @@ from ..numba.loops import StepPrinter, compiled_loop, lacking, loop_ops
 from ..numba.printer import NumbaPrinter
 from ..numpy.printer import NumpyPrinter
 from ..numpy.table import NUMPY_TYPE
+from .arrays import LAPACK_OPS, LAPACK_PRELUDE
 from .scalars import CTYPE, PRELUDE, Unsupported
 from .translate import translate
 
@@ -61,8 +63,8 @@ _PY = {"float64": "float", "float32": "float", "int64": "int", "int32": "int", "
 NOT_IN_C: dict[str, str] = {
     **dict.fromkeys(special.SPECIAL, "a SciPy special function: SciPy's call in the driver "
                     "(its C kernels are bound for Numba, not for the C target)"),
-    **dict.fromkeys(sorted(set(LINALG_FORMS) - {"band"}), "LAPACK: NumPy's call in the driver (the "
-                    "C target binds no LAPACK)"),
+    **dict.fromkeys(sorted(set(LINALG_FORMS) - {"band"} - LAPACK_OPS), "LAPACK: NumPy's call "
+                    "in the driver (the C target binds getrf, getri, getrs and potrf only)"),
     **dict.fromkeys(("sort", "argsort", "searchsorted"),
                     "sorting: NumPy's call in the driver (the C target has no sort of "
                     "NumPy's order)"),
@@ -76,9 +78,18 @@ NEGATIVE_POWER = ("matrix_power to a negative exponent: LAPACK's inverse first, 
                   "call (the C target binds no LAPACK)")
 
 
+NO_SCIPY = ("LAPACK without SciPy: NumPy's call in the driver (the C target calls SciPy's "
+            "LAPACK; install scipy)")
+
+
+def _lapack_here(n: Any) -> str | None:
+    return None if find_spec("scipy") is not None else NO_SCIPY
+
+
 # op -> why a node of it has no C form for its attributes (None: it has one)
 BY_ATTRIBUTES: dict[str, Callable[[Any], str | None]] = {
     "matrix_power": lambda n: NEGATIVE_POWER if int(n.attrs.get("n", 0)) < 0 else None,
+    **dict.fromkeys(LAPACK_OPS, _lapack_here),
 }
 
 
@@ -186,7 +197,8 @@ class CPrinter(NumbaPrinter):
     def finish(self, out: list[str], code: list[str]) -> str:
         k = len(self.header())
         if self.c_functions:
-            text = "\n\n".join([PRELUDE.rstrip("\n"), *self.c_functions])
+            text = "\n\n".join([PRELUDE.rstrip("\n"), LAPACK_PRELUDE.strip("\n"),
+                                 *self.c_functions])
             sigs = call("_C_SIGNATURES = {", [f"{n!r}: {s!r}" for n, s in
                                               self.c_signatures.items()], "}", "")
             kernels = [line for kernel in self.kernels for line in ("", "", *kernel.split("\n"))]

@@ -37,9 +37,10 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 from typing import Any
 
-from .arrays import Arr, CFunction, c_strides, gemm_lines
+from .arrays import LAPACK_OPS, Arr, CFunction, c_strides, gemm_lines, lapack_lines
 from .scalars import (
     CONSTS,
     CTYPE,
@@ -178,7 +179,10 @@ class _Translator:
                 self.env[tmp] = (tmp, dtype)
                 args.append(f"&{tmp}")
             temps.append(ast.Name(id=tmp, ctx=ast.Load()))
-        self.emit(f"if ({fn.name}({', '.join(args)})) return 1;")
+        code = self.fresh("code")
+        self.decls[code] = "int"
+        self.emit(f"{code} = {fn.name}({', '.join(args)});")
+        self.emit(f"if ({code}) return {code};")
         names = target.elts if isinstance(target, ast.Tuple) else [target]
         if len(names) != len(temps):
             raise Unsupported(f"the results of {fn.name}")
@@ -223,6 +227,9 @@ class _Translator:
         if not isinstance(target, ast.Name):
             raise Unsupported(f"assignment to {type(target).__name__}")
         name = target.id
+        if isinstance(value, ast.Call) and _linalg_name(value.func) in LAPACK_OPS:
+            self.lapack(_linalg_name(value.func), value, name)
+            return
         if (isinstance(value, ast.Call) and _np_name(value.func) == "dot"
                 and all(len(self.array(a).shape) == 1 for a in value.args)):
             self.vdot(value, name)
@@ -420,6 +427,43 @@ class _Translator:
         self.gemm(A, B, C, m, k, n)
         return out
 
+    def lapack(self, op: str, v: ast.Call, name: str) -> None:
+        """``name = np.linalg.<op>(A[, b])`` of one square matrix (:func:`.arrays.lapack_lines`)."""
+        args = [self.array(a) for a in v.args]
+        A = args[0]
+        n = A.shape[0] if len(A.shape) == 2 and A.shape[0] == A.shape[1] else -1
+        if v.keywords or n < 1 or A.dtype not in FLOAT or any(b.dtype != A.dtype
+                                                             for b in args):
+            raise Unsupported(f"np.linalg.{op} of these operands")
+        W = self.copy(A, name if op in ("inv", "cholesky") else "_lu")
+        piv, info = self.alloc("_piv", (n,), "int32").base, self.fresh("info")
+        self.decls[info] = "int"
+        X, nrhs, work, result = None, 0, "", ""
+        if op == "solve":
+            b = args[1]
+            if len(b.shape) not in (1, 2) or b.shape[0] != n:
+                raise Unsupported("np.linalg.solve of these operands")
+            nrhs = 1 if len(b.shape) == 1 else b.shape[1]
+            # LAPACK's columns: the right-hand sides, each contiguous (b.T's rows)
+            X = self.copy(b if len(b.shape) == 1 else Arr(b.base, b.dtype, b.shape[::-1],
+                                                           b.strides[::-1], b.offset), "_rhs")
+        elif op == "inv":
+            work = self.alloc("_work", (n, n), A.dtype).base
+        elif op == "det":
+            result = self.fresh(name)
+            self.decls[result] = CTYPE[A.dtype]
+        for line in lapack_lines(op, W, n, piv, info, X, nrhs, work, result):
+            self.emit(line)
+        if op == "det":
+            self.env[name] = (result, A.dtype)
+        elif op == "solve":
+            assert X is not None
+            self.env[name] = X if nrhs == 1 and len(args[1].shape) == 1 else Arr(
+                X.base, X.dtype, X.shape[::-1], X.strides[::-1], X.offset, True)
+        else:
+            self.env[name] = W
+        self.bound[name] = self.depth
+
     def vdot(self, v: ast.Call, name: str) -> None:
         """``name = np.dot(a, b)`` of two vectors: a scalar summed in order."""
         a, b = (self.array(x) for x in v.args)
@@ -551,6 +595,14 @@ _BINOP = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv:
 _CMP = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 
 
+def _linalg_name(e: ast.expr) -> str | None:
+    """``inv`` of ``np.linalg.inv``, else None."""
+    if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Attribute) \
+            and e.value.attr == "linalg" and _np_name(e.value) == "linalg":
+        return e.attr
+    return None
+
+
 def _np_name(e: ast.expr) -> str | None:
     if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == "np":
         return e.attr
@@ -662,7 +714,7 @@ def translate(source: str, inputs: dict[str, tuple[str, tuple[int, ...]]],
     body_lines = t.body
     frees = [f"free({c});" for c, _, _ in t.allocs]
     if t.allocs:  # every return frees the local arrays
-        lines += [ln.replace("return 1;", "{ " + " ".join(frees) + " return 1; }")
+        lines += [re.sub(r"\breturn (?!0;)(\w+);", "{ " + " ".join(frees) + r" return \1; }", ln)
                   for ln in body_lines]
         lines += ["    " + f for f in frees]
     else:

@@ -89,7 +89,7 @@ SAMPLE = ("add", "divide", "power", "exp", "tanh", "arctan2", "maximum", "sign",
           "sigmoid", "relu", "mod", "round", "astype", "logaddexp", "sum", "max", "argmin",
           "logsumexp", "softmax", "cumsum", "index", "index_add", "take", "concatenate",
           "stack", "transpose", "broadcast_to", "reshape", "matmul", "einsum", "outer",
-          "trace")
+          "trace", "inv", "solve", "det", "cholesky")
 
 
 def test_registry_sample_inside_a_scan_step_equals_evaluate():

@@ -50,14 +50,15 @@ def every_region(monkeypatch):
 
 
 # as the Numba target's sample (tests/backends/targets/numba/test_printer.py), less the ops
-# the C target leaves to NumPy (SciPy's special functions, LAPACK, sorting)
+# the C target leaves to NumPy (SciPy's special functions, LAPACK but getrf/getri/getrs/potrf,
+# sorting)
 SAMPLE = ("add", "divide", "power", "exp", "log1p", "tanh", "arccosh", "arctan2", "hypot",
           "maximum", "fmin", "sign", "floor", "where", "heaviside", "sigmoid", "softplus",
           "relu", "mod", "less", "logical_xor", "isnan", "copysign", "float_power", "cbrt",
           "round", "astype", "sinc", "logaddexp", "floor_divide", "remainder", "fmod",
           "sum", "max", "argmin", "logsumexp", "softmax", "cumprod", "index", "index_add",
           "take", "concatenate", "stack", "transpose", "broadcast_to", "squeeze", "matmul",
-          "einsum", "outer", "matrix_power", "trace")
+          "einsum", "outer", "matrix_power", "trace", "inv", "solve", "det", "cholesky")
 
 
 def _first_cases(ops, dtype):
@@ -119,11 +120,11 @@ def test_what_stays_numpy_is_counted_with_its_reason(monkeypatch):
     monkeypatch.setattr(ctarget, "_WARNED", set())
     x, A = sg.var("x", (4,)), sg.var("A", (3, 3))
     c, _ = sg.scan(lambda c, _: (ss.erf(c) * 0.5, None), x, length=3)
-    f = sg.sum(ss.erf(x) * sg.exp(x)) + sg.det(A) + sg.sum(c * x)
+    f = sg.sum(ss.erf(x) * sg.exp(x)) + sg.sum(sg.linalg.eigvalsh(A)) + sg.sum(c * x)
     with pytest.warns(SymgradWarning, match=r"backend='c'\): 1 scan stays a NumPy loop"):
         fn = sg.compile(f, backend="c")
-    assert {"erf", "det", "scan"} <= set(fn.numpy_ops)
-    assert "SciPy" in fn.numpy_why["erf"] and "LAPACK" in fn.numpy_why["det"]
+    assert {"erf", "eigvalsh", "scan"} <= set(fn.numpy_ops)
+    assert "SciPy" in fn.numpy_why["erf"] and "LAPACK" in fn.numpy_why["eigvalsh"]
     assert fn.numpy_why["scan"].startswith("its step holds erf")
     env = {"x": np.linspace(-1, 1, 4), "A": np.eye(3) + 0.1}
     np.testing.assert_allclose(fn(**env), sg.evaluate(f, env), rtol=1e-13)
@@ -169,3 +170,17 @@ def test_benchmark_models_gradients_equal_numpy_backend(name):
         scale = max(1.0, float(np.max(np.abs(r))))
         np.testing.assert_allclose(g, r, rtol=1e-12, atol=1e-12 * scale)
     assert got.kernels, got.numpy_ops
+
+
+def test_a_singular_matrix_raises_linalgerror_as_numpy():
+    """LAPACK's info > 0 inside a C function (a singular matrix, one not positive
+    definite) raises NumPy's LinAlgError, as the NumPy backend does."""
+    A = sg.var("A", (3, 3))
+    for f in (sg.sum(sg.linalg.inv(A) * 2.0) + sg.sum(A),
+              sg.sum(sg.linalg.cholesky(A) * 2.0) + sg.sum(A)):
+        fn = sg.compile(f, backend="c")
+        assert not fn.numpy_ops, fn.numpy_why
+        with pytest.raises(np.linalg.LinAlgError):
+            fn(np.zeros((3, 3)))
+        with pytest.raises(np.linalg.LinAlgError):
+            sg.compile(f)(np.zeros((3, 3)))
