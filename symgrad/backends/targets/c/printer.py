@@ -6,10 +6,12 @@ printed by the Numba target's :class:`~..numba.loops.StepPrinter` — and writes
 in C (:func:`.translate.translate`). The module is a NumPy driver: its text holds the C
 source as the constant ``_C_SOURCE``, loads it once (:func:`.build.load_library`: compiled
 by the system C compiler, cached on disk) and calls each kernel through a small Python
-function that allocates the kernel's results (NumPy arrays, C-contiguous) and passes
-every array as a pointer. A kernel whose lines have no C form stays NumPy's lines, each
-counted with the reason (:meth:`~..numba.printer.NumbaPrinter.stats`); so does a scan
-(the NumPy target's loop), and complex values (NumPy's calls).
+function that checks its arrays, allocates the kernel's results (NumPy arrays,
+C-contiguous) and passes every array (the C reads its data pointer). A scan is one C
+function running every step (its nested scans C functions it calls), written from the
+Numba target's loop function. A kernel whose lines have no C form stays NumPy's lines, and
+a scan whose step has one the NumPy target's loop, each counted with the reason
+(:meth:`~..numba.printer.NumbaPrinter.stats`; :data:`NOT_IN_C`, :func:`c_why`).
 
 >>> import symgrad as sg
 >>> x = sg.var("x", shape=(8,))
@@ -74,10 +76,6 @@ NOT_IN_C: dict[str, str] = {
 }
 """The ops the Numba target compiles and the C target leaves to NumPy, and why."""
 
-NEGATIVE_POWER = ("matrix_power to a negative exponent: LAPACK's inverse first, NumPy's "
-                  "call (the C target binds no LAPACK)")
-
-
 NO_SCIPY = ("LAPACK without SciPy: NumPy's call in the driver (the C target calls SciPy's "
             "LAPACK; install scipy)")
 
@@ -88,7 +86,7 @@ def _lapack_here(n: Any) -> str | None:
 
 # op -> why a node of it has no C form for its attributes (None: it has one)
 BY_ATTRIBUTES: dict[str, Callable[[Any], str | None]] = {
-    "matrix_power": lambda n: NEGATIVE_POWER if int(n.attrs.get("n", 0)) < 0 else None,
+    "matrix_power": lambda n: _lapack_here(n) if int(n.attrs.get("n", 0)) < 0 else None,
     **dict.fromkeys(LAPACK_OPS, _lapack_here),
 }
 
