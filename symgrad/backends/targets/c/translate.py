@@ -227,8 +227,8 @@ class _Translator:
         if not isinstance(target, ast.Name):
             raise Unsupported(f"assignment to {type(target).__name__}")
         name = target.id
-        if isinstance(value, ast.Call) and _linalg_name(value.func) in LAPACK_OPS:
-            self.lapack(_linalg_name(value.func), value, name)
+        if isinstance(value, ast.Call) and _linalg_name(value.func) == "det":
+            self.lapack("det", value, name)
             return
         if (isinstance(value, ast.Call) and _np_name(value.func) == "dot"
                 and all(len(self.array(a).shape) == 1 for a in value.args)):
@@ -325,6 +325,8 @@ class _Translator:
                 return Arr(c, dtype, (len(data),), (1,))
             if f == "dot":
                 return self.dot(v, name)
+            if _linalg_name(v.func) in LAPACK_OPS - {"det"}:
+                return self.lapack(_linalg_name(v.func), v, name)
             if f == "eye":
                 n = int(_literal(v.args[0]))
                 dtype = _dtype_kw(v)
@@ -427,7 +429,7 @@ class _Translator:
         self.gemm(A, B, C, m, k, n)
         return out
 
-    def lapack(self, op: str, v: ast.Call, name: str) -> None:
+    def lapack(self, op: str, v: ast.Call, name: str) -> Arr | None:
         """``name = np.linalg.<op>(A[, b])`` of one square matrix (:func:`.arrays.lapack_lines`)."""
         args = [self.array(a) for a in v.args]
         A = args[0]
@@ -456,13 +458,12 @@ class _Translator:
             self.emit(line)
         if op == "det":
             self.env[name] = (result, A.dtype)
-        elif op == "solve":
+            return None
+        if op == "solve":
             assert X is not None
-            self.env[name] = X if nrhs == 1 and len(args[1].shape) == 1 else Arr(
+            return X if len(args[1].shape) == 1 else Arr(
                 X.base, X.dtype, X.shape[::-1], X.strides[::-1], X.offset, True)
-        else:
-            self.env[name] = W
-        self.bound[name] = self.depth
+        return W
 
     def vdot(self, v: ast.Call, name: str) -> None:
         """``name = np.dot(a, b)`` of two vectors: a scalar summed in order."""
