@@ -35,7 +35,7 @@ from ..numpy.printer import NumpyPrinter
 from ..numpy.table import NUMPY_TYPE
 from . import fusion, special, table
 from . import source as nb
-from .costs import numpy_better
+from .costs import numpy_better, view_better
 from .loops import StepPrinter, compiled_loop, lacking, loop_ops, missing
 from .nests import is_view
 from .table import NUMBA, why_not
@@ -46,6 +46,9 @@ if TYPE_CHECKING:
 
 __all__ = ["CALL_KEPT", "NumbaPrinter"]
 
+# views of a C-contiguous operand that are C-contiguous: a kernel returns them for nothing
+_CONTIGUOUS_VIEWS = frozenset({"reshape", "squeeze", "expand_dims", "stop_gradient",
+                               "custom_vjp_call", "custom_jvp_call"})
 CALL_KEPT = ("a kernel does not pay: one LAPACK call of several results, NumPy's in the "
              "driver (the same LAPACK; compiled inside a loop's step)")
 
@@ -66,6 +69,7 @@ class NumbaPrinter(NumpyPrinter):
         self._fuse = True
         self._body: StepPrinter | None = None  # prints the kernels' bodies
         self._contiguous: set[int] = set()  # arrays a kernel made (C-contiguous, its own)
+        self._readers: dict[int, list[int]] = {}  # node -> the lines reading it
 
     def scalar_functions(self) -> bool:
         return False  # scalar code is compiled loops too
@@ -114,8 +118,13 @@ class NumbaPrinter(NumpyPrinter):
         nodes = self.graph.nodes
         kernels: list[fusion.Segment] = []
         reasons: dict[int, str] = {}
+        self._readers = {}
+        for i in body:
+            for a in dict.fromkeys(nodes[i].args):
+                self._readers.setdefault(a, []).append(i)
         if self._fuse:
-            kernels, reasons = fusion.segments(nodes, body, outputs, self._why_numpy)
+            kernels, reasons = fusion.segments(nodes, body, outputs, self._why_numpy,
+                                               self._loose)
         first = {seg.members[0]: seg for seg in kernels}
         inside = {m for seg in kernels for m in seg.members}
         reads: dict[int, Any] = {}  # line (its last node) -> what it reads
@@ -160,6 +169,14 @@ class NumbaPrinter(NumpyPrinter):
         if bad:
             return f"dtype {bad[0]}: not compiled"
         return why_not(n, nodes) or numpy_better(n, nodes)
+
+    def _loose(self, n: Any) -> str | None:
+        """Why a view that no later line of its kernel reads is better NumPy's call (the
+        kernel would return a copy of it: a transpose, a broadcast, a strided slice)."""
+        nodes = self.graph.nodes
+        if not n.shape or not is_view(n, nodes) or n.op in _CONTIGUOUS_VIEWS:
+            return None
+        return view_better(n, [nodes[r] for r in self._readers.get(n.id, ())], nodes)
 
     def _numpy(self, op: str, why: str | None) -> None:
         self.numpy_counts[op] = self.numpy_counts.get(op, 0) + 1

@@ -44,6 +44,7 @@ def every_region(monkeypatch):
     """Every run of lines that compiles is a kernel (the cost model off)."""
     monkeypatch.setattr(fusion, "pays", lambda nodes, seg: True)
     monkeypatch.setattr(printer, "numpy_better", lambda n, nodes: None)
+    monkeypatch.setattr(printer, "view_better", lambda n, readers, nodes: None)
 
 
 def _close(got, ref, dtype, what):
