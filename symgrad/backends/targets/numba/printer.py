@@ -26,14 +26,14 @@ from typing import TYPE_CHECKING, Any
 
 from ....ir.body import Body
 from ....ir.op import RESULT
-from ... import layout
+from ... import callbacks, layout
 from ...lines import call, del_lines
 from ...loops import LoopSpec, is_loop, results_in
 from ...plan import Plan
 from ...printer import ModuleState, Printer
 from ..numpy.printer import NumpyPrinter
 from ..numpy.table import NUMPY_TYPE
-from . import fusion, special, table
+from . import fusion, special, table, while_loops
 from . import source as nb
 from .costs import numpy_better, view_better
 from .loops import StepPrinter, compiled_loop, lacking, loop_ops, missing
@@ -70,6 +70,7 @@ class NumbaPrinter(NumpyPrinter):
         self._body: StepPrinter | None = None  # prints the kernels' bodies
         self._contiguous: set[int] = set()  # arrays a kernel made (C-contiguous, its own)
         self._readers: dict[int, list[int]] = {}  # node -> the lines reading it
+        self._whiles: dict[int, str] = {}  # while loop -> its compiled loop's name
 
     def scalar_functions(self) -> bool:
         return False  # scalar code is compiled loops too
@@ -178,6 +179,50 @@ class NumbaPrinter(NumpyPrinter):
             return None
         return view_better(n, [nodes[r] for r in self._readers.get(n.id, ())], nodes)
 
+    def _while_bodies(self, n: Any) -> list[Body] | None:
+        """The callbacks of while loop (or sweep) ``n``, where each op of them compiles
+        (else None: NumPy's callbacks)."""
+        keys = ("cond_fun", "body_fun") if n.op == "while_loop" else ("body_fun", "vjp_fun")
+        bodies = [n.attrs[k] for k in keys]
+        if any(missing(self.lowered.optimized(b), self.lowered) for b in bodies):
+            return None
+        return bodies
+
+    def op_text(self, n: Any, names: dict[int, str]) -> str:
+        """A node's text; a while loop whose condition and step compile calls its compiled
+        loop (:mod:`.while_loops`), its sweep the compiled step and product."""
+        text = super().op_text(n, names)
+        if not while_loops.is_while(n) or (bodies := self._while_bodies(n)) is None:
+            return text
+        fns = [callbacks.function_name(self, b) for b in bodies]
+        lines = self.loops.root.lines
+        for fn in fns:
+            k = next(k for k, ln in enumerate(lines) if ln.startswith(f"def {fn}("))
+            if lines[k - 1] != "@_jit":
+                lines.insert(k, "@_jit")
+        if n.op == "while_vjp":
+            if "_sg_scalars" not in self.state.helper_names:
+                self.state.helper_names.add("_sg_scalars")
+                self.kernels.append("\n".join(while_loops.SCALARS))
+            head = f"_sg_while_vjp({fns[0]}, {fns[1]}, "
+            return text.replace(head, f"_sg_while_vjp(_sg_scalars({fns[0]}), "
+                                      f"_sg_scalars({fns[1]}), ", 1)
+        name = self._whiles.get(n.id)
+        if name is not None:
+            return text.replace("_sg_while(", f"{name}(", 1)
+        k = len(self._whiles) + 1
+        while f"_sg_while{k}" in self.state.helper_names:
+            k += 1
+        name = self._whiles[n.id] = f"_sg_while{k}"
+        self.state.helper_names.add(name)
+        body = self.lowered.optimized(bodies[1])
+        nc, nk = n.attrs["carries"], n.attrs["body_args"]
+        nq = len(n.args) - nc - nk
+        self.kernels.append("\n".join(while_loops.loop_functions(
+            name, fns[0], fns[1], body.avals()[:nc], nk, nq)))
+        self.fused.append((name, loop_ops(body, self.lowered)))
+        return text.replace("_sg_while(", f"{name}(", 1)
+
     def _numpy(self, op: str, why: str | None) -> None:
         self.numpy_counts[op] = self.numpy_counts.get(op, 0) + 1
         if why is not None:
@@ -185,6 +230,8 @@ class NumbaPrinter(NumpyPrinter):
 
     def _count(self, i: int, why: str | None) -> None:
         n = self.graph.nodes[i]
+        if while_loops.is_while(n) and self._while_bodies(n) is not None:
+            return  # compiled: op_text counts it
         if not (n.is_var or n.is_const or is_loop(n) or n.op == RESULT):  # a loop: counted
             self._numpy(n.op, why)  # by render_loop; a projection is a name
 
