@@ -159,7 +159,8 @@ def main(argv: list[str]) -> None:
     row = measure(steps, snaps, backend=backend)
     for k, v in row.items():
         print(f"{k:>22}: {v:.4g}" if isinstance(v, float) else f"{k:>22}: {v}")
-    if (steps, snaps, backend) == (STEPS, SNAPSHOTS, "numpy"):  # the figures before and the notes stay
+    # the figures before and the notes stay
+    if (steps, snaps, backend) == (STEPS, SNAPSHOTS, "numpy"):
         old = json.loads(MEASURED.read_text()) if MEASURED.exists() else {}
         data = results(row, old.get("before"), old.get("notes", []))
         MEASURED.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")

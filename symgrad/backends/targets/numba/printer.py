@@ -70,7 +70,7 @@ class NumbaPrinter(NumpyPrinter):
         self._body: StepPrinter | None = None  # prints the kernels' bodies
         self._contiguous: set[int] = set()  # arrays a kernel made (C-contiguous, its own)
         self._readers: dict[int, list[int]] = {}  # node -> the lines reading it
-        self._whiles: dict[int, str] = {}  # while loop -> its compiled loop's name
+        self._whiles: dict[tuple, str] = {}  # while loop or sweep -> its compiled name
 
     def scalar_functions(self) -> bool:
         return False  # scalar code is compiled loops too
@@ -201,27 +201,56 @@ class NumbaPrinter(NumpyPrinter):
             if lines[k - 1] != "@_jit":
                 lines.insert(k, "@_jit")
         if n.op == "while_vjp":
-            if "_sg_scalars" not in self.state.helper_names:
-                self.state.helper_names.add("_sg_scalars")
-                self.kernels.append("\n".join(while_loops.SCALARS))
-            head = f"_sg_while_vjp({fns[0]}, {fns[1]}, "
-            return text.replace(head, f"_sg_while_vjp(_sg_scalars({fns[0]}), "
-                                      f"_sg_scalars({fns[1]}), ", 1)
-        name = self._whiles.get(n.id)
+            return self._sweep(n, text, fns)
+        name, new = self._fresh_while(("loop", n.id))
+        if new:
+            body = self.lowered.optimized(bodies[1])
+            nc, nk = n.attrs["carries"], n.attrs["body_args"]
+            nq = len(n.args) - nc - nk
+            self.kernels.append("\n".join(while_loops.loop_functions(
+                name, fns[0], fns[1], body.avals()[:nc], nk, nq)))
+            self.fused.append((name, loop_ops(body, self.lowered)))
+        return text.replace("_sg_while(", f"{name}(", 1)
+
+    def _helper(self, name: str, lines: list[str]) -> None:
+        """Module helper ``name`` (``lines``), printed once before the functions."""
+        if name not in self.state.helper_names:
+            self.state.helper_names.add(name)
+            self.kernels.append("\n".join(lines))
+
+    def _fresh_while(self, key: tuple) -> tuple[str, bool]:
+        """The name of the compiled loop or sweep ``key``, and whether it is new."""
+        name = self._whiles.get(key)
         if name is not None:
-            return text.replace("_sg_while(", f"{name}(", 1)
+            return name, False
         k = len(self._whiles) + 1
         while f"_sg_while{k}" in self.state.helper_names:
             k += 1
-        name = self._whiles[n.id] = f"_sg_while{k}"
+        name = self._whiles[key] = f"_sg_while{k}"
         self.state.helper_names.add(name)
-        body = self.lowered.optimized(bodies[1])
-        nc, nk = n.attrs["carries"], n.attrs["body_args"]
-        nq = len(n.args) - nc - nk
-        self.kernels.append("\n".join(while_loops.loop_functions(
-            name, fns[0], fns[1], body.avals()[:nc], nk, nq)))
-        self.fused.append((name, loop_ops(body, self.lowered)))
-        return text.replace("_sg_while(", f"{name}(", 1)
+        return name, True
+
+    def _sweep(self, n: Any, text: str, fns: list[str]) -> str:
+        """A while loop's reverse sweep over its compiled step and product: a compiled
+        sweep (:func:`.while_loops.sweep_functions`), or NumPy's run-time sweep calling
+        them where the product gives one row's cotangent at a time (``rows``)."""
+        if n.attrs.get("rows"):
+            self._helper("_sg_scalars", while_loops.SCALARS)
+            head = f"_sg_while_vjp({fns[0]}, {fns[1]}, "
+            return text.replace(head, f"_sg_while_vjp(_sg_scalars({fns[0]}), "
+                                      f"_sg_scalars({fns[1]}), ", 1)
+        name, new = self._fresh_while(("sweep", n.id))
+        if new:
+            self._helper("_sg_split", while_loops.SPLIT)
+            body = self.lowered.optimized(n.attrs["body_fun"])
+            vjp = self.lowered.optimized(n.attrs["vjp_fun"])
+            nc, nk = n.attrs["carries"], n.attrs["body_args"]
+            nf = len(n.args) - bool(n.attrs.get("taped")) - 1 - nc - nk
+            self.kernels.append("\n".join(while_loops.sweep_functions(
+                name, fns[0], fns[1], body.avals()[:nc], nk, list(n.attrs["avals"]), nf,
+                len(vjp.outputs) == 1)))
+            self.fused.append((name, loop_ops(vjp, self.lowered)))
+        return text.replace("_sg_while_vjp(", f"{name}(", 1)
 
     def _numpy(self, op: str, why: str | None) -> None:
         self.numpy_counts[op] = self.numpy_counts.get(op, 0) + 1

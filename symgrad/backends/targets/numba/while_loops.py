@@ -41,7 +41,7 @@ from typing import Any
 from ...lines import call
 from ..numpy.table import NUMPY_TYPE
 
-__all__ = ["SCALARS", "is_while", "loop_functions"]
+__all__ = ["SCALARS", "SPLIT", "is_while", "loop_functions", "sweep_functions"]
 
 #: the module helper handing 0-d arrays to compiled callbacks as scalars (the reverse sweep
 #: passes its cotangents as 0-d arrays; a compiled step reads a 0-d value as a scalar)
@@ -51,6 +51,20 @@ SCALARS = ["def _sg_scalars(f):",
            "        return f(*[a[()] if type(a) is np.ndarray and a.ndim == 0 else a "
            "for a in args])",
            "    return g"]
+
+#: Revolve's split (as ``_sg_while_vjp``'s), compiled: how far ahead of a carry to store
+#: the next of ``free`` carries reversing ``length`` steps
+SPLIT = ["@_jit",
+         "def _sg_split(length, free):",
+         '    """Revolve\'s split of ``length`` steps with ``free`` carries (symgrad)."""',
+         "    t, beta = 0, 1",
+         "    while beta < length:",
+         "        t += 1",
+         "        beta = beta * (free + 1 + t) // t",
+         "    left = beta * t // (free + 1 + t)",
+         "    right = beta * (free + 1) // (free + 1 + t)",
+         "    lower = left * (t - 1) // (free + t)",
+         "    return max(1, length - right, lower)"]
 
 
 def loop_functions(name: str, cond: str, step: str, avals: list[tuple[tuple, str]],
@@ -114,6 +128,7 @@ def loop_functions(name: str, cond: str, step: str, avals: list[tuple[tuple, str
         f'    """_sg_while over {cond} and {step}: {name}_run, or {name}_rec with the tape '
         '(symgrad)."""',
         *call("_c = (", init, ",)" if nc == 1 else ")"),
+        f"    ks, kcs = {_SCALAR_ARGS % 'ks'}, {_SCALAR_ARGS % 'kcs'}",
         "    if not record:",
         f"        _o = {name}_run(*_c, *ks, *kcs)",
         f"        return (*{back}, np.int64(_o[{nc}]))",
@@ -127,10 +142,22 @@ def loop_functions(name: str, cond: str, step: str, avals: list[tuple[tuple, str
     return [*run, "", "", *rec, "", "", *wrapper]
 
 
+# captured values as compiled callbacks read them: a 0-d array as a scalar
+_SCALAR_ARGS = "tuple(v[()] if type(v) is np.ndarray and v.ndim == 0 else v for v in %s)"
+
+
 def _own(value: str, shape: tuple, dtype: str) -> str:
     """A new carry of one type across the steps: a C-contiguous array, or a scalar of
     its dtype."""
     return f"np.ascontiguousarray({value})" if shape else f"{NUMPY_TYPE[dtype]}({value})"
+
+
+def _held(value: str, shape: tuple, dtype: str) -> str:
+    """A stored carry as the compiled sweep takes it: of one type with the others (a
+    writable C-contiguous array: copied only where it is not one), or a scalar."""
+    if shape:
+        return f"np.require({value}, {NUMPY_TYPE[dtype]}, 'CW')"
+    return f"{NUMPY_TYPE[dtype]}({value})"
 
 
 def _initial(value: str, shape: tuple, dtype: str) -> str:
@@ -144,3 +171,80 @@ def _initial(value: str, shape: tuple, dtype: str) -> str:
 def is_while(n: Any) -> bool:
     """Whether node ``n`` is a while loop or its reverse sweep."""
     return n.op in ("while_loop", "while_vjp")
+
+
+def sweep_functions(name: str, step: str, vjp: str, avals: list[tuple[tuple, str]], nk: int,
+                    outs: list[tuple[tuple, str]], nf: int, one: bool) -> list[str]:
+    """The lines of ``name`` (``_sg_while_vjp``'s signature) and ``name_sweep``: the
+    reverse sweep of a while loop (carries of ``avals``, ``nk`` captured values) by its
+    compiled ``step`` and vector-Jacobian product ``vjp`` (``one``: which returns one value,
+    not a tuple), results of ``outs`` (shape, dtype): the ``nf`` float carries' cotangents
+    then the captured values'. As ``_sg_while_vjp``: each stretch between the tape's
+    carries reversed, last first, by Revolve in the slots the stored ones leave."""
+    nc = len(avals)
+    cs, ks = [f"c{j}" for j in range(nc)], [f"k{j}" for j in range(nk)]
+    bs, acc = [f"b{j}" for j in range(nf)], [f"a{j}" for j in range(len(outs) - nf)]
+    ps, ss = [f"p{j}" for j in range(nc)], [f"s{j}" for j in range(nc)]
+    call_step = f"{step}({', '.join([*cs, *ks])})"
+    stepped = f"_r = {call_step}" if nc > 1 else f"_r = ({call_step},)"
+    moves = [f"{c} = {_own(f'_r[{j}]', s, d)}" for j, (c, (s, d)) in enumerate(zip(cs, avals))]
+    call_vjp = f"{vjp}({', '.join([*cs, *ks, *bs])})"
+
+    def ahead(count: str, lead: str) -> list[str]:
+        return [f"{lead}for _ in range({count}):", f"{lead}    {stepped}",
+                *(f"{lead}    {m}" for m in moves)]
+
+    zeros = [f"    {a} = " + (f"np.zeros({s!r}, dtype={NUMPY_TYPE[d]})" if s
+                              else f"{NUMPY_TYPE[d]}(0)")
+             for a, (s, d) in zip(acc, outs[nf:])]
+    sweep = [
+        "@_jit", *call(f"def {name}_sweep(", ["count", "snapshots", "pat", *ps, *ks, *bs],
+                       "):", ""),
+        '    """while_vjp: the reverse sweep over the compiled step and product (symgrad)."""',
+        *zeros,
+        "    npts = len(pat)",
+        "    end = count",
+        "    while npts > 0:",
+        "        npts -= 1",
+        "        base = pat[npts]",
+        "        free = snapshots - npts",
+        "        sat = [base]",
+        # (popped: a stretch reversed, its carry is released, as _sg_while_vjp's)
+        *(f"        {sj} = [{pj}.pop()]" for sj, pj in zip(ss, ps)),
+        "        while end > base:",
+        "            at = sat[-1]",
+        *(f"            {c} = {sj}[-1]" for c, sj in zip(cs, ss)),
+        "            if end - at > 1:",
+        "                if len(sat) <= free:",
+        "                    m = at + _sg_split(end - at, free - len(sat) + 1)",
+        *ahead("m - at", "                    "),
+        "                    sat.append(m)",
+        *(f"                    {sj}.append({c})" for sj, c in zip(ss, cs)),
+        "                    continue",
+        *ahead("end - 1 - at", "                "),
+        f"            _g = ({call_vjp},)" if one else f"            _g = {call_vjp}",
+        *(f"            {b} = {_own(f'_g[{j}]', s, d)}"
+          for j, (b, (s, d)) in enumerate(zip(bs, outs))),
+        *(f"            {a} += _g[{nf + j}]" for j, a in enumerate(acc)),
+        "            end -= 1",
+        "            if at == end:",
+        "                sat.pop()",
+        *(f"                {sj}.pop()" for sj in ss),
+        f"    return ({', '.join([*bs, *acc])}{',' if nf + len(acc) == 1 else ''})"]
+    pts = [f"numba.typed.List([{_held('v', s, d)} for v in "
+           f"[carries[{j}], *(c[{j}] for c in stored.values())]])"
+           for j, (s, d) in enumerate(avals)]
+    seeds = [_initial(f"seeds[{j}]", s, d) for j, (s, d) in enumerate(outs[:nf])]
+    wrapper = [
+        f"def {name}(step, vjp, snapshots, count, carries, ks, seeds, avals, tape=None, "
+        "rows=(), batch=0):",
+        f'    """_sg_while_vjp over {step} and {vjp}: {name}_sweep (symgrad)."""',
+        "    stored = tape.pop() if tape else {}",
+        "    pat = np.array([0, *stored], dtype=np.int64)",
+        *call("_p = (", pts, ",)" if nc == 1 else ")"),
+        "    stored.clear()",
+        f"    ks = {_SCALAR_ARGS % 'ks'}",
+        *call("_o = " + f"{name}_sweep(np.int64(count), np.int64(snapshots), pat, *_p, *ks, ",
+              seeds, ")"),
+        "    return tuple(np.asarray(v, dtype=d) for v, (_, d) in zip(_o, avals))"]
+    return [*sweep, "", "", *wrapper]
