@@ -297,3 +297,19 @@ def test_the_compiled_while_loop_records_the_numpy_loops_tape(steps):
         assert int(tape[k][0]) == int(ref[k][0])
         _close(tape[k][1], ref[k][1])
     _close(got[1], want[1])
+
+
+def test_a_while_loop_reading_one_row_per_step_gets_its_row_cotangents_compiled():
+    """A step reading row k of a captured matrix (k the counter carry): the sweep adds each
+    step's row cotangent at its row (NumPy's sweep over the compiled step and product);
+    values and gradients equal the NumPy backend's to 1e-12."""
+    xs, x0 = sg.var("xs", shape=(6, 3)), sg.var("x0", shape=(3,))
+    _, x = sg.while_loop(lambda c: c[0] < 6, lambda c: (c[0] + 1, sg.sin(c[1]) * xs[c[0]]
+                                                        + c[1]), (0, x0), snapshots=2)
+    loss = sg.sum(x * x)
+    outs = [loss, *sg.grad(loss, [x0, xs])]
+    args = (np.array([0.1, 0.5, -0.3]), RNG.normal(size=(6, 3)))
+    fn = sg.compile(outs, [x0, xs], backend="numba")
+    for got, want in zip(fn(*args), sg.compile(outs, [x0, xs], backend="numpy")(*args)):
+        _close(got, want)
+    assert not fn.numpy_ops, fn.numpy_ops
