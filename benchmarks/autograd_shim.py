@@ -88,6 +88,8 @@ def dual(sym: Any, plain: Any) -> Any:
     """``sym`` where an argument is an Expr, ``plain`` (NumPy's, SciPy's) otherwise."""
     if plain is None:
         return sym
+    if isinstance(sym, type) and hasattr(sym, "numpy_type"):
+        return sym  # symgrad.numpy's scalar types: NumPy's, casting Exprs
     if sym is None or isinstance(sym, type):
         return plain
     if not callable(sym):

@@ -32,6 +32,7 @@ from ..ir.body import Body
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..ir.op import RESULT
+from ..ir.shapes import is_complex
 from . import layout
 from .docstring import docstring
 from .lines import call, del_lines, fit, moves, releases, stores
@@ -320,6 +321,12 @@ class Printer:
             n = nodes[i]  # (a projection is a name its call's statement assigns: no form)
             if not (n.is_var or n.is_const or n.op == RESULT) and self.table.get(n.op) is None:
                 self.no_source(n.op, i)
+            if n.op in self.target.complex_unsupported and any(
+                    is_complex(str(nodes[a].dtype)) for a in n.args):
+                raise BackendError(
+                    f"op {n.op!r} (node {i}) of complex values cannot be emitted for backend "
+                    f"{self.target.name!r}: {self.target.complex_unsupported[n.op]}; use "
+                    "backend='numpy' (or 'numba') for this expression")
         return plan(self.graph, fn, self.table, self.reserved(), self.lowered.derivatives,
                     hoisted)
 

@@ -44,6 +44,8 @@ class Target:
     extra: str  # the pip extra that installs them
     # op -> why this target's printer has no form for it (its table says None)
     unsupported: dict[str, str] = field(default_factory=dict)
+    # op -> why this target cannot write it for complex operands (complex values in order)
+    complex_unsupported: dict[str, str] = field(default_factory=dict)
     # the module's functions take and return NumPy arrays (SciPy's helpers and sparse
     # patterns need that)
     numpy_only: bool = True

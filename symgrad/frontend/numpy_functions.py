@@ -202,7 +202,12 @@ def _nan_reduction(name: str, op: str, fill: float):
     def fn(a, axis=None, dtype=None, out=None, keepdims=False):
         no_out(name, out)
         a = _cast(as_expr(a), dtype)
-        return getattr(F, op)(F.where(F.isnan(a), fill, a), axis=axis, keepdims=keepdims)
+        nan = F.isnan(a)
+        out_ = getattr(F, op)(F.where(nan, fill, a), axis=axis, keepdims=keepdims)
+        if op in ("max", "min"):  # a slice of NaNs only: its NaN, as NumPy's (which warns)
+            out_ = F.where(F.all(nan, axis=axis, keepdims=keepdims),
+                           getattr(F, op)(a, axis=axis, keepdims=keepdims), out_)
+        return out_
 
     return fn
 
@@ -240,7 +245,10 @@ _cumulative("cumprod", "cumprod")
 @define("median", "a", "=axis", "=out", "=overwrite_input", "=keepdims", axis=None, out=None,
         overwrite_input=False, keepdims=False)
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
-    return quantile(a, 0.5, axis=axis, out=out, keepdims=keepdims)
+    """The middle of the sorted values (of complex ones in NumPy's lexicographic order); a
+    slice holding NaN gives the last of its sorted values, a NaN, as NumPy's."""
+    no_out("median", out)
+    return _quantile(as_expr(a), 0.5, axis, keepdims)
 
 
 @define("quantile", "a", "=q", "=axis", "=out", "=overwrite_input", "=method", "=keepdims",
@@ -254,9 +262,16 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
     if method != "linear":
         raise UnsupportedError(f"quantile: method={describe(method)} is not supported "
                                "(only 'linear')")
+    a = as_expr(a)
+    if is_complex(a.data.dtype):
+        raise UnsupportedError("quantile and percentile of complex values: NumPy's take "
+                               "real numbers only; use np.real(a) or np.abs(a)")
+    return _quantile(a, q, axis, keepdims)
+
+
+def _quantile(a: Expr, q: Any, axis: Any, keepdims: bool) -> Expr:
     if isinstance(q, Expr):
         raise UnsupportedError("quantile: q must be numbers (the positions are static)")
-    a = as_expr(a)
     qs = np.asarray(q, dtype=np.float64)
     if np.any((qs < 0) | (qs > 1)):
         raise ShapeError(f"quantile: q must be in [0, 1], got {describe(q)}")
@@ -274,7 +289,9 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
     lo_v, hi_v = (F.reshape(t, qs.shape + t.shape[1:]) for t in take)
     out_ = lo_v + (hi_v - lo_v) * frac
     nan = F.any(F.isnan(data), axis=k)
-    out_ = F.where(nan, np.nan, out_)
+    # NumPy's: the last sorted value where it is NaN (complex NaNs sort last, 1+nanj too)
+    last = F.take(s, n - 1, axis=k) if is_complex(a.data.dtype) else np.nan
+    out_ = F.where(nan, last, out_)
     if keepdims:
         shape = qs.shape + tuple(1 if (flat or i == k) else d for i, d in enumerate(a.shape))
         out_ = F.reshape(out_, shape)

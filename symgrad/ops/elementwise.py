@@ -20,9 +20,6 @@ from ..ir.shapes import broadcast, float_dtype, is_complex, real_dtype, result_d
 from . import series
 from .tangent import align, elementwise, total, typed
 
-# why ordering ops refuse complex values (the ``complex`` field of :mod:`symgrad.ir.op`)
-ORDER = ("complex numbers have no order (NumPy compares them lexicographically, real part "
-         "first, which has no derivative); compare abs(z), z.real or z.imag")
 # facts about inf and NaN the exact passes may use (the ``ieee`` field of :mod:`symgrad.ir.op`)
 NAN_IN_NAN_OUT = ("nan_in_nan_out",)
 SIN_COS = ("bounded", "finite_with", "nan_at_inf", "nan_in_nan_out")
@@ -156,10 +153,10 @@ unary("square", np.square, lambda n, g: (g * (2.0 * n.args[0]),), keep_dtype=Tru
       ieee=NAN_IN_NAN_OUT, complex=True)
 binary("maximum", np.maximum,
        lambda n, g: split_ties(g, n.args[0] > n.args[1], n.args[0] == n.args[1]), sympy="Max",
-       taylor=series.piecewise_linear, complex=ORDER)
+       taylor=series.piecewise_linear, complex=True)
 binary("minimum", np.minimum,
        lambda n, g: split_ties(g, n.args[0] < n.args[1], n.args[0] == n.args[1]), sympy="Min",
-       taylor=series.piecewise_linear, complex=ORDER)
+       taylor=series.piecewise_linear, complex=True)
 
 
 def split_ties(g, wins, ties):
@@ -294,7 +291,7 @@ for _name, _fn, _sym in (
     ("equal", np.equal, "=="), ("not_equal", np.not_equal, "!="),
 ):
     binary(_name, _fn, None, infer=compare(_name), infix=(_sym, 6), differentiable=False,
-           complex=True if _sym in ("==", "!=") else ORDER)
+           complex=True)
 
 
 def _where_infer(shapes, dtypes, attrs):

@@ -26,7 +26,7 @@ from ..ir.expr import F
 from ..ir.op import Op, register, sig
 from ..ir.shapes import DTYPES, FLOATS, broadcast, is_complex, is_float, real_dtype, result_dtype
 from . import series
-from .elementwise import ORDER, binary, compare, split_ties, unary
+from .elementwise import binary, compare, split_ties, unary
 from .tangent import first
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
@@ -185,12 +185,12 @@ binary("fmax", np.fmax,
        lambda n, g: split_ties(g, (n.args[0] > n.args[1]) | F.isnan(n.args[1]),
                            n.args[0] == n.args[1]),
        doc="maximum that ignores NaN; ties split the gradient equally",
-       taylor=series.piecewise_linear, complex=ORDER)
+       taylor=series.piecewise_linear, complex=True)
 binary("fmin", np.fmin,
        lambda n, g: split_ties(g, (n.args[0] < n.args[1]) | F.isnan(n.args[1]),
                            n.args[0] == n.args[1]),
        doc="minimum that ignores NaN; ties split the gradient equally",
-       taylor=series.piecewise_linear, complex=ORDER)
+       taylor=series.piecewise_linear, complex=True)
 binary("copysign", np.copysign,
        lambda n, g: (g * (F.copysign(1.0, n.args[0]) * F.copysign(1.0, n.args[1])), None),
        infer=_float_infer, domain=(0.5, 2.0),

@@ -9,6 +9,11 @@ attribute ``key`` is a normalised, hashable tuple that is explicit over x's own 
 * ``None`` inserts a new axis of length 1;
 * ``"@"`` (:data:`DYN`) stands for the next integer-array operand (NumPy advanced indexing).
 
+Advanced indices (integer arrays, and ints beside them) separated by a slice, ``None`` or
+``...`` put their broadcast axes first, as NumPy's rule says: :func:`getitem` moves the axes
+they index to the front (a ``transpose``) so that in the ``index`` node they are adjacent,
+where they stay in place.
+
 The key covers the op's own (trailing) axes only, so leading batch axes of the operand are
 kept: ``impl`` and the emitted source prefix ``:`` for them. The adjoint of ``index`` is
 ``index_add`` (zeros of x's shape, then ``np.add.at``, so duplicate indices accumulate), and
@@ -29,6 +34,7 @@ array([2., 0., 1.])
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -91,8 +97,30 @@ def getitem(x: Any, key: Any):
         explicit = canonical_key("index", x.shape, explicit, ())
         if all(e == slice(None) for e in explicit):
             return x  # x[:], x[...], x[0:n]: x itself, as NumPy's view of all of it
+    x, explicit = _advanced_first(x, explicit, dynamic)
     _check_constant_indices(x.shape, explicit, dynamic)
     return F.index(x, *dynamic, key=explicit)
+
+
+def _is_advanced(entry: Any) -> bool:
+    return isinstance(entry, (int, str))  # an int beside an integer array is one (NumPy's)
+
+
+def _advanced_first(x: Expr, key: tuple, dynamic: list) -> tuple[Expr, tuple]:
+    """NumPy's rule for advanced indices (integer arrays, and ints beside them) separated by a
+    slice, None or ``...``: their broadcast axes come first, then the other axes in order.
+    Returns ``x`` with the axes they index moved to the front, and the key for it, in which
+    they are adjacent (adjacent ones stay in place; ``index`` keeps them there)."""
+    if not dynamic or broadcast("index", *(d.shape for d in dynamic)) == ():
+        return x, key
+    at = [i for i, e in enumerate(key) if _is_advanced(e)]
+    if at[-1] - at[0] + 1 == len(at):
+        return x, key
+    axis_of = list(itertools.accumulate(e is not None for e in key))
+    front = [axis_of[i] - 1 for i in at]
+    rest = [axis_of[i] - 1 for i, e in enumerate(key) if e is not None and not _is_advanced(e)]
+    moved = F.transpose(x, axes=tuple(front + rest))
+    return moved, tuple(key[i] for i in at) + tuple(e for e in key if not _is_advanced(e))
 
 
 _FULL = (slice(None),) * 64

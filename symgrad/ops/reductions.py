@@ -32,7 +32,6 @@ from ..base.errors import ShapeError
 from ..ir.expr import Expr, F
 from ..ir.op import Op, SignatureError, register, sig
 from ..ir.shapes import float_dtype, fmt, is_float, norm_axes, norm_axis, reduced
-from .elementwise import ORDER
 from .structure import lane_map, reduce_map
 from .tangent import first, linear
 
@@ -223,10 +222,10 @@ _reduction("mean", np.mean, _mean_rule, float_dtype, forward=linear,
            doc="arithmetic mean over axis (all axes when None)", complex=True)
 _reduction("max", np.max, _max_rule, _same_dtype, forward=_max_forward, nonempty=True,
            aliases=("amax",), doc="maximum over axis; tied maxima share the gradient equally",
-           complex=ORDER)
+           complex=True)
 _reduction("min", np.min, _min_rule, _same_dtype, forward=_min_forward, nonempty=True,
            aliases=("amin",), doc="minimum over axis; tied minima share the gradient equally",
-           complex=ORDER)
+           complex=True)
 
 
 # -- logsumexp, softmax, log_softmax ------------------------------------------------------

@@ -21,7 +21,6 @@ from ..base.errors import ShapeError
 from ..ir.expr import F
 from ..ir.op import Op, register, sig
 from ..ir.shapes import norm_axis, reduced
-from .elementwise import ORDER
 from .indexing import DYN
 from .structure import lane_map
 from .tangent import first, flatten
@@ -133,7 +132,7 @@ def _sg_partition(x, kth, axis):
 
 
 register(Op(
-    name="sort", complex=ORDER,
+    name="sort", complex=True,
     signature=sig("x", "=axis", axis=-1), prepare=_axis_prepare("sort"),
     infer=_same_infer, impl=lambda x, axis: np.sort(x, axis=axis),
     backprop=_permuted_rule("argsort"), forward=_permuted_forward("argsort"),
@@ -141,13 +140,13 @@ register(Op(
     doc="the elements sorted along axis (flattened if None); gradients follow the elements",
 ))
 register(Op(
-    name="argsort", complex=ORDER,
+    name="argsort", complex=True,
     signature=sig("x", "=axis", axis=-1), prepare=_axis_prepare("argsort"),
     infer=_index_infer, impl=lambda x, axis: np.argsort(x, axis=axis), differentiable=False,
     examples=_sort_examples, doc="the indices that sort x along axis (int64)",
 ))
 register(Op(
-    name="partition", complex=ORDER,
+    name="partition", complex=True,
     signature=sig("x", "=kth", "=axis", kth=None, axis=-1),
     prepare=_kth_prepare, infer=_same_infer, impl=_sg_partition,
     backprop=_permuted_rule("argpartition"), forward=_permuted_forward("argpartition"),
@@ -157,7 +156,7 @@ register(Op(
     doc="x rearranged so the kth element is where sorting would put it (argpartition order)",
 ))
 register(Op(
-    name="argpartition", complex=ORDER,
+    name="argpartition", complex=True,
     signature=sig("x", "=kth", "=axis", kth=None, axis=-1),
     prepare=_kth_prepare, infer=_index_infer, impl=_argpartition, differentiable=False,
     examples=lambda rng: [([rng.standard_normal(6)], {"kth": 2, "axis": -1})],
@@ -174,7 +173,7 @@ def _searchsorted_prepare(shapes, dtypes, attrs):
 
 
 register(Op(
-    name="searchsorted", complex=ORDER,
+    name="searchsorted", complex=True,
     signature=sig("a", "v", "=side:str", side="left"),
     prepare=_searchsorted_prepare, infer=lambda s, d, a: (s[1], "int64"),
     impl=lambda a, v, side: np.asarray(np.searchsorted(a, v, side=side), dtype=np.int64),
@@ -210,7 +209,7 @@ def _arg_infer(shapes, dtypes, attrs):
 for _name, _fn in (("argmax", np.argmax), ("argmin", np.argmin)):
     register(Op(
         name=_name, signature=sig("x", "=axis", "=keepdims", axis=None, keepdims=False),
-        complex=ORDER,
+        complex=True,
         prepare=_arg_prepare(_name), infer=_arg_infer,
         impl=lambda x, axis, keepdims, _fn=_fn: np.asarray(_fn(x, axis=axis, keepdims=keepdims)),
         differentiable=False,

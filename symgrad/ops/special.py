@@ -106,12 +106,14 @@ def _erf_series(n, u, K):
     return series.through(u, n.out, [None if t is None else _TWO_OVER_SQRT_PI * t for t in e], K)
 
 
+# of complex values: SciPy's (Faddeeva's), holomorphic, so the real rules hold
 unary("erf", _scipy("erf"), lambda n, g: (g * (_TWO_OVER_SQRT_PI * F.exp(-F.square(n.args[0]))),),
       sympy="erf", doc="the error function 2/sqrt(pi) * integral of exp(-t^2) from 0 to x",
-      taylor=lambda n, s, K: _erf_series(n, s[0], K), ieee=("bounded", "nan_in_nan_out"))
+      taylor=lambda n, s, K: _erf_series(n, s[0], K), ieee=("bounded", "nan_in_nan_out"),
+      complex=True)
 unary("erfc", _scipy("erfc"),
       lambda n, g: (-(g * (_TWO_OVER_SQRT_PI * F.exp(-F.square(n.args[0])))),),
-      sympy="erfc", doc="1 - erf(x), accurate where erf(x) is near 1")
+      sympy="erfc", doc="1 - erf(x), accurate where erf(x) is near 1", complex=True)
 unary("erfinv", _scipy("erfinv"), lambda n, g: (g * (_SQRT_PI_OVER_2 * F.exp(F.square(n.out))),),
       sympy="erfinv", domain=(-0.9, 0.9), doc="the inverse of erf on (-1, 1)")
 unary("erfcinv", _scipy("erfcinv"),

@@ -39,7 +39,7 @@ from __future__ import annotations
 from ..ir.expr import Expr
 from ..ir.graph import Graph
 from ..ir.op import REGISTRY
-from ..ir.shapes import is_float
+from ..ir.shapes import is_complex, is_float
 from .pattern import Pass, Rule
 
 DEPTH = 8  # operand levels looked through (the pass stays linear)
@@ -51,6 +51,8 @@ GUARD = Rule(("subtract", "s", "s"), lambda s: None)
 def _has(graph: Graph, i: int, fact: str) -> bool:
     """Whether node ``i``'s op states ``fact`` about inf and NaN (its stanza's ``ieee``)."""
     op = REGISTRY.get(graph.nodes[i].op)
+    if fact == "bounded" and is_complex(graph.nodes[i].dtype):
+        return False  # sin, cos and erf are bounded on the real line only
     return op is not None and fact in op.ieee
 
 

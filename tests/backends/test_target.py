@@ -1,7 +1,8 @@
 """A target is one folder and one object: a whole target defined in this file (a printer
 with a small table and its loading, registered with one line) compiles and runs gradients
 and a scan's gradient; nothing in symgrad/backends/ asks which target it prints for, and
-the printers override only the documented hooks."""
+the printers override only the documented hooks. A target that cannot order complex
+values as NumPy does refuses those ops when it compiles, with its reason."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from symgrad.backends.target import Target
 from symgrad.backends.targets import TARGETS
 from symgrad.backends.template import Template
 from symgrad.errors import BackendError
+from tests.support.complex_order import draw, same
 
 # -- the toy target: NumPy written through the alias ``onp`` --------------------------------
 
@@ -253,3 +255,41 @@ def test_target_printers_override_only_the_documented_hooks():
              for name in vars(cls) if name in shared and name not in {*HOOKS, "__init__"}]
     assert not wrong, f"printers overriding what is not a hook: {wrong}"
     assert len(_printer_classes()) >= 7  # numpy, math, array API, JAX, torch, Numba, its step
+
+
+def _ordering(z, w):
+    return {"max": sg.max(z, axis=0), "min": sg.min(z), "maximum": sg.maximum(z, w),
+            "fmin": sg.fmin(z, w), "argmax": sg.argmax(z, axis=1), "less": z < w,
+            "sort": sg.sort(z, axis=0), "argsort": sg.argsort(z)}
+
+
+@pytest.mark.parametrize("backend", ["numba", "jax", "torch", "array_api"])
+def test_complex_values_are_ordered_as_numpy_or_refused_with_the_reason(backend, x64):
+    """NumPy's values, NaN included (Numba runs NumPy's calls for the kernels it lacks;
+    JAX's sort is NumPy's), else a BackendError when compiling."""
+    pytest.importorskip({"numba": "numba", "jax": "jax", "torch": "torch",
+                         "array_api": "array_api_compat"}[backend])
+    rng = np.random.default_rng(17)
+    z = sg.var("z", shape=(3, 4), dtype="complex128")
+    w = sg.var("w", shape=(3, 4), dtype="complex128")
+    refs = {"max": lambda a, b: np.max(a, axis=0), "min": lambda a, b: np.min(a),
+            "maximum": np.maximum, "fmin": np.fmin, "argmax": lambda a, b: np.argmax(a, 1),
+            "less": np.less, "sort": lambda a, b: np.sort(a, axis=0),
+            "argsort": lambda a, b: np.argsort(a, kind="stable")}
+    reasons = {"jax": "NaN|refuse complex", "torch": "PyTorch has no order",
+               "array_api": "unspecified"}
+    runs = {"numba": set(refs), "jax": {"sort", "argsort"}, "torch": set(), "array_api": set()}
+    for name, e in _ordering(z, w).items():
+        out = [e, sg.real(z[0, 0] + w[0, 0])]  # both inputs used
+        if name not in runs[backend]:
+            with pytest.raises(BackendError, match=f"'{name}' .*of complex values.*"
+                                                   f"({reasons[backend]})"):
+                sg.compile(out, inputs=[z, w], backend=backend)
+            continue
+        fn = sg.compile(out, inputs=[z, w], backend=backend)
+        for _ in range(20):
+            zv, wv = draw(rng, (3, 4)), draw(rng, (3, 4))
+            with np.errstate(invalid="ignore"):  # NumPy's comparisons of NaNs warn
+                want = refs[name](zv, wv)
+                got = np.asarray(fn(zv, wv)[0])
+            assert same(got, want), (name, zv, wv)

@@ -6,11 +6,14 @@ cov, correlate) or take |.|^2 (var, std) give NumPy's values, and their gradient
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
 import symgrad as sg
 import symgrad.numpy as snp
+from tests.support.complex_order import draw, same
 
 R = np.random.default_rng(11)
 A = R.standard_normal((3, 4))
@@ -124,3 +127,27 @@ def test_iscomplex_and_isreal_read_the_imaginary_part():
     for f in (np.iscomplex, np.isreal):
         np.testing.assert_array_equal(sg.evaluate(f(z), {"z": z0}), f(z0))
         np.testing.assert_array_equal(sg.evaluate(f(x), {"x": z0.real}), f(z0.real))
+
+
+def test_median_clip_and_nan_extremes_of_complex_values_are_numpys():
+    """In NumPy's lexicographic order; a slice holding NaN: median's last sorted value,
+    nanmax/nanmin's NaN where the slice holds nothing else (real slices too)."""
+    rng = np.random.default_rng(23)
+    z = sg.var("z", shape=(3, 4), dtype="complex128")
+    x = sg.var("x", shape=(3, 4))
+    cases = [(snp.median(z, axis=a), lambda v, a=a: np.median(v, axis=a)) for a in (None, 0, 1)]
+    cases += [(getattr(snp, f)(z, axis=a), lambda v, f=f, a=a: getattr(np, f)(v, axis=a))
+              for f in ("nanmax", "nanmin") for a in (None, 0)]
+    cases.append((snp.clip(z, 0.5 + 1j, 1 + 2.5j), lambda v: np.clip(v, 0.5 + 1j, 1 + 2.5j)))
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's all-NaN slices warn
+        for _ in range(40):
+            zv = draw(rng, (3, 4))
+            for e, ref in cases:
+                assert same(sg.evaluate(e, {"z": zv}), ref(zv)), zv
+            xv = np.where(rng.random((3, 4)) < 0.5, np.nan, rng.standard_normal((3, 4)))
+            for f in ("nanmax", "nanmin"):
+                assert same(sg.evaluate(getattr(snp, f)(x, axis=0), {"x": xv}),
+                            getattr(np, f)(xv, axis=0)), xv
+    with pytest.raises(sg.UnsupportedError, match="real numbers only"):
+        snp.percentile(z, 50)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import symgrad as sg
+from tests.support.complex_order import draw, same
 
 R = np.random.default_rng(13)
 POS = R.uniform(0.2, 1.4, (3, 4))  # in every function's domain (tan: below pi/2)
@@ -103,3 +104,37 @@ def test_where_sends_each_branch_its_part_of_the_adjoint(jax):
     np.testing.assert_allclose(ga, ja, rtol=1e-14)
     np.testing.assert_allclose(gb, jb, rtol=1e-14)
     assert gb.shape == (1, 4)
+
+
+@pytest.mark.parametrize("name", ["maximum", "minimum", "fmax", "fmin", "less", "less_equal",
+                                  "greater", "greater_equal"])
+def test_complex_comparisons_are_numpys_lexicographic_order(name):
+    """maximum/minimum give the NaN operand (the first if both), fmax/fmin the other one;
+    a comparison beside a NaN is False, as NumPy's."""
+    rng = np.random.default_rng(11)
+    z = sg.var("z", shape=(4, 3), dtype="complex128")
+    w = sg.var("w", shape=(3,), dtype="complex128")
+    e = getattr(sg, name)(z, w)
+    for _ in range(40):
+        zv, wv = draw(rng, (4, 3)), draw(rng, (3,))
+        with np.errstate(invalid="ignore"):  # NumPy's comparisons of NaNs warn
+            want = getattr(np, name)(zv, wv)
+        assert same(sg.evaluate(e, {"z": zv, "w": wv}), want), (zv, wv)
+    assert same(sg.evaluate(sg.maximum(z, 1.0), {"z": zv}), np.maximum(zv, 1.0))
+
+
+def test_the_gradient_of_a_complex_maximum_splits_ties_as_jax(x64):
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    zv = np.array([1 + 3j, 0.5 + 9j, 2 - 1j, 1 + 2j])
+    wv = np.array([1 + 3j, 0.5 + 8j, 2 + 1j, 1 + 2j])
+    z = sg.var("z", shape=(4,), dtype="complex128")
+    w = sg.var("w", shape=(4,), dtype="complex128")
+    c = np.array([0.5 + 1j, -2j, 1.5, 1 - 1j])
+    loss = sg.sum(sg.real(sg.maximum(z, w) * c) + sg.abs(sg.minimum(z, w)) ** 2)
+    want = jax.grad(lambda u, v: jnp.sum(jnp.real(jnp.maximum(u, v) * c)
+                                         + jnp.abs(jnp.minimum(u, v)) ** 2),
+                    argnums=(0, 1))(zv, wv)
+    got = sg.evaluate(list(sg.grad(loss, [z, w])), {"z": zv, "w": wv})
+    for g, ref in zip(got, want):
+        np.testing.assert_allclose(g, ref, rtol=1e-14)

@@ -14,6 +14,7 @@ import scipy.special as sps
 import symgrad as sg
 from symgrad.backends.targets.numpy.table import NUMPY
 from symgrad.ops import REGISTRY, SignatureError, call
+from tests.support.complex_order import draw, same
 
 REDUCTIONS = ("sum", "mean", "max", "min", "logsumexp")
 AXIS_OPS = ("softmax", "log_softmax")
@@ -423,3 +424,33 @@ def test_logsumexp_gradient_is_the_softmax_at_huge_magnitudes(backend):
                                rtol=1e-14)
     np.testing.assert_array_equal(np.asarray(g)[3], 0.0)  # an all -inf row: zeros
     np.testing.assert_array_equal(np.asarray(g)[0], 0.25)
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+@pytest.mark.parametrize("axis", [None, 0, 1, (0, 1)])
+def test_complex_max_and_min_are_numpys_lexicographic_order(name, axis):
+    """Real parts first, then imaginary parts; a slice holding a NaN gives its first NaN."""
+    rng = np.random.default_rng(3)
+    z = sg.var("z", shape=(3, 4), dtype="complex128")
+    e = getattr(sg, name)(z, axis=axis)
+    for _ in range(60):
+        zv = draw(rng, (3, 4))
+        assert same(sg.evaluate(e, {"z": zv}), getattr(np, name)(zv, axis=axis)), zv
+
+
+def test_the_gradient_of_a_complex_max_splits_ties_as_jax(x64):
+    """The cotangent goes to the selected element, shared equally among equal ones (JAX's
+    rule, as for real values)."""
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    zv = np.array([[1 + 3j, 0.5 + 9j, 1 + 3j, 1 + 2j], [2 - 1j, 2 - 1j, 2 - 3j, -1j]])
+    c = np.array([0.3 - 1.1j, 2.0 + 0.5j])
+    z = sg.var("z", shape=zv.shape, dtype="complex128")
+    for axis in (None, 1):
+        loss = sg.sum(sg.abs(sg.max(z, axis=axis)) ** 2 + sg.real(sg.min(z, axis=axis) * c))
+        want = jax.grad(lambda u, a=axis: jnp.sum(jnp.abs(jnp.max(u, axis=a)) ** 2
+                                                  + jnp.real(jnp.min(u, axis=a) * c)))(zv)
+        got = sg.evaluate(sg.grad(loss, z), {"z": zv})
+        np.testing.assert_allclose(got, want, rtol=1e-14)
+        if axis == 1:
+            assert np.count_nonzero(got[0]) == 3  # the two tied maxima and the minimum

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import symgrad as sg
+from tests.support.complex_order import draw, same
 
 R = np.random.default_rng(5)
 X = R.permutation(12).reshape(3, 4) + R.uniform(0.0, 0.5, (3, 4))  # distinct values
@@ -91,3 +92,36 @@ def test_bad_arguments_are_refused_by_name():
         sg.searchsorted(sg.var("a", shape=(4,)), x, side="middle")
     with pytest.raises(sg.ShapeError, match="sorted array must be 1-D"):
         sg.searchsorted(x, x)
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_complex_values_sort_and_select_in_numpys_order(axis):
+    """Lexicographic (real parts, then imaginary parts), NaN last in NumPy's order of NaNs
+    (``1+nanj`` before ``nan+0j`` before ``nan+nanj``); argmax/argmin the first NaN."""
+    rng = np.random.default_rng(13)
+    z = sg.var("z", shape=(3, 4), dtype="complex128")
+    ax = -1 if axis is None else axis
+    exprs = {"sort": (sg.sort(z, axis=axis), lambda v: np.sort(v, axis=axis)),
+             "argsort": (sg.argsort(z, axis=ax), lambda v: np.argsort(v, axis=ax, kind="stable")),
+             "argmax": (sg.argmax(z, axis=axis), lambda v: np.argmax(v, axis=axis)),
+             "argmin": (sg.argmin(z, axis=axis), lambda v: np.argmin(v, axis=axis))}
+    for _ in range(40):
+        zv = draw(rng, (3, 4))
+        for name, (e, ref) in exprs.items():
+            assert same(sg.evaluate(e, {"z": zv}), ref(zv)), (name, zv)
+    s = np.sort(draw(rng, (6,)))
+    v = sg.var("v", shape=(6,), dtype="complex128")
+    q = draw(rng, (5,))
+    got = sg.evaluate(sg.searchsorted(v, q), {"v": s})
+    np.testing.assert_array_equal(got, np.searchsorted(s, q))
+
+
+def test_the_gradient_of_a_complex_sort_follows_the_elements_as_jax(x64):
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    zv = np.array([1 + 3j, 0.5 + 9j, 1 + 2j, -2j, 0.5 - 1j])
+    c = np.array([1.0, 2j, -1 + 1j, 0.5, 3 - 2j])
+    z = sg.var("z", shape=(5,), dtype="complex128")
+    loss = sg.sum(sg.real(sg.sort(z) * c) * sg.abs(sg.sort(z)))
+    want = jax.grad(lambda u: jnp.sum(jnp.real(jnp.sort(u) * c) * jnp.abs(jnp.sort(u))))(zv)
+    np.testing.assert_allclose(sg.evaluate(sg.grad(loss, z), {"z": zv}), want, rtol=1e-14)

@@ -45,6 +45,15 @@ SOLVER_UNSUPPORTED.update(dict.fromkeys(
 UNSUPPORTED: dict[str, str] = {**SPARSE_UNSUPPORTED, **SOLVER_UNSUPPORTED}
 """Ops this backend cannot write, with the reason (the sparse solves, SciPy's solvers)."""
 
+ORDERING = ("max", "min", "maximum", "minimum", "fmax", "fmin", "argmax", "argmin", "sort",
+            "argsort", "partition", "argpartition", "searchsorted", "less", "less_equal",
+            "greater", "greater_equal")
+"""The ops that order their operands: of complex values, NumPy's lexicographic order."""
+COMPLEX_UNSUPPORTED: dict[str, str] = dict.fromkeys(
+    ORDERING, "the array API standard leaves the order of complex values unspecified "
+    "(NumPy's is lexicographic: real parts first, then imaginary parts)")
+"""Ops this backend cannot write for complex operands, with the reason."""
+
 DEVICE = "dev"
 """The name the emitted functions bind to their inputs' device (``_sg_xp_device`` of them;
 ``None`` without array inputs): every array the code creates is made there."""
@@ -341,6 +350,7 @@ ARRAY_API: dict[str, Template | None] = {
               "(xp.where({0} == 0, xp.ones_like({0}), {0}) * math.pi))"),
     # -- scipy.linalg (ops/matrix_functions.py): not in the standard; see _sg_xp_expm --
     "expm": T("_sg_xp_expm(xp, {0})", (h._sg_xp_expm, *_HOST)),
+    "sqrtm": T("_sg_xp_sqrtm(xp, {0})", (h._sg_xp_sqrtm, *_HOST)),
     "lu_factor": T("_sg_xp_lu(xp, {0}, 0)", (h._sg_xp_lu, *_HOST)),
     "lu_pivots": T("_sg_xp_lu(xp, {0}, 1)", (h._sg_xp_lu, *_HOST)),
     "lu_permutation": T("_sg_xp_lu(xp, {0}, 2)", (h._sg_xp_lu, *_HOST)),

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ....ir.op import RESULT
-from ....ir.shapes import FLOATS
+from ....ir.shapes import FLOATS, is_complex
 from ...template import Template
 from ..numpy.table import NUMPY, NUMPY_TYPE, scalar_source
 from . import special
@@ -63,6 +63,7 @@ NOT_COMPILED: dict[str, str] = {
                     "the order NumPy's introselect leaves the other elements in is its own "
                     "(Numba's quickselect leaves another)"),
     "expm": "SciPy's expm (scaling and squaring with Pade approximants) has no Numba form",
+    "sqrtm": "SciPy's sqrtm (the Schur method) has no Numba form",
     **dict.fromkeys(("fftn", "rfftn", "irfft"), "Numba has no FFT: NumPy's in the driver"),
     **dict.fromkeys(("eig", "eigvals"), "Numba's eig refuses a real matrix with complex "
                     "eigenvalues: NumPy's in the driver"),
@@ -85,6 +86,10 @@ NOT_COMPILED: dict[str, str] = {
                     "kernels, SuperLU and the Krylov solvers)"),
 }
 """The ops without a compiled form, and why: their nodes are NumPy's (SciPy's) calls."""
+COMPLEX_IN_DRIVER: dict[str, str] = dict.fromkeys(
+    ("max", "min", "argmax", "argmin", "less", "less_equal", "greater", "greater_equal"),
+    "Numba has no order of complex scalars: NumPy's lexicographic one in the driver")
+"""The ops whose complex operands have no compiled form (their nodes are NumPy's calls)."""
 NOT_FUSED = NOT_COMPILED  # the name the benchmarks' census of NumPy calls reads
 
 NUMBA: dict[str, Template | Callable[[Any, Any], Template | None] | None] = {
@@ -192,6 +197,8 @@ def why_not(n: Any, nodes: Any) -> str | None:
     """Why node ``n`` has no compiled form (None: it has one)."""
     if n.op in NOT_COMPILED:
         return NOT_COMPILED[n.op]
+    if n.op in COMPLEX_IN_DRIVER and any(is_complex(str(nodes[a].dtype)) for a in n.args):
+        return COMPLEX_IN_DRIVER[n.op]
     if n.is_call and n.op not in LINALG_FORMS:  # (a loop is a call too: NOT_COMPILED's)
         return CALL_WHY
     if n.op in NUMBA:
