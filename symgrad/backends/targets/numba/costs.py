@@ -86,6 +86,7 @@ _COSTS = {**{op: (c if _HAS_SIMD else (c[1], c[1])) for op, c in _SIMD.items()},
           **dict.fromkeys(("max", "min"), _EXTREMA)}
 _EXPONENT = {"power": 1}  # op -> its operand that is an exponent
 _PRODUCTS = frozenset({"matmul", "dot", "einsum", "multi_dot", "matrix_power", "outer"})
+_MATRIX_PRODUCTS = frozenset({"matmul", "dot"})  # contracting the first operand's last axis
 
 
 def _per_element(n: Any, nodes: Any) -> tuple[float, float, int]:
@@ -141,7 +142,7 @@ def _flops(n: Any, nodes: Any) -> int:
 def _product_flops(n: Any, nodes: Any) -> int:
     """The multiply-adds of a product node: a matrix product's contracted axis is its
     first operand's last (0 for a node that is no product)."""
-    if n.op in ("matmul", "dot") and len(n.args) == 2 and nodes[n.args[0]].shape:
+    if n.op in _MATRIX_PRODUCTS and len(n.args) == 2 and nodes[n.args[0]].shape:
         return _size(n) * nodes[n.args[0]].shape[-1]
     return _flops(n, nodes)
 

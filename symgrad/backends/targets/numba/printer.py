@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ....ir.body import Body
 from ....ir.op import RESULT
-from ... import callbacks, layout
+from ... import layout
 from ...lines import call, del_lines
 from ...loops import LoopSpec, is_loop, results_in
 from ...plan import Plan
@@ -182,7 +182,7 @@ class NumbaPrinter(NumpyPrinter):
     def _while_bodies(self, n: Any) -> list[Body] | None:
         """The callbacks of while loop (or sweep) ``n``, where each op of them compiles
         (else None: NumPy's callbacks)."""
-        keys = ("cond_fun", "body_fun") if n.op == "while_loop" else ("body_fun", "vjp_fun")
+        keys = ("body_fun", "vjp_fun") if "vjp_fun" in n.attrs else ("cond_fun", "body_fun")
         bodies = [n.attrs[k] for k in keys]
         if any(missing(self.lowered.optimized(b), self.lowered) for b in bodies):
             return None
@@ -194,13 +194,13 @@ class NumbaPrinter(NumpyPrinter):
         text = super().op_text(n, names)
         if not while_loops.is_while(n) or (bodies := self._while_bodies(n)) is None:
             return text
-        fns = [callbacks.function_name(self, b) for b in bodies]
+        fns = while_loops.callback_names(text)
         lines = self.loops.root.lines
         for fn in fns:
             k = next(k for k, ln in enumerate(lines) if ln.startswith(f"def {fn}("))
             if lines[k - 1] != "@_jit":
                 lines.insert(k, "@_jit")
-        if n.op == "while_vjp":
+        if "vjp_fun" in n.attrs:  # the sweep
             return self._sweep(n, text, fns)
         name, new = self._fresh_while(("loop", n.id))
         if new:

@@ -41,7 +41,8 @@ from typing import Any
 from ...lines import call
 from ..numpy.table import NUMPY_TYPE
 
-__all__ = ["SCALARS", "SPLIT", "is_while", "loop_functions", "sweep_functions"]
+__all__ = ["SCALARS", "SPLIT", "WHILE_OPS", "callback_names", "is_while", "loop_functions",
+           "sweep_functions"]
 
 #: the module helper handing 0-d arrays to compiled callbacks as scalars (the reverse sweep
 #: passes its cotangents as 0-d arrays; a compiled step reads a 0-d value as a scalar)
@@ -168,9 +169,18 @@ def _initial(value: str, shape: tuple, dtype: str) -> str:
     return f"{NUMPY_TYPE[dtype]}({value})"
 
 
+WHILE_OPS = frozenset({"while_loop", "while_vjp"})  # a while loop, its reverse sweep
+
+
 def is_while(n: Any) -> bool:
     """Whether node ``n`` is a while loop or its reverse sweep."""
-    return n.op in ("while_loop", "while_vjp")
+    return n.op in WHILE_OPS
+
+
+def callback_names(text: str) -> list[str]:
+    """The two callbacks a while loop's (or sweep's) call ``text`` passes first."""
+    head = text[text.index("(") + 1:]
+    return [name.strip() for name in head.split(",", 2)[:2]]
 
 
 def sweep_functions(name: str, step: str, vjp: str, avals: list[tuple[tuple, str]], nk: int,
