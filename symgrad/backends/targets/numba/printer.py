@@ -10,8 +10,10 @@ over C-contiguous arrays (LLVM vectorizes unit-stride loops): the driver passes 
 no kernel made through ``np.ascontiguousarray``.
 The driver's table is NumPy's; the kernels' is :data:`.table.NUMBA`. A scan is one
 compiled function of its own (:mod:`.loops`), or the NumPy target's loop where its step
-has an op Numba cannot run there. Each NumPy call left is counted with its reason
-(:meth:`NumbaPrinter.stats`).
+has an op Numba cannot run there; so is a while loop and its reverse sweep
+(:mod:`.while_loops`). A big view that only BLAS-bound products read leaves its kernel as
+NumPy's view (:func:`.costs.view_better`). Each NumPy call left is counted with its
+reason (:meth:`NumbaPrinter.stats`).
 
 >>> import symgrad as sg
 >>> x = sg.var("x", shape=(8,))
