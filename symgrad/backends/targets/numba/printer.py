@@ -73,6 +73,7 @@ class NumbaPrinter(NumpyPrinter):
         self._contiguous: set[int] = set()  # arrays a kernel made (C-contiguous, its own)
         self._readers: dict[int, list[int]] = {}  # node -> the lines reading it
         self._whiles: dict[tuple, str] = {}  # while loop or sweep -> its compiled name
+        self._solver = False  # printing the text of a node with callbacks (not a while's)
 
     def scalar_functions(self) -> bool:
         return False  # scalar code is compiled loops too
@@ -81,8 +82,11 @@ class NumbaPrinter(NumpyPrinter):
         return False
 
     def step_printer(self, body: Body) -> type[Printer]:
-        # the step of a loop Numba cannot compile runs on NumPy
-        return NumpyPrinter if missing(body, self.lowered) else StepPrinter
+        # the step of a loop Numba cannot compile runs on NumPy; so do a solver's callbacks
+        # (SciPy calls them from Python: loop nests there would run uncompiled)
+        if self._solver or missing(body, self.lowered):
+            return NumpyPrinter
+        return StepPrinter
 
     def render_loop(self, name: str, spec: LoopSpec, stmts: list[str], step: Printer,
                     lists: tuple = ()) -> list[str]:
@@ -193,8 +197,14 @@ class NumbaPrinter(NumpyPrinter):
     def op_text(self, n: Any, names: dict[int, str]) -> str:
         """A node's text; a while loop whose condition and step compile calls its compiled
         loop (:mod:`.while_loops`), its sweep the compiled step and product."""
+        if not while_loops.is_while(n):
+            self._solver = any(isinstance(v, Body) for v in (n.attrs or {}).values())
+            try:
+                return super().op_text(n, names)
+            finally:
+                self._solver = False
         text = super().op_text(n, names)
-        if not while_loops.is_while(n) or (bodies := self._while_bodies(n)) is None:
+        if (bodies := self._while_bodies(n)) is None:
             return text
         fns = while_loops.callback_names(text)
         lines = self.loops.root.lines
