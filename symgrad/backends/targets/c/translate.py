@@ -45,7 +45,6 @@ from .scalars import (
     CONSTS,
     CTYPE,
     FLOAT,
-    NP_DTYPE,
     SUFFIX,
     Unsupported,
     c_literal,
@@ -56,6 +55,7 @@ from .scalars import (
     truth,
     widens,
 )
+from .syntax import BINOP, CMP, dtype_kw, int_literal, linalg_name, literal, load, np_name, root
 
 __all__ = ["CFunction", "Unsupported", "translate"]
 
@@ -99,10 +99,10 @@ class _Translator:
             else:
                 self.assign(s.targets[0], s.value)
         elif isinstance(s, ast.AugAssign):
-            op = _BINOP.get(type(s.op))
+            op = BINOP.get(type(s.op))
             if op is None:
                 raise Unsupported(f"augmented {type(s.op).__name__}")
-            target = ast.BinOp(left=_load(s.target), op=s.op, right=s.value)
+            target = ast.BinOp(left=load(s.target), op=s.op, right=s.value)
             self.assign(s.target, target)
         elif isinstance(s, ast.For):
             self.loop(s)
@@ -138,7 +138,7 @@ class _Translator:
             raise Unsupported("a loop other than for i in range(...)")
         bounds = [self.expr(a)[0] for a in it.args[:2]]
         start, stop = (["0"] + bounds)[-2:]
-        step = int(_literal(it.args[2])) if len(it.args) == 3 else 1
+        step = int(literal(it.args[2])) if len(it.args) == 3 else 1
         if step == 0:
             raise Unsupported("a range of step 0")
         name = s.target.id
@@ -227,10 +227,10 @@ class _Translator:
         if not isinstance(target, ast.Name):
             raise Unsupported(f"assignment to {type(target).__name__}")
         name = target.id
-        if isinstance(value, ast.Call) and _linalg_name(value.func) == "det":
+        if isinstance(value, ast.Call) and linalg_name(value.func) == "det":
             self.lapack("det", value, name)
             return
-        if (isinstance(value, ast.Call) and _np_name(value.func) == "dot"
+        if (isinstance(value, ast.Call) and np_name(value.func) == "dot"
                 and all(len(self.array(a).shape) == 1 for a in value.args)):
             self.vdot(value, name)
             return
@@ -302,11 +302,11 @@ class _Translator:
     def array_value(self, v: ast.expr, name: str) -> Arr | None:
         """The array ``v`` is (a new one, or a view), or None for a scalar."""
         if isinstance(v, ast.Call):
-            f = _np_name(v.func)
+            f = np_name(v.func)
             if f in ("empty", "zeros", "full"):
-                shape = _literal(v.args[0])
+                shape = literal(v.args[0])
                 shape = tuple(shape) if isinstance(shape, (tuple, list)) else (int(shape),)
-                dtype = _dtype_kw(v)
+                dtype = dtype_kw(v)
                 arr = self.alloc(name, shape, dtype)
                 if f == "zeros":
                     self.fill(arr, "0")
@@ -315,8 +315,8 @@ class _Translator:
                     self.fill(arr, cast(text, t, dtype))
                 return arr
             if f == "array":
-                data = _literal(v.args[0])
-                dtype = _dtype_kw(v)
+                data = literal(v.args[0])
+                dtype = dtype_kw(v)
                 if not data:
                     return self.alloc(name, (0,), dtype)
                 c = self.fresh(name)  # the values, once, in the library's read-only data
@@ -325,11 +325,11 @@ class _Translator:
                 return Arr(c, dtype, (len(data),), (1,))
             if f == "dot":
                 return self.dot(v, name)
-            if _linalg_name(v.func) in LAPACK_OPS - {"det"}:
-                return self.lapack(_linalg_name(v.func), v, name)
+            if linalg_name(v.func) in LAPACK_OPS - {"det"}:
+                return self.lapack(linalg_name(v.func), v, name)
             if f == "eye":
-                n = int(_literal(v.args[0]))
-                dtype = _dtype_kw(v)
+                n = int(literal(v.args[0]))
+                dtype = dtype_kw(v)
                 arr = self.alloc(name, (n, n), dtype)
                 self.fill(arr, "0")
                 i = self.fresh("e")
@@ -338,12 +338,12 @@ class _Translator:
             if f in ("transpose", "broadcast_to", "ascontiguousarray"):
                 src = self.array(v.args[0])
                 if f == "transpose":
-                    perm = tuple(_literal(v.args[1]))
+                    perm = tuple(literal(v.args[1]))
                     return Arr(src.base, src.dtype, tuple(src.shape[p] for p in perm),
                                tuple(src.strides[p] for p in perm), src.offset)
                 if f == "ascontiguousarray":
                     return src if src.contiguous() else self.copy(src, name)
-                shape = tuple(_literal(v.args[1]))
+                shape = tuple(literal(v.args[1]))
                 lead = len(shape) - len(src.shape)
                 strides = [0] * lead + [0 if s == 1 and shape[lead + d] != 1 else st
                                         for d, (s, st) in enumerate(zip(src.shape, src.strides))]
@@ -352,7 +352,7 @@ class _Translator:
                 src = self.array(v.func.value)
                 if v.func.attr == "copy":
                     return self.copy(src, name)
-                shape = _literal(v.args[0])
+                shape = literal(v.args[0])
                 shape = tuple(shape) if isinstance(shape, (tuple, list)) else (int(shape),)
                 if not src.contiguous():
                     src = self.copy(src, name)
@@ -364,7 +364,7 @@ class _Translator:
             return Arr(src.base, src.dtype, src.shape[::-1], src.strides[::-1], src.offset)
         if isinstance(v, ast.Name) and isinstance(self.env.get(v.id), Arr):
             return self.env[v.id]
-        if isinstance(v, ast.Subscript) and isinstance(self.env.get(_root(v)), Arr):
+        if isinstance(v, ast.Subscript) and isinstance(self.env.get(root(v)), Arr):
             got = self.index(self.array(v.value), v.slice)
             return got if isinstance(got, Arr) else None
         return None
@@ -385,14 +385,14 @@ class _Translator:
         for d, p in enumerate(parts):
             size, st = arr.shape[d], arr.strides[d]
             if isinstance(p, ast.Slice):
-                r = range(*slice(*(None if e is None else _literal(e)
+                r = range(*slice(*(None if e is None else literal(e)
                                    for e in (p.lower, p.upper, p.step))).indices(size))
                 if r.start and st:
                     offset.append(f"{r.start * st}")
                 shape.append(len(r))
                 strides.append(st * r.step)
             else:
-                const = _int_literal(p)
+                const = int_literal(p)
                 if const is not None:  # Python's negative index counts from the end
                     if not -size <= const < size:
                         raise Unsupported(f"index {const} out of range for an axis of {size}")
@@ -508,8 +508,8 @@ class _Translator:
                 return held
             raise Unsupported(f"name {e.id} is not a scalar")
         if isinstance(e, ast.Attribute):
-            if _np_name(e) in CONSTS:
-                return CONSTS[_np_name(e)], "float64"
+            if np_name(e) in CONSTS:
+                return CONSTS[np_name(e)], "float64"
             raise Unsupported(f"attribute {ast.unparse(e)}")
         if isinstance(e, ast.Subscript):
             got = self.index(self.array(e.value), e.slice)
@@ -536,7 +536,7 @@ class _Translator:
             for op, right in zip(e.ops, e.comparators):
                 r = self.expr(right)
                 t = promote(left[1], r[1])
-                sym = _CMP.get(type(op))
+                sym = CMP.get(type(op))
                 if sym is None:
                     raise Unsupported(f"comparison {type(op).__name__}")
                 terms.append(f"{cast(left[0], left[1], t)} {sym} {cast(r[0], r[1], t)}")
@@ -569,13 +569,13 @@ class _Translator:
         if isinstance(e.op, ast.Mod):
             return (f"sg_remainder{SUFFIX[t]}({a}, {b})" if t in FLOAT else
                     f"sg_pymod{SUFFIX[t]}({a}, {b})"), t
-        op = _BINOP.get(type(e.op))
+        op = BINOP.get(type(e.op))
         if op is None or op in ("//", "%", "**"):
             raise Unsupported(f"operator {type(e.op).__name__}")
         return f"({a} {op} {b})", t
 
     def call(self, e: ast.Call) -> tuple[str, str]:
-        f = _np_name(e.func)
+        f = np_name(e.func)
         if isinstance(e.func, ast.Name) and e.func.id == "_sg_floordiv":
             f = "floor_divide"
         if isinstance(e.func, ast.Name) and e.func.id in ("max", "min") and not e.keywords:
@@ -589,61 +589,6 @@ class _Translator:
         except Unsupported as err:  # an array where a scalar function takes scalars
             raise Unsupported(f"np.{f}: {err}") from None
         return np_call(f, args)
-
-
-_BINOP = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
-          ast.Mod: "%", ast.Pow: "**"}
-_CMP = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
-
-
-def _linalg_name(e: ast.expr) -> str | None:
-    """``inv`` of ``np.linalg.inv``, else None."""
-    if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Attribute) \
-            and e.value.attr == "linalg" and _np_name(e.value) == "linalg":
-        return e.attr
-    return None
-
-
-def _np_name(e: ast.expr) -> str | None:
-    if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == "np":
-        return e.attr
-    return None
-
-
-def _dtype_kw(v: ast.Call) -> str:
-    for k in v.keywords:
-        if k.arg == "dtype":
-            name = _np_name(k.value)
-            if name in NP_DTYPE:
-                return NP_DTYPE[name]
-    raise Unsupported(f"an array of no C dtype: {ast.unparse(v)}")
-
-
-def _literal(e: ast.expr) -> Any:
-    try:
-        return ast.literal_eval(e)
-    except ValueError:
-        raise Unsupported(f"a non-literal {ast.unparse(e)}") from None
-
-
-def _load(t: ast.expr) -> ast.expr:
-    out = ast.parse(ast.unparse(t), mode="eval").body
-    return out
-
-
-def _int_literal(e: ast.expr) -> int | None:
-    """The value of an integer literal (``3``, ``-1``), else None."""
-    try:
-        value = ast.literal_eval(e)
-    except ValueError:
-        return None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _root(v: ast.expr) -> str | None:
-    while isinstance(v, (ast.Subscript, ast.Attribute)):
-        v = v.value
-    return v.id if isinstance(v, ast.Name) else None
 
 
 def translate(source: str, inputs: dict[str, tuple[str, tuple[int, ...]]],
