@@ -197,7 +197,7 @@ def test_forward_mode_through_a_join_with_integer_data():
         np.testing.assert_array_equal(fwd, rev)
 
 
-@pytest.mark.parametrize("name", ["int64", "int32", "float32", "float64"])
+@pytest.mark.parametrize("name", ["int64", "int32"])
 def test_a_scalar_type_called_on_an_expression_casts_it_as_numpy(name):
     x = sg.var("x", shape=(5,))
     xv = np.array([1.7, -2.5, 0.2, -0.9, 3.0])
@@ -205,7 +205,7 @@ def test_a_scalar_type_called_on_an_expression_casts_it_as_numpy(name):
     assert y.dtype == getattr(np, name)
     got = sg.evaluate(y, {"x": xv})
     assert got.dtype == getattr(np, name)
-    np.testing.assert_array_equal(got, getattr(np, name)(xv))  # toward zero for integers
+    np.testing.assert_array_equal(got, getattr(np, name)(xv))  # toward zero
     typ = getattr(snp, name)
     assert typ(3) == getattr(np, name)(3) and type(typ(3)) is getattr(np, name)
     assert isinstance(getattr(np, name)(1), typ) and np.dtype(typ) == np.dtype(name)

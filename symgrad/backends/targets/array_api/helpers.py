@@ -573,3 +573,76 @@ def _sg_xp_convolution(xp, a, b, modes):
     key = tuple(slice(None) if mode == "full" else slice(min(n, m) - 1, max(n, m))
                 for mode, n, m in zip(modes, a.shape, b.shape))
     return full[key]
+
+
+# -- NumPy's order of complex values (the forms of table.COMPLEX_ORDER) -----------------------
+
+
+def _sg_xp_cnan(xp, z):
+    """Where complex ``z`` has a NaN in either part."""
+    return xp.isnan(xp.real(z)) | xp.isnan(xp.imag(z))
+
+
+def _sg_xp_cless(xp, a, b, op):
+    """NumPy's comparison ``op`` (``"<"``, ``"<="``, ``">"``, ``">="``) of complex values
+    (npy_math's CLT, CLE, CGT, CGE): real parts first, then imaginary parts; a NaN imaginary
+    part fails the first test."""
+    dev = _sg_xp_device(a, b)
+    a = a if hasattr(a, "dtype") else xp.asarray(a, device=dev)
+    b = b if hasattr(b, "dtype") else xp.asarray(b, device=dev)
+    ar, ai, br, bi = xp.real(a), xp.imag(a), xp.real(b), xp.imag(b)
+    first, second = {"<": (ar < br, ai < bi), "<=": (ar < br, ai <= bi),
+                     ">": (ar > br, ai > bi), ">=": (ar > br, ai >= bi)}[op]
+    return (first & ~xp.isnan(ai) & ~xp.isnan(bi)) | ((ar == br) & second)
+
+
+def _sg_xp_cmaximum(xp, a, b, op, skip_nan):
+    """NumPy's maximum (``op`` ``">="``) or minimum (``"<="``) of complex values: the NaN
+    operand (the first if both); fmax and fmin (``skip_nan``): the other one."""
+    dev = _sg_xp_device(a, b)
+    a = a if hasattr(a, "dtype") else xp.asarray(a, device=dev)
+    b = b if hasattr(b, "dtype") else xp.asarray(b, device=dev)
+    first = _sg_xp_cnan(xp, b if skip_nan else a) | _sg_xp_cless(xp, a, b, op)
+    return xp.where(first, a, b)
+
+
+def _sg_xp_cflat(xp, z, axis):
+    """``z`` with the axes ``axis`` (an int, a tuple of them, or None: all) moved last and
+    flattened into one, in C order; and the shape the reduction keeps them as (1s)."""
+    nd = z.ndim
+    picked = range(nd) if axis is None else axis if isinstance(axis, tuple) else (axis,)
+    axes = sorted(int(a) % nd for a in picked)
+    rest = [k for k in range(nd) if k not in axes]
+    moved = xp.permute_dims(z, tuple(rest + axes)) if rest + axes != list(range(nd)) else z
+    flat = xp.reshape(moved, tuple(z.shape[k] for k in rest) + (-1,))
+    return flat, tuple(1 if k in axes else z.shape[k] for k in range(nd))
+
+
+def _sg_xp_cpick(xp, flat, largest):
+    """The index NumPy's argmax (``largest``) or argmin picks in each row of complex
+    ``flat``: the first NaN of a row holding one, else the first extreme (real parts first,
+    then imaginary parts)."""
+    r, i = xp.real(flat), xp.imag(flat)
+    nan = xp.isnan(r) | xp.isnan(i)
+    extreme = xp.max if largest else xp.min
+    cand = r == extreme(r, axis=-1, keepdims=True)
+    fill = xp.asarray(-math.inf if largest else math.inf, dtype=r.dtype, device=_sg_xp_device(r))
+    hit = cand & (i == extreme(xp.where(cand, i, fill), axis=-1, keepdims=True))
+    first_nan = xp.argmax(xp.astype(nan, xp.int8), axis=-1)
+    return xp.where(xp.any(nan, axis=-1), first_nan, xp.argmax(xp.astype(hit, xp.int8), axis=-1))
+
+
+def _sg_xp_cargmax(xp, z, axis, keepdims, largest):
+    """NumPy's argmax (``largest``) or argmin of complex ``z``."""
+    flat, kept = _sg_xp_cflat(xp, z, axis)
+    idx = _sg_xp_cpick(xp, flat, largest)
+    return xp.reshape(idx, kept) if keepdims else idx
+
+
+def _sg_xp_cmax(xp, z, axis, keepdims, largest):
+    """NumPy's max (``largest``) or min of complex ``z`` over ``axis``: the element
+    :func:`_sg_xp_cpick` finds."""
+    flat, kept = _sg_xp_cflat(xp, z, axis)
+    idx = xp.reshape(_sg_xp_cpick(xp, flat, largest), flat.shape[:-1] + (1,))
+    out = xp.take_along_axis(flat, idx, axis=-1)
+    return xp.reshape(out, kept if keepdims else flat.shape[:-1])

@@ -15,7 +15,6 @@ from ...template import Template
 from .sparse import UNSUPPORTED as SPARSE_UNSUPPORTED
 from .table import (
     ARRAY_API,
-    ORDERING,
     SOLVER_UNSUPPORTED,
     SPECIAL_BINARY,
     SPECIAL_TERNARY,
@@ -24,18 +23,8 @@ from .table import (
 
 UNSUPPORTED: dict[str, str] = {**SPARSE_UNSUPPORTED, **SOLVER_UNSUPPORTED}
 """Ops this backend cannot write, with the reason (the sparse solves, SciPy's solvers)."""
-# the ordering ops whose JAX forms give NumPy's order of complex values, NaN included
-JAX_ORDERS = ("sort", "argsort", "partition", "argpartition", "searchsorted")
-COMPLEX_UNSUPPORTED: dict[str, str] = {
-    **dict.fromkeys(
-        (o for o in ORDERING if o not in JAX_ORDERS),
-        "JAX orders complex values lexicographically as NumPy does, but not NaN as NumPy "
-        "does (NumPy's max and maximum give the NaN, JAX's a number; NumPy's complex < is "
-        "False beside a NaN)"),
-    **dict.fromkeys(("argmax", "argmin"), "jnp.argmax and jnp.argmin refuse complex values"),
-    **dict.fromkeys(("erf", "erfc"), "jax.scipy.special has no complex erf (SciPy's is "
-                    "Faddeeva's)"),
-}
+COMPLEX_UNSUPPORTED: dict[str, str] = dict.fromkeys(
+    ("erf", "erfc"), "jax.scipy.special has no complex erf (SciPy's is Faddeeva's)")
 """Ops this backend cannot write for complex operands, with the reason."""
 
 
