@@ -196,10 +196,59 @@ def scan_call(graph: Any, body: Body, nc: int, nx: int, length: int, reverse: bo
     of body nodes ``stacked`` as further results), built in ``graph`` (operands of other
     graphs are imported into it): one projection per result
     (:class:`~symgrad.ops.loops.ScanParts`)."""
+    body, arrays = hoisted(body)
     attrs = {"body": body, "carries": nc, "xs": nx, "length": length, "reverse": reverse,
              "stacked": tuple(sorted(set(stacked)))}
     ids = tuple(graph.find(e) for e in operands)
+    ids += tuple(graph.add(REGISTRY["const"], (), {"value": v}) for v in arrays)
     return projections(Expr(graph, graph.add(REGISTRY["scan"], ids, attrs)))
+
+
+def hoisted(body: Body) -> tuple[Body, list[Any]]:
+    """``body`` with its array constants as further captured inputs (loop-invariant
+    operands of its loop, after the others), and their values in that order.
+
+    :func:`trace` captures the arrays a traced function reads; a body a transform builds
+    (a step's JVP with unit seeds, a solver's sensitivity system scanned again) may hold
+    array constants, which a loop step cannot print: the loop passes them in instead, as
+    it does every captured value. 0-d constants stay (steps write them inline).
+
+    >>> import numpy as np
+    >>> from symgrad.ir.graph import Graph
+    >>> g = Graph()
+    >>> x = g.var("c0", (2,))
+    >>> y = g.add(REGISTRY["add"], (x, g.const(np.array([1.0, 2.0]))), {})
+    >>> new, arrays = hoisted(Body(g, [x], [y], 1))
+    >>> new, arrays
+    (<loop body: 1 inputs + 1 captured -> 1 outputs, 3 nodes>, [array([1., 2.])])
+    """
+    nodes = body.graph.nodes
+    if not any(n.is_const and n.shape != () for n in nodes):
+        return body, []
+    return body.memo(("hoisted",), lambda: _hoist(body))
+
+
+def _hoist(body: Body) -> tuple[Body, list[Any]]:
+    nodes = body.graph.nodes
+    taken = set(body.graph.variables)
+    new = Graph()
+    memo: dict[int, int] = {}
+    extra: list[int] = []
+    arrays: list[Any] = []
+    for n in nodes:  # creation order: operands come first
+        if n.is_var:
+            memo[n.id] = new.copy_var(n)
+        elif n.is_const and n.shape != ():
+            name = f"_sg_hoisted{len(extra)}"
+            while name in taken:
+                name = "_" + name
+            memo[n.id] = new.var(name, n.shape, n.dtype)
+            extra.append(memo[n.id])
+            arrays.append(n.attrs["value"])
+        else:
+            memo[n.id] = new.add(REGISTRY[n.op], tuple(memo[a] for a in n.args), n.attrs)
+    inputs = [memo[i] for i in body.inputs] + extra
+    return Body(new, inputs, [memo[o] for o in body.outputs], body.n_in), arrays
 
 
 DEFAULT_SNAPSHOTS = 32  # a while_loop's stored carries for its reverse sweep

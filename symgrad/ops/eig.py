@@ -3,9 +3,19 @@
 results always (JAX's choice: NumPy's own are real when every eigenvalue is, a dtype that
 depends on the values, which are not known while tracing).
 
-Derivatives are JAX's: the eigenvalues' (``dw = diag(V^-1 dA V)``, so ``A_bar = V^-T
-diag(w_bar) V^T``), to first order (their rule reads the eigenvectors, whose derivatives are
-refused, as JAX refuses them: they depend on a normalisation NumPy does not fix).
+Derivatives: the eigenvalues' are JAX's (``dw = diag(V^-1 dA V)``, so ``A_bar = V^-T
+diag(w_bar) V^T``). The eigenvectors' are those of NumPy's own eigenvectors, whose gauge
+LAPACK's ``geev`` fixes: each column has unit Euclidean norm and its component of largest
+modulus real. With ``P = V^-1 dA V`` and ``F_ij = 1 / (w_j - w_i)`` (0 on the diagonal) the
+raw derivative is ``dV0 = V (F o P)``; the gauge-fixed one is ``dV = dV0 + V diag(a)`` with,
+for column ``j`` and its largest component ``k`` (locally constant), ``Re a_j = -Re(v_j^H
+dV0_j)`` (the norm stays 1) and ``Im a_j = -Im(dV0_kj) / V_kj`` (that component stays real).
+So every function of the eigenvectors gets its true derivative, phase-dependent ones too
+(JAX refuses eigenvector derivatives by default, and with ``enable_eigvec_derivs`` is right
+only for phase-free functions). Both rules are built from ops: every order is available.
+Repeated eigenvalues (``w_i = w_j``) make ``F`` infinite: the eigenvectors' derivatives are
+then inf or NaN, as ``eigh``'s (the eigenvectors are not differentiable there); the
+eigenvalues' stay finite while ``V`` is invertible.
 
 >>> import numpy as np, symgrad as sg
 >>> A = sg.var("A", shape=(2, 2))
@@ -20,18 +30,12 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..base.errors import DifferentiationError
 from ..ir.expr import Expr, F, call, const
 from ..ir.op import Op, register, results_of
 from ..ir.shapes import complex_dtype
-from .numpy_linalg import mT, on_squares
+from .numpy_linalg import adjoint_pairing, gap_inverse, mH, mT, on_squares
 
 EigResult = namedtuple("EigResult", ["eigenvalues", "eigenvectors"])
-
-_VECTORS = ("the derivative of eig's eigenvectors is not defined by the matrix alone (each "
-            "column's scale and phase are free; JAX refuses it too): differentiate functions "
-            "of the eigenvalues (linalg.eigvals), or use linalg.eigh for a symmetric matrix")
-
 
 def _complex(r: np.ndarray) -> np.ndarray:
     return np.asarray(r, dtype=np.result_type(r, 1j))
@@ -65,19 +69,62 @@ def _values_tangent(v, t):
     return F.sum(F.solve(v, t) * mT(v), axis=-1)
 
 
+def _largest(v: Expr) -> tuple[Expr, Expr]:
+    """The one-hot mask (same shape as ``v``) of each column's component of largest
+    modulus, LAPACK's real one, and that component's (real) value per column."""
+    n = v.shape[-1]
+    k = F.argmax(F.abs(v), axis=-2)
+    rows = F.reshape(F.arange(n), (n, 1))
+    mask = F.astype(rows == F.expand_dims(k, axis=-2), v.data.dtype)
+    return mask, F.real(F.sum(mask * v, axis=-2))
+
+
+def _columns(x: Expr) -> Expr:
+    """``x[..., None, :]``: a value per column, ready to scale the columns of a matrix."""
+    return F.expand_dims(x, axis=-2)
+
+
+def _vectors_tangent(w: Expr, v: Expr, t: Expr) -> Expr:
+    """``dV = dV0 + V diag(a)``, ``dV0 = V (F o V^-1 dA V)``, ``a`` keeping each column's
+    norm 1 and its largest component real (LAPACK's gauge)."""
+    dv0 = v @ (gap_inverse(w) * F.solve(v, t @ v))
+    mask, top = _largest(v)
+    along = F.real(F.sum(F.conj(v) * dv0, axis=-2))
+    turn = F.imag(F.sum(mask * dv0, axis=-2)) / top
+    return dv0 - v * _columns(along + turn * 1j)
+
+
+def _vectors_adjoint_textbook(w: Expr, v: Expr, gw: Expr | None, gv: Expr) -> Expr:
+    """The adjoint of ``(w, V)`` for the pairing ``Re tr(G^H dA)``: ``V^-H (diag(w_bar) +
+    conj(F) o (V^H G0)) V^H``, ``G0`` the eigenvectors' cotangent with the gauge's
+    projections taken out (the transpose of :func:`_vectors_tangent`)."""
+    mask, top = _largest(v)
+    s = F.sum(F.conj(v) * gv, axis=-2)
+    g0 = gv - v * _columns(F.real(s)) - mask * _columns(F.imag(s) / top * 1j)
+    inner = F.conj(gap_inverse(w)) * (mH(v) @ g0)
+    if gw is not None:
+        inner = inner + F.expand_dims(gw, axis=-1) * F.eye(w.shape[-1], dtype=v.data.dtype)
+    return F.solve(mH(v), inner @ mH(v))
+
+
+_vectors_adjoint = adjoint_pairing(
+    lambda n, g: (_vectors_adjoint_textbook(n.results[0], n.results[1], *g),))
+
+
 def _eig_rule(n, g):
     gw, gv = g
-    if gv is not None:
-        raise DifferentiationError(f"eig: {_VECTORS}")
-    return (_values_adjoint(n.results[1], gw),)
+    if gv is None:
+        return (_values_adjoint(n.results[1], gw),)
+    return _vectors_adjoint(n, g)
 
 
 def _eig_forward(n, t):
     if t[0] is None:
         return None
-    if n.wants(1):
-        raise DifferentiationError(f"eig: {_VECTORS}")
-    return _values_tangent(n.results[1], t[0]), None
+    w, v = n.results
+    tv = F.astype(t[0], v.data.dtype) if t[0].data.dtype != v.data.dtype else t[0]
+    values = _values_tangent(v, tv) if n.wants(0) else None
+    return values, _vectors_tangent(w, v, tv) if n.wants(1) else None
 
 
 def _vectors(a):

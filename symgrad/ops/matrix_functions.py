@@ -1,5 +1,6 @@
-"""Matrix functions of SciPy's ``linalg``: ``expm``, the matrix exponential, and the LU
-factors of ``lu_factor`` (``lu_factor`` packed, ``lu_pivots``, and the row permutation).
+"""Matrix functions of SciPy's ``linalg``: ``expm``, the matrix exponential, ``sqrtm``, the
+principal square root, and the LU factors of ``lu_factor`` (``lu_factor`` packed,
+``lu_pivots``, and the row permutation).
 
 Its derivative is the Fréchet derivative ``L(A, E)``, the upper-right block of the
 exponential of the block matrix ``[[A, E], [0, A]]`` (Higham, *Functions of Matrices*,
@@ -21,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from ..base.errors import ShapeError, UnsupportedError
+from ..base.errors import LimitError, ShapeError, UnsupportedError
 from ..ir.expr import Expr, F
 from ..ir.op import Op, register
-from ..ir.shapes import float_dtype, fmt
+from ..ir.shapes import complex_dtype, float_dtype, fmt
 from .numpy_linalg import mT, on_squares
 from .tangent import first
 
@@ -60,6 +61,61 @@ register(Op(
                           ([0.5 * (rng.standard_normal((3, 3))
                                    + 1j * rng.standard_normal((3, 3)))], {})],
     doc="the matrix exponential (stacked over leading axes), as scipy.linalg.expm",
+))
+
+
+# -- the Sylvester equation and sqrtm ------------------------------------------------------
+
+
+# a Sylvester equation's Kronecker system has (m n)^2 entries: m n above this is refused
+SYLVESTER_LIMIT = 4096
+
+
+def sylvester(a: Expr, b: Expr, q: Expr) -> Expr:
+    """X with ``a X + X b = q`` (``a`` m x m, ``b`` n x n, ``q`` m x n, leading batch axes
+    broadcast), exactly as the Kronecker (vec) system ``(a (x) I + I (x) b^T) vec(X) =
+    vec(q)`` of size ``m n``, solved by ``solve``: built from ops, so its derivatives are
+    the solve's, any order, on every target. Memory ``(m n)^2`` per matrix: ``m n`` above
+    :data:`SYLVESTER_LIMIT` raises :class:`~symgrad.errors.LimitError`."""
+    m, n = a.shape[-1], b.shape[-1]
+    if m * n > SYLVESTER_LIMIT:
+        raise LimitError(f"sylvester: the Kronecker system of a {m} x {m} and a {n} x {n} "
+                         f"matrix has {(m * n) ** 2:,} entries (m n = {m * n} > symgrad.ops."
+                         f"matrix_functions.SYLVESTER_LIMIT = {SYLVESTER_LIMIT}); raise the "
+                         f"limit if that memory is fine")
+    dtype = str(np.result_type(a.dtype, b.dtype, q.dtype))
+    # kron(a, I)[i n + k, j n + l] = a[i, j] I[k, l]; kron(I, b^T) likewise
+    left = F.reshape(a, a.shape[:-2] + (m, 1, m, 1)) \
+        * F.reshape(F.eye(n, dtype=dtype), (1, n, 1, n))
+    right = F.reshape(F.eye(m, dtype=dtype), (m, 1, m, 1)) \
+        * F.reshape(mT(b), b.shape[:-2] + (1, n, 1, n))
+    system = F.reshape(left, left.shape[:-4] + (m * n, m * n)) \
+        + F.reshape(right, right.shape[:-4] + (m * n, m * n))
+    x = F.solve(system, F.reshape(q, q.shape[:-2] + (m * n, 1)))
+    return F.reshape(x, x.shape[:-2] + (m, n))
+
+
+def _sqrtm(a):
+    out = _linalg().sqrtm(a)
+    return np.asarray(out, dtype=np.result_type(a.dtype, np.complex64))
+
+
+def _sqrtm_infer(shapes, dtypes, attrs):
+    shape, dtype = on_squares("sqrtm")(shapes, dtypes, attrs)
+    return shape, complex_dtype(dtype)
+
+
+register(Op(
+    name="sqrtm", complex=True, infer=_sqrtm_infer, impl=_sqrtm,
+    # X dX + dX X = dA; the adjoint solves X^T G_A + G_A X^T = G (holomorphic: the real rule)
+    backprop=lambda n, g: (sylvester(mT(n.out), mT(n.out), g),),
+    forward=lambda n, t: None if t[0] is None else sylvester(n.out, n.out, t[0]),
+    examples=lambda rng: [([rng.standard_normal((3, 3)) + 3.0 * np.eye(3)], {}),
+                          ([rng.standard_normal((2, 3, 3))], {}),
+                          ([rng.standard_normal((3, 3)) + 1j * rng.standard_normal((3, 3))],
+                           {})],
+    doc="the principal square root of a square matrix (stacked over leading axes), as "
+        "scipy.linalg.sqrtm, complex always",
 ))
 
 

@@ -35,7 +35,7 @@ matrix, leading axes batched.
 Complex matrices (every function here; :mod:`symgrad.ops.complex` states the conventions,
 JAX's): a holomorphic function (``inv det solve matrix_power``) keeps its real rule; the
 others' rules are written once for the pairing ``Re tr(G^H dA)`` (the papers' formulas with
-``^H`` for ``^T``) and conjugated in and out into JAX's (:func:`_adjoint_pairing`); a
+``^H`` for ``^T``) and conjugated in and out into JAX's (:func:`adjoint_pairing`); a
 function reading one triangle reads a Hermitian matrix (the diagonal's real part, as
 LAPACK), and eigenvector, QR and SVD factors take JAX's gauges (``diag(V^H dV) = 0``,
 ``R``'s diagonal real, the phase term ``i Im(diag(U^H dA V)) / S`` in ``dU``).
@@ -173,7 +173,7 @@ def mH(x: Expr) -> Expr:
     return conjugated(mT(x))
 
 
-def _adjoint_pairing(rule):
+def adjoint_pairing(rule):
     """A backprop rule written for the textbook pairing ``Re tr(G^H dA)`` (the real rule
     with ``^H`` for ``^T``) as a rule of JAX's pairing ``Re sum(G * dA)``: its adjoint is
     ``conj(rule(conj(G)))`` (the same rule on real values, with no conj node)."""
@@ -225,7 +225,7 @@ def _fold(g: Expr, uplo: str) -> Expr:
     return _half_triangle(g + mH(g), uplo)
 
 
-def _gap_inverse(w: Expr) -> Expr:
+def gap_inverse(w: Expr) -> Expr:
     """``E[..., i, j] = 1 / (w[j] - w[i])`` off the diagonal, 0 on it (no division by 0
     there; equal entries of ``w`` give inf, as the derivative does)."""
     n = w.shape[-1]
@@ -551,7 +551,7 @@ register(Op(
     sparsity=_squares(),
     prepare=lambda s, d, attrs: _check_static("cholesky", attrs, upper="upper"),
     infer=on_squares("cholesky"), impl=lambda a, upper: np.linalg.cholesky(a, upper=upper),
-    backprop=_adjoint_pairing(_cholesky_rule), aliases=("linalg.cholesky",),
+    backprop=adjoint_pairing(_cholesky_rule), aliases=("linalg.cholesky",),
     examples=lambda rng: [([_spd(rng, 3)], {"upper": False}),
                           ([_spd(rng, 3)], {"upper": True}),
                           ([np.stack([_spd(rng, 2), _spd(rng, 2)])], {"upper": False}),
@@ -584,7 +584,7 @@ def _eigenvalues_term(v: Expr, g: Expr, uplo: str) -> Expr:
 def _eigenvectors_term(w: Expr, v: Expr, g: Expr, uplo: str) -> Expr:
     """Giles (2008) 3.1: V_bar -> V (E o (V^H V_bar)) V^H, E_ij = 1 / (w_j - w_i) (JAX's
     gauge for a complex V: the diagonal of V^H dV is 0)."""
-    return _fold(v @ (_gap_inverse(w) * (mH(v) @ g)) @ mH(v), uplo)
+    return _fold(v @ (gap_inverse(w) * (mH(v) @ g)) @ mH(v), uplo)
 
 
 def _eigh_rule(n, g):
@@ -609,7 +609,7 @@ def _eigh_forward(n, t):
     uplo = n.attrs["UPLO"]
     w, v = n.results
     dw = _eigenvalues_forward(v, t[0], uplo)
-    return dw, v @ (_gap_inverse(w) * (mH(v) @ _from_triangle(t[0], uplo) @ v))
+    return dw, v @ (gap_inverse(w) * (mH(v) @ _from_triangle(t[0], uplo) @ v))
 
 
 def _eigvalsh_rule(n, g):
@@ -667,7 +667,7 @@ def _eigh_examples(rng, vectors: bool = False) -> list:
 _UPLO = sig("a", "=UPLO:str", UPLO="L")
 register(Op(
     name="eigh", complex=True, signature=_UPLO, prepare=_uplo_prepare("eigh"),
-    infer=_eigh_infer, impl=_sg_eigh, backprop=_adjoint_pairing(_eigh_rule),
+    infer=_eigh_infer, impl=_sg_eigh, backprop=adjoint_pairing(_eigh_rule),
     aliases=("linalg.eigh",), front=eigh,
     forward=_eigh_forward, sparsity=_results_squares(1, 0),
     write=_item_writer("eigh", None, {"UPLO": "L"}),
@@ -678,7 +678,7 @@ register(Op(
 register(Op(
     name="eigvalsh", complex=True, signature=_UPLO, prepare=_uplo_prepare("eigvalsh"),
     infer=_eigvalsh_infer, impl=lambda a, UPLO: np.linalg.eigvalsh(a, UPLO),
-    backprop=_adjoint_pairing(_eigvalsh_rule), aliases=("linalg.eigvalsh",),
+    backprop=adjoint_pairing(_eigvalsh_rule), aliases=("linalg.eigvalsh",),
     examples=_eigh_examples,
     forward=first(_eigvalsh_forward), sparsity=_squares(1),
     doc="the eigenvalues of a symmetric (Hermitian) matrix, ascending (reads the UPLO "
@@ -736,7 +736,7 @@ def _townsend(a: Expr, attrs: dict, which: str, g: Expr) -> Expr:
         return _fold(out, "L") if attrs["hermitian"] else out
     if which == "u":
         inner = mH(u) @ g
-        core = _gap_inverse(s * s) * (inner - mH(inner))
+        core = gap_inverse(s * s) * (inner - mH(inner))
         out = _scale_columns(u @ core, s) @ vh
         if is_complex(u.dtype):
             phase = F.imag(F.sum(conjugated(u) * g, axis=-2)) / s * 1j
@@ -745,7 +745,7 @@ def _townsend(a: Expr, attrs: dict, which: str, g: Expr) -> Expr:
             out = out + (g - u @ inner) @ _scale_rows(vh, 1.0 / s)
     else:
         inner = vh @ mH(g)
-        core = _gap_inverse(s * s) * (inner - mH(inner))
+        core = gap_inverse(s * s) * (inner - mH(inner))
         out = _scale_columns(u, s) @ core @ vh
         if n > m:  # U S^-1 Vh_bar (I - V V^H)
             out = out + _scale_columns(u, 1.0 / s) @ (g - mH(inner) @ vh)
@@ -767,7 +767,7 @@ def _townsend_forward(a: Expr, attrs: dict, which: str, t: Expr) -> Expr:
         return real_part(diagonal)
     m, n = a.shape[-2:]
     dp = mH(u) @ tv
-    gaps = _gap_inverse(s * s)
+    gaps = gap_inverse(s * s)
     if which == "u":
         du = u @ (gaps * (_scale_columns(dp, s) + _scale_rows(mH(dp), s)))
         if is_complex(du.dtype):
@@ -799,7 +799,7 @@ def _svd_parts(attrs: dict) -> tuple[str, ...]:
     return ("u", "s", "vh") if attrs["compute_uv"] else ("s",)
 
 
-@_adjoint_pairing
+@adjoint_pairing
 def _svd_rule(n, g):
     """Townsend (2016): the terms of the adjoints of the results that have one."""
     terms = [_townsend(n.args[0], n.attrs, which, gk)
@@ -868,7 +868,7 @@ register(Op(
 register(Op(
     name="svdvals", complex=True, infer=_svd_factor_infer("s"), impl=np.linalg.svdvals,
     aliases=("linalg.svdvals",),
-    backprop=_adjoint_pairing(lambda n, g: (_townsend(n.args[0], _PLAIN, "s", g),)),
+    backprop=adjoint_pairing(lambda n, g: (_townsend(n.args[0], _PLAIN, "s", g),)),
     forward=first(lambda n, t: _townsend_forward(n.args[0], _PLAIN, "s", t)),
     sparsity=_squares(1),
     examples=lambda rng: [([rng.standard_normal((3, 2))], {}),
@@ -967,7 +967,7 @@ def _pinv_parts(n) -> tuple[Expr, Expr]:
     return (_from_triangle(a, "L") if hermitian else a), full
 
 
-@_adjoint_pairing
+@adjoint_pairing
 def _pinv_rule(n, g):
     a, full = _pinv_parts(n)
     out = _pinv_vjp(a, n.out, g, full)
@@ -1071,7 +1071,7 @@ def _residuals_term(n, g):
     return -(r_bar @ mH(x)), r_bar
 
 
-@_adjoint_pairing
+@adjoint_pairing
 def _lstsq_rule(n, g):
     """The terms of the adjoints of x, the residuals and the singular values (the rank has
     no derivative)."""
@@ -1272,7 +1272,7 @@ def _qr_parts(attrs: dict) -> tuple[str, ...]:
     return ("r",) if attrs["mode"] == "r" else ("q", "r")
 
 
-@_adjoint_pairing
+@adjoint_pairing
 def _qr_rule(n, g):
     """Seeger et al. (2017), Walter & Lehmann (2013), Liao et al. (2019): the terms of the
     adjoints of Q and R."""

@@ -41,7 +41,7 @@ def support_markdown() -> str:
     lines = [
         "SciPy's functions, as `symgrad.scipy.special`, `.stats`, `.linalg` and `.signal` "
         "(SciPy's names, signatures and meanings; SciPy is needed to evaluate the special "
-        "functions, `expm`, the LU factors and the convolutions):",
+        "functions, `expm`, `sqrtm`, the LU factors and the convolutions):",
         "",
         f"- **`scipy.special`** ({len(special.__all__)}; SciPy's ufuncs on an Expr route here): "
         + ", ".join(f"`{n}`" for n in special.__all__),

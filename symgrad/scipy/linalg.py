@@ -27,11 +27,11 @@ from .. import numpy as _numpy  # noqa: F401  (the ops and NumPy's names, regist
 from ..base.errors import ShapeError, UnsupportedError
 from ..frontend.numpy_define import as_expr
 from ..ir.expr import Expr, F
-from ..ops.matrix_functions import factored_matrix, lu_parts
+from ..ops.matrix_functions import factored_matrix, lu_parts, sylvester
 
 __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "eigvalsh",
-           "expm", "inv", "lu", "lu_factor", "lu_solve", "solve", "solve_triangular", "svd",
-           "svdvals"]
+           "expm", "inv", "lu", "lu_factor", "lu_solve", "solve", "solve_banded",
+           "solve_sylvester", "solve_triangular", "sqrtm", "svd", "svdvals"]
 
 _NOT_YET: dict[str, str] = {}
 
@@ -101,10 +101,99 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False,
     return F.solve(a, as_expr(b))
 
 
+def solve_banded(l_and_u: tuple[int, int], ab: Any, b: Any, overwrite_ab: bool = False,
+                 overwrite_b: bool = False, check_finite: bool = True) -> Expr:
+    """x with ``a x = b`` for the banded matrix ``a`` stored in SciPy's diagonal ordered
+    form: ``ab[u + i - j, j] = a[i, j]`` for ``(l, u) = l_and_u`` (the entries of ``ab``
+    outside the band are not read and get no gradient).
+
+    The dense ``a`` is rebuilt from ``ab`` (a gather of its entries) and solved by
+    ``linalg.solve``: SciPy's numbers up to rounding (LAPACK's ``gesv`` where SciPy calls
+    ``gbsv``), with the solve's derivatives in ``ab`` and ``b``, any order, on every target.
+    Memory and time are those of the dense ``n x n`` solve.
+
+    >>> import numpy as np, symgrad as sg
+    >>> ab, b = sg.var("ab", shape=(3, 3)), sg.var("b", shape=(3,))
+    >>> x = solve_banded((1, 1), ab, b)
+    >>> ab0 = np.array([[0.0, 1.0, 1.0], [4.0, 4.0, 4.0], [1.0, 1.0, 0.0]])
+    >>> np.round(sg.evaluate(x, {"ab": ab0, "b": [5.0, 6.0, 5.0]}), 12)
+    array([1., 1., 1.])
+    """
+    try:
+        lo, up = (int(k) for k in l_and_u)
+    except (TypeError, ValueError):
+        raise UnsupportedError(f"solve_banded: (l, u) must be two integers, got "
+                               f"{l_and_u!r}") from None
+    ab = as_expr(ab)
+    if ab.ndim != 2 or ab.shape[0] != lo + up + 1 or lo < 0 or up < 0:
+        raise ShapeError(f"solve_banded: ab must have shape (l + u + 1, n) = "
+                         f"({lo + up + 1}, n) for (l, u) = ({lo}, {up}), got {ab.shape}")
+    n = ab.shape[1]
+    i, j = np.indices((n, n))
+    row = up + i - j
+    inside = (row >= 0) & (row <= lo + up)
+    flat = np.where(inside, row, 0) * n + j
+    dense = F.where(inside, F.take(F.reshape(ab, (-1,)), flat), 0.0)
+    return F.solve(dense, as_expr(b))
+
+
+def solve_sylvester(a: Any, b: Any, q: Any) -> Expr:
+    """X with ``a X + X b = q`` (``a`` m x m, ``b`` n x n, ``q`` m x n), as SciPy's.
+
+    Solved exactly as the Kronecker (vec) system ``(a (x) I + I (x) b^T) vec(X) = vec(q)``
+    of size ``m n`` by ``linalg.solve``, so it runs on every target (JAX and PyTorch have
+    no Sylvester solver) and its derivatives are the solve's, any order: ``dX`` solves
+    ``a dX + dX b = dq - da X - X db``. The values are SciPy's (Bartels-Stewart) up to
+    rounding. The system has ``(m n)^2`` entries: ``m n`` above
+    ``symgrad.ops.matrix_functions.SYLVESTER_LIMIT`` (4096) raises
+    :class:`~symgrad.errors.LimitError`. Complex matrices work as SciPy's.
+
+    >>> import numpy as np, symgrad as sg
+    >>> A, B, Q = (sg.var(k, shape=(2, 2)) for k in "ABQ")
+    >>> X = solve_sylvester(A, B, Q)
+    >>> at = {"A": np.diag([1.0, 2.0]), "B": np.diag([3.0, 4.0]), "Q": np.ones((2, 2))}
+    >>> np.round(sg.evaluate(X, at), 12)
+    array([[0.25      , 0.2       ],
+           [0.2       , 0.16666667]])
+    """
+    a, b, q = as_expr(a), as_expr(b), as_expr(q)
+    for name, x in (("a", a), ("b", b)):
+        if x.ndim != 2 or x.shape[0] != x.shape[1]:
+            raise ShapeError(f"solve_sylvester: {name} must be a square matrix, got shape "
+                             f"{x.shape}")
+    m, n = a.shape[0], b.shape[0]
+    if q.shape != (m, n):
+        raise ShapeError(f"solve_sylvester: q must have shape ({m}, {n}) for a {a.shape} "
+                         f"and b {b.shape}, got {q.shape}")
+    return sylvester(a, b, q)
+
+
 def expm(A: Any) -> Expr:
     """The matrix exponential (of each matrix of the last two axes): the ``expm`` op, whose
     derivative is the Fréchet derivative (block-matrix formula)."""
     return F.expm(as_expr(A))
+
+
+def sqrtm(A: Any, disp: Any = None, blocksize: Any = None) -> Expr:
+    """The principal square root ``X`` of ``A`` (``X @ X = A``, the eigenvalues of ``X`` in
+    the right half-plane), SciPy's values (its Schur method), of each matrix of the last
+    two axes. The result is complex always, as JAX's (SciPy's is real where the root is,
+    a dtype that depends on the values): take ``.real`` where the root is known to be real.
+
+    Its derivative solves the Sylvester equation ``X dX + dX X = dA`` (the adjoint solves
+    ``X^T G_A + G_A X^T = G``), by :func:`solve_sylvester`'s Kronecker system: every order,
+    every target that evaluates ``sqrtm`` (SciPy on the NumPy target, JAX's own there);
+    ``n^2`` above ``SYLVESTER_LIMIT`` raises :class:`~symgrad.errors.LimitError` when
+    differentiated (the values have no limit). ``disp`` and ``blocksize`` change nothing here.
+
+    >>> import numpy as np, symgrad as sg
+    >>> A = sg.var("A", shape=(2, 2))
+    >>> X = sqrtm(A)
+    >>> np.round(sg.evaluate(X, {"A": [[4.0, 0.0], [0.0, 9.0]]}), 12)
+    array([[2.+0.j, 0.+0.j],
+           [0.+0.j, 3.+0.j]])
+    """
+    return F.sqrtm(as_expr(A))
 
 
 def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> tuple[Expr, Expr]:

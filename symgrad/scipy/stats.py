@@ -2,7 +2,8 @@
 
 ``norm`` (``logpdf pdf cdf logcdf sf logsf ppf isf``), ``t``, ``gamma``, ``beta`` and
 ``chi2`` (``logpdf pdf cdf logcdf sf logsf``), ``poisson`` (``logpmf pmf cdf logcdf sf
-logsf``), ``multivariate_normal`` and ``dirichlet`` (``logpdf pdf``),
+logsf``), ``multivariate_normal`` (``logpdf pdf entropy``, ``allow_singular``) and
+``dirichlet`` (``logpdf pdf``),
 with SciPy's signatures (``norm.cdf(x, loc=0, scale=1)``, ``t.logpdf(x, df, loc=0,
 scale=1)``, ...) and meanings: NaN where a parameter is out of range (``scale <= 0``),
 ``-inf`` log-density outside the support. Every argument may be symbolic, so derivatives
@@ -299,7 +300,8 @@ class _Dirichlet(_Density):
 
 
 class _MultivariateNormal(_Density):
-    """The multivariate normal: ``scipy.stats.multivariate_normal``'s ``logpdf``/``pdf``."""
+    """The multivariate normal: ``scipy.stats.multivariate_normal``'s ``logpdf``, ``pdf``
+    and ``entropy``."""
 
     name = "multivariate_normal"
 
@@ -308,25 +310,34 @@ class _MultivariateNormal(_Density):
         """log N(x; mean, cov) for ``x`` of shape ``(..., d)`` (the last axis is the
         dimension), through the Cholesky factor of ``cov``: ``-(d log 2 pi + log det cov +
         |L^-1 (x - mean)|^2) / 2``. ``cov`` may be a number, a vector (the diagonal) or a
-        matrix, as in SciPy."""
-        if allow_singular:
-            raise UnsupportedError("multivariate_normal.logpdf(allow_singular=True) is not "
-                                   "supported: the covariance must be positive definite")
+        matrix, as in SciPy.
+
+        ``allow_singular=True`` is SciPy's positive semidefinite case, through the
+        eigendecomposition ``cov = U diag(s) U^T`` (its lower triangle read, as SciPy's
+        ``eigh``): eigenvalues above SciPy's tolerance ``1e6 eps max|s|`` count, the rank is
+        their number, ``log det`` their log-sum (the pseudo-determinant) and the Mahalanobis
+        term uses their inverses (the pseudo-inverse); ``x - mean`` out of the support
+        (its part along the dropped eigenvectors longer than ``1e3`` times that tolerance)
+        gives ``-inf``, and a ``cov`` with an eigenvalue below ``-tolerance`` gives NaN
+        (SciPy raises). The derivative is that of this formula where the rank is locally
+        constant: exact for ``x`` and ``mean`` within the support.
+
+        >>> import numpy as np, symgrad as sg
+        >>> x = sg.var("x", shape=(2,))
+        >>> lp = multivariate_normal.logpdf(x, np.zeros(2), np.diag([1.0, 0.0]),
+        ...                                 allow_singular=True)
+        >>> round(float(sg.evaluate(lp, {"x": [0.5, 0.0]})), 12)
+        -1.043938533205
+        """
         x = as_expr(x)
         d = x.shape[-1] if x.ndim else 1
         dev = x - (0.0 if mean is None else as_expr(mean))
         if dev.ndim == 0:
             dev = F.reshape(dev, (1,))
+        if allow_singular:
+            return _singular_logpdf(dev, _cov_matrix(cov, d, "logpdf"))
         _positive_definite(cov)
-        cov = as_expr(cov)
-        if cov.ndim == 0:
-            cov = cov * F.eye(d)
-        elif cov.ndim == 1:
-            cov = F.einsum("i,ij->ij", cov, F.eye(d))
-        if cov.shape != (d, d):
-            raise ShapeError(f"multivariate_normal.logpdf: cov has shape {cov.shape}, the "
-                             f"values have dimension {d}")
-        chol = F.cholesky(cov)
+        chol = F.cholesky(_cov_matrix(cov, d, "logpdf"))
         z = F.solve(chol, dev) if dev.ndim == 1 else F.matrix_transpose(
             F.solve(chol, F.reshape(dev, (-1, d)).T))
         if dev.ndim > 2:
@@ -334,6 +345,35 @@ class _MultivariateNormal(_Density):
         maha = F.sum(F.square(z), axis=-1)
         logdet = 2.0 * F.sum(F.log(F.einsum("ii->i", chol)))
         return -0.5 * (d * _LOG_2PI + logdet + maha)
+
+    def pdf(self, x: Any, mean: Any = None, cov: Any = 1.0,
+            allow_singular: bool = False) -> Expr:
+        """The density: ``exp(logpdf(...))``, same arguments (0 out of the support)."""
+        return F.exp(self.logpdf(x, mean, cov, allow_singular=allow_singular))
+
+    def entropy(self, mean: Any = None, cov: Any = 1.0) -> Expr:
+        """The differential entropy ``(r (log 2 pi + 1) + log pdet cov) / 2``, as SciPy's:
+        ``r`` and the pseudo-determinant over the eigenvalues of ``cov`` above SciPy's
+        tolerance (``r = d`` and ``det`` for a positive definite ``cov``; NaN for an
+        eigenvalue below ``-tolerance``). ``mean`` only fixes the dimension.
+
+        >>> import numpy as np, symgrad as sg
+        >>> c = sg.var("c", shape=(2, 2))
+        >>> h = multivariate_normal.entropy(np.zeros(2), c)
+        >>> round(float(sg.evaluate(h, {"c": np.eye(2)})), 12)
+        2.837877066409
+        """
+        if mean is not None:
+            mean = as_expr(mean)
+        d = mean.shape[-1] if mean is not None and mean.ndim else None
+        if d is None:
+            shape = np.shape(cov) if not isinstance(cov, Expr) else cov.shape
+            d = shape[-1] if shape else 1
+        s = F.eigvalsh(_cov_matrix(cov, d, "entropy"))
+        keep, valid = _spectrum_cut(s)
+        rank = F.sum(F.astype(keep, s.dtype))
+        log_pdet = F.sum(F.where(keep, F.log(F.where(keep, s, 1.0)), 0.0))
+        return _checked(0.5 * (rank * (_LOG_2PI + 1.0) + log_pdet), valid)
 
 
 def _positive_definite(cov: Any) -> None:
@@ -350,8 +390,51 @@ def _positive_definite(cov: Any) -> None:
     except np.linalg.LinAlgError:
         raise UnsupportedError(
             "multivariate_normal.logpdf: cov is not positive definite (a singular covariance "
-            "or not symmetric); allow_singular=True is not supported: regularise it (cov + "
-            "eps * I) or drop the dependent directions") from None
+            "or not symmetric): pass allow_singular=True for SciPy's positive semidefinite "
+            "meaning, or regularise it (cov + eps * I)") from None
+
+
+def _cov_matrix(cov: Any, d: int, method: str) -> Expr:
+    """``cov`` as a ``(d, d)`` matrix (a number times the identity, or a diagonal from a
+    vector, as SciPy reads them)."""
+    cov = as_expr(cov)
+    if cov.ndim == 0:
+        cov = cov * F.eye(d)
+    elif cov.ndim == 1:
+        cov = F.einsum("i,ij->ij", cov, F.eye(d))
+    if cov.shape != (d, d):
+        raise ShapeError(f"multivariate_normal.{method}: cov has shape {cov.shape}, the "
+                         f"values have dimension {d}")
+    return cov
+
+
+def _spectrum_cut(s: Expr) -> tuple[Expr, Expr]:
+    """SciPy's ``_PSD`` cut of the eigenvalues ``s``: which count (``s > eps``, ``eps = 1e6
+    eps_float max|s|``) and whether ``cov`` is positive semidefinite (``min s >= -eps``)."""
+    eps = _psd_eps(s)
+    return s > eps, F.min(s) >= -eps
+
+
+def _psd_eps(s: Expr) -> Expr:
+    factor = 1e3 if s.dtype == "float32" else 1e6
+    return factor * float(np.finfo(s.dtype).eps) * F.max(F.abs(s))
+
+
+def _singular_logpdf(dev: Expr, cov: Expr) -> Expr:
+    """SciPy's ``logpdf(..., allow_singular=True)``: the rank, pseudo-determinant and
+    pseudo-inverse over the eigenvalues of ``cov`` above the tolerance; ``-inf`` off the
+    support, NaN for a ``cov`` that is not positive semidefinite."""
+    s, u = F.eigh(cov)
+    keep, valid = _spectrum_cut(s)
+    ones = F.ones_like(s)
+    root_pinv = F.where(keep, F.sqrt(ones / F.where(keep, s, ones)), 0.0)
+    maha = F.sum(F.square((dev @ u) * root_pinv), axis=-1)
+    rank = F.sum(F.astype(keep, s.dtype))
+    log_pdet = F.sum(F.where(keep, F.log(F.where(keep, s, ones)), 0.0))
+    value = -0.5 * (rank * _LOG_2PI + log_pdet + maha)
+    off = F.sum(F.square(F.where(keep, 0.0, dev @ u)), axis=-1)
+    tol = 1e3 * _psd_eps(s)
+    return _checked(F.where(off < F.square(tol), value, -math.inf), valid)
 
 
 norm = _Norm()

@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 import symgrad as sg
-from symgrad.ir.body import trace
+from symgrad.ir.body import Body, hoisted, scan_call, trace
+from symgrad.ir.graph import Graph
+from symgrad.ir.op import REGISTRY
 
 SCALAR = [((), "float64")]
 VEC = [((3,), "float64"), ((3,), "float64")]
@@ -80,3 +82,29 @@ def test_memo_builds_once_and_with_outputs_adds_results():
 def test_a_body_input_of_an_unsupported_dtype_is_refused():
     with pytest.raises(sg.ShapeError, match="loop body input"):
         trace(lambda c: [c], [((), "float16")])
+
+
+def test_a_scan_of_a_body_holding_an_array_constant_takes_it_as_an_operand():
+    """A body built with an array constant in it (as a transform may build one) is
+    scanned with the array as a loop-invariant operand: the compiled loop and the
+    interpreter agree, and so do derivatives through it."""
+    scale = np.array([0.5, 2.0])
+    g = Graph()
+    c = g.var("c0", (2,))
+    step = g.add(REGISTRY["multiply"], (c, g.const(scale)), {})
+    body = Body(g, [c], [g.add(REGISTRY["sin"], (step,), {})], 1)
+    new, arrays = hoisted(body)
+    assert len(new.inputs) == 2 and len(arrays) == 1
+    np.testing.assert_array_equal(arrays[0], scale)
+    x = sg.var("x", shape=(2,))
+    (final,) = scan_call(x.graph, body, 1, 0, 3, False, [x])[:1]
+    at = np.array([0.3, -0.7])
+    want = at
+    for _ in range(3):
+        want = np.sin(want * scale)
+    np.testing.assert_allclose(sg.evaluate(final, {"x": at}), want, rtol=1e-15)
+    np.testing.assert_allclose(sg.compile(final, inputs=[x])(at), want, rtol=1e-15)
+    grad = sg.grad(sg.sum(final), x)
+    np.testing.assert_allclose(sg.compile(grad, inputs=[x])(at), sg.evaluate(grad, {"x": at}),
+                               rtol=1e-14)
+    sg.check_grads(sg.sum(final), x, {"x": at}, order=2)

@@ -1,5 +1,6 @@
 """linalg.eig and linalg.eigvals of general matrices: NumPy's values (made complex), and
-the eigenvalues' derivatives as JAX's; the eigenvectors' derivatives are refused."""
+the eigenvalues' derivatives as JAX's; the eigenvectors' derivatives are those of NumPy's
+own eigenvectors (LAPACK's gauge), against central differences of ``np.linalg.eig``."""
 
 from __future__ import annotations
 
@@ -76,12 +77,91 @@ def test_eigenvalue_gradients_run_on_numba(name, x64):
     np.testing.assert_allclose(grad, want[1], rtol=1e-9, atol=1e-12)
 
 
-def test_eigenvector_derivatives_are_refused():
+# random matrices (a matrix with exact zeros may sit where LAPACK's sign choice flips)
+GAUGED = {
+    "real-complex-pairs": RNG.standard_normal((4, 4)) + 2.0 * np.array(
+        [[0, -1, 0, 0], [1, 0, 0, 0], [0, 0, 0, -1], [0, 0, 1, 0]]),
+    "real-real": RNG.standard_normal((3, 3)) + np.diag([3.0, 0.0, -3.0]),
+    "complex": RNG.standard_normal((4, 4)) + 1j * RNG.standard_normal((4, 4)),
+    "stack": RNG.standard_normal((2, 3, 3)) + 1j * RNG.standard_normal((2, 3, 3)),
+}
+
+
+def _phase_dependent(a: np.ndarray, rng):
+    """A real loss of eig's results that depends on each eigenvector's phase, as symgrad
+    builds it and as NumPy computes it."""
+    c1, c2, c3 = (rng.standard_normal(a.shape) for _ in range(3))
+
+    def numpy_f(m):
+        w, v = np.linalg.eig(m)
+        return np.sum(v.real * c1) + np.sum(v.imag * c2) + np.sum((w * c3[..., 0, :]).real)
+
+    def symgrad_f(A):
+        w, v = np.linalg.eig(A)
+        return (sg.sum(sg.real(v) * c1) + sg.sum(sg.imag(v) * c2)
+                + sg.sum(sg.real(w * c3[..., 0, :])))
+
+    return numpy_f, symgrad_f
+
+
+def _direction(a: np.ndarray, rng) -> np.ndarray:
+    d = rng.standard_normal(a.shape)
+    return d + 1j * rng.standard_normal(a.shape) if np.iscomplexobj(a) else d
+
+
+@pytest.mark.parametrize("name", sorted(GAUGED))
+def test_eigenvector_derivatives_are_those_of_numpys_eigenvectors(name):
+    """Reverse and forward derivatives of a phase-dependent function of eig's eigenvectors
+    equal central differences of NumPy's eig (unit columns, largest component real)."""
+    rng = np.random.default_rng(11)
+    a = GAUGED[name]
+    A = sg.var("A", shape=a.shape, dtype=a.dtype.name)
+    numpy_f, symgrad_f = _phase_dependent(a, rng)
+    f = symgrad_f(A)
+    d = _direction(a, rng)
+    h = 1e-6
+    want = (numpy_f(a + h * d) - numpy_f(a - h * d)) / (2 * h)
+    g = sg.evaluate(sg.grad(f, A), {"A": a})
+    assert np.sum((g * d).real) == pytest.approx(want, rel=1e-6, abs=1e-8)  # JAX's pairing
+    assert float(sg.evaluate(sg.jvp(f, A, d), {"A": a})) == pytest.approx(want, rel=1e-6,
+                                                                          abs=1e-8)
+
+
+@pytest.mark.parametrize("name", sorted(GAUGED))
+def test_eigenvector_second_derivatives(name):
+    """Order 2: the derivative of the gradient along a direction (reverse over reverse and
+    forward over reverse) equals central differences of the gradient."""
+    rng = np.random.default_rng(12)
+    a = GAUGED[name]
+    A = sg.var("A", shape=a.shape, dtype=a.dtype.name)
+    _, symgrad_f = _phase_dependent(a, rng)
+    g = sg.grad(symgrad_f(A), A)
+    c, d = _direction(a, rng), _direction(a, rng)
+    second = sg.sum(sg.real(g * c))
+    h = 1e-5
+
+    def at(m):
+        return float(sg.evaluate(second, {"A": m}))
+
+    want = (at(a + h * d) - at(a - h * d)) / (2 * h)
+    g2 = sg.evaluate(sg.grad(second, A), {"A": a})
+    assert np.sum((g2 * d).real) == pytest.approx(want, rel=1e-5, abs=1e-7)
+    assert float(sg.evaluate(sg.jvp(second, A, d), {"A": a})) == pytest.approx(
+        want, rel=1e-5, abs=1e-7)
+
+
+def test_eigenvalue_second_derivatives_of_a_real_matrix():
+    """The eigenvalues' Hessian (their rule reads the eigenvectors) by check_grads."""
+    a = GAUGED["real-complex-pairs"]
+    A = sg.var("A", shape=a.shape)
+    w = np.linalg.eigvals(A)
+    sg.check_grads(sg.sum(sg.real(w) * np.arange(4.0) + sg.imag(w) ** 2), A, {"A": a}, order=2)
+
+
+def test_eigenvector_derivatives_at_repeated_eigenvalues_are_not_finite():
+    """Repeated eigenvalues: the eigenvectors are not differentiable there; the gradient
+    holds inf or NaN (as eigh's), never a finite wrong number."""
     A = sg.var("A", shape=(3, 3))
-    w, v = np.linalg.eig(A)
-    with pytest.raises(sg.DifferentiationError, match="eigenvectors"):
-        sg.grad(sg.sum(sg.abs(v)), A)
-    with pytest.raises(sg.DifferentiationError, match="eigenvectors"):
-        sg.jvp(v, A, np.eye(3))
-    with pytest.raises(sg.DifferentiationError, match="eigenvectors"):
-        sg.grad(sg.real(sg.grad(sg.sum(sg.real(w)), A)[0, 1]), A)  # second order
+    _, v = np.linalg.eig(A)
+    g = sg.evaluate(sg.grad(sg.sum(sg.real(v)), A), {"A": np.eye(3)})
+    assert not np.all(np.isfinite(g))

@@ -92,3 +92,37 @@ def test_refusals_name_the_fix():
     sol = solve_ivp(lambda t, y: -a * y, (0.0, 1.0), [1.0], t_eval=[1.0])
     with pytest.raises(BackendError, match="SciPy solver"):
         sg.to_source(sol.y, backend="torch")
+
+
+def test_second_derivatives_of_odeint_in_times_and_args_compile():
+    """odeint differentiated twice in y0, its times and its args: the scan of the
+    sensitivity system over the output times holds its unit seeds as array constants; the
+    compiled module passes them to the loop as operands, and equals the interpreter and
+    central differences of the gradient."""
+    rng = np.random.default_rng(5)
+    weights = rng.standard_normal((4, 3))
+
+    def func(y, t, arg1, arg2):
+        return -np.sqrt(t) - y + arg1 - np.mean((y + arg2) ** 2)
+
+    at = {"y0": rng.standard_normal(3), "t": np.linspace(0.1, 0.2, 4),
+          "a1": rng.standard_normal(3), "a2": rng.standard_normal(3)}
+    xs = [sg.var(k, shape=v.shape) for k, v in at.items()]
+    f = sg.sum(odeint(func, xs[0], xs[1], (xs[2], xs[3]), rtol=1e-10, atol=1e-10) * weights)
+    g = sg.concatenate(list(sg.grad(f, xs)))
+    c = rng.standard_normal(13)
+    h = sg.grad(sg.sum(g * c), xs)
+    want = sg.evaluate(list(h), at)
+    got = sg.compile(list(h), inputs=xs)(*at.values())
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+    step = 1e-5
+    for j, (name, k) in enumerate((("y0", 1), ("t", 2), ("a1", 0), ("a2", 2))):
+        e = np.zeros_like(at[name])
+        e[k] = step
+
+        def dg(sign, name=name, e=e):
+            return np.sum(sg.evaluate(g, {**at, name: at[name] + sign * e}) * c)
+
+        fd = (dg(1) - dg(-1)) / (2 * step)
+        assert want[j][k] == pytest.approx(fd, rel=1e-4, abs=1e-6)

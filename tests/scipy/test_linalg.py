@@ -251,3 +251,161 @@ def test_generalised_eigh_refuses_what_it_does_not_do():
         sgl.eigh(a, b, type=4)
     with pytest.raises(sg.ShapeError, match="one shape"):
         sgl.eigh(a, sg.var("c", shape=(2, 2)))
+
+
+def _central(f, x, direction, h=1e-6):
+    """The central difference of ``f`` at ``x`` along ``direction``."""
+    return (f(x + h * direction) - f(x - h * direction)) / (2 * h)
+
+
+@pytest.mark.parametrize("lu", [(1, 1), (0, 2), (2, 0)])
+def test_solve_banded_values_and_gradients_against_scipy(lu):
+    """solve_banded: SciPy's values; gradients in ab (zero outside the band) and b equal
+    central differences of SciPy's own solve_banded."""
+    lo, up = lu
+    n = 5
+    rng = np.random.default_rng(7)
+    band = rng.standard_normal((lo + up + 1, n))
+    band[up] += 4.0  # a dominant diagonal
+    rhs = rng.standard_normal((n, 2))
+    ab, b = sg.var("ab", shape=band.shape), sg.var("b", shape=(n, 2))
+    x = sgl.solve_banded(lu, ab, b)
+    at = {"ab": band, "b": rhs}
+    np.testing.assert_allclose(sg.evaluate(x, at), sl.solve_banded(lu, band, rhs),
+                               rtol=1e-12, atol=1e-13)
+    weights = rng.standard_normal((n, 2))
+    f = sg.sum(x * weights)
+    ga, gb = sg.evaluate(list(sg.grad(f, [ab, b])), at)
+    for k in range(up):  # SciPy's unread corners
+        assert np.all(ga[k, :up - k] == 0.0)
+    for k in range(lo):
+        assert np.all(ga[up + 1 + k, n - 1 - k:] == 0.0)
+    for g, name, val in ((ga, "ab", band), (gb, "b", rhs)):
+        d = rng.standard_normal(val.shape)
+
+        def scipy_f(v, name=name):
+            args = {"ab": band, "b": rhs, name: v}
+            return np.sum(sl.solve_banded(lu, args["ab"], args["b"]) * weights)
+
+        assert np.sum(g * d) == pytest.approx(_central(scipy_f, val, d), rel=1e-7, abs=1e-9)
+    sg.check_grads(f, [ab, b], at, order=2)
+
+
+def test_solve_banded_refuses_a_wrong_band_shape():
+    with pytest.raises(sg.ShapeError, match=r"ab must have shape \(l \+ u \+ 1, n\)"):
+        sgl.solve_banded((1, 1), sg.var("ab", shape=(2, 4)), np.ones(4))
+
+
+def test_solve_sylvester_values_real_and_complex():
+    """solve_sylvester: SciPy's values for real, rectangular and complex systems."""
+    rng = np.random.default_rng(8)
+    a, b, q = rng.standard_normal((3, 3)), rng.standard_normal((2, 2)), rng.standard_normal((3, 2))
+    A, B, Q = sg.var("A", shape=(3, 3)), sg.var("B", shape=(2, 2)), sg.var("Q", shape=(3, 2))
+    x = sgl.solve_sylvester(A, B, Q)
+    np.testing.assert_allclose(sg.evaluate(x, {"A": a, "B": b, "Q": q}),
+                               sl.solve_sylvester(a, b, q), rtol=1e-11, atol=1e-12)
+    ca, cb, cq = (m + 1j * rng.standard_normal(m.shape) for m in (a, b, q))
+    Ac = sg.var("Ac", shape=(3, 3), dtype="complex128")
+    Bc = sg.var("Bc", shape=(2, 2), dtype="complex128")
+    Qc = sg.var("Qc", shape=(3, 2), dtype="complex128")
+    np.testing.assert_allclose(
+        sg.evaluate(sgl.solve_sylvester(Ac, Bc, Qc), {"Ac": ca, "Bc": cb, "Qc": cq}),
+        sl.solve_sylvester(ca, cb, cq), rtol=1e-11, atol=1e-12)
+
+
+def test_solve_sylvester_derivatives_forward_reverse_and_order_two():
+    """Reverse and forward derivatives in a, b and q equal central differences of SciPy's
+    solve_sylvester; order 2 by check_grads."""
+    rng = np.random.default_rng(9)
+    vals = {"A": rng.standard_normal((3, 3)), "B": rng.standard_normal((3, 3)),
+            "Q": rng.standard_normal((3, 3))}
+    xs = [sg.var(k, shape=(3, 3)) for k in "ABQ"]
+    weights = rng.standard_normal((3, 3))
+    f = sg.sum(sgl.solve_sylvester(*xs) * weights)
+    grads = sg.evaluate(list(sg.grad(f, xs)), vals)
+    for var, g in zip(xs, grads):
+        d = rng.standard_normal((3, 3))
+
+        def scipy_f(v, name=var.name):
+            args = {**vals, name: v}
+            return np.sum(sl.solve_sylvester(args["A"], args["B"], args["Q"]) * weights)
+
+        want = _central(scipy_f, vals[var.name], d)
+        assert np.sum(g * d) == pytest.approx(want, rel=1e-7)
+        tangent = sg.evaluate(sg.jvp(f, var, d), vals)
+        assert float(tangent) == pytest.approx(want, rel=1e-7)
+    sg.check_grads(f, xs, vals, order=2)
+
+
+def test_solve_sylvester_refuses_mismatched_and_huge_systems():
+    with pytest.raises(sg.ShapeError, match="q must have shape"):
+        sgl.solve_sylvester(np.eye(2), np.eye(3), sg.var("q", shape=(3, 2)))
+    with pytest.raises(sg.LimitError, match="matrix_functions.SYLVESTER_LIMIT"):
+        sgl.solve_sylvester(sg.var("a", shape=(65, 65)), np.eye(65), np.zeros((65, 65)))
+
+
+SQRTM = {
+    "positive-definite": SPD,
+    "negative-eigenvalues": A + A.T,
+    "complex": A + 1j * RNG.standard_normal((4, 4)) + 3 * np.eye(4),
+    "stack": RNG.standard_normal((2, 3, 3)) + 3 * np.eye(3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SQRTM))
+def test_sqrtm_values_are_scipys_principal_root(name):
+    """sqrtm: SciPy's principal root (complex always), on the NumPy target too."""
+    a = SQRTM[name]
+    X = sg.var("X", shape=a.shape, dtype=a.dtype.name)
+    root = sgl.sqrtm(X)
+    want = sl.sqrtm(a)
+    got = sg.evaluate(root, {"X": a})
+    assert got.dtype == np.complex128
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(sg.compile(root, inputs=[X])(a), want, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(got @ got, a, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("name", sorted(SQRTM))
+def test_sqrtm_derivatives_forward_reverse_and_order_two(name):
+    """Reverse and forward derivatives of a real loss of sqrtm equal central differences of
+    SciPy's sqrtm; the second order equals central differences of the gradient."""
+    rng = np.random.default_rng(13)
+    a = SQRTM[name]
+    X = sg.var("X", shape=a.shape, dtype=a.dtype.name)
+    c1, c2 = rng.standard_normal(a.shape), rng.standard_normal(a.shape)
+    loss = sg.sum(sg.real(sgl.sqrtm(X)) * c1 + sg.imag(sgl.sqrtm(X)) * c2)
+
+    def scipy_loss(m):
+        r = sl.sqrtm(m)
+        return np.sum(r.real * c1 + r.imag * c2)
+
+    d = rng.standard_normal(a.shape)
+    if np.iscomplexobj(a):
+        d = d + 1j * rng.standard_normal(a.shape)
+    want = _central(scipy_loss, a, d)
+    g = sg.grad(loss, X)
+    assert np.sum((sg.evaluate(g, {"X": a}) * d).real) == pytest.approx(want, rel=1e-6)
+    assert float(sg.evaluate(sg.jvp(loss, X, d), {"X": a})) == pytest.approx(want, rel=1e-6)
+    c = rng.standard_normal(a.shape)
+    second = sg.sum(sg.real(g) * c)
+
+    def at(m):
+        return float(sg.evaluate(second, {"X": m}))
+
+    g2 = sg.evaluate(sg.grad(second, X), {"X": a})
+    assert np.sum((g2 * d).real) == pytest.approx(_central(at, a, d, 1e-5), rel=1e-5, abs=1e-7)
+
+
+def test_sqrtm_on_jax_equals_scipy(x64):
+    """The JAX target computes sqrtm with jax.scipy.linalg.sqrtm (the same root), and the
+    gradient with symgrad's Sylvester rule (JAX's sqrtm has no derivative of its own)."""
+    pytest.importorskip("jax")
+    X = sg.var("X", shape=(4, 4))
+    root = sgl.sqrtm(X)
+    g = sg.grad(sg.sum(sg.real(root) * np.arange(16.0).reshape(4, 4)), X)
+    fn = sg.compile([root, g], inputs=[X], backend="jax")
+    got = fn(SPD)
+    np.testing.assert_allclose(np.asarray(got[0]), sl.sqrtm(SPD), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(got[1]), sg.evaluate(g, {"X": SPD}), rtol=1e-9,
+                               atol=1e-12)

@@ -173,3 +173,73 @@ def test_dirichlet_on_the_simplex_boundary_as_scipy():
 def test_multivariate_normal_with_a_singular_covariance_says_so():
     with pytest.raises(sg.UnsupportedError, match="cov is not positive definite.*allow_singular"):
         ss.multivariate_normal.logpdf(sg.var("x", shape=(2,)), np.zeros(2), np.ones((2, 2)))
+
+
+def _central_grad(f, x, h=1e-6):
+    """Central differences of the scalar function ``f`` at the array ``x``."""
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = h
+        g[i] = (f(x + e) - f(x - e)) / (2 * h)
+    return g
+
+
+def test_multivariate_normal_singular_covariance_as_scipy():
+    """allow_singular=True: SciPy's pseudo-determinant and pseudo-inverse values, -inf off
+    the support, gradients in x and mean along the support vs central differences."""
+    rng = np.random.default_rng(3)
+    basis = np.linalg.qr(rng.standard_normal((4, 4)))[0][:, :2]
+    cov = basis @ np.diag([2.0, 0.5]) @ basis.T  # rank 2
+    mean = rng.standard_normal(4)
+    on = mean + basis @ rng.standard_normal(2)
+    x, m = sg.var("x", shape=(4,)), sg.var("m", shape=(4,))
+    lp = ss.multivariate_normal.logpdf(x, m, cov, allow_singular=True)
+    pdf = ss.multivariate_normal.pdf(x, m, cov, allow_singular=True)
+    for point in (on, mean + 1e-3 * rng.standard_normal(4)):  # in and off the support
+        want = st.multivariate_normal.logpdf(point, mean, cov, allow_singular=True)
+        got = sg.evaluate(lp, {"x": point, "m": mean})
+        assert got == pytest.approx(want, rel=1e-12) if np.isfinite(want) else got == want
+        assert sg.evaluate(pdf, {"x": point, "m": mean}) == pytest.approx(
+            st.multivariate_normal.pdf(point, mean, cov, allow_singular=True), rel=1e-12)
+    assert sg.evaluate(lp, {"x": mean + 1e-3 * basis[:, 0] + 1.0, "m": mean}) == -np.inf
+
+    gx, gm = sg.evaluate(list(sg.grad(lp, [x, m])), {"x": on, "m": mean})
+
+    def along(v):  # a function of a point of the support: x = mean + basis @ v
+        return st.multivariate_normal.logpdf(mean + basis @ v, mean, cov, allow_singular=True)
+
+    v0 = basis.T @ (on - mean)
+    np.testing.assert_allclose(basis.T @ gx, _central_grad(along, v0), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(gm, -gx, rtol=1e-12)
+
+
+def test_multivariate_normal_singular_covariance_that_is_not_semidefinite_is_nan():
+    """A covariance with a negative eigenvalue (SciPy raises) gives NaN."""
+    x = sg.var("x", shape=(2,))
+    lp = ss.multivariate_normal.logpdf(x, None, sg.var("C", shape=(2, 2)), allow_singular=True)
+    assert np.isnan(sg.evaluate(lp, {"x": [0.1, 0.2], "C": np.diag([1.0, -1.0])}))
+
+
+def test_multivariate_normal_entropy_as_scipy_and_its_gradient():
+    """entropy(mean, cov): SciPy's value (positive definite and singular), gradient in cov
+    vs central differences of SciPy's entropy."""
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((3, 3))
+    cov = a @ a.T + 0.5 * np.eye(3)
+    C = sg.var("C", shape=(3, 3))
+    h = ss.multivariate_normal.entropy(np.zeros(3), C)
+    assert sg.evaluate(h, {"C": cov}) == pytest.approx(st.multivariate_normal.entropy(
+        np.zeros(3), cov), rel=1e-13)
+    singular = np.diag([2.0, 3.0, 0.0])
+    assert sg.evaluate(h, {"C": singular}) == pytest.approx(st.multivariate_normal.entropy(
+        None, singular), rel=1e-13)
+    assert sg.evaluate(ss.multivariate_normal.entropy(cov=2.5), {}) == pytest.approx(
+        st.multivariate_normal.entropy(cov=2.5), rel=1e-13)
+    g = sg.evaluate(sg.grad(h, C), {"C": cov})
+
+    def sym(c):  # eigvalsh reads the lower triangle: perturb it symmetrically
+        low = np.tril(c)
+        return st.multivariate_normal.entropy(None, low + np.tril(low, -1).T)
+
+    np.testing.assert_allclose(g, _central_grad(sym, cov), rtol=1e-6, atol=1e-9)

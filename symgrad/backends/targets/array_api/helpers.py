@@ -500,6 +500,22 @@ def _sg_xp_expm(xp, a):
     return _sg_xp_host(xp, scipy.linalg.expm, a)
 
 
+def _sg_xp_sqrtm(xp, a):
+    """The principal square roots of the matrices of ``a``, complex: JAX's ``sqrtm`` where
+    ``xp`` is JAX's (CPU only), else SciPy's on a NumPy copy (PyTorch has none)."""
+    if getattr(xp, "__name__", "").startswith("jax"):
+        import jax.scipy.linalg
+
+        return jax.scipy.linalg.sqrtm(a)
+    import numpy as np
+    import scipy.linalg
+
+    def root(m):
+        return np.asarray(scipy.linalg.sqrtm(m), dtype=np.result_type(m.dtype, np.complex64))
+
+    return _sg_xp_host(xp, root, a)
+
+
 def _sg_xp_lu(xp, a, index):
     """``scipy.linalg.lu_factor``'s packed factors (``index`` 0), 0-based pivots (1) or the
     row order ``perm`` with ``a[perm] = L U`` (2). JAX's ``lax.linalg.lu`` and PyTorch's

@@ -347,6 +347,7 @@ ARRAY_API: dict[str, Template | None] = {
               "(xp.where({0} == 0, xp.ones_like({0}), {0}) * math.pi))"),
     # -- scipy.linalg (ops/matrix_functions.py): not in the standard; see _sg_xp_expm --
     "expm": T("_sg_xp_expm(xp, {0})", (h._sg_xp_expm, *_HOST)),
+    "sqrtm": T("_sg_xp_sqrtm(xp, {0})", (h._sg_xp_sqrtm, *_HOST)),
     "lu_factor": T("_sg_xp_lu(xp, {0}, 0)", (h._sg_xp_lu, *_HOST)),
     "lu_pivots": T("_sg_xp_lu(xp, {0}, 1)", (h._sg_xp_lu, *_HOST)),
     "lu_permutation": T("_sg_xp_lu(xp, {0}, 2)", (h._sg_xp_lu, *_HOST)),

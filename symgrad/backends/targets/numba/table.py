@@ -63,6 +63,7 @@ NOT_COMPILED: dict[str, str] = {
                     "the order NumPy's introselect leaves the other elements in is its own "
                     "(Numba's quickselect leaves another)"),
     "expm": "SciPy's expm (scaling and squaring with Pade approximants) has no Numba form",
+    "sqrtm": "SciPy's sqrtm (the Schur method) has no Numba form",
     **dict.fromkeys(("fftn", "rfftn", "irfft"), "Numba has no FFT: NumPy's in the driver"),
     **dict.fromkeys(("eig", "eigvals"), "Numba's eig refuses a real matrix with complex "
                     "eigenvalues: NumPy's in the driver"),

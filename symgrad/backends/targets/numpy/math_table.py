@@ -90,7 +90,7 @@ MATH: dict[str, Template | None] = {
         "gammainc", "gammaincc", "betainc", "stdtr",
         "j0", "j1", "y0", "y1", "k0", "k1", "k0e", "k1e",
         "jv", "yv", "yn", "iv", "ive", "kv", "kve",
-        "expm", "lu_factor", "lu_pivots", "lu_permutation", "convolution",
+        "expm", "sqrtm", "lu_factor", "lu_pivots", "lu_permutation", "convolution",
     )),
     # no scalar form: arrays, axes or helpers
     **dict.fromkeys((

@@ -348,6 +348,8 @@ NUMPY: dict[str, Template] = {
     "sinc": T("np.sinc({0})"),
     # -- scipy.linalg (ops/matrix_functions.py) --
     "expm": T("scipy.linalg.expm({0})", imports=("scipy.linalg",)),
+    "sqrtm": T("np.asarray(scipy.linalg.sqrtm({0}), dtype=np.result_type({0}.dtype, np.complex64))",
+               imports=("scipy.linalg",)),
     "lu_factor": T("scipy.linalg.lu_factor({0})[0]", imports=("scipy.linalg",)),
     "lu_pivots": T("scipy.linalg.lu_factor({0})[1].astype(np.int64)", imports=("scipy.linalg",)),
     "lu_permutation": T("_sg_lu_permutation({0})", (_sg_lu_permutation,), ("scipy.linalg",)),
