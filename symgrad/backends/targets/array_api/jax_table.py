@@ -2,10 +2,12 @@
 
 ``jax.numpy`` is an array API namespace, so the array API templates run on it unchanged
 (its scatter-add is the functional ``.at[...].add``, taken by the shared helper); integer
-array keys use JAX's indexing, which follows NumPy's rules.
+array keys use JAX's indexing, which follows NumPy's rules, where an out-of-range index gives
+NaN (for integers the most negative value) rather than JAX's clamped element: NumPy raises
+there, and XLA code cannot.
 
 >>> JAX["index"].render(["x", "i"], {"key": ("i", slice(1, None)), "batch": 0})
-'x[i, 1:]'
+"x.at[i, 1:].get(mode='fill')"
 """
 
 from __future__ import annotations
@@ -29,7 +31,11 @@ COMPLEX_UNSUPPORTED: dict[str, str] = dict.fromkeys(
 
 
 def _index(names: list[str], attrs: dict) -> str:
-    return f"{names[0]}[{key_source(attrs['key'], names[1:], attrs['batch'])}]"
+    key = key_source(attrs["key"], names[1:], attrs["batch"])
+    if len(names) == 1:  # static ints and slices, checked when built
+        return f"{names[0]}[{key}]"
+    # JAX clamps an out-of-range index array; "fill" gives NaN (the most negative int) there
+    return f"{names[0]}.at[{key}].get(mode='fill')"
 
 
 def _special(name: str, arity: int = 1) -> Template:
