@@ -260,7 +260,9 @@ def test_target_printers_override_only_the_documented_hooks():
 def _ordering(z, w):
     return {"max": sg.max(z, axis=0), "min": sg.min(z), "maximum": sg.maximum(z, w),
             "fmin": sg.fmin(z, w), "argmax": sg.argmax(z, axis=1), "less": z < w,
-            "sort": sg.sort(z, axis=0), "argsort": sg.argsort(z)}
+            "sort": sg.sort(z, axis=0), "sort_flat": sg.sort(z, axis=None),
+            "argsort": sg.argsort(z),
+            "searchsorted": sg.searchsorted(sg.sort(z[0]), w[1])}
 
 
 @pytest.mark.parametrize("backend", ["numba", "jax", "torch", "array_api"])
@@ -277,8 +279,10 @@ def test_complex_values_are_ordered_as_numpy_or_refused_with_the_reason(backend,
     refs = {"max": lambda a, b: np.max(a, axis=0), "min": lambda a, b: np.min(a),
             "maximum": np.maximum, "fmin": np.fmin, "argmax": lambda a, b: np.argmax(a, 1),
             "less": np.less, "sort": lambda a, b: np.sort(a, axis=0),
-            "argsort": lambda a, b: np.argsort(a, kind="stable")}
-    refused = {"torch": ("sort", "argsort"), "array_api": ("sort", "argsort")}
+            "sort_flat": lambda a, b: np.sort(a, axis=None),
+            "argsort": lambda a, b: np.argsort(a, kind="stable"),  # (as short rows sort)
+            "searchsorted": lambda a, b: np.searchsorted(np.sort(a[0]), b[1])}
+    refused = {"torch": ("searchsorted",), "array_api": ("searchsorted",)}
     reasons = {"torch": "PyTorch cannot sort", "array_api": "unspecified"}
     for name, e in _ordering(z, w).items():
         out = [e, sg.real(z[0, 0] + w[0, 0])]  # both inputs used

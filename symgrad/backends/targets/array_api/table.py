@@ -45,10 +45,10 @@ SOLVER_UNSUPPORTED.update(dict.fromkeys(
 UNSUPPORTED: dict[str, str] = {**SPARSE_UNSUPPORTED, **SOLVER_UNSUPPORTED}
 """Ops this backend cannot write, with the reason (the sparse solves, SciPy's solvers)."""
 
-SORTING = ("sort", "argsort", "partition", "argpartition", "searchsorted")
+SORTING = ("partition", "argpartition", "searchsorted")
 COMPLEX_UNSUPPORTED: dict[str, str] = dict.fromkeys(
-    SORTING, "the array API standard leaves the order of complex values unspecified "
-    "(NumPy's is lexicographic: real parts first, then imaginary parts, NaN last)")
+    SORTING, "the array API standard leaves the order of complex values unspecified, and "
+    "symgrad writes NumPy's (COMPLEX_ORDER) for sort, argsort and the comparisons only")
 """Ops this backend cannot write for complex operands, with the reason."""
 
 DEVICE = "dev"
@@ -380,6 +380,8 @@ COMPLEX_ORDER: dict[str, Template] = {
                               ("fmax", ">=", True), ("fmin", "<=", True))},
     "max": _cextreme(h._sg_xp_cmax, True), "min": _cextreme(h._sg_xp_cmax, False),
     "argmax": _cextreme(h._sg_xp_cargmax, True), "argmin": _cextreme(h._sg_xp_cargmax, False),
+    "sort": T("_sg_xp_csort(xp, {0}, {axis!r})", (h._sg_xp_csort, h._sg_xp_cargsort)),
+    "argsort": T("_sg_xp_cargsort(xp, {0}, {axis!r})", (h._sg_xp_cargsort,)),
 }
 """The forms of the ordering ops for complex operands, NumPy's order in the standard's
 functions on real and imaginary parts (the standard leaves complex order unspecified)."""

@@ -18,8 +18,9 @@ from .table import ARRAY_API, SOLVER_UNSUPPORTED, SORTING
 UNSUPPORTED: dict[str, str] = {**SPARSE_UNSUPPORTED, **SOLVER_UNSUPPORTED}
 """Ops this backend cannot write, with the reason (the sparse solves, SciPy's solvers)."""
 COMPLEX_UNSUPPORTED: dict[str, str] = {
-    **dict.fromkeys(SORTING, "PyTorch cannot sort complex values (torch.sort refuses them; "
-                    "NumPy's order is lexicographic, NaN last)"),
+    **dict.fromkeys(SORTING, "PyTorch cannot sort complex values (torch.sort refuses "
+                    "them), and symgrad writes NumPy's order for sort, argsort and the "
+                    "comparisons only"),
     **dict.fromkeys(("erf", "erfc"), "torch.special has no complex erf (SciPy's is "
                     "Faddeeva's)"),
 }
