@@ -100,36 +100,3 @@ def _range(s: slice) -> Any:
 r_ = _Concatenator("r_", False)
 c_ = _Concatenator("c_", True)
 
-
-class _ScalarTypeMeta(type):
-    """The class of :func:`scalar_type`'s types: an instance or subclass of NumPy's type is
-    one of theirs (``isinstance(np.int64(1), snp.int64)``)."""
-
-    def __instancecheck__(cls, obj: Any) -> bool:
-        return isinstance(obj, cls.numpy_type)
-
-    def __subclasscheck__(cls, sub: type) -> bool:
-        return issubclass(sub, cls.numpy_type)
-
-
-def scalar_type(numpy_type: type) -> type:
-    """NumPy's scalar type ``numpy_type`` (a dtype anywhere NumPy takes one), whose call on an
-    Expr is ``astype``: ``snp.int64(x)`` truncates toward zero, as ``np.int64(a)`` of an
-    array does, with a zero derivative.
-
-    >>> import numpy as np, symgrad as sg, symgrad.numpy as snp
-    >>> x = sg.var("x", shape=(3,))
-    >>> sg.evaluate(snp.int64(x), {"x": [1.7, -2.5, 0.2]})
-    array([ 1, -2,  0])
-    >>> snp.int64(3), np.dtype(snp.int64) == np.int64, isinstance(np.int64(3), snp.int64)
-    (np.int64(3), True, True)
-    """
-
-    def __new__(cls: type, *args: Any, **kwargs: Any) -> Any:
-        if len(args) == 1 and not kwargs and isinstance(args[0], Expr):
-            return args[0].astype(numpy_type)
-        return numpy_type(*args, **kwargs)
-
-    return _ScalarTypeMeta(numpy_type.__name__, (numpy_type,), {
-        "__new__": __new__, "numpy_type": numpy_type, "__module__": "symgrad.numpy",
-        "__doc__": f"NumPy's {numpy_type.__name__}; on an Expr, its astype."})

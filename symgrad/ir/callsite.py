@@ -55,6 +55,7 @@ def callsite(skip: int = 2) -> tuple[str | None, str | None]:
     return None, scipy_fn
 
 
+_SCALAR_CAST = re.compile(r"\b(?:s?np|numpy)\.((?:float|int|uint|complex)\d+|bool_)\(")
 _MATH_CALL = re.compile(r"\bmath\.([A-Za-z_][A-Za-z0-9_]*)\(")
 
 
@@ -81,6 +82,10 @@ def advice(what: str, line: str | None, scipy_fn: str | None) -> str:
                     "np.stack([...]) or symgrad.numpy.array([...])")
         return ("np.array([...]) holding expressions: write np.stack([...]) (inside "
                 "sg.grad(fun) and the other transforms np.array of a list works)")
+    cast = _SCALAR_CAST.search(text.split(": ", 1)[-1])
+    if cast is not None and what.startswith("converting"):
+        return (f"np.{cast.group(1)}(...) converts its argument to a NumPy value: cast an "
+                f"expression with x.astype(np.{cast.group(1)})")
     math_call = _MATH_CALL.search(text.split(": ", 1)[-1])
     if math_call is not None and what.startswith(("float()", "int()", "using as an index")):
         fn = math_call.group(1)

@@ -51,9 +51,9 @@ _NAMESPACE["numpy"] = _sys.modules[__name__]
 
 # constants, types and helpers that are NumPy's own (nothing to trace)
 pi, e, inf, nan, newaxis, euler_gamma = _np.pi, _np.e, _np.inf, _np.nan, None, _np.euler_gamma
-float64, float32, bool_ = _np.float64, _np.float32, _np.bool_
-# the integer types: on an Expr, a cast (``np.int64(x)`` is ``x.astype(np.int64)``, an index)
-int64, int32 = map(_frontend.numpy_extra.scalar_type, (_np.int64, _np.int32))
+# NumPy's own scalar types, the same objects (``x.dtype.type is np.float32`` holds); on an
+# expression they cannot cast (a NumPy scalar type converts its argument): use x.astype(...)
+float64, float32, int64, int32, bool_ = _np.float64, _np.float32, _np.int64, _np.int32, _np.bool_
 double, single, int_, intp, floating, integer = (_np.double, _np.single, _np.int_, _np.intp,
                                                  _np.floating, _np.integer)
 dtype, finfo, iinfo, errstate, ndarray = _np.dtype, _np.finfo, _np.iinfo, _np.errstate, _np.ndarray
