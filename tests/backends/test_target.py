@@ -261,7 +261,8 @@ def _ordering(z, w):
     return {"max": sg.max(z, axis=0), "min": sg.min(z), "maximum": sg.maximum(z, w),
             "fmin": sg.fmin(z, w), "argmax": sg.argmax(z, axis=1), "less": z < w,
             "sort": sg.sort(z, axis=0), "sort_flat": sg.sort(z, axis=None),
-            "argsort": sg.argsort(z),
+            "argsort": sg.argsort(z), "maximum_number": sg.maximum(z, 1.0),
+            "le_number": z <= (1 + 3j), "fmax_real": sg.fmax(sg.real(w), z),
             "searchsorted": sg.searchsorted(sg.sort(z[0]), w[1])}
 
 
@@ -280,7 +281,9 @@ def test_complex_values_are_ordered_as_numpy_or_refused_with_the_reason(backend,
             "maximum": np.maximum, "fmin": np.fmin, "argmax": lambda a, b: np.argmax(a, 1),
             "less": np.less, "sort": lambda a, b: np.sort(a, axis=0),
             "sort_flat": lambda a, b: np.sort(a, axis=None),
-            "argsort": lambda a, b: np.argsort(a, kind="stable"),  # (as short rows sort)
+            "argsort": lambda a, b: np.argsort(a, kind="stable"),
+            "maximum_number": lambda a, b: np.maximum(a, 1.0),
+            "le_number": lambda a, b: a <= 1 + 3j, "fmax_real": lambda a, b: np.fmax(b.real, a),  # (as short rows sort)
             "searchsorted": lambda a, b: np.searchsorted(np.sort(a[0]), b[1])}
     refused = {"torch": ("searchsorted",), "array_api": ("searchsorted",)}
     reasons = {"torch": "PyTorch cannot sort", "array_api": "unspecified"}

@@ -599,13 +599,25 @@ def _sg_xp_cnan(xp, z):
     return xp.isnan(xp.real(z)) | xp.isnan(xp.imag(z))
 
 
+def _sg_xp_cpair(xp, a, b):
+    """``a`` and ``b`` (one may be a Python number) as arrays of one complex dtype: the
+    array's for a number beside it, so that a literal is not rounded first."""
+    dev = _sg_xp_device(a, b)
+    if not hasattr(a, "dtype"):
+        a = xp.asarray(a, dtype=b.dtype if xp.isdtype(b.dtype, "complex floating") else None,
+                       device=dev)
+    if not hasattr(b, "dtype"):
+        b = xp.asarray(b, dtype=a.dtype if xp.isdtype(a.dtype, "complex floating") else None,
+                       device=dev)
+    dtype = xp.result_type(a, b)
+    return xp.astype(a, dtype), xp.astype(b, dtype)
+
+
 def _sg_xp_cless(xp, a, b, op):
     """NumPy's comparison ``op`` (``"<"``, ``"<="``, ``">"``, ``">="``) of complex values
     (npy_math's CLT, CLE, CGT, CGE): real parts first, then imaginary parts; a NaN imaginary
     part fails the first test."""
-    dev = _sg_xp_device(a, b)
-    a = a if hasattr(a, "dtype") else xp.asarray(a, device=dev)
-    b = b if hasattr(b, "dtype") else xp.asarray(b, device=dev)
+    a, b = _sg_xp_cpair(xp, a, b)
     ar, ai, br, bi = xp.real(a), xp.imag(a), xp.real(b), xp.imag(b)
     first, second = {"<": (ar < br, ai < bi), "<=": (ar < br, ai <= bi),
                      ">": (ar > br, ai > bi), ">=": (ar > br, ai >= bi)}[op]
@@ -615,9 +627,7 @@ def _sg_xp_cless(xp, a, b, op):
 def _sg_xp_cmaximum(xp, a, b, op, skip_nan):
     """NumPy's maximum (``op`` ``">="``) or minimum (``"<="``) of complex values: the NaN
     operand (the first if both); fmax and fmin (``skip_nan``): the other one."""
-    dev = _sg_xp_device(a, b)
-    a = a if hasattr(a, "dtype") else xp.asarray(a, device=dev)
-    b = b if hasattr(b, "dtype") else xp.asarray(b, device=dev)
+    a, b = _sg_xp_cpair(xp, a, b)
     first = _sg_xp_cnan(xp, b if skip_nan else a) | _sg_xp_cless(xp, a, b, op)
     return xp.where(first, a, b)
 

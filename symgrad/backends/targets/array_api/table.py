@@ -363,7 +363,7 @@ ARRAY_API: dict[str, Template | None] = {
 }
 
 
-_CLESS = (h._sg_xp_cless, h._sg_xp_device)
+_CLESS = (h._sg_xp_cless, h._sg_xp_cpair, h._sg_xp_device)
 _CMAXIMUM = (h._sg_xp_cmaximum, h._sg_xp_cnan, *_CLESS)
 _CPICK = (h._sg_xp_cflat, h._sg_xp_cpick, h._sg_xp_device)
 
