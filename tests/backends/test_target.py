@@ -281,9 +281,9 @@ def test_complex_values_are_ordered_as_numpy_or_refused_with_the_reason(backend,
             "maximum": np.maximum, "fmin": np.fmin, "argmax": lambda a, b: np.argmax(a, 1),
             "less": np.less, "sort": lambda a, b: np.sort(a, axis=0),
             "sort_flat": lambda a, b: np.sort(a, axis=None),
-            "argsort": lambda a, b: np.argsort(a, kind="stable"),
+            "argsort": lambda a, b: np.argsort(a, kind="stable"),  # short rows: a stable sort
             "maximum_number": lambda a, b: np.maximum(a, 1.0),
-            "le_number": lambda a, b: a <= 1 + 3j, "fmax_real": lambda a, b: np.fmax(b.real, a),  # (as short rows sort)
+            "le_number": lambda a, b: a <= 1 + 3j, "fmax_real": lambda a, b: np.fmax(b.real, a),
             "searchsorted": lambda a, b: np.searchsorted(np.sort(a[0]), b[1])}
     refused = {"torch": ("searchsorted",), "array_api": ("searchsorted",)}
     reasons = {"torch": "PyTorch cannot sort", "array_api": "unspecified"}
