@@ -19,6 +19,7 @@ import math
 from ....ops.indexing import split_parts
 from ...template import Template
 from ..numpy.table import scalar_source
+from . import complex_order as co
 from . import helpers as h
 from .sparse import SPARSE
 from .sparse import UNSUPPORTED as SPARSE_UNSUPPORTED
@@ -363,9 +364,9 @@ ARRAY_API: dict[str, Template | None] = {
 }
 
 
-_CLESS = (h._sg_xp_cless, h._sg_xp_cpair, h._sg_xp_device)
-_CMAXIMUM = (h._sg_xp_cmaximum, h._sg_xp_cnan, *_CLESS)
-_CPICK = (h._sg_xp_cflat, h._sg_xp_cpick, h._sg_xp_device)
+_CLESS = (co._sg_xp_cless, co._sg_xp_cpair, h._sg_xp_device)
+_CMAXIMUM = (co._sg_xp_cmaximum, co._sg_xp_cnan, *_CLESS)
+_CPICK = (co._sg_xp_cflat, co._sg_xp_cpick, h._sg_xp_device)
 
 
 def _cextreme(fn, largest: bool) -> Template:
@@ -378,10 +379,10 @@ COMPLEX_ORDER: dict[str, Template] = {
     **{name: T(f"_sg_xp_cmaximum(xp, {{0}}, {{1}}, {op!r}, {skip!r})", _CMAXIMUM)
        for name, op, skip in (("maximum", ">=", False), ("minimum", "<=", False),
                               ("fmax", ">=", True), ("fmin", "<=", True))},
-    "max": _cextreme(h._sg_xp_cmax, True), "min": _cextreme(h._sg_xp_cmax, False),
-    "argmax": _cextreme(h._sg_xp_cargmax, True), "argmin": _cextreme(h._sg_xp_cargmax, False),
-    "sort": T("_sg_xp_csort(xp, {0}, {axis!r})", (h._sg_xp_csort, h._sg_xp_cargsort)),
-    "argsort": T("_sg_xp_cargsort(xp, {0}, {axis!r})", (h._sg_xp_cargsort,)),
+    "max": _cextreme(co._sg_xp_cmax, True), "min": _cextreme(co._sg_xp_cmax, False),
+    "argmax": _cextreme(co._sg_xp_cargmax, True), "argmin": _cextreme(co._sg_xp_cargmax, False),
+    "sort": T("_sg_xp_csort(xp, {0}, {axis!r})", (co._sg_xp_csort, co._sg_xp_cargsort)),
+    "argsort": T("_sg_xp_cargsort(xp, {0}, {axis!r})", (co._sg_xp_cargsort,)),
 }
 """The forms of the ordering ops for complex operands, NumPy's order in the standard's
 functions on real and imaginary parts (the standard leaves complex order unspecified)."""
