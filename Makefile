@@ -46,7 +46,8 @@ FUZZ_EXAMPLES ?= 3000
 fuzz: $(STAMP)
 	SYMGRAD_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q -p no:cacheprovider tests/quality/test_fuzz.py
 	SYMGRAD_NUMBA_FULL=1 $(PY) -m pytest -q -p no:cacheprovider tests/backends/targets/numba/test_printer.py \
-		tests/backends/targets/numba/test_loops.py tests/backends/targets/numba/test_linalg.py
+		tests/backends/targets/numba/test_loops.py tests/backends/targets/numba/test_linalg.py \
+		tests/backends/targets/c/test_printer.py tests/backends/targets/c/test_loops.py
 
 lint: $(STAMP)
 	$(PY) -m ruff check symgrad tests benchmarks

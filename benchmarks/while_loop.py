@@ -21,7 +21,8 @@ thread, the NumPy target:
 
 The gradient is checked first against a central difference of the forward loop along a
 random direction. Run ``python -m benchmarks.while_loop`` (``--steps N`` for a shorter loop,
-``--snapshots S`` for another memory: neither writes the file);
+``--snapshots S`` for another memory, ``--backend numba`` for the compiled target (its
+condition and step compiled into one loop function): none of them writes the file);
 the figures go to ``benchmarks/measured/while_loop.json`` as ``after``; ``before`` there
 are those of the same command at commit ba0fdf9 (the sweep running the loop again from its
 first carry, Revolve's split with one slot unused), kept when the file is rewritten.
@@ -56,7 +57,7 @@ def revolve_optimum(steps: int, snapshots: int) -> tuple[int, int]:
     return t, t * steps - math.comb(snapshots + t, t - 1)
 
 
-def build(steps: int, snapshots: int):
+def build(steps: int, snapshots: int, backend: str = "numpy"):
     """The compiled value and value+gradient of the loop's loss."""
     import symgrad as sg
 
@@ -69,8 +70,8 @@ def build(steps: int, snapshots: int):
 
     _, x = sg.while_loop(lambda c: c[0] < steps, step, (0, x0), snapshots=snapshots)
     loss = sg.sum(w * x)
-    value = sg.compile(loss, [x0, a], backend="numpy")
-    both = sg.compile([loss, *sg.grad(loss, [x0, a])], [x0, a], backend="numpy")
+    value = sg.compile(loss, [x0, a], backend=backend)
+    both = sg.compile([loss, *sg.grad(loss, [x0, a])], [x0, a], backend=backend)
     return value, both
 
 
@@ -93,8 +94,9 @@ def schedule_steps(steps: int, snapshots: int) -> int:
     return count[0]
 
 
-def measure(steps: int = STEPS, snapshots: int = SNAPSHOTS, budget: float = 20.0) -> dict:
-    value, both = build(steps, snapshots)
+def measure(steps: int = STEPS, snapshots: int = SNAPSHOTS, budget: float = 20.0,
+            backend: str = "numpy") -> dict:
+    value, both = build(steps, snapshots, backend)
     rng = np.random.default_rng(0)
     x0, a = rng.uniform(-1.0, 1.0, N), 0.8
     got = both(x0, a)
@@ -153,10 +155,12 @@ def results(row: dict, before: dict | None, notes: list) -> dict:
 def main(argv: list[str]) -> None:
     steps = int(argv[argv.index("--steps") + 1]) if "--steps" in argv else STEPS
     snaps = int(argv[argv.index("--snapshots") + 1]) if "--snapshots" in argv else SNAPSHOTS
-    row = measure(steps, snaps)
+    backend = argv[argv.index("--backend") + 1] if "--backend" in argv else "numpy"
+    row = measure(steps, snaps, backend=backend)
     for k, v in row.items():
         print(f"{k:>22}: {v:.4g}" if isinstance(v, float) else f"{k:>22}: {v}")
-    if (steps, snaps) == (STEPS, SNAPSHOTS):  # the figures before and the notes stay
+    # the figures before and the notes stay
+    if (steps, snaps, backend) == (STEPS, SNAPSHOTS, "numpy"):
         old = json.loads(MEASURED.read_text()) if MEASURED.exists() else {}
         data = results(row, old.get("before"), old.get("notes", []))
         MEASURED.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")

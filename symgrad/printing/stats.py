@@ -73,13 +73,13 @@ class Stats:
                             for k, (c, w) in enumerate(zip(row, widths))) for row in body]
         top = sorted(self.after.ops.items(), key=lambda kv: (-kv[1], kv[0]))[:8]
         lines.append("ops after: " + ", ".join(f"{op} {n}" for op, n in top))
-        if self.backend == "numba":
+        if self.backend == "numba" or self.kernels or self.numpy_ops:  # a compiling target
             fused = sum(len(ops) for _, ops in self.kernels)
             calls = ", ".join(f"{op} {n}" + (f" ({self.numpy_why[op]})" if op in self.numpy_why
                                               else "")
                               for op, n in self.numpy_ops.items()) or "none"
             k = len(self.kernels)
-            lines.append(f"numba: {k} compiled function{'' if k == 1 else 's'} holding "
+            lines.append(f"{self.backend}: {k} compiled function{'' if k == 1 else 's'} holding "
                          f"{fused} ops; NumPy calls in the driver: {calls}")
         return "\n".join(lines)
 

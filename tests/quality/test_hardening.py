@@ -636,7 +636,7 @@ def test_error_messages_never_call_a_user_objects_repr():
 
 # -- the emitter: names, width, large constants ------------------------------------------------
 
-_BACKENDS = ["numpy", "array_api", "jax", "torch", "numba"]
+_BACKENDS = ["numpy", "array_api", "jax", "torch", "numba", "c"]
 
 
 def _module_names_case(name: str):
@@ -653,7 +653,8 @@ def _module_names_case(name: str):
 @pytest.mark.parametrize("backend", _BACKENDS)
 @pytest.mark.parametrize("name", ["_sg_xp_const", "_sg_xp_device", "xp", "dev", "math",
                                   "array_namespace", "_sg_loop1", "_sg_loop1_math", "scipy",
-                                  "jax", "torch", "_sg_softmax", "_c1", "_numpy_math"])
+                                  "jax", "torch", "_sg_softmax", "_c1", "_numpy_math", "_C",
+                                  "_C_SOURCE", "_failure", "_load_library"])
 def test_a_variable_may_take_any_name_the_module_uses(backend, name, x64):
     """A variable named like a helper, an import, a constant or a loop function is
     renamed in the emitted code, never shadows it."""

@@ -5,7 +5,9 @@
 * :mod:`.array_api` — ``"array_api"``, ``"jax"`` and ``"torch"``: one printer with two thin
   variants, and the loader that keeps inputs on their library;
 * :mod:`.numba` — ``"numba"``: the NumPy printer whose fused regions and loops are
-  compiled by Numba.
+  compiled by Numba;
+* :mod:`.c` — ``"c"``: the Numba target's kernels written in C99, compiled by the system
+  C compiler and loaded with ``ctypes``.
 
 Adding a target is one folder and one line:
 
@@ -26,7 +28,7 @@ emitter and ``compile`` ask the target and its printer, never which one it is.
 ``tests/backends/test_target.py`` defines a whole target in the test file this way.
 
 >>> list(TARGETS)
-['numpy', 'array_api', 'jax', 'torch', 'numba']
+['numpy', 'array_api', 'jax', 'torch', 'numba', 'c']
 >>> target("numba").printer.__name__
 'NumbaPrinter'
 >>> target("cupy")  # doctest: +ELLIPSIS
@@ -43,6 +45,7 @@ from ...base.errors import BackendError
 from ...ir.values import describe, exact_str
 from ..target import Target
 from .array_api.target import ARRAY_API, JAX, TORCH
+from .c.target import C
 from .numba.target import NUMBA
 from .numpy.target import NUMPY
 
@@ -54,6 +57,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     JAX,
     TORCH,
     NUMBA,
+    C,
 )}
 
 

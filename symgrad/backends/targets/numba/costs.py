@@ -27,13 +27,18 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["CHOICES", "NUMPY_CALL", "chosen", "compiled_cost", "numpy_better", "numpy_cost",
-           "pays", "simd_here"]
+__all__ = ["CHOICES", "NUMPY_CALL", "VIEW_OPS", "chosen", "compiled_cost", "numpy_better",
+           "numpy_cost", "pays", "simd_here", "view_better"]
 
 NUMPY_CALL = 400.0  # one NumPy call on a small array
 # one compiled call, and each array it takes (np.ascontiguousarray's call) or returns
 KERNEL_CALL, KERNEL_ARG = 250.0, 80.0
 BLAS_FLOPS = 1 << 15  # a product at least this large is BLAS-bound
+STRIDED_COPY = 1.0  # ns per element of a copy reading a transposed or sliced operand
+VIEW_CALLS = 5  # a view left to NumPy: its call, and a copy a later kernel may make
+# ops that only view their operand: no work in NumPy (a view), nor in a loop that reads them
+VIEW_OPS = frozenset({"transpose", "matrix_transpose", "reshape", "squeeze", "expand_dims",
+                      "broadcast_to", "stop_gradient"})
 
 # ns per element: (NumPy's loop, a compiled scalar loop); ops not listed: _PLAIN
 _PLAIN = (0.3, 0.3)
@@ -49,6 +54,12 @@ _SIMD = {  # NumPy's SIMD kernels (AVX-512: SVML, and its own exp/log)
 _OTHER = {"sin": (8.2, 8.8), "cos": (9.5, 8.6), "sqrt": (1.2, 0.6), "divide": (0.4, 0.4),
           "where": (1.4, 0.3), "sigmoid": (9.0, 8.5)}
 _REDUCE = (0.3, 0.8)  # a sum: NumPy's pairwise SIMD sum, a compiled sequential one
+_EXTREMA = (0.15, 1.0)  # max / min: NumPy's SIMD loop, a compiled compare-and-branch
+# NumPy reduces in inner loops over the operand's trailing axes that it can collapse (all
+# summed, or all kept): each inner loop costs a call, which dominates on short ones (a sum
+# over a last axis of 10 costs NumPy 2 ns per element, a compiled loop 0.3)
+_INNER_CALL = {"max": 35.0, "min": 35.0}  # ns per inner loop; other reductions: 17
+_REDUCTIONS = frozenset({"sum", "mean", "prod", "max", "min", "logsumexp"})
 _SORT = (3.0, 30.0)  # per element: NumPy's AVX-512 sort, Numba's quicksort
 
 
@@ -71,9 +82,11 @@ def _size(n: Any) -> int:
 
 _COSTS = {**{op: (c if _HAS_SIMD else (c[1], c[1])) for op, c in _SIMD.items()}, **_OTHER,
           "sort": _SORT, "argsort": _SORT,
-          **dict.fromkeys(("sum", "mean", "prod", "max", "min", "logsumexp"), _REDUCE)}
+          **dict.fromkeys(("sum", "mean", "prod", "logsumexp"), _REDUCE),
+          **dict.fromkeys(("max", "min"), _EXTREMA)}
 _EXPONENT = {"power": 1}  # op -> its operand that is an exponent
 _PRODUCTS = frozenset({"matmul", "dot", "einsum", "multi_dot", "matrix_power", "outer"})
+_MATRIX_PRODUCTS = frozenset({"matmul", "dot"})  # contracting the first operand's last axis
 
 
 def _per_element(n: Any, nodes: Any) -> tuple[float, float, int]:
@@ -82,8 +95,29 @@ def _per_element(n: Any, nodes: Any) -> tuple[float, float, int]:
     k = _EXPONENT.get(n.op)
     if k is not None and _squares(nodes[n.args[k]]):
         return (*_PLAIN, size)  # x * x: NumPy's fast path, and LLVM's for pow(x, 2.0)
+    if n.op in VIEW_OPS:
+        return 0.0, 0.0, size
     numpy, compiled = _COSTS.get(n.op, _PLAIN)
+    if n.op in _REDUCTIONS and len(n.args) == 1:
+        numpy += _INNER_CALL.get(n.op, 17.0) / _inner(n, nodes[n.args[0]].shape)
     return numpy, compiled, size
+
+
+def _inner(n: Any, shape: tuple[int, ...]) -> int:
+    """The length of NumPy's inner loop reducing an operand of ``shape`` (C-contiguous)
+    by node ``n``: its trailing axes all reduced or all kept, collapsed into one."""
+    if not shape:
+        return 1
+    axis = n.attrs.get("axis")
+    axes = set(range(len(shape))) if axis is None else {
+        a % len(shape) for a in ((axis,) if isinstance(axis, int) else axis)}
+    last = len(shape) - 1 in axes
+    inner = 1
+    for d in range(len(shape) - 1, -1, -1):
+        if (d in axes) != last:
+            break
+        inner *= shape[d]
+    return max(inner, 1)
 
 
 def _squares(e: Any) -> bool:
@@ -105,9 +139,17 @@ def _flops(n: Any, nodes: Any) -> int:
     return _size(n) * inner * max(1, len(shapes) - 1)
 
 
+def _product_flops(n: Any, nodes: Any) -> int:
+    """The multiply-adds of a product node: a matrix product's contracted axis is its
+    first operand's last (0 for a node that is no product)."""
+    if n.op in _MATRIX_PRODUCTS and len(n.args) == 2 and nodes[n.args[0]].shape:
+        return _size(n) * nodes[n.args[0]].shape[-1]
+    return _flops(n, nodes)
+
+
 # how the reasons for a NumPy call the cost model chose begin (:func:`numpy_better`, and
 # fusion.segments' kernel that does not pay)
-CHOICES = ("BLAS-bound", "NumPy's SIMD loop", "a kernel does not pay")
+CHOICES = ("BLAS-bound", "NumPy's SIMD loop", "a kernel does not pay", "a view")
 
 
 def chosen(why: str) -> bool:
@@ -127,6 +169,21 @@ def numpy_better(n: Any, nodes: Any) -> str | None:
         return (f"NumPy's SIMD loop is faster on {size:,} elements "
                 f"({numpy:g} vs {compiled:g} ns each)")
     return None
+
+
+def view_better(n: Any, readers: Iterable[Any], nodes: Any) -> str | None:
+    """Why view node ``n``, which no other node of its kernel reads, is better NumPy's call
+    (a view, for nothing) than a kernel's result (a copy of its own), or None: where each
+    of its ``readers`` is a BLAS-bound product (BLAS reads a transposed or strided operand
+    in place) or a view, and the copy would cost more than a few NumPy calls. (An
+    elementwise reader, or a small product's loop, reads it strided: slower than the copy
+    a kernel makes.)"""
+    size = _size(n)
+    if size * STRIDED_COPY <= VIEW_CALLS * NUMPY_CALL or not all(
+            r.op in VIEW_OPS or _product_flops(r, nodes) >= BLAS_FLOPS for r in readers):
+        return None
+    return (f"a view: NumPy's call copies nothing where a kernel would return a copy "
+            f"({size:,} elements) for a BLAS-bound product to read")
 
 
 def numpy_cost(members: Iterable[Any], nodes: Any) -> float:
@@ -150,8 +207,8 @@ def compiled_cost(members: Iterable[Any], nodes: Any, arrays: int) -> float:
 
 def pays(members: list[Any], nodes: Any, arrays: int) -> bool:
     """Whether one compiled call of ``members`` is estimated faster than their NumPy
-    calls (a kernel of one op never is)."""
-    if len(members) < 2:
+    calls (a kernel of one op never is, nor one of views only: NumPy's cost nothing)."""
+    if len(members) < 2 or all(n.op in VIEW_OPS for n in members):
         return False
     return compiled_cost(members, nodes, arrays) < numpy_cost(members, nodes)
 

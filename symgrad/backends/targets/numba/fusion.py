@@ -197,11 +197,18 @@ class Segment:
 
 
 def segments(nodes: Sequence, body: Sequence[int], escapes: set[int],
-             why: Callable[[Any], str | None]) -> tuple[list[Segment], dict[int, str]]:
+             why: Callable[[Any], str | None],
+             loose: Callable[[Any], str | None] | None = None
+             ) -> tuple[list[Segment], dict[int, str]]:
     """The kernels of ``body`` (node ids in the order the function computes them): each
     maximal run of consecutive nodes that compile (``why(node)`` None) is one, if one
     call pays (:func:`pays`); and why each other node is NumPy's call (node -> reason).
-    A run of consecutive lines is convex: one call at its place computes it."""
+    A run of consecutive lines is convex: one call at its place computes it.
+
+    ``loose(node)``: why a node of a run that no later member of it reads is better
+    NumPy's call (a view, which a kernel would return as a copy), or None. Such a node
+    leaves the run (a line of its own after the kernel's call, reading its results) and
+    so may the members only it read, in turn."""
     last_use: dict[int, int] = {}
     for k, i in enumerate(body):
         for a in nodes[i].args:
@@ -216,6 +223,12 @@ def segments(nodes: Sequence, body: Sequence[int], escapes: set[int],
             continue
         if i is not None:
             reasons[i] = reason
+        if run and loose is not None:
+            run, freed = _peel(nodes, run, loose)
+            reasons.update(freed)
+            for j in freed:  # what a freed line reads is read after the kernel
+                for a in nodes[j].args:
+                    last_use[a] = max(last_use.get(a, -1), k)
         if run:
             seg = _segment(nodes, run, escapes, last_use, k)
             if pays(nodes, seg):
@@ -225,6 +238,24 @@ def segments(nodes: Sequence, body: Sequence[int], escapes: set[int],
                                                   "estimated as fast"))
             run = []
     return kept, reasons
+
+
+def _peel(nodes: Sequence, run: list[int], loose: Callable[[Any], str | None]
+          ) -> tuple[list[int], dict[int, str]]:
+    """``run`` without its loose nodes that no kept member reads (last first), and why
+    each of those is NumPy's call."""
+    read: set[int] = set()
+    kept: list[int] = []
+    freed: dict[int, str] = {}
+    for i in reversed(run):
+        reason = None if i in read else loose(nodes[i])
+        if reason is None:
+            kept.append(i)
+            read.update(nodes[i].args)
+        else:
+            freed[i] = reason
+    kept.reverse()
+    return kept, freed
 
 
 def _segment(nodes: Sequence, run: list[int], escapes: set[int], last_use: dict[int, int],

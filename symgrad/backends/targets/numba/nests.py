@@ -513,6 +513,21 @@ def _constant_of(site: Site) -> list[str]:
             f"{site.out} = {text}.reshape({value.shape!r})"]
 
 
+def _eye(site: Site) -> list[str]:
+    """eye: a literal array where small; else zeros and its diagonal set in a loop (Numba
+    types a literal of thousands of elements for a minute)."""
+    n = site.node
+    if math.prod(n.shape) <= LITERAL_MAX:
+        return _constant_of(site)
+    rows, cols = n.shape
+    k = int(site.attrs.get("k") or 0)
+    i = site.fresh("i")
+    return [f"{site.out} = np.zeros({(rows, cols)!r}, dtype={site.ctor})",
+            f"for {i} in range({max(0, -k)}, {min(rows, cols - k)}):",
+            f"    {site.out}[{i}, {i} + {k}] = 1"]
+
+
+LITERAL_MAX = 64  # elements of a constant written as a literal array inside compiled code
 _CONST_KEYS = {"eye": ("N", "M", "k", "dtype"), "arange": ("start", "stop", "step", "dtype"),
                "linspace": ("start", "stop", "num", "endpoint", "dtype")}
 
@@ -530,7 +545,7 @@ FORMS: dict[str, Callable[[Site], list[str]]] = {
     **PRODUCT_FORMS,
     **dict.fromkeys(("zeros", "zeros_like"), _filled("0")),
     **dict.fromkeys(("ones", "ones_like"), _filled("1")), "full": _filled(None),
-    **dict.fromkeys(("eye", "arange", "linspace"), _constant_of),
+    **dict.fromkeys(("arange", "linspace"), _constant_of), "eye": _eye,
 }
 
 # the forms whose result may share memory with an operand (or be read only): a value

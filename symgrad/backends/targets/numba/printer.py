@@ -10,8 +10,10 @@ over C-contiguous arrays (LLVM vectorizes unit-stride loops): the driver passes 
 no kernel made through ``np.ascontiguousarray``.
 The driver's table is NumPy's; the kernels' is :data:`.table.NUMBA`. A scan is one
 compiled function of its own (:mod:`.loops`), or the NumPy target's loop where its step
-has an op Numba cannot run there. Each NumPy call left is counted with its reason
-(:meth:`NumbaPrinter.stats`).
+has an op Numba cannot run there; so is a while loop and its reverse sweep
+(:mod:`.while_loops`). A big view that only BLAS-bound products read leaves its kernel as
+NumPy's view (:func:`.costs.view_better`). Each NumPy call left is counted with its
+reason (:meth:`NumbaPrinter.stats`).
 
 >>> import symgrad as sg
 >>> x = sg.var("x", shape=(8,))
@@ -33,9 +35,9 @@ from ...plan import Plan
 from ...printer import ModuleState, Printer
 from ..numpy.printer import NumpyPrinter
 from ..numpy.table import NUMPY_TYPE
-from . import fusion, special, table
+from . import fusion, special, table, while_loops
 from . import source as nb
-from .costs import numpy_better
+from .costs import numpy_better, view_better
 from .loops import StepPrinter, compiled_loop, lacking, loop_ops, missing
 from .nests import is_view
 from .table import NUMBA, why_not
@@ -46,6 +48,9 @@ if TYPE_CHECKING:
 
 __all__ = ["CALL_KEPT", "NumbaPrinter"]
 
+# views of a C-contiguous operand that are C-contiguous: a kernel returns them for nothing
+_CONTIGUOUS_VIEWS = frozenset({"reshape", "squeeze", "expand_dims", "stop_gradient",
+                               "custom_vjp_call", "custom_jvp_call"})
 CALL_KEPT = ("a kernel does not pay: one LAPACK call of several results, NumPy's in the "
              "driver (the same LAPACK; compiled inside a loop's step)")
 
@@ -66,6 +71,9 @@ class NumbaPrinter(NumpyPrinter):
         self._fuse = True
         self._body: StepPrinter | None = None  # prints the kernels' bodies
         self._contiguous: set[int] = set()  # arrays a kernel made (C-contiguous, its own)
+        self._readers: dict[int, list[int]] = {}  # node -> the lines reading it
+        self._whiles: dict[tuple, str] = {}  # while loop or sweep -> its compiled name
+        self._solver = False  # printing the text of a node with callbacks (not a while's)
 
     def scalar_functions(self) -> bool:
         return False  # scalar code is compiled loops too
@@ -74,8 +82,11 @@ class NumbaPrinter(NumpyPrinter):
         return False
 
     def step_printer(self, body: Body) -> type[Printer]:
-        # the step of a loop Numba cannot compile runs on NumPy
-        return NumpyPrinter if missing(body, self.lowered) else StepPrinter
+        # the step of a loop Numba cannot compile runs on NumPy; so do a solver's callbacks
+        # (SciPy calls them from Python: loop nests there would run uncompiled)
+        if self._solver or missing(body, self.lowered):
+            return NumpyPrinter
+        return StepPrinter
 
     def render_loop(self, name: str, spec: LoopSpec, stmts: list[str], step: Printer,
                     lists: tuple = ()) -> list[str]:
@@ -114,8 +125,13 @@ class NumbaPrinter(NumpyPrinter):
         nodes = self.graph.nodes
         kernels: list[fusion.Segment] = []
         reasons: dict[int, str] = {}
+        self._readers = {}
+        for i in body:
+            for a in dict.fromkeys(nodes[i].args):
+                self._readers.setdefault(a, []).append(i)
         if self._fuse:
-            kernels, reasons = fusion.segments(nodes, body, outputs, self._why_numpy)
+            kernels, reasons = fusion.segments(nodes, body, outputs, self._why_numpy,
+                                               self._loose)
         first = {seg.members[0]: seg for seg in kernels}
         inside = {m for seg in kernels for m in seg.members}
         reads: dict[int, Any] = {}  # line (its last node) -> what it reads
@@ -161,6 +177,93 @@ class NumbaPrinter(NumpyPrinter):
             return f"dtype {bad[0]}: not compiled"
         return why_not(n, nodes) or numpy_better(n, nodes)
 
+    def _loose(self, n: Any) -> str | None:
+        """Why a view that no later line of its kernel reads is better NumPy's call (the
+        kernel would return a copy of it: a transpose, a broadcast, a strided slice)."""
+        nodes = self.graph.nodes
+        if not n.shape or not is_view(n, nodes) or n.op in _CONTIGUOUS_VIEWS:
+            return None
+        return view_better(n, [nodes[r] for r in self._readers.get(n.id, ())], nodes)
+
+    def _while_bodies(self, n: Any) -> list[Body] | None:
+        """The callbacks of while loop (or sweep) ``n``, where each op of them compiles
+        (else None: NumPy's callbacks)."""
+        keys = ("body_fun", "vjp_fun") if "vjp_fun" in n.attrs else ("cond_fun", "body_fun")
+        bodies = [n.attrs[k] for k in keys]
+        if any(missing(self.lowered.optimized(b), self.lowered) for b in bodies):
+            return None
+        return bodies
+
+    def op_text(self, n: Any, names: dict[int, str]) -> str:
+        """A node's text; a while loop whose condition and step compile calls its compiled
+        loop (:mod:`.while_loops`), its sweep the compiled step and product."""
+        if not while_loops.is_while(n):
+            self._solver = any(isinstance(v, Body) for v in (n.attrs or {}).values())
+            try:
+                return super().op_text(n, names)
+            finally:
+                self._solver = False
+        text = super().op_text(n, names)
+        if (bodies := self._while_bodies(n)) is None:
+            return text
+        fns = while_loops.callback_names(text)
+        lines = self.loops.root.lines
+        for fn in fns:
+            k = next(k for k, ln in enumerate(lines) if ln.startswith(f"def {fn}("))
+            if lines[k - 1] != "@_jit":
+                lines.insert(k, "@_jit")
+        if "vjp_fun" in n.attrs:  # the sweep
+            return self._sweep(n, text, fns)
+        name, new = self._fresh_while(("loop", n.id))
+        if new:
+            body = self.lowered.optimized(bodies[1])
+            nc, nk = n.attrs["carries"], n.attrs["body_args"]
+            nq = len(n.args) - nc - nk
+            self.kernels.append("\n".join(while_loops.loop_functions(
+                name, fns[0], fns[1], body.avals()[:nc], nk, nq)))
+            self.fused.append((name, loop_ops(body, self.lowered)))
+        return text.replace("_sg_while(", f"{name}(", 1)
+
+    def _helper(self, name: str, lines: list[str]) -> None:
+        """Module helper ``name`` (``lines``), printed once before the functions."""
+        if name not in self.state.helper_names:
+            self.state.helper_names.add(name)
+            self.kernels.append("\n".join(lines))
+
+    def _fresh_while(self, key: tuple) -> tuple[str, bool]:
+        """The name of the compiled loop or sweep ``key``, and whether it is new."""
+        name = self._whiles.get(key)
+        if name is not None:
+            return name, False
+        k = len(self._whiles) + 1
+        while f"_sg_while{k}" in self.state.helper_names:
+            k += 1
+        name = self._whiles[key] = f"_sg_while{k}"
+        self.state.helper_names.add(name)
+        return name, True
+
+    def _sweep(self, n: Any, text: str, fns: list[str]) -> str:
+        """A while loop's reverse sweep over its compiled step and product: a compiled
+        sweep (:func:`.while_loops.sweep_functions`), or NumPy's run-time sweep calling
+        them where the product gives one row's cotangent at a time (``rows``)."""
+        if n.attrs.get("rows"):
+            self._helper("_sg_scalars", while_loops.SCALARS)
+            head = f"_sg_while_vjp({fns[0]}, {fns[1]}, "
+            return text.replace(head, f"_sg_while_vjp(_sg_scalars({fns[0]}), "
+                                      f"_sg_scalars({fns[1]}), ", 1)
+        name, new = self._fresh_while(("sweep", n.id))
+        if new:
+            self._helper("_sg_split", while_loops.SPLIT)
+            body = self.lowered.optimized(n.attrs["body_fun"])
+            vjp = self.lowered.optimized(n.attrs["vjp_fun"])
+            nc, nk = n.attrs["carries"], n.attrs["body_args"]
+            nf = len(n.args) - bool(n.attrs.get("taped")) - 1 - nc - nk
+            self.kernels.append("\n".join(while_loops.sweep_functions(
+                name, fns[0], fns[1], body.avals()[:nc], nk, list(n.attrs["avals"]), nf,
+                len(vjp.outputs) == 1)))
+            self.fused.append((name, loop_ops(vjp, self.lowered)))
+        return text.replace("_sg_while_vjp(", f"{name}(", 1)
+
     def _numpy(self, op: str, why: str | None) -> None:
         self.numpy_counts[op] = self.numpy_counts.get(op, 0) + 1
         if why is not None:
@@ -168,6 +271,8 @@ class NumbaPrinter(NumpyPrinter):
 
     def _count(self, i: int, why: str | None) -> None:
         n = self.graph.nodes[i]
+        if while_loops.is_while(n) and self._while_bodies(n) is not None:
+            return  # compiled: op_text counts it
         if not (n.is_var or n.is_const or is_loop(n) or n.op == RESULT):  # a loop: counted
             self._numpy(n.op, why)  # by render_loop; a projection is a name
 

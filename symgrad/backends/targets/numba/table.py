@@ -75,7 +75,9 @@ NOT_COMPILED: dict[str, str] = {
     **dict.fromkeys(("optimize", "solver_info", "ivp", "ivp_adjoint"),
                     "a SciPy solver's call in the driver (its callbacks are NumPy functions)"),
     **dict.fromkeys(("while_loop", "while_vjp"),
-                    "a while loop's run-time loop in the driver (its step is a NumPy function)"),
+                    "a while loop's run-time loop in the driver: compiled as a loop function "
+                    "of its own where its condition and step compile (while_loops.py), else "
+                    "over NumPy functions"),
     **dict.fromkeys(("custom_root", "custom_linear_solve"),
                     "an implicit function's call: the driver's (its solver runs there)"),
     **dict.fromkeys(("sparse_matmul", "sparse_sample", "sparse_gather", "sparse_scatter",

@@ -39,9 +39,10 @@ _WARNED: set[str] = set()
 
 
 def numba_review(kernels: list, numpy_ops: dict[str, int],
-                 numpy_why: dict[str, str] | None = None) -> str | None:
+                 numpy_why: dict[str, str] | None = None, backend: str = "numba") -> str | None:
     """The warning for a function Numba compiles little of (None: it compiles enough);
-    ``numpy_why``: op -> why NumPy runs it (the cost model's choices are not counted)."""
+    ``numpy_why``: op -> why NumPy runs it (the cost model's choices are not counted);
+    ``backend``: the target the message names (the C target plans as this one does)."""
     why = numpy_why or {}
     lacking = {op: n for op, n in numpy_ops.items() if not chosen(why.get(op, ""))}
     fused = sum(len(ops) for _, ops in kernels)
@@ -54,8 +55,8 @@ def numba_review(kernels: list, numpy_ops: dict[str, int],
                      for op, n in top)
     what = (f"{loops} scan{'' if loops == 1 else 's'} stay{'s' if loops == 1 else ''} a "
             "NumPy loop" if loops else f"only {fused} of {total} ops run in compiled code")
-    return (f"compile(backend='numba'): {what}; NumPy runs {said}. sg.stats(exprs, "
-            "backend='numba') lists what is compiled")
+    return (f"compile(backend={backend!r}): {what}; NumPy runs {said}. sg.stats(exprs, "
+            f"backend={backend!r}) lists what is compiled")
 
 
 NUMBA = NumbaTarget(

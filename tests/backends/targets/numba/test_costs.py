@@ -30,3 +30,50 @@ def test_a_sigmoid_chain_pays_as_one_kernel():
     members = [n for n in nodes if not (n.is_var or n.is_const)]
     assert numpy_better(*_node(sg.sigmoid(x))) is None
     assert pays(members, nodes, arrays=2)
+
+
+def test_a_sum_over_a_short_last_axis_compiles_over_a_long_one_stays_numpys():
+    """NumPy reduces a short last axis one inner-loop call per output (2 ns per element
+    over 10): compiled; over a last axis of 10^4 its SIMD loop wins, and says so. A sum
+    over the leading axis is NumPy's: its inner loop runs over the kept trailing axes."""
+    assert numpy_better(*_node(sg.sum(sg.var("x", shape=(25_000, 10)), axis=-1))) is None
+    assert numpy_better(*_node(sg.max(sg.var("x", shape=(10_000, 25)), axis=1,
+                                      keepdims=True))) is None
+    long = numpy_better(*_node(sg.sum(sg.var("x", shape=(25, 10_000)), axis=-1)))
+    assert long is not None and chosen(long), long
+    lead = numpy_better(*_node(sg.sum(sg.var("x", shape=(1000, 250)), axis=0)))
+    assert lead is not None and chosen(lead), lead
+
+
+def test_a_sum_over_trailing_axes_counts_them_as_one_inner_loop():
+    """Summing the two last axes of (100, 50, 10) is one inner loop of 500 per output
+    (NumPy collapses them): its SIMD loop; over the middle axis only, loops of 10."""
+    x = sg.var("x", shape=(100, 50, 10))
+    assert numpy_better(*_node(sg.sum(x, axis=(1, 2)))) is not None
+    assert numpy_better(*_node(sg.sum(x, axis=1))) is None
+
+
+def test_a_kernel_of_views_only_does_not_pay():
+    """A reshape and a transpose cost NumPy nothing: no kernel for them alone."""
+    x = sg.var("x", shape=(300, 400))
+    t = sg.transpose(sg.reshape(x, (400, 300)))
+    nodes = t.graph.nodes
+    members = [n for n in nodes if not (n.is_var or n.is_const)]
+    assert len(members) == 2 and not pays(members, nodes, arrays=2)
+
+
+def test_a_big_view_leaves_the_kernel_that_made_its_operand():
+    """A transpose of a kernel's result, read only by a matrix product (NumPy's BLAS call),
+    is NumPy's view after the kernel: the kernel returns its operand (a fresh C-contiguous
+    array), never a transposed copy; sg.stats says why. A small one stays in a kernel."""
+    for n, left in ((200, True), (8, False)):
+        x, w = sg.var("x", shape=(n, n)), sg.var("w", shape=(n, n))
+        y = sg.transpose(sg.tanh(x) * 2.0 + x) @ w
+        s = sg.stats(y, backend="numba")
+        why = s.numpy_why.get("transpose", "")
+        assert (why.startswith("a view") and chosen(why)) is left, s.numpy_why
+        assert ("transpose" in s.numpy_ops) is left, s.numpy_ops
+        if left:
+            src = sg.to_source(y, backend="numba")
+            kernel, driver = src.split("\ndef f(")
+            assert "transpose" not in kernel and "np.transpose(t" in driver, src

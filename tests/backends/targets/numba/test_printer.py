@@ -44,6 +44,7 @@ def every_region(monkeypatch):
     """Every run of lines that compiles is a kernel (the cost model off)."""
     monkeypatch.setattr(fusion, "pays", lambda nodes, seg: True)
     monkeypatch.setattr(printer, "numpy_better", lambda n, nodes: None)
+    monkeypatch.setattr(printer, "view_better", lambda n, readers, nodes: None)
 
 
 def _close(got, ref, dtype, what):
@@ -392,3 +393,15 @@ def test_the_module_compiles_at_llvm_o2_and_numba_keeps_its_level(tmp_path, monk
         assert seen and set(seen) == {int(before)} and config.OPT == before
     finally:
         event.unregister("numba:compile", listener)
+
+
+def test_a_big_identity_in_a_kernel_is_zeros_and_its_diagonal_not_a_literal(every_region):
+    """eye(60, 70, k=-2) inside a kernel: NumPy's values, written as zeros and a loop
+    setting its diagonal (a literal of 4,200 elements takes Numba a minute to type)."""
+    x = sg.var("x", shape=(60, 70))
+    e = sg.eye(60, 70, k=-2) * x + x
+    src = sg.to_source(e, backend="numba")
+    assert "np.zeros((60, 70)" in src and "0.0, 0.0, 0.0" not in src, src
+    v = np.random.default_rng(3).normal(size=(60, 70))
+    np.testing.assert_array_equal(sg.compile(e, [x], backend="numba")(v),
+                                  np.eye(60, 70, k=-2) * v + v)

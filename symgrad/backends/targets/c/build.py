@@ -1,0 +1,228 @@
+"""Compiling a ``backend="c"`` module's C text and loading it with :mod:`ctypes`.
+
+:func:`load_library` is what a generated module calls, once, when it is run: it hashes
+the C text with the compiler's command line, and looks in ``<cache>/c/<hash>/`` (the
+folder rules of :mod:`symgrad.backends.disk_cache`: private, verified) for ``module.so``
+whose SHA-256 is the one recorded in ``module.json`` when this code wrote it; a missing,
+changed or unrecorded library is never loaded: the C text is compiled again. Otherwise
+the system C compiler (``$CC``, else ``cc``, ``gcc`` or ``clang`` on ``PATH``) builds it
+with IEEE arithmetic as NumPy's — ``-O2 -fno-fast-math -ffp-contract=off`` (no fused
+multiply-add: the same roundings as NumPy's separate operations) ``-fno-math-errno``
+(no value changes; ``sqrt`` inlined) ``-fwrapv`` (integer overflow wraps, as NumPy's) —
+as C99, position-independent, shared, linked with ``-lm``. No compiler is a
+:class:`~symgrad.errors.BackendError` naming the fix; a compiler's error is one with the
+compiler's message; a C text over :data:`MAX_SOURCE_BYTES` is a
+:class:`~symgrad.errors.LimitError` before anything runs.
+
+>>> lib = load_library("int half(long long n) { return (int)(n / 2); }", {"half": ("int64",)})
+>>> lib.half(7)
+3
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from ....base.errors import BackendError, LimitError
+from ....base.progress import step
+from ... import disk_cache
+
+__all__ = ["FLAGS", "MAX_SOURCE_BYTES", "compiler", "data_offset", "failure", "load_library"]
+
+FLAGS = ("-std=c99", "-O2", "-fno-fast-math", "-ffp-contract=off", "-fno-math-errno",
+         "-fwrapv", "-fPIC", "-shared", "-pipe")
+MAX_SOURCE_BYTES = 64 << 20  # a C text this long would take the compiler minutes
+COMPILE_TIMEOUT_S = 1800.0
+
+_ARG = {"p": ctypes.py_object, "float64": ctypes.c_double, "float32": ctypes.c_float,
+        "int64": ctypes.c_int64, "int32": ctypes.c_int32, "bool": ctypes.c_bool}
+_LOADED: dict[str, Any] = {}
+_LOCK = threading.Lock()
+
+
+def compiler() -> str:
+    """The C compiler's command: ``$CC``, else the first of ``cc``, ``gcc``, ``clang`` on
+    ``PATH``; a :class:`BackendError` naming the fix where there is none."""
+    given = os.environ.get("CC", "").strip()
+    if given:
+        found = shutil.which(given)
+        if found is None:
+            raise BackendError(f"backend 'c': the C compiler $CC={given!r} is not found; set "
+                               "CC to an installed compiler (gcc, clang), or use "
+                               "backend='numba' or backend='numpy'")
+        return found
+    for name in ("cc", "gcc", "clang"):
+        found = shutil.which(name)
+        if found is not None:
+            return found
+    raise BackendError("backend 'c' needs a C compiler: none of cc, gcc, clang is on PATH "
+                       "and $CC is not set; install one (e.g. apt install gcc, xcode-select "
+                       "--install), or use backend='numba' or backend='numpy'")
+
+
+def load_library(source: str, signatures: dict[str, tuple[str, ...]]) -> Any:
+    """The loaded library of C text ``source`` (our own generated text), each function of
+    ``signatures`` (name -> its parameters' kinds: ``"p"`` a NumPy array, passed as the
+    object, whose data pointer the C reads at :func:`data_offset`; else a scalar's dtype)
+    typed for :mod:`ctypes`, returning ``int`` (0: done)."""
+    data = source.encode()
+    if len(data) > MAX_SOURCE_BYTES:
+        raise LimitError(f"backend 'c': the C text is {len(data):,} bytes, over the "
+                         f"{MAX_SOURCE_BYTES:,}-byte budget; compile smaller functions, or "
+                         "use backend='numba' or backend='numpy'")
+    cc = compiler()
+    key = hashlib.sha256(b"\0".join([data, cc.encode(), *(f.encode() for f in FLAGS)]))
+    digest = key.hexdigest()
+    with _LOCK:
+        lib = _LOADED.get(digest)
+        if lib is None:
+            lib = _LOADED[digest] = ctypes.CDLL(str(_shared_object(data, cc, digest)))
+    if signatures:
+        _bind_blas(lib)
+        if "p" in {k for kinds in signatures.values() for k in kinds}:
+            setter = lib.sg_set_data_offset
+            setter.argtypes = [ctypes.c_long]
+            setter.restype = None
+            setter(data_offset())
+    for name, kinds in signatures.items():
+        f = getattr(lib, name)
+        f.argtypes = [_ARG[k] for k in kinds]
+        f.restype = ctypes.c_int
+    return lib
+
+
+def _shared_object(data: bytes, cc: str, digest: str) -> Path:
+    """The path of the verified library of C text ``data``, compiled where missing."""
+    folder = disk_cache.folder("c") / digest[:32]
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        reason = disk_cache.insecure(folder)
+    except OSError as e:
+        reason = str(e)
+    if reason is not None:  # (the kind folder was checked: only a planted entry lands here)
+        folder = Path(tempfile.mkdtemp(prefix="symgrad-c-"))
+    so, record = folder / "module.so", folder / "module.json"
+    try:
+        want = json.loads(record.read_text()).get("so")
+    except (OSError, ValueError, AttributeError):
+        want = None
+    if want is not None and disk_cache.digest(so) == want:
+        return so
+    _compile(data, cc, folder, so)
+    disk_cache.write(record, json.dumps({"so": disk_cache.digest(so)}).encode())
+    return so
+
+
+def _compile(data: bytes, cc: str, folder: Path, so: Path) -> None:
+    """``data`` written as ``module.c`` and compiled into ``so`` (atomically)."""
+    c_file = folder / "module.c"
+    disk_cache.write(c_file, data)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".module.", suffix=".so.tmp")
+    os.close(fd)
+    cmd = [cc, *FLAGS, "-o", tmp, str(c_file), "-lm"]
+    try:
+        with step("compile (C)", total=1, unit="module"):
+            done = subprocess.run(cmd, capture_output=True, text=True,
+                                  timeout=COMPILE_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        if done.returncode != 0:
+            message = (done.stderr or done.stdout).strip()
+            raise BackendError(f"backend 'c': the C compiler failed ({' '.join(cmd)}):\n"
+                               f"{message[-4000:]}")
+        os.chmod(tmp, 0o700)
+        os.replace(tmp, so)
+    except subprocess.TimeoutExpired:
+        raise LimitError(f"backend 'c': the C compiler ran over {COMPILE_TIMEOUT_S:.0f} s; "
+                         "use backend='numba' or backend='numpy'") from None
+    except OSError as e:
+        raise BackendError(f"backend 'c': the C compiler {cc} could not run ({e}); install "
+                           "gcc or clang, or use backend='numba' or backend='numpy'") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def failure(code: int, name: str) -> Exception:
+    """The exception a C function's nonzero return ``code`` stands for."""
+    if code == 1:
+        return IndexError(f"{name}: index out of range (a traced index, as NumPy raises)")
+    if code == 2:
+        return MemoryError(f"{name}: the C function could not allocate its arrays")
+    if code == 3:
+        import numpy as np
+
+        return np.linalg.LinAlgError(f"{name}: singular matrix (or, for cholesky, not "
+                                     "positive definite): LAPACK's info > 0, as NumPy raises")
+    if code == 4:
+        return BackendError(f"{name}: LAPACK is not bound (SciPy's cython_lapack); install "
+                            "scipy, or use backend='numba' or backend='numpy'")
+    return RuntimeError(f"{name}: the C function failed (code {code})")
+
+
+def _bind_blas(lib: Any) -> None:
+    """Give ``lib`` SciPy's BLAS ``dgemm``/``sgemm`` (the function pointers SciPy exports
+    for Cython, ``scipy.linalg.cython_blas``); without SciPy its products run as loops."""
+    try:
+        from scipy.linalg import cython_blas
+
+        setter = lib.sg_set_blas
+    except (ImportError, AttributeError):  # no SciPy; a library of other C text
+        return
+    api = ctypes.pythonapi
+    api.PyCapsule_GetName.restype = ctypes.c_char_p
+    api.PyCapsule_GetName.argtypes = [ctypes.py_object]
+    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    def pointer(module: Any, name: str) -> int:
+        capsule = module.__pyx_capi__[name]
+        return api.PyCapsule_GetPointer(capsule, api.PyCapsule_GetName(capsule))
+
+    setter.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    setter.restype = None
+    setter(pointer(cython_blas, "dgemm"), pointer(cython_blas, "sgemm"))
+    from scipy.linalg import cython_lapack
+
+    try:
+        lapack = lib.sg_set_lapack
+    except AttributeError:  # C text without the LAPACK prelude
+        return
+    names = [p + r for p in "ds" for r in ("getrf", "getri", "getrs", "potrf")]
+    table = (ctypes.c_void_p * len(names))(*(pointer(cython_lapack, n) for n in names))
+    lapack.argtypes = [ctypes.c_void_p]
+    lapack.restype = None
+    lapack(table)
+
+
+_OFFSET: list[int] = []
+
+
+def data_offset() -> int:
+    """Where a NumPy array object holds its data pointer (bytes from the object's start):
+    found once by reading two probe arrays' objects, and checked on both (NumPy's
+    ``PyArrayObject`` keeps it first after the object header); a
+    :class:`BackendError` where it is not found (an interpreter whose ``id`` is no
+    address)."""
+    if _OFFSET:
+        return _OFFSET[0]
+    import numpy as np
+
+    probes = [np.zeros(3), np.ones(5)]
+    found = None
+    for off in range(8, 128, 8):
+        if all(ctypes.c_void_p.from_address(id(a) + off).value == a.ctypes.data
+               for a in probes):
+            found = off
+            break
+    if found is None:
+        raise BackendError("backend 'c': cannot find the data pointer in a NumPy array "
+                           "object on this interpreter; use backend='numba' or 'numpy'")
+    _OFFSET.append(found)
+    return found

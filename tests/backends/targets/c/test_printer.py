@@ -1,0 +1,186 @@
+"""``backend="c"``: the Numba target's kernels as C functions, compiled by the C compiler.
+
+The registry battery compiles a case of each op of :data:`SAMPLE` (elementwise ops of every
+kind and a case of each family of the others) into one module per dtype (the cost model
+switched off, so every run of lines that compiles is one kernel), with the gradients in
+float64: values equal ``sg.evaluate`` and the NumPy backend to 1e-12 (float32: 4 units in
+the last place), and nothing is left to NumPy but the ops the C target names
+(:data:`~symgrad.backends.targets.c.printer.NOT_IN_C`) and the Numba target's short list.
+``SYMGRAD_NUMBA_FULL=1`` (``make fuzz``) runs every case of every op, a module per case.
+The benchmark models' gradients (both spellings) equal the NumPy backend's.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+import symgrad as sg
+import symgrad.scipy.special as ss
+from symgrad.backends.targets.c.printer import NOT_IN_C
+from symgrad.backends.targets.numba import fusion, printer
+from symgrad.backends.targets.numba.table import NOT_COMPILED
+from symgrad.errors import SymgradWarning
+from symgrad.ops import REGISTRY
+from tests.support import numba_battery as battery
+
+pytestmark = pytest.mark.skipif(
+    shutil.which(os.environ.get("CC") or "cc") is None and shutil.which("gcc") is None,
+    reason="no C compiler (cc, gcc) on PATH")
+
+FULL = os.environ.get("SYMGRAD_NUMBA_FULL") == "1"
+KEPT = set(NOT_COMPILED) | set(NOT_IN_C)
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path_factory, monkeypatch):
+    """One on-disk cache for the session's tests (CI starts with none)."""
+    monkeypatch.setenv("SYMGRAD_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "sgcache"))
+
+
+@pytest.fixture
+def every_region(monkeypatch):
+    """Every run of lines that compiles is a kernel (the cost model off)."""
+    monkeypatch.setattr(fusion, "pays", lambda nodes, seg: True)
+    monkeypatch.setattr(printer, "numpy_better", lambda n, nodes: None)
+
+
+# as the Numba target's sample (tests/backends/targets/numba/test_printer.py), less the ops
+# the C target leaves to NumPy (SciPy's special functions, LAPACK but getrf/getri/getrs/potrf,
+# sorting)
+SAMPLE = ("add", "divide", "power", "exp", "log1p", "tanh", "arccosh", "arctan2", "hypot",
+          "maximum", "fmin", "sign", "floor", "where", "heaviside", "sigmoid", "softplus",
+          "relu", "mod", "less", "logical_xor", "isnan", "copysign", "float_power", "cbrt",
+          "round", "astype", "sinc", "logaddexp", "floor_divide", "remainder", "fmod",
+          "sum", "max", "argmin", "logsumexp", "softmax", "cumprod", "index", "index_add",
+          "take", "concatenate", "stack", "transpose", "broadcast_to", "squeeze", "matmul",
+          "einsum", "outer", "matrix_power", "trace", "inv", "solve", "det", "cholesky")
+
+
+def _first_cases(ops, dtype):
+    found = {}
+    for case in battery.cases_of(ops):
+        arrays_ok = dtype == "float64" or case.op.elementwise
+        if case.op.name not in found and battery.has_form(case) and arrays_ok:
+            found[case.op.name] = case
+    return [found[op] for op in sorted(found)]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_registry_sample_equals_evaluate_and_numpy(dtype, every_region):
+    """Every op of the sample and of its gradient compiled in C, one kernel."""
+    cases = _first_cases(SAMPLE, dtype)
+    outs, values = battery.straight(cases, dtype, gradients=dtype == "float64")
+    fn = sg.compile(outs, backend="c")
+    # float32 floor division is NumPy's under the Numba target too (its short list)
+    assert set(fn.numpy_ops) <= ({"floor_divide"} if dtype == "float32" else set()), \
+        fn.numpy_why
+    assert len(fn.kernels) <= 2 and sum(len(ops) for _, ops in fn.kernels) > 50
+    got = fn(**values)
+    battery.check(got, sg.evaluate(outs, values), dtype, "sample")
+    battery.check(got, sg.compile(outs)(**values), dtype, "sample vs the NumPy backend")
+
+
+def _every_case():
+    return sorted({c.op.name for c in battery.cases_of(REGISTRY)})
+
+
+@pytest.mark.skipif(not FULL, reason="the whole battery: SYMGRAD_NUMBA_FULL=1 (make fuzz)")
+@pytest.mark.parametrize("op", _every_case())
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_registry_full(op, dtype, every_region):
+    """Every case (with a Numba form) of every op, with gradients: nothing is left to
+    NumPy but what the C target names."""
+    cases = [c for c in battery.cases_of([op], [(), (3, 4), (3, 1), (1, 4)])
+             if battery.has_form(c) and (dtype == "float64" or c.op.elementwise)]
+    if not cases:
+        pytest.skip("no case of this op in this dtype")
+    extra = _first_cases(["exp"], dtype)  # a float output: the loss has a term
+    for case in cases:
+        outs, values = battery.straight([case, *extra], dtype, gradients=dtype == "float64")
+        fn = sg.compile(outs, backend="c")
+        assert set(fn.numpy_ops) <= KEPT | {"floor_divide"}, fn.numpy_why
+        assert all("no C form" not in why for why in fn.numpy_why.values()), fn.numpy_why
+        # float32: the values (a loss of a few float32 terms summed in loop order is off
+        # NumPy's pairwise sum by more than 4 units in the last place, as under Numba)
+        keep = len(outs) if dtype == "float64" else -1
+        battery.check(fn(**values)[:keep], sg.evaluate(outs, values)[:keep], dtype, op)
+
+
+def test_what_stays_numpy_is_counted_with_its_reason(monkeypatch):
+    """A SciPy special function and LAPACK are NumPy's calls, and a scan whose step holds
+    one the NumPy target's loop, each counted with its reason (and a warning says so);
+    the rest compiles."""
+    from symgrad.backends.targets.c import target as ctarget
+
+    monkeypatch.setattr(ctarget, "_WARNED", set())
+    x, A = sg.var("x", (4,)), sg.var("A", (3, 3))
+    c, _ = sg.scan(lambda c, _: (ss.erf(c) * 0.5, None), x, length=3)
+    f = sg.sum(ss.erf(x) * sg.exp(x)) + sg.sum(sg.linalg.eigvalsh(A)) + sg.sum(c * x)
+    with pytest.warns(SymgradWarning, match=r"backend='c'\): 1 scan stays a NumPy loop"):
+        fn = sg.compile(f, backend="c")
+    assert {"erf", "eigvalsh", "scan"} <= set(fn.numpy_ops)
+    assert "SciPy" in fn.numpy_why["erf"] and "LAPACK" in fn.numpy_why["eigvalsh"]
+    assert fn.numpy_why["scan"].startswith("its step holds erf")
+    env = {"x": np.linspace(-1, 1, 4), "A": np.eye(3) + 0.1}
+    np.testing.assert_allclose(fn(**env), sg.evaluate(f, env), rtol=1e-13)
+    text = str(sg.stats(f, backend="c"))
+    assert "c: " in text and "erf" in text and "scan" in text
+
+
+def test_traced_index_out_of_range_raises_as_numpy():
+    """A traced index out of range raises IndexError (NumPy's), never reads memory."""
+    x, k = sg.var("x", (5,)), sg.var("k", (), "int64")
+    f = sg.sum(sg.exp(x) * x) + sg.exp(x)[k] * 2.0
+    fn = sg.compile(f, backend="c")
+    assert fn(x=np.ones(5), k=-1) == pytest.approx(sg.evaluate(f, {"x": np.ones(5), "k": -1}))
+    with pytest.raises(IndexError):
+        fn(x=np.ones(5), k=5)
+
+
+def test_kernel_refuses_arrays_of_other_shapes():
+    """The Python function calling a C kernel checks its arrays (a pointer carries no
+    shape): the raw function refuses a wrong shape rather than read past it."""
+    x = sg.var("x", (6,))
+    fn = sg.compile(sg.sum(sg.tanh(x) * x + sg.exp(x)), backend="c", check_inputs=False)
+    with pytest.raises(ValueError, match="shape"):
+        fn(np.ones(7))
+
+
+MODELS = ["w1_mlp", "w1_mlp_public", "w2_gmm", "w2_gmm_public", "w3_rosenbrock",
+          "w3_rosenbrock_public", "w5_lstm", "w5_lstm_public"]
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_benchmark_models_gradients_equal_numpy_backend(name):
+    """Each benchmark model's loss and gradients (smoke sizes) under ``backend="c"`` equal
+    the NumPy backend's to 1e-12, with kernels compiled in C."""
+    mod = importlib.import_module(f"benchmarks.{name}")
+    f, params, data = mod.symgrad_loss(mod.SMOKE_CONFIG)
+    pvals, dvals = mod.inputs(mod.SMOKE_CONFIG)
+    outs = [f, *sg.grad(f, list(params))]
+    env = {v.name: np.asarray(a) for v, a in zip([*params, *data], [*pvals, *dvals])}
+    got = sg.compile(outs, [*params, *data], backend="c")
+    ref = sg.compile(outs, [*params, *data])(**env)
+    for g, r in zip(got(**env), ref):
+        scale = max(1.0, float(np.max(np.abs(r))))
+        np.testing.assert_allclose(g, r, rtol=1e-12, atol=1e-12 * scale)
+    assert got.kernels, got.numpy_ops
+
+
+def test_a_singular_matrix_raises_linalgerror_as_numpy():
+    """LAPACK's info > 0 inside a C function (a singular matrix, one not positive
+    definite) raises NumPy's LinAlgError, as the NumPy backend does."""
+    A = sg.var("A", (3, 3))
+    for f in (sg.sum(sg.linalg.inv(A) * 2.0) + sg.sum(A),
+              sg.sum(sg.linalg.cholesky(A) * 2.0) + sg.sum(A)):
+        fn = sg.compile(f, backend="c")
+        assert not fn.numpy_ops, fn.numpy_why
+        with pytest.raises(np.linalg.LinAlgError):
+            fn(np.zeros((3, 3)))
+        with pytest.raises(np.linalg.LinAlgError):
+            sg.compile(f)(np.zeros((3, 3)))
