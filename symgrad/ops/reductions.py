@@ -31,7 +31,7 @@ from ..base.describe import describe
 from ..base.errors import ShapeError
 from ..ir.expr import Expr, F
 from ..ir.op import Op, SignatureError, register, sig
-from ..ir.shapes import float_dtype, fmt, is_float, norm_axes, norm_axis, reduced
+from ..ir.shapes import float_dtype, fmt, is_float, norm_axes, norm_axis, real_dtype, reduced
 from .structure import lane_map, reduce_map
 from .tangent import first, linear
 
@@ -180,7 +180,7 @@ def extreme_share(v: Expr, axes: tuple[int, ...], largest: bool, m: Expr | None 
     if m is None:
         m = (F.max if largest else F.min)(v, axis=axes, keepdims=True)
     chosen = _arg_one_hot(v, axes, largest) & ~F.isnan(v)
-    hit = F.astype((v == m) | chosen, v.dtype)
+    hit = F.astype((v == m) | chosen, real_dtype(v.data.dtype))  # real shares of complex values
     return hit / F.sum(hit, axis=axes, keepdims=True)
 
 

@@ -1,8 +1,8 @@
 """A target is one folder and one object: a whole target defined in this file (a printer
 with a small table and its loading, registered with one line) compiles and runs gradients
 and a scan's gradient; nothing in symgrad/backends/ asks which target it prints for, and
-the printers override only the documented hooks. A target that cannot order complex
-values as NumPy does refuses those ops when it compiles, with its reason."""
+the printers override only the documented hooks. Every target orders complex values as
+NumPy does, or refuses the op when it compiles, with its reason."""
 
 from __future__ import annotations
 
@@ -260,13 +260,18 @@ def test_target_printers_override_only_the_documented_hooks():
 def _ordering(z, w):
     return {"max": sg.max(z, axis=0), "min": sg.min(z), "maximum": sg.maximum(z, w),
             "fmin": sg.fmin(z, w), "argmax": sg.argmax(z, axis=1), "less": z < w,
-            "sort": sg.sort(z, axis=0), "argsort": sg.argsort(z)}
+            "sort": sg.sort(z, axis=0), "sort_flat": sg.sort(z, axis=None),
+            "argsort": sg.argsort(z), "maximum_number": sg.maximum(z, 1.0),
+            "le_number": z <= (1 + 3j), "fmax_real": sg.fmax(sg.real(w), z),
+            "searchsorted": sg.searchsorted(sg.sort(z[0]), w[1])}
 
 
 @pytest.mark.parametrize("backend", ["numba", "jax", "torch", "array_api"])
 def test_complex_values_are_ordered_as_numpy_or_refused_with_the_reason(backend, x64):
-    """NumPy's values, NaN included (Numba runs NumPy's calls for the kernels it lacks;
-    JAX's sort is NumPy's), else a BackendError when compiling."""
+    """NumPy's values, NaN and signed zeros included, and the gradients NumPy's
+    interpreter gives (Numba runs NumPy's calls for the kernels it lacks; the array API
+    targets write NumPy's order with the standard's functions on real and imaginary parts);
+    else, where the library cannot sort complex values, a BackendError when compiling."""
     pytest.importorskip({"numba": "numba", "jax": "jax", "torch": "torch",
                          "array_api": "array_api_compat"}[backend])
     rng = np.random.default_rng(17)
@@ -275,15 +280,20 @@ def test_complex_values_are_ordered_as_numpy_or_refused_with_the_reason(backend,
     refs = {"max": lambda a, b: np.max(a, axis=0), "min": lambda a, b: np.min(a),
             "maximum": np.maximum, "fmin": np.fmin, "argmax": lambda a, b: np.argmax(a, 1),
             "less": np.less, "sort": lambda a, b: np.sort(a, axis=0),
-            "argsort": lambda a, b: np.argsort(a, kind="stable")}
-    reasons = {"jax": "NaN|refuse complex", "torch": "PyTorch has no order",
-               "array_api": "unspecified"}
-    runs = {"numba": set(refs), "jax": {"sort", "argsort"}, "torch": set(), "array_api": set()}
+            "sort_flat": lambda a, b: np.sort(a, axis=None),
+            "argsort": lambda a, b: np.argsort(a, kind="stable"),  # short rows: a stable sort
+            "maximum_number": lambda a, b: np.maximum(a, 1.0),
+            "le_number": lambda a, b: a <= 1 + 3j, "fmax_real": lambda a, b: np.fmax(b.real, a),
+            "searchsorted": lambda a, b: np.searchsorted(np.sort(a[0]), b[1])}
+    refused = {"torch": ("searchsorted",), "array_api": ("searchsorted",)}
+    reasons = {"torch": "PyTorch cannot sort", "array_api": "unspecified"}
     for name, e in _ordering(z, w).items():
         out = [e, sg.real(z[0, 0] + w[0, 0])]  # both inputs used
-        if name not in runs[backend]:
+        if e.dtype.kind == "c":
+            out.append(sg.grad(sg.sum(sg.abs(e * (1 + 2j)) ** 2), [z, w])[0])
+        if name in refused.get(backend, ()):
             with pytest.raises(BackendError, match=f"'{name}' .*of complex values.*"
-                                                   f"({reasons[backend]})"):
+                                                   f"{reasons[backend]}"):
                 sg.compile(out, inputs=[z, w], backend=backend)
             continue
         fn = sg.compile(out, inputs=[z, w], backend=backend)
@@ -291,5 +301,9 @@ def test_complex_values_are_ordered_as_numpy_or_refused_with_the_reason(backend,
             zv, wv = draw(rng, (3, 4)), draw(rng, (3, 4))
             with np.errstate(invalid="ignore"):  # NumPy's comparisons of NaNs warn
                 want = refs[name](zv, wv)
-                got = np.asarray(fn(zv, wv)[0])
-            assert same(got, want), (name, zv, wv)
+                got = [np.asarray(v) for v in fn(zv, wv)]
+            assert same(got[0], want), (name, zv, wv)
+            if len(out) == 3:
+                with np.errstate(all="ignore"):
+                    grad = sg.evaluate(out[2], {"z": zv, "w": wv})
+                assert same(got[2], grad), (name, zv, wv)

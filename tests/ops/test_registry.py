@@ -331,11 +331,6 @@ def _weights(shape, dtype, rng):
                       else None)
 
 
-# ordering ops the JAX target refuses for complex values (NaN is ordered otherwise), whose
-# jnp function is NumPy's lexicographic order on the cases here (no NaN): JAX's reference
-JNP_ORDERING = ("max", "min", "maximum", "minimum", "fmax", "fmin")
-
-
 class _Jax:
     """A complex case built twice: symgrad's graph, and the op as the JAX target writes it,
     which JAX differentiates."""
@@ -366,11 +361,7 @@ class _Jax:
         if not self.wrt or not (str(out.dtype) in FLOATS or is_complex(str(out.dtype))):
             pytest.skip("no float operand")
         self.out, self.xs, self.inputs = out, xs, inputs
-        if case.op.name in JNP_ORDERING:  # refused by the JAX target (its NaN rules differ)
-            fn, attrs = getattr(jax.numpy, case.op.name), case.attrs
-            self.fn = lambda *a: fn(*a, **attrs)
-        else:
-            self.fn = sg.compile(out, inputs=xs, backend="jax").raw
+        self.fn = sg.compile(out, inputs=xs, backend="jax").raw
         self.args = [self.jnp.asarray(inputs[x.name]) for x in xs]
         self.w = _weights(out.shape, out.dtype, rng)
 

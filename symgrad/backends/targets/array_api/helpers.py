@@ -589,3 +589,4 @@ def _sg_xp_convolution(xp, a, b, modes):
     key = tuple(slice(None) if mode == "full" else slice(min(n, m) - 1, max(n, m))
                 for mode, n, m in zip(modes, a.shape, b.shape))
     return full[key]
+

@@ -2,10 +2,12 @@
 
 ``jax.numpy`` is an array API namespace, so the array API templates run on it unchanged
 (its scatter-add is the functional ``.at[...].add``, taken by the shared helper); integer
-array keys use JAX's indexing, which follows NumPy's rules.
+array keys use JAX's indexing, which follows NumPy's rules, where an out-of-range index gives
+NaN (for integers the most negative value) rather than JAX's clamped element: NumPy raises
+there, and XLA code cannot.
 
 >>> JAX["index"].render(["x", "i"], {"key": ("i", slice(1, None)), "batch": 0})
-'x[i, 1:]'
+"x.at[i, 1:].get(mode='fill')"
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ from ...template import Template
 from .sparse import UNSUPPORTED as SPARSE_UNSUPPORTED
 from .table import (
     ARRAY_API,
-    ORDERING,
     SOLVER_UNSUPPORTED,
     SPECIAL_BINARY,
     SPECIAL_TERNARY,
@@ -24,23 +25,17 @@ from .table import (
 
 UNSUPPORTED: dict[str, str] = {**SPARSE_UNSUPPORTED, **SOLVER_UNSUPPORTED}
 """Ops this backend cannot write, with the reason (the sparse solves, SciPy's solvers)."""
-# the ordering ops whose JAX forms give NumPy's order of complex values, NaN included
-JAX_ORDERS = ("sort", "argsort", "partition", "argpartition", "searchsorted")
-COMPLEX_UNSUPPORTED: dict[str, str] = {
-    **dict.fromkeys(
-        (o for o in ORDERING if o not in JAX_ORDERS),
-        "JAX orders complex values lexicographically as NumPy does, but not NaN as NumPy "
-        "does (NumPy's max and maximum give the NaN, JAX's a number; NumPy's complex < is "
-        "False beside a NaN)"),
-    **dict.fromkeys(("argmax", "argmin"), "jnp.argmax and jnp.argmin refuse complex values"),
-    **dict.fromkeys(("erf", "erfc"), "jax.scipy.special has no complex erf (SciPy's is "
-                    "Faddeeva's)"),
-}
+COMPLEX_UNSUPPORTED: dict[str, str] = dict.fromkeys(
+    ("erf", "erfc"), "jax.scipy.special has no complex erf (SciPy's is Faddeeva's)")
 """Ops this backend cannot write for complex operands, with the reason."""
 
 
 def _index(names: list[str], attrs: dict) -> str:
-    return f"{names[0]}[{key_source(attrs['key'], names[1:], attrs['batch'])}]"
+    key = key_source(attrs["key"], names[1:], attrs["batch"])
+    if len(names) == 1:  # static ints and slices, checked when built
+        return f"{names[0]}[{key}]"
+    # JAX clamps an out-of-range index array; "fill" gives NaN (the most negative int) there
+    return f"{names[0]}.at[{key}].get(mode='fill')"
 
 
 def _special(name: str, arity: int = 1) -> Template:

@@ -23,19 +23,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ....base.errors import SymgradError
+from ....ir.shapes import is_complex
 from ...lines import call
 from ...loops import LoopSpec, append, indent
 from ...printer import ModuleState, Printer
-from ...template import imports_of
+from ...template import helpers_of, imports_of
 from .helpers import _sg_xp_const, _sg_xp_device
 from .jax_table import JAX
 from .literals import array_literal, const_spec
-from .table import ARRAY_API, DEVICE
+from .table import ARRAY_API, COMPLEX_ORDER, DEVICE
 from .torch_table import TORCH
 
 if TYPE_CHECKING:
@@ -79,8 +80,16 @@ class ArrayApiPrinter(Printer):
     def helpers(self) -> list[Callable]:
         more = [_sg_xp_const] if self.state.consts else []
         more += [_sg_xp_device] if self._uses_device else []
+        more += helpers_of(COMPLEX_ORDER, [n.op for n in self.graph.nodes if _ordered(n, self)])
         found = {fn.__name__: fn for fn in [*super().helpers(), *more]}
         return [found[k] for k in sorted(found)]
+
+    def op_text(self, n: Any, names: dict[int, str]) -> str:
+        """Ordering complex values: :data:`~.table.COMPLEX_ORDER`'s form (NumPy's order)."""
+        if not _ordered(n, self):
+            return super().op_text(n, names)
+        texts = [self.operand(a, n, names) for a in n.args]
+        return COMPLEX_ORDER[n.op].render(texts, n.attrs)
 
     def finish(self, out: list[str], code: list[str]) -> str:
         text = super().finish(out, code)
@@ -158,6 +167,12 @@ class TorchPrinter(_ModuleNamespace):
 
 
 _DEVICE_USE = re.compile(rf"\b{DEVICE}\b")  # a line that creates an array on the device
+
+
+def _ordered(n: Any, printer: Printer) -> bool:
+    """Whether node ``n`` orders complex values (written by COMPLEX_ORDER's form)."""
+    nodes = printer.graph.nodes
+    return n.op in COMPLEX_ORDER and any(is_complex(str(nodes[a].dtype)) for a in n.args)
 
 
 def _on_device(code: list[str]) -> bool:

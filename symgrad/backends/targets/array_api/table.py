@@ -19,6 +19,7 @@ import math
 from ....ops.indexing import split_parts
 from ...template import Template
 from ..numpy.table import scalar_source
+from . import complex_order as co
 from . import helpers as h
 from .sparse import SPARSE
 from .sparse import UNSUPPORTED as SPARSE_UNSUPPORTED
@@ -45,13 +46,10 @@ SOLVER_UNSUPPORTED.update(dict.fromkeys(
 UNSUPPORTED: dict[str, str] = {**SPARSE_UNSUPPORTED, **SOLVER_UNSUPPORTED}
 """Ops this backend cannot write, with the reason (the sparse solves, SciPy's solvers)."""
 
-ORDERING = ("max", "min", "maximum", "minimum", "fmax", "fmin", "argmax", "argmin", "sort",
-            "argsort", "partition", "argpartition", "searchsorted", "less", "less_equal",
-            "greater", "greater_equal")
-"""The ops that order their operands: of complex values, NumPy's lexicographic order."""
+SORTING = ("partition", "argpartition", "searchsorted")
 COMPLEX_UNSUPPORTED: dict[str, str] = dict.fromkeys(
-    ORDERING, "the array API standard leaves the order of complex values unspecified "
-    "(NumPy's is lexicographic: real parts first, then imaginary parts)")
+    SORTING, "the array API standard leaves the order of complex values unspecified, and "
+    "symgrad writes NumPy's (COMPLEX_ORDER) for sort, argsort and the comparisons only")
 """Ops this backend cannot write for complex operands, with the reason."""
 
 DEVICE = "dev"
@@ -364,3 +362,27 @@ ARRAY_API: dict[str, Template | None] = {
     **dict.fromkeys((*SOLVERS, "while_loop", "while_vjp")),  # see UNSUPPORTED
     "custom_root": T("{0}"), "custom_linear_solve": T("{0}"),
 }
+
+
+_CLESS = (co._sg_xp_cless, co._sg_xp_cpair, h._sg_xp_device)
+_CMAXIMUM = (co._sg_xp_cmaximum, co._sg_xp_cnan, *_CLESS)
+_CPICK = (co._sg_xp_cflat, co._sg_xp_cpick, h._sg_xp_device)
+
+
+def _cextreme(fn, largest: bool) -> Template:
+    return T(f"{fn.__name__}(xp, {{0}}, {{axis!r}}, {{keepdims!r}}, {largest!r})", (fn, *_CPICK))
+
+
+COMPLEX_ORDER: dict[str, Template] = {
+    **{name: T(f"_sg_xp_cless(xp, {{0}}, {{1}}, {op!r})", _CLESS) for name, op in (
+        ("less", "<"), ("less_equal", "<="), ("greater", ">"), ("greater_equal", ">="))},
+    **{name: T(f"_sg_xp_cmaximum(xp, {{0}}, {{1}}, {op!r}, {skip!r})", _CMAXIMUM)
+       for name, op, skip in (("maximum", ">=", False), ("minimum", "<=", False),
+                              ("fmax", ">=", True), ("fmin", "<=", True))},
+    "max": _cextreme(co._sg_xp_cmax, True), "min": _cextreme(co._sg_xp_cmax, False),
+    "argmax": _cextreme(co._sg_xp_cargmax, True), "argmin": _cextreme(co._sg_xp_cargmax, False),
+    "sort": T("_sg_xp_csort(xp, {0}, {axis!r})", (co._sg_xp_csort, co._sg_xp_cargsort)),
+    "argsort": T("_sg_xp_cargsort(xp, {0}, {axis!r})", (co._sg_xp_cargsort,)),
+}
+"""The forms of the ordering ops for complex operands, NumPy's order in the standard's
+functions on real and imaginary parts (the standard leaves complex order unspecified)."""

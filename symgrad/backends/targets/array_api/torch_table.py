@@ -13,15 +13,17 @@ from __future__ import annotations
 from ...template import Template
 from .helpers import _sg_xp_lu
 from .sparse import UNSUPPORTED as SPARSE_UNSUPPORTED
-from .table import ARRAY_API, ORDERING, SOLVER_UNSUPPORTED
+from .table import ARRAY_API, SOLVER_UNSUPPORTED, SORTING
 
 UNSUPPORTED: dict[str, str] = {**SPARSE_UNSUPPORTED, **SOLVER_UNSUPPORTED}
 """Ops this backend cannot write, with the reason (the sparse solves, SciPy's solvers)."""
-COMPLEX_UNSUPPORTED: dict[str, str] = dict.fromkeys(
-    ORDERING, "PyTorch has no order of complex values (torch.max, torch.sort and < refuse "
-    "them; NumPy's is lexicographic)")
-COMPLEX_UNSUPPORTED.update(dict.fromkeys(
-    ("erf", "erfc"), "torch.special has no complex erf (SciPy's is Faddeeva's)"))
+COMPLEX_UNSUPPORTED: dict[str, str] = {
+    **dict.fromkeys(SORTING, "PyTorch cannot sort complex values (torch.sort refuses "
+                    "them), and symgrad writes NumPy's order for sort, argsort and the "
+                    "comparisons only"),
+    **dict.fromkeys(("erf", "erfc"), "torch.special has no complex erf (SciPy's is "
+                    "Faddeeva's)"),
+}
 """Ops this backend cannot write for complex operands, with the reason."""
 
 _NATIVE = ("erf", "erfc", "erfinv", "erfcx", "ndtr", "ndtri", "log_ndtr", "logit", "gammaln",

@@ -611,3 +611,25 @@ def test_solve_broadcasts_its_stacks_itself_as_cupy_needs():
 def is_loop(case) -> bool:
     """Whether the case holds a traced body (a loop's step, a solver's callbacks)."""
     return any(isinstance(v, Body) for v in case.attrs.values())
+
+
+@pytest.mark.parametrize("backend", ["numpy", "jax", "torch", "numba"])
+def test_an_out_of_range_traced_index_raises_or_gives_nan_never_a_clamped_element(backend, x64):
+    """Negative indices wrap on every target; out of range NumPy, PyTorch and Numba raise,
+    JAX (whose compiled code cannot) gives NaN rather than its clamped element."""
+    pytest.importorskip({"numpy": "numpy", "jax": "jax", "torch": "torch",
+                         "numba": "numba"}[backend])
+    x = sg.var("x", shape=(4, 3))
+    i = sg.var("i", shape=(2,), dtype="int64")
+    fn = sg.compile([x[i, 1:] * 2.0], inputs=[x, i], backend=backend)
+    xv = np.arange(12.0).reshape(4, 3)
+    got = np.asarray(fn(xv, np.array([-1, 2]))[0])
+    np.testing.assert_array_equal(got, xv[[-1, 2], 1:] * 2.0)
+    bad = np.array([4, 0])
+    if backend != "jax":
+        with pytest.raises(sg.EvaluationError):
+            fn(xv, bad)
+        return
+    got = np.asarray(fn(xv, bad)[0])
+    assert np.isnan(got[0]).all()
+    np.testing.assert_array_equal(got[1], xv[0, 1:] * 2.0)
