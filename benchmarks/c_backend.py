@@ -1,5 +1,6 @@
-"""``backend="c"`` against ``backend="numba"``, the NumPy backend and JAX, per workload and
-spelling: cold builds and run times.
+"""``backend="c"``'s cold builds and run times against Numba, the NumPy backend and JAX.
+
+Per workload and spelling, as below.
 
 ``python -m benchmarks.c_backend [--quick] [--budget S] [--measured [PATH]] [ROW ...]``
 
