@@ -42,7 +42,7 @@ from importlib.util import find_spec
 from typing import TYPE_CHECKING, Any
 
 from ...lines import call
-from ...loops import LoopSpec, is_loop
+from ...loops import LoopSpec
 from ..numba import fusion, special
 from ..numba.linalg import LINALG_FORMS
 from ..numba.loops import StepPrinter, compiled_loop, lacking, loop_ops
@@ -114,20 +114,8 @@ class CPrinter(NumbaPrinter):
     def _step_lacks(self, body: Any) -> list[tuple[str, str]]:
         """``(op, why)`` of each node of step ``body`` (and of the loops nested in it) the C
         target cannot compile in a loop: the Numba target's
-        (:func:`..numba.loops.lacking`) and :data:`NOT_IN_C`'s."""
-        out = lacking(body, self.lowered)
-        stack, seen = [body], set()
-        while stack:
-            b = stack.pop()
-            if id(b) in seen:
-                continue
-            seen.add(id(b))
-            for n in b.graph.nodes:
-                if is_loop(n):
-                    stack.append(self.lowered.optimized(n.attrs["body"]))
-                elif c_why(n) is not None:
-                    out.append((n.op, c_why(n)))
-        return out
+        (:func:`..numba.loops.lacking`), then :data:`NOT_IN_C`'s."""
+        return lacking(body, self.lowered, also=c_why)
 
     def c_loop_function(self, name: str, spec: LoopSpec, stmts: list[str]) -> Any:
         """Scan ``spec`` (its step's lines ``stmts``) as the C function ``name`` (the

@@ -41,6 +41,7 @@ def _sg_loop1(c0, k1):
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ....base.errors import SymgradError
@@ -73,10 +74,13 @@ def missing(body: Body, lowered: Lowered) -> list[str]:
     return [op for op, _ in lacking(body, lowered)]
 
 
-def lacking(body: Body, lowered: Lowered) -> list[tuple[str, str]]:
+def lacking(body: Body, lowered: Lowered,
+            also: Callable[[Any], str | None] | None = None) -> list[tuple[str, str]]:
     """``(op, why)`` of each node of ``body`` and its nested loops' bodies without a form
-    inside a compiled loop."""
+    inside a compiled loop; then, in the same walk, each other node ``also`` refuses (a
+    target reusing these forms, with refusals of its own)."""
     out: list[tuple[str, str]] = []
+    extra: list[tuple[str, str]] = []
     stack, seen = [body], set()
     while stack:
         b = stack.pop()
@@ -89,13 +93,16 @@ def lacking(body: Body, lowered: Lowered) -> list[tuple[str, str]]:
         for n in nodes:
             if is_loop(n):
                 stack.append(lowered.optimized(n.attrs["body"]))
-            elif n.op == RESULT or n.is_var and n.dtype in nb.NUMBA_TYPE:
+                continue
+            if also is not None and (why := also(n)) is not None:
+                extra.append((n.op, why))
+            if n.op == RESULT or n.is_var and n.dtype in nb.NUMBA_TYPE:
                 continue  # a name its call assigns; an input
-            elif bad := [d for d in _dtypes(n) if d not in nb.NUMBA_TYPE]:
+            if bad := [d for d in _dtypes(n) if d not in nb.NUMBA_TYPE]:
                 out.append((n.op, f"dtype {bad[0]}: not compiled"))
             elif not n.is_const and loop_form(n, nodes) is None:
                 out.append((n.op, why_not(n, nodes) or "no form inside compiled code"))
-    return out
+    return out + extra
 
 
 def _dtypes(n: Any) -> list[str]:
