@@ -5,7 +5,8 @@ them in one loss, and the loss's gradients contracted with random weights), :fun
 puts them all in the step of one scan over two steps (each operand a scanned slice, so
 the op runs in the step; its gradient is a reverse scan). One module holds many cases, so
 Numba compiles a few large functions rather than one per case. :func:`check` compares
-the compiled results with ``sg.evaluate``'s.
+the compiled results with ``sg.evaluate``'s; :func:`scan_model` is a set of scans every
+compiled target must run (and :func:`close` its comparison).
 """
 
 from __future__ import annotations
@@ -35,6 +36,17 @@ def has_form(case) -> bool:
     nodes = out.graph.nodes
     n = nodes[out.node]
     return why_not(nodes[n.args[0]] if case.result is not None else n, nodes) is None
+
+
+def first_cases(ops, dtype="float64") -> list:
+    """The first case with a compiled form of each op of ``ops`` (sorted by op), in
+    ``dtype``: float32 for elementwise ops only."""
+    found = {}
+    for case in cases_of(ops):
+        arrays_ok = dtype == "float64" or case.op.elementwise
+        if case.op.name not in found and has_form(case) and arrays_ok:
+            found[case.op.name] = case
+    return [found[op] for op in sorted(found)]
 
 
 def _operands(cases, dtype, stack=None):
@@ -127,3 +139,39 @@ def check(got, ref, dtype, what):
         tol = 1e-12 if dtype == "float64" else 4 * float(np.finfo(np.float32).eps)
         np.testing.assert_allclose(g, r, rtol=tol, atol=tol * scale, err_msg=label,
                                    equal_nan=True)
+
+
+def close(got, ref, tol=1e-12):
+    """``got`` equal to ``ref``: the same shape and dtype, values to ``tol`` (relative, or
+    absolute on the scale of the largest magnitude)."""
+    got, ref = np.asarray(got), np.asarray(ref)
+    assert got.shape == ref.shape and got.dtype == ref.dtype
+    scale = max(1.0, float(np.max(np.abs(ref), initial=0.0)))
+    np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * scale)
+
+
+def scan_model():
+    """Outputs (values and gradients) of several scans (a scalar chain, an array carry
+    with a captured matrix, a pytree carry in reverse, empty and one-step scans, a
+    checkpointed scan, a rolled Python loop), their inputs and the inputs' values."""
+    rng = np.random.default_rng(7)
+    w0, xs0 = rng.normal(size=(3, 3)) * 0.5, rng.normal(size=(5, 3))
+    x, W, xs = sg.var("x"), sg.var("W", shape=(3, 3)), sg.var("xs", shape=(5, 3))
+    # a scalar chain (the W4 step)
+    chain, _ = sg.scan(lambda h, _: (sg.sin(h) * h + sg.cos(h), None), x, length=6)
+    # an array carry, xs slices, stacked ys, a captured matrix
+    h, ys = sg.scan(lambda h, xt: (sg.tanh(W @ h + xt), sg.sum(h * h)), sg.sin(xs[0]), xs)
+    # a pytree carry (a scalar and an array), run in reverse
+    (s, v), zs = sg.scan(lambda c, xt: ((c[0] * 0.9 + sg.sum(xt * c[1]), c[1] * x + xt),
+                                        c[0] * xt), (x, xs[1]), xs, reverse=True)
+    empty, _ = sg.scan(lambda c, _: (sg.exp(c), None), x, length=0)
+    one, ys1 = sg.scan(lambda c, xt: (c * xt, c + xt), x * 2.0, xs[:1, 0])
+    # checkpointed: a scan over segments, each a scan of its own
+    ck, _ = sg.scan(lambda c, xt: (sg.sin(c) + xt * c, None), x, xs[:, 2], checkpoint=2)
+    rolled = x
+    for _ in range(40):  # a Python loop: rolled into one scan
+        rolled = sg.cos(rolled) * 0.5 + rolled * x
+    loss = (chain + sg.sum(h) + sg.sum(ys) + s + sg.sum(v * v) + sg.sum(zs) + empty + one
+            + sg.sum(ys1) + ck + rolled)
+    outs = [chain, h, ys, s, v, zs, empty, one, ys1, ck, rolled, *sg.grad(loss, [x, W, xs])]
+    return outs, [x, W, xs], {"x": 0.7, "W": w0, "xs": xs0}

@@ -25,49 +25,19 @@ pytestmark = pytest.mark.skipif(
     shutil.which(os.environ.get("CC") or "cc") is None and shutil.which("gcc") is None,
     reason="no C compiler (cc, gcc) on PATH")
 
-RNG = np.random.default_rng(7)
-W0 = RNG.normal(size=(3, 3)) * 0.5
-XS0 = RNG.normal(size=(5, 3))
-
-
 @pytest.fixture(autouse=True)
 def _cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("SYMGRAD_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "sgcache"))
 
 
-def _close(got, ref, tol=1e-12):
-    got, ref = np.asarray(got), np.asarray(ref)
-    assert got.shape == ref.shape and got.dtype == ref.dtype
-    scale = max(1.0, float(np.max(np.abs(ref), initial=0.0)))
-    np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * scale)
-
-
-def _model():
-    x, W, xs = sg.var("x"), sg.var("W", shape=(3, 3)), sg.var("xs", shape=(5, 3))
-    chain, _ = sg.scan(lambda h, _: (sg.sin(h) * h + sg.cos(h), None), x, length=6)
-    h, ys = sg.scan(lambda h, xt: (sg.tanh(W @ h + xt), sg.sum(h * h)), sg.sin(xs[0]), xs)
-    (s, v), zs = sg.scan(lambda c, xt: ((c[0] * 0.9 + sg.sum(xt * c[1]), c[1] * x + xt),
-                                        c[0] * xt), (x, xs[1]), xs, reverse=True)
-    empty, _ = sg.scan(lambda c, _: (sg.exp(c), None), x, length=0)
-    one, ys1 = sg.scan(lambda c, xt: (c * xt, c + xt), x * 2.0, xs[:1, 0])
-    ck, _ = sg.scan(lambda c, xt: (sg.sin(c) + xt * c, None), x, xs[:, 2], checkpoint=2)
-    rolled = x
-    for _ in range(40):  # a Python loop: rolled into one scan
-        rolled = sg.cos(rolled) * 0.5 + rolled * x
-    loss = (chain + sg.sum(h) + sg.sum(ys) + s + sg.sum(v * v) + sg.sum(zs) + empty + one
-            + sg.sum(ys1) + ck + rolled)
-    outs = [chain, h, ys, s, v, zs, empty, one, ys1, ck, rolled, *sg.grad(loss, [x, W, xs])]
-    return outs, [x, W, xs], {"x": 0.7, "W": W0, "xs": XS0}
-
-
 def test_scans_compiled_equal_evaluate_and_numpy():
-    outs, inputs, env = _model()
+    outs, inputs, env = battery.scan_model()
     fn = sg.compile(outs, inputs, backend="c")
     ref = sg.evaluate(outs, env)
     by_numpy = sg.compile(outs, inputs)(**env)
     for g, r, n in zip(fn(**env), ref, by_numpy):
-        _close(g, r)
-        _close(g, n)
+        battery.close(g, r)
+        battery.close(g, n)
     names = [k for k, _ in fn.kernels]
     assert sum(k.startswith("_sg_loop") for k in names) >= 9, names
     assert "scan" not in fn.numpy_ops, fn.numpy_why  # a checkpointed scan (nested) too
@@ -176,4 +146,4 @@ def test_a_nested_loop_without_a_c_form_runs_both_loops_in_python(monkeypatch):
     env = {"x": 0.3, "xs": np.linspace(-1, 1, 6)}
     assert fn.numpy_ops.get("scan", 0) >= 1 and "refused" in fn.numpy_why["scan"]
     for g, r in zip(fn(**env), sg.evaluate(outs, env)):
-        _close(g, r)
+        battery.close(g, r)

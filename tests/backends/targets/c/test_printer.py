@@ -61,19 +61,10 @@ SAMPLE = ("add", "divide", "power", "exp", "log1p", "tanh", "arccosh", "arctan2"
           "einsum", "outer", "matrix_power", "trace", "inv", "solve", "det", "cholesky")
 
 
-def _first_cases(ops, dtype):
-    found = {}
-    for case in battery.cases_of(ops):
-        arrays_ok = dtype == "float64" or case.op.elementwise
-        if case.op.name not in found and battery.has_form(case) and arrays_ok:
-            found[case.op.name] = case
-    return [found[op] for op in sorted(found)]
-
-
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_registry_sample_equals_evaluate_and_numpy(dtype, every_region):
     """Every op of the sample and of its gradient compiled in C, one kernel."""
-    cases = _first_cases(SAMPLE, dtype)
+    cases = battery.first_cases(SAMPLE, dtype)
     outs, values = battery.straight(cases, dtype, gradients=dtype == "float64")
     fn = sg.compile(outs, backend="c")
     # float32 floor division is NumPy's under the Numba target too (its short list)
@@ -99,7 +90,7 @@ def test_registry_full(op, dtype, every_region):
              if battery.has_form(c) and (dtype == "float64" or c.op.elementwise)]
     if not cases:
         pytest.skip("no case of this op in this dtype")
-    extra = _first_cases(["exp"], dtype)  # a float output: the loss has a term
+    extra = battery.first_cases(["exp"], dtype)  # a float output: the loss has a term
     for case in cases:
         outs, values = battery.straight([case, *extra], dtype, gradients=dtype == "float64")
         fn = sg.compile(outs, backend="c")

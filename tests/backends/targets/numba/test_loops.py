@@ -34,45 +34,15 @@ def _cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("SYMGRAD_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "sgcache"))
 
 
-def _close(got, ref, tol=1e-12):
-    got, ref = np.asarray(got), np.asarray(ref)
-    assert got.shape == ref.shape and got.dtype == ref.dtype
-    scale = max(1.0, float(np.max(np.abs(ref), initial=0.0)))
-    np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * scale)
-
-
-def _model():
-    """Outputs (values and gradients) of several scans, and their inputs' values."""
-    x, W, xs = sg.var("x"), sg.var("W", shape=(3, 3)), sg.var("xs", shape=(5, 3))
-    # a scalar chain (the W4 step)
-    chain, _ = sg.scan(lambda h, _: (sg.sin(h) * h + sg.cos(h), None), x, length=6)
-    # an array carry, xs slices, stacked ys, a captured matrix
-    h, ys = sg.scan(lambda h, xt: (sg.tanh(W @ h + xt), sg.sum(h * h)), sg.sin(xs[0]), xs)
-    # a pytree carry (a scalar and an array), run in reverse
-    (s, v), zs = sg.scan(lambda c, xt: ((c[0] * 0.9 + sg.sum(xt * c[1]), c[1] * x + xt),
-                                        c[0] * xt), (x, xs[1]), xs, reverse=True)
-    empty, _ = sg.scan(lambda c, _: (sg.exp(c), None), x, length=0)
-    one, ys1 = sg.scan(lambda c, xt: (c * xt, c + xt), x * 2.0, xs[:1, 0])
-    # checkpointed: a scan over segments, each a scan of its own
-    ck, _ = sg.scan(lambda c, xt: (sg.sin(c) + xt * c, None), x, xs[:, 2], checkpoint=2)
-    rolled = x
-    for _ in range(40):  # a Python loop: rolled into one scan
-        rolled = sg.cos(rolled) * 0.5 + rolled * x
-    loss = (chain + sg.sum(h) + sg.sum(ys) + s + sg.sum(v * v) + sg.sum(zs) + empty + one
-            + sg.sum(ys1) + ck + rolled)
-    outs = [chain, h, ys, s, v, zs, empty, one, ys1, ck, rolled, *sg.grad(loss, [x, W, xs])]
-    return outs, [x, W, xs], {"x": 0.7, "W": W0, "xs": XS0}
-
-
 def test_scans_compiled_equal_evaluate_and_numpy():
-    outs, inputs, env = _model()
+    outs, inputs, env = battery.scan_model()
     fn = sg.compile(outs, inputs, backend="numba")
     ref = sg.evaluate(outs, env)
     by_numpy = sg.compile(outs, inputs)(**env)
     got = fn(**env)
     for g, r, n in zip(got, ref, by_numpy):
-        _close(g, r)
-        _close(g, n)
+        battery.close(g, r)
+        battery.close(g, n)
         assert not isinstance(g, np.ndarray) or g.flags.writeable  # an array carry too
     assert not fn.numpy_ops.get("scan"), fn.numpy_ops  # every loop compiled
     names = [k for k, _ in fn.kernels]
@@ -90,7 +60,7 @@ def test_float32_carries():
     env = {"x": np.float32(0.3), "a": np.linspace(-1, 1, 4, dtype=np.float32)}
     got = sg.compile(outs, [x, a], backend="numba")(**env)
     for g, r in zip(got, sg.evaluate(outs, env)):
-        _close(g, r, 4 * float(np.finfo(np.float32).eps))
+        battery.close(g, r, 4 * float(np.finfo(np.float32).eps))
 
 
 def test_a_step_with_an_op_of_the_short_list_runs_on_numpy_and_says_so():
@@ -101,7 +71,7 @@ def test_a_step_with_an_op_of_the_short_list_runs_on_numpy_and_says_so():
     fn = sg.compile(outs, [x], backend="numba")
     env = {"x": np.array([0.3, -1.0, 2.0, 0.1])}
     for g, r in zip(fn(**env), sg.evaluate(outs, env)):
-        _close(g, r)
+        battery.close(g, r)
     assert fn.numpy_ops["scan"] >= 1 and fn.numpy_ops["partition"] >= 1, fn.numpy_ops
     line = str(sg.stats(outs, backend="numba")).splitlines()[-1]
     assert "scan" in line and "partition" in line, line
@@ -204,7 +174,7 @@ def test_elementwise_regions_of_one_shape_share_one_nest_in_a_step():
     forward = fn.source.split("def _sg_loop1_jit(")[1].split("\ndef ")[0]
     assert forward.count("for _t") == 1 + 1  # the steps, and one nest over (3,)
     for g, r in zip(fn(XS0), sg.evaluate(outs, {"xs": XS0})):
-        _close(g, r)
+        battery.close(g, r)
 
 
 def test_constant_slices_in_a_step_are_views_and_a_carried_view_is_copied():
@@ -223,7 +193,7 @@ def test_constant_slices_in_a_step_are_views_and_a_carried_view_is_copied():
     forward = fn.source.split("def _sg_loop1_jit(")[1].split("\ndef ")[0]
     assert "[0:3]" in forward and "[3:6]" in forward and ".copy()" in forward
     for g, r in zip(fn(W0, XS0), sg.evaluate(outs, {"W": W0, "xs": XS0})):
-        _close(g, r)
+        battery.close(g, r)
 
 
 def _while_model():
@@ -252,14 +222,14 @@ def test_a_while_loop_runs_compiled_and_its_gradient_equals_the_numpy_backends()
     fn = sg.compile(outs, ins, backend="numba")
     ref = sg.compile(outs, ins, backend="numpy")(*args)
     for got, want in zip(fn(*args), ref):
-        _close(got, want)
+        battery.close(got, want)
     assert "while_loop" not in fn.numpy_ops and "while_vjp" not in fn.numpy_ops, fn.numpy_ops
     loops = [name for name, _ in fn.kernels if name.startswith("_sg_while")]
     assert len(loops) == 4, fn.kernels  # two loops, two sweeps
     driver = fn.raw.source[fn.raw.source.index("\ndef f("):]
     assert "_sg_while(" not in driver and "_sg_while_vjp(" not in driver, driver
     value = sg.compile(outs[0], ins, backend="numba")  # the loop alone: no tape
-    _close(value(*args), ref[0])
+    battery.close(value(*args), ref[0])
 
 
 def test_a_while_loop_with_an_op_without_a_compiled_form_is_numpys_and_says_so():
@@ -273,7 +243,7 @@ def test_a_while_loop_with_an_op_without_a_compiled_form_is_numpys_and_says_so()
     assert "while_loop" in s.numpy_ops, s.numpy_ops
     v = np.array([3.0, -1.0, 2.0, 0.5, 7.0])
     got = sg.compile(sg.sum(x), [x0], backend="numba")(v)
-    _close(got, sg.compile(sg.sum(x), [x0], backend="numpy")(v))
+    battery.close(got, sg.compile(sg.sum(x), [x0], backend="numpy")(v))
 
 
 @pytest.mark.parametrize("steps", [1, 2, 37, 200])
@@ -295,8 +265,8 @@ def test_the_compiled_while_loop_records_the_numpy_loops_tape(steps):
     assert list(tape) == list(ref) and int(got[2]) == int(want[2]) == int(got[0]) == steps
     for k in ref:
         assert int(tape[k][0]) == int(ref[k][0])
-        _close(tape[k][1], ref[k][1])
-    _close(got[1], want[1])
+        battery.close(tape[k][1], ref[k][1])
+    battery.close(got[1], want[1])
 
 
 def test_a_while_loop_reading_one_row_per_step_gets_its_row_cotangents_compiled():
@@ -311,7 +281,7 @@ def test_a_while_loop_reading_one_row_per_step_gets_its_row_cotangents_compiled(
     args = (np.array([0.1, 0.5, -0.3]), RNG.normal(size=(6, 3)))
     fn = sg.compile(outs, [x0, xs], backend="numba")
     for got, want in zip(fn(*args), sg.compile(outs, [x0, xs], backend="numpy")(*args)):
-        _close(got, want)
+        battery.close(got, want)
     assert not fn.numpy_ops, fn.numpy_ops
 
 
@@ -335,5 +305,5 @@ def test_a_compiled_while_loops_gradient_holds_about_its_snapshots_of_carries():
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    _close(got[1], sg.compile(sg.grad(loss, x0), [x0], backend="numpy")(v))
+    battery.close(got[1], sg.compile(sg.grad(loss, x0), [x0], backend="numpy")(v))
     assert peak < 20 * v.nbytes, peak / v.nbytes

@@ -89,19 +89,10 @@ SAMPLE = ("add", "divide", "power", "exp", "log1p", "tanh", "arccosh", "arctan2"
           "einsum", "outer", "inv", "det", "cholesky", "argsort", "searchsorted")
 
 
-def _first_cases(ops, dtype):
-    found = {}
-    for case in battery.cases_of(ops):
-        arrays_ok = dtype == "float64" or case.op.elementwise
-        if case.op.name not in found and battery.has_form(case) and arrays_ok:
-            found[case.op.name] = case
-    return [found[op] for op in sorted(found)]
-
-
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_registry_sample_equals_evaluate(dtype, every_region):
     """Every op of the sample and of its gradient compiled (but for the short list's)."""
-    cases = _first_cases(SAMPLE, dtype)
+    cases = battery.first_cases(SAMPLE, dtype)
     outs, values = battery.straight(cases, dtype, gradients=dtype == "float64")
     fn = sg.compile(outs, backend="numba")
     assert set(fn.numpy_ops) <= set(NOT_COMPILED), fn.numpy_ops
