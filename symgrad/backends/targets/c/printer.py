@@ -50,7 +50,7 @@ from ..numba.printer import NumbaPrinter
 from ..numpy.printer import NumpyPrinter
 from ..numpy.table import NUMPY_TYPE
 from .arrays import LAPACK_OPS, LAPACK_PRELUDE
-from .scalars import CTYPE, PRELUDE, Unsupported
+from .scalars import CTYPE, Unsupported, prelude
 from .translate import translate
 
 if TYPE_CHECKING:
@@ -183,8 +183,9 @@ class CPrinter(NumbaPrinter):
     def finish(self, out: list[str], code: list[str]) -> str:
         k = len(self.header())
         if self.c_functions:
-            text = "\n\n".join([PRELUDE.rstrip("\n"), LAPACK_PRELUDE.strip("\n"),
-                                 *self.c_functions])
+            functions = "\n\n".join(self.c_functions)
+            lapack = [LAPACK_PRELUDE.strip("\n")] if "sg_getrf[" in functions else []
+            text = "\n\n".join([prelude(functions).rstrip("\n"), *lapack, functions])
             sigs = call("_C_SIGNATURES = {", [f"{n!r}: {s!r}" for n, s in
                                               self.c_signatures.items()], "}", "")
             kernels = [line for kernel in self.kernels for line in ("", "", *kernel.split("\n"))]
