@@ -35,6 +35,7 @@ import ctypes
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -47,6 +48,7 @@ from typing import Any
 from ....base.errors import BackendError, LimitError
 from ....base.progress import step
 from ... import disk_cache
+from .scalars import DECLARATIONS
 
 __all__ = ["DRIVER", "FLAGS", "LEAN", "MAX_SOURCE_BYTES", "ROUTES", "Route", "compiler",
            "data_offset", "failure", "load_library"]
@@ -65,22 +67,36 @@ _LEAN_FAILED: set[str] = set()  # compilers whose lean route failed where the dr
 
 @dataclass(frozen=True)
 class Route:
-    """One way from C text to a shared library: one compiler run, ``[cc, *FLAGS,
-    *flags, "-o", library, source, *libs]``."""
+    """One way from C text to a shared library: one compiler run, ``[cc, *FLAGS, *flags,
+    *defines, "-o", library, source, *libs]`` (:meth:`command`)."""
 
     name: str
     flags: tuple[str, ...]
     libs: tuple[str, ...] = ("-lm",)
+    math_only: bool = False  # the libraries only where the text calls a math function
 
-    def command(self, cc: str, out: str, source: str) -> list[str]:
-        """The compiler's command line building ``out`` from ``source``."""
-        return [cc, *FLAGS, *self.flags, "-o", out, source, *self.libs]
+    def command(self, cc: str, data: bytes, out: str = "OUT", source: str = "SOURCE"
+                ) -> list[str]:
+        """The compiler's command line building ``out`` from ``source`` (holding C text
+        ``data``): ``-DSG_DATA_OFFSET`` (:func:`data_offset`) where the text reads an
+        array's data pointer."""
+        defines = [f"-DSG_DATA_OFFSET={data_offset()}"] if b"SG_DATA(" in data else []
+        libs = self.libs if not self.math_only or _MATH_CALL.search(data) else ()
+        return [cc, *FLAGS, *self.flags, *defines, "-o", out, source, *libs]
 
+
+# a call of a C math function the prelude declares (every one the C target writes): the
+# lean route links -lm only for such a text (the link's share of a small build is a fifth)
+_MATH_NAMES = re.findall(rb"SG_MATH[12]\(([a-z]\w*)\)", DECLARATIONS.encode())
+_MATH_CALL = re.compile(rb"\b(?:" + b"|".join(_MATH_NAMES) + rb")(?:f|##F)?\s*\(")
 
 _ELF = sys.platform.startswith(("linux", "freebsd"))
-LEAN = Route("lean", ("-shared", "-nostdlib") if _ELF else ("-shared",))
+LEAN = Route("lean", ("-Werror=implicit-function-declaration", "-shared",
+                      *(("-nostdlib",) if _ELF else ())), math_only=True)
 """No system header parsed (``SG_SYSTEM_HEADERS`` undefined: the C text declares what it
-uses); on ELF systems no start files nor C library linked (the loading process has them)."""
+uses, and a function it does not declare fails this route); on ELF systems no start files
+nor C library linked (the loading process has them), and ``-lm`` (its versioned names)
+only for a text calling a math function."""
 DRIVER = Route("driver", ("-DSG_SYSTEM_HEADERS", "-shared"))
 """The compiler's plain route: the system headers, the driver's own link."""
 ROUTES = (LEAN, DRIVER)
@@ -109,7 +125,8 @@ def compiler() -> str:
 def load_library(source: str, signatures: dict[str, tuple[str, ...]]) -> Any:
     """The loaded library of C text ``source`` (our own generated text), each function of
     ``signatures`` (name -> its parameters' kinds: ``"p"`` a NumPy array, passed as the
-    object, whose data pointer the C reads at :func:`data_offset`; else a scalar's dtype)
+    object, whose data pointer the C reads at :func:`data_offset`, compiled in as
+    ``SG_DATA_OFFSET``; else a scalar's dtype)
     typed for :mod:`ctypes`, returning ``int`` (0: done)."""
     data = source.encode()
     if len(data) > MAX_SOURCE_BYTES:
@@ -124,11 +141,6 @@ def load_library(source: str, signatures: dict[str, tuple[str, ...]]) -> Any:
             lib = _LOADED[loaded] = _library(data, cc)
     if signatures:
         _bind_blas(lib)
-        if "p" in {k for kinds in signatures.values() for k in kinds}:
-            setter = lib.sg_set_data_offset
-            setter.argtypes = [ctypes.c_long]
-            setter.restype = None
-            setter(data_offset())
     for name, kinds in signatures.items():
         f = getattr(lib, name)
         f.argtypes = [_ARG[k] for k in kinds]
@@ -139,14 +151,15 @@ def load_library(source: str, signatures: dict[str, tuple[str, ...]]) -> Any:
 def cache_key(data: bytes, cc: str, route: Route) -> str:
     """The hash naming the library of C text ``data`` built by compiler ``cc`` on
     ``route``: the text, the compiler (its path, and its file's size and date: an upgrade
-    is a new key), :data:`FLAGS` and the route's flags and libraries."""
+    is a new key) and the route's whole command line (:data:`FLAGS`, its flags, defines and
+    libraries)."""
     try:
         info = os.stat(cc)
         ident = f"{info.st_size}:{info.st_mtime_ns}"
     except OSError:
         ident = "?"
-    parts = [data, cc.encode(), ident.encode(), route.name.encode(),
-             *(f.encode() for f in (*FLAGS, "|", *route.flags, "|", *route.libs))]
+    parts = [data, ident.encode(), route.name.encode(),
+             *(a.encode() for a in route.command(cc, data))]
     return hashlib.sha256(b"\0".join(parts)).hexdigest()
 
 
@@ -228,7 +241,7 @@ def _compile(data: bytes, cc: str, route: Route, folder: Path, so: Path) -> None
     disk_cache.write(c_file, data)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".module.", suffix=".so.tmp")
     os.close(fd)
-    cmd = route.command(cc, tmp, str(c_file))
+    cmd = route.command(cc, data, tmp, str(c_file))
     try:
         with step("compile (C)", total=1, unit="module"):
             done = subprocess.run(cmd, capture_output=True, text=True,

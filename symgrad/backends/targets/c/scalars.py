@@ -125,11 +125,13 @@ static sg_sgemm_t sg_sgemm = 0;
 void sg_set_blas(void *d, void *s) { sg_dgemm = (sg_dgemm_t)d; sg_sgemm = (sg_sgemm_t)s; }
 """
 
-DATA = r"""/* a NumPy array's data pointer, read from the array object (its offset found and set by
-   the loader, sg_set_data_offset): the entries Python calls take the arrays themselves */
-static long sg_data_offset = 16;
-void sg_set_data_offset(long o) { sg_data_offset = o; }
-#define SG_DATA(o) (*(void **)((char *)(o) + sg_data_offset))
+DATA = r"""/* a NumPy array's data pointer, read from the array object at the offset the loader
+   found (it compiles with -DSG_DATA_OFFSET=...): the entries Python calls take the arrays
+   themselves */
+#ifndef SG_DATA_OFFSET
+#define SG_DATA_OFFSET 16
+#endif
+#define SG_DATA(o) (*(void **)((char *)(o) + SG_DATA_OFFSET))
 """
 PRELUDE = "\n".join([DECLARATIONS, HELPERS, BLAS, DATA])
 """Every part of a module's C text before its functions (:func:`prelude`: the parts one uses)."""

@@ -5,6 +5,7 @@ clear errors."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -140,7 +141,8 @@ def _math_table() -> tuple[str, int]:
             lines.append(f"    o[{k}] = {name}(x[{i}]) != 0; "
                          f"o[{k + 1}] = {name}((float)x[{i}]) != 0;")
             k += 2
-    lines.append(f"    o[{k}] = INFINITY; o[{k + 1}] = NAN; o[{k + 2}] = (double)(INT64_C(1) << 40);")
+    lines.append(f"    o[{k}] = INFINITY; o[{k + 1}] = NAN; "
+                 f"o[{k + 2}] = (double)(INT64_C(1) << 40);")
     k += 3
     return PRELUDE + _MATH_TEXT % "\n".join(lines), k
 
@@ -230,3 +232,41 @@ def test_the_cache_key_covers_the_route_and_the_flags():
             build.cache_key(data + b" ", cc, build.LEAN)}
     assert len(keys) == 5
     assert build.cache_key(data, cc, build.LEAN) == build.cache_key(data, cc, build.LEAN)
+
+
+def test_the_lean_route_links_the_math_library_only_for_math():
+    """The lean route's command links -lm only where the text calls a math function (its
+    versioned names: never the C library's old compatibility versions), and compiles in
+    the array data pointer's offset only where the text reads one."""
+    cc = build.compiler()
+    plain = build.LEAN.command(cc, b"int f(double *o0) { o0[0] = 1.5; return 0; }")
+    calls = build.LEAN.command(cc, b"int f(double *o0) { o0[0] = expf(o0[0]); return 0; }")
+    helper = build.LEAN.command(cc, b"static inline T sg_x##S(T a) { return log1p##F(a); }")
+    assert "-lm" not in plain and "-lm" in calls and "-lm" in helper
+    assert "-lm" in build.DRIVER.command(cc, b"int f(void) { return 0; }")
+    reads = build.LEAN.command(cc, b"int g(void *x0) { return SG_DATA(x0) != 0; }")
+    assert f"-DSG_DATA_OFFSET={build.data_offset()}" in reads
+    assert not any(a.startswith("-DSG_DATA_OFFSET") for a in plain)
+
+
+def test_a_function_the_prelude_does_not_declare_fails_over_to_the_headers(monkeypatch,
+                                                                            tmp_path):
+    """A C library function the lean prelude does not declare fails the lean route (an
+    implicit declaration is an error there, never a guessed prototype): the driver's route,
+    with the system headers, builds a library that computes it."""
+    import ctypes
+
+    monkeypatch.setenv("SYMGRAD_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(build, "_LEAN_FAILED", set())
+    monkeypatch.setattr(build, "_LOADED", {})
+    from symgrad.backends.targets.c.scalars import PRELUDE
+
+    lib = build.load_library(PRELUDE + "\nint f(double x, double *o0) { o0[0] = lgamma(x); "
+                             "return 0; }\n", {})
+    f = lib.f
+    f.argtypes = [ctypes.c_double, ctypes.c_void_p]
+    out = np.zeros(1)
+    assert f(4.5, out.ctypes.data) == 0
+    assert out[0] == pytest.approx(math.lgamma(4.5), rel=1e-15)
+    records = [json.loads(p.read_text()) for p in (tmp_path / "c").glob("*/module.json")]
+    assert any("implicit" in r.get("failed", "") for r in records)
