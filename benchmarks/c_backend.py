@@ -91,7 +91,7 @@ def paired_builds(mod: Any, wcfg: dict, params: tuple, data: tuple, rounds: int
             "ratio": common.paired_ratio(np.array(c), np.array(jax))}
 
 
-def measure_row(row: Any, budget: float, quick: bool, log=print, builds: int = 3) -> dict:
+def measure_row(row: Any, budget: float, quick: bool, log=print, builds: int = 1) -> dict:
     """Builds, checks and paired run times of one row (and ``builds`` paired rounds of
     cold builds: C's and JAX's, in turn)."""
     mod = importlib.import_module(f"benchmarks.{row.module}")
