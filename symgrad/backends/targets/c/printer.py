@@ -103,7 +103,7 @@ class CPrinter(NumbaPrinter):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.c_functions: list[str] = []
-        self.c_signatures: dict[str, tuple[str, ...]] = {}
+        self.c_entries: list[str] = []  # the entries Python calls (METH_FASTCALL)
         self.c_calls: dict[str, Any] = {}  # a loop's C function -> its CFunction
         self.c_refused: dict[str, str] = {}  # a nested loop without a C form -> why
         self.c_dtypes: dict[str, str] = {}  # the wrappers' dtype constants
@@ -187,11 +187,10 @@ class CPrinter(NumbaPrinter):
             functions = "\n\n".join(self.c_functions)
             lapack = [LAPACK_PRELUDE.strip("\n")] if "sg_getrf[" in functions else []
             text = "\n\n".join([prelude(functions).rstrip("\n"), *lapack, functions])
-            sigs = call("_C_SIGNATURES = {", [f"{n!r}: {s!r}" for n, s in
-                                              self.c_signatures.items()], "}", "")
+            entries = call("_C_ENTRIES = [", [f"{n!r}" for n in self.c_entries], "]", "")
             kernels = [line for kernel in self.kernels for line in ("", "", *kernel.split("\n"))]
-            out[k:k] = ["", f"_C_SOURCE = r'''{text}\n'''", "", *sigs,
-                        "_C = _load_library(_C_SOURCE, _C_SIGNATURES)",
+            out[k:k] = ["", f"_C_SOURCE = r'''{text}\n'''", "", *entries,
+                        "_C = _load_library(_C_SOURCE, {}, _C_ENTRIES)",
                         *(f"{n} = {v}" for n, v in sorted(self.c_dtypes.items())), *kernels]
         return NumpyPrinter.finish(self, out, code)
 
@@ -242,16 +241,26 @@ class CPrinter(NumbaPrinter):
 
     def _keep(self, fn: Any, comment: str) -> None:
         """C function ``fn`` in the module's C text, with ``<name>_py``, the entry Python
-        calls: it takes each array as the NumPy array itself and reads its data pointer
-        (:data:`.scalars.PRELUDE`'s ``SG_DATA``: far cheaper than ``ndarray.ctypes``)."""
-        params = [f"void *x{k}" if kind == "p" else f"{CTYPE[kind]} x{k}"
-                  for k, kind in enumerate(fn.params)]
-        args = [f"SG_DATA(x{k})" if kind == "p" else f"x{k}"
-                for k, kind in enumerate(fn.params)]
-        entry = [f"int {fn.name}_py({', '.join(params)}) {{",
-                 f"    return {fn.name}({', '.join(args)});", "}"]
-        self.c_functions.append("\n".join([comment, *fn.lines, "", *entry]))
-        self.c_signatures[f"{fn.name}_py"] = tuple(fn.params)
+        calls: a ``METH_FASTCALL`` function (:func:`.build.load_library` makes it a Python
+        function: no :mod:`ctypes` at the call) taking each array as the NumPy array
+        itself, whose data pointer it reads (:data:`.scalars.PRELUDE`'s ``SG_DATA``: far
+        cheaper than ``ndarray.ctypes``), and each scalar as a Python number."""
+        get = {"float64": "SG_FLOAT", "float32": "(float)SG_FLOAT", "int64": "SG_INT",
+               "int32": "(int32_t)SG_INT", "bool": "(_Bool)SG_BOOL"}
+        lines = [f"void *{fn.name}_py(void *self, void *const *a, long n) {{",
+                 f"    if (n != {len(fn.params)}) return SG_RESULT(self, 5);"]
+        args = []
+        for k, kind in enumerate(fn.params):
+            if kind == "p":
+                args.append(f"SG_DATA(a[{k}])")
+                continue
+            lines.append(f"    {CTYPE[kind]} x{k} = {get[kind]}(self, a[{k}]);")
+            args.append(f"x{k}")
+        if len(args) > fn.params.count("p"):  # a number Python could not convert
+            lines.append("    if (SG_ERROR(self)) return 0;")
+        lines += [f"    return SG_RESULT(self, {fn.name}({', '.join(args)}));", "}"]
+        self.c_functions.append("\n".join([comment, *fn.lines, "", *lines]))
+        self.c_entries.append(f"{fn.name}_py")
 
     def _wrapper(self, name: str, cname: str, params: list[str],
                  types: list[tuple[str, tuple]], fn: Any, convert: bool = False) -> list[str]:

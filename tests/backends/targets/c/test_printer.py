@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import shutil
 
 import numpy as np
@@ -194,3 +195,41 @@ def test_kernel_refuses_other_dtypes_and_strided_arrays_and_the_driver_converts(
     assert float(fn(v[::2])) == pytest.approx(float(sg.evaluate(f, {"x": v[::2]})), rel=1e-14)
     assert float(kernel(v[:6])) == pytest.approx(float(sg.evaluate(f, {"x": v[:6]})),
                                                  rel=1e-14)
+
+
+def test_the_c_entries_are_python_functions_taking_arrays_and_numbers():
+    """Each C function's entry is a built-in Python function (no ctypes conversion at the
+    call): arrays, float, integer and boolean scalars reach the C with their values (the
+    results equal NumPy's), a number Python cannot convert raises Python's TypeError, and
+    a wrong number of arguments is refused, never read."""
+    x, a = sg.var("x", (6,)), sg.var("a", ())
+    k, b = sg.var("k", (), "int64"), sg.var("b", (), "bool")
+    f = sg.sum(sg.where(b, sg.exp(x) * a, x * x - a)) + sg.exp(x)[k] * a
+    fn = sg.compile(f, backend="c")
+    src = fn.source
+    assert "SG_FLOAT(self" in src and "SG_INT(self" in src and "SG_BOOL(self" in src
+    v = np.linspace(-1, 1, 6)
+    for env in ({"x": v, "a": 1.5, "k": 2, "b": True}, {"x": v, "a": -0.25, "k": -1, "b": False}):
+        assert float(fn(**env)) == pytest.approx(float(sg.evaluate(f, env)), rel=1e-14)
+    lib, (name,) = fn.raw.__globals__["_C"], fn.raw.__globals__["_C_ENTRIES"]
+    entry = getattr(lib, name)
+    assert type(entry) is type(len)
+    text = src[src.index(f"void *{name}("):]
+    text = text[:text.index("\n}")]
+    kinds = {int(i): kind for kind, i in re.findall(
+        r"(SG_FLOAT|SG_INT|SG_BOOL|SG_DATA)\((?:self, )?a\[(\d+)\]\)", text)}
+    value = {"SG_FLOAT": 1.5, "SG_INT": 2, "SG_BOOL": True}
+    out = np.empty(())
+    arrays = iter([v, out])
+    args = [next(arrays) if kinds[i] == "SG_DATA" else value[kinds[i]]
+            for i in range(len(kinds))]
+    assert entry(*args) == 0
+    assert float(out) == pytest.approx(float(sg.evaluate(f, {"x": v, "a": 1.5, "k": 2,
+                                                              "b": True})), rel=1e-14)
+    bad = [a if kinds[i] != "SG_FLOAT" else "not a number" for i, a in enumerate(args)]
+    with pytest.raises(TypeError):
+        entry(*bad)
+    from symgrad.backends.targets.c.build import failure
+
+    code = entry(v)
+    assert code == 5 and isinstance(failure(code, name), TypeError)
