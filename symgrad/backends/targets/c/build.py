@@ -164,15 +164,16 @@ class _MethodDef(ctypes.Structure):
 _BUILTIN = type(len)
 _METH_FASTCALL = 0x0080
 _API_NAMES = ("PyLong_FromLong", "PyFloat_AsDouble", "PyLong_AsLongLong", "PyObject_IsTrue",
-              "PyErr_Occurred")  # SG_API's order (scalars.DATA)
+              "PyErr_Occurred", "PyEval_SaveThread", "PyEval_RestoreThread")  # SG_API's order
 _API: list[Any] = []
 
 
 def _entry(lib: Any, name: str) -> Any:
     """C function ``name`` of ``lib``, a ``METH_FASTCALL`` entry, as a Python function
     (``PyCFunction_NewEx``): called as any built-in function, with no :mod:`ctypes`
-    conversion at the call (the GIL is held while it runs, as in a Numba function); its
-    ``self`` is the array of the Python C API addresses it calls."""
+    conversion at the call; it releases the GIL while its kernel runs, as the Numba
+    target's ``nogil`` functions do); its ``self`` is the array of the Python C API
+    addresses it calls."""
     try:
         api = ctypes.pythonapi
         new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.py_object,

@@ -244,7 +244,8 @@ class CPrinter(NumbaPrinter):
         calls: a ``METH_FASTCALL`` function (:func:`.build.load_library` makes it a Python
         function: no :mod:`ctypes` at the call) taking each array as the NumPy array
         itself, whose data pointer it reads (:data:`.scalars.PRELUDE`'s ``SG_DATA``: far
-        cheaper than ``ndarray.ctypes``), and each scalar as a Python number."""
+        cheaper than ``ndarray.ctypes``), and each scalar as a Python number; the GIL is
+        released while the C function runs."""
         get = {"float64": "SG_FLOAT", "float32": "(float)SG_FLOAT", "int64": "SG_INT",
                "int32": "(int32_t)SG_INT", "bool": "(_Bool)SG_BOOL"}
         lines = [f"void *{fn.name}_py(void *self, void *const *a, long n) {{",
@@ -252,13 +253,14 @@ class CPrinter(NumbaPrinter):
         args = []
         for k, kind in enumerate(fn.params):
             if kind == "p":
-                args.append(f"SG_DATA(a[{k}])")
-                continue
-            lines.append(f"    {CTYPE[kind]} x{k} = {get[kind]}(self, a[{k}]);")
+                lines.append(f"    void *x{k} = SG_DATA(a[{k}]);")
+            else:
+                lines.append(f"    {CTYPE[kind]} x{k} = {get[kind]}(self, a[{k}]);")
             args.append(f"x{k}")
         if len(args) > fn.params.count("p"):  # a number Python could not convert
             lines.append("    if (SG_ERROR(self)) return 0;")
-        lines += [f"    return SG_RESULT(self, {fn.name}({', '.join(args)}));", "}"]
+        lines += ["    void *gil = SG_UNLOCK(self);", f"    int e = {fn.name}({', '.join(args)});",
+                  "    SG_LOCK(self, gil);", "    return SG_RESULT(self, e);", "}"]
         self.c_functions.append("\n".join([comment, *fn.lines, "", *lines]))
         self.c_entries.append(f"{fn.name}_py")
 
