@@ -14,7 +14,9 @@ FLOATS = ("float64", "float32")  # the real floating dtypes
 COMPLEXES = ("complex128", "complex64")
 INEXACT = (*FLOATS, *COMPLEXES)  # the dtypes a gradient flows through
 INTS = ("int64", "int32")
-DTYPES = (*FLOATS, *INTS, "bool", *COMPLEXES)  # every dtype a node may have
+DTYPES = (*FLOATS, *INTS, "bool", *COMPLEXES)  # every dtype of an array value
+TAPE = "object"  # a while_loop's tape: a Python list only its while_vjp reads, not an array
+NODE_DTYPES = (*DTYPES, TAPE)  # every dtype a node may have (a call's: its results')
 _REAL_OF = {"complex128": "float64", "complex64": "float32"}
 
 
@@ -23,7 +25,7 @@ def fmt(shape: Shape) -> str:
     return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
 
 
-_NAMES = {name: name for name in DTYPES}
+_NAMES = {name: name for name in NODE_DTYPES}
 
 
 def dtype_name(dtype: object) -> str:
