@@ -25,12 +25,15 @@ def central(f: Callable[[np.ndarray], Any], x: Any, h: Any = 1e-6) -> np.ndarray
     ``f(x).shape + x.shape`` (``x``'s shape for a scalar ``f``).
 
     ``h`` is the step: a number, or an array of ``x``'s shape (a step per element). An
-    integer ``x`` is read as float64. At a complex ``x`` it is JAX's gradient of a real
-    ``f`` (what ``sg.grad`` gives): ``df/dre - 1j df/dim`` for each element.
+    integer ``x`` is read as float64; at an empty ``x``, zeros. At a complex ``x`` it is
+    JAX's gradient of a real ``f`` (what ``sg.grad`` gives): ``df/dre - 1j df/dim`` for
+    each element.
     """
     x = np.asarray(x)
     if x.dtype.kind not in "fc":
         x = x.astype(np.float64)
+    if x.size == 0:  # no element to move: zeros of f's shape and x's
+        return np.zeros(np.shape(f(x)) + x.shape)
     steps = np.broadcast_to(np.asarray(h, dtype=np.float64), x.shape)
     moves = ((1.0, 1.0), (1j, -1j)) if x.dtype.kind == "c" else ((1.0, 1.0),)
     cols = []
