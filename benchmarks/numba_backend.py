@@ -1,4 +1,6 @@
-"""``backend="numba"`` against its peers, per workload and spelling.
+"""The compiled targets (``backend="numba"``, ``backend="c"``) against their peers.
+
+Per workload and spelling, as below.
 
 ``python -m benchmarks.numba_backend [--quick] [--budget S] [--out PATH] [ROW ...]``
 
@@ -16,21 +18,23 @@ before anything imports NumPy, Numba or JAX, float64 everywhere):
 
 * **builds** (:mod:`.numba_peers` says what each includes): symgrad-numba cold (an empty
   symgrad/Numba disk cache in a fresh temporary folder; Numba already imported and its
-  first compile done by a warm-up), then warm (again, from the cache it wrote), symgrad's
+  first compile done by a warm-up), then warm (again, from the cache it wrote); symgrad-C
+  the same (the system C compiler runs on the cold build; a warm-up ran it once); symgrad's
   NumPy backend, JAX's cold ``jit`` (trace, compile, first call), PyTensor with its Numba
   linker (a fresh Numba cache folder), CasADi where it applies (W3, W4);
 * **checks**: every system's gradient against the hand-written NumPy one (normwise relative
   error; above ``tol`` the system is marked wrong and not timed);
 * **run time**: all systems sampled in turn in one loop (:func:`.common.interleaved`:
   calls batched to >= 2 ms per sample), min / median / max per system, and paired ratios
-  (median, min, max of per-iteration ratios) of symgrad-numba to each other system, and
+  (median, min, max of per-iteration ratios) of each compiled target (symgrad-numba,
+  symgrad-C) to each other system, and
   each system's process CPU time over wall time (above 1: it used more than one thread);
 * **what stayed NumPy**: :func:`.numba_fallbacks.account` of the module (scans run as NumPy
   loops with the ops that pushed them there, and the driver's NumPy calls, with reasons);
 * **targets**: run time <= 1.0x ``jax.jit(grad)`` and <= 1.0x hand NumPy on
   W1, W2 (both sizes) and W5; <= 0.8x hand NumPy on W3; <= 0.4x the hand ``math`` loop on
   W4; never above 1.0x the NumPy backend; cold build <= 1.0x JAX's on W1-W3, <= 0.5x on W5
-  — each spelling judged on its own: met / not met / failed.
+  — each spelling and each compiled target judged on its own: met / not met / failed.
 
 Writes ``benchmarks/results/numba_backend.json`` (``--quick``: ``numba_backend_quick.json``;
 fields: ``benchmarks/results/README.md``), prints the tables (:mod:`.numba_tables`) and,
@@ -60,11 +64,13 @@ from . import common, numba_fallbacks, numba_peers, numba_tables
 
 RESULTS = Path(__file__).resolve().parent / "results"
 MEASURED = Path(__file__).resolve().parent / "measured" / "numba_spellings.json"
-MEASURED_TITLE = "`backend=\"numba\"` against its peers, in both spellings"
+MEASURED_TITLE = ("The compiled targets (`backend=\"numba\"`, `backend=\"c\"`) against "
+                  "their peers, in both spellings")
 TARGET_W4_L, RK4_STEPS = 10_000, 100
 QUICK_W4_L, QUICK_RK4_STEPS = 200, 20
-SYSTEMS = ("numba", "numpy", "hand", "jax", "pytensor", "casadi")
-PEERS = ("hand", "jax", "pytensor", "casadi")  # the systems symgrad-numba is judged against
+SYSTEMS = ("numba", "c", "numpy", "hand", "jax", "pytensor", "casadi")
+COMPILED = ("numba", "c")  # symgrad's compiled targets: each is judged by the goals
+PEERS = ("hand", "jax", "pytensor", "casadi")  # the systems a compiled target is judged against
 VERSIONS = ("symgrad", "numpy", "scipy", "numba", "llvmlite", "jax", "jaxlib", "pytensor",
             "casadi")
 
@@ -109,12 +115,12 @@ ROWS = [
 ]
 BY_NAME = {r.name: r for r in ROWS}
 
-#: family -> [(system, limit)]: symgrad-numba's run time / that system's, paired median
+#: family -> [(system, limit)]: a compiled target's run time / that system's, paired median
 RUN_TARGETS = {
     **dict.fromkeys(("w1", "w2_d10", "w2_d2", "w5"), [("jax", 1.0), ("hand", 1.0)]),
     "w3": [("hand", 0.8)], "w4": [("hand", 0.4)],
 }
-#: family -> limit of symgrad-numba's cold build / JAX's cold jit
+#: family -> limit of a compiled target's cold build / JAX's cold jit
 BUILD_TARGETS = {"w1": 1.0, "w2_d10": 1.0, "w2_d2": 1.0, "w3": 1.0, "w5": 0.5}
 
 
@@ -168,14 +174,14 @@ def _rk4_model(steps: int, python: bool) -> tuple[list, list, tuple]:
 
 @dataclass
 class Plan:
-    """What a row measures: its makers (system -> build function), the reference arrays,
-    the tolerance and the size it runs at."""
+    """What a row measures: its makers (system -> build function; a compiled target's
+    builds into its own cache folder, so calling it again is its warm build), the reference
+    arrays, the tolerance and the size it runs at."""
 
     makers: dict[str, Callable[[], numba_peers.System]]
     reference: list
     tol: float
     config: dict
-    numba_again: Callable[[str], numba_peers.System]
 
 
 def _grad_plan(row: Row, quick: bool) -> Plan:
@@ -184,13 +190,13 @@ def _grad_plan(row: Row, quick: bool) -> Plan:
     params, data = mod.inputs(wcfg)
     args = (*params, *data)
     ref = list(mod.numpy_grad(params, data, wcfg)[1])
-    cache = tempfile.mkdtemp(prefix="sg-numba-bench-")
 
-    def numba(folder: str = cache) -> numba_peers.System:
-        return numba_peers.symgrad_grad(mod, wcfg, args, "numba", folder)
+    def compiled(backend: str) -> Callable[[], numba_peers.System]:
+        cache = tempfile.mkdtemp(prefix=f"sg-{backend}-bench-")
+        return lambda: numba_peers.symgrad_grad(mod, wcfg, args, backend, cache)
 
     makers = {
-        "numba": numba,
+        **{b: compiled(b) for b in COMPILED},
         "numpy": lambda: numba_peers.symgrad_grad(mod, wcfg, args, "numpy",
                                                   tempfile.mkdtemp()),
         "hand": lambda: numba_peers.System(lambda: mod.numpy_grad(params, data, wcfg),
@@ -201,12 +207,11 @@ def _grad_plan(row: Row, quick: bool) -> Plan:
     }
     if row.family == "w3":
         makers["casadi"] = lambda: numba_peers.casadi_rosenbrock(wcfg["n"], params[0])
-    return Plan(makers, ref, 1e-8, dict(wcfg), numba)
+    return Plan(makers, ref, 1e-8, dict(wcfg))
 
 
 def _loop_plan(row: Row, quick: bool) -> Plan:
     python = row.spelling == "public"
-    cache = tempfile.mkdtemp(prefix="sg-numba-bench-")
     if row.family == "w4":
         from .w4_chain import X0, hand_loop
 
@@ -233,13 +238,14 @@ def _loop_plan(row: Row, quick: bool) -> Plan:
                                   lambda: ref, 0.0)  # the forward alone: no gradient
         config, tol = {"steps": steps}, 1e-5  # the reference gradient is a finite difference
 
-    def numba(folder: str = cache) -> numba_peers.System:
-        return numba_peers.symgrad_loop(model, "numba", folder)
+    def compiled(backend: str) -> Callable[[], numba_peers.System]:
+        cache = tempfile.mkdtemp(prefix=f"sg-{backend}-bench-")
+        return lambda: numba_peers.symgrad_loop(model, backend, cache)
 
-    makers = {"numba": numba,
+    makers = {**{b: compiled(b) for b in COMPILED},
               "numpy": lambda: numba_peers.symgrad_loop(model, "numpy", tempfile.mkdtemp()),
               "hand": lambda: hand, **extra}
-    return Plan(makers, ref, tol, config, numba)
+    return Plan(makers, ref, tol, config)
 
 
 def _floats(out: Any) -> list:
@@ -248,6 +254,15 @@ def _floats(out: Any) -> list:
 
 def _available(system: str) -> str | None:
     """None if ``system`` can be measured here, else the note saying why not."""
+    if system == "c":
+        from symgrad.backends.targets.c.build import compiler
+        from symgrad.base.errors import BackendError
+
+        try:
+            compiler()
+        except BackendError as exc:
+            return str(exc)
+        return None
     module = {"jax": "jax", "pytensor": "pytensor", "casadi": "casadi"}.get(system)
     if module is None:
         return None
@@ -293,21 +308,26 @@ def measure_row(row: Row, budget: float, quick: bool = False, log=print,
         else:
             built[name] = system
         rec["systems"][name] = entry
-        if name == "numba":
-            _numba_details(rec, entry, system, plan)
+        if name in COMPILED:
+            _compiled_details(rec, name, entry, system, make)
     _time(rec, built, budget, quick)
     rec["targets"] = targets(rec)
     return rec
 
 
-def _numba_details(rec: dict, entry: dict, system: numba_peers.System, plan: Plan) -> None:
-    """The warm build, Numba's share of the build, and what stayed NumPy."""
+def _compiled_details(rec: dict, name: str, entry: dict, system: numba_peers.System,
+                      again: Callable[[], numba_peers.System]) -> None:
+    """A compiled target's warm build (``again``: the build from the cache the cold one
+    wrote) and the split of its build; for Numba, what stayed NumPy (the C target's plan
+    is Numba's)."""
     fn = system.extra["fn"]
     entry["build_seconds"] = {k: float(v) for k, v in fn.build_seconds.items()}
     try:
-        entry["warm_build_s"] = plan.numba_again().build_s
+        entry["warm_build_s"] = again().build_s
     except Exception as exc:
         entry["warm_build_error"] = _error(exc)
+    if name != "numba":
+        return
     try:
         rec["numba"] = numba_fallbacks.account(system.extra["outputs"])
     except Exception as exc:
@@ -325,18 +345,26 @@ def _time(rec: dict, built: dict, budget: float, quick: bool) -> None:
         rec["systems"][n].update({"median_s": float(np.median(t)), "min_s": float(t.min()),
                                   "max_s": float(t.max()), "samples": int(t.size),
                                   "cpu_over_wall": _cpu_over_wall(built[n].call, budget)})
+    for target in COMPILED:
+        key = "ratios" if target == "numba" else f"ratios_{target}"
+        rec[key] = _paired(rec, samples, target)
+
+
+def _paired(rec: dict, samples: dict[str, np.ndarray], target: str) -> dict[str, dict]:
+    """``target``'s paired ratios to every other system timed, and to the fastest peer."""
     ratios: dict[str, dict] = {}
-    if "numba" in samples:
-        for n, t in samples.items():
-            if n != "numba":
-                r = samples["numba"] / t
-                ratios[n] = {"median": float(np.median(r)), "min": float(r.min()),
-                             "max": float(r.max())}
-        peers = [n for n in PEERS if n in samples]
-        if peers:
-            fastest = min(peers, key=lambda n: rec["systems"][n]["median_s"])
-            ratios["fastest_peer"] = {**ratios[fastest], "peer": fastest}
-    rec["ratios"] = ratios
+    if target not in samples:
+        return ratios
+    for n, t in samples.items():
+        if n != target:
+            r = samples[target] / t
+            ratios[n] = {"median": float(np.median(r)), "min": float(r.min()),
+                         "max": float(r.max())}
+    peers = [n for n in PEERS if n in samples]
+    if peers:
+        fastest = min(peers, key=lambda n: rec["systems"][n]["median_s"])
+        ratios["fastest_peer"] = {**ratios[fastest], "peer": fastest}
+    return ratios
 
 
 def _cpu_over_wall(call: Callable[[], Any], budget: float) -> float:
@@ -350,35 +378,43 @@ def _cpu_over_wall(call: Callable[[], Any], budget: float) -> float:
 
 
 def targets(rec: dict) -> list[dict]:
-    """The compiled target's goals for one row: measured, limit, met / not met / failed."""
+    """The goals for one row, per compiled target measured in it (``system``: ``numba`` or
+    ``c``): measured, limit, met / not met / failed."""
+    return [t for target in COMPILED if target in rec["systems"]
+            for t in _goals(rec, target)]
+
+
+def _goals(rec: dict, target: str) -> list[dict]:
     out = []
-    ratios, systems = rec.get("ratios", {}), rec["systems"]
+    systems = rec["systems"]
+    ratios = rec.get("ratios" if target == "numba" else f"ratios_{target}", {})
     checks = [(f"run time / {numba_tables.SYSTEM_NAMES[s]}", s, lim)
               for s, lim in RUN_TARGETS.get(rec["family"], [])]
     checks.append(("run time / symgrad NumPy backend", "numpy", 1.0))
     for label, other, limit in checks:
         measured = ratios.get(other, {}).get("median")
-        out.append(_verdict(label, limit, measured, systems, other))
+        out.append(_verdict(target, label, limit, measured, systems, other))
     limit = BUILD_TARGETS.get(rec["family"])
     if limit is not None:
-        nb, jx = systems.get("numba", {}), systems.get("jax", {})
-        measured = (nb["build_s"] / jx["build_s"]
-                    if "build_s" in nb and "build_s" in jx and "error" not in nb
+        mine, jx = systems.get(target, {}), systems.get("jax", {})
+        measured = (mine["build_s"] / jx["build_s"]
+                    if "build_s" in mine and "build_s" in jx and "error" not in mine
                     and "error" not in jx else None)
-        out.append(_verdict("cold build / JAX cold jit", limit, measured, systems, "jax"))
+        out.append(_verdict(target, "cold build / JAX cold jit", limit, measured, systems,
+                            "jax"))
     return out
 
 
-def _verdict(label: str, limit: float, measured: float | None, systems: dict, other: str
-             ) -> dict:
+def _verdict(target: str, label: str, limit: float, measured: float | None, systems: dict,
+             other: str) -> dict:
     if measured is not None:
-        return {"target": label, "limit": limit, "measured": measured,
+        return {"system": target, "target": label, "limit": limit, "measured": measured,
                 "status": "met" if measured <= limit else "not met"}
     why = "; ".join(f"{s}: {systems[s].get('error') or systems[s].get('skipped')}"
-                    for s in ("numba", other) if s in systems
+                    for s in (target, other) if s in systems
                     and (systems[s].get("error") or systems[s].get("skipped")))
-    return {"target": label, "limit": limit, "measured": None, "status": "failed",
-            "why": why or "not measured"}
+    return {"system": target, "target": label, "limit": limit, "measured": None,
+            "status": "failed", "why": why or "not measured"}
 
 
 # --- the run ------------------------------------------------------------------------------------
@@ -386,8 +422,9 @@ def _verdict(label: str, limit: float, measured: float | None, systems: dict, ot
 
 def warm_up(log=print, systems: tuple[str, ...] = SYSTEMS) -> dict:
     """First-use work of every system, so that no row's build pays it: Numba's first
-    compile (symgrad, a kernel and a scan, in a throwaway cache), JAX's backend, PyTensor's
-    Numba linker, CasADi. Returns the seconds each took."""
+    compile (symgrad, a kernel and a scan, in a throwaway cache), the C target's first
+    build (SciPy's BLAS bound, the C compiler run once), JAX's backend, PyTensor's Numba
+    linker, CasADi. Returns the seconds each took."""
     out = {}
     tiny = Row("warm_up", "", "w4", "ours", "loop")
     plan = _loop_plan(tiny, quick=True)
@@ -422,7 +459,7 @@ def run(names: list[str], budget: float, quick: bool = False, log=print,
         gc.collect()
     meta.update({"loadavg_end": list(os.getloadavg()), "probe_end_s": common.speed_probe()})
     return {
-        "benchmark": "numba_backend", "schema": 1, "quick": quick, "budget_s": budget,
+        "benchmark": "numba_backend", "schema": 2, "quick": quick, "budget_s": budget,
         "systems": list(systems),
         "command": "python -m benchmarks.numba_backend " + " ".join(sys.argv[1:]),
         "date": meta["date"], "machine": meta, "versions": _versions(),
@@ -479,8 +516,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
         ap.error(f"unknown rows {unknown}; choose from {sorted(BY_NAME)}")
     args.rows = args.rows or [r.name for r in ROWS if r.default]
     args.systems = tuple(s for s in args.systems.split(",") if s)
-    if "numba" not in args.systems or set(args.systems) - set(SYSTEMS):
-        ap.error(f"--systems: numba and any of {', '.join(SYSTEMS[1:])}")
+    if not set(COMPILED) & set(args.systems) or set(args.systems) - set(SYSTEMS):
+        ap.error(f"--systems: numba or c, and any of {', '.join(SYSTEMS)}")
     args.budget = args.budget if args.budget is not None else (0.05 if args.quick else 4.0)
     name = "numba_backend_quick.json" if args.quick else "numba_backend.json"
     args.out = args.out or RESULTS / name

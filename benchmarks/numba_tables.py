@@ -1,5 +1,5 @@
 """The printed tables of :mod:`.numba_backend`'s results (Markdown): run times, ratios,
-builds, the compiled target's goals (met / not met / failed) and what stayed NumPy, worst first.
+builds, the compiled targets' goals (met / not met / failed) and what stayed NumPy, worst first.
 
 >>> rec = {"row": "w3_rosenbrock", "label": "W3", "spelling": "ours", "family": "w3",
 ...        "systems": {"numba": {"median_s": 8e-6, "min_s": 7e-6, "max_s": 9e-6,
@@ -11,10 +11,11 @@ builds, the compiled target's goals (met / not met / failed) and what stayed Num
 
 from __future__ import annotations
 
-SYSTEM_NAMES = {"numba": "symgrad-numba", "numpy": "symgrad NumPy backend",
+SYSTEM_NAMES = {"numba": "symgrad-numba", "c": "symgrad-C", "numpy": "symgrad NumPy backend",
                 "hand": "hand NumPy", "jax": "jax.jit(grad)", "pytensor": "PyTensor-numba",
                 "casadi": "CasADi"}
-ORDER = ("numba", "numpy", "hand", "jax", "pytensor", "casadi")
+ORDER = ("numba", "c", "numpy", "hand", "jax", "pytensor", "casadi")
+COMPILED = ("numba", "c")
 THREADS_FLAG = 1.3  # CPU time over wall time above which a cell says it used threads
 
 
@@ -52,15 +53,21 @@ def _cell(entry: dict | None) -> str:
     return "-"
 
 
+def _ratios_of(rec: dict, target: str) -> dict:
+    return rec.get("ratios" if target == "numba" else f"ratios_{target}", {})
+
+
 def one_line(rec: dict) -> str:
     """A progress line for one row."""
-    nb = rec["systems"].get("numba", {})
-    parts = [f"numba {seconds(nb.get('median_s'))}" if "median_s" in nb
-             else f"numba FAILED ({nb.get('error', '?')})"]
-    parts += [f"/ {k} {_ratio(v, False)}" for k, v in rec.get("ratios", {}).items()
-              if k != "fastest_peer"]
-    if "build_s" in nb:
-        parts.append(f"build {seconds(nb['build_s'])}")
+    parts = []
+    for target in (t for t in COMPILED if t in rec["systems"]):
+        mine = rec["systems"][target]
+        parts.append(f"{target} {seconds(mine.get('median_s'))}" if "median_s" in mine
+                     else f"{target} FAILED ({mine.get('error', '?')})")
+        parts += [f"/ {k} {_ratio(v, False)}" for k, v in _ratios_of(rec, target).items()
+                  if k not in ("fastest_peer", *COMPILED)]
+        if "build_s" in mine:
+            parts.append(f"build {seconds(mine['build_s'])}")
     return f"  {rec['row']}: " + "; ".join(parts)
 
 
@@ -75,30 +82,37 @@ def _table(caption: str, columns: list[str], rows: list[list[str]]) -> dict:
 def tables(results: dict) -> list[dict]:
     """The tables (``caption``, ``columns``, ``rows`` of strings) of the results."""
     rows = results["rows"]
+    shown = [s for s in ORDER if any(s in r["systems"] for r in rows)]
+    compiled = [t for t in COMPILED if t in shown]
     return [
         _table("Run time per gradient: median [min-max]",
-               ["workload", "spelling", *(SYSTEM_NAMES[s] for s in ORDER)],
-               [[*_name(r), *(_cell(r["systems"].get(s)) for s in ORDER)] for r in rows]),
-        _table("symgrad-numba's time over each system's: paired median [min-max]",
-               ["workload", "spelling", "fastest peer", "/ fastest peer", "/ hand NumPy",
-                "/ JAX", "/ PyTensor", "/ CasADi", "/ NumPy backend"],
-               [_ratios(r) for r in rows]),
-        _table("Builds (cold: empty disk caches; Numba, JAX, PyTensor warmed up first)",
+               ["workload", "spelling", *(SYSTEM_NAMES[s] for s in shown)],
+               [[*_name(r), *(_cell(r["systems"].get(s)) for s in shown)] for r in rows]),
+        *(_table(f"{SYSTEM_NAMES[t]}'s time over each system's: paired median [min-max]",
+                 ["workload", "spelling", "fastest peer", "/ fastest peer", "/ hand NumPy",
+                  "/ JAX", "/ PyTensor", "/ CasADi", "/ NumPy backend",
+                  *(f"/ {SYSTEM_NAMES[o]}" for o in compiled if o != t)],
+                 [_ratios(r, t, [o for o in compiled if o != t]) for r in rows])
+          for t in compiled),
+        _table("Builds (cold: empty disk caches; Numba, the C compiler, JAX, PyTensor warmed "
+               "up first)",
                ["workload", "spelling", "symgrad-numba cold", "warm", "of it Numba's compile",
-                "NumPy backend", "JAX cold jit", "PyTensor-numba cold", "CasADi",
-                "numba / JAX"], [_builds(r) for r in rows]),
-        _table("The compiled target's goals (symgrad-numba, paired medians)",
-               ["workload", "spelling", "target", "limit", "measured", "status"],
+                "symgrad-C cold", "warm", "NumPy backend", "JAX cold jit",
+                "PyTensor-numba cold", "CasADi", "numba / JAX", "C / JAX"],
+               [_builds(r) for r in rows]),
+        _table("The compiled targets' goals (paired medians)",
+               ["workload", "spelling", "compiled target", "target", "limit", "measured",
+                "status"],
                [[*_name(r), *_target(t)] for r in rows for t in r.get("targets", [])]),
     ]
 
 
-def _ratios(rec: dict) -> list[str]:
-    rt = rec.get("ratios", {})
+def _ratios(rec: dict, target: str, others: list[str]) -> list[str]:
+    rt = _ratios_of(rec, target)
     fastest = rt.get("fastest_peer", {}).get("peer", "-")
     return [*_name(rec), SYSTEM_NAMES.get(fastest, fastest),
             *(_ratio(rt.get(k)) for k in ("fastest_peer", "hand", "jax", "pytensor", "casadi",
-                                          "numpy"))]
+                                          "numpy", *others))]
 
 
 def _build(entry: dict | None, key: str = "build_s") -> str:
@@ -113,19 +127,44 @@ def _build(entry: dict | None, key: str = "build_s") -> str:
 
 def _builds(rec: dict) -> list[str]:
     s = rec["systems"]
-    nb, jx = s.get("numba", {}), s.get("jax", {})
+    nb, c, jx = s.get("numba", {}), s.get("c", {}), s.get("jax", {})
     native = nb.get("build_seconds", {}).get("native compile")
-    ratio = f"{nb['build_s'] / jx['build_s']:.2f}x" if "build_s" in nb and "build_s" in jx \
-        else "-"
+
+    def over_jax(mine: dict) -> str:
+        return f"{mine['build_s'] / jx['build_s']:.2f}x" \
+            if "build_s" in mine and "build_s" in jx else "-"
+
     return [*_name(rec), _build(nb), _build(nb, "warm_build_s"), seconds(native),
-            _build(s.get("numpy")), _build(jx), _build(s.get("pytensor")),
-            _build(s.get("casadi")), ratio]
+            _build(c), _build(c, "warm_build_s"), _build(s.get("numpy")), _build(jx),
+            _build(s.get("pytensor")), _build(s.get("casadi")), over_jax(nb), over_jax(c)]
 
 
 def _target(t: dict) -> list[str]:
     measured = f"{t['measured']:.2f}x" if t["measured"] is not None else "-"
     status = t["status"] if t["status"] != "failed" else f"failed ({t['why']})"
-    return [t["target"], f"<= {t['limit']:.1f}x", measured, status]
+    system = SYSTEM_NAMES.get(t.get("system", "numba"), "-")
+    return [system, t["target"], f"<= {t['limit']:.1f}x", measured, status]
+
+
+def goal_summary(rows: list[dict]) -> list[str]:
+    """The goals' counts per compiled target, and how many goals (a row's target, such as
+    run time / JAX) at least one compiled target meets."""
+    counts: dict[str, dict[str, int]] = {}
+    either: dict[tuple[str, str], bool] = {}
+    for r in rows:
+        for t in r.get("targets", []):
+            system = t.get("system", "numba")
+            per = counts.setdefault(system, {})
+            per[t["status"]] = per.get(t["status"], 0) + 1
+            key = (r["row"], t["target"])
+            either[key] = either.get(key, False) or t["status"] == "met"
+    out = [f"Targets, {SYSTEM_NAMES[s]}: " + ", ".join(f"{n} {k}" for k, n in
+                                                      sorted(per.items()))
+           for s, per in counts.items()]
+    if len(counts) > 1:
+        out.append(f"Goals met by at least one compiled target: {sum(either.values())} of "
+                   f"{len(either)}")
+    return out
 
 
 def _markdown(table: dict) -> list[str]:
@@ -148,7 +187,8 @@ def header(results: dict) -> str:
 
 def render(results: dict) -> list[str]:
     """All tables, as Markdown lines."""
-    out = [f"# backend='numba' against its peers ({results['date']})", "", header(results)]
+    out = [f"# The compiled targets against their peers ({results['date']})", "",
+           header(results)]
     out += [f"Skipped {peer}: {note}" for peer, note in results.get("skipped_peers", {}).items()]
     for table in tables(results):
         out += _markdown(table)
@@ -157,10 +197,7 @@ def render(results: dict) -> list[str]:
     if failures:
         out += ["", "Failed cells:", ""]
         out += [f"- {', '.join(_name(r))}, {SYSTEM_NAMES[k]}: {err}" for r, k, err in failures]
-    counts: dict[str, int] = {}
-    for t in (t for r in results["rows"] for t in r.get("targets", [])):
-        counts[t["status"]] = counts.get(t["status"], 0) + 1
-    out += ["", "Targets: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))]
+    out += ["", *goal_summary(results["rows"])]
     return out + fallbacks(results["rows"])
 
 
@@ -175,7 +212,8 @@ def measured(results: dict, title: str) -> dict:
                    "the figures to read",
         "method": header(results),
         "tables": tables(results),
-        "notes": ["What stayed NumPy (`sg.stats(..., backend=\"numba\")`), worst first:",
+        "notes": [*goal_summary(results["rows"]),
+                  "What stayed NumPy (`sg.stats(..., backend=\"numba\")`), worst first:",
                   "\n".join(fallbacks(results["rows"])[3:])],
     }
 

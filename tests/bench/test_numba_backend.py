@@ -25,7 +25,7 @@ pytest.importorskip("numba")
 
 
 def test_quick_run_of_two_rows_records_checks_and_renders(x64, tmp_path):
-    systems = ("numba", "numpy", "hand", "jax", "casadi")
+    systems = ("numba", "c", "numpy", "hand", "jax", "casadi")
     res = nb.run(["w3_rosenbrock_public", "w4_python"], budget=0.01, quick=True,
                  log=lambda *a: None, systems=systems)
     json.dumps(res)  # plain data
@@ -40,14 +40,19 @@ def test_quick_run_of_two_rows_records_checks_and_renders(x64, tmp_path):
         assert s["numba"]["build_s"] > 0 and "native compile" in s["numba"]["build_seconds"]
         assert row["ratios"]["numpy"]["median"] > 0
         assert row["ratios"]["fastest_peer"]["peer"] in nb.PEERS
+        assert "error" not in s["c"] and s["c"]["err"] < 1e-12 and s["c"]["warm_build_s"] > 0
+        assert row["ratios_c"]["numpy"]["median"] > 0 and "numba" in row["ratios_c"]
         statuses = {t["status"] for t in row["targets"]}
         assert statuses <= {"met", "not met"} and row["targets"]
+        assert {t["system"] for t in row["targets"]} == {"numba", "c"}
         assert row["numba"]["kernels"] >= 1
     w4 = res["rows"][1]
     assert w4["config"] == {"L": nb.QUICK_W4_L} and w4["numba"]["compiled_scans"] >= 1
     text = "\n".join(numba_tables.render(res))
     for part in ("W3 Rosenbrock n1000 | public", "W4 chain L1e4 (Python loop) | public",
-                 "## The compiled target's goals", "What stayed NumPy", "CasADi"):
+                 "## The compiled targets' goals", "What stayed NumPy", "CasADi",
+                 "symgrad-C's time over each system's", "Targets, symgrad-C:",
+                 "Goals met by at least one compiled target"):
         assert part in text
     from benchmarks import tables  # the documentation's form of the same tables
 
@@ -65,6 +70,7 @@ def _row(**ratios):
 
 def test_targets_are_judged_met_not_met_or_failed():
     got = {t["target"]: t for t in nb.targets(_row(jax=0.9, hand=1.2, numpy=1.0))}
+    assert {t["system"] for t in got.values()} == {"numba"}  # no C cell: no C goals
     assert got["run time / jax.jit(grad)"]["status"] == "met"
     assert got["run time / hand NumPy"]["status"] == "not met"
     assert got["run time / symgrad NumPy backend"]["status"] == "met"
@@ -75,6 +81,25 @@ def test_targets_are_judged_met_not_met_or_failed():
     got = {t["target"]: t for t in nb.targets(failed)}
     assert got["run time / jax.jit(grad)"]["status"] == "failed"
     assert "ImportError" in got["cold build / JAX cold jit"]["why"]
+
+
+def test_each_compiled_target_is_judged_on_its_own_ratios_and_build():
+    """The C target's goals read its own paired ratios and cold build; the summary counts
+    a goal met where either compiled target meets it."""
+    row = _row(jax=1.3, hand=0.9, numpy=1.2)
+    row["systems"]["c"] = {"build_s": 1.0}
+    row["ratios_c"] = {k: {"median": v, "min": v, "max": v}
+                       for k, v in {"jax": 0.8, "hand": 1.1, "numpy": 0.9}.items()}
+    row["targets"] = nb.targets(row)
+    got = {(t["system"], t["target"]): t["status"] for t in row["targets"]}
+    assert got[("numba", "run time / jax.jit(grad)")] == "not met"
+    assert got[("c", "run time / jax.jit(grad)")] == "met"
+    assert got[("c", "run time / hand NumPy")] == "not met"
+    assert got[("c", "cold build / JAX cold jit")] == "met"  # 1.0 s / 4.0 s <= 0.5
+    assert got[("numba", "cold build / JAX cold jit")] == "not met"  # 3.0 s / 4.0 s
+    lines = numba_tables.goal_summary([{**row, "row": "r"}])
+    assert "Goals met by at least one compiled target: 4 of 4" in lines
+    assert "Targets, symgrad-C: 3 met, 1 not met" in lines
 
 
 def test_account_splits_numpy_calls_between_scans_and_driver(monkeypatch):
@@ -126,6 +151,9 @@ def test_account_names_a_call_of_several_results_by_its_op_and_results():
 def test_command_line_rows_and_options():
     args = nb.parse(["--quick", "w5_lstm_public", "--systems", "numba,hand"])
     assert args.rows == ["w5_lstm_public"] and args.systems == ("numba", "hand")
+    assert nb.parse(["--systems", "c,jax"]).systems == ("c", "jax")
+    with pytest.raises(SystemExit):
+        nb.parse(["--systems", "jax,hand"])  # no compiled target to judge
     assert args.budget == 0.05 and args.out.name == "numba_backend_quick.json"
     args = nb.parse(["1.5", "w1_mlp"])  # the older form: BUDGET ROW ...
     assert args.budget == 1.5 and args.rows == ["w1_mlp"] and not args.quick
