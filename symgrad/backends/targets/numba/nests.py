@@ -500,13 +500,18 @@ def _filled_lines(site: Site, value: str | None) -> list[str]:
     return [f"{site.out} = np.full({shape_of(n)!r}, {value}, dtype={site.ctor})"]
 
 
-def _constant_of(site: Site) -> list[str]:
-    """eye, arange, linspace: the op's own values (static), written as a literal array."""
+def _value_of(site: Site) -> np.ndarray:
+    """The values of constant op ``site.node`` (eye, arange, linspace): NumPy's."""
     from ....ops import REGISTRY
 
     op = REGISTRY[site.node.op]
-    value = np.asarray(op.impl(**{k: site.attrs[k] for k in site.attrs if k in _CONST_KEYS[
+    return np.asarray(op.impl(**{k: site.attrs[k] for k in site.attrs if k in _CONST_KEYS[
         site.node.op]}))
+
+
+def _constant_of(site: Site) -> list[str]:
+    """eye, arange, linspace: the op's own values (static), written as a literal array."""
+    value = _value_of(site)
     items = ", ".join(scalar_source(v) for v in value.ravel().tolist())
     text = f"np.array([{items}], dtype={site.ctor})"
     return [f"{site.out} = {text}" if value.ndim == 1 else
@@ -527,6 +532,65 @@ def _eye(site: Site) -> list[str]:
             f"    {site.out}[{i}, {i} + {k}] = 1"]
 
 
+def _spaced(site: Site) -> list[str]:
+    """arange, linspace: a literal array where small; else a loop computing each element by
+    NumPy's own formula (:func:`_arange_steps`, :func:`_linspace_steps`), which this checks
+    gives NumPy's values to the bit (a literal where it does not)."""
+    value = _value_of(site)
+    if value.size <= LITERAL_MAX:
+        return _constant_of(site)
+    steps = (_arange_steps if site.node.op == "arange" else _linspace_steps)(site, value)
+    return steps if steps is not None else _constant_of(site)
+
+
+def _arange_steps(site: Site, value: np.ndarray) -> list[str] | None:
+    """NumPy's arange: its first two values ``start`` and ``start + step`` (Python's sum)
+    in the dtype, then ``first + i * (second - first)`` in the dtype (its ``fill``)."""
+    a, t = site.attrs, np.dtype(value.dtype).type
+    if value.dtype.kind not in "fi":
+        return None
+    with np.errstate(all="ignore"):
+        first, second = t(a["start"]), t(a["start"] + a["step"])
+        mine = first + np.arange(value.size).astype(value.dtype) * (second - first)
+        mine[:2] = first, second
+    if mine.tobytes() != value.tobytes():
+        return None
+    c, i, d = site.ctor, site.fresh("i"), site.fresh("d")
+    v0, v1 = f"{c}({scalar_source(first.item())})", f"{c}({scalar_source(second.item())})"
+    return [f"{site.out} = np.empty({value.size}, dtype={c})",
+            f"{site.out}[0] = {v0}",
+            f"{site.out}[1] = {v1}",
+            f"{d} = {v1} - {v0}",
+            f"for {i} in range(2, {value.size}):",
+            f"    {site.out}[{i}] = {v0} + {c}({i}) * {d}"]
+
+
+def _linspace_steps(site: Site, value: np.ndarray) -> list[str] | None:
+    """NumPy's linspace: ``i * step + start`` in float64 (``step = (stop - start) / div``),
+    ``stop`` last where it is an endpoint, floored for an integer dtype, then the dtype."""
+    a, n = site.attrs, value.size
+    start, stop = float(a["start"]), float(a["stop"])
+    step = (stop - start) / (n - 1 if a["endpoint"] else n)
+    floor = value.dtype.kind == "i"
+    if value.dtype.kind not in "fi":
+        return None
+    with np.errstate(all="ignore"):
+        mine = np.arange(n, dtype=np.float64) * step + start
+        if a["endpoint"]:
+            mine[-1] = stop
+        mine = (np.floor(mine) if floor else mine).astype(value.dtype)
+    if mine.tobytes() != value.tobytes():
+        return None
+    c, i = site.ctor, site.fresh("i")
+    v = f"np.float64({i}) * {scalar_source(step)} + {scalar_source(start)}"
+    lines = [f"{site.out} = np.empty({n}, dtype={c})",
+             f"for {i} in range({n}):",
+             f"    {site.out}[{i}] = {c}({f'np.floor({v})' if floor else v})"]
+    if a["endpoint"]:
+        lines.append(f"{site.out}[{n - 1}] = {c}({scalar_source(stop)})")
+    return lines
+
+
 LITERAL_MAX = 64  # elements of a constant written as a literal array inside compiled code
 _CONST_KEYS = {"eye": ("N", "M", "k", "dtype"), "arange": ("start", "stop", "step", "dtype"),
                "linspace": ("start", "stop", "num", "endpoint", "dtype")}
@@ -545,7 +609,7 @@ FORMS: dict[str, Callable[[Site], list[str]]] = {
     **PRODUCT_FORMS,
     **dict.fromkeys(("zeros", "zeros_like"), _filled("0")),
     **dict.fromkeys(("ones", "ones_like"), _filled("1")), "full": _filled(None),
-    **dict.fromkeys(("arange", "linspace"), _constant_of), "eye": _eye,
+    **dict.fromkeys(("arange", "linspace"), _spaced), "eye": _eye,
 }
 
 # the forms whose result may share memory with an operand (or be read only): a value
