@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from ....ir.shapes import is_complex
 from ....ops.indexing import split_parts
 from ..numpy.table import scalar_source
 from .nest_base import Site, Writer, affine, aligned, at, axes_of, cast, copy_map, shape_of
@@ -58,7 +59,7 @@ _NAN_MIN = "if {v} < {acc} or {v} != {v}:"
 # operand's) of each reduction
 _REDUCE = {
     "sum": ("{T}(0)", ["{acc} += {v}"], "{acc}", "out"),
-    "mean": ("{T}(0)", ["{acc} += {v}"], "{T}({acc} / {T}({count}))", "out"),
+    "mean": ("{T}(0)", ["{acc} += {v}"], "{T}({quotient})", "out"),
     "prod": ("{T}(1)", ["{acc} *= {v}"], "{acc}", "out"),
     "max": ("{first}", [_NAN_MAX, "    {acc} = {v}"], "{acc}", "x"),
     "min": ("{first}", [_NAN_MIN, "    {acc} = {v}"], "{acc}", "x"),
@@ -94,7 +95,11 @@ def _reduce(site: Site) -> list[str]:
         w(line.format(acc=acc, v=v))
     w.end(len(axes))
     oidx = [idx[a] if a not in axes else "0" for a in range(len(xs)) if a not in axes or keep]
-    value = finish.format(acc=acc, T=T, count=count)
+    # a complex quotient by np.divide, NumPy's complex division (Numba's "/" raises at a
+    # count of 0 and rounds otherwise)
+    quotient = (f"np.divide({acc}, {T}({count}))" if is_complex(n.dtype)
+                else f"{acc} / {T}({count})")
+    value = finish.format(acc=acc, T=T, quotient=quotient)
     held = {"out": n.dtype, "x": x.dtype}.get(held, held)
     w.set(site.out, out, oidx, cast(n.dtype, value, held))
     return w.lines

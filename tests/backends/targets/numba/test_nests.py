@@ -48,3 +48,20 @@ def test_long_aranges_and_linspaces_are_loops_with_numpys_values_to_the_bit():
 def test_a_short_arange_stays_a_literal():
     src = sg.to_source(sg.arange(5) * 1 + 0, [], backend="numba")
     assert "np.array([0, 1, 2, 3, 4], dtype=np.int64)" in src
+
+
+def test_a_complex_mean_is_numpys_to_the_bit_and_nan_over_an_empty_axis():
+    """NumPy's complex mean multiplies the sum by the count's reciprocal (its complex
+    division); over an empty axis it is NaN, not a ZeroDivisionError (Numba's own "/").
+    Rows of 3 values: NumPy sums fewer than 4 complex values in order (more, pairwise)."""
+    z, e = sg.var("z", (40, 3), "complex128"), sg.var("e", (3, 0), "complex128")
+    outs = [sg.mean(z * 2, axis=1) * 2, sg.mean(e * 2, axis=1) * 2]
+    rng = np.random.default_rng(5)
+    env = {"z": rng.standard_normal((40, 3)) + 1j * rng.standard_normal((40, 3)),
+           "e": np.zeros((3, 0), complex)}
+    fn = sg.compile(outs, ["z", "e"], backend="numba")
+    assert not fn.numpy_ops, fn.numpy_ops
+    with np.errstate(all="ignore"):
+        got, want = fn(**env), sg.compile(outs, ["z", "e"])(**env)
+    assert got[0].tobytes() == want[0].tobytes()
+    assert np.isnan(got[1].real).all() and np.isnan(got[1].imag).all()
