@@ -2,7 +2,8 @@
 
 Per workload and spelling, as below.
 
-``python -m benchmarks.c_backend [--quick] [--budget S] [--measured [PATH]] [ROW ...]``
+``python -m benchmarks.c_backend [--quick] [--budget S] [--builds N] [--measured [PATH]]
+[ROW ...]``
 
 Rows: the gradient rows of :mod:`.numba_backend` (W1 MLP, W2 GMM at both sizes, W3
 Rosenbrock, W5 LSTM, each in the ``ours`` and ``public`` spellings). Per row, in ONE
@@ -12,7 +13,11 @@ process (restarted with one thread for BLAS, Numba and XLA, float64):
   symgrad-C cold (an empty symgrad cache in a fresh folder: the C compiler runs), then
   warm (the library found in that cache), symgrad-numba cold (a fresh cache; Numba already
   imported and its first compile done by a warm-up), the NumPy backend, JAX's cold
-  ``jit`` (trace, compile, first call; JAX's backend started by the warm-up);
+  ``jit`` (trace, compile, first call; JAX's backend started by the warm-up); then
+  ``--builds`` rounds (default 5) of a cold C build and a cold JAX jit in turn
+  (:func:`paired_builds`): the table's cold builds are their medians, and its C / JAX
+  figure the median of the per-round ratios (one build each is at the mercy of the
+  machine's other work);
 * **checks**: each gradient against the hand-written NumPy one (normwise relative error;
   above 1e-8 the system is marked wrong and not timed);
 * **run time**: all systems sampled in turn (:func:`.common.interleaved`), the median per
@@ -37,6 +42,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from . import common, numba_peers
 from .numba_backend import BUILD_TARGETS, ROWS
 
@@ -48,12 +55,21 @@ BY_NAME = {r.name: r for r in GRAD_ROWS}
 TOL = 1e-8
 
 
+def _c_build(mod: Any, wcfg: dict, args: tuple, cache: str) -> numba_peers.System:
+    """symgrad-C's build with the cache folder ``cache`` and no library already loaded in
+    this process (the cold build compiles; the warm one reads the library from disk)."""
+    from symgrad.backends.targets.c import build
+
+    build._LOADED.clear()
+    return numba_peers.symgrad_grad(mod, wcfg, args, "c", cache)
+
+
 def _systems(mod: Any, wcfg: dict, params: tuple, data: tuple) -> dict:
     args = (*params, *data)
     c_cache = tempfile.mkdtemp(prefix="sg-c-bench-")
     return {
-        "c": lambda: numba_peers.symgrad_grad(mod, wcfg, args, "c", c_cache),
-        "c_warm": lambda: numba_peers.symgrad_grad(mod, wcfg, args, "c", c_cache),
+        "c": lambda: _c_build(mod, wcfg, args, c_cache),
+        "c_warm": lambda: _c_build(mod, wcfg, args, c_cache),
         "numba": lambda: numba_peers.symgrad_grad(mod, wcfg, args, "numba",
                                                   tempfile.mkdtemp(prefix="sg-c-bench-")),
         "numpy": lambda: numba_peers.symgrad_grad(mod, wcfg, args, "numpy",
@@ -62,8 +78,22 @@ def _systems(mod: Any, wcfg: dict, params: tuple, data: tuple) -> dict:
     }
 
 
-def measure_row(row: Any, budget: float, quick: bool, log=print) -> dict:
-    """Builds, checks and paired run times of one row."""
+def paired_builds(mod: Any, wcfg: dict, params: tuple, data: tuple, rounds: int
+                  ) -> dict:
+    """``rounds`` more cold builds of symgrad-C (each in a fresh cache folder) and of
+    JAX's jit, in turn: their seconds and the median of the per-round ratios."""
+    args = (*params, *data)
+    c, jax = [], []
+    for _ in range(rounds):
+        c.append(_c_build(mod, wcfg, args, tempfile.mkdtemp(prefix="sg-c-bench-")).build_s)
+        jax.append(numba_peers.jax_grad(mod, wcfg, params, data).build_s)
+    return {"c": c, "jax": jax,
+            "ratio": common.paired_ratio(np.array(c), np.array(jax))}
+
+
+def measure_row(row: Any, budget: float, quick: bool, log=print, builds: int = 1) -> dict:
+    """Builds, checks and paired run times of one row (and ``builds`` paired rounds of
+    cold builds: C's and JAX's, in turn)."""
     mod = importlib.import_module(f"benchmarks.{row.module}")
     wcfg = mod.SMOKE_CONFIG if quick else mod.CONFIGS[row.config]
     params, data = mod.inputs(wcfg)
@@ -87,6 +117,11 @@ def measure_row(row: Any, budget: float, quick: bool, log=print) -> dict:
         if err <= TOL and name != "c_warm":
             built[name] = system
         log(f"  {name}: build {system.build_s:.2f} s, err {err:.1e}")
+    if "c" in built and "jax" in built and builds > 0:
+        rec["builds"] = paired_builds(mod, wcfg, params, data, builds)
+        b = rec["builds"]
+        log(f"  cold builds: C {[round(t * 1e3, 1) for t in b['c']]} ms, JAX "
+            f"{[round(t * 1e3, 1) for t in b['jax']]} ms: C / JAX {b['ratio']:.2f}x")
     if "c" in built:
         names = list(built)
         samples = common.interleaved([built[n].call for n in names], budget=budget)
@@ -101,16 +136,20 @@ def measure_row(row: Any, budget: float, quick: bool, log=print) -> dict:
 def _row_cells(rec: dict) -> list:
     s, ratios = rec["systems"], rec.get("ratios", {})
 
+    rounds = rec.get("builds", {})
+
     def build(name: str) -> str:
-        return f"{s[name]['build_s']:.2f} s" if "build_s" in s.get(name, {}) else "—"
+        if name in rounds:  # the median of the paired cold builds
+            return f"{float(np.median(rounds[name])):.3f} s"
+        return f"{s[name]['build_s']:.3f} s" if "build_s" in s.get(name, {}) else "—"
 
     def ratio(name: str) -> str:
         return f"{ratios[name]:.2f}x" if name in ratios else "—"
 
     jax_build = s.get("jax", {}).get("build_s")
     limit = BUILD_TARGETS.get(rec["family"])
-    over = (s["c"]["build_s"] / jax_build) if jax_build and "build_s" in s.get("c", {}) \
-        else None
+    over = rounds["ratio"] if rounds else \
+        (s["c"]["build_s"] / jax_build) if jax_build and "build_s" in s.get("c", {}) else None
     build_goal = "—" if over is None or limit is None else \
         f"{over:.2f}x ({'met' if over <= limit else 'not met'}: <= {limit}x)"
     run_goal = "—" if "numpy" not in ratios else \
@@ -140,7 +179,9 @@ def measured(results: dict) -> dict:
         "method": "One process, one thread per library. Builds: trace, gradient, compile and "
                   "first call, each with an empty symgrad cache (the C compiler runs; Numba "
                   "compiles), then C again from its cache (warm); JAX's cold jit in the same "
-                  "process after a warm-up started its backend. Run times: every system "
+                  "process after a warm-up started its backend. C's and JAX's cold builds: "
+                  "the medians of paired rounds (one of each in turn), and the median of the "
+                  "per-round ratios. Run times: every system "
                   "sampled in turn (paired), the median of per-iteration ratios. Gradients "
                   "checked against hand NumPy (normwise relative error <= 1e-8).",
         "tables": [{"caption": "symgrad-C against its peers, both spellings",
@@ -158,7 +199,7 @@ def warm_up(log=print) -> None:
             log(f"warm-up of {name} failed: {type(exc).__name__}: {exc}")
 
 
-def run(names: list[str], budget: float, quick: bool, log=print) -> dict:
+def run(names: list[str], budget: float, quick: bool, log=print, builds: int = 5) -> dict:
     from . import report
 
     meta = report.machine_info()
@@ -167,7 +208,7 @@ def run(names: list[str], budget: float, quick: bool, log=print) -> dict:
     rows = []
     for name in names:
         log(name)
-        rows.append(measure_row(BY_NAME[name], budget, quick, log))
+        rows.append(measure_row(BY_NAME[name], budget, quick, log, builds))
     return {"benchmark": "c_backend", "quick": quick, "budget_s": budget,
             "command": "python -m benchmarks.c_backend " + " ".join(sys.argv[1:]),
             "date": meta["date"], "machine": meta, "loadavg": [load0, os.getloadavg()[0]],
@@ -181,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("rows", nargs="*", help=f"rows (default: all of {sorted(BY_NAME)})")
     ap.add_argument("--quick", action="store_true", help="smoke sizes, a short budget")
     ap.add_argument("--budget", type=float, default=None, help="timing seconds per row")
+    ap.add_argument("--builds", type=int, default=None,
+                    help="paired cold builds of C and JAX per row (default 5; --quick 1)")
     ap.add_argument("--measured", type=Path, nargs="?", const=MEASURED, default=None,
                     help="also write the table for the docs")
     args = ap.parse_args(argv)
@@ -194,7 +237,8 @@ def main(argv: list[str] | None = None) -> int:
         os.execve(sys.executable, [sys.executable, "-m", "benchmarks.c_backend", *argv], env)
     budget = args.budget if args.budget is not None else (0.05 if args.quick else 3.0)
     t0 = time.perf_counter()
-    results = run(args.rows or list(BY_NAME), budget, args.quick)
+    builds = args.builds if args.builds is not None else (1 if args.quick else 5)
+    results = run(args.rows or list(BY_NAME), budget, args.quick, builds=builds)
     results["wall_s"] = time.perf_counter() - t0
     out = RESULTS.with_name("c_backend_quick.json") if args.quick else RESULTS
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -9,6 +9,12 @@ function). They are sampled in turn in one loop; the figures are the fastest sam
 each (the machine's interference only ever adds time) and the paired medians: µs over raw
 and × raw. Target: at most 5 µs over raw.
 
+``backend="c"``'s calls (:func:`measure_c`, where a C compiler is found): one C function
+of two arrays called through :mod:`ctypes` with each array passed as the object (the C
+reads its data pointer: the C target's way), as ``c_void_p`` of ``arr.ctypes.data`` and of
+``arr.__array_interface__``; and the raw gradient of Rosenbrock at n = 10 compiled by the C,
+Numba and NumPy backends (µs per call, fastest sample).
+
 Run: ``PYTHONPATH=. python -m benchmarks.call_overhead`` (prints one JSON line per case).
 """
 
@@ -96,6 +102,50 @@ def measure(budget: float = 3.0) -> list[dict]:
     return out
 
 
+_C_TEXT = """
+#define SG_DATA(o) (*(void **)((char *)(o) + SG_DATA_OFFSET))
+static int copy(const double *x, double *y) { y[0] = x[0]; return 0; }
+int by_object(void *x, void *y) { return copy(SG_DATA(x), SG_DATA(y)); }
+int by_pointer(const double *x, double *y) { return copy(x, y); }
+"""
+
+
+def measure_c(budget: float = 2.0) -> list[dict]:
+    """The C target's call costs (see the module): µs per call, the fastest sample."""
+    import ctypes
+    import shutil
+
+    if shutil.which(os.environ.get("CC") or "cc") is None and shutil.which("gcc") is None:
+        return []
+    import symgrad as sg
+    from symgrad.backends.targets.c import build
+
+    lib = build.load_library(_C_TEXT, {"by_object": ("p", "p")})
+    by_pointer = lib.by_pointer
+    by_pointer.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    by_pointer.restype = ctypes.c_int
+    x, y = np.arange(10.0), np.empty(10)
+    calls = {
+        "ctypes: arrays as objects (py_object)": lambda: lib.by_object(x, y),
+        "ctypes: c_void_p of arr.ctypes.data": lambda: by_pointer(x.ctypes.data, y.ctypes.data),
+        "ctypes: c_void_p of __array_interface__": lambda: by_pointer(
+            x.__array_interface__["data"][0], y.__array_interface__["data"][0]),
+    }
+    v = sg.var("x", shape=(10,))
+    for backend in ("c", "numba", "numpy"):
+        try:
+            raw = sg.compile(sg.grad(rosen_expr(v), v), backend=backend).raw
+        except ImportError:  # no Numba
+            continue
+        raw(x)
+        calls[f"raw gradient, rosen n=10, backend={backend!r}"] = lambda raw=raw: raw(x)
+    samples = common.interleaved(list(calls.values()), budget=budget, min_samples=41,
+                                 max_samples=401)
+    return [{"case": label, "call_us": round(float(t.min()) * 1e6, 2),
+             "median_us": round(float(np.median(t)) * 1e6, 2)}
+            for label, t in zip(calls, samples)]
+
+
 if __name__ == "__main__":
-    for row in measure():
+    for row in [*measure(), *measure_c()]:
         print(json.dumps(row))

@@ -31,6 +31,8 @@ def test_one_row_records_builds_checks_and_renders(x64, tmp_path, monkeypatch):
     assert c["err"] < 1e-12 and c["build_s"] > 0 and c["compiled"] >= 1
     assert rec["systems"]["c_warm"]["build_s"] > 0 and c["median_s"] > 0
     assert rec["ratios"]["numpy"] > 0
+    builds = rec["builds"]  # a paired round of cold builds: C's and JAX's
+    assert len(builds["c"]) == len(builds["jax"]) == 1 and builds["ratio"] > 0
     results = {"command": "python -m benchmarks.c_backend --quick", "date": "today",
                "machine": {"cpu": "a CPU", "cores": 1}, "loadavg": [0.0, 0.0],
                "rows": [rec]}

@@ -1,17 +1,27 @@
 """Compiling a ``backend="c"`` module's C text and loading it with :mod:`ctypes`.
 
 :func:`load_library` is what a generated module calls, once, when it is run: it hashes
-the C text with the compiler's command line, and looks in ``<cache>/c/<hash>/`` (the
-folder rules of :mod:`symgrad.backends.disk_cache`: private, verified) for ``module.so``
-whose SHA-256 is the one recorded in ``module.json`` when this code wrote it; a missing,
-changed or unrecorded library is never loaded: the C text is compiled again. Otherwise
-the system C compiler (``$CC``, else ``cc``, ``gcc`` or ``clang`` on ``PATH``) builds it
-with IEEE arithmetic as NumPy's — ``-O2 -fno-fast-math -ffp-contract=off`` (no fused
-multiply-add: the same roundings as NumPy's separate operations) ``-fno-math-errno``
-(no value changes; ``sqrt`` inlined) ``-fwrapv`` (integer overflow wraps, as NumPy's) —
-as C99, position-independent, shared, linked with ``-lm``. No compiler is a
-:class:`~symgrad.errors.BackendError` naming the fix; a compiler's error is one with the
-compiler's message; a C text over :data:`MAX_SOURCE_BYTES` is a
+the C text with the compiler (its path, size and date), the flags and the route below, and
+looks in ``<cache>/c/<hash>/`` (the folder rules of :mod:`symgrad.backends.disk_cache`:
+private, verified) for ``module.so`` whose SHA-256 is the one recorded in ``module.json``
+when this code wrote it; a missing, changed or unrecorded library is never loaded: the C
+text is compiled again. Otherwise the system C compiler (``$CC``, else ``cc``, ``gcc`` or
+``clang`` on ``PATH``) builds it with IEEE arithmetic as NumPy's — ``-O2 -fno-fast-math
+-ffp-contract=off`` (no fused multiply-add: the same roundings as NumPy's separate
+operations) ``-fno-math-errno`` (no value changes; ``sqrt`` inlined) ``-fwrapv`` (integer
+overflow wraps, as NumPy's) — as C99, position-independent, shared, linked with ``-lm``.
+
+Two routes (:data:`ROUTES`), tried in turn: :data:`LEAN`, one compiler run that parses no
+system header (the C text declares the few C library names it uses) and, on Linux, links
+without the C runtime's start files and libraries (``-nostdlib``: the process has them;
+``-lm`` still binds the math functions' versions); and :data:`DRIVER`, the compiler's
+plain route with the system headers. Where the lean route fails (its compile, its link, or
+loading its library: an unresolved name), the driver route builds the library, the
+failure is recorded in the cache (that C text does not try it again) and this process
+stops trying it with that compiler: never a broken library, at worst one more compile.
+
+No compiler is a :class:`~symgrad.errors.BackendError` naming the fix; a compiler's error
+is one with the compiler's message; a C text over :data:`MAX_SOURCE_BYTES` is a
 :class:`~symgrad.errors.LimitError` before anything runs.
 
 >>> lib = load_library("int half(long long n) { return (int)(n / 2); }", {"half": ("int64",)})
@@ -25,21 +35,26 @@ import ctypes
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ....base.errors import BackendError, LimitError
 from ....base.progress import step
 from ... import disk_cache
+from .scalars import DECLARATIONS
 
-__all__ = ["FLAGS", "MAX_SOURCE_BYTES", "compiler", "data_offset", "failure", "load_library"]
+__all__ = ["DRIVER", "FLAGS", "LEAN", "MAX_SOURCE_BYTES", "ROUTES", "Route", "compiler",
+           "data_offset", "failure", "load_library"]
 
 FLAGS = ("-std=c99", "-O2", "-fno-fast-math", "-ffp-contract=off", "-fno-math-errno",
-         "-fwrapv", "-fPIC", "-shared", "-pipe")
+         "-fwrapv", "-fPIC", "-pipe")
 MAX_SOURCE_BYTES = 64 << 20  # a C text this long would take the compiler minutes
 COMPILE_TIMEOUT_S = 1800.0
 
@@ -47,6 +62,44 @@ _ARG = {"p": ctypes.py_object, "float64": ctypes.c_double, "float32": ctypes.c_f
         "int64": ctypes.c_int64, "int32": ctypes.c_int32, "bool": ctypes.c_bool}
 _LOADED: dict[str, Any] = {}
 _LOCK = threading.Lock()
+_LEAN_FAILED: set[str] = set()  # compilers whose lean route failed where the driver's did not
+
+
+@dataclass(frozen=True)
+class Route:
+    """One way from C text to a shared library: one compiler run, ``[cc, *FLAGS, *flags,
+    *defines, "-o", library, source, *libs]`` (:meth:`command`)."""
+
+    name: str
+    flags: tuple[str, ...]
+    libs: tuple[str, ...] = ("-lm",)
+    math_only: bool = False  # the libraries only where the text calls a math function
+
+    def command(self, cc: str, data: bytes, out: str = "OUT", source: str = "SOURCE"
+                ) -> list[str]:
+        """The compiler's command line building ``out`` from ``source`` (holding C text
+        ``data``): ``-DSG_DATA_OFFSET`` (:func:`data_offset`) where the text reads an
+        array's data pointer."""
+        defines = [f"-DSG_DATA_OFFSET={data_offset()}"] if b"SG_DATA(" in data else []
+        libs = self.libs if not self.math_only or _MATH_CALL.search(data) else ()
+        return [cc, *FLAGS, *self.flags, *defines, "-o", out, source, *libs]
+
+
+# a call of a C math function the prelude declares (every one the C target writes): the
+# lean route links -lm only for such a text (the link's share of a small build is a fifth)
+_MATH_NAMES = re.findall(rb"SG_MATH[12]\(([a-z]\w*)\)", DECLARATIONS.encode())
+_MATH_CALL = re.compile(rb"\b(?:" + b"|".join(_MATH_NAMES) + rb")(?:f|##F)?\s*\(")
+
+_ELF = sys.platform.startswith(("linux", "freebsd"))
+LEAN = Route("lean", ("-Werror=implicit-function-declaration", "-shared",
+                      *(("-nostdlib",) if _ELF else ())), math_only=True)
+"""No system header parsed (``SG_SYSTEM_HEADERS`` undefined: the C text declares what it
+uses, and a function it does not declare fails this route); on ELF systems no start files
+nor C library linked (the loading process has them), and ``-lm`` (its versioned names)
+only for a text calling a math function."""
+DRIVER = Route("driver", ("-DSG_SYSTEM_HEADERS", "-shared"))
+"""The compiler's plain route: the system headers, the driver's own link."""
+ROUTES = (LEAN, DRIVER)
 
 
 def compiler() -> str:
@@ -72,7 +125,8 @@ def compiler() -> str:
 def load_library(source: str, signatures: dict[str, tuple[str, ...]]) -> Any:
     """The loaded library of C text ``source`` (our own generated text), each function of
     ``signatures`` (name -> its parameters' kinds: ``"p"`` a NumPy array, passed as the
-    object, whose data pointer the C reads at :func:`data_offset`; else a scalar's dtype)
+    object, whose data pointer the C reads at :func:`data_offset`, compiled in as
+    ``SG_DATA_OFFSET``; else a scalar's dtype)
     typed for :mod:`ctypes`, returning ``int`` (0: done)."""
     data = source.encode()
     if len(data) > MAX_SOURCE_BYTES:
@@ -80,19 +134,13 @@ def load_library(source: str, signatures: dict[str, tuple[str, ...]]) -> Any:
                          f"{MAX_SOURCE_BYTES:,}-byte budget; compile smaller functions, or "
                          "use backend='numba' or backend='numpy'")
     cc = compiler()
-    key = hashlib.sha256(b"\0".join([data, cc.encode(), *(f.encode() for f in FLAGS)]))
-    digest = key.hexdigest()
+    loaded = hashlib.sha256(b"\0".join([data, cc.encode()])).hexdigest()
     with _LOCK:
-        lib = _LOADED.get(digest)
+        lib = _LOADED.get(loaded)
         if lib is None:
-            lib = _LOADED[digest] = ctypes.CDLL(str(_shared_object(data, cc, digest)))
+            lib = _LOADED[loaded] = _library(data, cc)
     if signatures:
         _bind_blas(lib)
-        if "p" in {k for kinds in signatures.values() for k in kinds}:
-            setter = lib.sg_set_data_offset
-            setter.argtypes = [ctypes.c_long]
-            setter.restype = None
-            setter(data_offset())
     for name, kinds in signatures.items():
         f = getattr(lib, name)
         f.argtypes = [_ARG[k] for k in kinds]
@@ -100,8 +148,81 @@ def load_library(source: str, signatures: dict[str, tuple[str, ...]]) -> Any:
     return lib
 
 
-def _shared_object(data: bytes, cc: str, digest: str) -> Path:
-    """The path of the verified library of C text ``data``, compiled where missing."""
+def cache_key(data: bytes, cc: str, route: Route) -> str:
+    """The hash naming the library of C text ``data`` built by compiler ``cc`` on
+    ``route``: the text, the compiler (its path, and its file's size and date: an upgrade
+    is a new key) and the route's whole command line (:data:`FLAGS`, its flags, defines and
+    libraries)."""
+    try:
+        info = os.stat(cc)
+        ident = f"{info.st_size}:{info.st_mtime_ns}"
+    except OSError:
+        ident = "?"
+    parts = [data, ident.encode(), route.name.encode(),
+             *(a.encode() for a in route.command(cc, data))]
+    return hashlib.sha256(b"\0".join(parts)).hexdigest()
+
+
+class _RouteFailed(Exception):
+    """A route could not build or load the library (the next route is tried)."""
+
+
+def _library(data: bytes, cc: str) -> Any:
+    """The loaded library of C text ``data``: each route of :data:`ROUTES` in turn (the
+    lean one skipped where it failed before with ``cc``); the last route's failure is the
+    error raised."""
+    routes = [r for r in ROUTES if not (r is LEAN and cc in _LEAN_FAILED)]
+    for k, route in enumerate(routes):
+        last = k == len(routes) - 1
+        try:
+            lib = _load(data, cc, route, last)
+        except _RouteFailed:
+            continue
+        if route is not LEAN and LEAN in routes:
+            _LEAN_FAILED.add(cc)  # the lean route failed where this one did not
+        return lib
+    raise AssertionError("unreachable: the last route raises")  # pragma: no cover
+
+
+def _load(data: bytes, cc: str, route: Route, last: bool) -> Any:
+    """The library of ``data`` built on ``route`` (from the cache where it is there),
+    loaded; where it fails and this is not the ``last`` route: :class:`_RouteFailed`,
+    recorded in the entry's folder."""
+    folder = _folder(cache_key(data, cc, route))
+    so, record = folder / "module.so", folder / "module.json"
+    try:
+        held = json.loads(record.read_text())
+    except (OSError, ValueError):
+        held = {}
+    if not isinstance(held, dict):
+        held = {}
+    if held.get("failed") and not last:
+        raise _RouteFailed(held["failed"])
+    try:
+        if held.get("so") is None or disk_cache.digest(so) != held["so"]:
+            _compile(data, cc, route, folder, so)
+            disk_cache.write(record, json.dumps({"so": disk_cache.digest(so)}).encode())
+        return _open(so)
+    except (BackendError, OSError) as e:
+        if last:
+            if isinstance(e, BackendError):
+                raise
+            raise BackendError(f"backend 'c': the library {so} the C compiler built does "
+                               f"not load ({e}); use backend='numba' or backend='numpy'"
+                               ) from None
+        if so.exists():
+            so.unlink()
+        disk_cache.write(record, json.dumps({"failed": str(e)[-2000:]}).encode())
+        raise _RouteFailed(str(e)) from None
+
+
+def _open(so: Path) -> Any:
+    """Library ``so`` loaded (every name bound now: an unresolved one is an OSError)."""
+    return ctypes.CDLL(str(so))
+
+
+def _folder(digest: str) -> Path:
+    """The private cache folder of the entry ``digest`` (made where missing)."""
     folder = disk_cache.folder("c") / digest[:32]
     try:
         folder.mkdir(mode=0o700, exist_ok=True)
@@ -110,25 +231,17 @@ def _shared_object(data: bytes, cc: str, digest: str) -> Path:
         reason = str(e)
     if reason is not None:  # (the kind folder was checked: only a planted entry lands here)
         folder = Path(tempfile.mkdtemp(prefix="symgrad-c-"))
-    so, record = folder / "module.so", folder / "module.json"
-    try:
-        want = json.loads(record.read_text()).get("so")
-    except (OSError, ValueError, AttributeError):
-        want = None
-    if want is not None and disk_cache.digest(so) == want:
-        return so
-    _compile(data, cc, folder, so)
-    disk_cache.write(record, json.dumps({"so": disk_cache.digest(so)}).encode())
-    return so
+    return folder
 
 
-def _compile(data: bytes, cc: str, folder: Path, so: Path) -> None:
-    """``data`` written as ``module.c`` and compiled into ``so`` (atomically)."""
+def _compile(data: bytes, cc: str, route: Route, folder: Path, so: Path) -> None:
+    """``data`` written as ``module.c`` and compiled on ``route`` into ``so``
+    (atomically)."""
     c_file = folder / "module.c"
     disk_cache.write(c_file, data)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".module.", suffix=".so.tmp")
     os.close(fd)
-    cmd = [cc, *FLAGS, "-o", tmp, str(c_file), "-lm"]
+    cmd = route.command(cc, data, tmp, str(c_file))
     try:
         with step("compile (C)", total=1, unit="module"):
             done = subprocess.run(cmd, capture_output=True, text=True,
@@ -168,37 +281,44 @@ def failure(code: int, name: str) -> Exception:
 
 
 def _bind_blas(lib: Any) -> None:
-    """Give ``lib`` SciPy's BLAS ``dgemm``/``sgemm`` (the function pointers SciPy exports
-    for Cython, ``scipy.linalg.cython_blas``); without SciPy its products run as loops."""
+    """Give ``lib`` SciPy's BLAS ``dgemm``/``sgemm`` and LAPACK routines (the function
+    pointers SciPy exports for Cython, ``scipy.linalg.cython_blas``/``cython_lapack``),
+    each where its C text holds their setter; without SciPy its products run as loops
+    (and its LAPACK calls return 4)."""
     try:
-        from scipy.linalg import cython_blas
-
-        setter = lib.sg_set_blas
-    except (ImportError, AttributeError):  # no SciPy; a library of other C text
+        blas = lib.sg_set_blas
+    except AttributeError:  # C text without products
+        blas = None
+    try:
+        lapack = lib.sg_set_lapack
+    except AttributeError:  # C text without the LAPACK prelude
+        lapack = None
+    if blas is None and lapack is None:
+        return
+    try:
+        from scipy.linalg import cython_blas, cython_lapack
+    except ImportError:  # no SciPy
         return
     api = ctypes.pythonapi
     api.PyCapsule_GetName.restype = ctypes.c_char_p
     api.PyCapsule_GetName.argtypes = [ctypes.py_object]
     api.PyCapsule_GetPointer.restype = ctypes.c_void_p
     api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
     def pointer(module: Any, name: str) -> int:
         capsule = module.__pyx_capi__[name]
         return api.PyCapsule_GetPointer(capsule, api.PyCapsule_GetName(capsule))
 
-    setter.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
-    setter.restype = None
-    setter(pointer(cython_blas, "dgemm"), pointer(cython_blas, "sgemm"))
-    from scipy.linalg import cython_lapack
-
-    try:
-        lapack = lib.sg_set_lapack
-    except AttributeError:  # C text without the LAPACK prelude
-        return
-    names = [p + r for p in "ds" for r in ("getrf", "getri", "getrs", "potrf")]
-    table = (ctypes.c_void_p * len(names))(*(pointer(cython_lapack, n) for n in names))
-    lapack.argtypes = [ctypes.c_void_p]
-    lapack.restype = None
-    lapack(table)
+    if blas is not None:
+        blas.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        blas.restype = None
+        blas(pointer(cython_blas, "dgemm"), pointer(cython_blas, "sgemm"))
+    if lapack is not None:
+        names = [p + r for p in "ds" for r in ("getrf", "getri", "getrs", "potrf")]
+        table = (ctypes.c_void_p * len(names))(*(pointer(cython_lapack, n) for n in names))
+        lapack.argtypes = [ctypes.c_void_p]
+        lapack.restype = None
+        lapack(table)
 
 
 _OFFSET: list[int] = []

@@ -50,7 +50,7 @@ from ..numba.printer import NumbaPrinter
 from ..numpy.printer import NumpyPrinter
 from ..numpy.table import NUMPY_TYPE
 from .arrays import LAPACK_OPS, LAPACK_PRELUDE
-from .scalars import CTYPE, PRELUDE, Unsupported
+from .scalars import CTYPE, Unsupported, prelude
 from .translate import translate
 
 if TYPE_CHECKING:
@@ -106,6 +106,7 @@ class CPrinter(NumbaPrinter):
         self.c_signatures: dict[str, tuple[str, ...]] = {}
         self.c_calls: dict[str, Any] = {}  # a loop's C function -> its CFunction
         self.c_refused: dict[str, str] = {}  # a nested loop without a C form -> why
+        self.c_dtypes: dict[str, str] = {}  # the wrappers' dtype constants
 
     def step_printer(self, body: Any) -> type[Printer]:
         # a step the C target cannot compile runs on NumPy
@@ -183,13 +184,15 @@ class CPrinter(NumbaPrinter):
     def finish(self, out: list[str], code: list[str]) -> str:
         k = len(self.header())
         if self.c_functions:
-            text = "\n\n".join([PRELUDE.rstrip("\n"), LAPACK_PRELUDE.strip("\n"),
-                                 *self.c_functions])
+            functions = "\n\n".join(self.c_functions)
+            lapack = [LAPACK_PRELUDE.strip("\n")] if "sg_getrf[" in functions else []
+            text = "\n\n".join([prelude(functions).rstrip("\n"), *lapack, functions])
             sigs = call("_C_SIGNATURES = {", [f"{n!r}: {s!r}" for n, s in
                                               self.c_signatures.items()], "}", "")
             kernels = [line for kernel in self.kernels for line in ("", "", *kernel.split("\n"))]
             out[k:k] = ["", f"_C_SOURCE = r'''{text}\n'''", "", *sigs,
-                        "_C = _load_library(_C_SOURCE, _C_SIGNATURES)", *kernels]
+                        "_C = _load_library(_C_SOURCE, _C_SIGNATURES)",
+                        *(f"{n} = {v}" for n, v in sorted(self.c_dtypes.items())), *kernels]
         return NumpyPrinter.finish(self, out, code)
 
     def _kernel(self, seg: fusion.Segment, names: dict[str, Any]) -> list[str]:
@@ -264,11 +267,15 @@ class CPrinter(NumbaPrinter):
         args = []
         for shown, p, (dtype, shape) in zip(params, own, types):
             if shape:
-                if convert:
-                    lines.append(f"    {p} = np.ascontiguousarray({p}, dtype={NUMPY_TYPE[dtype]})")
-                lines.append(f"    if (type({p}) is not np.ndarray or {p}.shape != "
-                             f"{tuple(shape)!r} or {p}.dtype != {NUMPY_TYPE[dtype]}")
-                lines.append(f"            or not {p}.flags.c_contiguous):")
+                dt = self._dtype(dtype)
+                if convert:  # then only its shape can be wrong
+                    lines.append(f"    {p} = np.ascontiguousarray({p}, dtype={dt})")
+                    lines.append(f"    if {p}.shape != {tuple(shape)!r}:")
+                else:  # (a dtype is compared by identity first: the common case, cheaply)
+                    lines.append(f"    if (type({p}) is not np.ndarray or {p}.shape != "
+                                 f"{tuple(shape)!r}")
+                    lines.append(f"            or ({p}.dtype is not {dt} and {p}.dtype != {dt})")
+                    lines.append(f"            or not {p}.flags.c_contiguous):")
                 lines.append(f"        raise ValueError('{name}: {shown} must be a C-contiguous '")
                 lines.append(f"                         '{dtype} array of shape {tuple(shape)!r}')")
                 args.append(p)
@@ -276,13 +283,20 @@ class CPrinter(NumbaPrinter):
                 args.append(f"{_PY[dtype]}({p})")
         rets = []
         for k, (dtype, shape) in enumerate(fn.outs):
-            lines.append(f"    _o{k} = np.empty({tuple(shape)!r}, dtype={NUMPY_TYPE[dtype]})")
+            lines.append(f"    _o{k} = np.empty({tuple(shape)!r}, {self._dtype(dtype)})")
             args.append(f"_o{k}")
             rets.append(f"_o{k}" if shape else f"_o{k}[()]")
         ret = (f"({', '.join(rets)},)" if len(rets) == 1 else f"({', '.join(rets)})"
                ) if convert else ", ".join(rets)
         return [*lines, *call(f"_e = _C.{cname}_py(", args, ")", "    "), "    if _e:",
                 f"        raise _failure(_e, {name!r})", f"    return {ret}"]
+
+    def _dtype(self, dtype: str) -> str:
+        """The module's name of NumPy's dtype object ``dtype`` (bound once, when the module
+        runs: a type such as ``np.float64`` is converted to a dtype at every call)."""
+        name = f"_DT_{dtype}"
+        self.c_dtypes[name] = f"np.dtype({NUMPY_TYPE[dtype]})"
+        return name
 
     def _numpy_lines(self, seg: fusion.Segment, names: dict[str, Any], why: str) -> list[str]:
         """The segment's nodes as NumPy's lines, each counted with ``why``."""

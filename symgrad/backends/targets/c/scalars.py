@@ -11,14 +11,16 @@ C's functions differ from NumPy's.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import numpy as np
 
 from ....base.errors import SymgradError
 
-__all__ = ["CONSTS", "CTYPE", "FLOAT", "NP_DTYPE", "PRELUDE", "SUFFIX", "Unsupported", "c_literal",
-           "cast", "np_call", "paren", "promote", "truth", "widens"]
+__all__ = ["BLAS", "CONSTS", "CTYPE", "DATA", "DECLARATIONS", "FLOAT", "HELPERS", "NP_DTYPE",
+           "PRELUDE", "SUFFIX", "Unsupported", "c_literal", "cast", "np_call", "paren", "prelude",
+           "promote", "truth", "widens"]
 
 
 class Unsupported(SymgradError):
@@ -31,14 +33,43 @@ NP_DTYPE = {"float64": "float64", "float32": "float32", "int64": "int64", "int32
              "bool_": "bool"}
 FLOAT = ("float64", "float32")
 
-PRELUDE = r"""#include <math.h>
+DECLARATIONS = r"""#if defined(__GNUC__) && !defined(SG_SYSTEM_HEADERS)
+/* the C library's few names this text uses, declared here: parsing the system headers
+   would take a third of a small module's compile (-DSG_SYSTEM_HEADERS includes them) */
+typedef __INT64_TYPE__ int64_t;
+typedef __INT32_TYPE__ int32_t;
+typedef __SIZE_TYPE__ size_t;
+#define INT64_C(c) c ## LL
+#define INFINITY (__builtin_inff())
+#define NAN (__builtin_nanf(""))
+#define isnan(x) __builtin_isnan(x)
+#define isinf(x) __builtin_isinf(x)
+#define isfinite(x) __builtin_isfinite(x)
+#define signbit(x) (sizeof(x) == sizeof(float) ? __builtin_signbitf(x) : __builtin_signbit(x))
+void *malloc(size_t);
+void free(void *);
+void *memset(void *, int, size_t);
+void *memcpy(void *, const void *, size_t);
+#define SG_MATH1(F) double F(double); float F##f(float);
+#define SG_MATH2(F) double F(double, double); float F##f(float, float);
+SG_MATH1(exp) SG_MATH1(log) SG_MATH1(log1p) SG_MATH1(expm1) SG_MATH1(sqrt) SG_MATH1(sin)
+SG_MATH1(cos) SG_MATH1(tan) SG_MATH1(tanh) SG_MATH1(sinh) SG_MATH1(cosh) SG_MATH1(asin)
+SG_MATH1(acos) SG_MATH1(atan) SG_MATH1(asinh) SG_MATH1(acosh) SG_MATH1(atanh) SG_MATH1(exp2)
+SG_MATH1(log2) SG_MATH1(log10) SG_MATH1(cbrt) SG_MATH1(floor) SG_MATH1(ceil) SG_MATH1(rint)
+SG_MATH1(trunc) SG_MATH1(fabs)
+SG_MATH2(atan2) SG_MATH2(hypot) SG_MATH2(copysign) SG_MATH2(fmod) SG_MATH2(fmax)
+SG_MATH2(fmin) SG_MATH2(pow)
+#else
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#endif
+"""
 
-/* NumPy's semantics where C's differ: NaN propagates through maximum/minimum, sign(NaN)
-   is NaN, logaddexp and remainder are npy_logaddexp and npy_remainder, floor division
-   is npy_divmod's quotient. */
+HELPERS = r"""/* NumPy's semantics where C's differ: NaN propagates through maximum/minimum,
+   sign(NaN) is NaN, logaddexp and remainder are npy_logaddexp and npy_remainder, floor
+   division is npy_divmod's quotient. */
 #define SG_FLOAT_HELPERS(T, S, F) \
 static inline T sg_maximum##S(T a, T b) { return (a >= b || a != a) ? a : b; } \
 static inline T sg_minimum##S(T a, T b) { return (a <= b || a != a) ? a : b; } \
@@ -81,8 +112,9 @@ static inline T sg_pymod##S(T a, T b) { \
     T m = a % b; return (m != 0 && ((m < 0) != (b < 0))) ? m + b : m; }
 SG_INT_HELPERS(int64_t, _l)
 SG_INT_HELPERS(int32_t, _i)
+"""
 
-/* BLAS's gemm (Fortran's, column-major), bound by the loader to SciPy's (sg_set_blas);
+BLAS = r"""/* BLAS's gemm (Fortran's, column-major), bound by the loader to SciPy's (sg_set_blas);
    unbound, products run as loops */
 typedef void (*sg_dgemm_t)(char *, char *, int *, int *, int *, double *, double *, int *,
                            double *, int *, double *, double *, int *);
@@ -91,13 +123,40 @@ typedef void (*sg_sgemm_t)(char *, char *, int *, int *, int *, float *, float *
 static sg_dgemm_t sg_dgemm = 0;
 static sg_sgemm_t sg_sgemm = 0;
 void sg_set_blas(void *d, void *s) { sg_dgemm = (sg_dgemm_t)d; sg_sgemm = (sg_sgemm_t)s; }
-
-/* a NumPy array's data pointer, read from the array object (its offset found and set by
-   the loader, sg_set_data_offset): the entries Python calls take the arrays themselves */
-static long sg_data_offset = 16;
-void sg_set_data_offset(long o) { sg_data_offset = o; }
-#define SG_DATA(o) (*(void **)((char *)(o) + sg_data_offset))
 """
+
+DATA = r"""/* a NumPy array's data pointer, read from the array object at the offset the loader
+   found (it compiles with -DSG_DATA_OFFSET=...): the entries Python calls take the arrays
+   themselves */
+#ifndef SG_DATA_OFFSET
+#define SG_DATA_OFFSET 16
+#endif
+#define SG_DATA(o) (*(void **)((char *)(o) + SG_DATA_OFFSET))
+"""
+PRELUDE = "\n".join([DECLARATIONS, HELPERS, BLAS, DATA])
+"""Every part of a module's C text before its functions (:func:`prelude`: the parts one uses)."""
+
+_HELPER_NAMES = sorted(set(re.findall(r"\bsg_(\w+)##S", HELPERS)), key=len, reverse=True)
+_HELPER_CALL = re.compile(r"\bsg_(" + "|".join(_HELPER_NAMES) + r")_[dfli]\(")
+
+
+def prelude(functions: str) -> str:
+    """The parts of :data:`PRELUDE` that C functions ``functions`` use: the declarations,
+    then the NumPy helpers, BLAS's pointers and the data-pointer reader each where they are
+    called (every part a module does not use is compile time for nothing).
+
+    >>> text = prelude("int f(double *o0) { o0[0] = sg_sign_d(o0[0]); return 0; }")
+    >>> "sg_sign##S" in text, "sg_dgemm_t" in text, "SG_DATA(o)" in text
+    (True, False, False)
+    """
+    parts = [DECLARATIONS]
+    if _HELPER_CALL.search(functions):
+        parts.append(HELPERS)
+    if re.search(r"\bsg_[ds]gemm\b", functions):
+        parts.append(BLAS)
+    if "SG_DATA(" in functions:
+        parts.append(DATA)
+    return "\n".join(parts)
 
 SUFFIX = {"float64": "_d", "float32": "_f", "int64": "_l", "int32": "_i"}
 

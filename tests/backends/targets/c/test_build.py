@@ -4,6 +4,8 @@ clear errors."""
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import shutil
 import subprocess
@@ -107,3 +109,164 @@ def test_the_array_data_offset_is_where_numpy_keeps_the_pointer():
     off = build.data_offset()
     for a in (np.arange(7.0), np.zeros((3, 4), np.float32)[1:], np.empty(0)):
         assert ctypes.c_void_p.from_address(id(a) + off).value == a.ctypes.data
+
+
+_MATH_TEXT = """
+int table(const double *x, double *o) {
+%s
+    return 0;
+}
+"""
+
+
+def _math_table() -> tuple[str, int]:
+    """C text applying every C library function the C target calls (each declared by the
+    prelude's own declarations on the lean route, by the system headers on the driver's),
+    in double and float, to a few arguments: the text and the number of results."""
+    from symgrad.backends.targets.c.scalars import _MATH1, _MATH2, PRELUDE
+
+    lines, k = [], 0
+    unary = sorted({*_MATH1.values(), "fabs"})
+    for name in unary:
+        for i in range(4):
+            lines.append(f"    o[{k}] = {name}(x[{i}]); o[{k + 1}] = {name}f((float)x[{i}]);")
+            k += 2
+    for name in sorted(set(_MATH2.values())):
+        for i in range(3):
+            lines.append(f"    o[{k}] = {name}(x[{i}], x[{i + 1}]); "
+                         f"o[{k + 1}] = {name}f((float)x[{i}], (float)x[{i + 1}]);")
+            k += 2
+    for name in ("isnan", "isinf", "isfinite", "signbit"):
+        for i in range(4):
+            lines.append(f"    o[{k}] = {name}(x[{i}]) != 0; "
+                         f"o[{k + 1}] = {name}((float)x[{i}]) != 0;")
+            k += 2
+    lines.append(f"    o[{k}] = INFINITY; o[{k + 1}] = NAN; "
+                 f"o[{k + 2}] = (double)(INT64_C(1) << 40);")
+    k += 3
+    return PRELUDE + _MATH_TEXT % "\n".join(lines), k
+
+
+def test_both_routes_declare_the_c_librarys_functions_alike(monkeypatch, tmp_path):
+    """The lean route's own declarations of the C library's functions (no system header)
+    and the driver route's headers give the same results, bit for bit, for every function
+    the C target calls (a wrong prototype would give garbage)."""
+    import ctypes
+
+    monkeypatch.setenv("SYMGRAD_CACHE_DIR", str(tmp_path))
+    text, n = _math_table()
+    x = np.array([0.3, 0.7, -0.0, 2.5, np.nan])
+    data = text.encode()
+    results = []
+    for route in (build.LEAN, build.DRIVER):
+        lib = build._load(data, build.compiler(), route, last=True)
+        f = lib.table
+        f.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        out = np.full(n, -7.0)
+        assert f(x.ctypes.data, out.ctypes.data) == 0
+        results.append(out)
+    np.testing.assert_array_equal(results[0], results[1])
+    assert results[0][0] == pytest.approx(np.arccos(0.3), rel=1e-15)  # acos, the first
+    assert results[0][1] == pytest.approx(float(np.arccos(np.float32(0.3))), rel=1e-6)
+    assert results[0][n - 3:n - 1].tolist()[0] == np.inf and np.isnan(results[0][n - 2])
+
+
+def test_a_failing_lean_route_falls_back_to_the_driver(monkeypatch, tmp_path):
+    """Where the lean route fails (here: a linker flag it does not know), the driver's
+    route builds the library, the value is right, the failure is recorded in the lean
+    entry's folder and this process stops trying the lean route with that compiler."""
+    monkeypatch.setenv("SYMGRAD_CACHE_DIR", str(tmp_path))
+    broken = build.Route("lean", (*build.LEAN.flags, "-Wl,--no-such-linker-flag-sg"))
+    monkeypatch.setattr(build, "LEAN", broken)
+    monkeypatch.setattr(build, "ROUTES", (broken, build.DRIVER))
+    monkeypatch.setattr(build, "_LEAN_FAILED", set())
+    monkeypatch.setattr(build, "_LOADED", {})
+    x = sg.var("x", (30,))
+    fn = sg.compile(sg.sum(sg.exp(x) * sg.sin(x)), backend="c")
+    v = np.linspace(-1, 2, 30)
+    assert float(fn(v)) == pytest.approx(float(np.sum(np.exp(v) * np.sin(v))), rel=1e-13)
+    assert build._LEAN_FAILED == {build.compiler()}
+    records = [json.loads(p.read_text()) for p in (tmp_path / "c").glob("*/module.json")]
+    assert sorted("failed" in r for r in records) == [False, True]
+    assert any("no-such-linker-flag" in r.get("failed", "") for r in records)
+
+
+def test_a_lean_library_that_does_not_load_falls_back_to_the_driver(monkeypatch, tmp_path):
+    """A library of the lean route that the loader refuses (an unresolved name) is
+    removed, never used: the driver's route builds one that loads, and the next process
+    goes to the driver's entry without trying the lean one again."""
+    monkeypatch.setenv("SYMGRAD_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(build, "_LEAN_FAILED", set())
+    monkeypatch.setattr(build, "_LOADED", {})
+    opened = []
+    real = build._open
+
+    def refuse_lean(so):
+        opened.append(so)
+        if len(opened) == 1:
+            raise OSError(f"{so}: undefined symbol: __sg_missing")
+        return real(so)
+
+    monkeypatch.setattr(build, "_open", refuse_lean)
+    lib = build.load_library("int twice(double x) { return (int)(2 * x); }",
+                             {"twice": ("float64",)})
+    assert lib.twice(21.0) == 42
+    lean = build._folder(build.cache_key(
+        b"int twice(double x) { return (int)(2 * x); }", build.compiler(), build.LEAN))
+    assert not (lean / "module.so").exists()
+    assert "undefined symbol" in json.loads((lean / "module.json").read_text())["failed"]
+    monkeypatch.setattr(build, "_LEAN_FAILED", set())  # a new process
+    monkeypatch.setattr(build, "_LOADED", {})
+    runs = []
+    monkeypatch.setattr(build, "_compile", lambda *a: runs.append(a))
+    lib = build.load_library("int twice(double x) { return (int)(2 * x); }",
+                             {"twice": ("float64",)})
+    assert lib.twice(4.0) == 8 and runs == [] and len(opened) == 3
+
+
+def test_the_cache_key_covers_the_route_and_the_flags():
+    data, cc = b"int f(void) { return 1; }", build.compiler()
+    keys = {build.cache_key(data, cc, build.LEAN), build.cache_key(data, cc, build.DRIVER),
+            build.cache_key(data, cc, build.Route("lean", (*build.LEAN.flags, "-O3"))),
+            build.cache_key(data, cc, build.Route("lean", build.LEAN.flags, ("-lm", "-lc"))),
+            build.cache_key(data + b" ", cc, build.LEAN)}
+    assert len(keys) == 5
+    assert build.cache_key(data, cc, build.LEAN) == build.cache_key(data, cc, build.LEAN)
+
+
+def test_the_lean_route_links_the_math_library_only_for_math():
+    """The lean route's command links -lm only where the text calls a math function (its
+    versioned names: never the C library's old compatibility versions), and compiles in
+    the array data pointer's offset only where the text reads one."""
+    cc = build.compiler()
+    plain = build.LEAN.command(cc, b"int f(double *o0) { o0[0] = 1.5; return 0; }")
+    calls = build.LEAN.command(cc, b"int f(double *o0) { o0[0] = expf(o0[0]); return 0; }")
+    helper = build.LEAN.command(cc, b"static inline T sg_x##S(T a) { return log1p##F(a); }")
+    assert "-lm" not in plain and "-lm" in calls and "-lm" in helper
+    assert "-lm" in build.DRIVER.command(cc, b"int f(void) { return 0; }")
+    reads = build.LEAN.command(cc, b"int g(void *x0) { return SG_DATA(x0) != 0; }")
+    assert f"-DSG_DATA_OFFSET={build.data_offset()}" in reads
+    assert not any(a.startswith("-DSG_DATA_OFFSET") for a in plain)
+
+
+def test_a_function_the_prelude_does_not_declare_fails_over_to_the_headers(monkeypatch,
+                                                                            tmp_path):
+    """A C library function the lean prelude does not declare fails the lean route (an
+    implicit declaration is an error there, never a guessed prototype): the driver's route,
+    with the system headers, builds a library that computes it."""
+    import ctypes
+
+    monkeypatch.setenv("SYMGRAD_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(build, "_LEAN_FAILED", set())
+    monkeypatch.setattr(build, "_LOADED", {})
+    from symgrad.backends.targets.c.scalars import PRELUDE
+
+    lib = build.load_library(PRELUDE + "\nint f(double x, double *o0) { o0[0] = lgamma(x); "
+                             "return 0; }\n", {})
+    f = lib.f
+    f.argtypes = [ctypes.c_double, ctypes.c_void_p]
+    out = np.zeros(1)
+    assert f(4.5, out.ctypes.data) == 0
+    assert out[0] == pytest.approx(math.lgamma(4.5), rel=1e-15)
+    records = [json.loads(p.read_text()) for p in (tmp_path / "c").glob("*/module.json")]
+    assert any("implicit" in r.get("failed", "") for r in records)

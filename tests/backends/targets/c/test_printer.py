@@ -175,3 +175,22 @@ def test_a_singular_matrix_raises_linalgerror_as_numpy():
             fn(np.zeros((3, 3)))
         with pytest.raises(np.linalg.LinAlgError):
             sg.compile(f)(np.zeros((3, 3)))
+
+
+def test_kernel_refuses_other_dtypes_and_strided_arrays_and_the_driver_converts():
+    """The Python function calling a C kernel refuses an array of another dtype, a
+    strided view, a subclass and a byte-swapped array (the C reads a pointer); the
+    module's function makes its inputs C-contiguous first, so a strided view gives the
+    right value."""
+    x = sg.var("x", (6,))
+    f = sg.sum(sg.tanh(x) * x + sg.exp(x))
+    fn = sg.compile(f, backend="c", check_inputs=False)
+    kernel = fn.raw.__globals__["_f_kernel"]
+    v = np.linspace(-1, 1, 12)
+    for bad in (v[:6].astype(np.float32), v[::2], np.ma.masked_array(v[:6]),
+                v[:6].astype(v.dtype.newbyteorder())):
+        with pytest.raises(ValueError, match="C-contiguous float64 array of shape"):
+            kernel(bad)
+    assert float(fn(v[::2])) == pytest.approx(float(sg.evaluate(f, {"x": v[::2]})), rel=1e-14)
+    assert float(kernel(v[:6])) == pytest.approx(float(sg.evaluate(f, {"x": v[:6]})),
+                                                 rel=1e-14)
