@@ -60,6 +60,7 @@ _EXTREMA = (0.15, 1.0)  # max / min: NumPy's SIMD loop, a compiled compare-and-b
 # over a last axis of 10 costs NumPy 2 ns per element, a compiled loop 0.3)
 _INNER_CALL = {"max": 35.0, "min": 35.0}  # ns per inner loop; other reductions: 17
 _REDUCTIONS = frozenset({"sum", "mean", "prod", "max", "min", "logsumexp"})
+_ROW_REDUCTIONS = frozenset({"sum", "mean", "prod"})  # written by rows where the last axis stays
 _SORT = (3.0, 30.0)  # per element: NumPy's AVX-512 sort, Numba's quicksort
 
 
@@ -99,8 +100,23 @@ def _per_element(n: Any, nodes: Any) -> tuple[float, float, int]:
         return 0.0, 0.0, size
     numpy, compiled = _COSTS.get(n.op, _PLAIN)
     if n.op in _REDUCTIONS and len(n.args) == 1:
-        numpy += _INNER_CALL.get(n.op, 17.0) / _inner(n, nodes[n.args[0]].shape)
+        shape = nodes[n.args[0]].shape
+        numpy += _INNER_CALL.get(n.op, 17.0) / _inner(n, shape)
+        if n.op in _ROW_REDUCTIONS and _keeps_last(n, shape):
+            compiled = _PLAIN[1]  # accumulated into the result's rows: a vectorized loop
     return numpy, compiled, size
+
+
+def _keeps_last(n: Any, shape: tuple[int, ...]) -> bool:
+    """Whether reduction node ``n`` of an operand of ``shape`` reduces some axes but not
+    the last: its compiled loop adds each element into a row of the result (one
+    independent sum per element of the row, which LLVM vectorizes), not into one
+    sequential accumulator."""
+    axis = n.attrs.get("axis")
+    if not shape or axis is None:
+        return False
+    axes = {a % len(shape) for a in ((axis,) if isinstance(axis, int) else axis)}
+    return bool(axes) and len(shape) - 1 not in axes
 
 
 def _inner(n: Any, shape: tuple[int, ...]) -> int:
