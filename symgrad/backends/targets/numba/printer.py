@@ -132,14 +132,17 @@ class NumbaPrinter(NumpyPrinter):
         if self._fuse:
             kernels, reasons = fusion.segments(nodes, body, outputs, self._why_numpy,
                                                self._loose)
-        first = {seg.members[0]: seg for seg in kernels}
+            fusion.recompute(nodes, kernels, outputs, self._readers, NUMBA)
+        # a kernel's call at its last member's line (a member it computes again comes
+        # earlier: fusion.recompute)
+        last = {seg.members[-1]: seg for seg in kernels}
         inside = {m for seg in kernels for m in seg.members}
         reads: dict[int, Any] = {}  # line (its last node) -> what it reads
         made: set[int] = set()
         order: list[tuple[int, fusion.Segment | None]] = []
         for i in body:
-            if i in first:
-                seg = first[i]
+            if i in last:
+                seg = last[i]
                 reads[seg.members[-1]] = seg.inputs
                 made.update(seg.outputs)
                 order.append((seg.members[-1], seg))
