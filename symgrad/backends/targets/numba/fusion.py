@@ -193,11 +193,19 @@ def _inputs(nodes: Sequence, r: Region) -> list[int]:
 class Segment:
     """Consecutive lines of a function computed by one compiled call (a kernel):
     ``members`` in order, ``inputs`` (the values it reads, first use first, 0-d constants
-    left out: they are inlined) and ``outputs`` (the members read after it or returned)."""
+    left out: they are inlined) and ``outputs`` (the members read after it or returned);
+    its first ``again`` members are results of earlier kernels it computes again
+    (:func:`recompute`), the others its lines."""
 
     members: list[int]
     inputs: list[int] = field(default_factory=list)
     outputs: list[int] = field(default_factory=list)
+    again: int = 0
+
+    @property
+    def line(self) -> int:
+        """Its first line's node: where the function calls it."""
+        return self.members[self.again]
 
 
 def segments(nodes: Sequence, body: Sequence[int], escapes: set[int],
@@ -296,7 +304,6 @@ def recompute(nodes: Sequence, kernels: list[Segment], escapes: set[int],
     ``readers``: node -> the nodes of the function that read it."""
     owner = {m: k for k, seg in enumerate(kernels) for m in seg.members}
     made = {o for seg in kernels for o in seg.outputs}
-    moved: dict[int, int] = {}  # kernel -> how many members it computes again, first
     for k, seg in enumerate(kernels):
         for o in list(seg.outputs):
             later = {owner.get(u) for u in readers.get(o, ()) if owner.get(u) != k}
@@ -313,8 +320,8 @@ def recompute(nodes: Sequence, kernels: list[Segment], escapes: set[int],
                 continue  # what ``a`` keeps must still pay as a kernel
             seg.members, seg.inputs, seg.outputs = rest.members, rest.inputs, rest.outputs
             made.discard(o)
-            b.members.insert(moved.get(j, 0), o)  # after those moved before it: in order
-            moved[j] = moved.get(j, 0) + 1
+            b.members.insert(b.again, o)  # after those moved before it: in order
+            b.again += 1
             owner[o] = j
             b.inputs = _segment_inputs(nodes, b.members)
 
@@ -332,9 +339,9 @@ def _cheap_again(nodes: Sequence, o: int, b: Segment, made: set[int], table: dic
         arg = nodes[x]
         if arg.is_const and arg.shape == ():
             continue
-        if not (arg.is_var or arg.is_const or x in made or x in b.members):
+        if not (arg.is_var or arg.is_const or x in made or x in b.members[:b.again]):
             return False  # not kept, or a NumPy line (a view: a kernel would copy it)
-        if costs.size(arg) >= size and x not in b.inputs and x not in b.members:
+        if costs.size(arg) >= size and x not in b.inputs and x not in b.members[:b.again]:
             fresh += 1
     return fresh <= 1
 

@@ -133,16 +133,14 @@ class NumbaPrinter(NumpyPrinter):
             kernels, reasons = fusion.segments(nodes, body, outputs, self._why_numpy,
                                                self._loose)
             fusion.recompute(nodes, kernels, outputs, self._readers, NUMBA)
-        # a kernel's call at its last member's line (a member it computes again comes
-        # earlier: fusion.recompute)
-        last = {seg.members[-1]: seg for seg in kernels}
+        first = {seg.line: seg for seg in kernels}
         inside = {m for seg in kernels for m in seg.members}
         reads: dict[int, Any] = {}  # line (its last node) -> what it reads
         made: set[int] = set()
         order: list[tuple[int, fusion.Segment | None]] = []
         for i in body:
-            if i in last:
-                seg = last[i]
+            if i in first:
+                seg = first[i]
                 reads[seg.members[-1]] = seg.inputs
                 made.update(seg.outputs)
                 order.append((seg.members[-1], seg))

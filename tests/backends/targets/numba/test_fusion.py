@@ -37,3 +37,22 @@ def test_a_cheap_result_read_by_one_later_kernel_is_computed_again_there(rng):
     want = sg.compile(outs, ins, backend="numpy")(*xs)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+
+
+def test_a_kernel_computing_a_result_again_is_called_where_its_own_lines_begin(rng):
+    """A view left as NumPy's line after the kernel that made its operand (a big transpose
+    a BLAS product reads) stays after that kernel's call where a later kernel computes one
+    of its results again: the function runs, with the NumPy backend's values."""
+    x, m = sg.var("x", shape=(200, 30)), sg.var("m", shape=(30,))
+    s, W, Y = sg.var("s", shape=(30,)), sg.var("W", shape=(30, 30)), sg.var("Y", shape=(200, 40))
+    a = (x - m) * 2.0
+    c = sg.transpose(a) @ Y
+    r = sg.sum((a @ W + a * s) ** 2) + sg.sum(c * c)
+    outs, ins = [r, *sg.grad(r, [x, m, s, W, Y])], [x, m, s, W, Y]
+    src = sg.to_source(outs, ins, backend="numba")
+    assert "s" in _params(src, "_f_kernel_1").split(", "), src
+    xs = [rng.standard_normal(v.shape) for v in ins]
+    got = sg.compile(outs, ins, backend="numba")(*xs)
+    want = sg.compile(outs, ins, backend="numpy")(*xs)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
