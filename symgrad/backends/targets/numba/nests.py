@@ -43,7 +43,7 @@ import numpy as np
 from ....ir.shapes import is_complex
 from ....ops.indexing import split_parts
 from ..numpy.table import scalar_source
-from .nest_base import Site, Writer, affine, aligned, at, axes_of, cast, copy_map, shape_of
+from .nest_base import FLOATS, Site, Writer, affine, aligned, at, axes_of, cast, copy_map, shape_of
 from .nest_products import FORMS as PRODUCT_FORMS
 
 __all__ = ["FORMS", "Site", "Writer", "VIEWS", "at", "is_view", "view_key"]
@@ -74,6 +74,8 @@ def _reduce(site: Site) -> list[str]:
     xs, w = shape_of(x), Writer(site)
     axes = axes_of(n.attrs.get("axis"), len(xs))
     keep = bool(n.attrs.get("keepdims"))
+    if _by_rows(n, x, axes):
+        return _reduce_rows(site, axes, keep)
     init, update, finish, held = _REDUCE[n.op]
     T = site.ctor
     count = math.prod(xs[a] for a in axes)
@@ -102,6 +104,39 @@ def _reduce(site: Site) -> list[str]:
     value = finish.format(acc=acc, T=T, quotient=quotient)
     held = {"out": n.dtype, "x": x.dtype}.get(held, held)
     w.set(site.out, out, oidx, cast(n.dtype, value, held))
+    return w.lines
+
+
+def _by_rows(n: Any, x: Any, axes: Sequence[int]) -> bool:
+    """Whether reduction ``n`` of ``x`` over ``axes`` accumulates into its result in the
+    operand's order (:func:`_reduce_rows`): a floating sum, mean or product that keeps the
+    last axis (a loop with the reduced axes inner would read ``x`` strided)."""
+    return (n.op in _ROWS and bool(axes) and len(x.shape) - 1 not in axes
+            and n.dtype in FLOATS and x.dtype == n.dtype)
+
+
+_ROWS = {"sum": ("zeros", "+="), "mean": ("zeros", "+="), "prod": ("ones", "*=")}
+
+
+def _reduce_rows(site: Site, axes: Sequence[int], keep: bool) -> list[str]:
+    """sum, mean, prod keeping the last axis: the operand read in its own order, each
+    element added (multiplied) into its place of the result, whose rows the innermost
+    loop walks unit-stride (LLVM vectorizes it); the same additions in the same order
+    along each reduced axis as the loop over them."""
+    n, (x,) = site.node, site.args
+    xs, w = shape_of(x), Writer(site)
+    fill, op = _ROWS[n.op]
+    out = shape_of(n)
+    w.alloc(site.out, out, n.dtype, fill)
+    idx = w.loops(xs)
+    oidx = [("0" if a in axes else i) for a, i in enumerate(idx) if a not in axes or keep]
+    w(f"{at(site.out, out, oidx)} {op} {at(site.ins[0], xs, idx)}")
+    w.end(len(xs))
+    if n.op == "mean":
+        count = math.prod(xs[a] for a in axes)
+        idx = w.loops(out)
+        w(f"{at(site.out, out, idx)} /= {site.ctor}({count})")
+        w.end(len(out))
     return w.lines
 
 
