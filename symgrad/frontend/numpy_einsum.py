@@ -121,6 +121,10 @@ def _as_matmul(spec: str, ops: list[Expr]) -> Expr | None:
             sorted(out) != sorted(batch + left + right) or \
             any(a.shape[ta.index(c)] != b.shape[tb.index(c)] for c in batch + summed):
         return None
+    if left and right and out[-1] == left[0]:
+        # the product the other way round: its result's last axis is the output's, so the
+        # permutation to the output keeps rows contiguous (later loops read it unit-stride)
+        (a, ta), (b, tb), left, right = (b, tb), (a, ta), right, left
     nb = len(batch)
     x = _ordered(a, ta, batch + left + summed)
     y = _ordered(b, tb, batch + summed + right)

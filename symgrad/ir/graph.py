@@ -39,7 +39,7 @@ import numpy as np
 from ..base.describe import describe
 from ..base.errors import ArgumentError, NameConflictError, ShapeError, SymgradError
 from .op import REGISTRY, RESULT, Op, Results, refuse_complex
-from .shapes import COMPLEXES, fmt
+from .shapes import COMPLEXES, NODE_DTYPES, fmt
 from .text import listing
 from .values import (
     INT64_MAX,
@@ -647,6 +647,8 @@ class Graph:
             raise GraphError(f"{where}: role {n.role!r} with origin {n.origin!r}")
         if n.origin is not None and not 0 <= n.origin < n.id:
             raise GraphError(f"{where}: origin {n.origin} is not an earlier node")
+        if not n.is_call and n.dtype not in NODE_DTYPES:
+            raise GraphError(f"{where}: dtype {n.dtype!r} is none of {', '.join(NODE_DTYPES)}")
         if n.op != RESULT and any(self.nodes[a].is_call for a in n.args):
             raise GraphError(f"{where}: reads a call with several results other than "
                              "through a projection")

@@ -14,13 +14,57 @@ FLOATS = ("float64", "float32")  # the real floating dtypes
 COMPLEXES = ("complex128", "complex64")
 INEXACT = (*FLOATS, *COMPLEXES)  # the dtypes a gradient flows through
 INTS = ("int64", "int32")
-DTYPES = (*FLOATS, *INTS, "bool", *COMPLEXES)  # every dtype a node may have
+DTYPES = (*FLOATS, *INTS, "bool", *COMPLEXES)  # every dtype of an array value
+TAPE = "object"  # a while_loop's tape: a Python list only its while_vjp reads, not an array
+NODE_DTYPES = (*DTYPES, TAPE)  # every dtype a node may have (a call's: its results')
 _REAL_OF = {"complex128": "float64", "complex64": "float32"}
 
 
 def fmt(shape: Shape) -> str:
     """A shape as people read it: ``(3, 4)``, ``()`` for a scalar."""
     return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
+
+
+_NAMES = {name: name for name in NODE_DTYPES}
+
+
+def dtype_name(dtype: object) -> str:
+    """NumPy's name of ``dtype``: a name (``"float64"``, ``"f4"``), a NumPy dtype or a scalar
+    type. Every helper here reads its dtypes through it, so each takes any of those.
+
+    >>> dtype_name("complex64"), dtype_name(np.dtype("complex64")), dtype_name(np.float32)
+    ('complex64', 'complex64', 'float32')
+    >>> dtype_name("f8"), dtype_name(bool)
+    ('float64', 'bool')
+    >>> dtype_name(None)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    symgrad.errors.ShapeError: None is not a dtype: pass a dtype's name ("float64"), ...
+    """
+    name = _known(dtype)
+    if name is None:
+        raise ShapeError(f"{describe(dtype)} is not a dtype: pass a dtype's name "
+                         f'("float64"), a NumPy dtype or a scalar type')
+    return name
+
+
+def _known(dtype: object) -> str | None:
+    """``dtype``'s name, None where it is no dtype (a call's :class:`~.op.Results`)."""
+    if isinstance(dtype, str):
+        name = _NAMES.get(dtype)
+        if name is not None:
+            return name
+    elif not isinstance(dtype, (np.dtype, type)):
+        return None
+    return _numpy_name(dtype)
+
+
+@lru_cache(maxsize=256)
+def _numpy_name(dtype: str | np.dtype | type) -> str | None:
+    try:
+        return np.dtype(dtype).name
+    except TypeError:
+        return None
 
 
 @lru_cache(maxsize=4096)
@@ -37,52 +81,74 @@ def broadcast(op: str, *shapes: Shape) -> Shape:
     return tuple(out)
 
 
+def result_dtype(*dtypes: object) -> str:
+    """NumPy's type promotion over dtypes (names, NumPy dtypes or scalar types).
+
+    >>> result_dtype("int32", np.dtype("float32")), result_dtype(np.float32, "complex64")
+    ('float64', 'complex64')
+    """
+    return _promoted(*map(dtype_name, dtypes))
+
+
 @lru_cache(maxsize=1024)
-def result_dtype(*dtypes: str) -> str:
-    """NumPy's type promotion over dtype names."""
-    return np.result_type(*dtypes).name
+def _promoted(*names: str) -> str:
+    return np.result_type(*names).name
 
 
-def float_dtype(dtype: str) -> str:
+def float_dtype(dtype: object) -> str:
     """The inexact dtype a transcendental function returns for ``dtype`` (a complex dtype
     stays complex, as ``np.exp`` keeps it).
 
-    >>> float_dtype("int32"), float_dtype("float32"), float_dtype("complex64")
+    >>> float_dtype("int32"), float_dtype("float32"), float_dtype(np.dtype("complex64"))
     ('float64', 'float32', 'complex64')
     """
-    return dtype if dtype in INEXACT else "float64"
+    name = dtype_name(dtype)
+    return name if name in INEXACT else "float64"
 
 
-def is_float(dtype: str) -> bool:
-    """Whether values of ``dtype`` can carry a gradient: a real or complex floating dtype."""
-    return dtype in INEXACT
+def is_float(dtype: object) -> bool:
+    """Whether values of ``dtype`` can carry a gradient: a real or complex floating dtype
+    (False for what is no dtype, such as a call's several results).
+
+    >>> is_float("float32"), is_float(np.dtype("complex128")), is_float(np.int64)
+    (True, True, False)
+    """
+    return _known(dtype) in INEXACT
 
 
-def is_complex(dtype: str) -> bool:
-    """Whether ``dtype`` (a name or a NumPy dtype) is ``complex64`` or ``complex128``."""
-    return dtype in COMPLEXES
+def is_complex(dtype: object) -> bool:
+    """Whether ``dtype`` is ``complex64`` or ``complex128`` (False for what is no dtype).
+
+    >>> is_complex("complex64"), is_complex(np.dtype("complex128")), is_complex("float64")
+    (True, True, False)
+    """
+    return _known(dtype) in COMPLEXES
 
 
-def real_dtype(dtype: str) -> str:
+def real_dtype(dtype: object) -> str:
     """The real dtype of ``dtype``'s parts: ``complex64`` -> ``float32``, ``complex128`` ->
     ``float64``; a real dtype as it is (what ``abs``, ``real`` and ``imag`` return).
 
-    >>> real_dtype("complex64"), real_dtype("float64")
-    ('float32', 'float64')
+    >>> real_dtype("complex64"), real_dtype("float64"), real_dtype(np.dtype("complex64"))
+    ('float32', 'float64', 'float32')
     """
-    return _REAL_OF.get(dtype, dtype)
+    name = dtype_name(dtype)
+    return _REAL_OF.get(name, name)
 
 
-def complex_dtype(dtype: str) -> str:
+def complex_dtype(dtype: object) -> str:
     """The complex dtype values of ``dtype`` become (``float32`` -> ``complex64``; other real
     dtypes -> ``complex128``), as NumPy's transforms (``np.fft.fft``) promote.
 
     >>> complex_dtype("float32"), complex_dtype("int64"), complex_dtype("complex64")
     ('complex64', 'complex128', 'complex64')
+    >>> complex_dtype(np.dtype("complex64")), complex_dtype(np.float32)
+    ('complex64', 'complex64')
     """
-    if dtype in _REAL_OF:
-        return dtype
-    return "complex64" if dtype == "float32" else "complex128"
+    name = dtype_name(dtype)
+    if name in _REAL_OF:
+        return name
+    return "complex64" if name == "float32" else "complex128"
 
 
 def norm_axes(op: str, axis, ndim: int) -> tuple[int, ...]:

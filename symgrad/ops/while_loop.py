@@ -56,7 +56,7 @@ from ..base.errors import ShapeError
 from ..ir.body import DEFAULT_SNAPSHOTS, Body, call_results, while_call
 from ..ir.expr import Expr
 from ..ir.op import Op, register, results_of, sig
-from ..ir.shapes import fmt
+from ..ir.shapes import TAPE, fmt
 
 __all__ = ["DEFAULT_SNAPSHOTS", "WHILE_LOOP", "WHILE_VJP", "revolve_repeats", "row_reads",
            "run_while",
@@ -290,7 +290,6 @@ _WHILE = sig("*operands", cond_fun=None, body_fun=None, carries=0, body_args=0, 
              snapshots=DEFAULT_SNAPSHOTS, tape=())
 _VJP = sig("*operands", body_fun=None, vjp_fun=None, carries=0, body_args=0,
            snapshots=DEFAULT_SNAPSHOTS, avals=(), taped=False, rows=(), batch=0)
-TAPE = "object"  # the dtype of a while_loop's tape: a Python list only its while_vjp reads
 
 
 def _check(what: str, got: list, want: list, first: int) -> None:

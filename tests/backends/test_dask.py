@@ -18,6 +18,7 @@ import dask  # noqa: E402
 import symgrad as sg  # noqa: E402
 from symgrad.dask import chunk_graph  # noqa: E402
 from symgrad.errors import UnsupportedError  # noqa: E402
+from tests.support.finite_differences import central_at  # noqa: E402
 
 N, D, CHUNK = 1003, 4, 200  # six chunks, the last of 3 rows
 RNG = np.random.default_rng(7)
@@ -52,18 +53,6 @@ def _full(**values):
     return {"X": XN, "y": YN, "w": W0, "b": B0} | values
 
 
-def _fd_grad(loss, at, name, h=1e-6):
-    x0 = np.asarray(at[name], dtype=float)
-    out = np.zeros(x0.shape)
-    for k in np.ndindex(x0.shape):
-        e = np.zeros(x0.shape)
-        e[k] = h
-        hi = sg.evaluate(loss, at | {name: x0 + e})
-        lo = sg.evaluate(loss, at | {name: x0 - e})
-        out[k] = (hi - lo) / (2 * h)
-    return out
-
-
 def test_value_gradient_and_hvp_on_a_two_process_cluster(client):
     loss, params, data = _problem()
     fg = sg.dask.value_and_grad(loss, params, data)
@@ -73,8 +62,8 @@ def test_value_gradient_and_hvp_on_a_two_process_cluster(client):
     assert value == pytest.approx(want[0], rel=1e-13)
     np.testing.assert_allclose(dw, want[1], rtol=1e-12)
     assert float(db) == pytest.approx(float(want[2]), rel=1e-12)
-    np.testing.assert_allclose(dw, _fd_grad(loss, _full(), "w"), rtol=1e-6)
-    assert float(db) == pytest.approx(float(_fd_grad(loss, _full(), "b")), rel=1e-6)
+    np.testing.assert_allclose(dw, central_at(loss, _full(), "w"), rtol=1e-6)
+    assert float(db) == pytest.approx(float(central_at(loss, _full(), "b")), rel=1e-6)
     vw, vb = RNG.normal(size=D), 0.7
     hw, hb = fg.hvp([W0, B0], [vw, vb])
     w, b = params

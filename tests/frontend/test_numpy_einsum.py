@@ -18,6 +18,7 @@ SPECS = [
     ("ij,j->i", (3, 4), (4,)),
     ("bn,bnd->bd", (2, 3), (2, 3, 4)),  # a row vector per batch element
     ("bij,bjk->kib", (2, 3, 4), (2, 4, 5)),  # the output permuted
+    ("ijk,mik->mij", (3, 4, 5), (6, 3, 5)),  # the first operand's free axis last
     ("i,i->", (4,), (4,)),
     ("bij,bjk", (2, 3, 4), (2, 4, 5)),  # implicit output: b summed, not a matmul
     ("i,j->ij", (2,), (3,)),
@@ -54,3 +55,12 @@ def test_batched_matrix_products_are_emitted_as_matmul(rng):
     outer = sg.jit(lambda a, b: snp.einsum("i,j->ij", a, b))
     outer(np.ones(2), np.ones(3))
     assert "einsum" in outer.source  # not a matrix product: NumPy's einsum
+
+
+def test_a_batched_product_keeps_the_outputs_last_axis_last():
+    """``ijk,mik->mij`` (the last output axis the first operand's) is ``x_i @ L_i.T``: the
+    product's rows are the output's, and only the leading axes are permuted after it."""
+    L, x = sg.var("L", (3, 4, 5)), sg.var("x", (6, 3, 5))
+    e = snp.einsum("ijk,mik->mij", L, x)
+    n = e.graph.nodes[e.node]
+    assert n.op == "transpose" and n.attrs["axes"][-1] == -1, n.attrs

@@ -9,21 +9,10 @@ import numpy as np
 import pytest
 
 import symgrad as sg
+from tests.support.finite_differences import central_at
 from tests.support.graphs import canonical
 
 RNG = np.random.default_rng(21)
-
-
-def fd_grad(f, at: dict, name: str, h: float = 1e-6) -> np.ndarray:
-    """Central differences of the scalar ``f`` in variable ``name``."""
-    base = np.asarray(at[name], dtype=float)
-    out = np.zeros_like(base)
-    for k in np.ndindex(base.shape):
-        for sign in (1, -1):
-            moved = base.copy()
-            moved[k] += sign * h
-            out[k] += sign * sg.evaluate(f, {**at, name: moved}) / (2 * h)
-    return out
 
 
 # -- the text builds the API's graph ---------------------------------------------------------
@@ -69,7 +58,7 @@ def test_a_parsed_scan_differentiates_as_finite_differences_say():
           "X": RNG.normal(size=(4, 3))}
     for name in shapes:
         got = sg.evaluate(sg.grad(f, sg.var(name, shape=shapes[name])), at)
-        np.testing.assert_allclose(got, fd_grad(f, at, name), rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(got, central_at(f, at, name), rtol=1e-6, atol=1e-8)
 
 
 def test_fori_loop_text_matches_a_python_loop_and_its_derivative():
@@ -80,7 +69,7 @@ def test_fori_loop_text_matches_a_python_loop_and_its_derivative():
         c = c * x + i
     assert sg.evaluate(f, {"x": x}) == pytest.approx(c, rel=1e-14)
     d = sg.evaluate(sg.grad(f, sg.var("x")), {"x": x})
-    assert d == pytest.approx(fd_grad(f, {"x": x}, "x"), rel=1e-7)
+    assert d == pytest.approx(central_at(f, {"x": x}, "x"), rel=1e-7)
 
 
 def test_parameters_shadow_outer_names_and_constants():

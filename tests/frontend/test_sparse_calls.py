@@ -14,7 +14,8 @@ import symgrad as sg
 import symgrad.numpy as snp
 from symgrad.errors import UnsupportedError
 from symgrad.frontend.sparse import SparseArray, SparseMatrix
-from tests.support.sparse_matrices import fd_grad, operands
+from tests.support.finite_differences import central
+from tests.support.sparse_matrices import operands
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
@@ -125,7 +126,7 @@ def test_a_gradient_with_respect_to_a_sparse_argument_is_a_matrix_on_its_pattern
         B = scipy.sparse.coo_array((v, (coo.row, coo.col)), shape=A.shape)
         return float(np.sum(np.tanh(B @ X0) * np.arange(6.0)))
 
-    fd = fd_grad(by_values, coo.data.astype(float))
+    fd = central(by_values, coo.data.astype(float))
     np.testing.assert_allclose(gA.tocoo().data, fd, rtol=1e-7, atol=1e-9)
     dense = A.toarray()
     want = dense.T @ ((1 - np.tanh(dense @ X0) ** 2) * np.arange(6.0))

@@ -8,25 +8,13 @@ import numpy as np
 import pytest
 
 import symgrad as sg
+from tests.support.finite_differences import central_in
 
 
 def loss(W, b, X, y):
     """Softmax regression: mean negative log-likelihood of integer labels y."""
     logits = X @ W + b
     return -sg.sum(sg.log_softmax(logits)[sg.arange(4), y]) / 4.0
-
-
-def fd_grad(f, args, k, h=1e-6):
-    x = np.asarray(args[k], dtype=float)
-    g = np.zeros_like(x)
-    for idx in np.ndindex(x.shape):
-        plus, minus = x.copy(), x.copy()
-        plus[idx] += h
-        minus[idx] -= h
-        a1, a2 = list(args), list(args)
-        a1[k], a2[k] = plus, minus
-        g[idx] = (f(*a1) - f(*a2)) / (2 * h)
-    return g
 
 
 def numpy_loss(W, b, X, y):
@@ -44,10 +32,10 @@ def data(rng):
 
 def test_grad_of_a_function_matches_finite_differences(data):
     dW = sg.grad(loss)(*data)
-    np.testing.assert_allclose(dW, fd_grad(numpy_loss, data, 0), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(dW, central_in(numpy_loss, data, 0), rtol=1e-6, atol=1e-9)
     dW2, db = sg.grad(loss, argnums=(0, 1))(*data)
     np.testing.assert_array_equal(dW2, dW)
-    np.testing.assert_allclose(db, fd_grad(numpy_loss, data, 1), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(db, central_in(numpy_loss, data, 1), rtol=1e-6, atol=1e-9)
     db_only = sg.grad(loss, 1)(*data)  # JAX's positional argnums
     np.testing.assert_array_equal(db_only, db)
 
@@ -160,7 +148,7 @@ def test_a_plain_numpy_function_traces():
 
     w, x = np.array([0.5, -0.25]), np.array([[1.0, 2.0], [3.0, 4.0]])
     np.testing.assert_allclose(sg.grad(numpy_code)(w, x),
-                               fd_grad(numpy_code, [w, x], 0), rtol=1e-7)
+                               central_in(numpy_code, [w, x], 0), rtol=1e-7)
     v = np.array([1.0, 2.0, 4.0])
     np.testing.assert_allclose(sg.grad(lambda a: snp.var(a))(v), 2 * (v - v.mean()) / 3,
                                rtol=1e-15)

@@ -266,3 +266,12 @@ def test_expr_properties_and_errors():
         iter(sg.var("x"))
     with pytest.raises(sg.SymgradError):
         sg.var("x") + "a string"
+
+
+def test_verify_catches_a_dtype_no_node_may_have():
+    """A variable's dtype is not inferred again: verify checks it against NODE_DTYPES."""
+    g, _ = _copy(_built())
+    var = next(n for n in g.nodes if n.is_var)
+    var.dtype = "float16"
+    with pytest.raises(GraphError, match="float16"):
+        g.verify()

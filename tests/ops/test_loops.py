@@ -11,22 +11,12 @@ import pytest
 
 import symgrad as sg
 from symgrad.frontend.loops import LoopError
+from tests.support.finite_differences import central
 
 jax = pytest.importorskip("jax")
 pytestmark = pytest.mark.usefixtures("x64")  # float64 in JAX, restored after the module
 jnp = jax.numpy
 RNG = np.random.default_rng(0)
-
-
-def _fd(fun, x, h=1e-6):
-    """Central differences of scalar ``fun`` at array ``x``."""
-    x = np.asarray(x, dtype=float)
-    g = np.zeros_like(x)
-    for k in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[k] = h
-        g[k] = (fun(x + e) - fun(x - e)) / (2 * h)
-    return g
 
 
 def _step(np_):
@@ -105,9 +95,9 @@ def test_nested_scan_matches_finite_differences():
     f = c + sg.sum(ys ** 2)
     w0 = np.array([0.8, 0.3])
     fun = lambda v: sg.evaluate(f, {"w": v})  # noqa: E731
-    np.testing.assert_allclose(sg.evaluate(sg.grad(f, w), {"w": w0}), _fd(fun, w0),
+    np.testing.assert_allclose(sg.evaluate(sg.grad(f, w), {"w": w0}), central(fun, w0),
                                rtol=1e-7)
-    rows = [_fd(lambda v, k=k: sg.evaluate(sg.grad(f, w), {"w": v})[k], w0) for k in range(2)]
+    rows = [central(lambda v, k=k: sg.evaluate(sg.grad(f, w), {"w": v})[k], w0) for k in range(2)]
     np.testing.assert_allclose(sg.evaluate(sg.hessian(f, w), {"w": w0}), np.stack(rows),
                                rtol=1e-6)
 
@@ -241,7 +231,7 @@ def test_docs_rk4_example_runs_and_its_gradient_is_right():
 
     q0 = np.array([1.1, 0.4, 0.1, 0.4])
     np.testing.assert_allclose(ns["loss0"], loss(q0), rtol=1e-12)
-    np.testing.assert_allclose(ns["grad0"], _fd(loss, q0, 1e-7), rtol=1e-5)
+    np.testing.assert_allclose(ns["grad0"], central(loss, q0, 1e-7), rtol=1e-5)
 
 
 def test_batched_seeds_jacobians_match_jax():
@@ -270,7 +260,7 @@ def test_one_backward_loop_for_all_the_results_of_a_scan():
     assert src.count("def _sg_loop") == 2  # the forward loop and one backward loop
     x0 = RNG.normal(size=3)
     fun = lambda v: sg.evaluate(f, {"x": v})  # noqa: E731
-    np.testing.assert_allclose(sg.compile([f, sg.grad(f, x)])(x0)[1], _fd(fun, x0), rtol=1e-7)
+    np.testing.assert_allclose(sg.compile([f, sg.grad(f, x)])(x0)[1], central(fun, x0), rtol=1e-7)
 
 
 def test_loop_bodies_go_through_the_functions_passes():

@@ -27,6 +27,7 @@ import symgrad as sg
 import symgrad.numpy as snp
 from symgrad.errors import DifferentiationError, EvaluationError, ShapeError, SymgradError
 from symgrad.testing import check_grads, numeric_jacobian
+from tests.support.finite_differences import central
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # benchmarks/ is not part of the installed package
@@ -776,19 +777,6 @@ def _complex_matrix(rng, shape):
     return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
 
 
-def _complex_gradient_by_differences(f, z0: np.ndarray, eps: float = 1e-6) -> np.ndarray:
-    """JAX's gradient of a real ``f`` at complex ``z0``, df/dx - i df/dy, by central
-    differences."""
-    out = np.zeros_like(z0)
-    for k in np.ndindex(z0.shape):
-        for step, part in ((eps, 1.0), (1j * eps, -1j)):
-            hi, lo = z0.copy(), z0.copy()
-            hi[k] += step
-            lo[k] -= step
-            out[k] += part * (f(hi) - f(lo)) / (2 * eps)
-    return out
-
-
 def test_complex_linalg_values_are_numpys(rng):
     """cholesky, eigh, svd, qr, norm, pinv, lstsq and expm of complex matrices evaluate to
     NumPy's (SciPy's) results, in complex dtypes with real eigenvalues, singular values,
@@ -866,5 +854,5 @@ def test_complex_qr_of_a_wide_matrix_against_differences(rng, mode):
         return np.sum(np.real(q0 * wq)) + np.sum(np.real(r0 * wr))
 
     got = sg.evaluate(sg.grad(loss, a), {"A": a0})
-    np.testing.assert_allclose(got, _complex_gradient_by_differences(numeric, a0), atol=1e-7)
+    np.testing.assert_allclose(got, central(numeric, a0), atol=1e-7)
 

@@ -15,6 +15,7 @@ import symgrad as sg
 from symgrad.backends.targets.numpy.table import NUMPY
 from symgrad.ops import REGISTRY, SignatureError, call
 from tests.support.complex_order import draw, same
+from tests.support.finite_differences import central_in
 
 REDUCTIONS = ("sum", "mean", "max", "min", "logsumexp")
 AXIS_OPS = ("softmax", "log_softmax")
@@ -53,20 +54,6 @@ ALL_CASES = _cases(REDUCTIONS + AXIS_OPS + LINALG)
 def _build(name, arrays, attrs):
     vs = [sg.var(f"a{i}", shape=np.shape(a)) for i, a in enumerate(arrays)]
     return vs, call(name, *vs, **attrs), {f"a{i}": a for i, a in enumerate(arrays)}
-
-
-def _fd_jacobian(f, arrays, i, eps=1e-6):
-    """d f(arrays) / d arrays[i] by central differences: shape f.shape + arrays[i].shape."""
-    base = [np.array(a, dtype=float) for a in arrays]
-    x = base[i]
-    cols = []
-    for j in range(x.size):
-        plus, minus = [b.copy() for b in base], [b.copy() for b in base]
-        plus[i].flat[j] += eps
-        minus[i].flat[j] -= eps
-        cols.append((np.asarray(f(*plus)) - np.asarray(f(*minus))) / (2 * eps))
-    out_shape = np.shape(f(*base))
-    return np.moveaxis(np.array(cols), 0, -1).reshape(out_shape + x.shape)
 
 
 def _fd_hessian(f, arrays, i, j, h=1e-4):
@@ -197,9 +184,10 @@ def test_einsum_implicit_output_matches_numpy():
 def test_jacobian_matches_finite_differences(name, arrays, attrs):
     vs, out, inputs = _build(name, arrays, attrs)
     ref = _reference(name, attrs)
+    floats = [np.asarray(a, float) for a in arrays]
     for i, v in enumerate(vs):
         jac = sg.evaluate(sg.jacobian(out, v), inputs)
-        np.testing.assert_allclose(jac, _fd_jacobian(ref, arrays, i), rtol=1e-6, atol=1e-7,
+        np.testing.assert_allclose(jac, central_in(ref, floats, i), rtol=1e-6, atol=1e-7,
                                    err_msg=f"d{name}/da{i}")
 
 

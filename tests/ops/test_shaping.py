@@ -10,6 +10,7 @@ import pytest
 import symgrad as sg
 from symgrad.backends.interpreter import run
 from symgrad.backends.targets.numpy.table import NUMPY
+from tests.support.finite_differences import central
 
 MY_OPS = ("index", "index_add", "take", "reshape", "broadcast_to", "expand_dims", "squeeze",
           "concatenate", "stack")
@@ -103,16 +104,6 @@ def loss_np(case, name, value):
     return float(np.sum(np.sin(out) * weights(out.shape)))
 
 
-def fd_grad(fn, x, eps=1e-6):
-    x = np.asarray(x, dtype=float)
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        d = np.zeros_like(x)
-        d[i] = eps
-        g[i] = (fn(x + d) - fn(x - d)) / (2 * eps)
-    return g
-
-
 def check_source_matches_impl(graph, inputs):
     """Every node of this file's ops: its source, evaluated on its operands, equals impl."""
     ids = [n.id for n in graph.nodes if n.op in MY_OPS]
@@ -172,7 +163,7 @@ def test_gradient_matches_finite_differences(case):
     grads = sg.grad(loss, names)
     loss.graph.verify()
     for name, g in zip(names, sg.evaluate(list(grads), VALUES)):
-        want = fd_grad(lambda val, name=name: loss_np(case, name, val), VALUES[name])
+        want = central(lambda val, name=name: loss_np(case, name, val), VALUES[name])
         np.testing.assert_allclose(g, want, rtol=1e-6, atol=1e-8, err_msg=name)
 
 

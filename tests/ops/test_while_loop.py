@@ -10,6 +10,9 @@ import tracemalloc
 import numpy as np
 import pytest
 
+import symgrad as sg
+from symgrad.errors import ShapeError
+from symgrad.ir.shapes import DTYPES, NODE_DTYPES, TAPE, is_complex, is_float
 from symgrad.ops.while_loop import _sg_while, _sg_while_vjp, revolve_repeats
 
 
@@ -164,3 +167,22 @@ def test_a_plain_loop_records_nothing():
     out = _sg_while(lambda c: c < 100.0, lambda c, k: c * k, (1.0,), (3.0,), (),
                     ("float64",), 2)
     assert len(out) == 3 and [sorted(d) for d in out[2]] == [[3, 4]]
+
+
+def test_the_tape_has_the_declared_tape_dtype_which_no_value_may_have():
+    """The recorded tape's node has ``ir/shapes.TAPE`` as its dtype: a node dtype
+    (verify accepts it) that carries no gradient and that no variable or cast may take."""
+    x = sg.var("x")
+    y = sg.while_loop(lambda c: c < 100.0, lambda c: c * x + 0.5, 1.0, snapshots=4)
+    g = sg.grad(y, x)
+    tapes = [n for n in g.graph.nodes if not n.is_call and n.dtype not in DTYPES]
+    assert [(n.op, n.shape, n.dtype) for n in tapes] == [("result", (), TAPE)]
+    g.graph.verify()
+    assert TAPE in NODE_DTYPES and not is_float(TAPE) and not is_complex(TAPE)
+    with pytest.raises(ShapeError, match="dtype must be one of"):
+        sg.var("t", dtype=TAPE)
+    with pytest.raises(ShapeError, match="dtype must be one of"):
+        sg.astype(x, TAPE)
+    assert float(sg.evaluate(g, {"x": 1.5})) == pytest.approx(
+        (float(sg.evaluate(y, {"x": 1.5 + 1e-6})) - float(sg.evaluate(y, {"x": 1.5 - 1e-6})))
+        / 2e-6, rel=1e-7)

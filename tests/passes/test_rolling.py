@@ -10,6 +10,7 @@ from scipy.optimize import rosen, rosen_der
 import symgrad as sg
 import symgrad.numpy as snp
 from symgrad.passes.reductions import reduce_chains
+from tests.support.finite_differences import central
 
 RNG = np.random.default_rng(21)
 
@@ -17,16 +18,6 @@ RNG = np.random.default_rng(21)
 def _ops(e: sg.Expr) -> list[str]:
     nodes = e.graph.nodes
     return [nodes[i].op for i in e.graph.ancestors([e.node])]
-
-
-def _fd(f, x, h=1e-6):
-    g = np.zeros_like(x)
-    for k in range(x.size):
-        up, down = x.copy(), x.copy()
-        up.flat[k] += h
-        down.flat[k] -= h
-        g.flat[k] = (f(up) - f(down)) / (2 * h)
-    return g
 
 
 # -- reductions ---------------------------------------------------------------------------
@@ -118,7 +109,7 @@ def test_accumulated_loop_through_symgrad_numpy_matches_finite_differences():
     g = sg.grad(f)
     x0 = RNG.uniform(-1, 1, 25)
     exact = g(x0)
-    fd = _fd(lambda v: float(np.sum(np.log1p(v ** 2) * np.exp(-v))), x0)
+    fd = central(lambda v: float(np.sum(np.log1p(v ** 2) * np.exp(-v))), x0)
     np.testing.assert_allclose(exact, fd, rtol=1e-7, atol=1e-9)
     assert "index_add" not in " ".join(_ops(sg.grad(f(sg.var("v", shape=(25,))), "v")))
 

@@ -12,6 +12,7 @@ import pytest
 
 import symgrad as sg
 from symgrad.scipy import linalg as sgl
+from tests.support.finite_differences import directional
 
 sl = pytest.importorskip("scipy.linalg")
 
@@ -253,11 +254,6 @@ def test_generalised_eigh_refuses_what_it_does_not_do():
         sgl.eigh(a, sg.var("c", shape=(2, 2)))
 
 
-def _central(f, x, direction, h=1e-6):
-    """The central difference of ``f`` at ``x`` along ``direction``."""
-    return (f(x + h * direction) - f(x - h * direction)) / (2 * h)
-
-
 @pytest.mark.parametrize("lu", [(1, 1), (0, 2), (2, 0)])
 def test_solve_banded_values_and_gradients_against_scipy(lu):
     """solve_banded: SciPy's values; gradients in ab (zero outside the band) and b equal
@@ -287,7 +283,7 @@ def test_solve_banded_values_and_gradients_against_scipy(lu):
             args = {"ab": band, "b": rhs, name: v}
             return np.sum(sl.solve_banded(lu, args["ab"], args["b"]) * weights)
 
-        assert np.sum(g * d) == pytest.approx(_central(scipy_f, val, d), rel=1e-7, abs=1e-9)
+        assert np.sum(g * d) == pytest.approx(directional(scipy_f, val, d), rel=1e-7, abs=1e-9)
     sg.check_grads(f, [ab, b], at, order=2)
 
 
@@ -330,7 +326,7 @@ def test_solve_sylvester_derivatives_forward_reverse_and_order_two():
             args = {**vals, name: v}
             return np.sum(sl.solve_sylvester(args["A"], args["B"], args["Q"]) * weights)
 
-        want = _central(scipy_f, vals[var.name], d)
+        want = directional(scipy_f, vals[var.name], d)
         assert np.sum(g * d) == pytest.approx(want, rel=1e-7)
         tangent = sg.evaluate(sg.jvp(f, var, d), vals)
         assert float(tangent) == pytest.approx(want, rel=1e-7)
@@ -383,7 +379,7 @@ def test_sqrtm_derivatives_forward_reverse_and_order_two(name):
     d = rng.standard_normal(a.shape)
     if np.iscomplexobj(a):
         d = d + 1j * rng.standard_normal(a.shape)
-    want = _central(scipy_loss, a, d)
+    want = directional(scipy_loss, a, d)
     g = sg.grad(loss, X)
     assert np.sum((sg.evaluate(g, {"X": a}) * d).real) == pytest.approx(want, rel=1e-6)
     assert float(sg.evaluate(sg.jvp(loss, X, d), {"X": a})) == pytest.approx(want, rel=1e-6)
@@ -394,7 +390,7 @@ def test_sqrtm_derivatives_forward_reverse_and_order_two(name):
         return float(sg.evaluate(second, {"X": m}))
 
     g2 = sg.evaluate(sg.grad(second, X), {"X": a})
-    assert np.sum((g2 * d).real) == pytest.approx(_central(at, a, d, 1e-5), rel=1e-5, abs=1e-7)
+    assert np.sum((g2 * d).real) == pytest.approx(directional(at, a, d, 1e-5), rel=1e-5, abs=1e-7)
 
 
 def test_sqrtm_on_jax_equals_scipy(x64):

@@ -13,6 +13,7 @@ import pytest
 
 import symgrad as sg
 import symgrad.scipy.signal as sgs
+from tests.support.finite_differences import central
 
 ss = pytest.importorskip("scipy.signal")
 
@@ -24,15 +25,6 @@ MODES = ["full", "valid", "same"]
 def _pair(sa, sb, seed=0, dtype=np.float64):
     rng = np.random.default_rng(seed)
     return rng.standard_normal(sa).astype(dtype), rng.standard_normal(sb).astype(dtype)
-
-
-def _fd_grad(f, x, eps=1e-6):
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        d = np.zeros_like(x)
-        d[i] = eps
-        g[i] = (f(x + d) - f(x - d)) / (2 * eps)
-    return g
 
 
 @pytest.mark.parametrize("name", ["convolve", "correlate"])
@@ -49,9 +41,9 @@ def test_values_and_gradients_equal_scipys(name, mode, sa, sb):
     w = np.random.default_rng(1).standard_normal(want.shape)
     loss = sg.sum(y * w)
     ga, gb = sg.evaluate([sg.grad(loss, A), sg.grad(loss, B)], at)
-    np.testing.assert_allclose(ga, _fd_grad(lambda t: np.sum(ref(t, b, mode) * w), a),
+    np.testing.assert_allclose(ga, central(lambda t: np.sum(ref(t, b, mode) * w), a),
                                atol=1e-8)
-    np.testing.assert_allclose(gb, _fd_grad(lambda t: np.sum(ref(a, t, mode) * w), b),
+    np.testing.assert_allclose(gb, central(lambda t: np.sum(ref(a, t, mode) * w), b),
                                atol=1e-8)
 
 

@@ -16,7 +16,8 @@ import symgrad as sg
 from symgrad.errors import ShapeError, UnsupportedError
 from symgrad.scipy import sparse as sps
 from symgrad.scipy.sparse import linalg as spl
-from tests.support.sparse_matrices import fd_grad, operands
+from tests.support.finite_differences import central
+from tests.support.sparse_matrices import operands
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
@@ -272,9 +273,9 @@ def test_poisson_inverse_problem_gradient_against_finite_differences():
         return 0.5 * np.sum((scipy.sparse.linalg.spsolve(A.tocsc(), f) - observed) ** 2)
 
     np.testing.assert_allclose(value, plain(s0), rtol=1e-12)
-    np.testing.assert_allclose(grad, fd_grad(plain, s0), rtol=1e-6, atol=1e-12)
+    np.testing.assert_allclose(grad, central(plain, s0), rtol=1e-6, atol=1e-12)
     hvp = sg.hvp(misfit, (s0,), (np.ones(n * n),))
-    fd = (fd_grad(plain, s0 + 1e-4) - fd_grad(plain, s0 - 1e-4)) / 2e-4
+    fd = (central(plain, s0 + 1e-4) - central(plain, s0 - 1e-4)) / 2e-4
     np.testing.assert_allclose(hvp, fd, rtol=1e-4, atol=1e-10)
 
 
@@ -300,7 +301,7 @@ def test_implicit_time_steps_in_a_scan_emit_one_loop_with_the_pattern_held_once(
 
     u0 = np.sin(np.linspace(0.0, 3.0, n))
     grad = sg.grad(heat)
-    np.testing.assert_allclose(grad(u0), fd_grad(plain, u0), rtol=1e-7)
+    np.testing.assert_allclose(grad(u0), central(plain, u0), rtol=1e-7)
     assert "for " in grad.source and grad.source.count("'csr', (20, 20)") == 1
 
 

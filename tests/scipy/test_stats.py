@@ -12,6 +12,7 @@ import pytest
 
 import symgrad as sg
 from symgrad.scipy import stats as ss
+from tests.support.finite_differences import central
 
 st = pytest.importorskip("scipy.stats")
 special = pytest.importorskip("scipy.special")
@@ -175,16 +176,6 @@ def test_multivariate_normal_with_a_singular_covariance_says_so():
         ss.multivariate_normal.logpdf(sg.var("x", shape=(2,)), np.zeros(2), np.ones((2, 2)))
 
 
-def _central_grad(f, x, h=1e-6):
-    """Central differences of the scalar function ``f`` at the array ``x``."""
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = h
-        g[i] = (f(x + e) - f(x - e)) / (2 * h)
-    return g
-
-
 def test_multivariate_normal_singular_covariance_as_scipy():
     """allow_singular=True: SciPy's pseudo-determinant and pseudo-inverse values, -inf off
     the support, gradients in x and mean along the support vs central differences."""
@@ -210,7 +201,7 @@ def test_multivariate_normal_singular_covariance_as_scipy():
         return st.multivariate_normal.logpdf(mean + basis @ v, mean, cov, allow_singular=True)
 
     v0 = basis.T @ (on - mean)
-    np.testing.assert_allclose(basis.T @ gx, _central_grad(along, v0), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(basis.T @ gx, central(along, v0), rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(gm, -gx, rtol=1e-12)
 
 
@@ -242,4 +233,4 @@ def test_multivariate_normal_entropy_as_scipy_and_its_gradient():
         low = np.tril(c)
         return st.multivariate_normal.entropy(None, low + np.tril(low, -1).T)
 
-    np.testing.assert_allclose(g, _central_grad(sym, cov), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(g, central(sym, cov), rtol=1e-6, atol=1e-9)

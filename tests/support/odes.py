@@ -19,13 +19,3 @@ def robertson(t, y, k1, k2, k3):
 LV_TIMES = np.linspace(0.0, 10.0, 21)
 LV_OBS = 5.0 + np.cos(LV_TIMES)[None] * np.array([[1.0], [0.5]])
 LV_AT = {"a": 1.1, "b": 0.4, "c": 0.1, "d": 0.4, "y0": np.array([10.0, 5.0])}
-
-
-def central(f, x: np.ndarray, h: np.ndarray) -> np.ndarray:
-    """Central differences of the scalar ``f`` at ``x`` along each coordinate."""
-    out = []
-    for k in range(x.size):
-        e = np.zeros_like(x)
-        e[k] = h[k]
-        out.append((f(x + e) - f(x - e)) / (2 * h[k]))
-    return np.array(out)

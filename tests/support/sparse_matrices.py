@@ -23,13 +23,3 @@ def operands(seed: int):
     rng = np.random.default_rng(seed)
     a = scipy.sparse.csr_array(scipy.sparse.random(6, 5, density=0.4, random_state=rng))
     return rng, a, scipy.sparse.csr_matrix(a), rng.standard_normal(5), rng.standard_normal(6)
-
-
-def fd_grad(f, x, h=1e-6):
-    """Central differences of a scalar function of a vector."""
-    out = np.zeros_like(x)
-    for k in range(x.size):
-        e = np.zeros_like(x)
-        e[k] = h
-        out[k] = (f(x + e) - f(x - e)) / (2 * h)
-    return out

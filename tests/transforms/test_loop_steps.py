@@ -20,6 +20,7 @@ from symgrad.transforms.loop_steps import (
     vjp_step,
     zeros,
 )
+from tests.support.finite_differences import central
 
 RNG = np.random.default_rng(20240601)
 C0, X0, W0 = 0.4, RNG.uniform(-0.5, 0.5, 3), 0.7
@@ -34,17 +35,6 @@ def _body():
 
 def _step(body, c, x, w):
     return body.run([np.float64(c), np.asarray(x, float), np.float64(w)])
-
-
-def _central(fn, at, h=1e-6):
-    """Central differences of the scalar ``fn`` at the flat array ``at``."""
-    at = np.asarray(at, float)
-    out = np.empty(at.size)
-    for k in range(at.size):
-        e = np.zeros(at.size)
-        e[k] = h
-        out[k] = (fn(at + e) - fn(at - e)) / (2 * h)
-    return out.reshape(at.shape)
 
 
 @pytest.mark.parametrize("captured_adjoint", [False, True])
@@ -69,11 +59,11 @@ def test_the_backward_step_is_one_steps_vector_jacobian_product(captured_adjoint
     ins = [np.float64(cbar), *([np.float64(kbar)] if captured_adjoint else []),
            np.float64(C0), X0, ybar, *residuals, np.float64(W0)]
     got = vbody.run(ins)
-    np.testing.assert_allclose(got[0], _central(lambda v: loss(v[0], X0, W0), [C0]),
+    np.testing.assert_allclose(got[0], central(lambda v: loss(v[0], X0, W0), [C0]),
                                rtol=1e-7)
-    np.testing.assert_allclose(got[-1], _central(lambda v: loss(C0, v, W0), X0), rtol=1e-7)
+    np.testing.assert_allclose(got[-1], central(lambda v: loss(C0, v, W0), X0), rtol=1e-7)
     if captured_adjoint:
-        dw = _central(lambda v: loss(C0, X0, v[0]), [W0])
+        dw = central(lambda v: loss(C0, X0, v[0]), [W0])
         np.testing.assert_allclose(got[1], kbar + dw, rtol=1e-7)
 
 

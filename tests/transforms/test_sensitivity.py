@@ -14,7 +14,8 @@ import scipy.integrate
 import symgrad as sg
 from symgrad.errors import DifferentiationError
 from symgrad.scipy.integrate import solve_ivp
-from tests.support.odes import LV_AT, LV_OBS, LV_TIMES, central, lotka_volterra, robertson
+from tests.support.finite_differences import central
+from tests.support.odes import LV_AT, LV_OBS, LV_TIMES, lotka_volterra, robertson
 
 
 def robertson_jac(t, y, k1, k2, k3):

@@ -11,16 +11,7 @@ import numpy as np
 import pytest
 
 import symgrad as sg
-
-
-def _fd(fn, x: np.ndarray, h: float = 1e-6) -> np.ndarray:
-    x = np.asarray(x, dtype=np.float64)
-    out = np.zeros_like(x)
-    for k in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[k] = h
-        out[k] = (fn(x + e) - fn(x - e)) / (2 * h)
-    return out
+from tests.support.finite_differences import central
 
 
 def _loop(snapshots: int = 32):
@@ -45,8 +36,8 @@ def test_reverse_and_forward_mode_match_finite_differences():
     inputs = {"w": WV, "x0": XV}
     assert int(sg.evaluate(k, inputs)) > 10
     gw, gx = sg.evaluate(list(sg.grad(loss, [w, x0])), inputs)
-    fdw = _fd(lambda v: float(sg.evaluate(loss, {"w": v, "x0": XV})), WV)
-    fdx = _fd(lambda v: float(sg.evaluate(loss, {"w": WV, "x0": v})), XV)
+    fdw = central(lambda v: float(sg.evaluate(loss, {"w": v, "x0": XV})), WV)
+    fdx = central(lambda v: float(sg.evaluate(loss, {"w": WV, "x0": v})), XV)
     np.testing.assert_allclose(gw, fdw, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(gx, fdx, rtol=1e-6, atol=1e-8)
     tangent = sg.jvp(loss, x0, np.array([1.0, -2.0, 0.5]))
@@ -213,6 +204,6 @@ def test_a_loop_reading_rows_of_a_captured_array_has_its_gradient(twice):
     assert [n.attrs["rows"] for n in sweep] == [() if twice else (1,)]
     xv, sv = RNG.uniform(-1.0, 1.0, (8, 2)), np.array([0.3, -0.4])
     gx = sg.compile(sg.grad(loss, xs))(xs=xv, s0=sv)
-    fd = _fd(lambda v: float(sg.evaluate(loss, {"xs": v, "s0": sv})), xv)
+    fd = central(lambda v: float(sg.evaluate(loss, {"xs": v, "s0": sv})), xv)
     np.testing.assert_allclose(gx, fd, rtol=1e-7, atol=1e-9)
     np.testing.assert_array_equal(gx[6 + int(twice):], 0.0)

@@ -6,7 +6,9 @@ per argument, and per element of each op inside the function). An op whose NumPy
 much faster per element than a compiled scalar loop — NumPy's SIMD kernels of ``exp``,
 ``log``, ``tanh``, ... — stays NumPy's call on large arrays; a matrix product large enough
 to be BLAS-bound stays NumPy's call (the same BLAS, without splitting a kernel's work);
-a kernel of one op never pays (NumPy's call does the same pass). :func:`numpy_better`
+a kernel of one op never pays (NumPy's call does the same pass). A sum that keeps the last
+axis costs a compiled loop what an add does (each row added into the result's row,
+vectorized), one over the last axis a sequential accumulator's. :func:`numpy_better`
 says which nodes and why; :func:`pays` whether a kernel beats its nodes' calls.
 
 The figures are medians measured on an AVX-512 x86-64 machine, one thread; where NumPy
@@ -27,8 +29,9 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["CHOICES", "NUMPY_CALL", "VIEW_OPS", "chosen", "compiled_cost", "numpy_better",
-           "numpy_cost", "pays", "simd_here", "view_better"]
+__all__ = ["CHOICES", "NUMPY_CALL", "PLAIN_COMPILED", "VIEW_OPS", "chosen", "compiled_cost",
+           "compiled_per_element", "numpy_better", "numpy_cost", "pays", "simd_here", "size",
+           "view_better"]
 
 NUMPY_CALL = 400.0  # one NumPy call on a small array
 # one compiled call, and each array it takes (np.ascontiguousarray's call) or returns
@@ -42,6 +45,7 @@ VIEW_OPS = frozenset({"transpose", "matrix_transpose", "reshape", "squeeze", "ex
 
 # ns per element: (NumPy's loop, a compiled scalar loop); ops not listed: _PLAIN
 _PLAIN = (0.3, 0.3)
+PLAIN_COMPILED = _PLAIN[1]  # ns per element of a compiled add, multiply, ...
 _SIMD = {  # NumPy's SIMD kernels (AVX-512: SVML, and its own exp/log)
     "exp": (0.8, 4.3), "log": (0.8, 5.4), "tanh": (1.7, 11.6), "log1p": (1.2, 9.6),
     "expm1": (1.2, 12.2), "power": (3.2, 16.0), "arctan": (1.2, 9.1), "exp2": (0.9, 5.0),
@@ -60,6 +64,7 @@ _EXTREMA = (0.15, 1.0)  # max / min: NumPy's SIMD loop, a compiled compare-and-b
 # over a last axis of 10 costs NumPy 2 ns per element, a compiled loop 0.3)
 _INNER_CALL = {"max": 35.0, "min": 35.0}  # ns per inner loop; other reductions: 17
 _REDUCTIONS = frozenset({"sum", "mean", "prod", "max", "min", "logsumexp"})
+_ROW_REDUCTIONS = frozenset({"sum", "mean", "prod"})  # written by rows where the last axis stays
 _SORT = (3.0, 30.0)  # per element: NumPy's AVX-512 sort, Numba's quicksort
 
 
@@ -78,6 +83,9 @@ _HAS_SIMD = simd_here()
 
 def _size(n: Any) -> int:
     return math.prod(n.shape)
+
+
+size = _size  # the elements of a node's value
 
 
 _COSTS = {**{op: (c if _HAS_SIMD else (c[1], c[1])) for op, c in _SIMD.items()}, **_OTHER,
@@ -99,8 +107,28 @@ def _per_element(n: Any, nodes: Any) -> tuple[float, float, int]:
         return 0.0, 0.0, size
     numpy, compiled = _COSTS.get(n.op, _PLAIN)
     if n.op in _REDUCTIONS and len(n.args) == 1:
-        numpy += _INNER_CALL.get(n.op, 17.0) / _inner(n, nodes[n.args[0]].shape)
+        shape = nodes[n.args[0]].shape
+        numpy += _INNER_CALL.get(n.op, 17.0) / _inner(n, shape)
+        if n.op in _ROW_REDUCTIONS and _keeps_last(n, shape):
+            compiled = _PLAIN[1]  # accumulated into the result's rows: a vectorized loop
     return numpy, compiled, size
+
+
+def _keeps_last(n: Any, shape: tuple[int, ...]) -> bool:
+    """Whether reduction node ``n`` of an operand of ``shape`` reduces some axes but not
+    the last: its compiled loop adds each element into a row of the result (one
+    independent sum per element of the row, which LLVM vectorizes), not into one
+    sequential accumulator."""
+    axis = n.attrs.get("axis")
+    if not shape or axis is None:
+        return False
+    axes = {a % len(shape) for a in ((axis,) if isinstance(axis, int) else axis)}
+    return bool(axes) and len(shape) - 1 not in axes
+
+
+def compiled_per_element(n: Any, nodes: Any) -> float:
+    """ns per element of node ``n`` in a compiled loop."""
+    return _per_element(n, nodes)[1]
 
 
 def _inner(n: Any, shape: tuple[int, ...]) -> int:

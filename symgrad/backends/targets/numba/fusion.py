@@ -19,6 +19,10 @@ only if the cost model (:func:`pays`) says one loop beats NumPy's calls; it hold
 :data:`MAX_OPS` ops, since Numba's compile time grows faster than linearly with a
 function's size.
 
+Kernels of straight-line code (:func:`segments`: runs of consecutive lines that compile)
+may then hand a cheap elementwise result to the one later kernel that reads it, which
+computes it again rather than reading it back (:func:`recompute`).
+
 >>> import symgrad as sg
 >>> x = sg.var("x", shape=(1000,))
 >>> f = sg.sum(sg.exp(x) * x + 1.0)
@@ -189,11 +193,19 @@ def _inputs(nodes: Sequence, r: Region) -> list[int]:
 class Segment:
     """Consecutive lines of a function computed by one compiled call (a kernel):
     ``members`` in order, ``inputs`` (the values it reads, first use first, 0-d constants
-    left out: they are inlined) and ``outputs`` (the members read after it or returned)."""
+    left out: they are inlined) and ``outputs`` (the members read after it or returned);
+    its first ``again`` members are results of earlier kernels it computes again
+    (:func:`recompute`), the others its lines."""
 
     members: list[int]
     inputs: list[int] = field(default_factory=list)
     outputs: list[int] = field(default_factory=list)
+    again: int = 0
+
+    @property
+    def line(self) -> int:
+        """Its first line's node: where the function calls it."""
+        return self.members[self.again]
 
 
 def segments(nodes: Sequence, body: Sequence[int], escapes: set[int],
@@ -276,3 +288,69 @@ def pays(nodes: Sequence, seg: Segment) -> bool:
     NumPy calls (:func:`.costs.pays`: a kernel of one op never is)."""
     arrays = sum(1 for a in (*seg.inputs, *seg.outputs) if nodes[a].shape)
     return costs.pays([nodes[m] for m in seg.members], nodes, arrays)
+
+
+def recompute(nodes: Sequence, kernels: list[Segment], escapes: set[int],
+              readers: dict[int, list[int]], table: dict) -> None:
+    """Kernels' results cheaper computed again where they are read than stored and read
+    back: an elementwise result of kernel ``a`` that only one later kernel ``b`` reads
+    (besides ``a``'s own members), whose operands ``b`` can read (the function's inputs,
+    kernels' results, what ``b`` computes), at most one of them an array of its size that
+    ``b`` did not read already, and whose scalar form costs no more than a plain loop's:
+    ``b`` computes it in its own loop (one array written and read back less; the same
+    operations, the same values), where what ``a`` keeps still pays as a kernel. Changes
+    ``kernels`` in place.
+
+    ``readers``: node -> the nodes of the function that read it."""
+    owner = {m: k for k, seg in enumerate(kernels) for m in seg.members}
+    made = {o for seg in kernels for o in seg.outputs}
+    for k, seg in enumerate(kernels):
+        for o in list(seg.outputs):
+            later = {owner.get(u) for u in readers.get(o, ()) if owner.get(u) != k}
+            if o in escapes or len(later) != 1 or None in later:
+                continue
+            (j,) = later
+            b = kernels[j]
+            if j < k or not _cheap_again(nodes, o, b, made, table):
+                continue
+            rest = Segment([m for m in seg.members if m != o or any(
+                o in nodes[u].args for u in seg.members)], [], [v for v in seg.outputs if v != o])
+            rest.inputs = _segment_inputs(nodes, rest.members)
+            if not rest.outputs or not pays(nodes, rest):
+                continue  # what ``a`` keeps must still pay as a kernel
+            seg.members, seg.inputs, seg.outputs = rest.members, rest.inputs, rest.outputs
+            made.discard(o)
+            b.members.insert(b.again, o)  # after those moved before it: in order
+            b.again += 1
+            owner[o] = j
+            b.inputs = _segment_inputs(nodes, b.members)
+
+
+def _cheap_again(nodes: Sequence, o: int, b: Segment, made: set[int], table: dict) -> bool:
+    """Whether segment ``b`` can compute result ``o`` of an earlier kernel again for less
+    than reading it (see :func:`recompute`)."""
+    n = nodes[o]
+    if not elementwise(n, nodes, table) or \
+            costs.compiled_per_element(n, nodes) > costs.PLAIN_COMPILED:
+        return False
+    size = costs.size(n)
+    fresh = 0
+    for x in n.args:
+        arg = nodes[x]
+        if arg.is_const and arg.shape == ():
+            continue
+        if not (arg.is_var or arg.is_const or x in made or x in b.members[:b.again]):
+            return False  # not kept, or a NumPy line (a view: a kernel would copy it)
+        if costs.size(arg) >= size and x not in b.inputs and x not in b.members[:b.again]:
+            fresh += 1
+    return fresh <= 1
+
+
+def _segment_inputs(nodes: Sequence, members: list[int]) -> list[int]:
+    inside = set(members)
+    inputs: dict[int, None] = {}
+    for i in members:
+        for a in nodes[i].args:
+            if a not in inside and not (nodes[a].is_const and nodes[a].shape == ()):
+                inputs[a] = None
+    return list(inputs)

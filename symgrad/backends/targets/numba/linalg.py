@@ -339,13 +339,7 @@ def _norm(site: Site) -> list[str]:
         return _svd_norm(site, r, c, keep, {2: "max", -2: "min", "nuc": "sum"}[order])
     outer, inner = (c, r) if order in (1, -1) else (r, c)
     w = Writer(site)
-    out = _shape(n)
-    if out:
-        w.alloc(site.out, out, n.dtype)
-    idx = ["0"] * nd
-    rest = [a for a in range(nd) if a not in axes]
-    for a in rest:
-        idx[a] = w.loop(xs[a])
+    idx, rest = _open_rest(w, axes)
     best = w.new("best")
     w(f"{best} = {T}({'-np.inf' if order in (1, np.inf) else 'np.inf'})")
     idx[outer] = w.loop(xs[outer])
@@ -358,8 +352,29 @@ def _norm(site: Site) -> list[str]:
     w(f"if {s} {cmp} {best} or {s} != {s}:")
     w(f"    {best} = {s}")
     w.end()
-    oidx = [idx[a] if a in rest else "0" for a in range(nd) if a in rest or keep]
-    w.set(site.out, out, oidx, best)
+    return _close_rest(w, idx, rest, keep, best)
+
+
+def _open_rest(w: Writer, axes: list[int]) -> tuple[list[str], list[int]]:
+    """Allocate the norm's result and open a loop on each axis of its operand outside
+    ``axes``: the operand's index (those loops' names, "0" on ``axes``) and those axes."""
+    n, x = w.site.node, w.site.args[0]
+    if _shape(n):
+        w.alloc(w.site.out, _shape(n), n.dtype)
+    xs = _shape(x)
+    idx = ["0"] * len(xs)
+    rest = [a for a in range(len(xs)) if a not in axes]
+    for a in rest:
+        idx[a] = w.loop(xs[a])
+    return idx, rest
+
+
+def _close_rest(w: Writer, idx: list[str], rest: list[int], keep: bool,
+                value: str) -> list[str]:
+    """Store ``value`` at the result's element of the loops :func:`_open_rest` opened, and
+    close them: the lines."""
+    oidx = [idx[a] if a in rest else "0" for a in range(len(idx)) if a in rest or keep]
+    w.set(w.site.out, _shape(w.site.node), oidx, value)
     w.end(len(rest))
     return w.lines
 
@@ -374,15 +389,9 @@ def _vector(site: Site, axes: list[int], keep: bool, kind: str) -> list[str]:
     """A vector norm over ``axes``: ``sq`` sqrt(sum x*x), ``abs`` sum |x|, ``max``/``min``
     of |x|, ``nonzero`` the count, ``p`` (sum |x|**p)**(1/p)."""
     n, (x,) = site.node, site.args
-    xs, nd, w = _shape(x), len(x.shape), Writer(site)
+    xs, w = _shape(x), Writer(site)
     T = NUMPY_TYPE[n.dtype]
-    out = _shape(n)
-    if out:
-        w.alloc(site.out, out, n.dtype)
-    idx = ["0"] * nd
-    rest = [a for a in range(nd) if a not in axes]
-    for a in rest:
-        idx[a] = w.loop(xs[a])
+    idx, rest = _open_rest(w, axes)
     acc = w.new("acc")
     start = {"max": "-np.inf", "min": "np.inf"}.get(kind, "0")
     w(f"{acc} = {T}({start})")
@@ -408,23 +417,14 @@ def _vector(site: Site, axes: list[int], keep: bool, kind: str) -> list[str]:
     value = f"np.sqrt({acc})" if kind == "sq" else acc
     if kind == "p":
         value = f"{acc} ** {T}(1.0 / {T}({scalar_source(float(order))}))"
-    oidx = [idx[a] if a in rest else "0" for a in range(nd) if a in rest or keep]
-    w.set(site.out, out, oidx, value)
-    w.end(len(rest))
-    return w.lines
+    return _close_rest(w, idx, rest, keep, value)
 
 
 def _svd_norm(site: Site, r: int, c: int, keep: bool, op: str) -> list[str]:
     """max, min or sum of the singular values of the (r, c) matrices."""
-    n, (x,) = site.node, site.args
-    xs, nd, w = _shape(x), len(x.shape), Writer(site)
-    out = _shape(n)
-    if out:
-        w.alloc(site.out, out, n.dtype)
-    idx = ["0"] * nd
-    rest = [a for a in range(nd) if a not in (r, c)]
-    for a in rest:
-        idx[a] = w.loop(xs[a])
+    (x,) = site.args
+    nd, w = len(x.shape), Writer(site)
+    idx, rest = _open_rest(w, [r, c])
     key = [":" if a in (r, c) else idx[a] for a in range(nd)]
     m = f"{site.ins[0]}[{', '.join(key)}]" if rest else site.ins[0]
     if r > c:
@@ -434,10 +434,7 @@ def _svd_norm(site: Site, r: int, c: int, keep: bool, op: str) -> list[str]:
         m = f"{m}.astype({NUMPY_TYPE[dtype]})"
     s = w.new("s")
     w(f"{s} = np.linalg.svd(np.ascontiguousarray({m}), False)[1]")
-    oidx = [idx[a] if a in rest else "0" for a in range(nd) if a in rest or keep]
-    w.set(site.out, out, oidx, f"np.{op}({s})")
-    w.end(len(rest))
-    return w.lines
+    return _close_rest(w, idx, rest, keep, f"np.{op}({s})")
 
 
 LINALG_FORMS: dict[str, Callable[[Site], list[str]]] = {

@@ -40,9 +40,10 @@ from typing import Any
 
 import numpy as np
 
+from ....ir.shapes import is_complex
 from ....ops.indexing import split_parts
 from ..numpy.table import scalar_source
-from .nest_base import Site, Writer, affine, aligned, at, axes_of, cast, copy_map, shape_of
+from .nest_base import FLOATS, Site, Writer, affine, aligned, at, axes_of, cast, copy_map, shape_of
 from .nest_products import FORMS as PRODUCT_FORMS
 
 __all__ = ["FORMS", "Site", "Writer", "VIEWS", "at", "is_view", "view_key"]
@@ -58,7 +59,7 @@ _NAN_MIN = "if {v} < {acc} or {v} != {v}:"
 # operand's) of each reduction
 _REDUCE = {
     "sum": ("{T}(0)", ["{acc} += {v}"], "{acc}", "out"),
-    "mean": ("{T}(0)", ["{acc} += {v}"], "{T}({acc} / {T}({count}))", "out"),
+    "mean": ("{T}(0)", ["{acc} += {v}"], "{T}({quotient})", "out"),
     "prod": ("{T}(1)", ["{acc} *= {v}"], "{acc}", "out"),
     "max": ("{first}", [_NAN_MAX, "    {acc} = {v}"], "{acc}", "x"),
     "min": ("{first}", [_NAN_MIN, "    {acc} = {v}"], "{acc}", "x"),
@@ -73,6 +74,8 @@ def _reduce(site: Site) -> list[str]:
     xs, w = shape_of(x), Writer(site)
     axes = axes_of(n.attrs.get("axis"), len(xs))
     keep = bool(n.attrs.get("keepdims"))
+    if _by_rows(n, x, axes):
+        return _reduce_rows(site, axes, keep)
     init, update, finish, held = _REDUCE[n.op]
     T = site.ctor
     count = math.prod(xs[a] for a in axes)
@@ -94,9 +97,46 @@ def _reduce(site: Site) -> list[str]:
         w(line.format(acc=acc, v=v))
     w.end(len(axes))
     oidx = [idx[a] if a not in axes else "0" for a in range(len(xs)) if a not in axes or keep]
-    value = finish.format(acc=acc, T=T, count=count)
+    # a complex quotient by np.divide, NumPy's complex division (Numba's "/" raises at a
+    # count of 0 and rounds otherwise)
+    quotient = (f"np.divide({acc}, {T}({count}))" if is_complex(n.dtype)
+                else f"{acc} / {T}({count})")
+    value = finish.format(acc=acc, T=T, quotient=quotient)
     held = {"out": n.dtype, "x": x.dtype}.get(held, held)
     w.set(site.out, out, oidx, cast(n.dtype, value, held))
+    return w.lines
+
+
+def _by_rows(n: Any, x: Any, axes: Sequence[int]) -> bool:
+    """Whether reduction ``n`` of ``x`` over ``axes`` accumulates into its result in the
+    operand's order (:func:`_reduce_rows`): a floating sum, mean or product that keeps the
+    last axis (a loop with the reduced axes inner would read ``x`` strided)."""
+    return (n.op in _ROWS and bool(axes) and len(x.shape) - 1 not in axes
+            and n.dtype in FLOATS and x.dtype == n.dtype)
+
+
+_ROWS = {"sum": ("zeros", "+="), "mean": ("zeros", "+="), "prod": ("ones", "*=")}
+
+
+def _reduce_rows(site: Site, axes: Sequence[int], keep: bool) -> list[str]:
+    """sum, mean, prod keeping the last axis: the operand read in its own order, each
+    element added (multiplied) into its place of the result, whose rows the innermost
+    loop walks unit-stride (LLVM vectorizes it); the same additions in the same order
+    along each reduced axis as the loop over them."""
+    n, (x,) = site.node, site.args
+    xs, w = shape_of(x), Writer(site)
+    fill, op = _ROWS[n.op]
+    out = shape_of(n)
+    w.alloc(site.out, out, n.dtype, fill)
+    idx = w.loops(xs)
+    oidx = [("0" if a in axes else i) for a, i in enumerate(idx) if a not in axes or keep]
+    w(f"{at(site.out, out, oidx)} {op} {at(site.ins[0], xs, idx)}")
+    w.end(len(xs))
+    if n.op == "mean":
+        count = math.prod(xs[a] for a in axes)
+        idx = w.loops(out)
+        w(f"{at(site.out, out, idx)} /= {site.ctor}({count})")
+        w.end(len(out))
     return w.lines
 
 
@@ -500,13 +540,18 @@ def _filled_lines(site: Site, value: str | None) -> list[str]:
     return [f"{site.out} = np.full({shape_of(n)!r}, {value}, dtype={site.ctor})"]
 
 
-def _constant_of(site: Site) -> list[str]:
-    """eye, arange, linspace: the op's own values (static), written as a literal array."""
+def _value_of(site: Site) -> np.ndarray:
+    """The values of constant op ``site.node`` (eye, arange, linspace): NumPy's."""
     from ....ops import REGISTRY
 
     op = REGISTRY[site.node.op]
-    value = np.asarray(op.impl(**{k: site.attrs[k] for k in site.attrs if k in _CONST_KEYS[
+    return np.asarray(op.impl(**{k: site.attrs[k] for k in site.attrs if k in _CONST_KEYS[
         site.node.op]}))
+
+
+def _constant_of(site: Site) -> list[str]:
+    """eye, arange, linspace: the op's own values (static), written as a literal array."""
+    value = _value_of(site)
     items = ", ".join(scalar_source(v) for v in value.ravel().tolist())
     text = f"np.array([{items}], dtype={site.ctor})"
     return [f"{site.out} = {text}" if value.ndim == 1 else
@@ -527,6 +572,65 @@ def _eye(site: Site) -> list[str]:
             f"    {site.out}[{i}, {i} + {k}] = 1"]
 
 
+def _spaced(site: Site) -> list[str]:
+    """arange, linspace: a literal array where small; else a loop computing each element by
+    NumPy's own formula (:func:`_arange_steps`, :func:`_linspace_steps`), which this checks
+    gives NumPy's values to the bit (a literal where it does not)."""
+    value = _value_of(site)
+    if value.size <= LITERAL_MAX:
+        return _constant_of(site)
+    steps = (_arange_steps if site.node.op == "arange" else _linspace_steps)(site, value)
+    return steps if steps is not None else _constant_of(site)
+
+
+def _arange_steps(site: Site, value: np.ndarray) -> list[str] | None:
+    """NumPy's arange: its first two values ``start`` and ``start + step`` (Python's sum)
+    in the dtype, then ``first + i * (second - first)`` in the dtype (its ``fill``)."""
+    a, t = site.attrs, np.dtype(value.dtype).type
+    if value.dtype.kind not in "fi":
+        return None
+    with np.errstate(all="ignore"):
+        first, second = t(a["start"]), t(a["start"] + a["step"])
+        mine = first + np.arange(value.size).astype(value.dtype) * (second - first)
+        mine[:2] = first, second
+    if mine.tobytes() != value.tobytes():
+        return None
+    c, i, d = site.ctor, site.fresh("i"), site.fresh("d")
+    v0, v1 = f"{c}({scalar_source(first.item())})", f"{c}({scalar_source(second.item())})"
+    return [f"{site.out} = np.empty({value.size}, dtype={c})",
+            f"{site.out}[0] = {v0}",
+            f"{site.out}[1] = {v1}",
+            f"{d} = {v1} - {v0}",
+            f"for {i} in range(2, {value.size}):",
+            f"    {site.out}[{i}] = {v0} + {c}({i}) * {d}"]
+
+
+def _linspace_steps(site: Site, value: np.ndarray) -> list[str] | None:
+    """NumPy's linspace: ``i * step + start`` in float64 (``step = (stop - start) / div``),
+    ``stop`` last where it is an endpoint, floored for an integer dtype, then the dtype."""
+    a, n = site.attrs, value.size
+    start, stop = float(a["start"]), float(a["stop"])
+    step = (stop - start) / (n - 1 if a["endpoint"] else n)
+    floor = value.dtype.kind == "i"
+    if value.dtype.kind not in "fi":
+        return None
+    with np.errstate(all="ignore"):
+        mine = np.arange(n, dtype=np.float64) * step + start
+        if a["endpoint"]:
+            mine[-1] = stop
+        mine = (np.floor(mine) if floor else mine).astype(value.dtype)
+    if mine.tobytes() != value.tobytes():
+        return None
+    c, i = site.ctor, site.fresh("i")
+    v = f"np.float64({i}) * {scalar_source(step)} + {scalar_source(start)}"
+    lines = [f"{site.out} = np.empty({n}, dtype={c})",
+             f"for {i} in range({n}):",
+             f"    {site.out}[{i}] = {c}({f'np.floor({v})' if floor else v})"]
+    if a["endpoint"]:
+        lines.append(f"{site.out}[{n - 1}] = {c}({scalar_source(stop)})")
+    return lines
+
+
 LITERAL_MAX = 64  # elements of a constant written as a literal array inside compiled code
 _CONST_KEYS = {"eye": ("N", "M", "k", "dtype"), "arange": ("start", "stop", "step", "dtype"),
                "linspace": ("start", "stop", "num", "endpoint", "dtype")}
@@ -545,7 +649,7 @@ FORMS: dict[str, Callable[[Site], list[str]]] = {
     **PRODUCT_FORMS,
     **dict.fromkeys(("zeros", "zeros_like"), _filled("0")),
     **dict.fromkeys(("ones", "ones_like"), _filled("1")), "full": _filled(None),
-    **dict.fromkeys(("arange", "linspace"), _constant_of), "eye": _eye,
+    **dict.fromkeys(("arange", "linspace"), _spaced), "eye": _eye,
 }
 
 # the forms whose result may share memory with an operand (or be read only): a value

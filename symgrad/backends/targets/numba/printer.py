@@ -132,7 +132,8 @@ class NumbaPrinter(NumpyPrinter):
         if self._fuse:
             kernels, reasons = fusion.segments(nodes, body, outputs, self._why_numpy,
                                                self._loose)
-        first = {seg.members[0]: seg for seg in kernels}
+            fusion.recompute(nodes, kernels, outputs, self._readers, NUMBA)
+        first = {seg.line: seg for seg in kernels}
         inside = {m for seg in kernels for m in seg.members}
         reads: dict[int, Any] = {}  # line (its last node) -> what it reads
         made: set[int] = set()

@@ -129,21 +129,39 @@ def _nest(nodes: Any, r: fusion.Region, members: list[int], ins: list[str],
         if m in arrays:
             inner.append(f"{arrays[m]}[{at}] = {value[m]}" if shape else
                          f"{arrays[m]} = {value[m]}")
+    lines: list[str] = []
+    after: list[str] = []  # lines after the inner loops over the summed trailing axes
+    split = depth  # the depth at which a scalar accumulator starts (none: depth)
+    acc = f"_{name}acc"
     if r.reduces:
         root = nodes[r.root]
         total = read(root.args[0])
+        keep = ", ".join("0" if d in r.axes else idx[d] for d in range(depth)
+                         if d not in r.axes or r.keepdims)
         if root.shape == ():
             inner.append(f"{out} += {total}")
+        elif _trailing(r.axes, depth):
+            # summed axes innermost: one scalar sum per result element, stored once (the
+            # same additions in the same order as adding into the result's element)
+            split = min(r.axes)
+            inner.append(f"{acc} += {total}")
+            after.append(f"{out}[{keep}] = {acc}")
         else:
-            keep = ", ".join("0" if d in r.axes else idx[d] for d in range(depth)
-                             if d not in r.axes or r.keepdims)
             inner.append(f"{out}[{keep}] += {total}")
-    lines: list[str] = []
     pad = ""
     for d in range(depth):
+        if d == split:
+            lines.append(f"{pad}{acc} = {NUMPY_TYPE[nodes[r.root].dtype]}(0)")
         lines.append(f"{pad}for {idx[d]} in range({shape[d]}):")
         pad += "    "
-    return lines + [f"{pad}{line}" for line in inner]
+    return lines + [f"{pad}{line}" for line in inner] + [
+        "    " * split + line for line in after]
+
+
+def _trailing(axes: Any, depth: int) -> bool:
+    """Whether summed ``axes`` are the last axes of a loop of ``depth``, not all of them."""
+    return bool(axes) and len(axes) < depth and sorted(axes) == list(
+        range(depth - len(axes), depth))
 
 
 def _cast(dtype: str, expr: str) -> str:

@@ -124,6 +124,13 @@ def _sinc(n: Any, nodes: Any) -> Template:
     return T(f"np.sin({y}) / {y}")
 
 
+def _divide(n: Any, nodes: Any) -> Template:
+    """Division; a complex one as ``np.divide``: Numba's ``/`` on complex scalars raises
+    ZeroDivisionError at a zero divisor whatever the error model, where ``np.divide`` is
+    NumPy's algorithm (Smith's, an inf or NaN at zero) to the bit."""
+    return T("np.divide({0}, {1})") if is_complex(str(n.dtype)) else NUMPY["divide"]
+
+
 def _round(n: Any, nodes: Any) -> Template | None:
     """NumPy's round: rint(x * 10**d) / 10**d (d >= 0), rint(x / 10**-d) * 10**-d, the
     factor a float of x's dtype; integers are their own round for d >= 0."""
@@ -159,7 +166,7 @@ def _astype(n: Any, nodes: Any) -> Template | None:
 _X86 = __import__("platform").machine().lower() in ("x86_64", "amd64")
 _FLOATS = frozenset({"float64", "float32"})
 
-NUMBA.update({"sinc": _sinc, "round": _round, "astype": _astype,
+NUMBA.update({"divide": _divide, "sinc": _sinc, "round": _round, "astype": _astype,
               **dict.fromkeys(special.SPECIAL, special.scalar_form)})
 
 
