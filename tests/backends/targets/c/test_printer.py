@@ -233,3 +233,38 @@ def test_the_c_entries_are_python_functions_taking_arrays_and_numbers():
 
     code = entry(v)
     assert code == 5 and isinstance(failure(code, name), TypeError)
+
+
+def test_a_c_function_releases_the_gil_while_it_runs():
+    """Another Python thread runs while a C function computes (its entry releases the GIL,
+    as the Numba target's nogil functions do): with thread switches left to blocking
+    calls only, the main thread still counts while the worker is inside C (a scan of
+    three million steps, one C call; holding the GIL, the count stays 0)."""
+    import sys
+    import threading
+    import time
+
+    x = sg.var("x")
+    h, _ = sg.scan(lambda h, _: (sg.sin(h) * h + sg.cos(h), None), x, length=3_000_000)
+    fn = sg.compile(h, backend="c")
+    assert not fn.numpy_ops, fn.numpy_why
+    fn(0.5)  # built and loaded before the threads start
+    state = {"done": False, "count": 0}
+
+    def work():
+        state["value"] = fn(0.5)
+        state["done"] = True
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(30.0)  # no forced switch: only a released GIL lets main run
+    try:
+        t = threading.Thread(target=work)
+        t.start()
+        while not state["done"]:
+            state["count"] += 1
+            time.sleep(0)  # releases the GIL: the worker takes it when its C call returns
+        t.join()
+    finally:
+        sys.setswitchinterval(old)
+    assert state["count"] > 10
+    assert float(state["value"]) == pytest.approx(np.pi / 2, rel=1e-12)  # its fixed point
