@@ -70,6 +70,10 @@ NOT_IN_C: dict[str, str] = {
     **dict.fromkeys(("sort", "argsort", "searchsorted"),
                     "sorting: NumPy's call in the driver (the C target has no sort of "
                     "NumPy's order)"),
+    **dict.fromkeys(("while_loop", "while_vjp"),
+                    "a while loop: NumPy's run-time loop in the driver, its condition and "
+                    "step the module's functions (their kernels C; the loop is compiled "
+                    "whole under backend='numba' only)"),
     **dict.fromkeys(("real", "imag", "conj", "angle"),
                     "complex values: NumPy's calls (the C target compiles real, integer and "
                     "boolean values)"),
@@ -89,6 +93,10 @@ BY_ATTRIBUTES: dict[str, Callable[[Any], str | None]] = {
     "matrix_power": lambda n: _lapack_here(n) if int(n.attrs.get("n", 0)) < 0 else None,
     **dict.fromkeys(LAPACK_OPS, _lapack_here),
 }
+
+
+# ops the Numba target also names, whose reason under the C target is the C target's
+_OWN_REASON = frozenset(("while_loop", "while_vjp"))
 
 
 def c_why(n: Any) -> str | None:
@@ -115,8 +123,10 @@ class CPrinter(NumbaPrinter):
     def _step_lacks(self, body: Any) -> list[tuple[str, str]]:
         """``(op, why)`` of each node of step ``body`` (and of the loops nested in it) the C
         target cannot compile in a loop: the Numba target's
-        (:func:`..numba.loops.lacking`), then :data:`NOT_IN_C`'s."""
-        return lacking(body, self.lowered, also=c_why)
+        (:func:`..numba.loops.lacking`), then :data:`NOT_IN_C`'s; an op both refuse gives
+        the C target's reason."""
+        lacks = lacking(body, self.lowered, also=c_why)
+        return [(op, NOT_IN_C.get(op, why) if op in _OWN_REASON else why) for op, why in lacks]
 
     def c_loop_function(self, name: str, spec: LoopSpec, stmts: list[str]) -> Any:
         """Scan ``spec`` (its step's lines ``stmts``) as the C function ``name`` (the
@@ -170,9 +180,16 @@ class CPrinter(NumbaPrinter):
         return self._wrapper(name, cname, list(spec.signature),
                              [inputs[p] for p in spec.signature], fn, convert=True)
 
+    def _while_bodies(self, n: Any) -> None:
+        """None: a while loop runs as the driver's loop over its callbacks (its compiled
+        loop is Numba's text)."""
+        return None
+
     def _why_numpy(self, n: Any) -> str | None:
         """Why node ``n`` is NumPy's call (the Numba target's reasons, and
         :data:`NOT_IN_C`)."""
+        if n.op in ("while_loop", "while_vjp"):
+            return NOT_IN_C[n.op]
         why = super()._why_numpy(n)
         if why is None and c_why(n) is not None:
             return c_why(n)

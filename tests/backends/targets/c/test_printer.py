@@ -268,3 +268,24 @@ def test_a_c_function_releases_the_gil_while_it_runs():
         sys.setswitchinterval(old)
     assert state["count"] > 10
     assert float(state["value"]) == pytest.approx(np.pi / 2, rel=1e-12)  # its fixed point
+
+
+def test_a_while_loop_runs_in_the_driver_with_the_numpy_backends_values():
+    """A while loop (and its reverse sweep) is the driver's run-time loop over its
+    condition and step, whose kernels are C; inside a scan step it keeps that scan a NumPy
+    loop; each is counted with the reason. Values and gradients equal the NumPy backend's."""
+    x, v = sg.var("x"), sg.var("v", (3,))
+    w = sg.while_loop(lambda c: c < 100.0, lambda c: c * x + 0.5, 1.0)
+    wv = sg.while_loop(lambda c: sg.sum(c * c) < 50.0, lambda c: sg.tanh(c) + c * x, v)
+    s, _ = sg.scan(lambda c, _: (sg.while_loop(lambda d: d < 4.0, lambda d: d * 1.5 + x, c),
+                                 None), x * 0.1, length=3)
+    loss = w + sg.sum(wv * v) + s
+    outs = [loss, *sg.grad(loss, [x, v])]
+    fn = sg.compile(outs, ["x", "v"], backend="c")
+    env = {"x": 1.5, "v": np.array([0.3, -0.2, 0.5])}
+    for got, want in zip(fn(**env), sg.compile(outs, ["x", "v"])(**env)):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert fn.numpy_why["while_loop"] == NOT_IN_C["while_loop"]
+    assert fn.numpy_why["while_vjp"] == NOT_IN_C["while_vjp"]
+    assert "while_loop" in fn.numpy_why["scan"]
+    assert "_jit" not in fn.source  # no Numba text in a C module
