@@ -188,7 +188,7 @@ class CPrinter(NumbaPrinter):
     def _why_numpy(self, n: Any) -> str | None:
         """Why node ``n`` is NumPy's call (the Numba target's reasons, and
         :data:`NOT_IN_C`)."""
-        if n.op in ("while_loop", "while_vjp"):
+        if n.op in _OWN_REASON:
             return NOT_IN_C[n.op]
         why = super()._why_numpy(n)
         if why is None and c_why(n) is not None:

@@ -115,7 +115,9 @@ def _by_rows(n: Any, x: Any, axes: Sequence[int]) -> bool:
             and n.dtype in FLOATS and x.dtype == n.dtype)
 
 
-_ROWS = {"sum": ("zeros", "+="), "mean": ("zeros", "+="), "prod": ("ones", "*=")}
+# (the result's fill, its update, whether it is divided by the count after) per reduction
+_ROWS = {"sum": ("zeros", "+=", False), "mean": ("zeros", "+=", True),
+         "prod": ("ones", "*=", False)}
 
 
 def _reduce_rows(site: Site, axes: Sequence[int], keep: bool) -> list[str]:
@@ -125,14 +127,14 @@ def _reduce_rows(site: Site, axes: Sequence[int], keep: bool) -> list[str]:
     along each reduced axis as the loop over them."""
     n, (x,) = site.node, site.args
     xs, w = shape_of(x), Writer(site)
-    fill, op = _ROWS[n.op]
+    fill, op, average = _ROWS[n.op]
     out = shape_of(n)
     w.alloc(site.out, out, n.dtype, fill)
     idx = w.loops(xs)
     oidx = [("0" if a in axes else i) for a, i in enumerate(idx) if a not in axes or keep]
     w(f"{at(site.out, out, oidx)} {op} {at(site.ins[0], xs, idx)}")
     w.end(len(xs))
-    if n.op == "mean":
+    if average:
         count = math.prod(xs[a] for a in axes)
         idx = w.loops(out)
         w(f"{at(site.out, out, idx)} /= {site.ctor}({count})")
