@@ -652,7 +652,9 @@ def translate(source: str, inputs: dict[str, tuple[str, tuple[int, ...]]],
     sig += [f"{CTYPE[d]} *o{k}" for k, d in enumerate(out_types)]
     params += ["p"] * len(outputs)
     fname = name or fn.name
-    lines = [f"int {fname}(" + ", ".join(sig) + ") {"]
+    # internal linkage: the compiler inlines it into its one caller (its entry) and
+    # compiles it once; only the entries Python calls are exported
+    lines = [f"static int {fname}(" + ", ".join(sig) + ") {"]
     lines += [f"    {ty} {c};" for c, ty in t.decls.items()]
     lines += [f"    {ty} *{c} = ({ty} *)malloc({n} * sizeof({ty}));" for c, ty, n in t.allocs]
     if t.allocs:
