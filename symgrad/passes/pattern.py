@@ -325,20 +325,52 @@ _REPEATED = compile_pattern(("broadcast_to", "x"), set())  # a result that only 
 # -- the driver -----------------------------------------------------------------------------
 
 
-class _Rewriter:
-    """The hook a graph calls for each node it is about to build (see :func:`rewriter`)."""
+class _Dispatch:
+    """Which of a list of rules can match a node, by its op and its operands' ops: built
+    once per list of rules (:func:`_dispatch`) and shared by every rewriter of that list
+    (the answer depends on the rules and the ops only)."""
 
-    def __init__(self, graph: Graph, rules: Sequence[Rule]) -> None:
-        self.graph = graph
-        every = [r for r in rules if r.root == "*"]
+    def __init__(self, rules: Sequence[Rule]) -> None:
+        self.every = [r for r in rules if r.root == "*"]
         table: dict[tuple[str, int | None], list[Rule]] = {}
         for r in rules:
             if r.root != "*":
                 table.setdefault((r.root, r.arity), []).append(r)
         self.table = {k: tuple(v) for k, v in table.items()}
-        self.every = every
         # (op, operand ops) -> the rules that can match: the driver's dispatch, cached
-        self._merged: dict[tuple, tuple[Rule, ...]] = {}
+        self.merged: dict[tuple, tuple[Rule, ...]] = {}
+
+    def rules(self, key: tuple[str, ...]) -> tuple[Rule, ...]:
+        """The rules that can match a node of op ``key[0]`` whose operands' ops are
+        ``key[1:]``."""
+        found = self.merged.get(key)
+        if found is None:
+            name, child_ops = key[0], key[1:]
+            candidates = (*self.every, *self.table.get((name, len(child_ops)), ()),
+                          *self.table.get((name, None), ()))
+            found = self.merged[key] = tuple(r for r in candidates if r.applies(child_ops))
+        return found
+
+
+_DISPATCH: dict[tuple[Rule, ...], _Dispatch] = {}
+_MAX_DISPATCH = 64  # lists of rules remembered (the stages' lists: a handful)
+
+
+def _dispatch(rules: tuple[Rule, ...]) -> _Dispatch:
+    found = _DISPATCH.get(rules)
+    if found is None:
+        if len(_DISPATCH) >= _MAX_DISPATCH:
+            _DISPATCH.clear()
+        found = _DISPATCH[rules] = _Dispatch(rules)
+    return found
+
+
+class _Rewriter:
+    """The hook a graph calls for each node it is about to build (see :func:`rewriter`)."""
+
+    def __init__(self, graph: Graph, rules: Sequence[Rule]) -> None:
+        self.graph = graph
+        self.dispatch = _dispatch(tuple(rules))
         # a proposal seen before -> the answer (an id, or None): reverse mode proposes many
         # nodes again (hash-consing finds them), and the rules' answer for one proposal
         # never changes (operands are immutable). Forgotten when a failed transform's
@@ -347,17 +379,9 @@ class _Rewriter:
         self._rollbacks = graph.rollbacks
         self.depth = 0
 
-    def _rules(self, name: str, child_ops: tuple[str, ...]) -> tuple[Rule, ...]:
-        candidates = (*self.every, *self.table.get((name, len(child_ops)), ()),
-                      *self.table.get((name, None), ()))
-        return tuple(r for r in candidates if r.applies(child_ops))
-
     def __call__(self, op: Op, args: tuple, attrs: dict, shape: tuple, dtype: str) -> int | None:
         nodes = self.graph.nodes
-        key = (op.name, *[nodes[a].op for a in args])
-        rules = self._merged.get(key)
-        if rules is None:
-            rules = self._merged[key] = self._rules(op.name, key[1:])
+        rules = self.dispatch.rules((op.name, *[nodes[a].op for a in args]))
         if not rules or self.depth >= MAX_DEPTH:
             return None
         if self._rollbacks != self.graph.rollbacks:

@@ -41,6 +41,7 @@ import re
 from typing import Any
 
 from .arrays import LAPACK_OPS, Arr, CFunction, c_strides, gemm_lines, lapack_lines
+from .fuse import fused_scatters
 from .scalars import (
     CONSTS,
     CTYPE,
@@ -605,6 +606,7 @@ def translate(source: str, inputs: dict[str, tuple[str, tuple[int, ...]]],
     fn = tree.body[0]
     if not isinstance(fn, ast.FunctionDef):
         raise Unsupported("not a function")
+    fn.body = fused_scatters(fn.body, list(outputs))
     t = _Translator(inputs, outputs)
     t.calls = calls or {}
     for node in ast.walk(fn):
