@@ -47,25 +47,39 @@ return out
 from __future__ import annotations
 
 import ast
+import re
 from collections import Counter
+from collections.abc import Iterable
 
 __all__ = ["fused_scatters"]
 
+_WORD = re.compile(r"[A-Za-z_]\w*")
 
-def fused_scatters(body: list[ast.stmt], outputs: list[str]) -> list[ast.stmt]:
+
+def fused_scatters(body: list[ast.stmt], outputs: list[str], text: str | None = None,
+                   returned: Iterable[str] = ()) -> list[ast.stmt]:
     """``body`` with each zeroed array's scatter loops folded into the loop producing
     their operands, where the result is the same (see the module); ``outputs``: the names
-    the function hands back (never folded away)."""
-    changed = True
-    while changed:  # (a body holds a few such groups: each pass folds one)
-        changed = False
+    the function hands back (never folded away); ``text``: the source of ``body``, where
+    given, and ``returned`` the names its returns read: each name's uses outside returns
+    are its words in the text less those (cheaper than walking the tree; a word counted
+    that is no name can only prevent a fold)."""
+    if not any(_zeros(s) is not None and _scatter(t, s.targets[0].id) is not None
+               for s, t in zip(body, body[1:])):
+        return body  # (the common case: nothing to fold, no walk)
+    if text is not None:
+        uses = Counter(_WORD.findall(text))
+        uses.subtract(returned)
+    else:
         uses = Counter(n.id for s in body if not isinstance(s, ast.Return)
                        for n in ast.walk(s) if isinstance(n, ast.Name))
-        for z, s in enumerate(body):
-            new = _fold(body, z, uses, outputs) if _zeros(s) is not None else None
-            if new is not None:
-                body, changed = new, True
-                break
+    z = 1
+    while z < len(body):
+        # a fold changes the counts of its own names only: the others' stay right
+        new = _fold(body, z, uses, outputs) if _zeros(body[z]) is not None else None
+        if new is not None:
+            body = new
+        z += 1
     return body
 
 
@@ -207,8 +221,7 @@ def _folded(loop: ast.For, offsets: dict[str, int], out: str, i: str) -> ast.For
             c = offsets[t]
             index: ast.expr = ast.Name(i, ast.Load()) if c == 0 else ast.BinOp(
                 ast.Constant(c), ast.Add(), ast.Name(i, ast.Load()))
-            s = ast.AugAssign(ast.Subscript(ast.Name(out, ast.Load()), index, ast.Store()),
-                              ast.Add(), s.value)
+            s = ast.copy_location(ast.AugAssign(ast.Subscript(
+                ast.Name(out, ast.Load()), index, ast.Store()), ast.Add(), s.value), s)
         body.append(s)
-    new = ast.For(loop.target, loop.iter, body, [], None)
-    return ast.fix_missing_locations(ast.copy_location(new, loop))
+    return ast.copy_location(ast.For(loop.target, loop.iter, body, [], None), loop)

@@ -606,16 +606,21 @@ def translate(source: str, inputs: dict[str, tuple[str, tuple[int, ...]]],
     fn = tree.body[0]
     if not isinstance(fn, ast.FunctionDef):
         raise Unsupported("not a function")
-    fn.body = fused_scatters(fn.body, list(outputs))
     t = _Translator(inputs, outputs)
     t.calls = calls or {}
-    for node in ast.walk(fn):
+    stack = list(fn.body)  # the statements, nested ones too (an expression assigns none)
+    while stack:
+        node = stack.pop()
         if isinstance(node, ast.Assign):
             for tg in node.targets:
                 if isinstance(tg, ast.Name):
                     t.assigned[tg.id] = t.assigned.get(tg.id, 0) + 1
         elif isinstance(node, ast.For) and isinstance(node.target, ast.Name):
             t.assigned[node.target.id] = 2
+        stack += [*getattr(node, "body", ()), *getattr(node, "orelse", ())]
+    returned = [n.id for s in fn.body if isinstance(s, ast.Return) for n in ast.walk(s)
+                if isinstance(n, ast.Name)]
+    fn.body = fused_scatters(fn.body, list(outputs), source, returned)
     params: list[str] = []
     sig: list[str] = []
     for p in fn.args.args:
