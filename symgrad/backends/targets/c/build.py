@@ -32,6 +32,7 @@ is one with the compiler's message; a C text over :data:`MAX_SOURCE_BYTES` is a
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import json
 import os
@@ -81,7 +82,7 @@ class Route:
         ``data``): ``-DSG_DATA_OFFSET`` (:func:`data_offset`) where the text reads an
         array's data pointer."""
         defines = [f"-DSG_DATA_OFFSET={data_offset()}"] if b"SG_DATA(" in data else []
-        libs = self.libs if not self.math_only or _MATH_CALL.search(data) else ()
+        libs = self.libs if not self.math_only or _calls_math(data) else ()
         return [cc, *FLAGS, *self.flags, *defines, "-o", out, source, *libs]
 
 
@@ -89,6 +90,13 @@ class Route:
 # lean route links -lm only for such a text (the link's share of a small build is a fifth)
 _MATH_NAMES = re.findall(rb"SG_MATH[12]\(([a-z]\w*)\)", DECLARATIONS.encode())
 _MATH_CALL = re.compile(rb"\b(?:" + b"|".join(_MATH_NAMES) + rb")(?:f|##F)?\s*\(")
+
+@functools.lru_cache(maxsize=8)
+def _calls_math(data: bytes) -> bool:
+    """Whether C text ``data`` calls a C math function (read once per text: a build
+    writes the command line twice, for its cache key and to run it)."""
+    return _MATH_CALL.search(data) is not None
+
 
 _ELF = sys.platform.startswith(("linux", "freebsd"))
 LEAN = Route("lean", ("-Werror=implicit-function-declaration", "-shared",
@@ -102,9 +110,23 @@ DRIVER = Route("driver", ("-DSG_SYSTEM_HEADERS", "-shared"))
 ROUTES = (LEAN, DRIVER)
 
 
+_FOUND: dict[tuple[str, str], str] = {}  # ($CC, $PATH) -> the compiler found
+
+
 def compiler() -> str:
     """The C compiler's command: ``$CC``, else the first of ``cc``, ``gcc``, ``clang`` on
-    ``PATH``; a :class:`BackendError` naming the fix where there is none."""
+    ``PATH`` (looked up once per value of ``$CC`` and ``$PATH``); a
+    :class:`BackendError` naming the fix where there is none."""
+    key = (os.environ.get("CC", ""), os.environ.get("PATH", ""))
+    found = _FOUND.get(key)
+    if found is None:
+        if len(_FOUND) > 16:
+            _FOUND.clear()
+        found = _FOUND[key] = _find_compiler()
+    return found
+
+
+def _find_compiler() -> str:
     given = os.environ.get("CC", "").strip()
     if given:
         found = shutil.which(given)
@@ -174,21 +196,23 @@ def _entry(lib: Any, name: str) -> Any:
     conversion at the call; it releases the GIL while its kernel runs, as the Numba
     target's ``nogil`` functions do); its ``self`` is the array of the Python C API
     addresses it calls."""
-    try:
-        api = ctypes.pythonapi
-        new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.py_object,
-                                ctypes.py_object)(("PyCFunction_NewEx", api))
-    except (AttributeError, OSError):
-        raise BackendError("backend 'c' needs CPython's C API (ctypes.pythonapi); use "
-                           "backend='numba' or backend='numpy'") from None
-    if not _API:
+    if not _API:  # (bound once per process)
         import numpy as np
 
-        _API.append(np.array([ctypes.cast(getattr(api, n), ctypes.c_void_p).value
-                              for n in _API_NAMES], dtype=np.uintp))
+        try:
+            api = ctypes.pythonapi
+            new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.py_object,
+                                    ctypes.py_object)(("PyCFunction_NewEx", api))
+            table = np.array([ctypes.cast(getattr(api, n), ctypes.c_void_p).value
+                              for n in _API_NAMES], dtype=np.uintp)
+        except (AttributeError, OSError):
+            raise BackendError("backend 'c' needs CPython's C API (ctypes.pythonapi); use "
+                               "backend='numba' or backend='numpy'") from None
+        _API[:] = (table, new)  # (one step: a thread racing here writes the same)
+    table, new = _API
     method = _MethodDef(name.encode(), ctypes.cast(getattr(lib, name), ctypes.c_void_p).value,
                         _METH_FASTCALL, None)
-    fn = new(ctypes.addressof(method), _API[0], None)
+    fn = new(ctypes.addressof(method), table, None)
     lib.__dict__.setdefault("_sg_methods", []).append(method)  # it must outlive fn
     return fn
 
