@@ -55,21 +55,12 @@ BY_NAME = {r.name: r for r in GRAD_ROWS}
 TOL = 1e-8
 
 
-def _c_build(mod: Any, wcfg: dict, args: tuple, cache: str) -> numba_peers.System:
-    """symgrad-C's build with the cache folder ``cache`` and no library already loaded in
-    this process (the cold build compiles; the warm one reads the library from disk)."""
-    from symgrad.backends.targets.c import build
-
-    build._LOADED.clear()
-    return numba_peers.symgrad_grad(mod, wcfg, args, "c", cache)
-
-
 def _systems(mod: Any, wcfg: dict, params: tuple, data: tuple) -> dict:
     args = (*params, *data)
     c_cache = tempfile.mkdtemp(prefix="sg-c-bench-")
     return {
-        "c": lambda: _c_build(mod, wcfg, args, c_cache),
-        "c_warm": lambda: _c_build(mod, wcfg, args, c_cache),
+        "c": lambda: numba_peers.symgrad_grad(mod, wcfg, args, "c", c_cache),
+        "c_warm": lambda: numba_peers.symgrad_grad(mod, wcfg, args, "c", c_cache),
         "numba": lambda: numba_peers.symgrad_grad(mod, wcfg, args, "numba",
                                                   tempfile.mkdtemp(prefix="sg-c-bench-")),
         "numpy": lambda: numba_peers.symgrad_grad(mod, wcfg, args, "numpy",
@@ -85,7 +76,8 @@ def paired_builds(mod: Any, wcfg: dict, params: tuple, data: tuple, rounds: int
     args = (*params, *data)
     c, jax = [], []
     for _ in range(rounds):
-        c.append(_c_build(mod, wcfg, args, tempfile.mkdtemp(prefix="sg-c-bench-")).build_s)
+        folder = tempfile.mkdtemp(prefix="sg-c-bench-")
+        c.append(numba_peers.symgrad_grad(mod, wcfg, args, "c", folder).build_s)
         jax.append(numba_peers.jax_grad(mod, wcfg, params, data).build_s)
     return {"c": c, "jax": jax,
             "ratio": common.paired_ratio(np.array(c), np.array(jax))}

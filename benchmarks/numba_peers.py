@@ -50,10 +50,20 @@ def _arrays(out: Any) -> list:
 # --- symgrad ---------------------------------------------------------------------------------
 
 
+def _forget_c_libraries(backend: str) -> None:
+    """For ``backend="c"``: no library already loaded in this process is reused, so a cold
+    build compiles and a warm one reads its library from the disk cache."""
+    if backend == "c":
+        from symgrad.backends.targets.c import build
+
+        build._LOADED.clear()
+
+
 def symgrad_grad(mod: Any, wcfg: dict, args: tuple, backend: str, cache: str) -> System:
     """symgrad's gradient of the workload's loss for ``backend``, cache folder ``cache``."""
     import symgrad as sg
 
+    _forget_c_libraries(backend)
     os.environ["SYMGRAD_CACHE_DIR"] = cache
     t0 = time.perf_counter()
     f, params, data = mod.symgrad_loss(wcfg)
@@ -70,6 +80,7 @@ def symgrad_loop(model: Callable[[], tuple], backend: str, cache: str) -> System
     """symgrad's value and gradient of a loop row (``model() -> (outs, inputs, args)``)."""
     import symgrad as sg
 
+    _forget_c_libraries(backend)
     os.environ["SYMGRAD_CACHE_DIR"] = cache
     t0 = time.perf_counter()
     outs, inputs, args = model()

@@ -1,6 +1,7 @@
 """The C target (``backend="c"``): the Numba target's plan — which regions become one
 compiled kernel, by the same cost model — with each kernel written in C99, compiled by the
-system C compiler and loaded with :mod:`ctypes`.
+system C compiler and loaded with :mod:`ctypes` (each kernel's entry a built-in
+function Python calls directly).
 
 * :mod:`.translate` — a kernel's body, as the Numba target writes it, in C; its arrays
   (views, products, LAPACK) in :mod:`.arrays`, its scalars (types, NumPy's functions) in

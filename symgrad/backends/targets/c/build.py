@@ -122,12 +122,15 @@ def compiler() -> str:
                        "--install), or use backend='numba' or backend='numpy'")
 
 
-def load_library(source: str, signatures: dict[str, tuple[str, ...]]) -> Any:
+def load_library(source: str, signatures: dict[str, tuple[str, ...]],
+                 entries: tuple[str, ...] | list[str] = ()) -> Any:
     """The loaded library of C text ``source`` (our own generated text), each function of
     ``signatures`` (name -> its parameters' kinds: ``"p"`` a NumPy array, passed as the
     object, whose data pointer the C reads at :func:`data_offset`, compiled in as
-    ``SG_DATA_OFFSET``; else a scalar's dtype)
-    typed for :mod:`ctypes`, returning ``int`` (0: done)."""
+    ``SG_DATA_OFFSET``; else a scalar's dtype) typed for :mod:`ctypes`, returning ``int``
+    (0: done), and each of ``entries`` (``METH_FASTCALL`` functions, the C target's
+    ``<kernel>_py``) made a Python function (:func:`_entry`): the library's attribute of
+    that name."""
     data = source.encode()
     if len(data) > MAX_SOURCE_BYTES:
         raise LimitError(f"backend 'c': the C text is {len(data):,} bytes, over the "
@@ -139,13 +142,55 @@ def load_library(source: str, signatures: dict[str, tuple[str, ...]]) -> Any:
         lib = _LOADED.get(loaded)
         if lib is None:
             lib = _LOADED[loaded] = _library(data, cc)
-    if signatures:
+    if signatures or entries:
         _bind_blas(lib)
     for name, kinds in signatures.items():
         f = getattr(lib, name)
         f.argtypes = [_ARG[k] for k in kinds]
         f.restype = ctypes.c_int
+    for name in entries:
+        if not isinstance(lib.__dict__.get(name), _BUILTIN):
+            setattr(lib, name, _entry(lib, name))
     return lib
+
+
+class _MethodDef(ctypes.Structure):
+    """CPython's ``PyMethodDef``: a C function Python calls."""
+
+    _fields_ = [("name", ctypes.c_char_p), ("meth", ctypes.c_void_p), ("flags", ctypes.c_int),
+                ("doc", ctypes.c_char_p)]
+
+
+_BUILTIN = type(len)
+_METH_FASTCALL = 0x0080
+_API_NAMES = ("PyLong_FromLong", "PyFloat_AsDouble", "PyLong_AsLongLong", "PyObject_IsTrue",
+              "PyErr_Occurred", "PyEval_SaveThread", "PyEval_RestoreThread")  # SG_API's order
+_API: list[Any] = []
+
+
+def _entry(lib: Any, name: str) -> Any:
+    """C function ``name`` of ``lib``, a ``METH_FASTCALL`` entry, as a Python function
+    (``PyCFunction_NewEx``): called as any built-in function, with no :mod:`ctypes`
+    conversion at the call; it releases the GIL while its kernel runs, as the Numba
+    target's ``nogil`` functions do); its ``self`` is the array of the Python C API
+    addresses it calls."""
+    try:
+        api = ctypes.pythonapi
+        new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.py_object,
+                                ctypes.py_object)(("PyCFunction_NewEx", api))
+    except (AttributeError, OSError):
+        raise BackendError("backend 'c' needs CPython's C API (ctypes.pythonapi); use "
+                           "backend='numba' or backend='numpy'") from None
+    if not _API:
+        import numpy as np
+
+        _API.append(np.array([ctypes.cast(getattr(api, n), ctypes.c_void_p).value
+                              for n in _API_NAMES], dtype=np.uintp))
+    method = _MethodDef(name.encode(), ctypes.cast(getattr(lib, name), ctypes.c_void_p).value,
+                        _METH_FASTCALL, None)
+    fn = new(ctypes.addressof(method), _API[0], None)
+    lib.__dict__.setdefault("_sg_methods", []).append(method)  # it must outlive fn
+    return fn
 
 
 def cache_key(data: bytes, cc: str, route: Route) -> str:
@@ -274,6 +319,9 @@ def failure(code: int, name: str) -> Exception:
 
         return np.linalg.LinAlgError(f"{name}: singular matrix (or, for cholesky, not "
                                      "positive definite): LAPACK's info > 0, as NumPy raises")
+    if code == 5:
+        return TypeError(f"{name}: the C function was called with a wrong number of "
+                         "arguments")
     if code == 4:
         return BackendError(f"{name}: LAPACK is not bound (SciPy's cython_lapack); install "
                             "scipy, or use backend='numba' or backend='numpy'")

@@ -70,6 +70,10 @@ NOT_IN_C: dict[str, str] = {
     **dict.fromkeys(("sort", "argsort", "searchsorted"),
                     "sorting: NumPy's call in the driver (the C target has no sort of "
                     "NumPy's order)"),
+    **dict.fromkeys(("while_loop", "while_vjp"),
+                    "a while loop: NumPy's run-time loop in the driver, its condition and "
+                    "step the module's functions (their kernels C; the loop is compiled "
+                    "whole under backend='numba' only)"),
     **dict.fromkeys(("real", "imag", "conj", "angle"),
                     "complex values: NumPy's calls (the C target compiles real, integer and "
                     "boolean values)"),
@@ -91,6 +95,10 @@ BY_ATTRIBUTES: dict[str, Callable[[Any], str | None]] = {
 }
 
 
+# ops the Numba target also names, whose reason under the C target is the C target's
+_OWN_REASON = frozenset(("while_loop", "while_vjp"))
+
+
 def c_why(n: Any) -> str | None:
     """Why node ``n`` (which the Numba target compiles) has no C form (None: it has)."""
     rule = BY_ATTRIBUTES.get(n.op)
@@ -103,7 +111,7 @@ class CPrinter(NumbaPrinter):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.c_functions: list[str] = []
-        self.c_signatures: dict[str, tuple[str, ...]] = {}
+        self.c_entries: list[str] = []  # the entries Python calls (METH_FASTCALL)
         self.c_calls: dict[str, Any] = {}  # a loop's C function -> its CFunction
         self.c_refused: dict[str, str] = {}  # a nested loop without a C form -> why
         self.c_dtypes: dict[str, str] = {}  # the wrappers' dtype constants
@@ -115,8 +123,10 @@ class CPrinter(NumbaPrinter):
     def _step_lacks(self, body: Any) -> list[tuple[str, str]]:
         """``(op, why)`` of each node of step ``body`` (and of the loops nested in it) the C
         target cannot compile in a loop: the Numba target's
-        (:func:`..numba.loops.lacking`), then :data:`NOT_IN_C`'s."""
-        return lacking(body, self.lowered, also=c_why)
+        (:func:`..numba.loops.lacking`), then :data:`NOT_IN_C`'s; an op both refuse gives
+        the C target's reason."""
+        lacks = lacking(body, self.lowered, also=c_why)
+        return [(op, NOT_IN_C.get(op, why) if op in _OWN_REASON else why) for op, why in lacks]
 
     def c_loop_function(self, name: str, spec: LoopSpec, stmts: list[str]) -> Any:
         """Scan ``spec`` (its step's lines ``stmts``) as the C function ``name`` (the
@@ -170,9 +180,16 @@ class CPrinter(NumbaPrinter):
         return self._wrapper(name, cname, list(spec.signature),
                              [inputs[p] for p in spec.signature], fn, convert=True)
 
+    def _while_bodies(self, n: Any) -> None:
+        """None: a while loop runs as the driver's loop over its callbacks (its compiled
+        loop is Numba's text)."""
+        return None
+
     def _why_numpy(self, n: Any) -> str | None:
         """Why node ``n`` is NumPy's call (the Numba target's reasons, and
         :data:`NOT_IN_C`)."""
+        if n.op in _OWN_REASON:
+            return NOT_IN_C[n.op]
         why = super()._why_numpy(n)
         if why is None and c_why(n) is not None:
             return c_why(n)
@@ -187,11 +204,10 @@ class CPrinter(NumbaPrinter):
             functions = "\n\n".join(self.c_functions)
             lapack = [LAPACK_PRELUDE.strip("\n")] if "sg_getrf[" in functions else []
             text = "\n\n".join([prelude(functions).rstrip("\n"), *lapack, functions])
-            sigs = call("_C_SIGNATURES = {", [f"{n!r}: {s!r}" for n, s in
-                                              self.c_signatures.items()], "}", "")
+            entries = call("_C_ENTRIES = [", [f"{n!r}" for n in self.c_entries], "]", "")
             kernels = [line for kernel in self.kernels for line in ("", "", *kernel.split("\n"))]
-            out[k:k] = ["", f"_C_SOURCE = r'''{text}\n'''", "", *sigs,
-                        "_C = _load_library(_C_SOURCE, _C_SIGNATURES)",
+            out[k:k] = ["", f"_C_SOURCE = r'''{text}\n'''", "", *entries,
+                        "_C = _load_library(_C_SOURCE, {}, _C_ENTRIES)",
                         *(f"{n} = {v}" for n, v in sorted(self.c_dtypes.items())), *kernels]
         return NumpyPrinter.finish(self, out, code)
 
@@ -242,16 +258,28 @@ class CPrinter(NumbaPrinter):
 
     def _keep(self, fn: Any, comment: str) -> None:
         """C function ``fn`` in the module's C text, with ``<name>_py``, the entry Python
-        calls: it takes each array as the NumPy array itself and reads its data pointer
-        (:data:`.scalars.PRELUDE`'s ``SG_DATA``: far cheaper than ``ndarray.ctypes``)."""
-        params = [f"void *x{k}" if kind == "p" else f"{CTYPE[kind]} x{k}"
-                  for k, kind in enumerate(fn.params)]
-        args = [f"SG_DATA(x{k})" if kind == "p" else f"x{k}"
-                for k, kind in enumerate(fn.params)]
-        entry = [f"int {fn.name}_py({', '.join(params)}) {{",
-                 f"    return {fn.name}({', '.join(args)});", "}"]
-        self.c_functions.append("\n".join([comment, *fn.lines, "", *entry]))
-        self.c_signatures[f"{fn.name}_py"] = tuple(fn.params)
+        calls: a ``METH_FASTCALL`` function (:func:`.build.load_library` makes it a Python
+        function: no :mod:`ctypes` at the call) taking each array as the NumPy array
+        itself, whose data pointer it reads (:data:`.scalars.PRELUDE`'s ``SG_DATA``: far
+        cheaper than ``ndarray.ctypes``), and each scalar as a Python number; the GIL is
+        released while the C function runs."""
+        get = {"float64": "SG_FLOAT", "float32": "(float)SG_FLOAT", "int64": "SG_INT",
+               "int32": "(int32_t)SG_INT", "bool": "(_Bool)SG_BOOL"}
+        lines = [f"void *{fn.name}_py(void *self, void *const *a, long n) {{",
+                 f"    if (n != {len(fn.params)}) return SG_RESULT(self, 5);"]
+        args = []
+        for k, kind in enumerate(fn.params):
+            if kind == "p":
+                lines.append(f"    void *x{k} = SG_DATA(a[{k}]);")
+            else:
+                lines.append(f"    {CTYPE[kind]} x{k} = {get[kind]}(self, a[{k}]);")
+            args.append(f"x{k}")
+        if len(args) > fn.params.count("p"):  # a number Python could not convert
+            lines.append("    if (SG_ERROR(self)) return 0;")
+        lines += ["    void *gil = SG_UNLOCK(self);", f"    int e = {fn.name}({', '.join(args)});",
+                  "    SG_LOCK(self, gil);", "    return SG_RESULT(self, e);", "}"]
+        self.c_functions.append("\n".join([comment, *fn.lines, "", *lines]))
+        self.c_entries.append(f"{fn.name}_py")
 
     def _wrapper(self, name: str, cname: str, params: list[str],
                  types: list[tuple[str, tuple]], fn: Any, convert: bool = False) -> list[str]:

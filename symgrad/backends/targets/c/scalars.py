@@ -132,6 +132,19 @@ DATA = r"""/* a NumPy array's data pointer, read from the array object at the of
 #define SG_DATA_OFFSET 16
 #endif
 #define SG_DATA(o) (*(void **)((char *)(o) + SG_DATA_OFFSET))
+
+/* an entry Python calls is a METH_FASTCALL function (self, arguments, their number) whose
+   self is an array of the addresses of the Python C API functions it calls (the loader's:
+   PyLong_FromLong, PyFloat_AsDouble, PyLong_AsLongLong, PyObject_IsTrue, PyErr_Occurred,
+   PyEval_SaveThread, PyEval_RestoreThread: the GIL is released while the kernel runs) */
+#define SG_API(s, k) (((void **)SG_DATA(s))[k])
+#define SG_RESULT(s, v) (((void *(*)(long))SG_API(s, 0))((long)(v)))
+#define SG_FLOAT(s, o) (((double (*)(void *))SG_API(s, 1))(o))
+#define SG_INT(s, o) (((long long (*)(void *))SG_API(s, 2))(o))
+#define SG_BOOL(s, o) (((int (*)(void *))SG_API(s, 3))(o))
+#define SG_ERROR(s) (((void *(*)(void))SG_API(s, 4))())
+#define SG_UNLOCK(s) (((void *(*)(void))SG_API(s, 5))())
+#define SG_LOCK(s, t) (((void (*)(void *))SG_API(s, 6))(t))
 """
 PRELUDE = "\n".join([DECLARATIONS, HELPERS, BLAS, DATA])
 """Every part of a module's C text before its functions (:func:`prelude`: the parts one uses)."""

@@ -574,15 +574,17 @@ def _eye(site: Site) -> list[str]:
             f"    {site.out}[{i}, {i} + {k}] = 1"]
 
 
-def _spaced(site: Site) -> list[str]:
-    """arange, linspace: a literal array where small; else a loop computing each element by
-    NumPy's own formula (:func:`_arange_steps`, :func:`_linspace_steps`), which this checks
-    gives NumPy's values to the bit (a literal where it does not)."""
-    value = _value_of(site)
-    if value.size <= LITERAL_MAX:
-        return _constant_of(site)
-    steps = {"arange": _arange_steps, "linspace": _linspace_steps}[site.node.op](site, value)
-    return steps if steps is not None else _constant_of(site)
+def _spaced(formula: Callable[[Site, np.ndarray], list[str] | None]
+            ) -> Callable[[Site], list[str]]:
+    """arange, linspace (``formula``, :func:`_arange_steps` or :func:`_linspace_steps`):
+    a literal array where small; else a loop computing each element by NumPy's own
+    formula, which ``formula`` checks gives NumPy's values to the bit (a literal where it
+    does not)."""
+    def lines(site: Site) -> list[str]:
+        value = _value_of(site)
+        steps = formula(site, value) if value.size > LITERAL_MAX else None
+        return steps if steps is not None else _constant_of(site)
+    return lines
 
 
 def _arange_steps(site: Site, value: np.ndarray) -> list[str] | None:
@@ -651,7 +653,7 @@ FORMS: dict[str, Callable[[Site], list[str]]] = {
     **PRODUCT_FORMS,
     **dict.fromkeys(("zeros", "zeros_like"), _filled("0")),
     **dict.fromkeys(("ones", "ones_like"), _filled("1")), "full": _filled(None),
-    **dict.fromkeys(("arange", "linspace"), _spaced), "eye": _eye,
+    "arange": _spaced(_arange_steps), "linspace": _spaced(_linspace_steps), "eye": _eye,
 }
 
 # the forms whose result may share memory with an operand (or be read only): a value

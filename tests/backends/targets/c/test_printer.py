@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import shutil
 
 import numpy as np
@@ -194,3 +195,97 @@ def test_kernel_refuses_other_dtypes_and_strided_arrays_and_the_driver_converts(
     assert float(fn(v[::2])) == pytest.approx(float(sg.evaluate(f, {"x": v[::2]})), rel=1e-14)
     assert float(kernel(v[:6])) == pytest.approx(float(sg.evaluate(f, {"x": v[:6]})),
                                                  rel=1e-14)
+
+
+def test_the_c_entries_are_python_functions_taking_arrays_and_numbers():
+    """Each C function's entry is a built-in Python function (no ctypes conversion at the
+    call): arrays, float, integer and boolean scalars reach the C with their values (the
+    results equal NumPy's), a number Python cannot convert raises Python's TypeError, and
+    a wrong number of arguments is refused, never read."""
+    x, a = sg.var("x", (6,)), sg.var("a", ())
+    k, b = sg.var("k", (), "int64"), sg.var("b", (), "bool")
+    f = sg.sum(sg.where(b, sg.exp(x) * a, x * x - a)) + sg.exp(x)[k] * a
+    fn = sg.compile(f, backend="c")
+    src = fn.source
+    assert "SG_FLOAT(self" in src and "SG_INT(self" in src and "SG_BOOL(self" in src
+    v = np.linspace(-1, 1, 6)
+    for env in ({"x": v, "a": 1.5, "k": 2, "b": True}, {"x": v, "a": -0.25, "k": -1, "b": False}):
+        assert float(fn(**env)) == pytest.approx(float(sg.evaluate(f, env)), rel=1e-14)
+    lib, (name,) = fn.raw.__globals__["_C"], fn.raw.__globals__["_C_ENTRIES"]
+    entry = getattr(lib, name)
+    assert type(entry) is type(len)
+    text = src[src.index(f"void *{name}("):]
+    text = text[:text.index("\n}")]
+    kinds = {int(i): kind for kind, i in re.findall(
+        r"(SG_FLOAT|SG_INT|SG_BOOL|SG_DATA)\((?:self, )?a\[(\d+)\]\)", text)}
+    value = {"SG_FLOAT": 1.5, "SG_INT": 2, "SG_BOOL": True}
+    out = np.empty(())
+    arrays = iter([v, out])
+    args = [next(arrays) if kinds[i] == "SG_DATA" else value[kinds[i]]
+            for i in range(len(kinds))]
+    assert entry(*args) == 0
+    assert float(out) == pytest.approx(float(sg.evaluate(f, {"x": v, "a": 1.5, "k": 2,
+                                                              "b": True})), rel=1e-14)
+    bad = [a if kinds[i] != "SG_FLOAT" else "not a number" for i, a in enumerate(args)]
+    with pytest.raises(TypeError):
+        entry(*bad)
+    from symgrad.backends.targets.c.build import failure
+
+    code = entry(v)
+    assert code == 5 and isinstance(failure(code, name), TypeError)
+
+
+def test_a_c_function_releases_the_gil_while_it_runs():
+    """Another Python thread runs while a C function computes (its entry releases the GIL,
+    as the Numba target's nogil functions do): with thread switches left to blocking
+    calls only, the main thread still counts while the worker is inside C (a scan of
+    three million steps, one C call; holding the GIL, the count stays 0)."""
+    import sys
+    import threading
+    import time
+
+    x = sg.var("x")
+    h, _ = sg.scan(lambda h, _: (sg.sin(h) * h + sg.cos(h), None), x, length=3_000_000)
+    fn = sg.compile(h, backend="c")
+    assert not fn.numpy_ops, fn.numpy_why
+    fn(0.5)  # built and loaded before the threads start
+    state = {"done": False, "count": 0}
+
+    def work():
+        state["value"] = fn(0.5)
+        state["done"] = True
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(30.0)  # no forced switch: only a released GIL lets main run
+    try:
+        t = threading.Thread(target=work)
+        t.start()
+        while not state["done"]:
+            state["count"] += 1
+            time.sleep(0)  # releases the GIL: the worker takes it when its C call returns
+        t.join()
+    finally:
+        sys.setswitchinterval(old)
+    assert state["count"] > 10
+    assert float(state["value"]) == pytest.approx(np.pi / 2, rel=1e-12)  # its fixed point
+
+
+def test_a_while_loop_runs_in_the_driver_with_the_numpy_backends_values():
+    """A while loop (and its reverse sweep) is the driver's run-time loop over its
+    condition and step, whose kernels are C; inside a scan step it keeps that scan a NumPy
+    loop; each is counted with the reason. Values and gradients equal the NumPy backend's."""
+    x, v = sg.var("x"), sg.var("v", (3,))
+    w = sg.while_loop(lambda c: c < 100.0, lambda c: c * x + 0.5, 1.0)
+    wv = sg.while_loop(lambda c: sg.sum(c * c) < 50.0, lambda c: sg.tanh(c) + c * x, v)
+    s, _ = sg.scan(lambda c, _: (sg.while_loop(lambda d: d < 4.0, lambda d: d * 1.5 + x, c),
+                                 None), x * 0.1, length=3)
+    loss = w + sg.sum(wv * v) + s
+    outs = [loss, *sg.grad(loss, [x, v])]
+    fn = sg.compile(outs, ["x", "v"], backend="c")
+    env = {"x": 1.5, "v": np.array([0.3, -0.2, 0.5])}
+    for got, want in zip(fn(**env), sg.compile(outs, ["x", "v"])(**env)):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert fn.numpy_why["while_loop"] == NOT_IN_C["while_loop"]
+    assert fn.numpy_why["while_vjp"] == NOT_IN_C["while_vjp"]
+    assert "while_loop" in fn.numpy_why["scan"]
+    assert "_jit" not in fn.source  # no Numba text in a C module
