@@ -111,8 +111,10 @@ def interleaved(
     """Per-call times (seconds) of each of ``fns``, sampled in turn in one loop.
 
     Sample ``i`` of every function is taken in the same iteration, so ratios of aligned
-    samples are paired measurements. Stops after ``budget`` seconds (at least
-    ``min_samples`` samples each).
+    samples are paired measurements. Each iteration starts one function later than the
+    last, so every function follows every other equally often (a call after one that
+    evicted the caches, such as XLA's, is not always the same system's). Stops after
+    ``budget`` seconds (at least ``min_samples`` samples each).
     """
     for fn in fns:
         for _ in range(warmup):
@@ -120,12 +122,14 @@ def interleaved(
     numbers = [calibrate(fn) for fn in fns]
     samples: list[list[float]] = [[] for _ in fns]
     start = time.perf_counter()
+    k = len(fns)
     while True:
-        for fn, number, out in zip(fns, numbers, samples):
+        first = len(samples[0]) % k
+        for j in (*range(first, k), *range(first)):
             t0 = time.perf_counter()
-            for _ in range(number):
-                fn()
-            out.append((time.perf_counter() - t0) / number)
+            for _ in range(numbers[j]):
+                fns[j]()
+            samples[j].append((time.perf_counter() - t0) / numbers[j])
         count = len(samples[0])
         if count >= max_samples or (
             count >= min_samples and time.perf_counter() - start > budget

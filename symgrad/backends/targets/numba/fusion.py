@@ -60,6 +60,7 @@ class Region:
     inputs: list[int] = field(default_factory=list)
     axes: tuple[int, ...] | None = None
     keepdims: bool = False
+    sums: list[int] = field(default_factory=list)  # a merged nest's sums (:func:`merge`)
 
     @property
     def reduces(self) -> bool:
@@ -84,6 +85,11 @@ def _reduction(n: Any, nodes: Sequence, table: dict) -> bool:
     if n.is_var or n.is_const or n.op not in REDUCTIONS or len(n.args) != 1:
         return False
     return n.dtype in FLOATS and elementwise(nodes[n.args[0]], nodes, table)
+
+
+def axes_of_sum(n: Any, ndim: int) -> tuple[int, ...]:
+    """The summed axes of sum node ``n`` over a loop of ``ndim`` axes (its operand's)."""
+    return _axes(n, ndim)
 
 
 def _axes(n: Any, ndim: int) -> tuple[int, ...]:
@@ -160,21 +166,30 @@ def _home(i: int, n: Any, users: Sequence[int], region_of: dict[int, Region],
     return None, False
 
 
-def mergeable(a: Region, b: Region) -> bool:
-    """Whether region ``b``, printed right after ``a``, can share ``a``'s loop nest: both
-    elementwise over one shape (``b`` reads ``a``'s results at the index it computes them
-    at; ``a`` never reads ``b``'s members, which come after ``a``'s root)."""
-    return a.shape == b.shape and not (a.reduces or b.reduces) and a.shape != ()
+def mergeable(group: Sequence[Region], b: Region) -> bool:
+    """Whether region ``b``, printed right after the regions of ``group``, can share their
+    loop nest: all loop over one shape (``b`` reads their elementwise results at the index
+    it computes them at; they never read ``b``'s members, which come after their roots),
+    and ``b`` reads no sum of theirs (complete only once the nest ends). A sum is
+    accumulated in the nest as it is in a region of its own: several sums of one nest
+    read their operands' arrays once."""
+    a = group[-1]
+    if a.shape != b.shape or a.shape == ():
+        return False
+    sums = {r.root for r in group if r.reduces}
+    return not any(x in sums for x in b.inputs)
 
 
 def merge(nodes: Sequence, group: Sequence[Region], used: Callable[[int], bool]) -> Region:
     """One region computing the regions of ``group`` (consecutive, :func:`mergeable`) in one
     loop nest: their members in order; their roots and extras that ``used`` (read after the
-    nest, or an output) are its results, the last root first."""
+    nest, or an output) are its results, the last root first; their sums its ``sums``
+    (each accumulated over its own axes)."""
     last = group[-1]
     members = [m for r in group for m in r.members]
     held = [m for r in group for m in (r.root, *r.extras) if m != last.root and used(m)]
-    merged = Region(last.root, last.shape, members, held)
+    merged = Region(last.root, last.shape, members, held,
+                    sums=[r.root for r in group if r.reduces])
     merged.inputs = _inputs(nodes, merged)
     return merged
 

@@ -192,7 +192,7 @@ class StepPrinter(NumpyPrinter):
                     raise SymgradError(f"op {n.op!r} has no form inside compiled code: "
                                        f"{why_not(n, nodes)}")
             if i is not None and form is None and not run and group and fusion.mergeable(
-                    group[-1], regions[i]):
+                    group, regions[i]):
                 group.append(regions[i])  # the same nest as the regions before it
                 continue
             flush()

@@ -74,18 +74,18 @@ def loop(nodes: Any, r: fusion.Region, ins: list[str], outs: list[str]) -> list[
 
     One loop nest over the region's shape computes one element of every member per
     iteration, and accumulates the region's sum where it ends in one."""
-    root = nodes[r.root]
-    members = [m for m in r.members if not (m == r.root and r.reduces)]
+    members = [m for m in r.members if not (m == r.root and r.reduces) and m not in r.sums]
     held = dict(zip([r.root, *r.extras], outs))
     lines: list[str] = []
     for m in members:
         if m in held and r.shape:
             lines.append(f"{held[m]} = np.empty({r.shape!r}, "
                          f"dtype={NUMPY_TYPE[nodes[m].dtype]})")
-    if r.reduces:
-        ctor = NUMPY_TYPE[root.dtype]
-        lines.append(f"{outs[0]} = {ctor}(0)" if root.shape == () else
-                     f"{outs[0]} = np.zeros({root.shape!r}, dtype={ctor})")
+    for m in ([r.root] if r.reduces else r.sums):
+        s = nodes[m]
+        ctor = NUMPY_TYPE[s.dtype]
+        lines.append(f"{held[m]} = {ctor}(0)" if s.shape == () else
+                     f"{held[m]} = np.zeros({s.shape!r}, dtype={ctor})")
     return lines + _nest(nodes, r, members, ins, held, outs[0])
 
 
@@ -148,6 +148,14 @@ def _nest(nodes: Any, r: fusion.Region, members: list[int], ins: list[str],
             after.append(f"{out}[{keep}] = {acc}")
         else:
             inner.append(f"{out}[{keep}] += {total}")
+    for m in r.sums:  # a merged nest's sums, each over its own axes
+        s = nodes[m]
+        total = read(s.args[0])
+        sum_axes = fusion.axes_of_sum(s, depth)
+        keep = ", ".join("0" if d in sum_axes else idx[d] for d in range(depth)
+                         if d not in sum_axes or s.attrs.get("keepdims"))
+        inner.append(f"{arrays[m]} += {total}" if s.shape == () else
+                     f"{arrays[m]}[{keep}] += {total}")
     pad = ""
     for d in range(depth):
         if d == split:
