@@ -5,7 +5,8 @@ function Python calls directly).
 
 * :mod:`.translate` — a kernel's body, as the Numba target writes it, in C; its arrays
   (views, products, LAPACK) in :mod:`.arrays`, its scalars (types, NumPy's functions) in
-  :mod:`.scalars`, what it reads of the text in :mod:`.syntax`;
+  :mod:`.scalars`, what it reads of the text in :mod:`.syntax`; scatter loops folded into
+  the loop producing their operands first (:mod:`.fuse`);
 * :mod:`.build` — compiling a module's C text (cached on disk by its hash) and loading it;
 * :mod:`.printer` — :class:`~.printer.CPrinter`, the NumPy driver calling the C functions;
 * :mod:`.target` — its :class:`~symgrad.backends.target.Target`.
