@@ -73,14 +73,26 @@ def fused_scatters(body: list[ast.stmt], outputs: list[str], text: str | None = 
     else:
         uses = Counter(n.id for s in body if not isinstance(s, ast.Return)
                        for n in ast.walk(s) if isinstance(n, ast.Name))
-    z = 1
-    while z < len(body):
-        # a fold changes the counts of its own names only: the others' stay right
-        new = _fold(body, z, uses, outputs) if _zeros(body[z]) is not None else None
-        if new is not None:
-            body = new
-        z += 1
-    return body
+    # one pass: a fold changes the counts of its own names only (the others' stay right)
+    new: list[ast.stmt] = []
+    made: dict[str, ast.Assign] = {}  # the arrays allocated so far
+    dropped: set[int] = set()
+    k = 0
+    while k < len(body):
+        s = body[k]
+        name = _zeros(s)
+        if name is not None and new and isinstance(new[-1], ast.For):
+            end, folded = _fold(new[-1], body, k, uses, outputs, made)
+            if folded is not None:  # the zeroing before the loop, which now adds into it
+                dropped.update(id(made[t]) for t in folded[1])
+                new[-1:] = [s, folded[0]]
+                k = end
+                continue
+        if name is not None:
+            made[name] = s
+        new.append(s)
+        k += 1
+    return [s for s in new if id(s) not in dropped]
 
 
 def _zeros(s: ast.stmt) -> str | None:
@@ -156,45 +168,40 @@ def _offset(e: ast.expr, j: str) -> int | None:
     return None
 
 
-def _fold(body: list[ast.stmt], z: int, uses: Counter, outputs: list[str]
-          ) -> list[ast.stmt] | None:
-    """``body`` with the scatter loops after ``body[z]`` (a zeroing) folded into the loop
-    before it (None: they cannot be)."""
+def _fold(loop: ast.stmt, body: list[ast.stmt], z: int, uses: Counter, outputs: list[str],
+          made: dict[str, ast.Assign]) -> tuple[int, tuple[ast.For, list[str]] | None]:
+    """The scatter loops after ``body[z]`` (a zeroing) folded into ``loop`` (the
+    statement before it): the index after them, and the new loop with the local arrays it
+    no longer fills (None: they cannot be folded)."""
     zero = body[z]
-    if not (isinstance(zero.value, ast.Call) and zero.value.func.attr == "zeros"):
-        return None
     out = zero.targets[0].id
     parts = []
     k = z + 1
     while k < len(body) and (p := _scatter(body[k], out)) is not None:
         parts.append(p)
         k += 1
-    if not parts or z == 0 or uses[out] != 1 + len(parts) or not _vector(zero):
-        return None  # out is used elsewhere
-    loop = body[z - 1]
+    if (not parts or zero.value.func.attr != "zeros" or uses[out] != 1 + len(parts)
+            or not _vector(zero)):
+        return k, None  # out is used elsewhere
     head = _range(loop)
     if head is None or any(rng != head[1] for _, _, rng in parts):
-        return None
+        return k, None
     offsets = [c for _, c, _ in parts]
     if len(parts) > 2 and any(a < b for a, b in zip(offsets, offsets[1:])):
-        return None
+        return k, None
     i = head[0]
     stores = _stores(loop, i)
-    made = {_zeros(s): s for s in body[:z - 1] if _zeros(s) is not None}
     position = []
     for t, _, _ in parts:
         # t: made by np.empty, filled once by the loop, read once by its scatter loop
         if (t not in stores or t not in made or t in outputs or uses[t] != 3
                 or made[t].value.func.attr != "empty" or not _vector(made[t])):
-            return None
+            return k, None
         position.append(stores[t])
     if len(parts) > 2 and any(a == b and pa > pb for (a, b), (pa, pb) in zip(
             zip(offsets, offsets[1:]), zip(position, position[1:]))):
-        return None
-    new_loop = _folded(loop, {t: c for t, c, _ in parts}, out, i)
-    dropped = {id(made[t]) for t, _, _ in parts}
-    before = [s for s in body[:z - 1] if id(s) not in dropped]
-    return [*before, zero, new_loop, *body[k:]]
+        return k, None
+    return k, (_folded(loop, {t: c for t, c, _ in parts}, out, i), [t for t, _, _ in parts])
 
 
 def _stores(loop: ast.For, i: str) -> dict[str, int]:

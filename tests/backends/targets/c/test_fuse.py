@@ -113,3 +113,28 @@ def test_a_gradient_of_shifted_slices_is_one_c_loop():
     if shutil.which(os.environ.get("CC") or "cc") or shutil.which("gcc"):
         v = np.random.default_rng(0).normal(size=40) * 3
         assert np.array_equal(sg.compile(g, backend="c")(v), sg.compile(g)(v))
+
+
+def test_two_results_fold_into_one_loop():
+    """Two zeroed results, each adding two arrays the same loop fills, both fold into that
+    loop (one pass), with NumPy's bits."""
+    src = "\n".join([
+        "def k(x):", *(f"    t{p} = np.empty((7,), dtype=np.float64)" for p in range(4)),
+        "    for i in range(7):", "        a = x[i]",
+        *(f"        t{p}[i] = a * {10.0 ** (3 * p)} - {p + 0.3}" for p in range(4)),
+        "    u = np.zeros((8,), dtype=np.float64)",
+        "    for j in range(7):", "        u[1 + j] += t0[j]",
+        "    for j in range(7):", "        u[j] += t1[j]",
+        "    w = np.zeros((9,), dtype=np.float64)",
+        "    for j in range(7):", "        w[j + 2] += t2[j]",
+        "    for j in range(7):", "        w[j] += t3[j]",
+        "    return u, w", ""])
+    fn = ast.parse(src).body[0]
+    fn.body = fused_scatters(fn.body, ["u", "w"])
+    folded = ast.unparse(fn)
+    assert "np.empty" not in folded and folded.count("for ") == 1
+    space: dict = {"np": np}
+    exec(compile(src, "<kernel>", "exec"), space)  # our own test text
+    ref = space["k"](X)
+    exec(compile(folded, "<kernel>", "exec"), space)
+    assert all(np.array_equal(a, b) for a, b in zip(space["k"](X), ref))
