@@ -31,19 +31,25 @@ def jax(x64):
     return pytest.importorskip("jax")
 
 
-@pytest.mark.parametrize("name", KEYS)
-def test_values_shapes_and_gradients_equal_numpy_and_jax(name, jax):
-    key = KEYS[name]
+def _value_and_gradient_checked(key, jax):
+    """``x[key]``: its shape and value are NumPy's, a weighted sum's gradient JAX's; the
+    selection, its weights and the variable, for further checks."""
     x = sg.var("x", shape=X.shape)
     y = x[key]
     want = X[key]
     assert y.shape == want.shape
-    assert y.graph.nodes[y.node].op == "index"  # one node whatever the key
     np.testing.assert_array_equal(sg.evaluate(y, {"x": X}), want)
     w = np.cos(np.arange(want.size)).reshape(want.shape)
     f = sg.sum(sg.sin(y) * w)
     want_g = jax.grad(lambda v: (jax.numpy.sin(v[key]) * w).sum())(X)
     np.testing.assert_allclose(sg.evaluate(sg.grad(f, x), {"x": X}), want_g, rtol=1e-14)
+    return x, y, w
+
+
+@pytest.mark.parametrize("name", KEYS)
+def test_values_shapes_and_gradients_equal_numpy_and_jax(name, jax):
+    _, y, _ = _value_and_gradient_checked(KEYS[name], jax)
+    assert y.graph.nodes[y.node].op == "index"  # one node whatever the key
 
 
 def test_second_derivatives_through_the_scatter_equal_jax(jax):
@@ -101,15 +107,7 @@ SEPARATED = {
 @pytest.mark.parametrize("name", SEPARATED)
 def test_separated_advanced_indices_put_their_axes_first_as_numpy_and_jax(name, jax):
     key = SEPARATED[name]
-    x = sg.var("x", shape=X.shape)
-    y = x[key]
-    want = X[key]
-    assert y.shape == want.shape
-    np.testing.assert_array_equal(sg.evaluate(y, {"x": X}), want)
-    w = np.cos(np.arange(want.size)).reshape(want.shape)
-    f = sg.sum(sg.sin(y) * w)
-    want_g = jax.grad(lambda v: (jax.numpy.sin(v[key]) * w).sum())(X)
-    np.testing.assert_allclose(sg.evaluate(sg.grad(f, x), {"x": X}), want_g, rtol=1e-14)
+    x, y, w = _value_and_gradient_checked(key, jax)
     H = sg.evaluate(sg.hessian(sg.sum(y ** 3 * w), x), {"x": X})
     want_h = jax.hessian(lambda v: (v[key] ** 3 * w).sum())(X)
     np.testing.assert_allclose(H, want_h, rtol=1e-13, atol=1e-14)

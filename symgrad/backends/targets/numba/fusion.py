@@ -288,14 +288,8 @@ def _peel(nodes: Sequence, run: list[int], loose: Callable[[Any], str | None]
 def _segment(nodes: Sequence, run: list[int], escapes: set[int], last_use: dict[int, int],
              end: int) -> Segment:
     """The segment of ``run`` (its lines end before position ``end``)."""
-    inside = set(run)
-    inputs: dict[int, None] = {}
-    for i in run:
-        for a in nodes[i].args:
-            if a not in inside and not (nodes[a].is_const and nodes[a].shape == ()):
-                inputs[a] = None
     outputs = [i for i in run if i in escapes or last_use.get(i, -1) >= end]
-    return Segment(run, list(inputs), outputs)
+    return Segment(run, _segment_inputs(nodes, run), outputs)
 
 
 def pays(nodes: Sequence, seg: Segment) -> bool:
@@ -362,6 +356,8 @@ def _cheap_again(nodes: Sequence, o: int, b: Segment, made: set[int], table: dic
 
 
 def _segment_inputs(nodes: Sequence, members: list[int]) -> list[int]:
+    """What lines ``members`` read from outside them, in order (scalar constants are
+    written in)."""
     inside = set(members)
     inputs: dict[int, None] = {}
     for i in members:
