@@ -1,6 +1,8 @@
 """Shared harness pieces: the cell environment, timing, error metric, speed probe, library loading.
 
-Timing rules (see the issue's measurement pitfalls): one thread per library, warm-up calls
+Timing rules (see the issue's measurement pitfalls): one thread per library (and every
+thread of the process on one CPU while it is timed, :func:`one_core`: XLA's CPU client
+ignores the thread flags for its dots and ran them on two cores), warm-up calls
 before timing, calls batched so one sample lasts at least ``MIN_SAMPLE`` seconds (tiny
 functions are otherwise dominated by the timer), functions that are compared measured
 *interleaved* in one loop so that drift of the machine's speed hits all of them alike, and
@@ -11,7 +13,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -114,8 +117,15 @@ def interleaved(
     samples are paired measurements. Each iteration starts one function later than the
     last, so every function follows every other equally often (a call after one that
     evicted the caches, such as XLA's, is not always the same system's). Stops after
-    ``budget`` seconds (at least ``min_samples`` samples each).
+    ``budget`` seconds (at least ``min_samples`` samples each). Every thread of the
+    process runs on one CPU meanwhile (:func:`one_core`).
     """
+    with one_core():
+        return _interleaved(fns, budget, min_samples, max_samples, warmup)
+
+
+def _interleaved(fns: Sequence[Callable[[], Any]], budget: float, min_samples: int,
+                 max_samples: int, warmup: int) -> list[np.ndarray]:
     for fn in fns:
         for _ in range(warmup):
             fn()
@@ -135,6 +145,43 @@ def interleaved(
             count >= min_samples and time.perf_counter() - start > budget
         ):
             return [np.asarray(s) for s in samples]
+
+
+def _threads() -> list[int]:
+    """This process's thread ids (Linux), or ``[0]`` (the calling thread) elsewhere."""
+    try:
+        return [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        return [0]
+
+
+def _pin(cpus: set[int]) -> None:
+    for tid in _threads():
+        try:
+            os.sched_setaffinity(tid, cpus)
+        except OSError:  # the thread ended meanwhile
+            pass
+
+
+@contextmanager
+def one_core() -> Iterator[int | None]:
+    """Every thread of this process on one CPU while the block runs (threads started in
+    it inherit the CPU); the CPU's number, or None where the system cannot pin threads.
+
+    A library's own thread pool is then one core's worth of work whatever its flags say:
+    JAX 0.10 on two cores ran a 128x784 by 784x256 dot at 1.8x a core's CPU time with
+    ``--xla_cpu_multi_thread_eigen=false``, and at one core's speed (NumPy's) pinned.
+    """
+    if not hasattr(os, "sched_setaffinity"):
+        yield None
+        return
+    mask = os.sched_getaffinity(0)
+    cpu = max(mask)
+    _pin({cpu})
+    try:
+        yield cpu
+    finally:
+        _pin(mask)
 
 
 def median(samples: np.ndarray) -> float:

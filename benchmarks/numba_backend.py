@@ -368,13 +368,14 @@ def _paired(rec: dict, samples: dict[str, np.ndarray], target: str) -> dict[str,
 
 
 def _cpu_over_wall(call: Callable[[], Any], budget: float) -> float:
-    """Process CPU time over wall time of repeated calls (at least 0.05 s of them): above
-    1 a system used more than one thread; below 1 the machine made it wait."""
-    wall0, cpu0, count = time.perf_counter(), time.process_time(), 0
-    while count < 1 or time.perf_counter() - wall0 < max(0.05, budget / 20):
-        call()
-        count += 1
-    return (time.process_time() - cpu0) / (time.perf_counter() - wall0)
+    """Process CPU time over wall time of repeated calls (at least 0.05 s of them), on one
+    CPU as the timings were (:func:`.common.one_core`): below 1 the machine made it wait."""
+    with common.one_core():
+        wall0, cpu0, count = time.perf_counter(), time.process_time(), 0
+        while count < 1 or time.perf_counter() - wall0 < max(0.05, budget / 20):
+            call()
+            count += 1
+        return (time.process_time() - cpu0) / (time.perf_counter() - wall0)
 
 
 def targets(rec: dict) -> list[dict]:
