@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from . import common, numba_peers
+from . import common, numba_peers, numba_tables
 from .numba_backend import BUILD_TARGETS, ROWS
 
 RESULTS = Path(__file__).resolve().parent / "results" / "c_backend.json"
@@ -165,10 +165,10 @@ def measured(results: dict) -> dict:
     return {
         "title": "`backend=\"c\"`: cold builds and run times against Numba, NumPy and JAX",
         "command": results["command"], "date": results["date"],
-        "machine": f"{m.get('cpu', 'a CPU')}, {m.get('cores', '?')} cores shared with other "
-                   f"work (load average {results['loadavg'][0]:.1f} at the start, "
-                   f"{results['loadavg'][1]:.1f} at the end), one thread per library",
-        "method": "One process, one thread per library. Builds: trace, gradient, compile and "
+        "machine": numba_tables.machine_line(m.get("cpu", "a CPU"), m.get("cores", "?"),
+                                             *results["loadavg"]),
+        "method": "One process, one thread per library, every thread of the process on one "
+                  "CPU while timed. Builds: trace, gradient, compile and "
                   "first call, each with an empty symgrad cache (the C compiler runs; Numba "
                   "compiles), then C again from its cache (warm); JAX's cold jit in the same "
                   "process after a warm-up started its backend. C's and JAX's cold builds: "

@@ -25,10 +25,12 @@ before anything imports NumPy, Numba or JAX, float64 everywhere):
 * **checks**: every system's gradient against the hand-written NumPy one (normwise relative
   error; above ``tol`` the system is marked wrong and not timed);
 * **run time**: all systems sampled in turn in one loop (:func:`.common.interleaved`:
-  calls batched to >= 2 ms per sample), min / median / max per system, and paired ratios
-  (median, min, max of per-iteration ratios) of each compiled target (symgrad-numba,
-  symgrad-C) to each other system, and
-  each system's process CPU time over wall time (above 1: it used more than one thread);
+  calls batched to >= 2 ms per sample; every thread of the process on one CPU meanwhile,
+  since XLA's CPU client spreads its dots over the cores whatever its flags say), min /
+  median / max per system, and paired ratios (median, min, max of per-iteration ratios)
+  of each compiled target (symgrad-numba, symgrad-C) to each other system, and
+  each system's process CPU time over wall time on that CPU (below 1: the machine made it
+  wait);
 * **what stayed NumPy**: :func:`.numba_fallbacks.account` of the module (scans run as NumPy
   loops with the ops that pushed them there, and the driver's NumPy calls, with reasons);
 * **targets**: run time <= 1.0x ``jax.jit(grad)`` and <= 1.0x hand NumPy on

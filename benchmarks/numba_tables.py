@@ -180,7 +180,8 @@ def header(results: dict) -> str:
     return (f"`{results['command'].strip()}`{quick}; {m['cpu']}, {m['cores']} cores, load "
             f"average {m['loadavg_start'][0]:.1f} at the start, {m['loadavg_end'][0]:.1f} at "
             f"the end; speed probe {seconds(m['probe_start_s'])} / "
-            f"{seconds(m['probe_end_s'])}; one thread each; {results['budget_s']} s of paired "
+            f"{seconds(m['probe_end_s'])}; one thread each, every thread of the process on one "
+            f"CPU while timed; {results['budget_s']} s of paired "
             f"samples per row; wall {results['wall_s']:.0f} s. Versions: "
             + ", ".join(f"{k} {v}" for k, v in results["versions"].items() if v) + ".")
 
@@ -206,16 +207,26 @@ def measured(results: dict, title: str) -> dict:
     m = results["machine"]
     return {
         "title": title, "command": results["command"].strip(), "date": results["date"],
-        "machine": f"{m['cpu']}, {m['cores']} cores shared with other work (load average "
-                   f"{m['loadavg_start'][0]:.1f} at the start, {m['loadavg_end'][0]:.1f} at "
-                   "the end): absolute times are inflated and noisy, the paired ratios are "
-                   "the figures to read",
+        "machine": machine_line(m["cpu"], m["cores"], m["loadavg_start"][0],
+                                m["loadavg_end"][0]),
         "method": header(results),
         "tables": tables(results),
         "notes": [*goal_summary(results["rows"]),
                   "What stayed NumPy (`sg.stats(..., backend=\"numba\")`), worst first:",
                   "\n".join(fallbacks(results["rows"])[3:])],
     }
+
+
+def machine_line(cpu: str, cores: int | str, start: float, end: float) -> str:
+    """The measured table's line on the machine: its load, and what that load means for
+    the absolute times (busy: other work than the run's own process, which counts 1 in
+    the load average, came to half a core or more)."""
+    busy = max(start, end) - 1.0 >= 0.5
+    note = ("other work kept it busy: absolute times are inflated and noisy, the paired "
+            "ratios are the figures to read" if busy else
+            "it was quiet; the paired ratios are still the figures to read")
+    return (f"{cpu}, {cores} cores shared with other work (load average {start:.1f} at the "
+            f"start, {end:.1f} at the end): {note}")
 
 
 def _badness(rec: dict) -> float:

@@ -160,3 +160,10 @@ def test_command_line_rows_and_options():
     assert nb.parse([]).rows == [r.name for r in nb.ROWS if r.default]
     with pytest.raises(SystemExit):
         nb.parse(["no_such_row"])
+
+
+def test_the_machine_line_says_busy_only_when_other_work_took_half_a_core():
+    quiet = numba_tables.machine_line("a CPU", 2, 0.4, 1.2)  # the run's own process: 1
+    busy = numba_tables.machine_line("a CPU", 2, 0.4, 1.6)
+    assert "quiet" in quiet and "inflated" not in quiet and "0.4" in quiet
+    assert "inflated" in busy and "1.6 at the end" in busy

@@ -200,3 +200,41 @@ def test_dask_scale_cell_at_a_tiny_size(tmp_path):
     for a, ref in zip(got, want):
         np.testing.assert_allclose(a, ref, rtol=1e-12)
     assert "M rows/s" in dask_scale.table([row])
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "sched_setaffinity"), reason="Linux only")
+def test_one_core_pins_every_thread_and_restores_the_mask():
+    """While timed, the process's threads (those running and those started) share one CPU;
+    afterwards every thread has the mask it had."""
+    import os
+    import threading
+
+    before = os.sched_getaffinity(0)
+    started = threading.Event()
+    done = threading.Event()
+    seen: dict[str, set] = {}
+
+    def worker(key: str) -> None:
+        started.set()
+        done.wait(10)
+        seen[key] = os.sched_getaffinity(0)
+
+    old = threading.Thread(target=worker, args=("old",))
+    old.start()
+    started.wait(10)
+    with common.one_core() as cpu:
+        assert cpu in before
+        assert os.sched_getaffinity(0) == {cpu}
+        tid = old.native_id
+        assert os.sched_getaffinity(tid) == {cpu}
+        inner: list[set] = []
+        t = threading.Thread(target=lambda: inner.append(os.sched_getaffinity(0)))
+        t.start()
+        t.join()
+        assert inner == [{cpu}]
+    assert os.sched_getaffinity(0) == before
+    done.set()
+    old.join()
+    assert seen["old"] == before
+    samples = common.interleaved([lambda: sum(range(100))], budget=0.0, min_samples=2)
+    assert samples[0].size >= 2 and os.sched_getaffinity(0) == before
