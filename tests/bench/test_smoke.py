@@ -238,3 +238,14 @@ def test_one_core_pins_every_thread_and_restores_the_mask():
     assert seen["old"] == before
     samples = common.interleaved([lambda: sum(range(100))], budget=0.0, min_samples=2)
     assert samples[0].size >= 2 and os.sched_getaffinity(0) == before
+
+
+@pytest.mark.parametrize("k", range(1, 9))
+def test_interleaved_orders_put_every_system_after_every_other_equally_often(k):
+    from collections import Counter
+
+    orders = common.balanced_orders(k)
+    assert all(sorted(order) == list(range(k)) for order in orders)
+    pairs = Counter((a, b) for order in orders for a, b in zip(order, order[1:]))
+    assert set(pairs) == {(a, b) for a in range(k) for b in range(k) if a != b}
+    assert len(set(pairs.values())) <= 1
