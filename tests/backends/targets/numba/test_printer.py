@@ -144,6 +144,33 @@ def test_a_value_and_its_gradient_are_one_kernel():
         _close(g, r, "float64", "grad")
 
 
+@pytest.mark.parametrize("bias", [(10,), (1, 10)])
+def test_sums_written_as_products_with_ones_are_loops_in_a_kernel(bias):
+    """The lowering's ``x @ ones`` / ``ones @ x`` (a softmax's backprop's row sums, a
+    bias's column sums; products at these sizes, where NumPy's BLAS wins) are sum loops
+    inside a kernel, not ``np.dot``: equal to the closed form and to the NumPy backend."""
+    import re
+
+    X, W = sg.var("X", (128, 8)), sg.var("W", (8, 10))
+    g, onehot = sg.var("g", bias), sg.var("onehot", (128, 10))
+    f = -sg.sum(onehot * sg.log_softmax(X @ W + g, axis=1))
+    outs = sg.grad(f, [W, g])
+    fn = sg.compile(outs, backend="numba")
+    assert re.search(r"_c\d+ = np\.full\(\(10, 1\), 1\.0", fn.source)  # the products are there
+    assert not re.search(r"np\.dot\([^)]*_c\d", fn.source) and "+= onehot[" in fn.source
+    rng = np.random.default_rng(3)
+    vals = {"X": rng.normal(size=(128, 8)), "W": rng.normal(size=(8, 10)),
+            "g": rng.normal(size=bias), "onehot": 2.0 * np.eye(10)[rng.integers(0, 10, 128)]}
+    z = vals["X"] @ vals["W"] + vals["g"]
+    p = np.exp(z - z.max(axis=1, keepdims=True))
+    ds = p / p.sum(axis=1, keepdims=True) * vals["onehot"].sum(axis=1, keepdims=True) \
+        - vals["onehot"]
+    for got, ref, numpy_ref in zip(fn(**vals), (vals["X"].T @ ds, ds.sum(axis=0).reshape(bias)),
+                                   sg.compile(outs, backend="numpy")(**vals)):
+        _close(got, ref, "float64", "closed form")
+        _close(got, numpy_ref, "float64", "NumPy backend")
+
+
 def test_a_blas_bound_product_stays_numpy_and_says_why():
     """A large matrix product is NumPy's call (the same BLAS); the rest of the gradient,
     decompositions included, is compiled."""
