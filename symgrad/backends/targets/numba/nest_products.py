@@ -94,12 +94,15 @@ def _ones(node: Any) -> bool:
 
 
 def _sum_of_ones_product(site: Site) -> list[str] | None:
-    """``x @ ones`` and ``ones @ x`` with ``x`` a matrix (sums the lowering wrote as
-    products for NumPy's BLAS) as the loops of the sums they are, or None: Numba's typing
-    of an ``np.dot`` call costs 0.2-0.45 s of a cold build, a sum's loop next to nothing."""
+    """``x @ ones`` and ``ones @ x`` with ``x`` a matrix and the ones a column (a row)
+    vector (sums the lowering wrote as products for NumPy's BLAS) as the loops of the sums
+    they are, or None (a matrix of ones makes a product of repeated sums: BLAS's call):
+    Numba's typing of an ``np.dot`` call costs 0.2-0.45 s of a cold build, a sum's loop
+    next to nothing."""
     n, (a, b) = site.node, site.args
     out, w = shape_of(n), Writer(site)
-    if _ones(b) and len(a.shape) == 2 and not _ones(a):
+    if (len(a.shape) == 2 and tuple(b.shape) in ((a.shape[1], 1), (a.shape[1],))
+            and _ones(b) and not _ones(a)):
         w.alloc(site.out, out, n.dtype)
         i, acc = w.loop(a.shape[0]), w.new("acc")
         w(f"{acc} = {site.ctor}(0)")
@@ -109,7 +112,7 @@ def _sum_of_ones_product(site: Site) -> list[str] | None:
         w.set(site.out, out, [i, "0"][:len(out)], acc)
         w.end()
         return w.lines
-    if _ones(a) and len(b.shape) == 2:
+    if len(b.shape) == 2 and tuple(a.shape) in ((1, b.shape[0]), (b.shape[0],)) and _ones(a):
         w.alloc(site.out, out, n.dtype, fill="zeros")
         i, j = w.loop(b.shape[0]), w.loop(b.shape[1])
         w(f"{at(site.out, out, ['0', j][-len(out):])} += {site.ins[1]}[{i}, {j}]")

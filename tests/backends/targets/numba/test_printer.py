@@ -171,6 +171,22 @@ def test_sums_written_as_products_with_ones_are_loops_in_a_kernel(bias):
         _close(got, numpy_ref, "float64", "NumPy backend")
 
 
+@pytest.mark.parametrize("ones,side", [((7, 1), "right"), ((7,), "right"), ((7, 5), "right"),
+                                       ((1, 6), "left"), ((6,), "left"), ((3, 6), "left")])
+def test_products_with_ones_of_every_shape_equal_numpy(ones, side, every_region):
+    """A vector of ones is a sum's loop; a matrix of ones (repeated sums) stays a product:
+    each equals NumPy's product."""
+    from symgrad.ir.expr import Expr
+
+    x = sg.var("x", (6, 7))
+    c = Expr(x.graph, x.graph.const(np.ones(ones)))
+    f = sg.tanh(x) @ c if side == "right" else c @ sg.tanh(x)
+    fn = sg.compile(f, backend="numba")
+    a = np.linspace(-2, 3, 42).reshape(6, 7)
+    ref = np.tanh(a) @ np.ones(ones) if side == "right" else np.ones(ones) @ np.tanh(a)
+    _close(fn(a), ref, "float64", str(ones))
+
+
 def test_a_blas_bound_product_stays_numpy_and_says_why():
     """A large matrix product is NumPy's call (the same BLAS); the rest of the gradient,
     decompositions included, is compiled."""
