@@ -8,6 +8,7 @@ function Python calls directly).
   :mod:`.scalars`, what it reads of the text in :mod:`.syntax`; scatter loops folded into
   the loop producing their operands first (:mod:`.fuse`);
 * :mod:`.build` — compiling a module's C text (cached on disk by its hash) and loading it;
+  a large text in parts built side by side (:mod:`.parts`);
 * :mod:`.printer` — :class:`~.printer.CPrinter`, the NumPy driver calling the C functions;
 * :mod:`.target` — its :class:`~symgrad.backends.target.Target`.
 """

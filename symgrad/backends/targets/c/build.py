@@ -49,6 +49,7 @@ from typing import Any
 from ....base.errors import BackendError, LimitError
 from ....base.progress import step
 from ... import disk_cache
+from . import parts
 from .scalars import DECLARATIONS
 
 __all__ = ["DRIVER", "FLAGS", "LEAN", "MAX_SOURCE_BYTES", "ROUTES", "Route", "compiler",
@@ -159,13 +160,13 @@ def load_library(source: str, signatures: dict[str, tuple[str, ...]],
                          f"{MAX_SOURCE_BYTES:,}-byte budget; compile smaller functions, or "
                          "use backend='numba' or backend='numpy'")
     cc = compiler()
-    loaded = hashlib.sha256(b"\0".join([data, cc.encode()])).hexdigest()
+    texts = [t.encode() for t in parts.split(source)]
     with _LOCK:
-        lib = _LOADED.get(loaded)
-        if lib is None:
-            lib = _LOADED[loaded] = _library(data, cc)
+        libs = _libraries(texts, cc)
+    lib = libs[0] if len(libs) == 1 else parts.Joined(libs)
     if signatures or entries:
-        _bind_blas(lib)
+        for one in libs:
+            _bind_blas(one)
     for name, kinds in signatures.items():
         f = getattr(lib, name)
         f.argtypes = [_ARG[k] for k in kinds]
@@ -174,6 +175,22 @@ def load_library(source: str, signatures: dict[str, tuple[str, ...]],
         if not isinstance(lib.__dict__.get(name), _BUILTIN):
             setattr(lib, name, _entry(lib, name))
     return lib
+
+
+def _libraries(texts: list[bytes], cc: str) -> list[Any]:
+    """The loaded library of each C text (one loaded before in this process is reused),
+    those to build compiled at the same time, one compiler process each."""
+    keys = [hashlib.sha256(b"\0".join([data, cc.encode()])).hexdigest() for data in texts]
+    todo = [(k, data) for k, data in zip(keys, texts) if k not in _LOADED]
+    if len(todo) == 1:
+        _LOADED[todo[0][0]] = _library(todo[0][1], cc)
+    elif todo:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(len(todo)) as pool:  # each thread waits on its compiler
+            built = list(pool.map(lambda data: _library(data, cc), [d for _, d in todo]))
+        _LOADED.update(zip([k for k, _ in todo], built))
+    return [_LOADED[k] for k in keys]
 
 
 class _MethodDef(ctypes.Structure):

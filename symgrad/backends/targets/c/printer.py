@@ -49,6 +49,7 @@ from ..numba.loops import StepPrinter, compiled_loop, lacking, loop_ops
 from ..numba.printer import NumbaPrinter
 from ..numpy.printer import NumpyPrinter
 from ..numpy.table import NUMPY_TYPE
+from . import parts
 from .arrays import LAPACK_OPS, LAPACK_PRELUDE
 from .scalars import CTYPE, Unsupported, prelude
 from .translate import translate
@@ -203,7 +204,8 @@ class CPrinter(NumbaPrinter):
         if self.c_functions:
             functions = "\n\n".join(self.c_functions)
             lapack = [LAPACK_PRELUDE.strip("\n")] if "sg_getrf[" in functions else []
-            text = "\n\n".join([prelude(functions).rstrip("\n"), *lapack, functions])
+            text = "\n\n".join([prelude(functions).rstrip("\n"), *lapack,
+                                 *(f"{parts.MARK}\n{f}" for f in self.c_functions)])
             entries = call("_C_ENTRIES = [", [f"{n!r}" for n in self.c_entries], "]", "")
             kernels = [line for kernel in self.kernels for line in ("", "", *kernel.split("\n"))]
             out[k:k] = ["", f"_C_SOURCE = r'''{text}\n'''", "", *entries,

@@ -270,3 +270,58 @@ def test_a_function_the_prelude_does_not_declare_fails_over_to_the_headers(monke
     assert out[0] == pytest.approx(math.lgamma(4.5), rel=1e-15)
     records = [json.loads(p.read_text()) for p in (tmp_path / "c").glob("*/module.json")]
     assert any("implicit" in r.get("failed", "") for r in records)
+
+
+def _two_kernel_model():
+    """A gradient whose C module has several kernels (a matrix product between them)."""
+    x, W = sg.var("x", (40, 30)), sg.var("W", (30, 20))
+    h = sg.tanh(x @ W)
+    f = sg.sum(sg.log(1.0 + sg.exp(h @ W.T)) * x)
+    return [f, *sg.grad(f, [x, W])], {"x": np.linspace(-1, 1, 1200).reshape(40, 30),
+                                     "W": np.cos(np.arange(600.0)).reshape(30, 20) / 5}
+
+
+def test_a_split_module_builds_its_parts_side_by_side_and_equals_one_text(monkeypatch,
+                                                                           tmp_path):
+    """With two parts allowed, a module of several kernels is built as two libraries (the
+    compiler run on each, at the same time) joined as one; its values equal the one
+    text's bit for bit, and a second load of the same text compiles nothing."""
+    from symgrad.backends.targets.c import parts
+
+    outs, env = _two_kernel_model()
+    monkeypatch.setenv("SYMGRAD_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(build, "_LOADED", {})
+    monkeypatch.setattr(parts, "MIN_PART_BYTES", 1)
+    runs = []
+    real = build._compile
+    monkeypatch.setattr(build, "_compile", lambda *a: (runs.append(1), real(*a))[1])
+    monkeypatch.setenv("SYMGRAD_C_PARTS", "1")
+    one = sg.compile(outs, backend="c")
+    whole = one(**env)
+    assert runs == [1] and one.source.count(parts.MARK) >= 2
+    monkeypatch.setenv("SYMGRAD_C_PARTS", "2")
+    two = sg.compile(outs, backend="c")
+    split = two(**env)
+    assert runs == [1, 1, 1]
+    for a, b in zip(split, whole):
+        np.testing.assert_array_equal(a, b)
+    for a, b in zip(whole, sg.compile(outs, backend="numpy")(**env)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    build._LOADED.clear()
+    again = sg.compile(outs, backend="c")(**env)
+    assert runs == [1, 1, 1] and all(np.array_equal(a, b) for a, b in zip(again, split))
+
+
+def test_functions_calling_one_another_stay_in_one_part():
+    from symgrad.backends.targets.c import parts
+
+    f = "static int inner(double *o0) { o0[0] = 1; return 0; }"
+    g = "int outer_c(double *o0) { return inner(o0) + 0 * 12345; }"
+    h = "void *h_py(void *self, void *const *a, long n) { return 0; }"
+    text = "/* prelude */" + "".join(f"\n{parts.MARK}\n{c}" for c in (f, h, g))
+    split = parts.split(text, parts=3, min_bytes=1)
+    assert len(split) == 2 and all(s.startswith("/* prelude */") for s in split)
+    (together,) = [s for s in split if "inner(" in s]
+    assert "outer_c(" in together and "h_py" not in together
+    assert parts.split(text, parts=1, min_bytes=1) == [text]
+    assert parts.split(text, parts=3) == [text]  # too small to pay for a second compiler
