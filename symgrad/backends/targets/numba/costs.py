@@ -233,10 +233,13 @@ def compiled_cost(members: Iterable[Any], nodes: Any, arrays: int) -> float:
     return total
 
 
-def pays(members: list[Any], nodes: Any, arrays: int) -> bool:
+def pays(members: list[Any], nodes: Any, arrays: int, inputs: int = 1) -> bool:
     """Whether one compiled call of ``members`` is estimated faster than their NumPy
-    calls (a kernel of one op never is, nor one of views only: NumPy's cost nothing)."""
-    if len(members) < 2 or all(n.op in VIEW_OPS for n in members):
+    calls: a kernel of one op besides views never is (NumPy's call does the same pass;
+    its views cost nothing), nor one reading nothing (``inputs``: the values it reads;
+    with none it only makes constants, one cheap NumPy call each, and its compile would
+    cost more than it ever saves)."""
+    if inputs == 0 or sum(1 for n in members if n.op not in VIEW_OPS) < 2:
         return False
     return compiled_cost(members, nodes, arrays) < numpy_cost(members, nodes)
 

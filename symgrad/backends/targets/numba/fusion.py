@@ -296,7 +296,7 @@ def pays(nodes: Sequence, seg: Segment) -> bool:
     """Whether one compiled call of segment ``seg`` is estimated faster than its nodes'
     NumPy calls (:func:`.costs.pays`: a kernel of one op never is)."""
     arrays = sum(1 for a in (*seg.inputs, *seg.outputs) if nodes[a].shape)
-    return costs.pays([nodes[m] for m in seg.members], nodes, arrays)
+    return costs.pays([nodes[m] for m in seg.members], nodes, arrays, len(seg.inputs))
 
 
 def recompute(nodes: Sequence, kernels: list[Segment], escapes: set[int],

@@ -36,7 +36,24 @@ def _cache(tmp_path, monkeypatch):
     monkeypatch.setenv("SYMGRAD_CACHE_DIR", str(tmp_path))
 
 
-def test_long_aranges_and_linspaces_are_loops_with_numpys_values_to_the_bit():
+@pytest.fixture
+def kernels_always(monkeypatch):
+    """Every run of lines that compiles is a kernel: a graph of constants alone is NumPy's
+    calls by the cost model (a kernel reading nothing never pays for its compile)."""
+    from symgrad.backends.targets.numba import fusion
+
+    monkeypatch.setattr(fusion, "pays", lambda nodes, seg: True)
+
+
+def test_constants_alone_are_numpys_calls_not_a_kernel():
+    fn = sg.compile([sg.arange(3000) * 2.0, sg.linspace(0.0, 1.0, 500) + 1.0], [],
+                    backend="numba")
+    assert "@_jit(" not in fn.source and fn.numpy_ops
+    for got, want in zip(fn(), (np.arange(3000) * 2.0, np.linspace(0.0, 1.0, 500) + 1.0)):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_long_aranges_and_linspaces_are_loops_with_numpys_values_to_the_bit(kernels_always):
     outs = [getattr(sg, op)(**attrs) * 2 for op, attrs in LONG]  # each in a kernel
     fn = sg.compile(outs, [], backend="numba")
     assert not fn.numpy_ops, fn.numpy_ops
@@ -49,7 +66,7 @@ def test_long_aranges_and_linspaces_are_loops_with_numpys_values_to_the_bit():
     assert kernels.count("for ") >= len(LONG)
 
 
-def test_a_short_arange_stays_a_literal():
+def test_a_short_arange_stays_a_literal(kernels_always):
     src = sg.to_source(sg.arange(5) * 1 + 0, [], backend="numba")
     assert "np.array([0, 1, 2, 3, 4], dtype=np.int64)" in src
 
@@ -104,3 +121,13 @@ def test_reductions_by_rows_equal_numpys_and_the_numpy_backends_gradients(op, ax
     for g, v in zip(got, want):
         np.testing.assert_allclose(g, v, rtol=1e-12, atol=1e-12)
     assert "sum" not in sg.stats(outs, backend="numba").numpy_ops
+
+
+def test_one_op_with_views_is_numpys_call_not_a_kernel():
+    """A kernel of one op and views does NumPy's one pass at the cost of a compile."""
+    x = sg.var("x", (40,))
+    f = sg.reshape(sg.sin(x), (4, 10)).T
+    fn = sg.compile(f, backend="numba")
+    assert "@_jit(" not in fn.source
+    a = np.linspace(-3, 3, 40)
+    np.testing.assert_array_equal(fn(a), np.sin(a).reshape(4, 10).T)
