@@ -31,7 +31,7 @@ from typing import Any
 
 __all__ = ["CHOICES", "NUMPY_CALL", "PLAIN_COMPILED", "VIEW_OPS", "chosen", "compiled_cost",
            "compiled_per_element", "numpy_better", "numpy_cost", "pays", "simd_here", "size",
-           "view_better"]
+           "unpaid", "view_better"]
 
 NUMPY_CALL = 400.0  # one NumPy call on a small array
 # one compiled call, and each array it takes (np.ascontiguousarray's call) or returns
@@ -235,11 +235,20 @@ def compiled_cost(members: Iterable[Any], nodes: Any, arrays: int) -> float:
 
 def pays(members: list[Any], nodes: Any, arrays: int, inputs: int = 1) -> bool:
     """Whether one compiled call of ``members`` is estimated faster than their NumPy
-    calls: a kernel of one op besides views never is (NumPy's call does the same pass;
-    its views cost nothing), nor one reading nothing (``inputs``: the values it reads;
-    with none it only makes constants, one cheap NumPy call each, and its compile would
-    cost more than it ever saves)."""
-    if inputs == 0 or sum(1 for n in members if n.op not in VIEW_OPS) < 2:
-        return False
-    return compiled_cost(members, nodes, arrays) < numpy_cost(members, nodes)
+    calls (:func:`unpaid` says why not)."""
+    return unpaid(members, nodes, arrays, inputs) is None
 
+
+def unpaid(members: list[Any], nodes: Any, arrays: int, inputs: int = 1) -> str | None:
+    """Why one compiled call of ``members`` (taking and returning ``arrays`` arrays,
+    reading ``inputs`` values) does not pay, or None where it is estimated faster than
+    their NumPy calls: a kernel of one op besides views never pays (NumPy's call does the
+    same pass; its views cost nothing), nor one reading nothing (it only makes constants,
+    one cheap NumPy call each: its compile would cost more than it ever saves)."""
+    if inputs == 0:
+        return "a kernel reading nothing would only make constants: NumPy's calls, no compile"
+    if sum(1 for n in members if n.op not in VIEW_OPS) < 2:
+        return "a kernel of one op does NumPy's one pass: NumPy's call, no compile"
+    if compiled_cost(members, nodes, arrays) >= numpy_cost(members, nodes):
+        return "a kernel does not pay: NumPy's calls are estimated as fast"
+    return None

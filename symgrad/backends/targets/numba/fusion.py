@@ -261,8 +261,7 @@ def segments(nodes: Sequence, body: Sequence[int], escapes: set[int],
             if pays(nodes, seg):
                 kept.append(seg)
             else:
-                reasons.update(dict.fromkeys(run, "a kernel does not pay: NumPy's calls are "
-                                                  "estimated as fast"))
+                reasons.update(dict.fromkeys(run, unpaid(nodes, seg)))
             run = []
     return kept, reasons
 
@@ -294,9 +293,15 @@ def _segment(nodes: Sequence, run: list[int], escapes: set[int], last_use: dict[
 
 def pays(nodes: Sequence, seg: Segment) -> bool:
     """Whether one compiled call of segment ``seg`` is estimated faster than its nodes'
-    NumPy calls (:func:`.costs.pays`: a kernel of one op never is)."""
+    NumPy calls (:func:`unpaid` says why not)."""
+    return unpaid(nodes, seg) is None
+
+
+def unpaid(nodes: Sequence, seg: Segment) -> str | None:
+    """Why segment ``seg`` is not a kernel (:func:`.costs.unpaid`: a kernel of one op never
+    pays), or None where one compiled call of it is estimated faster than NumPy's."""
     arrays = sum(1 for a in (*seg.inputs, *seg.outputs) if nodes[a].shape)
-    return costs.pays([nodes[m] for m in seg.members], nodes, arrays, len(seg.inputs))
+    return costs.unpaid([nodes[m] for m in seg.members], nodes, arrays, len(seg.inputs))
 
 
 def recompute(nodes: Sequence, kernels: list[Segment], escapes: set[int],

@@ -49,6 +49,8 @@ def test_constants_alone_are_numpys_calls_not_a_kernel():
     fn = sg.compile([sg.arange(3000) * 2.0, sg.linspace(0.0, 1.0, 500) + 1.0], [],
                     backend="numba")
     assert "@_jit(" not in fn.source and fn.numpy_ops
+    why = sg.stats([sg.arange(3000) * 2.0], backend="numba").numpy_why
+    assert "reading nothing" in why["arange"] and "no compile" in why["multiply"]
     for got, want in zip(fn(), (np.arange(3000) * 2.0, np.linspace(0.0, 1.0, 500) + 1.0)):
         np.testing.assert_array_equal(got, want)
 
@@ -129,5 +131,6 @@ def test_one_op_with_views_is_numpys_call_not_a_kernel():
     f = sg.reshape(sg.sin(x), (4, 10)).T
     fn = sg.compile(f, backend="numba")
     assert "@_jit(" not in fn.source
+    assert "one op" in sg.stats(f, backend="numba").numpy_why["sin"]
     a = np.linspace(-3, 3, 40)
     np.testing.assert_array_equal(fn(a), np.sin(a).reshape(4, 10).T)
