@@ -26,6 +26,7 @@ MARK = "/* symgrad: a function the compiler may build apart */"
 MAX_PARTS = 4
 MIN_PART_BYTES = 8000  # a part's compile below this is gcc's fixed cost (~15 ms) and less
 _DEFINED = re.compile(r"^(?:static\s+)?(?:int|void\s*\*)\s*(\w+)\s*\(", re.M)
+_CALLED = re.compile(r"\b(\w+)\s*\(")  # every name called (one pass: linear in the text)
 
 
 def machine_parts() -> int:
@@ -74,11 +75,9 @@ def _connected(chunks: list[str]) -> list[list[int]]:
             k = parent[k]
         return k
 
-    if owner:
-        called = re.compile(r"\b(" + "|".join(map(re.escape, owner)) + r")\s*\(")
-        for k, chunk in enumerate(chunks):
-            for name in set(called.findall(chunk)):
-                parent[root(owner[name])] = root(k)
+    for k, chunk in enumerate(chunks):
+        for name in set(_CALLED.findall(chunk)) & owner.keys():
+            parent[root(owner[name])] = root(k)
     groups: dict[int, list[int]] = {}
     for k in range(len(chunks)):
         groups.setdefault(root(k), []).append(k)
