@@ -120,7 +120,7 @@ _WORKER = "\n".join([
     "run_share(data.decode(), path, name, json.loads(group), claims)", ""])
 
 
-def idle_cores(idle: bool = True) -> int:
+def _cores(idle: bool = True) -> int:
     """The cores this process may run on; ``idle``: those idle, their count less the
     system's load (its last minute's average, this process counted as idle), at least 1.
     On a machine other work keeps busy a worker would only take time from the parent."""
@@ -137,11 +137,11 @@ def idle_cores(idle: bool = True) -> int:
 
 def workers(count: int) -> int:
     """How many processes (the parent one of them) compile ``count`` groups: one per idle
-    core this process may run on (:func:`idle_cores`), or ``$SYMGRAD_NUMBA_WORKERS`` where set
+    core this process may run on (:func:`_cores`), or ``$SYMGRAD_NUMBA_WORKERS`` where set
     (at most one per core, busy or not); 0 where fewer than two would run (the parent
     compiles alone)."""
     given = os.environ.get("SYMGRAD_NUMBA_WORKERS", "").strip()
-    cores = min(idle_cores(idle=False), int(given)) if given.isdigit() else idle_cores()
+    cores = min(_cores(idle=False), int(given)) if given.isdigit() else _cores()
     n = min(cores, count)
     return n if n >= 2 else 0
 

@@ -65,9 +65,9 @@ def test_each_group_is_compiled_by_the_process_claiming_it_first(tmp_path):
 
 def test_workers_respect_the_cores_and_the_setting(monkeypatch):
     monkeypatch.delenv("SYMGRAD_NUMBA_WORKERS", raising=False)
-    monkeypatch.setattr(workers, "idle_cores", lambda idle=True: 1)
+    monkeypatch.setattr(workers, "_cores", lambda idle=True: 1)
     assert workers.workers(5) == 0  # one core: the parent alone, as without workers
-    monkeypatch.setattr(workers, "idle_cores", lambda idle=True: 4 if not idle else 3)
+    monkeypatch.setattr(workers, "_cores", lambda idle=True: 4 if not idle else 3)
     assert workers.workers(5) == 3 and workers.workers(1) == 0
     monkeypatch.setenv("SYMGRAD_NUMBA_WORKERS", "2")
     assert workers.workers(5) == 2
@@ -80,11 +80,11 @@ def test_workers_respect_the_cores_and_the_setting(monkeypatch):
 def test_a_busy_machine_counts_as_fewer_cores(monkeypatch):
     monkeypatch.setattr(workers.os, "sched_getaffinity", lambda pid: set(range(4)))
     monkeypatch.setattr(workers.os, "getloadavg", lambda: (1.0, 1.0, 1.0))
-    assert workers.idle_cores() == 4  # only this process runs: every core idle
+    assert workers._cores() == 4  # only this process runs: every core idle
     monkeypatch.setattr(workers.os, "getloadavg", lambda: (3.0, 1.0, 1.0))
-    assert workers.idle_cores() == 2
+    assert workers._cores() == 2
     monkeypatch.setattr(workers.os, "getloadavg", lambda: (12.0, 1.0, 1.0))
-    assert workers.idle_cores() == 1 and workers.idle_cores(idle=False) == 4
+    assert workers._cores() == 1 and workers._cores(idle=False) == 4
     monkeypatch.delenv("SYMGRAD_NUMBA_WORKERS", raising=False)
     assert workers.workers(5) == 0
 
@@ -163,7 +163,7 @@ def test_the_parent_reads_what_a_worker_wrote(monkeypatch, tmp_path):
 def test_a_failed_worker_leaves_the_parent_to_compile(monkeypatch, tmp_path, failure):
     """A worker that refuses a file whose hash is not the parent's, or one the parent stops
     for taking too long, writes nothing: the parent compiles that share itself."""
-    monkeypatch.setattr(workers, "idle_cores", lambda idle=True: 2)
+    monkeypatch.setattr(workers, "_cores", lambda idle=True: 2)
     monkeypatch.setattr(workers, "PARALLEL_LINES", 0)
     monkeypatch.setattr(workers, "run_share", lambda *args: None)  # the parent claims none
     if failure == "changed file":
