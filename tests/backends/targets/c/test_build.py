@@ -325,3 +325,28 @@ def test_functions_calling_one_another_stay_in_one_part():
     assert "outer_c(" in together and "h_py" not in together
     assert parts.split(text, parts=1, min_bytes=1) == [text]
     assert parts.split(text, parts=3) == [text]  # too small to pay for a second compiler
+
+
+def test_every_part_gets_blas_and_lapack(monkeypatch, tmp_path):
+    """A module split in three, LAPACK in a scan's step and products in kernels: each
+    part's library is given SciPy's routines, and the values equal the NumPy backend's."""
+    pytest.importorskip("scipy")
+    from symgrad.backends.targets.c import parts
+
+    monkeypatch.setenv("SYMGRAD_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("SYMGRAD_C_PARTS", "3")
+    monkeypatch.setattr(parts, "MIN_PART_BYTES", 1)
+    monkeypatch.setattr(build, "_LOADED", {})
+    A, b, x = sg.var("A", (4, 4)), sg.var("b", (4,)), sg.var("x", (300, 4))
+    M = A @ A.T + sg.eye(4)
+    h, _ = sg.scan(lambda h, _: (sg.tanh(sg.solve(M, h) + b), None), b, length=5)
+    f = sg.sum(sg.exp(x @ h) * sg.sin(x[:, 0])) + sg.log(sg.det(M))
+    outs = [f, *sg.grad(f, [A, b, x])]
+    fn = sg.compile(outs, backend="c")
+    lib = fn.raw.__globals__["_C"]
+    assert "sg_getrf" in fn.source and len(lib.libraries) == 3
+    rng = np.random.default_rng(0)
+    env = {"A": rng.normal(size=(4, 4)), "b": 0.3 * rng.normal(size=4),
+           "x": 0.3 * rng.normal(size=(300, 4))}
+    for got, ref in zip(fn(**env), sg.compile(outs)(**env)):
+        np.testing.assert_allclose(got, ref, rtol=1e-13, atol=1e-13 * np.max(np.abs(ref)))
