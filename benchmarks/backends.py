@@ -153,4 +153,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    common.with_thread_env("benchmarks.backends")
     sys.exit(main())

@@ -27,8 +27,6 @@ import numpy as np
 
 from benchmarks import common
 
-os.environ.update({k: v for k, v in common.THREAD_ENV.items() if k.endswith("THREADS")})
-
 
 def rosen(x):
     return np.sum(100.0 * (x[1:] - x[:-1] ** 2.0) ** 2.0 + (1 - x[:-1]) ** 2.0)
@@ -147,5 +145,6 @@ def measure_c(budget: float = 2.0) -> list[dict]:
 
 
 if __name__ == "__main__":
+    common.with_thread_env("benchmarks.call_overhead")
     for row in [*measure(), *measure_c()]:
         print(json.dumps(row))

@@ -12,6 +12,7 @@ medians (of times, and of per-iteration ratios for paired comparisons).
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -43,6 +44,21 @@ def cell_env() -> dict[str, str]:
     env.update(THREAD_ENV)
     env.update(MALLOC_ENV)
     return env
+
+
+def _threads_env() -> bool:
+    """Whether this process runs with :data:`THREAD_ENV`'s thread counts."""
+    return all(os.environ.get(k) == v for k, v in THREAD_ENV.items() if k.endswith("THREADS"))
+
+
+def with_thread_env(module: str) -> None:
+    """Start ``python -m module`` again, same arguments, with :func:`cell_env` unless this
+    process has :data:`THREAD_ENV` already: BLAS, Numba and XLA read their variables when
+    they load (setting them later does nothing), and a BLAS pool of several threads on
+    :func:`one_core`'s one CPU would spin against itself."""
+    if all(os.environ.get(k) == v for k, v in THREAD_ENV.items()):
+        return
+    os.execve(sys.executable, [sys.executable, "-m", module, *sys.argv[1:]], cell_env())
 
 
 def load(system: str) -> Any:
@@ -182,12 +198,14 @@ def one_core() -> Iterator[int | None]:
     """Every thread of this process on one CPU while the block runs (threads started in
     it inherit the CPU); the CPU's number, or None where the system cannot pin threads.
 
-    A library's own thread pool is then one core's worth of work whatever its flags say:
+    Only in a process started with :data:`THREAD_ENV`'s thread counts (else None: see
+    :func:`with_thread_env`). A library's own thread pool is then one core's worth of work
+    whatever its flags say:
     JAX 0.10 on two cores ran a 128x784 by 784x256 dot at 1.8x a core's CPU time with
     ``--xla_cpu_multi_thread_eigen=false``, and at one core's speed (NumPy's) pinned.
     """
-    if not hasattr(os, "sched_setaffinity"):
-        yield None
+    if not hasattr(os, "sched_setaffinity") or not _threads_env():
+        yield None  # (a BLAS pool of several threads on one CPU spins against itself)
         return
     mask = os.sched_getaffinity(0)
     cpu = max(mask)

@@ -168,4 +168,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    common.with_thread_env("benchmarks.linalg_losses")
     main()

@@ -281,6 +281,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    common.with_thread_env("benchmarks.loops")
     main()
 
 

@@ -175,4 +175,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    common.with_thread_env("benchmarks.solvers")
     main()

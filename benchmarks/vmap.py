@@ -12,13 +12,10 @@ Run: ``PYTHONPATH=. python -m benchmarks.vmap`` (prints one JSON line per case).
 from __future__ import annotations
 
 import json
-import os
 
 import numpy as np
 
 from benchmarks import common
-
-os.environ.update({k: v for k, v in common.THREAD_ENV.items() if k.endswith("THREADS")})
 
 
 def net(params, x):
@@ -77,5 +74,6 @@ def measure(budget: float = 3.0) -> list[dict]:
 
 
 if __name__ == "__main__":
+    common.with_thread_env("benchmarks.vmap")
     for row in measure():
         print(json.dumps(row))

@@ -77,4 +77,5 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
 
 if __name__ == "__main__":
+    common.with_thread_env("benchmarks.w4_forward")
     main()

@@ -167,4 +167,5 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
+    common.with_thread_env("benchmarks.while_loop")
     main(sys.argv[1:])

@@ -203,11 +203,22 @@ def test_dask_scale_cell_at_a_tiny_size(tmp_path):
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "sched_setaffinity"), reason="Linux only")
-def test_one_core_pins_every_thread_and_restores_the_mask():
+def test_one_core_pins_every_thread_and_restores_the_mask(monkeypatch):
     """While timed, the process's threads (those running and those started) share one CPU;
-    afterwards every thread has the mask it had."""
+    afterwards every thread has the mask it had. Without the thread variables (a BLAS pool
+    of several threads) nothing is pinned."""
     import os
     import threading
+
+    for key in common.THREAD_ENV:
+        monkeypatch.delenv(key, raising=False)
+    with common.one_core() as cpu:
+        assert cpu is None
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")  # the others still unset
+    with common.one_core() as cpu:
+        assert cpu is None
+    for key, value in common.THREAD_ENV.items():
+        monkeypatch.setenv(key, value)
 
     before = os.sched_getaffinity(0)
     started = threading.Event()
